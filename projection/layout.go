@@ -1,0 +1,169 @@
+package projection
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// The row layout of SPEC §4. A logical row RK of partition PK is stored as
+// one tip row holding its current version and one version row per earlier
+// version, all in partition PK, so one transaction covers a row and its
+// history.
+const (
+	// TipPrefix starts the RowKey of a tip row: "tip:" + RK.
+	TipPrefix = "tip:"
+	// OldPrefix starts the RowKey of a version row:
+	// "old:" + escaped RK + ":" + inverted version.
+	OldPrefix = "old:"
+)
+
+// System columns written on every row. Names beginning with "_" are reserved
+// for them; commands may not use such names.
+const (
+	ColVersion = "_v"       // Edm.Int64: the row's logical version, from 0
+	ColCmd     = "_cmd"     // Edm.String: ID of the command that wrote it
+	ColSeq     = "_seq"     // Edm.Int64: journal sequence of that command
+	ColAt      = "_at"      // Edm.DateTime: journal time of that command
+	ColOp      = "_op"      // Edm.String: the operation (events.OpKind)
+	ColDeleted = "_deleted" // Edm.Boolean: true on tombstones only
+)
+
+const versionWidth = 19 // digits of math.MaxInt64
+
+// TipKey is the store RowKey of the tip row of rk.
+func TipKey(rk string) string { return TipPrefix + rk }
+
+// VersionKey is the store RowKey of version v of rk. Versions are inverted
+// (MaxInt64 - v) and zero-padded, so the newest sorts first.
+//
+// The natural RowKey is escaped (":" as "%3A", "%" as "%25") so that the
+// first ":" after the prefix always ends it: the history of "a" is the
+// key range "old:a:" .. "old:a;" and never holds rows of "a:b". Keys
+// without ":" or "%" are stored exactly as SPEC §4 writes them.
+func VersionKey(rk string, v int64) string {
+	return versionPrefix(rk) + fmt.Sprintf("%0*d", versionWidth, math.MaxInt64-v)
+}
+
+// HistoryRange returns the RowKey range [from, to) holding every version
+// row of rk, newest first.
+func HistoryRange(rk string) (from, to string) {
+	p := OldPrefix + escapeRK(rk)
+	return p + ":", p + ";"
+}
+
+// TipRange is the RowKey range [from, to) of all tip rows of a partition.
+func TipRange() (from, to string) { return TipPrefix, "tip;" }
+
+func versionPrefix(rk string) string { return OldPrefix + escapeRK(rk) + ":" }
+
+var rkEscaper = strings.NewReplacer("%", "%25", ":", "%3A")
+var rkUnescaper = strings.NewReplacer("%25", "%", "%3A", ":")
+
+func escapeRK(rk string) string { return rkEscaper.Replace(rk) }
+
+// ParseKey splits a stored RowKey into the natural RowKey and, for version
+// rows, the version. ok is false for keys that are not part of the layout.
+func ParseKey(key string) (rk string, version int64, tip bool, ok bool) {
+	if strings.HasPrefix(key, TipPrefix) {
+		return key[len(TipPrefix):], 0, true, true
+	}
+	if !strings.HasPrefix(key, OldPrefix) {
+		return "", 0, false, false
+	}
+	rest := key[len(OldPrefix):]
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 || len(rest)-i-1 != versionWidth {
+		return "", 0, false, false
+	}
+	inv, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil || inv < 0 {
+		return "", 0, false, false
+	}
+	return rkUnescaper.Replace(rest[:i]), math.MaxInt64 - inv, false, true
+}
+
+// EscapedRKLen is the length of rk once escaped in a version RowKey; the
+// projector and the writer check it against events.MaxKeyBytes.
+func EscapedRKLen(rk string) int { return len(escapeRK(rk)) }
+
+// Row is one version of a logical row as stored: the tip, a version row or a
+// tombstone, with its system columns decoded and the user properties apart.
+type Row struct {
+	PK, RK  string
+	Version int64
+	Cmd     string
+	Seq     uint64
+	At      time.Time
+	Op      events.OpKind
+	// Deleted marks a tombstone: Props are the last values of the deleted
+	// row and Cmd the deleting command.
+	Deleted bool
+	// Tip is true for the tip row (the current version).
+	Tip   bool
+	Props events.Entity
+	// ETag is the store's etag of this stored row.
+	ETag string
+}
+
+// DecodeRow reads a stored entity of the layout. It fails on an entity that
+// is not part of the layout or lacks its system columns.
+func DecodeRow(e store.Entity) (Row, error) {
+	rk, v, tip, ok := ParseKey(e.RK)
+	if !ok {
+		return Row{}, fmt.Errorf("row key %q is not a tip or version row", e.RK)
+	}
+	r := Row{PK: e.PK, RK: rk, Tip: tip, ETag: e.ETag, Props: make(events.Entity, len(e.Props))}
+	for name, val := range e.Props {
+		if !strings.HasPrefix(name, "_") {
+			r.Props[name] = val
+		}
+	}
+	sv, ok1 := e.Props[ColVersion]
+	sc, ok2 := e.Props[ColCmd]
+	ss, ok3 := e.Props[ColSeq]
+	sa, ok4 := e.Props[ColAt]
+	so, ok5 := e.Props[ColOp]
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
+		return Row{}, fmt.Errorf("row %q lacks system columns", e.RK)
+	}
+	r.Version, r.Cmd, r.Seq, r.At, r.Op = sv.Int, sc.Str, uint64(ss.Int), sa.Time, events.OpKind(so.Str)
+	if d, ok := e.Props[ColDeleted]; ok && d.Bool {
+		r.Deleted = true
+	}
+	if !tip && v != r.Version {
+		return Row{}, fmt.Errorf("row %q: key says version %d, column says %d", e.RK, v, r.Version)
+	}
+	return r, nil
+}
+
+// Encode returns the stored properties of r: its user properties plus the
+// system columns.
+func (r Row) Encode() events.Entity {
+	p := make(events.Entity, len(r.Props)+events.SystemColumns)
+	for k, v := range r.Props {
+		p[k] = v
+	}
+	p[ColVersion] = events.Int64(r.Version)
+	p[ColCmd] = events.String(r.Cmd)
+	p[ColSeq] = events.Int64(int64(r.Seq))
+	p[ColAt] = events.DateTime(r.At)
+	p[ColOp] = events.String(string(r.Op))
+	if r.Deleted {
+		p[ColDeleted] = events.Bool(true)
+	}
+	return p
+}
+
+// StoreKey is the RowKey this version of the row is stored under.
+func (r Row) StoreKey() string {
+	if r.Tip {
+		return TipKey(r.RK)
+	}
+	return VersionKey(r.RK, r.Version)
+}

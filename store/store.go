@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+)
+
+// Store is a table store with Azure Tables semantics. Every method is safe for
+// concurrent use.
+type Store interface {
+	// CreateTable creates a table. It returns ErrTableExists if it exists.
+	CreateTable(ctx context.Context, table string) error
+	// DeleteTable deletes a table and its rows. ErrTableNotFound if absent.
+	DeleteTable(ctx context.Context, table string) error
+	// ListTables returns the names of all tables, sorted.
+	ListTables(ctx context.Context) ([]string, error)
+
+	// Get reads one entity. It returns ErrNotFound if the row does not exist
+	// and ErrTableNotFound if the table does not.
+	Get(ctx context.Context, table, pk, rk string) (Entity, error)
+	// Query returns the next page of entities matching q, in
+	// (PartitionKey, RowKey) order. A page holds at most q.Limit entities.
+	// Backends follow the store's continuation tokens themselves until they
+	// have at least one entity or the range is exhausted, so a page is empty
+	// only at the end; Page.Continuation is "" there.
+	Query(ctx context.Context, table string, q Query) (Page, error)
+	// Transact applies ops atomically: all of them or none. Every op is in
+	// partition pk; at most MaxOps ops and MaxTxBytes bytes; no row twice.
+	// When an op fails, the error is a *TxError naming it and wrapping the
+	// cause (ErrNotFound, ErrExists, ErrPrecondition, ...).
+	Transact(ctx context.Context, table, pk string, ops []Op) error
+}
+
+// Entity is one stored row.
+type Entity struct {
+	PK, RK string
+	Props  events.Entity
+	// ETag is the store's opaque version of the row, set on reads and
+	// ignored on writes (conditions go in Op.IfMatch).
+	ETag string
+	// Timestamp is the store's last-modified time, set on reads.
+	Timestamp time.Time
+}
+
+// OpKind is the kind of a transaction operation.
+type OpKind uint8
+
+// The transaction operations of Azure Tables.
+const (
+	// Insert fails with ErrExists if the row exists.
+	Insert OpKind = iota + 1
+	// Replace replaces the row; fails with ErrNotFound if it does not exist,
+	// or ErrPrecondition if IfMatch is set and does not match. IfMatch "*"
+	// or "" means unconditional (the row must still exist).
+	Replace
+	// Merge merges properties into the row; same conditions as Replace.
+	Merge
+	// Upsert inserts or replaces (InsertOrReplace); never conditional.
+	Upsert
+	// UpsertMerge inserts or merges (InsertOrMerge); never conditional.
+	UpsertMerge
+	// Delete deletes the row; fails with ErrNotFound if absent, or
+	// ErrPrecondition if IfMatch is set and does not match.
+	Delete
+)
+
+func (k OpKind) String() string {
+	switch k {
+	case Insert:
+		return "insert"
+	case Replace:
+		return "replace"
+	case Merge:
+		return "merge"
+	case Upsert:
+		return "upsert"
+	case UpsertMerge:
+		return "upsertMerge"
+	case Delete:
+		return "delete"
+	}
+	return "unknown"
+}
+
+// Op is one operation of a transaction.
+type Op struct {
+	Kind OpKind
+	RK   string
+	// Props is the entity written; nil for Delete.
+	Props events.Entity
+	// IfMatch is an etag condition for Replace, Merge and Delete; "" or "*"
+	// means any version.
+	IfMatch string
+}
+
+// Query selects entities by key range and an optional filter.
+type Query struct {
+	// PK restricts the query to one partition; "" means the whole table.
+	PK string
+	// From and To bound the RowKey: From <= RowKey < To. "" leaves that
+	// side unbounded. With PK "" they apply within every partition.
+	From, To string
+	// Filter keeps only entities whose properties match every condition.
+	// Backends evaluate it server-side where they can.
+	Filter []Cond
+	// Limit caps the page; 0 means the backend's page size (1000).
+	Limit int
+	// Continuation resumes after the previous page; "" starts at the top.
+	Continuation string
+}
+
+// Cond compares one property with a value. An entity without the property,
+// or with a value of another type, does not match.
+type Cond struct {
+	Prop  string
+	Cmp   Cmp
+	Value events.Value
+}
+
+// Cmp is a comparison operator of a Cond.
+type Cmp uint8
+
+// Comparison operators, as in OData.
+const (
+	Eq Cmp = iota + 1
+	Ne
+	Lt
+	Le
+	Gt
+	Ge
+)
+
+// Page is one page of a query's results.
+type Page struct {
+	Entities []Entity
+	// Continuation is "" when there is nothing more.
+	Continuation string
+}
+
+// Limits that both backends enforce, as Azure does.
+const (
+	MaxOps          = events.MaxStoreOpsPerTx
+	MaxTxBytes      = events.MaxCommandBytes
+	MaxEntityBytes  = events.MaxEntityBytes
+	MaxProperties   = events.MaxStoreProperties - 3 // beside PK, RK, Timestamp
+	DefaultPageSize = 1000
+)
