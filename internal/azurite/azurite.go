@@ -1,0 +1,248 @@
+package azurite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// EnvBinary names the environment variable holding the path of the
+// azurite-table executable.
+const EnvBinary = "TABLEJOURNAL_AZURITE"
+
+// The emulator's well-known development account. The key is public (it is
+// documented by Microsoft for every Azurite and Storage Emulator install), so
+// it is no secret.
+const (
+	AccountName = "devstoreaccount1"
+	AccountKey  = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// toolsBin is where `make azurite` installs the binary, relative to the
+// repository root.
+var toolsBin = filepath.Join(".tools", "azurite", "node_modules", ".bin", "azurite-table")
+
+// startTimeout bounds the wait for a new server when ctx has no deadline.
+const startTimeout = 60 * time.Second
+
+// Server is a running Azurite table server.
+type Server struct {
+	host string // "127.0.0.1:port"
+	dir  string // working directory, removed by Stop
+	cmd  *exec.Cmd
+	out  *tailBuffer
+	done chan struct{} // closed when the process has exited
+	err  error         // the process's exit status, set before done closes
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Binary returns the path of the azurite-table executable: $TABLEJOURNAL_AZURITE
+// if set, else .tools/azurite/node_modules/.bin/azurite-table in the working
+// directory or the nearest parent that has one.
+func Binary() (string, error) {
+	if p := os.Getenv(EnvBinary); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("azurite: %s=%s: %w (run `make azurite` in the repository root)", EnvBinary, p, err)
+		}
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("azurite: %w", err)
+	}
+	for {
+		p := filepath.Join(dir, toolsBin)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("azurite: azurite-table not found: run `make azurite` in the repository root, or set %s to its path", EnvBinary)
+		}
+		dir = parent
+	}
+}
+
+// Start starts an Azurite table server on a free loopback port and waits
+// until it answers HTTP requests. ctx bounds the start only (60 s if it has
+// no deadline); the server runs until Stop.
+//
+// Flags: --inMemoryPersistence (nothing on disk, fresh state per server),
+// --skipApiVersionCheck (the SDK may send an API version newer than the
+// pinned Azurite knows), --disableProductStyleUrl (the account is the first
+// path segment, as in the connection string's TableEndpoint),
+// --disableTelemetry and --silent. --loose is NOT passed: strict mode rejects
+// headers and parameters Azurite does not implement instead of ignoring
+// them, so a request whose meaning Azurite would silently change fails in
+// tests instead of passing there and behaving differently on Azure.
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+	}
+	// A free port is found by binding :0 and releasing it; another process
+	// may take it in between, so a server that exits at once is retried on
+	// a new port.
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		s, err := start(ctx, bin)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func start(ctx context.Context, bin string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("azurite: find a free port: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "azurite-")
+	if err != nil {
+		return nil, fmt.Errorf("azurite: %w", err)
+	}
+	s := &Server{
+		host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		dir:  dir,
+		out:  &tailBuffer{max: 8 << 10},
+		done: make(chan struct{}),
+	}
+	s.cmd = exec.Command(bin,
+		"--tableHost", "127.0.0.1",
+		"--tablePort", strconv.Itoa(port),
+		"--inMemoryPersistence",
+		"--skipApiVersionCheck",
+		"--disableProductStyleUrl",
+		"--disableTelemetry",
+		"--silent",
+	)
+	s.cmd.Dir = dir // anything Azurite writes (debug logs) lands in dir
+	s.cmd.Stdout = s.out
+	s.cmd.Stderr = s.out
+	s.cmd.SysProcAttr = sysProcAttr()
+	if err := s.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("azurite: start %s: %w", bin, err)
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady polls the server until it answers an HTTP request, it exits, or
+// ctx ends.
+func (s *Server) waitReady(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint()+"/Tables", nil)
+		if err != nil {
+			return fmt.Errorf("azurite: %w", err)
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			return nil // any HTTP answer, even 403 unauthenticated, means it serves
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("azurite: exited before serving on %s (%v): %s", s.host, s.err, bytes.TrimSpace(s.out.Bytes()))
+		case <-ctx.Done():
+			return fmt.Errorf("azurite: not serving on %s: %w: %s", s.host, ctx.Err(), bytes.TrimSpace(s.out.Bytes()))
+		case <-tick.C:
+		}
+	}
+}
+
+// Endpoint returns the table service URL of the development account, such
+// as http://127.0.0.1:41234/devstoreaccount1.
+func (s *Server) Endpoint() string { return "http://" + s.host + "/" + AccountName }
+
+// ConnectionString returns a connection string for the development account
+// with its well-known key.
+func (s *Server) ConnectionString() string {
+	return "DefaultEndpointsProtocol=http;AccountName=" + AccountName +
+		";AccountKey=" + AccountKey + ";TableEndpoint=" + s.Endpoint() + ";"
+}
+
+// Stop terminates the server and removes its working directory. It is safe
+// to call more than once.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		defer os.RemoveAll(s.dir)
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.done
+			s.stopErr = errors.New("azurite: killed after SIGTERM timed out")
+		}
+	})
+	return s.stopErr
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it, for error messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf...)
+}
