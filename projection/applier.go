@@ -1,0 +1,280 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// Applier applies the commands of one partition to a table store, batching
+// consecutive commands into one transaction when they fit. It is safe for
+// concurrent use on different partitions; one partition must be applied by
+// one goroutine at a time, in journal order.
+type Applier struct {
+	store store.Store
+	cache *rowCache
+	// Backoff returns the retry policy for transient store errors; a
+	// persistent failure returns an error after it gives up.
+	newBackoff func() backoff.BackOff
+
+	tablesMu sync.Mutex
+	tables   map[string]bool
+}
+
+// ApplierConfig configures an Applier.
+type ApplierConfig struct {
+	// CacheRows bounds the row-state cache. If zero, 100,000 rows; negative
+	// disables the cache (every batch reads its rows back).
+	CacheRows int
+	// MaxRetry bounds the time spent retrying transient store errors of one
+	// batch. If zero, one minute.
+	MaxRetry time.Duration
+}
+
+// NewApplier returns an Applier writing to s.
+func NewApplier(s store.Store, cfg ApplierConfig) *Applier {
+	if cfg.CacheRows == 0 {
+		cfg.CacheRows = 100_000
+	}
+	if cfg.MaxRetry == 0 {
+		cfg.MaxRetry = time.Minute
+	}
+	a := &Applier{store: s, tables: make(map[string]bool)}
+	if cfg.CacheRows > 0 {
+		a.cache = newRowCache(cfg.CacheRows)
+	}
+	a.newBackoff = func() backoff.BackOff {
+		b := backoff.NewExponentialBackOff()
+		b.InitialInterval = 50 * time.Millisecond
+		b.MaxElapsedTime = cfg.MaxRetry
+		return b
+	}
+	return a
+}
+
+// Hooks let the caller publish outcomes at the points exactly-once needs.
+type Hooks struct {
+	// BeforeCommit receives the results that wrote nothing (rejected,
+	// duplicate, skipped) before the transaction of their batch commits, so
+	// that no later command's effect is durable before their outcome is.
+	BeforeCommit func(ctx context.Context, rs []Result) error
+	// AfterCommit receives the applied results once their transaction
+	// committed.
+	AfterCommit func(ctx context.Context, rs []Result) error
+}
+
+// ErrConflict reports that the table changed under the projector: a version
+// row it meant to insert exists or a tip it meant to change is gone. It is
+// retried after reloading the rows; only repeated conflicts surface.
+var ErrConflict = errors.New("table changed under the projector")
+
+// Apply applies entries, all of table and pk and in journal order. It
+// returns nil once every entry has a result handed to hooks; an error means
+// a persistent store failure, and entries from the failed batch on were not
+// applied.
+func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, h Hooks) error {
+	if len(touchedRKs(entries)) > 0 { // only valid commands name a valid table
+		if err := a.ensureTable(ctx, table); err != nil {
+			return err
+		}
+	}
+	conflicts := 0
+	for i := 0; i < len(entries); {
+		state, err := a.load(ctx, table, pk, touchedRKs(entries[i:]))
+		if err != nil {
+			return err
+		}
+		b := newBatch(pk, state)
+		j := i
+		for ; j < len(entries); j++ {
+			if err := b.add(entries[j]); errors.Is(err, errFull) {
+				break
+			}
+		}
+		if err := callHook(ctx, h.BeforeCommit, b.results, false); err != nil {
+			return err
+		}
+		err = a.commit(ctx, table, pk, b.txOps())
+		if errors.Is(err, ErrConflict) && conflicts < 3 {
+			conflicts++
+			a.cache.dropPartition(table, pk)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for rk, s := range b.cur {
+			a.cache.put(rowKey{table, pk, rk}, *s)
+		}
+		if err := callHook(ctx, h.AfterCommit, b.results, true); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+func callHook(ctx context.Context, hook func(context.Context, []Result) error, rs []Result, applied bool) error {
+	if hook == nil {
+		return nil
+	}
+	var sel []Result
+	for _, r := range rs {
+		if (r.Status == Applied) == applied {
+			sel = append(sel, r)
+		}
+	}
+	if len(sel) == 0 {
+		return nil
+	}
+	return hook(ctx, sel)
+}
+
+// commit runs one transaction, retrying transient errors with backoff.
+func (a *Applier) commit(ctx context.Context, table, pk string, ops []store.Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].RK < ops[j].RK })
+	op := func() error {
+		err := a.store.Transact(ctx, table, pk, ops)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, store.ErrBusy):
+			return err
+		case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrPrecondition):
+			return backoff.Permanent(fmt.Errorf("%w: %w", ErrConflict, err))
+		case errors.Is(err, store.ErrTableNotFound):
+			a.forgetTable(table)
+			if cerr := a.ensureTable(ctx, table); cerr != nil {
+				return backoff.Permanent(cerr)
+			}
+			return err
+		default:
+			return backoff.Permanent(err)
+		}
+	}
+	if err := backoff.Retry(op, backoff.WithContext(a.newBackoff(), ctx)); err != nil {
+		return fmt.Errorf("transaction on %s/%q: %w", table, pk, err)
+	}
+	return nil
+}
+
+// load reads the state of rows: from the cache, else a point read of the
+// tip and, for a row without one, the newest version row (its tombstone).
+func (a *Applier) load(ctx context.Context, table, pk string, rks []string) (map[string]*rowState, error) {
+	state := make(map[string]*rowState, len(rks))
+	var missing []string
+	for _, rk := range rks {
+		if s, ok := a.cache.get(rowKey{table, pk, rk}); ok {
+			state[rk] = s
+		} else {
+			missing = append(missing, rk)
+		}
+	}
+	if len(missing) == 0 {
+		return state, nil
+	}
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+		sem      = make(chan struct{}, 8)
+	)
+	for _, rk := range missing {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s, err := readRowState(ctx, a.store, table, pk, rk)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			state[rk] = s
+		}()
+	}
+	wg.Wait()
+	return state, firstErr
+}
+
+// readRowState reads what the apply needs to know of one row with at most
+// two requests: the tip, and when there is none, the newest version row.
+func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*rowState, error) {
+	op := func() (*rowState, error) {
+		e, err := s.Get(ctx, table, pk, TipKey(rk))
+		switch {
+		case err == nil:
+			r, err := DecodeRow(e)
+			if err != nil {
+				return nil, backoff.Permanent(err)
+			}
+			return &rowState{tip: &r, latest: &r}, nil
+		case errors.Is(err, store.ErrTableNotFound):
+			return &rowState{}, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, retryable(err)
+		}
+		from, to := HistoryRange(rk)
+		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
+		if err != nil {
+			return nil, retryable(err)
+		}
+		if len(page.Entities) == 0 {
+			return &rowState{}, nil
+		}
+		r, err := DecodeRow(page.Entities[0])
+		if err != nil {
+			return nil, backoff.Permanent(err)
+		}
+		return &rowState{latest: &r}, nil
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	st, err := backoff.RetryWithData(op, backoff.WithContext(b, ctx))
+	if err != nil {
+		return nil, fmt.Errorf("read row %s/%q/%q: %w", table, pk, rk, err)
+	}
+	return st, nil
+}
+
+func retryable(err error) error {
+	if errors.Is(err, store.ErrBusy) {
+		return err
+	}
+	return backoff.Permanent(err)
+}
+
+func (a *Applier) ensureTable(ctx context.Context, table string) error {
+	a.tablesMu.Lock()
+	known := a.tables[table]
+	a.tablesMu.Unlock()
+	if known {
+		return nil
+	}
+	if err := a.store.CreateTable(ctx, table); err != nil && !errors.Is(err, store.ErrTableExists) {
+		return fmt.Errorf("create table %s: %w", table, err)
+	}
+	a.tablesMu.Lock()
+	a.tables[table] = true
+	a.tablesMu.Unlock()
+	return nil
+}
+
+func (a *Applier) forgetTable(table string) {
+	a.tablesMu.Lock()
+	delete(a.tables, table)
+	a.tablesMu.Unlock()
+}

@@ -1,0 +1,378 @@
+package projection
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// Entry is one journal message of a partition, ready to apply.
+type Entry struct {
+	Seq uint64
+	// At is the journal's stored time of the message; it becomes _at.
+	At time.Time
+	// ID is the command ID (from Nats-Msg-Id when the body did not decode).
+	ID string
+	// Cmd is the decoded command, nil when Err is set.
+	Cmd *events.Command
+	// Err is why the message cannot apply (undecodable, invalid, subject
+	// and body disagree); the entry is rejected with it as reason.
+	Err error
+}
+
+// Status is the outcome of one command.
+type Status string
+
+// The outcomes of SPEC §5, plus Skipped for a redelivered command whose
+// effect is already in the table.
+const (
+	Applied   Status = "applied"
+	Rejected  Status = "rejected"
+	Duplicate Status = "duplicate"
+	// Skipped: the rows' _seq show this command was already handled before
+	// a crash or redelivery; its outcome was published then.
+	Skipped Status = "skipped"
+)
+
+// Result is what applying one entry did.
+type Result struct {
+	Seq    uint64
+	ID     string
+	Status Status
+	Reason string // for Rejected and Duplicate
+	// Rows are the versions an applied command produced, in op order.
+	Rows []RowVersion
+	// Changes are the change-feed events of an applied command, in op order.
+	Changes []Change
+}
+
+// RowVersion names one version a command produced.
+type RowVersion struct {
+	RK      string
+	Version int64
+	Op      events.OpKind
+	Deleted bool
+}
+
+// ChangeKind is the change-feed operation: create, update or delete.
+type ChangeKind string
+
+// Change-feed operations.
+const (
+	Create ChangeKind = "c"
+	Update ChangeKind = "u"
+	Delete ChangeKind = "d"
+)
+
+// Change is one applied row change, with before and after images.
+type Change struct {
+	RK      string
+	Kind    ChangeKind
+	Version int64
+	Before  events.Entity // nil for Create
+	After   events.Entity // nil for Delete
+}
+
+// rowState is what the apply knows of one logical row.
+type rowState struct {
+	// tip is the current version; nil when the row does not exist.
+	tip *Row
+	// latest is the newest version of any kind: tip when the row exists,
+	// else its tombstone; nil when the row never existed.
+	latest *Row
+}
+
+func (s *rowState) nextVersion() int64 {
+	if s.latest == nil {
+		return 0
+	}
+	return s.latest.Version + 1
+}
+
+// rejectError is why a command is rejected.
+type rejectError struct{ msg string }
+
+func (e *rejectError) Error() string { return e.msg }
+
+func reject(format string, args ...any) error { return &rejectError{fmt.Sprintf(format, args...)} }
+
+// batch accumulates the effect of consecutive commands of one partition
+// into one transaction. It is pure: it reads no clock and does no I/O.
+type batch struct {
+	pk   string
+	base map[string]*rowState // committed state at the start of the batch
+	cur  map[string]*rowState // state after the commands taken so far
+	// added are the version rows written in this batch, per RK.
+	added map[string][]Row
+	// cost of each touched RK in the transaction: ops and bytes.
+	ops, bytes map[string]int
+	totalOps   int
+	totalBytes int
+	results    []Result
+}
+
+func newBatch(pk string, state map[string]*rowState) *batch {
+	return &batch{
+		pk: pk, base: state, cur: make(map[string]*rowState),
+		added: make(map[string][]Row), ops: make(map[string]int), bytes: make(map[string]int),
+	}
+}
+
+func (b *batch) state(rk string) *rowState {
+	if s, ok := b.cur[rk]; ok {
+		return s
+	}
+	if s, ok := b.base[rk]; ok {
+		return s
+	}
+	return &rowState{}
+}
+
+// errFull says the command does not fit the batch beside what it holds.
+var errFull = fmt.Errorf("batch full")
+
+// add applies e to the batch. It returns errFull, leaving the batch as it
+// was, when the command's rows would push the transaction over the store's
+// limits; the caller then commits the batch and adds e to a fresh one.
+func (b *batch) add(e Entry) error {
+	res := Result{Seq: e.Seq, ID: e.ID}
+	if e.Err != nil {
+		res.Status, res.Reason = Rejected, e.Err.Error()
+		b.results = append(b.results, res)
+		return nil
+	}
+	c := e.Cmd
+	// Redelivery: a row already carrying this or a later sequence means the
+	// command was handled before.
+	for _, op := range c.Ops {
+		if l := b.state(op.RK).latest; l != nil && l.Seq >= e.Seq {
+			res.Status = Skipped
+			b.results = append(b.results, res)
+			return nil
+		}
+	}
+	// A republish after JetStream's duplicate window.
+	for _, op := range c.Ops {
+		if l := b.state(op.RK).latest; l != nil && l.Cmd == c.ID {
+			res.Status = Duplicate
+			res.Reason = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, l.Seq)
+			b.results = append(b.results, res)
+			return nil
+		}
+	}
+
+	// Simulate on copies so a rejected or oversized command leaves no trace.
+	touched := make(map[string]*rowState)
+	added := make(map[string][]Row)
+	for i, op := range c.Ops {
+		s, ok := touched[op.RK]
+		if !ok {
+			cp := *b.state(op.RK)
+			s = &cp
+			touched[op.RK] = s
+		}
+		rv, ch, err := applyOp(s, op, e, b.pk, &added)
+		if err != nil {
+			res.Status, res.Reason = Rejected, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
+			b.results = append(b.results, res)
+			return nil
+		}
+		res.Rows = append(res.Rows, rv)
+		res.Changes = append(res.Changes, ch)
+	}
+
+	// Cost of the touched rows after this command, against the limits.
+	newOps, newBytes := b.totalOps, b.totalBytes
+	cost := make(map[string][2]int, len(touched))
+	for rk, s := range touched {
+		all := append(append([]Row(nil), b.added[rk]...), added[rk]...)
+		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.tip, all)
+		if err != nil {
+			res.Status, res.Reason = Rejected, err.Error()
+			b.results = append(b.results, res)
+			return nil
+		}
+		cost[rk] = [2]int{n, sz}
+		newOps += n - b.ops[rk]
+		newBytes += sz - b.bytes[rk]
+	}
+	if newOps > store.MaxOps || newBytes > store.MaxTxBytes {
+		if len(b.results) > 0 {
+			return errFull
+		}
+		res.Status = Rejected
+		res.Reason = fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
+			newOps, newBytes, store.MaxOps, store.MaxTxBytes)
+		b.results = append(b.results, res)
+		return nil
+	}
+	for rk, s := range touched {
+		b.cur[rk] = s
+		b.added[rk] = append(b.added[rk], added[rk]...)
+		b.ops[rk], b.bytes[rk] = cost[rk][0], cost[rk][1]
+	}
+	b.totalOps, b.totalBytes = newOps, newBytes
+	res.Status = Applied
+	b.results = append(b.results, res)
+	return nil
+}
+
+func (b *batch) baseTip(rk string) *Row {
+	if s, ok := b.base[rk]; ok {
+		return s.tip
+	}
+	return nil
+}
+
+// applyOp applies one row operation to s, appending the version rows it
+// writes to added.
+func applyOp(s *rowState, op events.RowOp, e Entry, pk string, added *map[string][]Row) (RowVersion, Change, error) {
+	exists := s.tip != nil
+	if op.IfVersion != nil {
+		switch {
+		case !exists:
+			return RowVersion{}, Change{}, reject("ifVersion %d: row does not exist", *op.IfVersion)
+		case s.tip.Version != *op.IfVersion:
+			return RowVersion{}, Change{}, reject("ifVersion %d: row is at version %d", *op.IfVersion, s.tip.Version)
+		}
+	}
+	kind := op.Op
+	switch kind {
+	case events.OpInsert:
+		if exists {
+			return RowVersion{}, Change{}, reject("row exists at version %d", s.tip.Version)
+		}
+	case events.OpReplace, events.OpMerge, events.OpDelete:
+		if !exists {
+			return RowVersion{}, Change{}, reject("row does not exist")
+		}
+	case events.OpUpsert, events.OpUpsertMerge:
+	default:
+		return RowVersion{}, Change{}, reject("unknown op %q", kind)
+	}
+
+	next := Row{
+		PK: pk, RK: op.RK, Version: s.nextVersion(),
+		Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: kind,
+	}
+	var before events.Entity
+	if exists {
+		before = s.tip.Props
+		// The current tip becomes a version row.
+		old := *s.tip
+		old.Tip, old.ETag = false, ""
+		(*added)[op.RK] = append((*added)[op.RK], old)
+	}
+	if kind == events.OpDelete {
+		next.Deleted = true
+		next.Props = before
+		(*added)[op.RK] = append((*added)[op.RK], next)
+		s.tip, s.latest = nil, &next
+		return RowVersion{RK: op.RK, Version: next.Version, Op: kind, Deleted: true},
+			Change{RK: op.RK, Kind: Delete, Version: next.Version, Before: before}, nil
+	}
+	if exists && (kind == events.OpMerge || kind == events.OpUpsertMerge) {
+		next.Props = before.Clone()
+		for k, v := range op.Entity {
+			next.Props[k] = v
+		}
+		if len(next.Props) > events.MaxProperties {
+			return RowVersion{}, Change{}, reject("merge leaves %d properties, more than %d", len(next.Props), events.MaxProperties)
+		}
+	} else {
+		next.Props = op.Entity.Clone()
+	}
+	next.Tip = true
+	s.tip, s.latest = &next, &next
+	ck := Update
+	if !exists {
+		ck = Create
+	}
+	return RowVersion{RK: op.RK, Version: next.Version, Op: kind},
+		Change{RK: op.RK, Kind: ck, Version: next.Version, Before: before, After: next.Props}, nil
+}
+
+// rowCost is the transaction cost of one row's writes in a batch: each
+// added version row is one insert, and the tip is one op when it changed.
+func rowCost(pk string, baseTip, tip *Row, added []Row) (ops, bytes int, err error) {
+	for _, r := range added {
+		sz, err := entityCost(pk, r)
+		if err != nil {
+			return 0, 0, err
+		}
+		ops++
+		bytes += sz
+	}
+	switch {
+	case tip != nil && tip != baseTip:
+		sz, err := entityCost(pk, *tip)
+		if err != nil {
+			return 0, 0, err
+		}
+		ops++
+		bytes += sz
+	case tip == nil && baseTip != nil:
+		ops++
+		bytes += events.EntitySize(pk, TipKey(baseTip.RK), nil)
+	}
+	return ops, bytes, nil
+}
+
+func entityCost(pk string, r Row) (int, error) {
+	props := r.Encode()
+	sz := events.EntitySize(pk, r.StoreKey(), props)
+	if sz > store.MaxEntityBytes {
+		return 0, reject("version %d of %q would be %d bytes, over the %d-byte entity limit", r.Version, r.RK, sz, store.MaxEntityBytes)
+	}
+	return sz, nil
+}
+
+// txOps renders the batch as store operations: version rows are inserted
+// (never overwritten: a conflict means someone else wrote this history), the
+// tip is inserted, replaced or deleted against the state the batch started
+// from.
+func (b *batch) txOps() []store.Op {
+	var ops []store.Op
+	for rk, s := range b.cur {
+		for _, r := range b.added[rk] {
+			ops = append(ops, store.Op{Kind: store.Insert, RK: r.StoreKey(), Props: r.Encode()})
+		}
+		base := b.baseTip(rk)
+		switch {
+		case s.tip != nil && s.tip != base && base == nil:
+			ops = append(ops, store.Op{Kind: store.Insert, RK: TipKey(rk), Props: s.tip.Encode()})
+		case s.tip != nil && s.tip != base:
+			ops = append(ops, store.Op{Kind: store.Replace, RK: TipKey(rk), Props: s.tip.Encode(), IfMatch: etagOrAny(base.ETag)})
+		case s.tip == nil && base != nil:
+			ops = append(ops, store.Op{Kind: store.Delete, RK: TipKey(rk), IfMatch: etagOrAny(base.ETag)})
+		}
+	}
+	return ops
+}
+
+func etagOrAny(etag string) string {
+	if etag == "" {
+		return "*"
+	}
+	return etag
+}
+
+// touchedRKs lists the RowKeys a list of entries touches, once each.
+func touchedRKs(entries []Entry) []string {
+	seen := make(map[string]bool)
+	var rks []string
+	for _, e := range entries {
+		if e.Cmd == nil {
+			continue
+		}
+		for _, op := range e.Cmd.Ops {
+			if !seen[op.RK] {
+				seen[op.RK] = true
+				rks = append(rks, op.RK)
+			}
+		}
+	}
+	return rks
+}

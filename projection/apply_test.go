@@ -1,0 +1,225 @@
+package projection
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+func entry(seq uint64, id string, ops ...events.RowOp) Entry {
+	return Entry{Seq: seq, At: t0.Add(time.Duration(seq) * time.Second), ID: id,
+		Cmd: &events.Command{ID: id, Table: "orders", PK: "p", Ops: ops}}
+}
+
+func upsert(rk string, kv ...any) events.RowOp {
+	return events.RowOp{Op: events.OpUpsert, RK: rk, Entity: ent(kv...)}
+}
+
+func ent(kv ...any) events.Entity {
+	e := events.Entity{}
+	for i := 0; i < len(kv); i += 2 {
+		e[kv[i].(string)] = events.Int64(int64(kv[i+1].(int)))
+	}
+	return e
+}
+
+func op(kind events.OpKind, rk string, kv ...any) events.RowOp {
+	o := events.RowOp{Op: kind, RK: rk}
+	if kind != events.OpDelete {
+		o.Entity = ent(kv...)
+	}
+	return o
+}
+
+func ifv(o events.RowOp, v int64) events.RowOp { o.IfVersion = &v; return o }
+
+// runBatch applies entries to a batch over an empty partition and returns
+// the statuses and the tip state after.
+func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *batch {
+	t.Helper()
+	b := newBatch("p", state)
+	for _, e := range entries {
+		if err := b.add(e); err != nil {
+			t.Fatalf("add seq %d: %v", e.Seq, err)
+		}
+	}
+	return b
+}
+
+func TestBatchOperations(t *testing.T) {
+	tests := []struct {
+		name     string
+		entries  []Entry
+		statuses []Status
+		// want tip version of "a" after, -1 for no tip
+		tipVersion int64
+		added      int // version rows written for "a"
+	}{
+		{"insert", []Entry{entry(1, "c1", op(events.OpInsert, "a", "x", 1))}, []Status{Applied}, 0, 0},
+		{"insert twice rejects", []Entry{
+			entry(1, "c1", op(events.OpInsert, "a", "x", 1)),
+			entry(2, "c2", op(events.OpInsert, "a", "x", 2))}, []Status{Applied, Rejected}, 0, 0},
+		{"replace missing rejects", []Entry{entry(1, "c1", op(events.OpReplace, "a", "x", 1))}, []Status{Rejected}, -1, 0},
+		{"merge missing rejects", []Entry{entry(1, "c1", op(events.OpMerge, "a", "x", 1))}, []Status{Rejected}, -1, 0},
+		{"delete missing rejects", []Entry{entry(1, "c1", op(events.OpDelete, "a"))}, []Status{Rejected}, -1, 0},
+		{"update keeps old version", []Entry{
+			entry(1, "c1", upsert("a", "x", 1)),
+			entry(2, "c2", upsert("a", "x", 2))}, []Status{Applied, Applied}, 1, 1},
+		{"delete writes copy and tombstone", []Entry{
+			entry(1, "c1", upsert("a", "x", 1)),
+			entry(2, "c2", op(events.OpDelete, "a"))}, []Status{Applied, Applied}, -1, 2},
+		{"re-insert continues after tombstone", []Entry{
+			entry(1, "c1", upsert("a", "x", 1)),
+			entry(2, "c2", op(events.OpDelete, "a")),
+			entry(3, "c3", op(events.OpInsert, "a", "x", 3))}, []Status{Applied, Applied, Applied}, 2, 2},
+		{"ifVersion match", []Entry{
+			entry(1, "c1", upsert("a", "x", 1)),
+			entry(2, "c2", ifv(op(events.OpReplace, "a", "x", 2), 0))}, []Status{Applied, Applied}, 1, 1},
+		{"ifVersion mismatch rejects", []Entry{
+			entry(1, "c1", upsert("a", "x", 1)),
+			entry(2, "c2", ifv(op(events.OpReplace, "a", "x", 2), 5))}, []Status{Applied, Rejected}, 0, 0},
+		{"ifVersion on missing row rejects", []Entry{
+			entry(1, "c1", ifv(upsert("a", "x", 2), 0))}, []Status{Rejected}, -1, 0},
+		{"same command id again is duplicate", []Entry{
+			entry(1, "c1", upsert("a", "x", 1)),
+			entry(2, "c1", upsert("a", "x", 1))}, []Status{Applied, Duplicate}, 0, 0},
+		{"same row twice in one command", []Entry{
+			entry(1, "c1", upsert("a", "x", 1), upsert("a", "x", 2))}, []Status{Applied}, 1, 1},
+		{"rejected op rejects the whole command", []Entry{
+			entry(1, "c1", upsert("a", "x", 1), op(events.OpReplace, "b", "x", 1))}, []Status{Rejected}, -1, 0},
+		{"invalid entry rejects and goes on", []Entry{
+			{Seq: 1, ID: "bad", Err: errors.New("undecodable")},
+			entry(2, "c2", upsert("a", "x", 1))}, []Status{Rejected, Applied}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := runBatch(t, map[string]*rowState{}, tt.entries...)
+			var got []Status
+			for _, r := range b.results {
+				got = append(got, r.Status)
+			}
+			if len(got) != len(tt.statuses) {
+				t.Fatalf("statuses %v, want %v", got, tt.statuses)
+			}
+			for i := range got {
+				if got[i] != tt.statuses[i] {
+					t.Fatalf("statuses %v, want %v (reasons: %+v)", got, tt.statuses, b.results)
+				}
+			}
+			s := b.state("a")
+			switch {
+			case tt.tipVersion < 0 && s.tip != nil:
+				t.Errorf("tip at version %d, want none", s.tip.Version)
+			case tt.tipVersion >= 0 && (s.tip == nil || s.tip.Version != tt.tipVersion):
+				t.Errorf("tip %+v, want version %d", s.tip, tt.tipVersion)
+			}
+			if n := len(b.added["a"]); n != tt.added {
+				t.Errorf("%d version rows added, want %d", n, tt.added)
+			}
+		})
+	}
+}
+
+func TestBatchMergeAndTombstoneValues(t *testing.T) {
+	b := runBatch(t, map[string]*rowState{},
+		entry(1, "c1", upsert("a", "x", 1, "y", 1)),
+		entry(2, "c2", op(events.OpMerge, "a", "y", 2, "z", 2)),
+		entry(3, "c3", op(events.OpDelete, "a")))
+	want := ent("x", 1, "y", 2, "z", 2)
+	rows := b.added["a"]
+	if len(rows) != 3 {
+		t.Fatalf("%d version rows, want 3 (v0, v1, tombstone v2)", len(rows))
+	}
+	if !rows[1].Props.Equal(want) || rows[1].Version != 1 || rows[1].Cmd != "c2" {
+		t.Errorf("v1 = %+v, want merged %v by c2", rows[1], want)
+	}
+	tomb := rows[2]
+	if !tomb.Deleted || tomb.Version != 2 || tomb.Cmd != "c3" || tomb.Seq != 3 || !tomb.Props.Equal(want) {
+		t.Errorf("tombstone = %+v, want deleted v2 by c3 with last values", tomb)
+	}
+	if !tomb.At.Equal(t0.Add(3 * time.Second)) {
+		t.Errorf("tombstone _at = %v, want the journal time of seq 3", tomb.At)
+	}
+}
+
+func TestBatchSkipsRedelivered(t *testing.T) {
+	committed := &Row{RK: "a", Version: 4, Seq: 10, Cmd: "c10", Tip: true, Props: ent("x", 1)}
+	state := map[string]*rowState{"a": {tip: committed, latest: committed}}
+	b := runBatch(t, state,
+		entry(9, "c9", op(events.OpInsert, "a", "x", 9)), // handled before the crash
+		entry(10, "c10", upsert("a", "x", 1)),            // this one too
+		entry(11, "c11", upsert("a", "x", 2)))
+	got := []Status{b.results[0].Status, b.results[1].Status, b.results[2].Status}
+	if got[0] != Skipped || got[1] != Skipped || got[2] != Applied {
+		t.Fatalf("statuses %v, want [skipped skipped applied]", got)
+	}
+	if v := b.state("a").tip.Version; v != 5 {
+		t.Errorf("tip version %d, want 5", v)
+	}
+}
+
+func TestBatchTxOps(t *testing.T) {
+	base := &Row{PK: "p", RK: "a", Version: 0, Seq: 1, Cmd: "c1", Tip: true, Props: ent("x", 1), ETag: "e1"}
+	state := map[string]*rowState{"a": {tip: base, latest: base}}
+	b := runBatch(t, state, entry(2, "c2", upsert("a", "x", 2)), entry(3, "c3", op(events.OpDelete, "a")))
+	ops := b.txOps()
+	kinds := map[string]store.OpKind{}
+	for _, o := range ops {
+		kinds[o.RK] = o.Kind
+	}
+	want := map[string]store.OpKind{
+		VersionKey("a", 0): store.Insert, VersionKey("a", 1): store.Insert,
+		VersionKey("a", 2): store.Insert, TipKey("a"): store.Delete,
+	}
+	if len(kinds) != len(want) || len(ops) != len(want) {
+		t.Fatalf("ops %v, want %v", kinds, want)
+	}
+	for k, v := range want {
+		if kinds[k] != v {
+			t.Errorf("op on %q = %v, want %v", k, kinds[k], v)
+		}
+	}
+	for _, o := range ops {
+		if o.RK == TipKey("a") && o.IfMatch != "e1" {
+			t.Errorf("tip delete IfMatch %q, want the etag read", o.IfMatch)
+		}
+	}
+}
+
+func TestBatchFullAndOversize(t *testing.T) {
+	b := newBatch("p", map[string]*rowState{})
+	seq := uint64(0)
+	var err error
+	for err == nil {
+		seq++
+		err = b.add(entry(seq, "c"+string(rune('a'+seq%26))+strings.Repeat("x", int(seq)), upsert("r"+strings.Repeat("k", int(seq)), "x", 1)))
+	}
+	if !errors.Is(err, errFull) || b.totalOps != store.MaxOps {
+		t.Fatalf("err %v after %d ops, want errFull at exactly %d ops", err, b.totalOps, store.MaxOps)
+	}
+	// One command too large on its own is rejected, not a stuck batch.
+	big := events.Entity{}
+	for i := 0; i < 5; i++ {
+		big["p"+string(rune('a'+i))] = events.Binary(make([]byte, 60<<10))
+	}
+	b = newBatch("p", map[string]*rowState{})
+	var ops []events.RowOp
+	for i := 0; i < 20; i++ {
+		ops = append(ops, events.RowOp{Op: events.OpUpsert, RK: "r" + strings.Repeat("x", i), Entity: big})
+	}
+	if err := b.add(entry(1, "big", ops...)); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.results[0]; r.Status != Rejected || !strings.Contains(r.Reason, "too large") {
+		t.Fatalf("result %+v, want rejected as too large", r)
+	}
+	if len(b.txOps()) != 0 {
+		t.Fatal("a rejected command left store operations")
+	}
+}
