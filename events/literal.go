@@ -23,13 +23,14 @@ func ParseDateTime(s string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("not an RFC 3339 date-time: %q", s)
 	}
+	t = t.UTC() // the range is Azure's, in UTC: "1601-01-01T00:30:00+01:00" is out
 	if t.Nanosecond()%100 != 0 {
 		return time.Time{}, fmt.Errorf("date-time %q is finer than 100 ns", s)
 	}
 	if t.Year() < 1601 || t.Year() > 9999 {
 		return time.Time{}, fmt.Errorf("date-time %q is outside years 1601..9999", s)
 	}
-	return t.UTC(), nil
+	return t, nil
 }
 
 // ParseGuid checks the 8-4-4-4-12 hex form (optionally in braces) and

@@ -1,0 +1,109 @@
+package events
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// checkValue checks what both wire forms need to carry v exactly and what
+// Azure accepts for its type; not the size limits. The error has no Field:
+// the caller sets it.
+func checkValue(v Value) *ValidationError {
+	switch v.Type {
+	case TypeString:
+		if !utf8.ValidString(v.Str) {
+			return invalid("", RuleInvalidUTF8, "String value is not valid UTF-8")
+		}
+	case TypeInt32:
+		if v.Int < math.MinInt32 || v.Int > math.MaxInt32 {
+			return invalid("", RuleBadInt32, "%d is out of the Int32 range", v.Int)
+		}
+	case TypeDateTime:
+		return checkDateTime(v.Time)
+	case TypeGuid:
+		if g, err := ParseGuid(v.Str); err != nil || g != v.Str {
+			return invalid("", RuleBadGuid, "%q is not a GUID in canonical lowercase 8-4-4-4-12 form", v.Str)
+		}
+	case TypeBoolean, TypeInt64, TypeDouble, TypeBinary:
+	default:
+		return invalid("", RuleUnknownType, "unknown type %s", v.Type)
+	}
+	return nil
+}
+
+// checkDateTime checks Azure's DateTime range and precision.
+func checkDateTime(t time.Time) *ValidationError {
+	u := t.UTC()
+	if y := u.Year(); y < 1601 || y > 9999 {
+		return invalid("", RuleBadDateTime, "%s is outside years 1601..9999", u.Format(time.RFC3339Nano))
+	}
+	if u.Nanosecond()%100 != 0 {
+		return invalid("", RuleBadDateTime, "%s is finer than 100 ns", u.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// issuedAt is the IssuedAt the wire carries: zero, or at 100 ns in UTC.
+func issuedAt(c *Command) (time.Time, *ValidationError) {
+	if c.IssuedAt.IsZero() {
+		return time.Time{}, nil
+	}
+	t := c.IssuedAt.UTC().Truncate(100 * time.Nanosecond)
+	if err := checkDateTime(t); err != nil {
+		err.Field = "issuedAt"
+		return time.Time{}, err
+	}
+	return t, nil
+}
+
+// checkWire checks that both wire forms can carry c exactly, so that
+// decoding an encoded command always gives back an Equal one, and returns
+// the IssuedAt to write.
+func checkWire(c *Command) (time.Time, error) {
+	if c == nil {
+		return time.Time{}, invalid("", RuleMalformed, "nil command")
+	}
+	for _, f := range [...]struct{ name, s string }{{"id", c.ID}, {"table", c.Table}, {"pk", c.PK}, {"issuer", c.Issuer}} {
+		if !utf8.ValidString(f.s) {
+			return time.Time{}, invalid(f.name, RuleInvalidUTF8, "not valid UTF-8")
+		}
+	}
+	for i := range c.Ops {
+		op := &c.Ops[i]
+		if !utf8.ValidString(string(op.Op)) {
+			return time.Time{}, invalid(fmt.Sprintf("ops[%d].op", i), RuleInvalidUTF8, "not valid UTF-8")
+		}
+		if !utf8.ValidString(op.RK) {
+			return time.Time{}, invalid(fmt.Sprintf("ops[%d].rk", i), RuleInvalidUTF8, "not valid UTF-8")
+		}
+		for name, v := range op.Entity {
+			if err := checkWireProperty(name, v); err != nil {
+				err.Field = entityField(i, name)
+				return time.Time{}, err
+			}
+		}
+	}
+	for k, v := range c.Meta {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return time.Time{}, invalid(fmt.Sprintf("meta[%q]", k), RuleInvalidUTF8, "not valid UTF-8")
+		}
+	}
+	at, err := issuedAt(c)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return at, nil
+}
+
+func checkWireProperty(name string, v Value) *ValidationError {
+	if !utf8.ValidString(name) {
+		return invalid("", RuleInvalidUTF8, "property name is not valid UTF-8")
+	}
+	if strings.HasSuffix(name, annotationSuffix) {
+		return invalid("", RulePropertyName, "a property name cannot end in %q", annotationSuffix)
+	}
+	return checkValue(v)
+}

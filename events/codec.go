@@ -1,0 +1,132 @@
+package events
+
+import (
+	"mime"
+	"strings"
+)
+
+// Content types of the two wire forms, as carried in HeaderContentType.
+const (
+	ContentTypeJSON    = "application/json"
+	ContentTypeMsgpack = "application/msgpack"
+)
+
+// NATS message headers that describe a command's payload, so that a
+// consumer can route a message without decoding it.
+const (
+	// HeaderContentType names the encoding: ContentTypeJSON or
+	// ContentTypeMsgpack. No header means msgpack.
+	HeaderContentType = "Content-Type"
+	// HeaderSchema carries SchemaVersion. No header means the current one.
+	HeaderSchema = "Tablejournal-Schema"
+	// SchemaVersion is the version of the command schema this package
+	// reads and writes.
+	SchemaVersion = "1"
+)
+
+// annotationSuffix marks an OData type annotation key: "qty@odata.type".
+const annotationSuffix = "@odata.type"
+
+// Encode encodes c in the wire form named by contentType; "" means msgpack.
+// An unknown content type is a *ValidationError with RuleContentType.
+//
+// Encoding checks only what the wire form needs to carry c exactly (valid
+// UTF-8, known types, Int32 range, DateTime in years 1601..9999 at 100 ns,
+// canonical Guids), so that decoding the result always gives back a command
+// Equal to c. It does not check the limits of SPEC §2: call Validate for
+// those. IssuedAt is carried at 100 ns and truncated to it.
+func Encode(c *Command, contentType string) ([]byte, error) {
+	ct, err := parseContentType(contentType)
+	if err != nil {
+		return nil, err
+	}
+	if ct == ContentTypeJSON {
+		return MarshalJSON(c)
+	}
+	return MarshalMsgpack(c)
+}
+
+// Decode decodes a command from the wire form named by contentType; ""
+// means msgpack. Media type parameters ("; charset=utf-8") are ignored. Any
+// bad input, including an unknown content type, gives a *ValidationError
+// wrapping ErrInvalid.
+//
+// Decode checks the form and every literal, not the limits of SPEC §2: a
+// caller that accepts commands calls Validate on the result.
+func Decode(data []byte, contentType string) (*Command, error) {
+	ct, err := parseContentType(contentType)
+	if err != nil {
+		return nil, err
+	}
+	if ct == ContentTypeJSON {
+		return UnmarshalJSON(data)
+	}
+	return UnmarshalMsgpack(data)
+}
+
+// CheckSchema reports whether a HeaderSchema value is one this package
+// reads: SchemaVersion, or "" (no header). Otherwise it returns a
+// *ValidationError with RuleSchemaVersion.
+func CheckSchema(version string) error {
+	if version == "" || version == SchemaVersion {
+		return nil
+	}
+	return invalid(HeaderSchema, RuleSchemaVersion, "schema version %q is not %q", version, SchemaVersion)
+}
+
+// parseContentType maps a Content-Type header to ContentTypeJSON or
+// ContentTypeMsgpack.
+func parseContentType(s string) (string, error) {
+	switch s {
+	case "", ContentTypeMsgpack:
+		return ContentTypeMsgpack, nil
+	case ContentTypeJSON:
+		return ContentTypeJSON, nil
+	}
+	mt, _, err := mime.ParseMediaType(s)
+	if err == nil {
+		switch strings.ToLower(mt) {
+		case ContentTypeMsgpack:
+			return ContentTypeMsgpack, nil
+		case ContentTypeJSON:
+			return ContentTypeJSON, nil
+		}
+	}
+	return "", invalid(HeaderContentType, RuleContentType, "unknown content type %q; want %q or %q",
+		s, ContentTypeMsgpack, ContentTypeJSON)
+}
+
+// Equal reports whether c and o are the same command: equal fields, equal
+// operations in the same order, and property values equal by Value.Equal.
+// A nil and an empty Entity or Meta are equal; IssuedAt compares as an
+// instant (time.Time.Equal).
+func (c *Command) Equal(o *Command) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	if c.ID != o.ID || c.Table != o.Table || c.PK != o.PK || c.Issuer != o.Issuer ||
+		!c.IssuedAt.Equal(o.IssuedAt) || len(c.Ops) != len(o.Ops) || len(c.Meta) != len(o.Meta) {
+		return false
+	}
+	for i := range c.Ops {
+		if !c.Ops[i].equal(&o.Ops[i]) {
+			return false
+		}
+	}
+	for k, v := range c.Meta {
+		if w, ok := o.Meta[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (op *RowOp) equal(o *RowOp) bool {
+	if op.Op != o.Op || op.RK != o.RK || !op.Entity.Equal(o.Entity) {
+		return false
+	}
+	if op.IfVersion == nil || o.IfVersion == nil {
+		return op.IfVersion == nil && o.IfVersion == nil
+	}
+	return *op.IfVersion == *o.IfVersion
+}

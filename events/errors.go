@@ -1,0 +1,131 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is wrapped by every error that a bad command produces, whether
+// it is found while decoding (a bad literal, a wrong annotation, malformed
+// input) or by Validate (a broken limit of SPEC §2). Check it with
+// errors.Is; the *ValidationError it comes in says where and why.
+var ErrInvalid = errors.New("invalid command")
+
+// Rule names one check a command can fail. Rules are stable strings: they
+// are recorded in rejected outcomes and tested by callers, so never rename
+// one.
+type Rule string
+
+// Rules checked by Validate, one per limit of SPEC §2.
+const (
+	RuleIDRequired = Rule("id-required") // the command ID is empty
+	RuleIDLength   = Rule("id-length")   // the command ID is longer than MaxIDLen bytes
+	RuleIDCharset  = Rule("id-charset")  // the command ID has a byte outside [A-Za-z0-9._:-]
+
+	RuleTableName = Rule("table-name") // the table name does not match ^[A-Za-z][A-Za-z0-9]{2,62}$ or is "tables"
+
+	// RulePKRequired: the partition key is empty. Azure allows an empty
+	// PartitionKey, but the journal subject carries the key as a base64url
+	// token and an empty token is not a valid NATS subject token.
+	RulePKRequired       = Rule("pk-required")
+	RuleKeyTooLong       = Rule("key-too-long")       // PK over MaxKeyBytes, or RK over it once versioned
+	RuleKeyForbiddenChar = Rule("key-forbidden-char") // a key holds '/', '\\', '#' or '?'
+	RuleKeyControlChar   = Rule("key-control-char")   // a key holds U+0000–U+001F or U+007F–U+009F
+
+	RuleOpsCount        = Rule("ops-count")           // not 1..MaxOpsPerCommand row operations
+	RuleUnknownOp       = Rule("unknown-op")          // op is not one of the six OpKinds
+	RuleDeleteEntity    = Rule("delete-entity")       // a delete carries properties
+	RuleEntityRequired  = Rule("entity-required")     // a non-delete op has no entity (an empty one is fine)
+	RuleInsertIfVersion = Rule("insert-if-version")   // an insert carries ifVersion, which it cannot mean
+	RuleIfVersionRange  = Rule("if-version-negative") // ifVersion is negative
+
+	RulePropertyName       = Rule("property-name")        // not a C# identifier
+	RulePropertyNameLength = Rule("property-name-length") // longer than MaxPropertyNameLen UTF-16 units
+	RulePropertyReserved   = Rule("property-reserved")    // begins with '_', reserved for system columns
+	RulePropertySystem     = Rule("property-system")      // PartitionKey, RowKey, Timestamp or odata.etag
+	RuleTooManyProperties  = Rule("too-many-properties")  // more than MaxProperties properties
+	RuleEntityTooLarge     = Rule("entity-too-large")     // EntitySize over MaxEntityBytes - SystemColumnsReserve
+	RuleStringTooLong      = Rule("string-too-long")      // a String value over MaxBinaryBytes in UTF-16
+	RuleBinaryTooLong      = Rule("binary-too-long")      // a Binary value over MaxBinaryBytes
+	RuleCommandTooLarge    = Rule("command-too-large")    // all entities together over MaxCommandBytes
+
+	RuleIssuerLength = Rule("issuer-too-long") // issuer over MaxIssuerLen characters
+	RuleMetaCount    = Rule("meta-count")      // more than MaxMetaEntries meta entries
+	RuleMetaKey      = Rule("meta-key")        // a meta key empty, over MaxMetaKeyLen bytes or with control characters
+	RuleMetaValue    = Rule("meta-value")      // a meta value over MaxMetaValueLen bytes
+
+	RuleInvalidUTF8 = Rule("invalid-utf8") // a key, name, string value, issuer or meta entry is not valid UTF-8
+)
+
+// Rules about a single typed value. Validate checks them on values built in
+// Go; the decoders report them for literals that do not parse.
+const (
+	RuleBadInt32    = Rule("bad-int32")    // outside the Int32 range, or not an integer
+	RuleBadInt64    = Rule("bad-int64")    // not a decimal Int64 literal
+	RuleBadDouble   = Rule("bad-double")   // not a number, "NaN", "Infinity" or "-Infinity", or out of range
+	RuleBadDateTime = Rule("bad-datetime") // not RFC 3339, finer than 100 ns, or outside years 1601..9999
+	RuleBadGuid     = Rule("bad-guid")     // not a GUID; Validate also wants the canonical lowercase form
+	RuleBadBinary   = Rule("bad-binary")   // not standard padded base64
+	RuleUnknownType = Rule("unknown-type") // an @odata.type that is not one of the eight EDM types
+)
+
+// Rules reported by the decoders only.
+const (
+	// RuleBadAnnotation: an @odata.type annotation that is not a string, that
+	// names a property the entity does not have, or whose type does not fit
+	// the kind of its value (Edm.Guid on a number).
+	RuleBadAnnotation = Rule("bad-annotation")
+	// RuleDuplicateField: the same field, meta key, property or annotation
+	// twice in one object.
+	RuleDuplicateField = Rule("duplicate-field")
+	// RuleMalformed: the input is not well-formed JSON or msgpack, or a
+	// field holds the wrong kind of value.
+	RuleMalformed = Rule("malformed")
+	// RuleContentType: a content type other than ContentTypeJSON or
+	// ContentTypeMsgpack.
+	RuleContentType = Rule("content-type")
+	// RuleSchemaVersion: a HeaderSchema value this package does not know.
+	RuleSchemaVersion = Rule("schema-version")
+)
+
+// ValidationError says which field of a command broke which rule. It wraps
+// ErrInvalid (and, for a malformed input, the parser's own error).
+type ValidationError struct {
+	// Field locates the offending value, in the JSON field names:
+	// "pk", "ops[3].rk", `ops[3].entity["qty"]`, `meta["k"]`. It is empty
+	// when the input as a whole is at fault.
+	Field string
+	// Rule is the check that failed.
+	Rule Rule
+	// Detail says what exactly is wrong, for people.
+	Detail string
+
+	cause error
+}
+
+// Error reads like `ops[3].rk: rule key-forbidden-char: contains '#' at byte 7`.
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("rule %s: %s", e.Rule, e.Detail)
+	}
+	return fmt.Sprintf("%s: rule %s: %s", e.Field, e.Rule, e.Detail)
+}
+
+// Unwrap returns ErrInvalid and, when there is one, the underlying parser
+// error.
+func (e *ValidationError) Unwrap() []error {
+	if e.cause != nil {
+		return []error{ErrInvalid, e.cause}
+	}
+	return []error{ErrInvalid}
+}
+
+// invalid builds a *ValidationError.
+func invalid(field string, rule Rule, format string, args ...any) *ValidationError {
+	return &ValidationError{Field: field, Rule: rule, Detail: fmt.Sprintf(format, args...)}
+}
+
+// malformed builds a RuleMalformed error caused by a parser error.
+func malformed(field string, cause error) *ValidationError {
+	return &ValidationError{Field: field, Rule: RuleMalformed, Detail: cause.Error(), cause: cause}
+}

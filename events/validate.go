@@ -1,0 +1,298 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of SPEC §2 beside those in command.go.
+const (
+	// MaxIssuerLen is the most characters (runes) of Command.Issuer.
+	MaxIssuerLen = 256
+	// MaxMetaEntries is the most entries of Command.Meta.
+	MaxMetaEntries = 64
+	// MaxMetaKeyLen is the most bytes of a Meta key.
+	MaxMetaKeyLen = 128
+	// MaxMetaValueLen is the most bytes of a Meta value.
+	MaxMetaValueLen = 1024
+
+	// SystemColumnsReserve is what a stored row may weigh beyond
+	// EntitySize(pk, rk, entity) of the command's entity, by Azure's
+	// formula (see EntitySize), so that a valid entity still fits
+	// MaxEntityBytes as a version row or tombstone:
+	//
+	//   - the six system columns at their largest, 407 bytes:
+	//     _v Int64 (8+2·2+8), _cmd String of a MaxIDLen ID (8+2·4+2·128+4),
+	//     _seq Int64 (8+2·4+8), _at DateTime (8+2·3+8),
+	//     _op String "upsertMerge" (8+2·3+2·11+4), _deleted Boolean (8+2·8+1);
+	//   - the growth of the RowKey into "old:" + escaped RK + ":" + 19
+	//     digits, 1380 bytes: RowKeyOverhead characters, plus 2 for each
+	//     ':' or '%' that escaping expands to 3, of which a RowKey that
+	//     passes RuleKeyTooLong holds at most (MaxKeyBytes-RowKeyOverhead)/3,
+	//     all in UTF-16.
+	SystemColumnsReserve = systemColumnsBytes + versionKeyGrowthBytes
+	// MaxEntitySize is the largest EntitySize a command's entity may have.
+	MaxEntitySize = MaxEntityBytes - SystemColumnsReserve
+
+	systemColumnsBytes = (8 + 2*2 + 8) + // _v
+		(8 + 2*4 + 2*MaxIDLen + 4) + // _cmd
+		(8 + 2*4 + 8) + // _seq
+		(8 + 2*3 + 8) + // _at
+		(8 + 2*3 + 2*len(OpUpsertMerge) + 4) + // _op
+		(8 + 2*8 + 1) // _deleted
+	versionKeyGrowthBytes = 2 * (RowKeyOverhead + 2*((MaxKeyBytes-RowKeyOverhead)/3))
+)
+
+// Validate checks every rule of SPEC §2 and returns nil or the first
+// broken rule as a *ValidationError wrapping ErrInvalid. The writer calls
+// it before publishing and the projector again before applying, since a
+// command can come from any client.
+//
+// The result is deterministic: the same command always gives the same
+// error (properties and meta keys are checked in name order), because a
+// rejection reason is part of the projection.
+//
+// The same RowKey twice in one command is allowed: its operations apply in
+// order. An empty RowKey is allowed, as in Azure. IssuedAt is only checked
+// to be zero or within years 1601..9999; the codecs carry it at 100 ns.
+func (c *Command) Validate() error {
+	if c == nil {
+		return invalid("", RuleMalformed, "nil command")
+	}
+	if err := validateID(c.ID); err != nil {
+		return err
+	}
+	if err := validateTable(c.Table); err != nil {
+		return err
+	}
+	if c.PK == "" {
+		return invalid("pk", RulePKRequired, "the partition key is empty; the journal subject needs a non-empty pk token")
+	}
+	if err := validateKey("pk", c.PK, len(c.PK)); err != nil {
+		return err
+	}
+	if n := len(c.Ops); n < 1 || n > MaxOpsPerCommand {
+		return invalid("ops", RuleOpsCount, "%d row operations, want 1..%d", n, MaxOpsPerCommand)
+	}
+	total := 0
+	for i := range c.Ops {
+		size, err := c.validateOp(i)
+		if err != nil {
+			return err
+		}
+		total += size
+	}
+	if total > MaxCommandBytes {
+		return invalid("ops", RuleCommandTooLarge, "entities total %d bytes, at most %d", total, MaxCommandBytes)
+	}
+	if !utf8.ValidString(c.Issuer) {
+		return invalid("issuer", RuleInvalidUTF8, "not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(c.Issuer); n > MaxIssuerLen {
+		return invalid("issuer", RuleIssuerLength, "%d characters, at most %d", n, MaxIssuerLen)
+	}
+	if _, err := issuedAt(c); err != nil {
+		return err // a non-nil *ValidationError
+	}
+	return validateMeta(c.Meta)
+}
+
+func validateID(id string) error {
+	if id == "" {
+		return invalid("id", RuleIDRequired, "the command ID is empty")
+	}
+	if len(id) > MaxIDLen {
+		return invalid("id", RuleIDLength, "%d bytes, at most %d", len(id), MaxIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !isAlnum(c) && c != '.' && c != '_' && c != ':' && c != '-' {
+			return invalid("id", RuleIDCharset, "contains %q at byte %d; want [A-Za-z0-9._:-]", c, i)
+		}
+	}
+	return nil
+}
+
+func validateTable(t string) error {
+	ok := len(t) >= 3 && len(t) <= 63 && isLetter(t[0])
+	for i := 1; ok && i < len(t); i++ {
+		ok = isAlnum(t[i])
+	}
+	if !ok {
+		return invalid("table", RuleTableName, "%q does not match ^[A-Za-z][A-Za-z0-9]{2,62}$", t)
+	}
+	if strings.EqualFold(t, "tables") {
+		return invalid("table", RuleTableName, "%q is reserved by Azure", t)
+	}
+	return nil
+}
+
+// validateKey checks a PartitionKey or RowKey whose stored length is
+// stored bytes.
+func validateKey(field, key string, stored int) error {
+	for i, r := range key {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(key[i:], "\uFFFD"):
+			return invalid(field, RuleInvalidUTF8, "not valid UTF-8 at byte %d", i)
+		case r == '/' || r == '\\' || r == '#' || r == '?':
+			return invalid(field, RuleKeyForbiddenChar, "contains %q at byte %d", r, i)
+		case r <= 0x1F || r >= 0x7F && r <= 0x9F:
+			return invalid(field, RuleKeyControlChar, "contains control character %U at byte %d", r, i)
+		}
+	}
+	if stored > MaxKeyBytes {
+		if stored != len(key) {
+			return invalid(field, RuleKeyTooLong, "%d bytes once escaped for versioning (':' and '%%' take 3), at most %d",
+				stored-RowKeyOverhead, MaxKeyBytes-RowKeyOverhead)
+		}
+		return invalid(field, RuleKeyTooLong, "%d bytes, at most %d", len(key), MaxKeyBytes)
+	}
+	return nil
+}
+
+// versionKeyLen is the length of the longest stored RowKey of rk, its
+// version rows' "old:" + escaped rk + ":" + 19 digits.
+func versionKeyLen(rk string) int {
+	return len(rk) + 2*strings.Count(rk, ":") + 2*strings.Count(rk, "%") + RowKeyOverhead
+}
+
+// validateOp checks one row operation and returns its entity's size.
+func (c *Command) validateOp(i int) (int, error) {
+	op := &c.Ops[i]
+	field := func(name string) string { return fmt.Sprintf("ops[%d].%s", i, name) }
+	if !op.Op.Valid() {
+		return 0, invalid(field("op"), RuleUnknownOp,
+			"unknown operation %q; want insert, replace, merge, upsert, upsertMerge or delete", op.Op)
+	}
+	if err := validateKey(field("rk"), op.RK, versionKeyLen(op.RK)); err != nil {
+		return 0, err
+	}
+	if op.IfVersion != nil {
+		if *op.IfVersion < 0 {
+			return 0, invalid(field("ifVersion"), RuleIfVersionRange, "ifVersion %d is negative", *op.IfVersion)
+		}
+		if op.Op == OpInsert {
+			return 0, invalid(field("ifVersion"), RuleInsertIfVersion, "an insert cannot carry ifVersion: it already means the row must not exist")
+		}
+	}
+	switch {
+	case op.Op == OpDelete && len(op.Entity) > 0:
+		return 0, invalid(field("entity"), RuleDeleteEntity, "a delete carries no properties, got %d", len(op.Entity))
+	case op.Op != OpDelete && op.Entity == nil:
+		return 0, invalid(field("entity"), RuleEntityRequired, "%s needs an entity (an empty one is fine)", op.Op)
+	}
+	if n := len(op.Entity); n > MaxProperties {
+		return 0, invalid(field("entity"), RuleTooManyProperties, "%d properties, at most %d", n, MaxProperties)
+	}
+	for name, v := range op.Entity {
+		if checkProperty(name, v) != nil {
+			return 0, firstBadProperty(i, op.Entity)
+		}
+	}
+	size := EntitySize(c.PK, op.RK, op.Entity)
+	if size > MaxEntitySize {
+		return 0, invalid(field("entity"), RuleEntityTooLarge, "%d bytes, at most %d (%d minus %d for system columns)",
+			size, MaxEntitySize, MaxEntityBytes, SystemColumnsReserve)
+	}
+	return size, nil
+}
+
+// firstBadProperty finds, in name order, the property that fails.
+func firstBadProperty(i int, e Entity) error {
+	for _, name := range appendSortedKeys(nil, e) {
+		if err := checkProperty(name, e[name]); err != nil {
+			err.Field = entityField(i, name)
+			return err
+		}
+	}
+	return nil
+}
+
+// systemNames are the property names Azure keeps for itself.
+var systemNames = map[string]bool{"PartitionKey": true, "RowKey": true, "Timestamp": true, "odata.etag": true}
+
+// checkProperty checks a property name and its value.
+func checkProperty(name string, v Value) *ValidationError {
+	if err := checkPropertyName(name); err != nil {
+		return err
+	}
+	if err := checkValue(v); err != nil {
+		return err
+	}
+	switch {
+	case v.Type == TypeString && 2*utf16Len(v.Str) > MaxBinaryBytes:
+		return invalid("", RuleStringTooLong, "%d UTF-16 characters, at most %d", utf16Len(v.Str), MaxBinaryBytes/2)
+	case v.Type == TypeBinary && len(v.Bytes) > MaxBinaryBytes:
+		return invalid("", RuleBinaryTooLong, "%d bytes, at most %d", len(v.Bytes), MaxBinaryBytes)
+	}
+	return nil
+}
+
+func checkPropertyName(name string) *ValidationError {
+	switch {
+	case name == "":
+		return invalid("", RulePropertyName, "empty property name")
+	case !utf8.ValidString(name):
+		return invalid("", RuleInvalidUTF8, "property name is not valid UTF-8")
+	case name[0] == '_':
+		return invalid("", RulePropertyReserved, "names beginning with '_' are reserved for system columns")
+	case systemNames[name]:
+		return invalid("", RulePropertySystem, "%s is a system property of Azure Tables", name)
+	}
+	for i, r := range name {
+		if !isIdentRune(r, i == 0) {
+			return invalid("", RulePropertyName, "not a C# identifier: %q at byte %d", r, i)
+		}
+	}
+	if n := utf16Len(name); n > MaxPropertyNameLen {
+		return invalid("", RulePropertyNameLength, "%d characters, at most %d", n, MaxPropertyNameLen)
+	}
+	return nil
+}
+
+// isIdentRune reports whether r may appear in a C# identifier: a letter
+// (Unicode categories L and Nl) or '_' first; then also decimal digits,
+// connectors and combining marks.
+func isIdentRune(r rune, first bool) bool {
+	if r == '_' || unicode.IsLetter(r) || unicode.Is(unicode.Nl, r) {
+		return true
+	}
+	return !first && (unicode.IsDigit(r) || unicode.In(r, unicode.Pc, unicode.Mn, unicode.Mc))
+}
+
+func validateMeta(m map[string]string) error {
+	if len(m) > MaxMetaEntries {
+		return invalid("meta", RuleMetaCount, "%d entries, at most %d", len(m), MaxMetaEntries)
+	}
+	for k, v := range m {
+		if checkMeta(k, v) != nil {
+			for _, k := range appendSortedKeys(nil, m) {
+				if err := checkMeta(k, m[k]); err != nil {
+					err.Field = fmt.Sprintf("meta[%q]", k)
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func checkMeta(k, v string) *ValidationError {
+	switch {
+	case !utf8.ValidString(k) || !utf8.ValidString(v):
+		return invalid("", RuleInvalidUTF8, "not valid UTF-8")
+	case k == "":
+		return invalid("", RuleMetaKey, "empty meta key")
+	case len(k) > MaxMetaKeyLen:
+		return invalid("", RuleMetaKey, "key of %d bytes, at most %d", len(k), MaxMetaKeyLen)
+	case strings.ContainsFunc(k, unicode.IsControl):
+		return invalid("", RuleMetaKey, "key holds a control character")
+	case len(v) > MaxMetaValueLen:
+		return invalid("", RuleMetaValue, "value of %d bytes, at most %d", len(v), MaxMetaValueLen)
+	}
+	return nil
+}
+
+func isLetter(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }
+func isAlnum(c byte) bool  { return isLetter(c) || c >= '0' && c <= '9' }

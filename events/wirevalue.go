@@ -1,0 +1,298 @@
+package events
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Both decoders first read each property value in its natural wire kind and
+// only give it an EDM type once the whole entity is read, because an
+// "@odata.type" annotation may come before or after its property. Two
+// provisional types, never seen outside this file's callers, hold values
+// whose type depends on the annotation.
+const (
+	// typeNumber is a JSON number (or a msgpack uint64 beyond int64),
+	// its literal text in Str.
+	typeNumber Type = 0xF0 + iota
+	// typeWideInt is a msgpack integer outside the Int32 range, in Int.
+	typeWideInt
+)
+
+// base64Std is the only Binary text form: standard alphabet, padded, no
+// stray bits.
+var base64Std = base64.StdEncoding.Strict()
+
+// annotation is one "name@odata.type": "Edm.X" pair of an entity.
+type annotation struct {
+	name string
+	typ  Type
+}
+
+// entityBuilder collects the properties and annotations of one entity and
+// resolves them into typed values.
+type entityBuilder struct {
+	op      int // index of the operation, for error fields
+	e       Entity
+	ann     []annotation
+	pending []string // names of properties holding a provisional type
+}
+
+func (b *entityBuilder) reset(op, sizeHint int) {
+	b.op = op
+	b.e = make(Entity, sizeHint)
+	b.ann = b.ann[:0]
+	b.pending = b.pending[:0]
+}
+
+func (b *entityBuilder) field(name string) string { return entityField(b.op, name) }
+
+// entityField is the ValidationError field of a property.
+func entityField(op int, name string) string { return fmt.Sprintf("ops[%d].entity[%q]", op, name) }
+
+// add records one key of the entity object: a property in its natural
+// kind, or an annotation when key ends in "@odata.type" (then v must be a
+// String holding the type name).
+func (b *entityBuilder) add(key string, v Value) error {
+	if name, ok := strings.CutSuffix(key, annotationSuffix); ok {
+		return b.addAnnotation(name, v)
+	}
+	if _, dup := b.e[key]; dup {
+		return invalid(b.field(key), RuleDuplicateField, "property given twice")
+	}
+	b.e[key] = v
+	if v.Type == typeNumber || v.Type == typeWideInt {
+		b.pending = append(b.pending, key)
+	}
+	return nil
+}
+
+func (b *entityBuilder) addAnnotation(name string, v Value) error {
+	if v.Type != TypeString {
+		return invalid(b.field(name+annotationSuffix), RuleBadAnnotation, "annotation is a %s, not a type name", kindName(v))
+	}
+	t, ok := ParseType(v.Str)
+	if !ok {
+		return invalid(b.field(name+annotationSuffix), RuleUnknownType, "unknown type %q", v.Str)
+	}
+	for _, a := range b.ann {
+		if a.name == name {
+			return invalid(b.field(name+annotationSuffix), RuleDuplicateField, "annotation given twice")
+		}
+	}
+	b.ann = append(b.ann, annotation{name, t})
+	return nil
+}
+
+// finish applies the annotations and gives every unannotated value its
+// natural type.
+func (b *entityBuilder) finish() (Entity, error) {
+	for _, a := range b.ann {
+		v, ok := b.e[a.name]
+		if !ok {
+			return nil, invalid(b.field(a.name+annotationSuffix), RuleBadAnnotation,
+				"annotation %s for a property the entity does not have", a.typ)
+		}
+		w, err := convert(v, a.typ)
+		if err != nil {
+			err.Field = b.field(a.name)
+			return nil, err
+		}
+		b.e[a.name] = w
+	}
+	for _, name := range b.pending {
+		v := b.e[name]
+		if v.Type != typeNumber && v.Type != typeWideInt {
+			continue // annotated above
+		}
+		w, err := natural(v)
+		if err != nil {
+			err.Field = b.field(name)
+			return nil, err
+		}
+		b.e[name] = w
+	}
+	return b.e, nil
+}
+
+// natural types an unannotated provisional value: an integer is an Int32,
+// any other number a Double.
+func natural(v Value) (Value, *ValidationError) {
+	if v.Type == typeNumber && !isIntegerLiteral(v.Str) {
+		return parseDoubleValue(v.Str)
+	}
+	w, err := convert(v, TypeInt32)
+	if err != nil {
+		err.Detail += "; annotate it as Edm.Int64"
+	}
+	return w, err
+}
+
+// convert gives a value read in its wire kind the annotated type t. A kind
+// that cannot hold t is RuleBadAnnotation; a literal that does not parse
+// breaks the rule of t.
+func convert(v Value, t Type) (Value, *ValidationError) {
+	switch t {
+	case TypeString, TypeBoolean:
+		if v.Type == t {
+			return v, nil
+		}
+	case TypeInt32:
+		switch v.Type {
+		case TypeInt32:
+			return v, nil
+		case typeWideInt:
+			return Value{}, invalid("", RuleBadInt32, "%d is out of the Int32 range", v.Int)
+		case typeNumber:
+			n, err := strconv.ParseInt(v.Str, 10, 32)
+			if err != nil || !isIntegerLiteral(v.Str) {
+				return Value{}, invalid("", RuleBadInt32, "%s is not an Int32", v.Str)
+			}
+			return Int32(int32(n)), nil
+		}
+	case TypeInt64:
+		switch v.Type {
+		case TypeInt32, typeWideInt:
+			return Int64(v.Int), nil
+		case typeNumber, TypeString:
+			if !isIntegerLiteral(v.Str) {
+				return Value{}, invalid("", RuleBadInt64, "%q is not a decimal integer", v.Str)
+			}
+			n, err := strconv.ParseInt(v.Str, 10, 64)
+			if err != nil {
+				return Value{}, invalid("", RuleBadInt64, "%s is out of the Int64 range", v.Str)
+			}
+			return Int64(n), nil
+		}
+	case TypeDouble:
+		switch v.Type {
+		case TypeDouble:
+			return v, nil
+		case TypeInt32, typeWideInt:
+			return Double(float64(v.Int)), nil
+		case typeNumber:
+			return parseDoubleValue(v.Str)
+		case TypeString:
+			switch v.Str {
+			case "NaN":
+				return Double(math.NaN()), nil
+			case "Infinity":
+				return Double(math.Inf(1)), nil
+			case "-Infinity":
+				return Double(math.Inf(-1)), nil
+			}
+			if !isNumberLiteral(v.Str) {
+				return Value{}, invalid("", RuleBadDouble, "%q is not a number, NaN, Infinity or -Infinity", v.Str)
+			}
+			return parseDoubleValue(v.Str)
+		}
+	case TypeDateTime:
+		if v.Type == TypeString {
+			tm, err := ParseDateTime(v.Str)
+			if err != nil {
+				return Value{}, invalid("", RuleBadDateTime, "%v", err)
+			}
+			return Value{Type: TypeDateTime, Time: tm}, nil
+		}
+	case TypeGuid:
+		if v.Type == TypeString {
+			g, err := ParseGuid(v.Str)
+			if err != nil {
+				return Value{}, invalid("", RuleBadGuid, "%v", err)
+			}
+			return Value{Type: TypeGuid, Str: g}, nil
+		}
+	case TypeBinary:
+		switch v.Type {
+		case TypeBinary:
+			return v, nil
+		case TypeString:
+			b, err := base64Std.DecodeString(v.Str)
+			if err != nil || strings.ContainsAny(v.Str, "\r\n") {
+				return Value{}, invalid("", RuleBadBinary, "not standard padded base64")
+			}
+			return Binary(b), nil
+		}
+	}
+	return Value{}, invalid("", RuleBadAnnotation, "%s annotation on a %s value", t, kindName(v))
+}
+
+// parseDoubleValue parses a number literal that isNumberLiteral accepts.
+func parseDoubleValue(s string) (Value, *ValidationError) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return Value{}, invalid("", RuleBadDouble, "%s is out of the Double range", s)
+	}
+	return Double(f), nil
+}
+
+// kindName names the wire kind of a value read before typing.
+func kindName(v Value) string {
+	switch v.Type {
+	case TypeString:
+		return "string"
+	case TypeBoolean:
+		return "boolean"
+	case TypeInt32, typeWideInt:
+		return "integer"
+	case typeNumber:
+		return "number"
+	case TypeDouble:
+		return "float"
+	case TypeBinary:
+		return "binary"
+	}
+	return v.Type.String()
+}
+
+// isIntegerLiteral reports whether s is -?[0-9]+.
+func isIntegerLiteral(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isNumberLiteral reports whether s is a JSON number:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func isNumberLiteral(s string) bool {
+	i := 0
+	digits := func() int {
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	start := i
+	if n := digits(); n == 0 || n > 1 && s[start] == '0' {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
