@@ -1,0 +1,27 @@
+// Package journal is the durable, ordered, deduplicated log of commands
+// (SPEC §3): one JetStream stream that services publish into and that the
+// projector consumes.
+//
+// There are only a few types:
+//
+//   - [Journal] is the stream. [Ensure] creates or checks it, [Open] opens an
+//     existing one. A client publishes a command to journal.<table>.<pk-token>
+//     ([Subject]); the stream's own subject transform stores it under
+//     journal.<table>.<shard>.<pk-token>, where the shard is the server's
+//     deterministic partition() of table and partition key, so one
+//     partition's commands stay in one shard, in order. The shard count is
+//     fixed at creation and recorded in the stream's metadata.
+//   - [Writer] validates, encodes and publishes commands, waits for the
+//     JetStream acknowledgement, and retries transient failures with the
+//     same Nats-Msg-Id, so a retry never becomes a second command.
+//   - [Msg] is one stored message; [Journal.Get], [Journal.Read],
+//     [Journal.SeqAtTime] and [Journal.Head] name and read positions, and
+//     [DecodeMsg] turns a Msg back into a checked command.
+//   - [Outcome] is what became of a command (applied, rejected, duplicate).
+//     The projector publishes it with [PublishOutcome]; a writer waits for it
+//     with [Writer.Await] and needs no table credentials to do so.
+//   - [Server] is an embedded, loopback-only nats-server with JetStream,
+//     used when no NATS URL is configured and in tests.
+//
+// Errors are checked with errors.Is against the sentinels in errors.go.
+package journal

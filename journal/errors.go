@@ -1,0 +1,47 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tablejournal/tablejournal/events"
+)
+
+// Errors of the journal, checked with errors.Is. Errors returned by this
+// package wrap them with context (stream name, sequence, command ID).
+
+// Opening or creating the stream.
+var (
+	// ErrShardMismatch means an existing journal stream was created with a
+	// different shard count than the one configured. The journal is never
+	// re-sharded silently: a partition's commands must stay in one shard.
+	ErrShardMismatch = errors.New("journal shard count mismatch")
+
+	// ErrNotJournal means a stream exists under the journal's name but was
+	// not created as a journal (no shard metadata, or another subject
+	// transform).
+	ErrNotJournal = errors.New("stream is not a tablejournal journal")
+)
+
+// Reading.
+var (
+	// ErrNotFound means there is no such message: a sequence that was never
+	// written or was deleted, no message at or after a time, or no outcome
+	// for a command ID yet.
+	ErrNotFound = errors.New("not found")
+
+	// ErrBadSubject means a subject or pk-token is not of the journal's form.
+	ErrBadSubject = errors.New("malformed journal subject")
+)
+
+// Decoding a stored command. Both wrap events.ErrInvalid: a command whose
+// subject and body disagree is invalid and is rejected, never applied.
+var (
+	// ErrSubjectMismatch means the table or partition key in a command's body
+	// differs from the one in the subject it is stored under.
+	ErrSubjectMismatch = fmt.Errorf("%w: subject and body disagree", events.ErrInvalid)
+
+	// ErrIDMismatch means a message's Nats-Msg-Id header differs from the
+	// command ID in its body, so the stream deduplicated it under another ID.
+	ErrIDMismatch = fmt.Errorf("%w: Nats-Msg-Id and command id disagree", events.ErrInvalid)
+)

@@ -1,0 +1,89 @@
+// Package journaltest starts real, in-process JetStream servers for tests of
+// the journal and of the packages built on it.
+package journaltest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// Logger is the server log used by StartServer: warnings and errors on
+// stderr, or everything with TABLEJOURNAL_NATS_LOG=debug, nothing with
+// TABLEJOURNAL_NATS_LOG=off.
+func Logger() *slog.Logger {
+	switch os.Getenv("TABLEJOURNAL_NATS_LOG") {
+	case "off":
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	case "debug":
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// StartServer starts an embedded server on a random loopback port with its
+// store in a temporary folder, and shuts it down when the test ends.
+func StartServer(t testing.TB) *journal.Server {
+	t.Helper()
+	return StartServerConfig(t, journal.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1"})
+}
+
+// StartServerConfig starts an embedded server with cfg (its Logger defaulting
+// to Logger()) and shuts it down when the test ends.
+func StartServerConfig(t testing.TB, cfg journal.ServerConfig) *journal.Server {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = Logger()
+	}
+	s, err := journal.StartServer(cfg)
+	if err != nil {
+		t.Fatalf("start nats-server: %v", err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// Restart shuts s down and starts a new server on the same store folder and
+// address; clients connected with Connect reconnect to it.
+func Restart(t testing.TB, s *journal.Server) *journal.Server {
+	t.Helper()
+	s.Shutdown()
+	return StartServerConfig(t, s.Config())
+}
+
+// Connect connects to url, reconnecting forever, and closes the connection
+// when the test ends.
+func Connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url,
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(50*time.Millisecond),
+		nats.ReconnectJitter(0, 0),
+	)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	return nc, js
+}
+
+// Context returns a context that ends with the test or after d, whichever
+// comes first.
+func Context(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,160 @@
+package journal
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// OutcomesStream is the name of the stream that holds outcomes.
+const OutcomesStream = "OUTCOMES"
+
+// OutcomesPrefix is the first token of every outcome subject.
+const OutcomesPrefix = "outcomes"
+
+// Status says what became of a command.
+type Status string
+
+// The three statuses of SPEC §5.
+const (
+	// StatusApplied: the command's transaction committed; Rows holds the
+	// versions it produced.
+	StatusApplied Status = "applied"
+	// StatusRejected: nothing of the command was written; Reason says why.
+	StatusRejected Status = "rejected"
+	// StatusDuplicate: the command ID had already been applied, so this
+	// journal message was not applied again.
+	StatusDuplicate Status = "duplicate"
+)
+
+// RowVersion is one row version a command produced.
+type RowVersion struct {
+	RK      string `json:"rk"`
+	Version int64  `json:"version"`
+	Op      string `json:"op"`
+	Deleted bool   `json:"deleted,omitempty"`
+}
+
+// Outcome is the result of one journal message, published by the projector
+// and read by writers and replay blame. It travels as JSON.
+type Outcome struct {
+	// ID is the command ID.
+	ID string `json:"id"`
+	// Seq is the journal sequence of the command.
+	Seq    uint64 `json:"seq"`
+	Table  string `json:"table"`
+	PK     string `json:"pk"`
+	Status Status `json:"status"`
+	// Reason explains a rejection (or a duplicate); empty when applied.
+	Reason string `json:"reason,omitempty"`
+	// Rows are the row versions an applied command produced.
+	Rows []RowVersion `json:"rows,omitempty"`
+	// At is the journal time of the command, not the projector's clock.
+	At time.Time `json:"at"`
+}
+
+// OutcomeSubject returns the subject of a command's outcomes:
+// outcomes.<base64url(id)>, since a command ID may contain '.'.
+func OutcomeSubject(id string) string {
+	return OutcomesPrefix + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// EnsureOutcomes creates the OUTCOMES stream, or opens it if it exists.
+//
+// The stream keeps every outcome (no MaxMsgsPerSubject): one command ID can
+// have several outcomes, one per journal message that carried it (applied at
+// one sequence, then duplicate when re-published after the dedup window), and
+// replay blame needs the applied one, which a per-subject limit of one would
+// overwrite. Readers that want the latest use LookupOutcome and Await, which
+// read the last message on the subject. Republishing the same outcome is
+// deduplicated by Nats-Msg-Id "outcome-<seq>".
+func EnsureOutcomes(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	cfg := jetstream.StreamConfig{
+		Name:        OutcomesStream,
+		Description: "tablejournal command outcomes",
+		Subjects:    []string{OutcomesPrefix + ".>"},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Duplicates:  DefaultDuplicates,
+		AllowDirect: true,
+	}
+	s, err := js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		s, err = js.Stream(ctx, OutcomesStream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", OutcomesStream, err)
+	}
+	return s, nil
+}
+
+// PublishOutcome stores o and waits for the acknowledgement. Publishing the
+// outcome of the same journal sequence twice stores it once.
+func PublishOutcome(ctx context.Context, js jetstream.JetStream, o Outcome) error {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("publish outcome %s: %w", o.ID, err)
+	}
+	msg := &nats.Msg{
+		Subject: OutcomeSubject(o.ID),
+		Header: nats.Header{
+			jetstream.MsgIDHeader: []string{"outcome-" + strconv.FormatUint(o.Seq, 10)},
+			"Content-Type":        []string{"application/json"},
+		},
+		Data: data,
+	}
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publish outcome %s seq %d: %w", o.ID, o.Seq, err)
+	}
+	return nil
+}
+
+// LookupOutcome returns the latest outcome of command id, or an error
+// wrapping ErrNotFound if there is none yet.
+func LookupOutcome(ctx context.Context, js jetstream.JetStream, id string) (Outcome, error) {
+	m, err := directGet(ctx, js, OutcomesStream, OutcomeSubject(id), nil)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("outcome of %s: %w", id, err)
+	}
+	return decodeOutcome(id, m.data)
+}
+
+// AwaitOutcome waits until command id has an outcome and returns the latest
+// one. It subscribes before it looks, so an outcome stored at any moment is
+// seen, and it does not poll.
+func AwaitOutcome(ctx context.Context, js jetstream.JetStream, id string) (Outcome, error) {
+	cons, err := js.OrderedConsumer(ctx, OutcomesStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{OutcomeSubject(id)},
+		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
+		InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("await outcome of %s: %w", id, err)
+	}
+	defer deleteOrdered(ctx, js, OutcomesStream, cons)
+	it, err := cons.Messages()
+	if err != nil {
+		return Outcome{}, fmt.Errorf("await outcome of %s: %w", id, err)
+	}
+	defer it.Stop()
+	m, err := it.Next(jetstream.NextContext(ctx))
+	if err != nil {
+		return Outcome{}, fmt.Errorf("await outcome of %s: %w", id, err)
+	}
+	return decodeOutcome(id, m.Data())
+}
+
+func decodeOutcome(id string, data []byte) (Outcome, error) {
+	var o Outcome
+	if err := json.Unmarshal(data, &o); err != nil {
+		return Outcome{}, fmt.Errorf("outcome of %s: %w", id, err)
+	}
+	return o, nil
+}

@@ -1,0 +1,287 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+)
+
+// Msg is one message stored in the journal.
+type Msg struct {
+	// Seq is the message's journal sequence.
+	Seq uint64
+	// Subject is the stored subject, journal.<table>.<shard>.<pk-token>.
+	Subject string
+	// Time is when the stream stored the message: the journal time of the
+	// command.
+	Time time.Time
+	// Header holds the headers the publisher set (Content-Type, Nats-Msg-Id,
+	// ...).
+	Header nats.Header
+	// Data is the encoded command.
+	Data []byte
+}
+
+// Get returns the message at seq, or an error wrapping ErrNotFound if there
+// is none (never written, or deleted).
+func (j *Journal) Get(ctx context.Context, seq uint64) (Msg, error) {
+	if seq == 0 {
+		return Msg{}, fmt.Errorf("get %s seq 0: %w", j.name, ErrNotFound)
+	}
+	raw, err := j.stream.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Msg{}, fmt.Errorf("get %s seq %d: %w", j.name, seq, ErrNotFound)
+	}
+	if err != nil {
+		return Msg{}, fmt.Errorf("get %s seq %d: %w", j.name, seq, err)
+	}
+	return Msg{
+		Seq:     raw.Sequence,
+		Subject: raw.Subject,
+		Time:    raw.Time,
+		Header:  stripDirectHeaders(raw.Header),
+		Data:    raw.Data,
+	}, nil
+}
+
+// directGetHeaders are the headers a direct get adds to the stored ones.
+var directGetHeaders = []string{
+	jetstream.StreamHeader, jetstream.SequenceHeader, jetstream.TimeStampHeaer,
+	jetstream.SubjectHeader, "Nats-Num-Pending", "Nats-Last-Sequence", "Nats-UpTo-Sequence",
+}
+
+func stripDirectHeaders(h nats.Header) nats.Header {
+	for _, k := range directGetHeaders {
+		delete(h, k)
+	}
+	if len(h) == 0 {
+		return nil
+	}
+	return h
+}
+
+// Head returns the journal's last sequence, or 0 when it is empty.
+func (j *Journal) Head(ctx context.Context) (uint64, error) {
+	info, err := j.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("head of %s: %w", j.name, err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// SeqAtTime returns the first sequence stored at or after t. If nothing was
+// stored at or after t, the error wraps ErrNotFound (and the whole journal,
+// up to Head, lies before t).
+func (j *Journal) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
+	t = t.UTC()
+	req := struct {
+		StartTime *time.Time `json:"start_time"`
+		NextFor   string     `json:"next_by_subj"`
+	}{&t, ">"} // next_by_subj steps over deleted messages
+	m, err := directGet(ctx, j.js, j.name, "", req)
+	if err != nil {
+		return 0, fmt.Errorf("seq at %s in %s: %w", t.Format(time.RFC3339Nano), j.name, err)
+	}
+	return m.seq, nil
+}
+
+// Read calls fn with every message from sequence from up to and including
+// sequence to, in journal order, that matches the subject filter (all
+// messages if filter is empty; see ShardFilter and PartitionFilter). A zero
+// to means the head at the time of the call; from 0 means 1. Read returns
+// the first error fn returns, unchanged.
+func (j *Journal) Read(ctx context.Context, from, to uint64, filter string, fn func(Msg) error) error {
+	head, err := j.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if to == 0 || to > head {
+		to = head
+	}
+	from = max(from, 1)
+	if from > to {
+		return nil
+	}
+	if filter == "" {
+		filter = ">"
+	}
+	// Start at the first match, and know there is one: an ordered consumer
+	// has nothing to deliver otherwise, and waiting for it would hang.
+	first, err := directGet(ctx, j.js, j.name, "", struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+	}{from, filter})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s from %d: %w", j.name, from, err)
+	}
+	if first.seq > to {
+		return nil
+	}
+
+	cons, err := j.js.OrderedConsumer(ctx, j.name, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{filter},
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       first.seq,
+		InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		return fmt.Errorf("read %s from %d: %w", j.name, first.seq, err)
+	}
+	defer deleteOrdered(ctx, j.js, j.name, cons)
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("read %s from %d: %w", j.name, first.seq, err)
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("read %s up to %d: %w", j.name, to, err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", j.name, err)
+		}
+		seq := meta.Sequence.Stream
+		if seq > to {
+			return nil
+		}
+		if err := fn(Msg{Seq: seq, Subject: m.Subject(), Time: meta.Timestamp, Header: m.Headers(), Data: m.Data()}); err != nil {
+			return err
+		}
+		// NumPending counts the matching messages stored after this one;
+		// every message up to to was stored before Read began.
+		if seq == to || meta.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// deleteOrdered removes an ordered consumer once it is done with, rather
+// than leaving it to the server's inactivity threshold.
+func deleteOrdered(ctx context.Context, js jetstream.JetStream, stream string, cons jetstream.Consumer) {
+	info := cons.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = js.DeleteConsumer(ctx, stream, info.Name)
+}
+
+// DecodeMsg decodes a stored command by its Content-Type header (none means
+// msgpack) and schema header, validates it, and checks that its table and partition key are
+// the ones in the subject it is stored under (else ErrSubjectMismatch) and
+// that a Nats-Msg-Id header, if present, is its ID (else ErrIDMismatch).
+// Every error it returns for a bad message wraps events.ErrInvalid.
+func DecodeMsg(m Msg) (*events.Command, error) {
+	ct := m.Header.Get(events.HeaderContentType)
+	if ct == "" {
+		ct = events.ContentTypeMsgpack
+	}
+	err := events.CheckSchema(m.Header.Get(events.HeaderSchema))
+	var cmd *events.Command
+	if err == nil {
+		cmd, err = events.Decode(m.Data, ct)
+	}
+	if err != nil {
+		if !errors.Is(err, events.ErrInvalid) {
+			err = fmt.Errorf("%w: %w", events.ErrInvalid, err)
+		}
+		return nil, fmt.Errorf("decode seq %d: %w", m.Seq, err)
+	}
+	if err := cmd.Validate(); err != nil {
+		return cmd, fmt.Errorf("decode seq %d (%s): %w", m.Seq, cmd.ID, err)
+	}
+	table, _, pk, err := ParseSubject(m.Subject)
+	if err != nil {
+		return cmd, fmt.Errorf("decode seq %d (%s): %w: %w", m.Seq, cmd.ID, ErrSubjectMismatch, err)
+	}
+	if table != cmd.Table || pk != cmd.PK {
+		return cmd, fmt.Errorf("decode seq %d (%s): %w: subject %s is table %q pk %q, body is table %q pk %q",
+			m.Seq, cmd.ID, ErrSubjectMismatch, m.Subject, table, pk, cmd.Table, cmd.PK)
+	}
+	if id := m.Header.Get(jetstream.MsgIDHeader); id != "" && id != cmd.ID {
+		return cmd, fmt.Errorf("decode seq %d (%s): %w: header has %q", m.Seq, cmd.ID, ErrIDMismatch, id)
+	}
+	return cmd, nil
+}
+
+// rawMsg is a message returned by a direct get.
+type rawMsg struct {
+	seq     uint64
+	subject string
+	header  nats.Header
+	data    []byte
+}
+
+// directGet asks the stream's direct-get API for one message: with
+// lastBySubject set, the last message on that subject; otherwise the
+// request req (JSApiMsgGetRequest fields such as start_time, which the
+// jetstream package does not expose). It needs AllowDirect on the stream
+// and answers ErrNotFound when there is no such message.
+func directGet(ctx context.Context, js jetstream.JetStream, stream, lastBySubject string, req any) (rawMsg, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
+		defer cancel()
+	}
+	subj := apiPrefix(js) + "DIRECT.GET." + stream
+	var body []byte
+	if lastBySubject != "" {
+		subj += "." + lastBySubject
+	} else {
+		var err error
+		if body, err = json.Marshal(req); err != nil {
+			return rawMsg{}, err
+		}
+	}
+	resp, err := js.Conn().RequestWithContext(ctx, subj, body)
+	if err != nil {
+		return rawMsg{}, err
+	}
+	if len(resp.Data) == 0 {
+		switch status := resp.Header.Get("Status"); status {
+		case "":
+		case "404":
+			return rawMsg{}, ErrNotFound
+		default:
+			return rawMsg{}, fmt.Errorf("direct get: status %s %s", status, resp.Header.Get("Description"))
+		}
+	}
+	seq, err := strconv.ParseUint(resp.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil {
+		return rawMsg{}, fmt.Errorf("direct get: bad %s header: %w", jetstream.SequenceHeader, err)
+	}
+	return rawMsg{
+		seq:     seq,
+		subject: resp.Header.Get(jetstream.SubjectHeader),
+		header:  stripDirectHeaders(resp.Header),
+		data:    resp.Data,
+	}, nil
+}
+
+// apiPrefix is the JetStream API prefix js sends requests to.
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	default:
+		return jetstream.DefaultAPIPrefix
+	}
+}

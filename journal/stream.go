@@ -1,0 +1,237 @@
+package journal
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of Config.
+const (
+	DefaultStream     = "JOURNAL"
+	DefaultShards     = 16
+	DefaultDuplicates = 2 * time.Minute
+)
+
+// MaxShards bounds Config.Shards.
+const MaxShards = 1024
+
+// SubjectPrefix is the first token of every journal subject.
+const SubjectPrefix = "journal"
+
+// MetadataShards is the stream metadata key that records the shard count.
+const MetadataShards = "tablejournal.shards"
+
+// Config describes the journal stream. The zero Config is the default
+// journal.
+type Config struct {
+	// Stream is the stream's name. If empty, "JOURNAL".
+	Stream string
+	// Shards is the number of shards the stream spreads partitions over; it
+	// is fixed when the stream is created. If zero, 16.
+	Shards int
+	// Duplicates is the window within which JetStream drops a command whose
+	// ID it has already stored. If zero, 2 minutes. It should exceed the
+	// Writer's retry budget (one minute by default).
+	Duplicates time.Duration
+	// Replicas is the stream's replication factor in a cluster. If zero, 1.
+	Replicas int
+}
+
+func (c *Config) setDefaults() {
+	if c.Stream == "" {
+		c.Stream = DefaultStream
+	}
+	if c.Shards == 0 {
+		c.Shards = DefaultShards
+	}
+	if c.Duplicates == 0 {
+		c.Duplicates = DefaultDuplicates
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+}
+
+// Validate reports every problem of c at once. Zero fields are valid: they
+// take their defaults.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Stream != "" && !validName(c.Stream) {
+		errs = append(errs, fmt.Errorf("stream name %q: must be non-empty without spaces, '.', '*', '>', '/' or '\\'", c.Stream))
+	}
+	if c.Shards < 0 || c.Shards > MaxShards {
+		errs = append(errs, fmt.Errorf("shards %d: must be between 1 and %d", c.Shards, MaxShards))
+	}
+	if c.Duplicates < 0 {
+		errs = append(errs, fmt.Errorf("duplicates window %s: must not be negative", c.Duplicates))
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("replicas %d: must be between 1 and 5", c.Replicas))
+	}
+	return errors.Join(errs...)
+}
+
+func validName(s string) bool {
+	return s != "" && !strings.ContainsAny(s, " \t\r\n.*>/\\")
+}
+
+// transformDest is the stream's subject transform destination for n shards:
+// it inserts the shard, computed by the server from table and pk-token.
+func transformDest(n int) string {
+	return fmt.Sprintf("%s.{{wildcard(1)}}.{{partition(%d,1,2)}}.{{wildcard(2)}}", SubjectPrefix, n)
+}
+
+func (c Config) streamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        c.Stream,
+		Description: "tablejournal command journal",
+		Subjects:    []string{SubjectPrefix + ".*.*"},
+		SubjectTransform: &jetstream.SubjectTransformConfig{
+			Source:      SubjectPrefix + ".*.*",
+			Destination: transformDest(c.Shards),
+		},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew,
+		Duplicates:  c.Duplicates,
+		Replicas:    c.Replicas,
+		AllowDirect: true,
+		Metadata:    map[string]string{MetadataShards: strconv.Itoa(c.Shards)},
+	}
+}
+
+// Journal is an opened journal stream. It is safe for concurrent use.
+type Journal struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	name   string
+	shards int
+}
+
+// Ensure creates the journal stream described by cfg, or checks an existing
+// one. An existing stream is not modified; if it records another shard count
+// than cfg's, Ensure fails with ErrShardMismatch.
+func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("journal config: %w", err)
+	}
+	cfg.setDefaults()
+	s, err := js.CreateStream(ctx, cfg.streamConfig())
+	if err == nil {
+		return &Journal{js: js, stream: s, name: cfg.Stream, shards: cfg.Shards}, nil
+	}
+	if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return nil, fmt.Errorf("create stream %s: %w", cfg.Stream, err)
+	}
+	j, err := Open(ctx, js, cfg.Stream)
+	if err != nil {
+		return nil, err
+	}
+	if j.shards != cfg.Shards {
+		return nil, fmt.Errorf("%w: stream %s was created with %d shards, configured with %d; re-sharding would move partitions between shards, so create a new stream instead",
+			ErrShardMismatch, cfg.Stream, j.shards, cfg.Shards)
+	}
+	return j, nil
+}
+
+// Open opens the existing journal stream name and reads its shard count
+// from the stream's metadata.
+func Open(ctx context.Context, js jetstream.JetStream, name string) (*Journal, error) {
+	if name == "" {
+		name = DefaultStream
+	}
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s: %w", name, err)
+	}
+	sc := s.CachedInfo().Config
+	raw, ok := sc.Metadata[MetadataShards]
+	if !ok {
+		return nil, fmt.Errorf("%w: stream %s has no %s metadata", ErrNotJournal, name, MetadataShards)
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > MaxShards {
+		return nil, fmt.Errorf("%w: stream %s has %s=%q", ErrNotJournal, name, MetadataShards, raw)
+	}
+	if st := sc.SubjectTransform; st == nil || st.Destination != transformDest(n) {
+		return nil, fmt.Errorf("%w: stream %s does not transform subjects to %s", ErrNotJournal, name, transformDest(n))
+	}
+	return &Journal{js: js, stream: s, name: name, shards: n}, nil
+}
+
+// Name returns the stream's name.
+func (j *Journal) Name() string { return j.name }
+
+// Shards returns the shard count recorded in the stream.
+func (j *Journal) Shards() int { return j.shards }
+
+// ShardFilter returns the subject filter that selects every command stored
+// in shard, for a consumer per shard (group).
+func ShardFilter(shard int) string {
+	return fmt.Sprintf("%s.*.%d.*", SubjectPrefix, shard)
+}
+
+// PartitionFilter returns the subject filter that selects every command of
+// one partition, wherever it is sharded.
+func PartitionFilter(table, pk string) string {
+	return fmt.Sprintf("%s.%s.*.%s", SubjectPrefix, table, PKToken(pk))
+}
+
+// emptyPKToken stands for the empty partition key, which Azure allows but
+// which would leave an empty subject token. "=" is never the output of
+// unpadded base64url.
+const emptyPKToken = "="
+
+// PKToken returns the subject token of a partition key: the key in
+// unpadded base64url (RFC 4648 §5), or "=" for the empty key.
+func PKToken(pk string) string {
+	if pk == "" {
+		return emptyPKToken
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(pk))
+}
+
+// ParsePKToken is the inverse of PKToken.
+func ParsePKToken(tok string) (string, error) {
+	if tok == emptyPKToken {
+		return "", nil
+	}
+	if tok == "" {
+		return "", fmt.Errorf("%w: empty pk-token", ErrBadSubject)
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
+	if err != nil {
+		return "", fmt.Errorf("%w: pk-token %q is not unpadded base64url", ErrBadSubject, tok)
+	}
+	return string(b), nil
+}
+
+// Subject returns the subject a client publishes a command to:
+// journal.<table>.<pk-token>.
+func Subject(table, pk string) string {
+	return SubjectPrefix + "." + table + "." + PKToken(pk)
+}
+
+// ParseSubject splits a stored subject journal.<table>.<shard>.<pk-token>.
+func ParseSubject(stored string) (table string, shard int, pk string, err error) {
+	parts := strings.Split(stored, ".")
+	if len(parts) != 4 || parts[0] != SubjectPrefix || parts[1] == "" {
+		return "", 0, "", fmt.Errorf("%w: %q is not journal.<table>.<shard>.<pk-token>", ErrBadSubject, stored)
+	}
+	shard, err = strconv.Atoi(parts[2])
+	if err != nil || shard < 0 || strconv.Itoa(shard) != parts[2] {
+		return "", 0, "", fmt.Errorf("%w: %q has no shard number", ErrBadSubject, stored)
+	}
+	pk, err = ParsePKToken(parts[3])
+	if err != nil {
+		return "", 0, "", fmt.Errorf("subject %q: %w", stored, err)
+	}
+	return parts[1], shard, pk, nil
+}

@@ -1,0 +1,390 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+)
+
+// publisher is the part of jetstream.JetStream the Writer publishes through.
+// A test wraps the real one to inject faults.
+type publisher interface {
+	PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+	PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
+}
+
+// Defaults of the Writer's options.
+const (
+	DefaultMaxInFlight = 1024
+	DefaultAckTimeout  = 10 * time.Second
+	// DefaultRetryBudget bounds a publish's retries. It is shorter than the
+	// default duplicate window, so that a retry is always deduplicated
+	// against an earlier attempt that was stored but not acknowledged.
+	DefaultRetryBudget = time.Minute
+)
+
+// PublishResult is the acknowledgement of a published command.
+type PublishResult struct {
+	// ID is the command ID.
+	ID string
+	// Seq is the command's journal sequence.
+	Seq uint64
+	// Duplicate is true when the journal already held the ID, so nothing
+	// new was stored and Seq is the sequence of the stored command. This is
+	// also the case when an earlier attempt of the same call was stored but
+	// its acknowledgement was lost.
+	Duplicate bool
+}
+
+// Writer publishes commands into the journal. It is safe for concurrent
+// use.
+type Writer struct {
+	js          jetstream.JetStream
+	pub         publisher
+	stream      string
+	contentType string
+	ackTimeout  time.Duration
+	newBackOff  func() backoff.BackOff
+	notify      backoff.Notify
+	slots       chan struct{} // one per async publish in flight
+
+	mu         sync.Mutex
+	queue      []*Future // in flight, in publish order
+	collecting bool      // a goroutine is settling queue
+	last       *Future   // most recently queued
+	failed     int       // async failures since the last Flush
+	firstErr   error
+}
+
+// WriterOption configures a Writer.
+type WriterOption func(*Writer)
+
+// WithContentType sets the encoding of published commands:
+// events.ContentTypeMsgpack (the default) or events.ContentTypeJSON.
+func WithContentType(ct string) WriterOption {
+	return func(w *Writer) { w.contentType = ct }
+}
+
+// WithBackOff sets the retry policy: newBackOff is called once per publish.
+// The default is exponential from 50 ms up to 2 s between attempts, for at
+// most DefaultRetryBudget. Keep the budget within the journal's duplicate
+// window.
+func WithBackOff(newBackOff func() backoff.BackOff) WriterOption {
+	return func(w *Writer) { w.newBackOff = newBackOff }
+}
+
+// WithRetryNotify sets a function called before each retry with the error
+// and the wait.
+func WithRetryNotify(fn backoff.Notify) WriterOption {
+	return func(w *Writer) { w.notify = fn }
+}
+
+// WithMaxInFlight bounds the number of async publishes awaiting their
+// acknowledgement; PublishAsync blocks while it is reached. If n < 1,
+// DefaultMaxInFlight.
+func WithMaxInFlight(n int) WriterOption {
+	return func(w *Writer) {
+		if n < 1 {
+			n = DefaultMaxInFlight
+		}
+		w.slots = make(chan struct{}, n)
+	}
+}
+
+// WithAckTimeout sets how long one attempt waits for its acknowledgement
+// before it counts as lost and is retried. If d <= 0, DefaultAckTimeout.
+func WithAckTimeout(d time.Duration) WriterOption {
+	return func(w *Writer) {
+		if d <= 0 {
+			d = DefaultAckTimeout
+		}
+		w.ackTimeout = d
+	}
+}
+
+func defaultBackOff() backoff.BackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(50*time.Millisecond),
+		backoff.WithMaxInterval(2*time.Second),
+		backoff.WithMaxElapsedTime(DefaultRetryBudget),
+	)
+}
+
+// NewWriter returns a Writer that publishes to the journal stream named
+// stream (DefaultStream if empty) through js. It needs only publish rights
+// on journal.> (and, for Await, on the OUTCOMES stream's consumer API).
+func NewWriter(js jetstream.JetStream, stream string, opts ...WriterOption) *Writer {
+	if stream == "" {
+		stream = DefaultStream
+	}
+	w := &Writer{
+		js:          js,
+		pub:         js,
+		stream:      stream,
+		contentType: events.ContentTypeMsgpack,
+		ackTimeout:  DefaultAckTimeout,
+		newBackOff:  defaultBackOff,
+		slots:       make(chan struct{}, DefaultMaxInFlight),
+	}
+	for _, o := range opts {
+		o(w)
+	}
+	return w
+}
+
+// message validates and encodes cmd. Its errors are permanent.
+func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
+	if cmd == nil {
+		return nil, fmt.Errorf("publish: %w: nil command", events.ErrInvalid)
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, fmt.Errorf("publish %s: %w", cmd.ID, err)
+	}
+	data, err := events.Encode(cmd, w.contentType)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s: %w", cmd.ID, err)
+	}
+	return &nats.Msg{
+		Subject: Subject(cmd.Table, cmd.PK),
+		Header: nats.Header{
+			events.HeaderContentType:       []string{w.contentType},
+			events.HeaderSchema:            []string{events.SchemaVersion},
+			jetstream.MsgIDHeader:          []string{cmd.ID},
+			jetstream.ExpectedStreamHeader: []string{w.stream},
+		},
+		Data: data,
+	}, nil
+}
+
+// Publish validates cmd, publishes it and waits until the journal stored
+// it. An invalid command is refused with an error wrapping events.ErrInvalid
+// and nothing is published. Transient failures (timeouts, a server
+// restarting) are retried with the same Nats-Msg-Id until ctx ends or the
+// retry budget is spent, so a retry never stores a second command.
+func (w *Writer) Publish(ctx context.Context, cmd *events.Command) (PublishResult, error) {
+	msg, err := w.message(cmd)
+	if err != nil {
+		return PublishResult{}, err
+	}
+	return w.publish(ctx, cmd.ID, msg, nil)
+}
+
+// publish sends msg synchronously until it is acknowledged, retrying
+// transient errors. A non-nil failed is the error of an attempt already
+// made; it counts as the first attempt.
+func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, failed error) (PublishResult, error) {
+	var (
+		res  PublishResult
+		last = failed
+	)
+	op := func() error {
+		if failed != nil {
+			err := failed
+			failed = nil
+			return retryable(ctx, err)
+		}
+		actx, cancel := context.WithTimeout(ctx, w.ackTimeout)
+		ack, err := w.pub.PublishMsg(actx, msg)
+		cancel()
+		if err != nil {
+			last = err
+			return retryable(ctx, err)
+		}
+		res = PublishResult{ID: id, Seq: ack.Sequence, Duplicate: ack.Duplicate}
+		return nil
+	}
+	err := backoff.RetryNotify(op, backoff.WithContext(w.newBackOff(), ctx), w.notify)
+	if err != nil {
+		if last != nil && !errors.Is(err, last) {
+			return PublishResult{}, fmt.Errorf("publish %s: %w (last attempt: %w)", id, err, last)
+		}
+		return PublishResult{}, fmt.Errorf("publish %s: %w", id, err)
+	}
+	return res, nil
+}
+
+// retryable returns err as is if a retry may succeed, and wrapped in
+// backoff.Permanent otherwise.
+func retryable(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return backoff.Permanent(err)
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), // this attempt's ack timeout
+		errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, nats.ErrDisconnected),
+		errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, nats.ErrReconnectBufExceeded),
+		errors.Is(err, nats.ErrStaleConnection),
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout),
+		errors.Is(err, jetstream.ErrTooManyStalledMsgs):
+		return err
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == 503 { // JetStream temporarily unavailable
+		return err
+	}
+	return backoff.Permanent(err)
+}
+
+// Future is the pending result of PublishAsync.
+type Future struct {
+	id   string
+	msg  *nats.Msg
+	ctx  context.Context
+	paf  jetstream.PubAckFuture // nil if the first send failed
+	err  error                  // why the first send failed
+	sent time.Time
+
+	done chan struct{}
+	res  PublishResult
+	rerr error
+}
+
+// ID returns the command ID.
+func (f *Future) ID() string { return f.id }
+
+// Done returns a channel closed once the result is known.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Result waits until the command is stored, or failed for good, or ctx
+// ends. Ending ctx only stops the wait, not the publish.
+func (f *Future) Result(ctx context.Context) (PublishResult, error) {
+	select {
+	case <-f.done:
+		return f.res, f.rerr
+	case <-ctx.Done():
+		return PublishResult{}, fmt.Errorf("await publish %s: %w", f.id, ctx.Err())
+	}
+}
+
+// PublishAsync validates cmd and sends it without waiting for the
+// acknowledgement; the Future gives the result. An invalid command is
+// refused here with an error wrapping events.ErrInvalid. At most
+// WithMaxInFlight publishes are in flight; PublishAsync blocks for a slot
+// until ctx ends. ctx also bounds the retries: a send that fails or whose
+// acknowledgement is lost is re-sent with the same Nats-Msg-Id, as Publish
+// does.
+func (w *Writer) PublishAsync(ctx context.Context, cmd *events.Command) (*Future, error) {
+	msg, err := w.message(cmd)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("publish %s: %w", cmd.ID, ctx.Err())
+	}
+	f := &Future{id: cmd.ID, msg: msg, ctx: ctx, done: make(chan struct{}), sent: time.Now()}
+	f.paf, f.err = w.pub.PublishMsgAsync(msg)
+
+	w.mu.Lock()
+	w.queue = append(w.queue, f)
+	w.last = f
+	start := !w.collecting
+	w.collecting = true
+	w.mu.Unlock()
+	if start {
+		go w.collect()
+	}
+	return f, nil
+}
+
+// Flush waits until every PublishAsync that returned before the call has
+// its result, or ctx ends. It reports how many async publishes failed since
+// the previous Flush, with the first error; each Future has its own.
+func (w *Writer) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	last := w.last
+	w.mu.Unlock()
+	if last != nil {
+		select {
+		case <-last.done:
+		case <-ctx.Done():
+			return fmt.Errorf("flush: %w", ctx.Err())
+		}
+	}
+	w.mu.Lock()
+	n, first := w.failed, w.firstErr
+	w.failed, w.firstErr = 0, nil
+	w.mu.Unlock()
+	if n > 0 {
+		return fmt.Errorf("flush: %d async publishes failed, the first: %w", n, first)
+	}
+	return nil
+}
+
+// collect settles queued futures in order until the queue is empty.
+// Acknowledgements arrive in publish order too, so waiting for each in turn
+// costs nothing; a retry holds the later ones back, which only matters when
+// the server is away and they are failing as well.
+func (w *Writer) collect() {
+	timer := time.NewTimer(w.ackTimeout)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		if len(w.queue) == 0 {
+			w.collecting = false
+			w.mu.Unlock()
+			return
+		}
+		f := w.queue[0]
+		w.queue[0] = nil
+		w.queue = w.queue[1:]
+		w.mu.Unlock()
+
+		w.settle(f, timer)
+		<-w.slots
+	}
+}
+
+// errAckLost is an async attempt that got no acknowledgement in time.
+var errAckLost = fmt.Errorf("no acknowledgement: %w", nats.ErrTimeout)
+
+func (w *Writer) settle(f *Future, timer *time.Timer) {
+	err := f.err
+	if f.paf != nil {
+		timer.Reset(time.Until(f.sent.Add(w.ackTimeout)))
+		select {
+		case ack := <-f.paf.Ok():
+			f.resolve(w, PublishResult{ID: f.id, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
+			return
+		case err = <-f.paf.Err():
+		case <-timer.C:
+			err = errAckLost
+		case <-f.ctx.Done():
+			err = f.ctx.Err()
+		}
+	}
+	res, err := w.publish(f.ctx, f.id, f.msg, err)
+	f.resolve(w, res, err)
+}
+
+func (f *Future) resolve(w *Writer, res PublishResult, err error) {
+	f.res, f.rerr = res, err
+	if err != nil {
+		w.mu.Lock()
+		if w.failed == 0 {
+			w.firstErr = err
+		}
+		w.failed++
+		w.mu.Unlock()
+	}
+	close(f.done)
+}
+
+// Await waits until the command id has an outcome and returns it; see
+// AwaitOutcome.
+func (w *Writer) Await(ctx context.Context, id string) (Outcome, error) {
+	return AwaitOutcome(ctx, w.js, id)
+}
