@@ -140,10 +140,10 @@ func TestPublishRefusesInvalidCommand(t *testing.T) {
 
 	bad := []*events.Command{
 		nil,
-		command("", "orders", "pk"),          // no ID
-		command("bad id!", "orders", "pk"),   // ID characters
-		command("c-1", "1table", "pk"),       // table name
-		command("c-2", "orders", "a/b"),      // key character
+		command("", "orders", "pk"),           // no ID
+		command("bad id!", "orders", "pk"),    // ID characters
+		command("c-1", "1table", "pk"),        // table name
+		command("c-2", "orders", "a/b"),       // key character
 		{ID: "c-3", Table: "orders", PK: "p"}, // no operations
 	}
 	for _, cmd := range bad {
