@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // ErrInvalid is wrapped by every error that a bad command produces, whether
@@ -125,7 +126,11 @@ func invalid(field string, rule Rule, format string, args ...any) *ValidationErr
 	return &ValidationError{Field: field, Rule: rule, Detail: fmt.Sprintf(format, args...)}
 }
 
-// malformed builds a RuleMalformed error caused by a parser error.
+// malformed builds a RuleMalformed error caused by a parser error. Input
+// that ends early is io.ErrUnexpectedEOF, whatever the parser said.
 func malformed(field string, cause error) *ValidationError {
+	if cause == io.EOF {
+		cause = io.ErrUnexpectedEOF
+	}
 	return &ValidationError{Field: field, Rule: RuleMalformed, Detail: cause.Error(), cause: cause}
 }

@@ -41,9 +41,9 @@ func UnmarshalMsgpack(data []byte) (*Command, error) {
 // mpDecoder is a pooled msgpack decoder reading from its own bytes.Reader,
 // which the library reads unbuffered.
 type mpDecoder struct {
-	r   bytes.Reader
-	dec *msgpack.Decoder
-	b   entityBuilder
+	r      bytes.Reader
+	dec    *msgpack.Decoder
+	b      entityBuilder
 	keyBuf []byte
 }
 

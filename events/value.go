@@ -94,8 +94,9 @@ func Guid(s string) (Value, error) {
 }
 
 // Equal reports whether two values have the same type and the same value.
-// Doubles compare by bit pattern, so NaN equals NaN and 0 differs from -0,
-// which is what "round-trips exactly" means.
+// Doubles compare by bit pattern, so 0 differs from -0, and any NaN equals
+// any NaN (JSON has one NaN, so payloads cannot round-trip), which is what
+// "round-trips exactly" means.
 func (v Value) Equal(o Value) bool {
 	if v.Type != o.Type {
 		return false
@@ -108,6 +109,9 @@ func (v Value) Equal(o Value) bool {
 	case TypeInt32, TypeInt64:
 		return v.Int == o.Int
 	case TypeDouble:
+		if math.IsNaN(v.Float) {
+			return math.IsNaN(o.Float)
+		}
 		return math.Float64bits(v.Float) == math.Float64bits(o.Float)
 	case TypeDateTime:
 		return v.Time.Equal(o.Time)

@@ -1,0 +1,334 @@
+package events_test
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+)
+
+// validCommand is a valid command with one upsert, for the tests to break.
+func validCommand() *events.Command {
+	return &events.Command{
+		ID:    "01JD3X9Q7ZBGN0V0W4Q6T8Y2KE",
+		Table: "orders",
+		PK:    "customer-42",
+		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "order-7", Entity: events.Entity{
+			"status": events.String("shipped"),
+		}}},
+	}
+}
+
+// sizedEntity returns an entity of Binary properties whose EntitySize with
+// pk and rk is exactly size.
+func sizedEntity(t testing.TB, pk, rk string, size int) events.Entity {
+	t.Helper()
+	const perProp = 8 + 2*4 + 4 // a 4-character name and a Binary's length
+	base := events.EntitySize(pk, rk, nil)
+	n := (size - base + perProp + events.MaxBinaryBytes - 1) / (perProp + events.MaxBinaryBytes)
+	data := size - base - n*perProp
+	blob := pattern(events.MaxBinaryBytes)
+	e := events.Entity{}
+	for i := range n {
+		k := data / n
+		if i < data%n {
+			k++
+		}
+		e[fmt.Sprintf("b%03d", i)] = events.Binary(blob[:k])
+	}
+	if got := events.EntitySize(pk, rk, e); got != size {
+		t.Fatalf("sizedEntity: size %d, want %d", got, size)
+	}
+	return e
+}
+
+// props returns an entity of n Int32 properties.
+func props(n int) events.Entity {
+	e := events.Entity{}
+	for i := range n {
+		e[fmt.Sprintf("p%03d", i)] = events.Int32(int32(i))
+	}
+	return e
+}
+
+// opsOfSizes returns upserts whose entities have the given sizes.
+func opsOfSizes(t testing.TB, pk string, sizes ...int) []events.RowOp {
+	ops := make([]events.RowOp, len(sizes))
+	for i, s := range sizes {
+		rk := fmt.Sprintf("r%d", i)
+		ops[i] = events.RowOp{Op: events.OpUpsert, RK: rk, Entity: sizedEntity(t, pk, rk, s)}
+	}
+	return ops
+}
+
+func TestValidateRejects(t *testing.T) {
+	setEntity := func(name string, v events.Value) func(*events.Command) {
+		return func(c *events.Command) { c.Ops[0].Entity[name] = v }
+	}
+	setPK := func(pk string) func(*events.Command) { return func(c *events.Command) { c.PK = pk } }
+	setRK := func(rk string) func(*events.Command) { return func(c *events.Command) { c.Ops[0].RK = rk } }
+	setTable := func(s string) func(*events.Command) { return func(c *events.Command) { c.Table = s } }
+	deleteOp := events.RowOp{Op: events.OpDelete, RK: "x"}
+
+	for _, tc := range []struct {
+		name  string
+		mod   func(*events.Command)
+		rule  events.Rule
+		field string
+	}{
+		{"missing ID", func(c *events.Command) { c.ID = "" }, events.RuleIDRequired, "id"},
+		{"ID too long", func(c *events.Command) { c.ID = strings.Repeat("a", events.MaxIDLen+1) }, events.RuleIDLength, "id"},
+		{"ID with space", func(c *events.Command) { c.ID = "a b" }, events.RuleIDCharset, "id"},
+		{"ID with slash", func(c *events.Command) { c.ID = "a/b" }, events.RuleIDCharset, "id"},
+		{"table starts with digit", setTable("1orders"), events.RuleTableName, "table"},
+		{"table too short", setTable("ab"), events.RuleTableName, "table"},
+		{"table with dash", setTable("my-orders"), events.RuleTableName, "table"},
+		{"table too long", setTable("a" + strings.Repeat("b", 63)), events.RuleTableName, "table"},
+		{"table non-ASCII", setTable("tablé"), events.RuleTableName, "table"},
+		{"table reserved", setTable("Tables"), events.RuleTableName, "table"},
+		{"empty pk", setPK(""), events.RulePKRequired, "pk"},
+		{"pk with /", setPK("a/b"), events.RuleKeyForbiddenChar, "pk"},
+		{"pk with \\", setPK(`a\b`), events.RuleKeyForbiddenChar, "pk"},
+		{"pk with #", setPK("a#b"), events.RuleKeyForbiddenChar, "pk"},
+		{"pk with ?", setPK("a?b"), events.RuleKeyForbiddenChar, "pk"},
+		{"rk with /", setRK("a/b"), events.RuleKeyForbiddenChar, "ops[0].rk"},
+		{"rk with \\", setRK(`a\b`), events.RuleKeyForbiddenChar, "ops[0].rk"},
+		{"rk with #", setRK("a#b"), events.RuleKeyForbiddenChar, "ops[0].rk"},
+		{"rk with ?", setRK("a?b"), events.RuleKeyForbiddenChar, "ops[0].rk"},
+		{"pk with NUL", setPK("a\x00"), events.RuleKeyControlChar, "pk"},
+		{"pk with tab", setPK("a\tb"), events.RuleKeyControlChar, "pk"},
+		{"rk with DEL", setRK("a\x7f"), events.RuleKeyControlChar, "ops[0].rk"},
+		{"rk with U+0085", setRK("a\u0085"), events.RuleKeyControlChar, "ops[0].rk"},
+		{"rk with U+009F", setRK("\u009f"), events.RuleKeyControlChar, "ops[0].rk"},
+		{"pk invalid UTF-8", setPK("a\xffb"), events.RuleInvalidUTF8, "pk"},
+		{"rk invalid UTF-8", setRK("\xed\xa0\x80"), events.RuleInvalidUTF8, "ops[0].rk"},
+		{"pk 1 KiB + 1", setPK(strings.Repeat("p", events.MaxKeyBytes+1)), events.RuleKeyTooLong, "pk"},
+		{"pk 1 KiB + 1 non-ASCII", setPK(strings.Repeat("é", events.MaxKeyBytes/2) + "a"), events.RuleKeyTooLong, "pk"},
+		{"rk 1 KiB + 1", setRK(strings.Repeat("r", events.MaxKeyBytes+1)), events.RuleKeyTooLong, "ops[0].rk"},
+		{"rk too long for version rows", setRK(strings.Repeat("r", events.MaxKeyBytes-events.RowKeyOverhead+1)), events.RuleKeyTooLong, "ops[0].rk"},
+		{"rk too long once escaped", setRK(strings.Repeat("r", 998) + ":"), events.RuleKeyTooLong, "ops[0].rk"},
+		{"rk of % too long once escaped", setRK(strings.Repeat("%", 334)), events.RuleKeyTooLong, "ops[0].rk"},
+		{"no ops", func(c *events.Command) { c.Ops = nil }, events.RuleOpsCount, "ops"},
+		{"too many ops", func(c *events.Command) {
+			for len(c.Ops) <= events.MaxOpsPerCommand {
+				c.Ops = append(c.Ops, deleteOp)
+			}
+		}, events.RuleOpsCount, "ops"},
+		{"unknown op", func(c *events.Command) { c.Ops[0].Op = "upsert2" }, events.RuleUnknownOp, "ops[0].op"},
+		{"empty op", func(c *events.Command) { c.Ops[0].Op = "" }, events.RuleUnknownOp, "ops[0].op"},
+		{"op in wrong case", func(c *events.Command) { c.Ops[0].Op = "Upsert" }, events.RuleUnknownOp, "ops[0].op"},
+		{"delete with entity", func(c *events.Command) { c.Ops[0].Op = events.OpDelete }, events.RuleDeleteEntity, "ops[0].entity"},
+		{"upsert without entity", func(c *events.Command) { c.Ops[0].Entity = nil }, events.RuleEntityRequired, "ops[0].entity"},
+		{"insert with ifVersion", func(c *events.Command) {
+			c.Ops[0].Op = events.OpInsert
+			c.Ops[0].IfVersion = ptr(0)
+		}, events.RuleInsertIfVersion, "ops[0].ifVersion"},
+		{"negative ifVersion", func(c *events.Command) { c.Ops[0].IfVersion = ptr(-1) }, events.RuleIfVersionRange, "ops[0].ifVersion"},
+		{"reserved property _x", setEntity("_x", events.Int32(1)), events.RulePropertyReserved, `ops[0].entity["_x"]`},
+		{"reserved property _v", setEntity("_v", events.Int64(1)), events.RulePropertyReserved, `ops[0].entity["_v"]`},
+		{"property PartitionKey", setEntity("PartitionKey", events.String("p")), events.RulePropertySystem, `ops[0].entity["PartitionKey"]`},
+		{"property RowKey", setEntity("RowKey", events.String("p")), events.RulePropertySystem, ""},
+		{"property Timestamp", setEntity("Timestamp", events.DateTime(time.Now())), events.RulePropertySystem, ""},
+		{"property odata.etag", setEntity("odata.etag", events.String("W/1")), events.RulePropertySystem, ""},
+		{"property starts with digit", setEntity("1abc", events.Int32(1)), events.RulePropertyName, `ops[0].entity["1abc"]`},
+		{"property with dash", setEntity("a-b", events.Int32(1)), events.RulePropertyName, ""},
+		{"property with space", setEntity("a b", events.Int32(1)), events.RulePropertyName, ""},
+		{"property with dot", setEntity("a.b", events.Int32(1)), events.RulePropertyName, ""},
+		{"property with @", setEntity("a@b", events.Int32(1)), events.RulePropertyName, ""},
+		{"property empty", setEntity("", events.Int32(1)), events.RulePropertyName, `ops[0].entity[""]`},
+		{"property 256 chars", setEntity(strings.Repeat("n", 256), events.Int32(1)), events.RulePropertyNameLength, ""},
+		{"property invalid UTF-8", setEntity("a\xff", events.Int32(1)), events.RuleInvalidUTF8, ""},
+		{"253 properties", func(c *events.Command) { c.Ops[0].Entity = props(253) }, events.RuleTooManyProperties, "ops[0].entity"},
+		{"MaxProperties + 1", func(c *events.Command) { c.Ops[0].Entity = props(events.MaxProperties + 1) }, events.RuleTooManyProperties, "ops[0].entity"},
+		{"entity 1 MiB + 1", func(c *events.Command) {
+			c.Ops[0].Entity = sizedEntity(t, c.PK, c.Ops[0].RK, events.MaxEntityBytes+1)
+		}, events.RuleEntityTooLarge, "ops[0].entity"},
+		{"entity 1 byte over the reserve", func(c *events.Command) {
+			c.Ops[0].Entity = sizedEntity(t, c.PK, c.Ops[0].RK, events.MaxEntitySize+1)
+		}, events.RuleEntityTooLarge, "ops[0].entity"},
+		{"command 4 MiB + 1", func(c *events.Command) {
+			c.Ops = opsOfSizes(t, c.PK, 838861, 838861, 838861, 838861, 838861)
+		}, events.RuleCommandTooLarge, "ops"},
+		{"String 32 K + 1 UTF-16", setEntity("s", events.String(strings.Repeat("x", events.MaxBinaryBytes/2+1))), events.RuleStringTooLong, `ops[0].entity["s"]`},
+		{"String of surrogate pairs", setEntity("s", events.String(strings.Repeat("🚀", events.MaxBinaryBytes/4+1))), events.RuleStringTooLong, ""},
+		{"String invalid UTF-8", setEntity("s", events.String("\xc3")), events.RuleInvalidUTF8, `ops[0].entity["s"]`},
+		{"Binary 64 KiB + 1", setEntity("b", events.Binary(make([]byte, events.MaxBinaryBytes+1))), events.RuleBinaryTooLong, `ops[0].entity["b"]`},
+		{"Int32 above range", setEntity("i", events.Value{Type: events.TypeInt32, Int: math.MaxInt32 + 1}), events.RuleBadInt32, `ops[0].entity["i"]`},
+		{"Int32 below range", setEntity("i", events.Value{Type: events.TypeInt32, Int: math.MinInt32 - 1}), events.RuleBadInt32, ""},
+		{"DateTime year 1600", setEntity("d", events.DateTime(time.Date(1600, 12, 31, 23, 59, 59, 0, time.UTC))), events.RuleBadDateTime, `ops[0].entity["d"]`},
+		{"DateTime year 10000", setEntity("d", events.DateTime(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))), events.RuleBadDateTime, ""},
+		{"DateTime zero", setEntity("d", events.Value{Type: events.TypeDateTime}), events.RuleBadDateTime, ""},
+		{"DateTime 1 ns", setEntity("d", events.Value{Type: events.TypeDateTime, Time: time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC)}), events.RuleBadDateTime, ""},
+		{"Guid upper case", setEntity("g", events.Value{Type: events.TypeGuid, Str: "C9DA6455-213D-42C9-9A79-3E9149A57833"}), events.RuleBadGuid, `ops[0].entity["g"]`},
+		{"Guid garbage", setEntity("g", events.Value{Type: events.TypeGuid, Str: "x"}), events.RuleBadGuid, ""},
+		{"unknown type", setEntity("u", events.Value{Type: 42}), events.RuleUnknownType, `ops[0].entity["u"]`},
+		{"issuer too long", func(c *events.Command) { c.Issuer = strings.Repeat("é", events.MaxIssuerLen+1) }, events.RuleIssuerLength, "issuer"},
+		{"issuer invalid UTF-8", func(c *events.Command) { c.Issuer = "\xff" }, events.RuleInvalidUTF8, "issuer"},
+		{"issuedAt year 1500", func(c *events.Command) { c.IssuedAt = time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC) }, events.RuleBadDateTime, "issuedAt"},
+		{"meta 65 entries", func(c *events.Command) {
+			c.Meta = map[string]string{}
+			for i := range events.MaxMetaEntries + 1 {
+				c.Meta[fmt.Sprint("k", i)] = "v"
+			}
+		}, events.RuleMetaCount, "meta"},
+		{"meta empty key", func(c *events.Command) { c.Meta = map[string]string{"": "v"} }, events.RuleMetaKey, `meta[""]`},
+		{"meta key too long", func(c *events.Command) { c.Meta = map[string]string{strings.Repeat("k", 129): "v"} }, events.RuleMetaKey, ""},
+		{"meta key with newline", func(c *events.Command) { c.Meta = map[string]string{"a\nb": "v"} }, events.RuleMetaKey, `meta["a\nb"]`},
+		{"meta value too long", func(c *events.Command) { c.Meta = map[string]string{"k": strings.Repeat("v", 1025)} }, events.RuleMetaValue, `meta["k"]`},
+		{"meta invalid UTF-8", func(c *events.Command) { c.Meta = map[string]string{"k": "\xff"} }, events.RuleInvalidUTF8, `meta["k"]`},
+		{"bad op among good ones", func(c *events.Command) {
+			c.Ops = append(c.Ops, deleteOp, events.RowOp{Op: events.OpMerge, RK: "y", Entity: events.Entity{"_bad": events.Bool(true)}})
+		}, events.RulePropertyReserved, `ops[2].entity["_bad"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validCommand()
+			tc.mod(c)
+			ve := wantRule(t, c.Validate(), tc.rule)
+			if tc.field != "" && ve.Field != tc.field {
+				t.Errorf("field %q, want %q", ve.Field, tc.field)
+			}
+		})
+	}
+}
+
+// TestValidateLiteralsThroughJSON: literals that do not parse are refused
+// when decoding, with the same kind of error Validate gives.
+func TestValidateLiteralsThroughJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name, entity string
+		rule         events.Rule
+	}{
+		{"bad Int64", `{"n":"0x10","n@odata.type":"Edm.Int64"}`, events.RuleBadInt64},
+		{"bad Guid", `{"g":"c9da6455-213d-42c9-9a79-3e9149a5783","g@odata.type":"Edm.Guid"}`, events.RuleBadGuid},
+		{"bad DateTime", `{"d":"2026-02-30T00:00:00Z","d@odata.type":"Edm.DateTime"}`, events.RuleBadDateTime},
+		{"bad Binary", `{"b":"AA==AA==","b@odata.type":"Edm.Binary"}`, events.RuleBadBinary},
+		{"bad Double", `{"x":"1,5","x@odata.type":"Edm.Double"}`, events.RuleBadDouble},
+		{"wrong @odata.type", `{"x":"abc","x@odata.type":"Edm.Boolean"}`, events.RuleBadAnnotation},
+		{"unknown @odata.type", `{"x":"abc","x@odata.type":"Edm.Time"}`, events.RuleUnknownType},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := events.UnmarshalJSON([]byte(jsonCommand(tc.entity)))
+			wantRule(t, err, tc.rule)
+		})
+	}
+}
+
+func TestValidateAccepts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*events.Command)
+	}{
+		{"as is", func(*events.Command) {}},
+		{"same RK twice", func(c *events.Command) { c.Ops = append(c.Ops, c.Ops[0], events.RowOp{Op: events.OpDelete, RK: c.Ops[0].RK}) }},
+		{"empty entity", func(c *events.Command) { c.Ops[0].Entity = events.Entity{} }},
+		{"delete with empty entity", func(c *events.Command) { c.Ops[0] = events.RowOp{Op: events.OpDelete, Entity: events.Entity{}} }},
+		{"empty RK", func(c *events.Command) { c.Ops[0].RK = "" }},
+		{"ifVersion 0 on merge", func(c *events.Command) { c.Ops[0].Op, c.Ops[0].IfVersion = events.OpMerge, ptr(0) }},
+		{"ifVersion on delete", func(c *events.Command) { c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r", IfVersion: ptr(math.MaxInt64)} }},
+		{"ID at most", func(c *events.Command) { c.ID = strings.Repeat("aZ9._:-", 19)[:events.MaxIDLen] }},
+		{"table at most", func(c *events.Command) { c.Table = "T" + strings.Repeat("0", 62) }},
+		{"table shortest", func(c *events.Command) { c.Table = "a1B" }},
+		{"pk 1 KiB", func(c *events.Command) { c.PK = strings.Repeat("p", events.MaxKeyBytes) }},
+		{"pk non-ASCII, U+00A0 and U+FFFD", func(c *events.Command) { c.PK = "Grüße\u00a0世界\uFFFD🚀" }},
+		{"rk longest", func(c *events.Command) { c.Ops[0].RK = strings.Repeat("r", events.MaxKeyBytes-events.RowKeyOverhead) }},
+		{"rk longest escaped", func(c *events.Command) { c.Ops[0].RK = strings.Repeat("r", 997) + ":" }},
+		{"MaxOpsPerCommand ops", func(c *events.Command) {
+			for len(c.Ops) < events.MaxOpsPerCommand {
+				c.Ops = append(c.Ops, events.RowOp{Op: events.OpDelete, RK: fmt.Sprint(len(c.Ops))})
+			}
+		}},
+		{"MaxProperties properties", func(c *events.Command) { c.Ops[0].Entity = props(events.MaxProperties) }},
+		{"property names", func(c *events.Command) {
+			for _, n := range []string{"a", "a1", "a_b", "Ünïcödé名前", "ǅx", "xⅫ", "a\u0301", strings.Repeat("n", events.MaxPropertyNameLen)} {
+				c.Ops[0].Entity[n] = events.Int32(1)
+			}
+		}},
+		{"entity at most", func(c *events.Command) {
+			c.Ops[0].Entity = sizedEntity(t, c.PK, c.Ops[0].RK, events.MaxEntitySize)
+		}},
+		{"command at most", func(c *events.Command) {
+			c.Ops = opsOfSizes(t, c.PK, 838860, 838861, 838861, 838861, 838861)
+		}},
+		{"String 32 K UTF-16", func(c *events.Command) {
+			c.Ops[0].Entity["s"] = events.String(strings.Repeat("🚀", events.MaxBinaryBytes/4))
+		}},
+		{"Binary 64 KiB", func(c *events.Command) { c.Ops[0].Entity["b"] = events.Binary(make([]byte, events.MaxBinaryBytes)) }},
+		{"issuedAt with ns", func(c *events.Command) { c.IssuedAt = time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC) }},
+		{"issuer at most", func(c *events.Command) { c.Issuer = strings.Repeat("é", events.MaxIssuerLen) }},
+		{"meta at most", func(c *events.Command) {
+			c.Meta = map[string]string{}
+			for i := range events.MaxMetaEntries {
+				c.Meta[fmt.Sprintf("%0128d", i)] = strings.Repeat("v", events.MaxMetaValueLen)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validCommand()
+			tc.mod(c)
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestValidationErrorText(t *testing.T) {
+	c := validCommand()
+	for i := 0; i < 3; i++ {
+		c.Ops = append(c.Ops, events.RowOp{Op: events.OpDelete, RK: fmt.Sprint(i)})
+	}
+	c.Ops[3].RK = "order-7#"
+	const want = `ops[3].rk: rule key-forbidden-char: contains '#' at byte 7`
+	if err := c.Validate(); err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// TestValidateDeterministic: with several bad properties the same one is
+// reported every time, because a rejection reason is part of the
+// projection.
+func TestValidateDeterministic(t *testing.T) {
+	c := validCommand()
+	for _, n := range []string{"_z", "_a", "b-c", "_m", "9", "x y"} {
+		c.Ops[0].Entity[n] = events.Int32(1)
+	}
+	c.Meta = map[string]string{"": "x", "b": strings.Repeat("v", 2000)}
+	first := c.Validate().Error()
+	if !strings.Contains(first, `["9"]`) {
+		t.Errorf("first bad property by name order is %q, got %s", "9", first)
+	}
+	for range 50 {
+		if got := c.Validate().Error(); got != first {
+			t.Fatalf("Validate gave %s, then %s", first, got)
+		}
+	}
+}
+
+func TestSystemColumnsReserve(t *testing.T) {
+	// The system columns at their largest, by the same formula.
+	sys := events.Entity{
+		"_v":       events.Int64(math.MaxInt64),
+		"_cmd":     events.String(strings.Repeat("c", events.MaxIDLen)),
+		"_seq":     events.Int64(math.MaxInt64),
+		"_at":      events.DateTime(time.Now()),
+		"_op":      events.String(string(events.OpUpsertMerge)),
+		"_deleted": events.Bool(true),
+	}
+	if len(sys) != events.SystemColumns {
+		t.Fatalf("test knows %d system columns, events.SystemColumns is %d", len(sys), events.SystemColumns)
+	}
+	sysBytes := events.EntitySize("", "", sys) - events.EntitySize("", "", nil)
+	// The worst version RowKey: as many ':' as fit, each escaped to 3.
+	rk := strings.Repeat(":", (events.MaxKeyBytes-events.RowKeyOverhead)/3)
+	if err := (&events.Command{ID: "c", Table: "abc", PK: "p", Ops: []events.RowOp{{Op: events.OpDelete, RK: rk}}}).Validate(); err != nil {
+		t.Fatalf("worst RowKey is invalid: %v", err)
+	}
+	stored := "old:" + strings.Repeat("%3A", len(rk)) + ":" + strings.Repeat("9", 19)
+	keyGrowth := events.EntitySize("", stored, nil) - events.EntitySize("", rk, nil)
+	if got := sysBytes + keyGrowth; got != events.SystemColumnsReserve {
+		t.Errorf("system columns %d + key growth %d = %d, SystemColumnsReserve is %d", sysBytes, keyGrowth, got, events.SystemColumnsReserve)
+	}
+}
