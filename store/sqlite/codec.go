@@ -1,0 +1,231 @@
+package sqlite
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// Keys are stored as BLOBs whose byte order is UTF-16 code unit order.
+
+func encodeKey(k string) []byte {
+	b := make([]byte, len(k)) // never nil: nil binds as NULL
+	for i := 0; i < len(k); i++ {
+		b[i] = store.UTF16OrderByte(k[i])
+	}
+	return b
+}
+
+func decodeKey(b []byte) string {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		out[i] = store.UTF16OrderByteInverse(c)
+	}
+	return string(out)
+}
+
+// Properties are stored as one BLOB: a format byte, the property count, then
+// per property, sorted by name: name, type byte, value. Integers are
+// varints, Doubles their IEEE bits, DateTimes Unix seconds and nanoseconds,
+// Strings, Guids and Binaries length-prefixed bytes.
+
+const propsFormat = 1
+
+var errCorrupt = errors.New("corrupt properties")
+
+func encodeProps(props events.Entity) []byte {
+	names := make([]string, 0, len(props))
+	size := 2
+	for name, v := range props {
+		names = append(names, name)
+		size += len(name) + len(v.Str) + len(v.Bytes) + 12
+	}
+	slices.Sort(names)
+	b := make([]byte, 0, size)
+	b = append(b, propsFormat)
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, name := range names {
+		v := props[name]
+		b = appendString(b, name)
+		b = append(b, byte(v.Type))
+		switch v.Type {
+		case events.TypeString, events.TypeGuid:
+			b = appendString(b, v.Str)
+		case events.TypeBoolean:
+			if v.Bool {
+				b = append(b, 1)
+			} else {
+				b = append(b, 0)
+			}
+		case events.TypeInt32, events.TypeInt64:
+			b = binary.AppendVarint(b, v.Int)
+		case events.TypeDouble:
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Float))
+		case events.TypeDateTime:
+			b = binary.AppendVarint(b, v.Time.Unix())
+			b = binary.AppendUvarint(b, uint64(v.Time.Nanosecond()))
+		case events.TypeBinary:
+			b = binary.AppendUvarint(b, uint64(len(v.Bytes)))
+			b = append(b, v.Bytes...)
+		}
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeProps decodes what encodeProps wrote. Binary values share b's
+// memory, so b must not be reused.
+func decodeProps(b []byte) (events.Entity, error) {
+	d := decoder{b: b}
+	if d.byte() != propsFormat {
+		return nil, fmt.Errorf("%w: unknown format", errCorrupt)
+	}
+	n := d.uvarint()
+	if n > uint64(len(b)) {
+		return nil, errCorrupt
+	}
+	props := make(events.Entity, n)
+	for range n {
+		name := string(d.bytes())
+		v := events.Value{Type: events.Type(d.byte())}
+		switch v.Type {
+		case events.TypeString, events.TypeGuid:
+			v.Str = string(d.bytes())
+		case events.TypeBoolean:
+			v.Bool = d.byte() != 0
+		case events.TypeInt32, events.TypeInt64:
+			v.Int = d.varint()
+		case events.TypeDouble:
+			v.Float = math.Float64frombits(binary.LittleEndian.Uint64(d.take(8)))
+		case events.TypeDateTime:
+			sec := d.varint()
+			v.Time = time.Unix(sec, int64(d.uvarint())).UTC()
+		case events.TypeBinary:
+			v.Bytes = d.bytes()
+			if v.Bytes == nil {
+				v.Bytes = []byte{}
+			}
+		default:
+			return nil, fmt.Errorf("%w: type %d", errCorrupt, v.Type)
+		}
+		if d.err {
+			return nil, errCorrupt
+		}
+		props[name] = v
+	}
+	if d.err || len(d.b) != 0 {
+		return nil, errCorrupt
+	}
+	return props, nil
+}
+
+// decoder reads from b; on a short read it sets err and returns zeros.
+type decoder struct {
+	b   []byte
+	err bool
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err || n < 0 || n > len(d.b) {
+		d.err = true
+		return make([]byte, 8) // enough for any fixed-size read
+	}
+	p := d.b[:n:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) byte() byte { return d.take(1)[0] }
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.err = true
+		return nil
+	}
+	return d.take(int(n))
+}
+
+// A continuation token names the last (pk, rk) a page returned; the next
+// page starts after it. It is opaque to callers: base64url of a format byte,
+// the length of pk, pk and rk.
+
+const tokenFormat = 1
+
+func encodeToken(pk, rk string) string {
+	b := []byte{tokenFormat}
+	b = appendString(b, pk)
+	b = append(b, rk...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeToken(tok string) (pk, rk string, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) == 0 || b[0] != tokenFormat {
+		return "", "", fmt.Errorf("continuation token %q: %w", tok, store.ErrInvalid)
+	}
+	d := decoder{b: b[1:]}
+	pk = string(d.bytes())
+	rk = string(d.b)
+	if d.err || !utf8.ValidString(pk) || !utf8.ValidString(rk) {
+		return "", "", fmt.Errorf("continuation token %q: %w", tok, store.ErrInvalid)
+	}
+	return pk, rk, nil
+}
+
+// ticks counts the store clock in 100 ns units since the Unix epoch.
+type ticks int64
+
+func ticksOf(t time.Time) ticks { return ticks(t.Unix())*1e7 + ticks(t.Nanosecond()/100) }
+
+func (t ticks) time() time.Time {
+	return time.Unix(int64(t/1e7), int64(t%1e7)*100).UTC()
+}
+
+// etag renders a version in the form Azure uses for its etags.
+func (t ticks) etag() string {
+	s := t.time().Format(events.DateTimeLayout)
+	// Azure percent-encodes the colons: W/"datetime'2026-11-21T10%3A00%3A00.1234567Z'".
+	out := make([]byte, 0, len(s)+20)
+	out = append(out, `W/"datetime'`...)
+	for i := 0; i < len(s); i++ {
+		if s[i] == ':' {
+			out = append(out, "%3A"...)
+		} else {
+			out = append(out, s[i])
+		}
+	}
+	return string(append(out, `'"`...))
+}

@@ -1,0 +1,291 @@
+package storetest
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// EdgeEntity holds every EDM type at its edges: Int64 beyond 2^53 and
+// negative, DateTime to 100 ns and at both ends of Azure's range, NaN, ±Inf
+// and -0, empty and 64 KiB Binary, non-ASCII strings.
+func EdgeEntity() events.Entity {
+	guid, err := events.Guid("0f8fad5b-d9cb-469f-a165-70867728950e")
+	if err != nil {
+		panic(err)
+	}
+	bin := make([]byte, 64<<10)
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := range bin {
+		bin[i] = byte(r.Uint32())
+	}
+	return events.Entity{
+		"Str":        events.String("héllo, 世界 \U0001F600 ü\tq\"'<&>\\ \uFF5E"),
+		"StrEmpty":   events.String(""),
+		"StrSpaces":  events.String("  padded  "),
+		"BoolTrue":   events.Bool(true),
+		"BoolFalse":  events.Bool(false),
+		"I32Zero":    events.Int32(0),
+		"I32Min":     events.Int32(math.MinInt32),
+		"I32Max":     events.Int32(math.MaxInt32),
+		"I64Above53": events.Int64(1<<53 + 1),
+		"I64Neg":     events.Int64(-(1 << 53) - 3),
+		"I64Min":     events.Int64(math.MinInt64),
+		"I64Max":     events.Int64(math.MaxInt64),
+		"I64Zero":    events.Int64(0),
+		"DblThird":   events.Double(1.0 / 3),
+		"DblNaN":     events.Double(math.NaN()),
+		"DblPosInf":  events.Double(math.Inf(1)),
+		"DblNegInf":  events.Double(math.Inf(-1)),
+		"DblNegZero": events.Double(math.Copysign(0, -1)),
+		"DblZero":    events.Double(0),
+		"DblTiny":    events.Double(math.SmallestNonzeroFloat64),
+		"DblMax":     events.Double(math.MaxFloat64),
+		"DblWhole":   events.Double(3),
+		"Dt100ns":    events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
+		"DtWhole":    events.DateTime(time.Date(2000, 2, 29, 0, 0, 0, 0, time.UTC)),
+		"DtMin":      events.DateTime(time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)),
+		"DtMax":      events.DateTime(time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)),
+		"Guid":       guid,
+		"BinEmpty":   events.Binary([]byte{}),
+		"BinOne":     events.Binary([]byte{0}),
+		"Bin64K":     events.Binary(bin),
+		"Ünïcödé_1":  events.String("property names may be non-ASCII identifiers"),
+		"_v":         events.Int64(7),
+	}
+}
+
+func testTypesRoundTrip(t *testing.T, e *env) {
+	name := e.table()
+	want := EdgeEntity()
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: want})
+
+	got := e.get(name, "p", "r")
+	e.wantProps(want, got.Props, "Get after Insert")
+	if got.ETag == "" {
+		t.Error("Get returned no etag")
+	}
+	if got.Timestamp.Year() < 2020 {
+		t.Errorf("Get returned timestamp %v", got.Timestamp)
+	}
+	ents := e.all(name, store.Query{PK: "p"})
+	if len(ents) != 1 {
+		t.Fatalf("Query returned %d entities, want 1", len(ents))
+	}
+	e.wantProps(want, ents[0].Props, "Query after Insert")
+	if ents[0].ETag != got.ETag {
+		t.Errorf("Query etag %s differs from Get etag %s", ents[0].ETag, got.ETag)
+	}
+
+	// Each value alone, through Replace and Merge too: a value must not
+	// depend on its neighbours to survive.
+	for prop, v := range want {
+		one := events.Entity{prop: v}
+		e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: one})
+		e.wantProps(one, e.get(name, "p", "r").Props, "Replace with "+prop)
+	}
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: want})
+	e.wantProps(want, e.get(name, "p", "r").Props, "Merge of every type")
+
+	// An empty entity is a row with no properties.
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "empty"})
+	if got := e.get(name, "p", "empty"); len(got.Props) != 0 {
+		t.Fatalf("empty entity came back with %d properties", len(got.Props))
+	}
+}
+
+// OrderKeys are keys whose order is easy to get wrong: prefixes of each
+// other, separators, spaces, characters that OData and URLs escape, and
+// non-ASCII, including the range where UTF-16 and UTF-8 orders differ.
+var OrderKeys = []string{
+	"a", "a:b", "a;", "ab", "a b", "a:", "a:b:c", "A", "Z", "z", "0", "9", "-", "~", " ", "  ",
+	"o'neil", "it''s", "a&b=c+d", "100%", "50%25", "a.b", "a,b", "(x)", "[y]", "{z}", "$x", "@y", "*",
+	"é", "e\u0301", "ä", "日本", "日", "\u00a0", "\uE000", "\uFF5E", "\uFFFD", "\U0001F600", "\U00010000", "a\U0001F600", "a\uFF5E",
+}
+
+func testKeyOrder(t *testing.T, e *env) {
+	name := e.table()
+	want := append([]string(nil), OrderKeys...)
+	sortKeys(want)
+	// The one place UTF-16 order differs from UTF-8 byte order.
+	if store.CompareKeys("\U0001F600", "\uFF5E") >= 0 {
+		t.Fatal("CompareKeys: U+1F600 must sort before U+FF5E (UTF-16 order)")
+	}
+
+	e.fill(name, "p", OrderKeys, func(i int) events.Entity { return events.Entity{"i": events.Int32(int32(i))} })
+	got := keysOf(e.all(name, store.Query{PK: "p"}))
+	if !slices.Equal(got, want) {
+		t.Fatalf("RowKey order:\n got %+q\nwant %+q", got, want)
+	}
+	for i, rk := range OrderKeys {
+		ent := e.get(name, "p", rk)
+		if ent.Props["i"].Int != int64(i) {
+			t.Fatalf("Get(%+q) returned the row of %+q", rk, OrderKeys[ent.Props["i"].Int])
+		}
+	}
+
+	// The same keys as PartitionKeys, over the whole table.
+	for i, pk := range OrderKeys {
+		e.mustTx(name, pk, store.Op{Kind: store.Upsert, RK: "r", Props: events.Entity{"i": events.Int32(int32(i))}})
+	}
+	var pks []string
+	for _, ent := range e.all(name, store.Query{From: "r", To: "r "}) {
+		pks = append(pks, ent.PK)
+	}
+	if !slices.Equal(pks, want) {
+		t.Fatalf("PartitionKey order:\n got %+q\nwant %+q", pks, want)
+	}
+	for i, pk := range OrderKeys {
+		if got := e.all(name, store.Query{PK: pk}); len(got) != 1 || got[0].Props["i"].Int != int64(i) {
+			t.Fatalf("Query of partition %+q returned %d rows", pk, len(got))
+		}
+	}
+}
+
+func sortKeys(keys []string) {
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && store.CompareKeys(keys[j-1], keys[j]) > 0; j-- {
+			keys[j-1], keys[j] = keys[j], keys[j-1]
+		}
+	}
+}
+
+func testInsertExisting(t *testing.T, e *env) {
+	name := e.table()
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"v": events.Int32(1)}})
+	err := e.tx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"v": events.Int32(2)}})
+	e.wantTxErr(err, store.ErrExists, 0, "r", "Insert of an existing row")
+	e.wantProps(events.Entity{"v": events.Int32(1)}, e.get(name, "p", "r").Props, "row after a failed Insert")
+}
+
+func testMissingRow(t *testing.T, e *env) {
+	name := e.table()
+	props := events.Entity{"v": events.Int32(1)}
+	for _, op := range []store.Op{
+		{Kind: store.Replace, RK: "r", Props: props},
+		{Kind: store.Merge, RK: "r", Props: props},
+		{Kind: store.Delete, RK: "r"},
+		{Kind: store.Replace, RK: "r", Props: props, IfMatch: "*"},
+		{Kind: store.Delete, RK: "r", IfMatch: "*"},
+	} {
+		e.wantTxErr(e.tx(name, "p", op), store.ErrNotFound, 0, "r", op.Kind.String()+" of a missing row")
+	}
+	if got := e.all(name, store.Query{}); len(got) != 0 {
+		t.Fatalf("failed writes left %d rows", len(got))
+	}
+}
+
+func testETags(t *testing.T, e *env) {
+	name := e.table()
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"v": events.Int32(1), "keep": events.Bool(true)}})
+	first := e.get(name, "p", "r")
+
+	// A write with the current etag applies and changes the etag.
+	e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: events.Entity{"v": events.Int32(2)}, IfMatch: first.ETag})
+	second := e.get(name, "p", "r")
+	if second.ETag == first.ETag {
+		t.Fatalf("etag %s did not change on Replace", first.ETag)
+	}
+	if second.Timestamp.Before(first.Timestamp) {
+		t.Errorf("timestamp went back from %v to %v", first.Timestamp, second.Timestamp)
+	}
+
+	// The first etag is stale now: every conditional write fails and
+	// changes nothing.
+	stale := []store.Op{
+		{Kind: store.Replace, RK: "r", Props: events.Entity{"v": events.Int32(3)}, IfMatch: first.ETag},
+		{Kind: store.Merge, RK: "r", Props: events.Entity{"v": events.Int32(3)}, IfMatch: first.ETag},
+		{Kind: store.Delete, RK: "r", IfMatch: first.ETag},
+	}
+	for _, op := range stale {
+		e.wantTxErr(e.tx(name, "p", op), store.ErrPrecondition, 0, "r", op.Kind.String()+" with a stale etag")
+	}
+	if got := e.get(name, "p", "r"); got.ETag != second.ETag || !sameEntity(got.Props, second.Props) {
+		t.Fatalf("failed conditional writes changed the row")
+	}
+
+	// Merge with the current etag; then Delete with the new one.
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: events.Entity{"w": events.Int32(4)}, IfMatch: second.ETag})
+	third := e.get(name, "p", "r")
+	if third.ETag == second.ETag || third.ETag == first.ETag {
+		t.Fatalf("etag did not change on Merge")
+	}
+	e.wantTxErr(e.tx(name, "p", store.Op{Kind: store.Delete, RK: "r", IfMatch: second.ETag}), store.ErrPrecondition, 0, "r", "Delete with a stale etag")
+	e.mustTx(name, "p", store.Op{Kind: store.Delete, RK: "r", IfMatch: third.ETag})
+	_, err := e.s.Get(e.ctx, name, "p", "r")
+	e.wantErr(err, store.ErrNotFound, "Get after Delete")
+
+	// A re-inserted row never gets an etag it had before.
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"v": events.Int32(1), "keep": events.Bool(true)}})
+	fourth := e.get(name, "p", "r")
+	for _, old := range []string{first.ETag, second.ETag, third.ETag} {
+		if fourth.ETag == old {
+			t.Fatalf("re-inserted row reuses etag %s", old)
+		}
+	}
+	e.wantTxErr(e.tx(name, "p", store.Op{Kind: store.Replace, RK: "r", IfMatch: first.ETag}), store.ErrPrecondition, 0, "r", "Replace of a re-inserted row with its first etag")
+
+	// "*" and "" mean any version.
+	e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: events.Entity{"v": events.Int32(5)}, IfMatch: "*"})
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: events.Entity{"v": events.Int32(6)}, IfMatch: ""})
+	e.mustTx(name, "p", store.Op{Kind: store.Delete, RK: "r", IfMatch: "*"})
+}
+
+func testMergeAndReplace(t *testing.T, e *env) {
+	name := e.table()
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"a": events.Int32(1), "b": events.String("x")}})
+
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: events.Entity{"b": events.Int64(2), "c": events.Bool(true)}})
+	e.wantProps(events.Entity{"a": events.Int32(1), "b": events.Int64(2), "c": events.Bool(true)},
+		e.get(name, "p", "r").Props, "Merge keeps other properties and may change a type")
+
+	e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: events.Entity{"d": events.Double(1.5)}})
+	e.wantProps(events.Entity{"d": events.Double(1.5)}, e.get(name, "p", "r").Props, "Replace drops other properties")
+
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r"})
+	e.wantProps(events.Entity{"d": events.Double(1.5)}, e.get(name, "p", "r").Props, "an empty Merge keeps every property")
+}
+
+func testUpserts(t *testing.T, e *env) {
+	name := e.table()
+	e.mustTx(name, "p",
+		store.Op{Kind: store.Upsert, RK: "u", Props: events.Entity{"a": events.Int32(1), "b": events.Int32(1)}},
+		store.Op{Kind: store.UpsertMerge, RK: "m", Props: events.Entity{"a": events.Int32(1), "b": events.Int32(1)}},
+	)
+	e.wantProps(events.Entity{"a": events.Int32(1), "b": events.Int32(1)}, e.get(name, "p", "u").Props, "Upsert inserts")
+	e.wantProps(events.Entity{"a": events.Int32(1), "b": events.Int32(1)}, e.get(name, "p", "m").Props, "UpsertMerge inserts")
+
+	e.mustTx(name, "p",
+		store.Op{Kind: store.Upsert, RK: "u", Props: events.Entity{"c": events.Int32(2)}},
+		store.Op{Kind: store.UpsertMerge, RK: "m", Props: events.Entity{"b": events.Int32(2), "c": events.Int32(2)}},
+	)
+	e.wantProps(events.Entity{"c": events.Int32(2)}, e.get(name, "p", "u").Props, "Upsert replaces")
+	e.wantProps(events.Entity{"a": events.Int32(1), "b": events.Int32(2), "c": events.Int32(2)}, e.get(name, "p", "m").Props, "UpsertMerge merges")
+}
+
+// Rows of one RowKey in different partitions are different rows: a
+// transaction touches its own partition only. (Store.Transact takes one
+// partition key, so a transaction spanning partitions, which Azurite accepts
+// (Azure/Azurite#1215), cannot even be expressed.)
+func testPartitionIsolation(t *testing.T, e *env) {
+	name := e.table()
+	e.mustTx(name, "p2", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"pk": events.String("p2")}})
+
+	e.wantTxErr(e.tx(name, "p1", store.Op{Kind: store.Delete, RK: "r"}), store.ErrNotFound, 0, "r", "Delete in another partition")
+	e.wantTxErr(e.tx(name, "p1", store.Op{Kind: store.Replace, RK: "r"}), store.ErrNotFound, 0, "r", "Replace in another partition")
+	e.mustTx(name, "p1", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"pk": events.String("p1")}})
+	e.mustTx(name, "p1", store.Op{Kind: store.Merge, RK: "r", Props: events.Entity{"x": events.Bool(true)}})
+
+	e.wantProps(events.Entity{"pk": events.String("p2")}, e.get(name, "p2", "r").Props, "row of p2")
+	e.wantProps(events.Entity{"pk": events.String("p1"), "x": events.Bool(true)}, e.get(name, "p1", "r").Props, "row of p1")
+	e.mustTx(name, "p1", store.Op{Kind: store.Delete, RK: "r"})
+	e.get(name, "p2", "r")
+	if got := e.all(name, store.Query{PK: "p"}); len(got) != 0 {
+		t.Fatalf("partition %q (a prefix of p1, p2) holds %d rows", "p", len(got))
+	}
+}

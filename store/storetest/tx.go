@@ -1,0 +1,351 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// A transaction in which one op fails writes nothing, wherever the failing
+// op is and whatever the failure. Azurite had rollback bugs here
+// (Azure/Azurite#1216, #1228, #1230); the suite proves rollback by comparing
+// the whole table, etags included, before and after.
+func testRollback(t *testing.T, e *env) {
+	name := e.table()
+	const n = 10
+	rks := rowKeys("r", n)
+	e.fill(name, "p", rks, func(i int) events.Entity { return events.Entity{"v": events.Int32(0), "w": events.Int32(0)} })
+	first := e.snapshot(name)
+	e.fill(name, "p", rks, func(i int) events.Entity { return events.Entity{"v": events.Int32(1), "w": events.Int32(1)} })
+	current := e.snapshot(name)
+
+	// Ten ops of every kind that would all succeed.
+	good := func() []store.Op {
+		ops := make([]store.Op, n)
+		for i, rk := range rks {
+			switch i % 5 {
+			case 0:
+				ops[i] = store.Op{Kind: store.Replace, RK: rk, Props: events.Entity{"v": events.Int32(2)}, IfMatch: current["p/"+rk].ETag}
+			case 1:
+				ops[i] = store.Op{Kind: store.Merge, RK: rk, Props: events.Entity{"x": events.Int32(2)}}
+			case 2:
+				ops[i] = store.Op{Kind: store.Delete, RK: rk}
+			case 3:
+				ops[i] = store.Op{Kind: store.Upsert, RK: "new" + rk, Props: events.Entity{"v": events.Int32(2)}}
+			case 4:
+				ops[i] = store.Op{Kind: store.UpsertMerge, RK: rk, Props: events.Entity{"y": events.Int32(2)}}
+			}
+		}
+		return ops
+	}
+	// Each failure replaces the op at some position, on that op's row.
+	failures := []struct {
+		what string
+		op   func(rk string) store.Op
+		err  error
+	}{
+		{"insert of an existing row", func(rk string) store.Op { return store.Op{Kind: store.Insert, RK: rk} }, store.ErrExists},
+		{"replace of a missing row", func(rk string) store.Op { return store.Op{Kind: store.Replace, RK: "missing" + rk} }, store.ErrNotFound},
+		{"delete of a missing row", func(rk string) store.Op { return store.Op{Kind: store.Delete, RK: "missing" + rk} }, store.ErrNotFound},
+		{"merge with a stale etag", func(rk string) store.Op {
+			return store.Op{Kind: store.Merge, RK: rk, Props: events.Entity{"z": events.Int32(3)}, IfMatch: first["p/"+rk].ETag}
+		}, store.ErrPrecondition},
+		{"delete with a stale etag", func(rk string) store.Op {
+			return store.Op{Kind: store.Delete, RK: rk, IfMatch: first["p/"+rk].ETag}
+		}, store.ErrPrecondition},
+	}
+	for _, pos := range []int{0, n / 2, n - 1} {
+		for _, f := range failures {
+			what := fmt.Sprintf("%s at op %d", f.what, pos)
+			ops := good()
+			ops[pos] = f.op(rks[pos])
+			e.wantTxErr(e.tx(name, "p", ops...), f.err, pos, ops[pos].RK, what)
+			e.sameSnapshot(current, e.snapshot(name), "after a failed transaction ("+what+")")
+		}
+	}
+	// The same ops without the failure apply, all of them.
+	e.mustTx(name, "p", good()...)
+	after := e.snapshot(name)
+	if _, ok := after["p/"+rks[2]]; ok {
+		t.Fatal("delete of the good transaction did not apply")
+	}
+	if _, ok := after["p/new"+rks[3]]; !ok {
+		t.Fatal("upsert of the good transaction did not apply")
+	}
+	e.wantProps(events.Entity{"v": events.Int32(2)}, after["p/"+rks[0]].Props, "replace of the good transaction")
+	e.wantProps(events.Entity{"v": events.Int32(1), "w": events.Int32(1), "y": events.Int32(2)}, after["p/"+rks[4]].Props, "upsertMerge of the good transaction")
+}
+
+func testOpCountLimit(t *testing.T, e *env) {
+	name := e.table()
+	ops := func(n int) []store.Op {
+		out := make([]store.Op, n)
+		for i := range out {
+			out[i] = store.Op{Kind: store.Upsert, RK: fmt.Sprintf("r%03d", i), Props: events.Entity{"i": events.Int32(int32(i))}}
+		}
+		return out
+	}
+	e.wantErr(e.tx(name, "p", ops(store.MaxOps+1)...), store.ErrTooLarge, "101 ops")
+	if got := e.all(name, store.Query{}); len(got) != 0 {
+		t.Fatalf("a refused transaction wrote %d rows", len(got))
+	}
+	e.mustTx(name, "p", ops(store.MaxOps)...)
+	if got := e.all(name, store.Query{}); len(got) != store.MaxOps {
+		t.Fatalf("100 ops wrote %d rows", len(got))
+	}
+	e.wantErr(e.tx(name, "p"), store.ErrInvalid, "an empty transaction")
+}
+
+// bigEntity returns n binary properties of 64 KiB: 15 of them are just
+// under the 1 MiB entity limit, 16 over it.
+func bigEntity(n int, seed byte) events.Entity {
+	ent := events.Entity{}
+	for i := range n {
+		b := make([]byte, 64<<10)
+		for j := range b {
+			b[j] = byte(j) ^ seed ^ byte(i)
+		}
+		ent[fmt.Sprintf("bin%02d", i)] = events.Binary(b)
+	}
+	return ent
+}
+
+func testTxBytesLimit(t *testing.T, e *env) {
+	name := e.table()
+	// Five entities of ~0.94 MiB: over 4 MiB together.
+	var ops []store.Op
+	for i := range 5 {
+		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%d", i), Props: bigEntity(15, byte(i))})
+	}
+	e.wantErr(e.tx(name, "p", ops...), store.ErrTooLarge, "a transaction over 4 MiB")
+	if got := e.all(name, store.Query{}); len(got) != 0 {
+		t.Fatalf("a refused transaction wrote %d rows", len(got))
+	}
+	// Just under 4 MiB of strings (counted as UTF-16) in 100 ops applies.
+	ops = ops[:0]
+	text := strings.Repeat("x", 20000)
+	for i := range store.MaxOps {
+		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("s%03d", i), Props: events.Entity{"text": events.String(text)}})
+	}
+	total := 0
+	for _, op := range ops {
+		total += events.EntitySize("p", op.RK, op.Props)
+	}
+	if total > store.MaxTxBytes || total < store.MaxTxBytes*9/10 {
+		t.Fatalf("test bug: transaction of %d bytes", total)
+	}
+	e.mustTx(name, "p", ops...)
+	if got := e.all(name, store.Query{}); len(got) != store.MaxOps {
+		t.Fatalf("got %d rows, want %d", len(got), store.MaxOps)
+	}
+}
+
+func testEntityBytesLimit(t *testing.T, e *env) {
+	name := e.table()
+	want := bigEntity(15, 1)
+	if n := events.EntitySize("p", "big", want); n > store.MaxEntityBytes || n < store.MaxEntityBytes*9/10 {
+		t.Fatalf("test bug: entity of %d bytes", n)
+	}
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "big", Props: want})
+	e.wantProps(want, e.get(name, "p", "big").Props, "an entity just under 1 MiB")
+
+	err := e.tx(name, "p",
+		store.Op{Kind: store.Insert, RK: "ok", Props: events.Entity{"a": events.Int32(1)}},
+		store.Op{Kind: store.Insert, RK: "over", Props: bigEntity(16, 2)})
+	e.wantTxErr(err, store.ErrTooLarge, 1, "over", "an entity over 1 MiB")
+	_, err = e.s.Get(e.ctx, name, "p", "ok")
+	e.wantErr(err, store.ErrNotFound, "the other op of a refused transaction")
+
+	// A Binary over 64 KiB, and a String over 64 KiB of UTF-16.
+	err = e.tx(name, "p", store.Op{Kind: store.Upsert, RK: "v", Props: events.Entity{"b": events.Binary(make([]byte, 64<<10+1))}})
+	e.wantTxErr(err, store.ErrTooLarge, 0, "v", "a binary over 64 KiB")
+	err = e.tx(name, "p", store.Op{Kind: store.Upsert, RK: "v", Props: events.Entity{"s": events.String(strings.Repeat("é", 32<<10+1))}})
+	e.wantTxErr(err, store.ErrTooLarge, 0, "v", "a string over 64 KiB")
+
+	// A Merge that grows the row beyond 1 MiB.
+	if !e.q.MergeLimitsUnchecked {
+		err = e.tx(name, "p", store.Op{Kind: store.Merge, RK: "big", Props: events.Entity{"more": events.Binary(make([]byte, 64<<10))}})
+		e.wantTxErr(err, store.ErrTooLarge, 0, "big", "a Merge beyond 1 MiB")
+		e.wantProps(want, e.get(name, "p", "big").Props, "the row after a refused Merge")
+	}
+}
+
+func manyProps(n int, prefix string) events.Entity {
+	ent := make(events.Entity, n)
+	for i := range n {
+		ent[fmt.Sprintf("%s%03d", prefix, i)] = events.Int32(int32(i))
+	}
+	return ent
+}
+
+func testPropertyCountLimit(t *testing.T, e *env) {
+	name := e.table()
+	want := manyProps(store.MaxProperties, "p")
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "max", Props: want})
+	e.wantProps(want, e.get(name, "p", "max").Props, "252 properties")
+
+	err := e.tx(name, "p", store.Op{Kind: store.Insert, RK: "over", Props: manyProps(store.MaxProperties+1, "p")})
+	e.wantTxErr(err, store.ErrTooLarge, 0, "over", "253 properties")
+	_, err = e.s.Get(e.ctx, name, "p", "over")
+	e.wantErr(err, store.ErrNotFound, "Get of a refused row")
+}
+
+func testMergedPropertyCountLimit(t *testing.T, e *env) {
+	if e.q.MergeLimitsUnchecked {
+		t.Skip("Quirks.MergeLimitsUnchecked")
+	}
+	name := e.table()
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: manyProps(200, "a")})
+	for _, kind := range []store.OpKind{store.Merge, store.UpsertMerge} {
+		err := e.tx(name, "p", store.Op{Kind: kind, RK: "r", Props: manyProps(53, "b")})
+		e.wantTxErr(err, store.ErrTooLarge, 0, "r", kind.String()+" to 253 properties")
+	}
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: manyProps(52, "b")})
+	if got := e.get(name, "p", "r"); len(got.Props) != store.MaxProperties {
+		t.Fatalf("merged row has %d properties, want %d", len(got.Props), store.MaxProperties)
+	}
+}
+
+func testInvalidTx(t *testing.T, e *env) {
+	name := e.table()
+	ok := events.Entity{"a": events.Int32(1)}
+	cases := []struct {
+		what string
+		pk   string
+		ops  []store.Op
+		bad  int // index of the bad op, -1 if the whole transaction is
+	}{
+		{"the same row twice", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: ok}, {Kind: store.Upsert, RK: "b", Props: ok}, {Kind: store.Delete, RK: "a"}}, 2},
+		{"an unknown op kind", "p", []store.Op{{Kind: 0, RK: "a"}}, 0},
+		{"an etag on Insert", "p", []store.Op{{Kind: store.Insert, RK: "a", IfMatch: `W/"x"`}}, 0},
+		{"a property name starting with a digit", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"1a": events.Int32(1)}}}, 0},
+		{"a property name with a dash", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"a-b": events.Int32(1)}}}, 0},
+		{"an empty property name", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"": events.Int32(1)}}}, 0},
+		{"a 256-character property name", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{strings.Repeat("n", 256): events.Int32(1)}}}, 0},
+		{"the property name RowKey", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"RowKey": events.String("x")}}}, 0},
+		{"an Int32 out of range", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"n": {Type: events.TypeInt32, Int: 1 << 31}}}}, 0},
+		{"a malformed Guid", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"g": {Type: events.TypeGuid, Str: "not-a-guid"}}}}, 0},
+		{"a DateTime before 1601", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"d": {Type: events.TypeDateTime}}}}, 0},
+		{"a string that is not UTF-8", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"s": events.String("\xff")}}}, 0},
+		{"an unknown type", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"x": {Type: 42}}}}, 0},
+		{"a partition key with a slash", "a/b", []store.Op{{Kind: store.Upsert, RK: "a"}}, -1},
+	}
+	for _, bad := range []string{"a/b", `a\b`, "a#b", "a?b", "a\tb", "a\nb", "\x00", "a\x7fb", "a\u0085b", "a\u009fb", "\xff"} {
+		cases = append(cases, struct {
+			what string
+			pk   string
+			ops  []store.Op
+			bad  int
+		}{fmt.Sprintf("row key %+q", bad), "p", []store.Op{{Kind: store.Upsert, RK: "ok", Props: ok}, {Kind: store.Upsert, RK: bad}}, 1})
+	}
+	for _, c := range cases {
+		err := e.tx(name, c.pk, c.ops...)
+		if c.bad >= 0 {
+			e.wantTxErr(err, store.ErrInvalid, c.bad, c.ops[c.bad].RK, c.what)
+		} else {
+			e.wantErr(err, store.ErrInvalid, c.what)
+		}
+	}
+	if got := e.all(name, store.Query{}); len(got) != 0 {
+		t.Fatalf("refused transactions wrote %d rows", len(got))
+	}
+}
+
+// Keys may be 1 KiB of UTF-16: 512 code units, 256 characters above U+FFFF.
+func testKeyLimits(t *testing.T, e *env) {
+	name := e.table()
+	long := strings.Repeat("k", store.MaxKeyUTF16)
+	wide := strings.Repeat("\U0001F600", store.MaxKeyUTF16/2)
+	for _, k := range []string{long, wide, strings.Repeat("é", store.MaxKeyUTF16)} {
+		e.mustTx(name, k, store.Op{Kind: store.Insert, RK: k, Props: events.Entity{"a": events.Int32(1)}})
+		e.get(name, k, k)
+	}
+	for _, k := range []string{long + "k", wide + "k", strings.Repeat("日", store.MaxKeyUTF16+1)} {
+		e.wantTxErr(e.tx(name, "p", store.Op{Kind: store.Insert, RK: k}), store.ErrTooLarge, 0, k, "a row key over 1 KiB")
+		e.wantErr(e.tx(name, k, store.Op{Kind: store.Insert, RK: "r"}), store.ErrTooLarge, "a partition key over 1 KiB")
+	}
+}
+
+func testConcurrentPartitions(t *testing.T, e *env) {
+	name := e.table()
+	const workers, txs, per = 8, 10, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*txs)
+	for w := range workers {
+		wg.Go(func() {
+			pk := fmt.Sprintf("w%d", w)
+			for x := range txs {
+				ops := make([]store.Op, per)
+				for i := range ops {
+					ops[i] = store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%02d-%02d", x, i), Props: events.Entity{"w": events.Int32(int32(w))}}
+				}
+				if err := e.s.Transact(e.ctx, name, pk, ops); err != nil {
+					errs <- fmt.Errorf("worker %d tx %d: %w", w, x, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := e.all(name, store.Query{}); len(got) != workers*txs*per {
+		t.Fatalf("%d rows, want %d", len(got), workers*txs*per)
+	}
+}
+
+// Writers racing with one etag: exactly one wins.
+func testConcurrentConditionalWrites(t *testing.T, e *env) {
+	name := e.table()
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"winner": events.Int32(-1)}})
+	etag := e.get(name, "p", "r").ETag
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = e.s.Transact(e.ctx, name, "p", []store.Op{{Kind: store.Replace, RK: "r", Props: events.Entity{"winner": events.Int32(int32(i))}, IfMatch: etag}})
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("writers %d and %d both won", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, store.ErrPrecondition):
+			t.Fatalf("writer %d: %v, want nil or ErrPrecondition", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer won")
+	}
+	if got := e.get(name, "p", "r").Props["winner"].Int; got != int64(winner) {
+		t.Fatalf("row holds writer %d, but writer %d won", got, winner)
+	}
+}
+
+func testCanceledContext(t *testing.T, e *env) {
+	name := e.table()
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	if err := e.s.Transact(ctx, name, "p", []store.Op{{Kind: store.Insert, RK: "r"}}); err == nil {
+		t.Fatal("Transact with a canceled context succeeded")
+	}
+	if _, err := e.s.Get(ctx, name, "p", "r"); err == nil {
+		t.Fatal("Get with a canceled context succeeded")
+	}
+	if got := e.all(name, store.Query{}); len(got) != 0 {
+		t.Fatalf("a canceled transaction wrote %d rows", len(got))
+	}
+}
