@@ -1,0 +1,53 @@
+// Package azure is the store.Store backend for Azure Tables: Azure Storage,
+// the Cosmos DB Table API and the Azurite emulator, through the aztables SDK.
+//
+//	s, err := azure.New(azure.Config{ConnectionString: os.Getenv("TABLEJOURNAL_TABLES")})
+//
+// # Entities
+//
+// Entities travel as JSON with minimal metadata. Every value that JSON cannot
+// type by itself carries its @odata.type annotation (Int64 as a decimal
+// string, DateTime with 7 fractional digits, Guid, Binary in base64, Double
+// always annotated so that 5.0 stays a Double and NaN and ±Infinity travel as
+// strings). Responses are parsed from the raw body rather than from the
+// SDK's decoded maps, which turn 5.0 into 5 and would read a Double back as
+// an Int32.
+//
+// # Errors and retries
+//
+// Service errors map to the store sentinels by error code, then by HTTP
+// status (404, 409, 412, 413, 400; 408, 429, 500, 503 and 504 are ErrBusy).
+// Transient statuses are retried by the SDK's own retry policy (azcore
+// policy.RetryOptions restricted to 408/429/500/503/504, exponential backoff
+// with jitter, Retry-After honoured), not by an outer backoff loop: it sits
+// at the HTTP layer, rewinds request bodies, retries dropped connections and
+// reads the service's retry hints, and a second loop around it would
+// multiply the attempts. 409 and 412 are never retried. Note that a
+// transaction retried after a 5xx may already have committed: its retry then
+// fails with ErrExists or ErrPrecondition, which the projector resolves from
+// the rows' journal sequence.
+//
+// Errors never carry secrets: they are built from the operation, the status,
+// the error code and the first line of the service's message, and transport
+// errors have the request URL's query (where a SAS signature lives) removed.
+//
+// # Transactions
+//
+// Transact validates with store.ValidateTx before sending (Azurite accepts
+// batches Azure refuses, such as over 1 MiB entities, Azure/Azurite#1215 for
+// cross-partition batches), then submits one entity-group transaction. When
+// the service refuses it, the inner multipart response is parsed for the
+// failing operation's index ("3:The specified entity already exists") and
+// error code, and the error is a *store.TxError.
+//
+// # Queries
+//
+// Query builds an OData filter from the partition, the RowKey range and the
+// conditions, all values escaped and typed (datetime'…', guid'…', X'…',
+// 123L), and follows NextPartitionKey/NextRowKey continuations, through
+// empty pages, until a page holds an entity or the range ends. Conditions
+// are pushed to the server where the server's comparison agrees with
+// store.MatchFilter, and every page is filtered again with store.MatchFilter,
+// so the result is the same as the embedded store's whatever the server
+// coerces.
+package azure

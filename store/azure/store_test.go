@@ -1,0 +1,353 @@
+package azure
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// table creates a fresh table on the test Azurite, dropped at the end.
+func table(t *testing.T, s *Store) string {
+	t.Helper()
+	name := fmt.Sprintf("t%d", time.Now().UnixNano())
+	if err := s.CreateTable(bg, name); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	t.Cleanup(func() { _ = s.DeleteTable(bg, name) })
+	return name
+}
+
+func mustGuid(t *testing.T, s string) events.Value {
+	t.Helper()
+	g, err := events.Guid(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestRoundTripEDM(t *testing.T) {
+	s := newStore(t)
+	name := table(t, s)
+	want := events.Entity{
+		"s":      events.String("it's \"quoted\" ü 世界 \U0001F600"),
+		"empty":  events.String(""),
+		"yes":    events.Bool(true),
+		"i32":    events.Int32(math.MinInt32),
+		"i32max": events.Int32(math.MaxInt32),
+		"i64":    events.Int64(1<<53 + 1),
+		"i64min": events.Int64(math.MinInt64),
+		"whole":  events.Double(5), // must stay a Double, not become Int32 5
+		"third":  events.Double(1.0 / 3),
+		"big":    events.Double(1e300),
+		"tiny":   events.Double(math.SmallestNonzeroFloat64),
+		"nan":    events.Double(math.NaN()),
+		"inf":    events.Double(math.Inf(1)),
+		"ninf":   events.Double(math.Inf(-1)),
+		"dt":     events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
+		"dtmin":  events.DateTime(time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)),
+		"guid":   mustGuid(t, "0f8fad5b-d9cb-469f-a165-70867728950e"),
+		"bin":    events.Binary([]byte{0, 1, 2, 0xff}),
+		"bin0":   events.Binary([]byte{}),
+	}
+	if err := s.Transact(bg, name, "p", []store.Op{{Kind: store.Insert, RK: "r", Props: want}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(bg, name, "p", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkProps(t, "Get", want, got.Props)
+	if got.ETag == "" || got.Timestamp.IsZero() {
+		t.Errorf("Get: etag %q, timestamp %v", got.ETag, got.Timestamp)
+	}
+	page, err := s.Query(bg, name, store.Query{PK: "p"})
+	if err != nil || len(page.Entities) != 1 {
+		t.Fatalf("Query = %d entities, %v", len(page.Entities), err)
+	}
+	checkProps(t, "Query", want, page.Entities[0].Props)
+	if page.Entities[0].ETag != got.ETag {
+		t.Errorf("Query etag %q, Get etag %q", page.Entities[0].ETag, got.ETag)
+	}
+}
+
+func checkProps(t *testing.T, what string, want, got events.Entity) {
+	t.Helper()
+	for k, w := range want {
+		if g, ok := got[k]; !ok || !g.Equal(w) {
+			t.Errorf("%s: %s = %#v, want %#v", what, k, g, w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: unexpected property %s", what, k)
+		}
+	}
+}
+
+func TestErrorMapping(t *testing.T) {
+	s := newStore(t)
+	name := table(t, s)
+	is := func(err, target error, what string) {
+		t.Helper()
+		if !errors.Is(err, target) {
+			t.Errorf("%s: err = %v, want %v", what, err, target)
+		}
+	}
+	is(s.CreateTable(bg, name), store.ErrTableExists, "CreateTable twice")
+	is(s.DeleteTable(bg, "nosuchtable"), store.ErrTableNotFound, "DeleteTable missing")
+	is(s.CreateTable(bg, "a-b"), store.ErrInvalid, "CreateTable bad name")
+	_, err := s.Get(bg, name, "p", "missing")
+	is(err, store.ErrNotFound, "Get missing row")
+	_, err = s.Get(bg, "nosuchtable", "p", "r")
+	is(err, store.ErrTableNotFound, "Get missing table")
+	_, err = s.Query(bg, "nosuchtable", store.Query{})
+	is(err, store.ErrTableNotFound, "Query missing table")
+	_, err = s.Query(bg, name, store.Query{Continuation: "garbage!"})
+	is(err, store.ErrInvalid, "Query bad continuation")
+
+	ins := func(rk string) store.Op {
+		return store.Op{Kind: store.Insert, RK: rk, Props: events.Entity{"n": events.Int32(1)}}
+	}
+	if err := s.Transact(bg, name, "p", []store.Op{ins("a")}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Get(bg, name, "p", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		what  string
+		ops   []store.Op
+		index int
+		want  error
+	}{
+		{"insert existing", []store.Op{ins("b"), ins("c"), ins("a")}, 2, store.ErrExists},
+		{"replace missing", []store.Op{ins("b"), {Kind: store.Replace, RK: "zz", Props: events.Entity{}}}, 1, store.ErrNotFound},
+		{"merge missing", []store.Op{{Kind: store.Merge, RK: "zz", Props: events.Entity{}}}, 0, store.ErrNotFound},
+		{"delete missing", []store.Op{ins("b"), ins("c"), {Kind: store.Delete, RK: "zz"}}, 2, store.ErrNotFound},
+		{"stale etag", []store.Op{ins("b"), {Kind: store.Replace, RK: "a", IfMatch: `W/"datetime'2000-01-01T00%3A00%3A00.0000000Z'"`}}, 1, store.ErrPrecondition},
+	} {
+		err := s.Transact(bg, name, "p", tc.ops)
+		var te *store.TxError
+		if !errors.As(err, &te) {
+			t.Errorf("%s: err = %v, want a *store.TxError", tc.what, err)
+			continue
+		}
+		if te.Index != tc.index || te.RK != tc.ops[tc.index].RK || !errors.Is(err, tc.want) {
+			t.Errorf("%s: TxError{%d, %q, %v}, want index %d, %v", tc.what, te.Index, te.RK, te.Err, tc.index, tc.want)
+		}
+		if _, err := s.Get(bg, name, "p", "b"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the transaction's other ops were applied (%v)", tc.what, err)
+		}
+	}
+	// The current etag works; Replace and Delete take it.
+	if err := s.Transact(bg, name, "p", []store.Op{{Kind: store.Replace, RK: "a", IfMatch: a.ETag, Props: events.Entity{"n": events.Int32(2)}}}); err != nil {
+		t.Fatalf("Replace with current etag: %v", err)
+	}
+	err = s.Transact(bg, name, "p", []store.Op{{Kind: store.Delete, RK: "a", IfMatch: a.ETag}})
+	is(err, store.ErrPrecondition, "Delete with the old etag")
+	// A transaction that touches a missing table.
+	err = s.Transact(bg, "nosuchtable", "p", []store.Op{ins("a")})
+	is(err, store.ErrTableNotFound, "Transact missing table")
+	// Refused before sending, by the shared validation.
+	err = s.Transact(bg, name, "p", []store.Op{ins("x"), ins("x")})
+	is(err, store.ErrInvalid, "row twice")
+}
+
+// Keys that need escaping in URLs and in OData key literals, through every
+// operation.
+func TestOddKeys(t *testing.T) {
+	s := newStore(t)
+	name := table(t, s)
+	for _, pk := range []string{"p", "it's", "''", "%41 +&=;,$@!*()", "ü é 世界"} {
+		for _, rk := range []string{"r", "o'neil", "'", "%", "%25", "a b", "x''y", "ü"} {
+			props := func(n int32) events.Entity { return events.Entity{"n": events.Int32(n)} }
+			steps := []store.Op{
+				{Kind: store.Insert, RK: rk, Props: props(1)},
+				{Kind: store.Replace, RK: rk, Props: props(2)},
+				{Kind: store.Merge, RK: rk, Props: events.Entity{"m": events.Bool(true)}},
+				{Kind: store.Upsert, RK: rk, Props: props(4)},
+				{Kind: store.UpsertMerge, RK: rk, Props: events.Entity{"m": events.Bool(false)}},
+			}
+			for _, op := range steps {
+				if err := s.Transact(bg, name, pk, []store.Op{op}); err != nil {
+					t.Fatalf("(%q, %q) %v: %v", pk, rk, op.Kind, err)
+				}
+			}
+			got, err := s.Get(bg, name, pk, rk)
+			if err != nil {
+				t.Fatalf("Get(%q, %q): %v", pk, rk, err)
+			}
+			checkProps(t, fmt.Sprintf("(%q, %q)", pk, rk), events.Entity{"n": events.Int32(4), "m": events.Bool(false)}, got.Props)
+			if got.PK != pk || got.RK != rk {
+				t.Errorf("Get(%q, %q) returned keys (%q, %q)", pk, rk, got.PK, got.RK)
+			}
+			page, err := s.Query(bg, name, store.Query{PK: pk, From: rk, To: rk + "\x7e"})
+			if err != nil || len(page.Entities) == 0 || page.Entities[0].RK != rk {
+				t.Fatalf("Query(%q from %q) = %v, %v", pk, rk, page.Entities, err)
+			}
+			if err := s.Transact(bg, name, pk, []store.Op{{Kind: store.Delete, RK: rk}}); err != nil {
+				t.Fatalf("(%q, %q) delete: %v", pk, rk, err)
+			}
+			if _, err := s.Get(bg, name, pk, rk); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("Get after delete: %v", err)
+			}
+		}
+	}
+}
+
+// The SDK cannot address a row with an empty PartitionKey; Insert and reads
+// work, the rest is refused before sending.
+func TestEmptyPartitionKey(t *testing.T) {
+	s := newStore(t)
+	name := table(t, s)
+	if err := s.Transact(bg, name, "", []store.Op{{Kind: store.Insert, RK: "r", Props: events.Entity{"n": events.Int32(1)}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(bg, name, "", "r")
+	if err != nil || got.PK != "" || got.RK != "r" {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	if _, err := s.Get(bg, name, "", "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get missing = %v", err)
+	}
+	err = s.Transact(bg, name, "", []store.Op{{Kind: store.Delete, RK: "r"}})
+	var te *store.TxError
+	if !errors.As(err, &te) || !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("Delete with empty PK = %v, want a TxError wrapping ErrInvalid", err)
+	}
+}
+
+func TestFilterOnAzurite(t *testing.T) {
+	s := newStore(t)
+	name := table(t, s)
+	rows := []events.Entity{
+		{"x": events.String("it's")},
+		{"x": events.Int64(9)},
+		{"x": events.Int64(13)},
+		{"x": events.Int32(9)},
+		{"x": events.Double(9)},
+		{"x": events.DateTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
+		{"y": events.Bool(true)},
+	}
+	var ops []store.Op
+	for i, props := range rows {
+		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprint(i), Props: props})
+	}
+	if err := s.Transact(bg, name, "p", ops); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cond store.Cond
+		want string
+	}{
+		{store.Cond{Prop: "x", Cmp: store.Eq, Value: events.String("it's")}, "0"},
+		{store.Cond{Prop: "x", Cmp: store.Lt, Value: events.Int64(10)}, "1"}, // Azurite alone would compare "9" < "10" as strings
+		{store.Cond{Prop: "x", Cmp: store.Ge, Value: events.Int64(9)}, "1,2"},
+		{store.Cond{Prop: "x", Cmp: store.Eq, Value: events.Int32(9)}, "3"},
+		{store.Cond{Prop: "x", Cmp: store.Eq, Value: events.Double(9)}, "4"},
+		{store.Cond{Prop: "x", Cmp: store.Ne, Value: events.Double(math.NaN())}, "4"},
+		{store.Cond{Prop: "x", Cmp: store.Lt, Value: events.Double(1e300)}, "4"},
+		{store.Cond{Prop: "x", Cmp: store.Gt, Value: events.Double(8.5)}, "4"},
+		{store.Cond{Prop: "x", Cmp: store.Lt, Value: events.DateTime(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))}, "5"},
+		{store.Cond{Prop: "x", Cmp: store.Ne, Value: events.String("a")}, "0"},
+		{store.Cond{Prop: "y", Cmp: store.Eq, Value: events.Bool(true)}, "6"},
+		{store.Cond{Prop: "x eq 1 or y", Cmp: store.Eq, Value: events.Bool(true)}, ""},
+	} {
+		var got []string
+		err := store.All(bg, s, name, store.Query{PK: "p", Filter: []store.Cond{tc.cond}}, func(e store.Entity) error {
+			got = append(got, e.RK)
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%+v: %v", tc.cond, err)
+			continue
+		}
+		if g := strings.Join(got, ","); g != tc.want {
+			t.Errorf("%s %v %#v: got rows %q, want %q", tc.cond.Prop, tc.cond.Cmp, tc.cond.Value, g, tc.want)
+		}
+	}
+}
+
+func TestBadKeyNeverInError(t *testing.T) {
+	const key = "c2VjcmV0LWtleS10aGF0LW11c3QtbmV2ZXItbGVhay0xMjM0NTY3ODkwYWJjZGVm" // base64, not the dev key
+	cs := "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + key +
+		";TableEndpoint=" + srv.Endpoint() + ";"
+	s, err := New(Config{ConnectionString: cs, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := []error{s.CreateTable(bg, "secrettest")}
+	_, err = s.Get(bg, "secrettest", "p", "r")
+	errs = append(errs, err)
+	errs = append(errs, s.Transact(bg, "secrettest", "p", []store.Op{{Kind: store.Insert, RK: "r"}}))
+	for _, err := range errs {
+		if err == nil {
+			t.Fatal("a request with a wrong key succeeded")
+		}
+		for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
+			if strings.Contains(text, key) {
+				t.Errorf("error contains the account key: %s", text)
+			}
+		}
+	}
+}
+
+func TestSASNeverInError(t *testing.T) {
+	const sig = "c2lnbmF0dXJlLXRoYXQtbXVzdC1ub3QtbGVhaw%3D%3D"
+	sas := "sv=2019-02-02&ss=t&srt=sco&sp=rwdlacu&se=2099-01-01T00:00:00Z&sig=" + sig
+	// A closed port: the error is a transport error quoting the URL.
+	s, err := New(Config{Endpoint: "http://127.0.0.1:1/devstoreaccount1", SAS: sas, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Get(bg, "sastest", "p", "r")
+	if err == nil {
+		t.Fatal("Get on a closed port succeeded")
+	}
+	if !errors.Is(err, store.ErrBusy) {
+		t.Errorf("connection refused: err = %v, want ErrBusy", err)
+	}
+	for _, text := range []string{err.Error(), fmt.Sprintf("%+v", err)} {
+		for _, secret := range []string{sig, "c2lnbmF0dXJlLXRoYXQtbXVzdC1ub3QtbGVhaw=="} {
+			if strings.Contains(text, secret) {
+				t.Errorf("error contains the SAS signature: %s", text)
+			}
+		}
+	}
+	// The chain holds no secret either.
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if strings.Contains(e.Error(), sig) {
+			t.Errorf("wrapped error contains the SAS signature: %s", e.Error())
+		}
+	}
+	var chained []error
+	var walk func(error)
+	walk = func(e error) {
+		chained = append(chained, e)
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range u.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			if c := u.Unwrap(); c != nil {
+				walk(c)
+			}
+		}
+	}
+	walk(err)
+	for _, e := range chained {
+		if strings.Contains(e.Error(), sig) {
+			t.Errorf("an error in the chain contains the SAS signature: %T %s", e, e.Error())
+		}
+	}
+}
