@@ -62,8 +62,13 @@ func EdgeEntity() events.Entity {
 
 func testTypesRoundTrip(t *testing.T, e *env) {
 	name := e.table()
-	want := EdgeEntity()
-	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: want})
+	written := EdgeEntity()
+	want := written
+	if e.q.NegativeZeroLost {
+		want = written.Clone()
+		want["DblNegZero"] = events.Double(0)
+	}
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: written})
 
 	got := e.get(name, "p", "r")
 	e.wantProps(want, got.Props, "Get after Insert")
@@ -84,12 +89,11 @@ func testTypesRoundTrip(t *testing.T, e *env) {
 
 	// Each value alone, through Replace and Merge too: a value must not
 	// depend on its neighbours to survive.
-	for prop, v := range want {
-		one := events.Entity{prop: v}
-		e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: one})
-		e.wantProps(one, e.get(name, "p", "r").Props, "Replace with "+prop)
+	for prop, v := range written {
+		e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: events.Entity{prop: v}})
+		e.wantProps(events.Entity{prop: want[prop]}, e.get(name, "p", "r").Props, "Replace with "+prop)
 	}
-	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: want})
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: written})
 	e.wantProps(want, e.get(name, "p", "r").Props, "Merge of every type")
 
 	// An empty entity is a row with no properties.
@@ -118,9 +122,13 @@ func testKeyOrder(t *testing.T, e *env) {
 	}
 
 	e.fill(name, "p", OrderKeys, func(i int) events.Entity { return events.Entity{"i": events.Int32(int32(i))} })
-	got := keysOf(e.all(name, store.Query{PK: "p"}))
-	if !slices.Equal(got, want) {
-		t.Fatalf("RowKey order:\n got %+q\nwant %+q", got, want)
+	// Paging by 1 puts a continuation token on every key: tokens must carry
+	// any key exactly (Azurite failed on non-ASCII ones, Azure/Azurite#1214).
+	for _, limit := range []int{0, 1, 3} {
+		got := keysOf(e.all(name, store.Query{PK: "p", Limit: limit}))
+		if !slices.Equal(got, want) {
+			t.Fatalf("RowKey order, limit %d:\n got %+q\nwant %+q", limit, got, want)
+		}
 	}
 	for i, rk := range OrderKeys {
 		ent := e.get(name, "p", rk)
@@ -133,12 +141,14 @@ func testKeyOrder(t *testing.T, e *env) {
 	for i, pk := range OrderKeys {
 		e.mustTx(name, pk, store.Op{Kind: store.Upsert, RK: "r", Props: events.Entity{"i": events.Int32(int32(i))}})
 	}
-	var pks []string
-	for _, ent := range e.all(name, store.Query{From: "r", To: "r "}) {
-		pks = append(pks, ent.PK)
-	}
-	if !slices.Equal(pks, want) {
-		t.Fatalf("PartitionKey order:\n got %+q\nwant %+q", pks, want)
+	for _, limit := range []int{0, 1} {
+		var pks []string
+		for _, ent := range e.all(name, store.Query{From: "r", To: "r ", Limit: limit}) {
+			pks = append(pks, ent.PK)
+		}
+		if !slices.Equal(pks, want) {
+			t.Fatalf("PartitionKey order, limit %d:\n got %+q\nwant %+q", limit, pks, want)
+		}
 	}
 	for i, pk := range OrderKeys {
 		if got := e.all(name, store.Query{PK: pk}); len(got) != 1 || got[0].Props["i"].Int != int64(i) {

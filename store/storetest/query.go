@@ -32,9 +32,11 @@ func testPrefixRanges(t *testing.T, e *env) {
 		{"", "", keys},
 	}
 	for _, c := range cases {
-		got := keysOf(e.all(name, store.Query{PK: "p", From: c.from, To: c.to}))
-		if !slices.Equal(got, c.want) {
-			t.Errorf("partition p, [%q, %q): got %q, want %q", c.from, c.to, got, c.want)
+		for _, limit := range []int{0, 1} {
+			got := keysOf(e.all(name, store.Query{PK: "p", From: c.from, To: c.to, Limit: limit}))
+			if !slices.Equal(got, c.want) {
+				t.Errorf("partition p, [%q, %q), limit %d: got %q, want %q", c.from, c.to, limit, got, c.want)
+			}
 		}
 		// Across the table the bounds apply within every partition.
 		var want []string
@@ -44,7 +46,7 @@ func testPrefixRanges(t *testing.T, e *env) {
 			}
 		}
 		var all []string
-		for _, ent := range e.all(name, store.Query{From: c.from, To: c.to}) {
+		for _, ent := range e.all(name, store.Query{From: c.from, To: c.to, Limit: 2}) {
 			all = append(all, ent.PK+"/"+ent.RK)
 		}
 		if !slices.Equal(all, want) {

@@ -23,6 +23,19 @@ type Quirks struct {
 	// the merged row before sending the Merge, and Azurite does not cap the
 	// number of properties at all (Azure/Azurite#1446).
 	MergeLimitsUnchecked bool
+
+	// TableNamesCaseSensitive: entity operations find a table only by the
+	// case it was created in. Azure table names are case-insensitive;
+	// Azurite made creation case-insensitive (Azure/Azurite#1355, fixed by
+	// #1405) but its entity and batch handlers still look the table up by
+	// its exact name and answer TableNotFound.
+	TableNamesCaseSensitive bool
+
+	// NegativeZeroLost: a Double -0 reads back as +0. Azurite keeps
+	// entities as JavaScript values and serializes them with JSON.stringify,
+	// which writes -0 as 0 (no Azurite issue filed; ECMA-262
+	// Number::toString).
+	NegativeZeroLost bool
 }
 
 // Run runs the conformance suite against the backend that newStore opens.
