@@ -1,0 +1,25 @@
+package stores
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/sqlite"
+)
+
+// openEmbedded opens the SQLite store at path, creating its folder (mode
+// 0700: the rows are the user's data) if needed.
+func openEmbedded(ctx context.Context, path string) (store.Store, io.Closer, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("stores: %w", err)
+	}
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stores: %w", err)
+	}
+	return s, s, nil
+}

@@ -1,0 +1,137 @@
+package stores
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/azure"
+)
+
+// EnvTables is the environment variable that holds the table store spec
+// when no flag gives one.
+const EnvTables = "TABLEJOURNAL_TABLES"
+
+// EmbeddedFile is the file name of the embedded store in the data folder.
+const EmbeddedFile = "tables.db"
+
+const sqlitePrefix = "sqlite:"
+
+// Kind says which backend a spec selects.
+type Kind int
+
+const (
+	Embedded Kind = iota // the embedded SQLite store
+	Azure                // Azure Tables
+)
+
+// Parse reports which backend spec selects, and for the embedded store the
+// file, resolved against dataDir for the empty spec. It does not open
+// anything.
+func Parse(spec, dataDir string) (kind Kind, path string, err error) {
+	spec = strings.TrimSpace(spec)
+	switch {
+	case spec == "":
+		if dataDir == "" {
+			return 0, "", errors.New("stores: no table store given and no data folder for the embedded one")
+		}
+		return Embedded, filepath.Join(dataDir, EmbeddedFile), nil
+	case strings.HasPrefix(spec, sqlitePrefix):
+		path := strings.TrimPrefix(spec, sqlitePrefix)
+		if path == "" {
+			return 0, "", errors.New("stores: sqlite: needs a file path, as in sqlite:/var/lib/tablejournal/tables.db")
+		}
+		return Embedded, path, nil
+	case isURL(spec), strings.Contains(spec, "="):
+		return Azure, "", nil
+	}
+	return 0, "", fmt.Errorf("stores: %q is neither sqlite:PATH nor an Azure Tables connection string or URL", Describe(spec))
+}
+
+// Open opens the table store spec selects (see the package doc). The closer
+// releases it; call it when done. ctx bounds the opening only.
+func Open(ctx context.Context, spec, dataDir string) (store.Store, io.Closer, error) {
+	kind, path, err := Parse(spec, dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if kind == Embedded {
+		return openEmbedded(ctx, path)
+	}
+	cfg := azure.Config{ConnectionString: strings.TrimSpace(spec)}
+	if isURL(spec) {
+		cfg = azure.Config{Endpoint: strings.TrimSpace(spec)}
+	}
+	s, err := azure.New(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stores: %s: %w", Describe(spec), err)
+	}
+	return s, s, nil
+}
+
+func isURL(spec string) bool {
+	return strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://")
+}
+
+// publicKeys are the connection string keys whose values Describe shows;
+// the value of any other key is hidden, and an unknown key is hidden whole
+// (a stray key or signature may look like key=value: base64 ends in "=").
+var publicKeys = map[string]bool{
+	"defaultendpointsprotocol":   true,
+	"accountname":                true,
+	"endpointsuffix":             true,
+	"tableendpoint":              true,
+	"blobendpoint":               true,
+	"queueendpoint":              true,
+	"fileendpoint":               true,
+	"usedevelopmentstorage":      true,
+	"developmentstorageproxyuri": true,
+}
+
+// secretKeys are the connection string keys whose values are secrets.
+var secretKeys = map[string]bool{
+	"accountkey":            true,
+	"sharedaccesssignature": true,
+}
+
+// Describe renders spec for logs and errors: the embedded store by its
+// file, a connection string with AccountKey=*** and
+// SharedAccessSignature=***, a URL without its query (the SAS).
+func Describe(spec string) string {
+	spec = strings.TrimSpace(spec)
+	switch {
+	case spec == "":
+		return "embedded (" + EmbeddedFile + " in the data folder)"
+	case strings.HasPrefix(spec, sqlitePrefix):
+		return spec
+	case isURL(spec):
+		u, err := url.Parse(spec)
+		if err != nil {
+			return "(unparsable URL)"
+		}
+		hadQuery := u.RawQuery != ""
+		u.RawQuery, u.Fragment, u.User = "", "", nil
+		if hadQuery {
+			return u.String() + "?***"
+		}
+		return u.String()
+	}
+	parts := strings.Split(spec, ";")
+	for i, part := range parts {
+		k, _, _ := strings.Cut(part, "=")
+		name := strings.ToLower(strings.TrimSpace(k))
+		switch {
+		case strings.TrimSpace(part) == "", publicKeys[name]:
+		case secretKeys[name]:
+			parts[i] = k + "=***"
+		default:
+			parts[i] = "***"
+		}
+	}
+	return strings.Join(parts, ";")
+}

@@ -1,0 +1,107 @@
+package stores
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tablejournal/tablejournal/store/azure"
+	"github.com/tablejournal/tablejournal/store/sqlite"
+)
+
+const (
+	key = "c2VjcmV0LWtleS10aGF0LW11c3QtbmV2ZXItbGVhaw=="
+	sig = "c2VjcmV0LXNpZw%3D%3D"
+)
+
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"", "embedded (tables.db in the data folder)"},
+		{"sqlite:/tmp/x.db", "sqlite:/tmp/x.db"},
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";EndpointSuffix=core.windows.net",
+			"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=***;EndpointSuffix=core.windows.net"},
+		{"TableEndpoint=https://acct.table.core.windows.net/;sharedaccesssignature=sv=2019&sig=" + sig,
+			"TableEndpoint=https://acct.table.core.windows.net/;sharedaccesssignature=***"},
+		{"AccountName=acct;" + key, "AccountName=acct;***"},
+		{"https://acct.table.core.windows.net/?sv=2019&sig=" + sig, "https://acct.table.core.windows.net/?***"},
+		{"https://acct.table.core.windows.net", "https://acct.table.core.windows.net"},
+	} {
+		got := Describe(tc.spec)
+		if got != tc.want {
+			t.Errorf("Describe(%q) = %q, want %q", tc.spec, got, tc.want)
+		}
+		if strings.Contains(got, key) || strings.Contains(got, sig) {
+			t.Errorf("Describe(%q) leaks a secret: %q", tc.spec, got)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		spec, dataDir string
+		kind          Kind
+		path          string
+		ok            bool
+	}{
+		{"", dir, Embedded, filepath.Join(dir, "tables.db"), true},
+		{"", "", 0, "", false},
+		{"sqlite:/x/y.db", "", Embedded, "/x/y.db", true},
+		{"sqlite:", dir, 0, "", false},
+		{"UseDevelopmentStorage=true", "", Azure, "", true},
+		{"AccountName=a;AccountKey=" + key, "", Azure, "", true},
+		{"https://acct.table.core.windows.net/?sig=" + sig, "", Azure, "", true},
+		{"postgres", dir, 0, "", false},
+	} {
+		kind, path, err := Parse(tc.spec, tc.dataDir)
+		if (err == nil) != tc.ok || kind != tc.kind || path != tc.path {
+			t.Errorf("Parse(%q, %q) = %v, %q, %v", tc.spec, tc.dataDir, kind, path, err)
+		}
+		if err != nil && strings.Contains(err.Error(), key) {
+			t.Errorf("Parse error leaks the key: %v", err)
+		}
+	}
+}
+
+func TestOpenAzure(t *testing.T) {
+	s, closer, err := Open(context.Background(), "UseDevelopmentStorage=true", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if _, ok := s.(*azure.Store); !ok {
+		t.Fatalf("Open returned %T", s)
+	}
+	_, _, err = Open(context.Background(), "AccountName=a;AccountKey=not-base64-"+key, "")
+	if err == nil {
+		t.Fatal("Open with a malformed key succeeded")
+	}
+	if strings.Contains(err.Error(), key) {
+		t.Errorf("Open error leaks the key: %v", err)
+	}
+}
+
+func TestOpenEmbedded(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, spec := range []string{"", "sqlite:" + filepath.Join(t.TempDir(), "sub", "x.db")} {
+		s, closer, err := Open(ctx, spec, dir)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", spec, err)
+		}
+		if _, ok := s.(*sqlite.Store); !ok {
+			t.Fatalf("Open(%q) returned %T", spec, s)
+		}
+		if err := s.CreateTable(ctx, "smoke"); err != nil {
+			t.Fatalf("Open(%q): CreateTable: %v", spec, err)
+		}
+		if err := closer.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, EmbeddedFile)); err != nil {
+		t.Errorf("the empty spec did not use <dataDir>/%s: %v", EmbeddedFile, err)
+	}
+}
