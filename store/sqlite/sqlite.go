@@ -35,8 +35,8 @@ type Store struct {
 }
 
 // busyTimeout is how long a writer waits for another process's write lock
-// before it gives up with store.ErrBusy.
-const busyTimeout = 10 * time.Second
+// before it gives up with store.ErrBusy. A variable for tests.
+var busyTimeout = 10 * time.Second
 
 // schemaVersion is the file format, kept in PRAGMA user_version.
 const schemaVersion = 1

@@ -2,10 +2,13 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -43,6 +46,73 @@ func BenchmarkStore(b *testing.B) {
 	})
 }
 
+// The invariant of the concurrent tests: a writer moves a fixed total
+// between the rows of one partition, one transaction at a time; any snapshot
+// a reader takes sums to the total.
+const (
+	sharedTable = "shared"
+	sharedRows  = 50
+	sharedTotal = 5000
+)
+
+func seedShared(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.CreateTable(ctx, sharedTable); err != nil {
+		t.Fatal(err)
+	}
+	var ops []store.Op
+	for i := range sharedRows {
+		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%02d", i), Props: events.Entity{"n": events.Int64(sharedTotal / sharedRows)}})
+	}
+	if err := s.Transact(ctx, sharedTable, "p", ops); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// moveTotals rewrites the shared rows with random shares of the total until
+// stop is closed or the deadline passes.
+func moveTotals(s *Store, stop <-chan struct{}, deadline time.Time) (writes int, err error) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for time.Now().Before(deadline) {
+		select {
+		case <-stop:
+			return writes, nil
+		default:
+		}
+		ops := make([]store.Op, sharedRows)
+		left := int64(sharedTotal)
+		for i := range ops {
+			n := left
+			if i < sharedRows-1 {
+				n = r.Int64N(min(left, 2*sharedTotal/sharedRows) + 1)
+			}
+			left -= n
+			ops[i] = store.Op{Kind: store.Replace, RK: fmt.Sprintf("r%02d", i), Props: events.Entity{"n": events.Int64(n)}}
+		}
+		if err := s.Transact(context.Background(), sharedTable, "p", ops); err != nil {
+			return writes, err
+		}
+		writes++
+	}
+	return writes, nil
+}
+
+func checkTotals(s *Store) error {
+	page, err := s.Query(context.Background(), sharedTable, store.Query{PK: "p"})
+	if err != nil {
+		return err
+	}
+	sum := int64(0)
+	for _, e := range page.Entities {
+		sum += e.Props["n"].Int
+	}
+	if len(page.Entities) != sharedRows || sum != sharedTotal {
+		return fmt.Errorf("reader saw %d rows summing to %d, want %d summing to %d", len(page.Entities), sum, sharedRows, sharedTotal)
+	}
+	return nil
+}
+
 // A second Open of the same file, as the replay CLI does beside the
 // projector, reads consistent committed state while the first writes, and
 // writes of both are serialised.
@@ -51,80 +121,93 @@ func TestSecondOpenReadsWhileFirstWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.db")
 	writer := open(t, path)
 	reader := open(t, path)
-	if err := writer.CreateTable(ctx, "shared"); err != nil {
-		t.Fatal(err)
-	}
+	seedShared(t, writer)
 
-	// The writer moves a fixed total between rows, 50 at a time; every
-	// snapshot the reader takes must see the invariant.
-	const rows, total = 50, 5000
-	var ops []store.Op
-	for i := range rows {
-		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%02d", i), Props: events.Entity{"n": events.Int64(total / rows)}})
-	}
-	if err := writer.Transact(ctx, "shared", "p", ops); err != nil {
-		t.Fatal(err)
-	}
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var writes int
-	wg.Go(func() {
-		r := rand.New(rand.NewPCG(1, 1))
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			ops := make([]store.Op, rows)
-			left := total
-			for i := range rows {
-				n := int64(0)
-				if i == rows-1 {
-					n = int64(left)
-				} else if left > 0 {
-					n = int64(r.IntN(min(left, 2*total/rows) + 1))
-				}
-				left -= int(n)
-				ops[i] = store.Op{Kind: store.Replace, RK: fmt.Sprintf("r%02d", i), Props: events.Entity{"n": events.Int64(n)}}
-			}
-			if err := writer.Transact(ctx, "shared", "p", ops); err != nil {
-				t.Errorf("writer: %v", err)
-				return
-			}
-			writes++
-		}
-	})
-	deadline := time.Now().Add(time.Second)
+	var (
+		wg     sync.WaitGroup
+		writes int
+		werr   error
+	)
+	wg.Go(func() { writes, werr = moveTotals(writer, stop, time.Now().Add(time.Minute)) })
 	reads := 0
-	for time.Now().Before(deadline) {
-		page, err := reader.Query(ctx, "shared", store.Query{PK: "p"})
-		if err != nil {
-			t.Fatalf("reader: %v", err)
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); reads++ {
+		if err := checkTotals(reader); err != nil {
+			t.Fatal(err)
 		}
-		sum := int64(0)
-		for _, e := range page.Entities {
-			sum += e.Props["n"].Int
-		}
-		if len(page.Entities) != rows || sum != total {
-			t.Fatalf("reader saw %d rows summing to %d, want %d summing to %d", len(page.Entities), sum, rows, total)
-		}
-		reads++
 	}
 	close(stop)
 	wg.Wait()
+	if werr != nil {
+		t.Fatalf("writer: %v", werr)
+	}
 	if writes == 0 || reads == 0 {
 		t.Fatalf("%d writes, %d reads: no overlap", writes, reads)
 	}
 
-	// The second store writes too, and sees the first's rows.
-	if err := reader.Transact(ctx, "shared", "q", []store.Op{{Kind: store.Insert, RK: "from-reader"}}); err != nil {
+	// The second store writes too, and the first sees it.
+	if err := reader.Transact(ctx, sharedTable, "q", []store.Op{{Kind: store.Insert, RK: "from-reader"}}); err != nil {
 		t.Fatalf("second store's write: %v", err)
 	}
-	if _, err := writer.Get(ctx, "shared", "q", "from-reader"); err != nil {
+	if _, err := writer.Get(ctx, sharedTable, "q", "from-reader"); err != nil {
 		t.Fatalf("first store reading the second's write: %v", err)
 	}
 	t.Logf("%d writes, %d consistent reads", writes, reads)
+}
+
+// envChild names the file the child writer of TestSecondProcess writes to.
+const envChild = "TABLEJOURNAL_SQLITE_CHILD"
+
+// TestChildWriter is the writer process of TestSecondProcess.
+func TestChildWriter(t *testing.T) {
+	path := os.Getenv(envChild)
+	if path == "" {
+		t.Skip("the writer process of TestSecondProcess")
+	}
+	writes, err := moveTotals(open(t, path), nil, time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("child: %d writes\n", writes)
+}
+
+// Another process writes the file while this one reads it.
+func TestSecondProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	path := filepath.Join(t.TempDir(), "process.db")
+	reader := open(t, path)
+	seedShared(t, reader)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildWriter$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envChild+"="+path)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	reads := 0
+	for {
+		select {
+		case err := <-done:
+			_, rest, found := strings.Cut(out.String(), "child: ")
+			if err != nil || !found {
+				t.Fatalf("writer process: %v\n%s", err, out.String())
+			}
+			writes, _, _ := strings.Cut(rest, "\n")
+			t.Logf("writer process: %s; this one: %d consistent reads", writes, reads)
+			return
+		default:
+		}
+		if err := checkTotals(reader); err != nil {
+			_ = cmd.Process.Kill()
+			t.Fatal(err)
+		}
+		reads++
+	}
 }
 
 // Data survives Close and a new Open; the clock keeps etags unique even
@@ -260,5 +343,63 @@ func TestScanPlans(t *testing.T) {
 		if sh.after && !strings.Contains(joined, "(pk,rk)>(?,?)") && !strings.Contains(joined, "rk>?") {
 			t.Logf("%s:\n  plan %s (continuation is not an index bound)", sh.sql(), joined)
 		}
+	}
+}
+
+// Commits are durable (synchronous=FULL) in WAL mode; readers cannot write.
+func TestPragmas(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "pragmas.db"))
+	ctx := context.Background()
+	for _, c := range []struct {
+		db         *sql.DB
+		pragma     string
+		want       string
+		connection string
+	}{
+		{s.wdb, "journal_mode", "wal", "writer"},
+		{s.wdb, "synchronous", "2", "writer"}, // FULL
+		{s.wdb, "busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()), "writer"},
+		{s.rdb, "query_only", "1", "reader"},
+		{s.rdb, "journal_mode", "wal", "reader"},
+	} {
+		var got string
+		if err := c.db.QueryRowContext(ctx, "PRAGMA "+c.pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%s: PRAGMA %s = %s, want %s", c.connection, c.pragma, got, c.want)
+		}
+	}
+}
+
+// A writer that waits longer than the busy timeout for another process's
+// write lock gets ErrBusy, and nothing is written.
+func TestBusy(t *testing.T) {
+	defer func(d time.Duration) { busyTimeout = d }(busyTimeout)
+	busyTimeout = 100 * time.Millisecond
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "busy.db")
+	s := open(t, path)
+	if err := s.CreateTable(ctx, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	other := open(t, path) // another process
+	conn, err := other.wdb.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Transact(ctx, "busy", "p", []store.Op{{Kind: store.Insert, RK: "r"}})
+	if !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("Transact while another writer holds the lock: %v, want ErrBusy", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Transact(ctx, "busy", "p", []store.Op{{Kind: store.Insert, RK: "r"}}); err != nil {
+		t.Fatalf("Transact after the lock is released: %v", err)
 	}
 }
