@@ -216,7 +216,17 @@ func ParsePKToken(tok string) (string, error) {
 // Subject returns the subject a client publishes a command to:
 // journal.<table>.<pk-token>.
 func Subject(table, pk string) string {
-	return SubjectPrefix + "." + table + "." + PKToken(pk)
+	if pk == "" {
+		return SubjectPrefix + "." + table + "." + emptyPKToken
+	}
+	enc := base64.RawURLEncoding
+	b := make([]byte, 0, len(SubjectPrefix)+len(table)+2+enc.EncodedLen(len(pk)))
+	b = append(b, SubjectPrefix...)
+	b = append(b, '.')
+	b = append(b, table...)
+	b = append(b, '.')
+	b = enc.AppendEncode(b, []byte(pk))
+	return string(b)
 }
 
 // ParseSubject splits a stored subject journal.<table>.<shard>.<pk-token>.

@@ -23,7 +23,7 @@ type publisher interface {
 
 // Defaults of the Writer's options.
 const (
-	DefaultMaxInFlight = 1024
+	DefaultMaxInFlight = 4000
 	DefaultAckTimeout  = 10 * time.Second
 	// DefaultRetryBudget bounds a publish's retries. It is shorter than the
 	// default duplicate window, so that a retry is always deduplicated
@@ -55,6 +55,8 @@ type Writer struct {
 	newBackOff  func() backoff.BackOff
 	notify      backoff.Notify
 	slots       chan struct{} // one per async publish in flight
+
+	hdrContentType, hdrStream []string // shared header values
 
 	mu         sync.Mutex
 	queue      []*Future // in flight, in publish order
@@ -137,8 +139,12 @@ func NewWriter(js jetstream.JetStream, stream string, opts ...WriterOption) *Wri
 	for _, o := range opts {
 		o(w)
 	}
+	w.hdrContentType = []string{w.contentType}
+	w.hdrStream = []string{w.stream}
 	return w
 }
+
+var hdrSchema = []string{events.SchemaVersion}
 
 // message validates and encodes cmd. Its errors are permanent.
 func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
@@ -152,15 +158,17 @@ func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publish %s: %w", cmd.ID, err)
 	}
+	// The constant header values are shared by every message: nats.go only
+	// reads them.
+	h := make(nats.Header, 4)
+	h[events.HeaderContentType] = w.hdrContentType
+	h[events.HeaderSchema] = hdrSchema
+	h[jetstream.ExpectedStreamHeader] = w.hdrStream
+	h[jetstream.MsgIDHeader] = []string{cmd.ID}
 	return &nats.Msg{
 		Subject: Subject(cmd.Table, cmd.PK),
-		Header: nats.Header{
-			events.HeaderContentType:       []string{w.contentType},
-			events.HeaderSchema:            []string{events.SchemaVersion},
-			jetstream.MsgIDHeader:          []string{cmd.ID},
-			jetstream.ExpectedStreamHeader: []string{w.stream},
-		},
-		Data: data,
+		Header:  h,
+		Data:    data,
 	}, nil
 }
 
@@ -242,9 +250,13 @@ type Future struct {
 	id   string
 	msg  *nats.Msg
 	ctx  context.Context
-	paf  jetstream.PubAckFuture // nil if the first send failed
-	err  error                  // why the first send failed
 	sent time.Time
+
+	// The first attempt, sent by PublishAsync and awaited by collect.
+	paf     jetstream.PubAckFuture // nil if the send failed
+	awaited bool
+	ack     *jetstream.PubAck
+	err     error
 
 	done chan struct{}
 	res  PublishResult
@@ -324,49 +336,70 @@ func (w *Writer) Flush(ctx context.Context) error {
 	return nil
 }
 
-// collect settles queued futures in order until the queue is empty.
-// Acknowledgements arrive in publish order too, so waiting for each in turn
-// costs nothing; a retry holds the later ones back, which only matters when
-// the server is away and they are failing as well.
+// collect settles queued futures in order until the queue is empty. It
+// takes them in batches and waits for the newest of a batch first:
+// acknowledgements arrive in publish order, so by then the older ones are
+// mostly in too, and the goroutine wakes once per batch rather than once per
+// message. A retry holds the later futures back, which only matters when the
+// server is away and they are failing as well.
 func (w *Writer) collect() {
 	timer := time.NewTimer(w.ackTimeout)
 	defer timer.Stop()
+	maxBatch := max(cap(w.slots)/4, 1)
+	batch := make([]*Future, 0, maxBatch)
 	for {
 		w.mu.Lock()
-		if len(w.queue) == 0 {
+		n := min(len(w.queue), maxBatch)
+		if n == 0 {
 			w.collecting = false
 			w.mu.Unlock()
 			return
 		}
-		f := w.queue[0]
-		w.queue[0] = nil
-		w.queue = w.queue[1:]
+		batch = append(batch[:0], w.queue[:n]...)
+		clear(w.queue[:n])
+		w.queue = w.queue[n:]
 		w.mu.Unlock()
 
-		w.settle(f, timer)
-		<-w.slots
+		batch[n-1].await(timer, w.ackTimeout)
+		for i, f := range batch {
+			w.settle(f, timer)
+			batch[i] = nil
+			<-w.slots
+		}
 	}
 }
 
 // errAckLost is an async attempt that got no acknowledgement in time.
 var errAckLost = fmt.Errorf("no acknowledgement: %w", nats.ErrTimeout)
 
-func (w *Writer) settle(f *Future, timer *time.Timer) {
-	err := f.err
-	if f.paf != nil {
-		timer.Reset(time.Until(f.sent.Add(w.ackTimeout)))
-		select {
-		case ack := <-f.paf.Ok():
-			f.resolve(w, PublishResult{ID: f.id, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil)
-			return
-		case err = <-f.paf.Err():
-		case <-timer.C:
-			err = errAckLost
-		case <-f.ctx.Done():
-			err = f.ctx.Err()
-		}
+// await waits for the outcome of f's first attempt.
+func (f *Future) await(timer *time.Timer, ackTimeout time.Duration) {
+	if f.awaited {
+		return
 	}
-	res, err := w.publish(f.ctx, f.id, f.msg, err)
+	f.awaited = true
+	if f.paf == nil {
+		return // the send failed: f.err says why
+	}
+	timer.Reset(time.Until(f.sent.Add(ackTimeout)))
+	select {
+	case f.ack = <-f.paf.Ok():
+	case f.err = <-f.paf.Err():
+	case <-timer.C:
+		f.err = errAckLost
+	case <-f.ctx.Done():
+		f.err = f.ctx.Err()
+	}
+}
+
+// settle resolves f, retrying its publish if the first attempt failed.
+func (w *Writer) settle(f *Future, timer *time.Timer) {
+	f.await(timer, w.ackTimeout)
+	if f.ack != nil {
+		f.resolve(w, PublishResult{ID: f.id, Seq: f.ack.Sequence, Duplicate: f.ack.Duplicate}, nil)
+		return
+	}
+	res, err := w.publish(f.ctx, f.id, f.msg, f.err)
 	f.resolve(w, res, err)
 }
 
