@@ -1,7 +1,6 @@
 package events
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -74,21 +73,21 @@ func checkWire(c *Command) (time.Time, error) {
 	for i := range c.Ops {
 		op := &c.Ops[i]
 		if !utf8.ValidString(string(op.Op)) {
-			return time.Time{}, invalid(fmt.Sprintf("ops[%d].op", i), RuleInvalidUTF8, "not valid UTF-8")
+			return time.Time{}, opPath(i, "op").fail(RuleInvalidUTF8, "not valid UTF-8")
 		}
 		if !utf8.ValidString(op.RK) {
-			return time.Time{}, invalid(fmt.Sprintf("ops[%d].rk", i), RuleInvalidUTF8, "not valid UTF-8")
+			return time.Time{}, opPath(i, "rk").fail(RuleInvalidUTF8, "not valid UTF-8")
 		}
 		for name, v := range op.Entity {
 			if err := checkWireProperty(name, v); err != nil {
-				err.Field = entityField(i, name)
+				err.Field = propertyPath(i, name).String()
 				return time.Time{}, err
 			}
 		}
 	}
 	for k, v := range c.Meta {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return time.Time{}, invalid(fmt.Sprintf("meta[%q]", k), RuleInvalidUTF8, "not valid UTF-8")
+			return time.Time{}, metaPath(k).fail(RuleInvalidUTF8, "not valid UTF-8")
 		}
 	}
 	at, err := issuedAt(c)

@@ -70,65 +70,67 @@ const (
 )
 
 func (d *jsonDecoder) command() (*Command, error) {
-	if err := d.open("", "command"); err != nil {
+	if err := d.open(topPath(""), "command"); err != nil {
 		return nil, err
 	}
 	c := new(Command)
 	var seen uint
 	for d.dec.More() {
-		key, err := d.key("")
+		key, err := d.key(topPath(""))
 		if err != nil {
 			return nil, err
 		}
+		p := topPath(key)
 		var bit uint
 		switch key {
 		case "id":
 			bit = fieldID
-			c.ID, err = d.str(key)
+			c.ID, err = d.str(p)
 		case "table":
 			bit = fieldTable
-			c.Table, err = d.str(key)
+			c.Table, err = d.str(p)
 		case "pk":
 			bit = fieldPK
-			c.PK, err = d.str(key)
+			c.PK, err = d.str(p)
 		case "ops":
 			bit = fieldOps
 			c.Ops, err = d.ops()
 		case "issuer":
 			bit = fieldIssuer
-			c.Issuer, err = d.str(key)
+			c.Issuer, err = d.str(p)
 		case "issuedAt":
 			bit = fieldIssuedAt
 			var s string
-			if s, err = d.str(key); err == nil && s != "" {
+			if s, err = d.str(p); err == nil && s != "" {
 				if c.IssuedAt, err = ParseDateTime(s); err != nil {
-					err = invalid(key, RuleBadDateTime, "%v", err)
+					err = p.fail(RuleBadDateTime, "%v", err)
 				}
 			}
 		case "meta":
 			bit = fieldMeta
 			c.Meta, err = d.meta()
 		default:
-			err = d.skip(key)
+			err = d.skip(p)
 		}
 		if err != nil {
 			return nil, err
 		}
 		if seen&bit != 0 {
-			return nil, invalid(key, RuleDuplicateField, "field given twice")
+			return nil, p.fail(RuleDuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
-	return c, d.close("")
+	return c, d.close(topPath(""))
 }
 
 func (d *jsonDecoder) ops() ([]RowOp, error) {
-	tok, err := d.token("ops")
+	p := topPath("ops")
+	tok, err := d.token(p)
 	if tok == nil || err != nil {
 		return nil, err
 	}
 	if tok != json.Delim('[') {
-		return nil, invalid("ops", RuleMalformed, "ops is not an array")
+		return nil, p.fail(RuleMalformed, "ops is not an array")
 	}
 	ops := []RowOp{}
 	for d.dec.More() {
@@ -138,83 +140,84 @@ func (d *jsonDecoder) ops() ([]RowOp, error) {
 		}
 		ops = append(ops, op)
 	}
-	return ops, d.close("ops")
+	return ops, d.close(p)
 }
 
 func (d *jsonDecoder) op(i int) (RowOp, error) {
 	var op RowOp
-	field := func(name string) string { return fmt.Sprintf("ops[%d].%s", i, name) }
-	if err := d.open(fmt.Sprintf("ops[%d]", i), "row operation"); err != nil {
+	if err := d.open(opPath(i, ""), "row operation"); err != nil {
 		return op, err
 	}
 	var seen uint
 	for d.dec.More() {
-		key, err := d.key(fmt.Sprintf("ops[%d]", i))
+		key, err := d.key(opPath(i, ""))
 		if err != nil {
 			return op, err
 		}
+		p := opPath(i, key)
 		var bit uint
 		switch key {
 		case "op":
 			bit = fieldOp
 			var s string
-			s, err = d.str(field(key))
+			s, err = d.str(p)
 			op.Op = OpKind(s)
 		case "rk":
 			bit = fieldRK
-			op.RK, err = d.str(field(key))
+			op.RK, err = d.str(p)
 		case "entity":
 			bit = fieldEntity
 			op.Entity, err = d.entity(i)
 		case "ifVersion":
 			bit = fieldIfVersion
-			op.IfVersion, err = d.ifVersion(field(key))
+			op.IfVersion, err = d.ifVersion(p)
 		default:
-			err = d.skip(field(key))
+			err = d.skip(p)
 		}
 		if err != nil {
 			return op, err
 		}
 		if seen&bit != 0 {
-			return op, invalid(field(key), RuleDuplicateField, "field given twice")
+			return op, p.fail(RuleDuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
-	return op, d.close(fmt.Sprintf("ops[%d]", i))
+	return op, d.close(opPath(i, ""))
 }
 
-func (d *jsonDecoder) ifVersion(field string) (*int64, error) {
-	tok, err := d.token(field)
+func (d *jsonDecoder) ifVersion(p path) (*int64, error) {
+	tok, err := d.token(p)
 	if tok == nil || err != nil {
 		return nil, err
 	}
 	n, ok := tok.(json.Number)
 	if !ok || !isIntegerLiteral(string(n)) {
-		return nil, invalid(field, RuleMalformed, "ifVersion is not an integer")
+		return nil, p.fail(RuleMalformed, "ifVersion is not an integer")
 	}
 	v, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil {
-		return nil, invalid(field, RuleMalformed, "ifVersion %s is out of range", n)
+		return nil, p.fail(RuleMalformed, "ifVersion %s is out of range", n)
 	}
 	return &v, nil
 }
 
 func (d *jsonDecoder) entity(i int) (Entity, error) {
-	field := fmt.Sprintf("ops[%d].entity", i)
-	tok, err := d.token(field)
+	p := entityPath(i)
+	tok, err := d.token(p)
 	if tok == nil || err != nil {
 		return nil, err
 	}
 	if tok != json.Delim('{') {
-		return nil, invalid(field, RuleMalformed, "entity is not an object")
+		return nil, p.fail(RuleMalformed, "entity is not an object")
 	}
 	d.b.reset(i, 8)
 	for d.dec.More() {
-		key, err := d.key(field)
+		key, err := d.key(p)
 		if err != nil {
 			return nil, err
 		}
-		tok, err := d.token(entityField(i, key))
+		kp := propertyPath(i, key)
+		tok, err := d.token(kp)
 		if err != nil {
 			return nil, err
 		}
@@ -228,72 +231,70 @@ func (d *jsonDecoder) entity(i int) (Entity, error) {
 			v = Value{Type: typeNumber, Str: string(t)}
 		case nil:
 			if strings.HasSuffix(key, annotationSuffix) {
-				return nil, invalid(entityField(i, key), RuleBadAnnotation, "annotation is null, not a type name")
+				return nil, kp.fail(RuleBadAnnotation, "annotation is null, not a type name")
 			}
-			return nil, invalid(entityField(i, key), RuleMalformed, "null is not a property value")
+			return nil, kp.fail(RuleMalformed, "null is not a property value")
 		default:
-			return nil, invalid(entityField(i, key), RuleMalformed, "an object or array is not a property value")
+			return nil, kp.fail(RuleMalformed, "an object or array is not a property value")
 		}
 		if err := d.b.add(key, v); err != nil {
 			return nil, err
 		}
 	}
-	if err := d.close(field); err != nil {
+	if err := d.close(p); err != nil {
 		return nil, err
 	}
 	return d.b.finish()
 }
 
 func (d *jsonDecoder) meta() (map[string]string, error) {
-	tok, err := d.token("meta")
+	p := topPath("meta")
+	tok, err := d.token(p)
 	if tok == nil || err != nil {
 		return nil, err
 	}
 	if tok != json.Delim('{') {
-		return nil, invalid("meta", RuleMalformed, "meta is not an object")
+		return nil, p.fail(RuleMalformed, "meta is not an object")
 	}
 	m := map[string]string{}
 	for d.dec.More() {
-		key, err := d.key("meta")
+		key, err := d.key(p)
 		if err != nil {
 			return nil, err
 		}
-		field := fmt.Sprintf("meta[%q]", key)
-		tok, err := d.token(field)
+		kp := metaPath(key)
+		tok, err := d.token(kp)
 		if err != nil {
 			return nil, err
 		}
 		s, ok := tok.(string)
 		if !ok {
-			return nil, invalid(field, RuleMalformed, "meta value is not a string")
+			return nil, kp.fail(RuleMalformed, "meta value is not a string")
 		}
 		if _, dup := m[key]; dup {
-			return nil, invalid(field, RuleDuplicateField, "meta key given twice")
+			return nil, kp.fail(RuleDuplicateField, "meta key given twice")
 		}
 		m[key] = s
 	}
-	return m, d.close("meta")
+	return m, d.close(p)
 }
 
 // token reads the next token; the end of input is an error.
-func (d *jsonDecoder) token(field string) (json.Token, error) {
+func (d *jsonDecoder) token(p path) (json.Token, error) {
 	tok, err := d.dec.Token()
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
 	if err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			err = fmt.Errorf("%w (at byte %d)", err, se.Offset)
 		}
-		return nil, malformed(field, err)
+		return nil, malformed(p.String(), err)
 	}
 	return tok, nil
 }
 
 // str reads a string or null (as "").
-func (d *jsonDecoder) str(field string) (string, error) {
-	tok, err := d.token(field)
+func (d *jsonDecoder) str(p path) (string, error) {
+	tok, err := d.token(p)
 	if err != nil {
 		return "", err
 	}
@@ -303,50 +304,47 @@ func (d *jsonDecoder) str(field string) (string, error) {
 	case nil:
 		return "", nil
 	}
-	return "", invalid(field, RuleMalformed, "%s is not a string", field)
+	return "", p.fail(RuleMalformed, "not a string")
 }
 
 // key reads an object key.
-func (d *jsonDecoder) key(field string) (string, error) {
-	tok, err := d.token(field)
+func (d *jsonDecoder) key(p path) (string, error) {
+	tok, err := d.token(p)
 	if err != nil {
 		return "", err
 	}
 	s, ok := tok.(string)
 	if !ok {
-		return "", invalid(field, RuleMalformed, "object key is not a string")
+		return "", p.fail(RuleMalformed, "object key is not a string")
 	}
 	return s, nil
 }
 
-func (d *jsonDecoder) open(field, what string) error {
-	tok, err := d.token(field)
+func (d *jsonDecoder) open(p path, what string) error {
+	tok, err := d.token(p)
 	if err != nil {
 		return err
 	}
 	if tok != json.Delim('{') {
-		return invalid(field, RuleMalformed, "a %s is a JSON object", what)
+		return p.fail(RuleMalformed, "a %s is a JSON object", what)
 	}
 	return nil
 }
 
 // close reads the '}' or ']' that ends an object or array.
-func (d *jsonDecoder) close(field string) error {
-	tok, err := d.token(field)
+func (d *jsonDecoder) close(p path) error {
+	tok, err := d.token(p)
 	if err == nil && tok != json.Delim('}') && tok != json.Delim(']') {
-		err = invalid(field, RuleMalformed, "unterminated object or array")
+		err = p.fail(RuleMalformed, "unterminated object or array")
 	}
 	return err
 }
 
 // skip reads past the value of an unknown field.
-func (d *jsonDecoder) skip(field string) error {
+func (d *jsonDecoder) skip(p path) error {
 	var raw json.RawMessage
 	if err := d.dec.Decode(&raw); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return malformed(field, err)
+		return malformed(p.String(), err)
 	}
 	return nil
 }

@@ -3,12 +3,10 @@ package events
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -66,53 +64,54 @@ func (d *mpDecoder) release() {
 const maxSkipDepth = 32
 
 func (d *mpDecoder) command() (*Command, error) {
-	n, err := d.mapLen("", "command")
+	n, err := d.mapLen(topPath(""), "command")
 	if err != nil {
 		return nil, err
 	}
 	c := new(Command)
 	var seen uint
 	for range n {
-		key, err := d.key("")
+		k, err := d.key(topPath(""))
 		if err != nil {
 			return nil, err
 		}
 		var bit uint
-		switch string(key) {
+		p := topPath("")
+		switch string(k) {
 		case "id":
-			bit = fieldID
-			c.ID, err = d.str("id")
+			bit, p = fieldID, topPath("id")
+			c.ID, err = d.str(p)
 		case "table":
-			bit = fieldTable
-			c.Table, err = d.str("table")
+			bit, p = fieldTable, topPath("table")
+			c.Table, err = d.str(p)
 		case "pk":
-			bit = fieldPK
-			c.PK, err = d.str("pk")
+			bit, p = fieldPK, topPath("pk")
+			c.PK, err = d.str(p)
 		case "ops":
-			bit = fieldOps
+			bit, p = fieldOps, topPath("ops")
 			c.Ops, err = d.ops()
 		case "issuer":
-			bit = fieldIssuer
-			c.Issuer, err = d.str("issuer")
+			bit, p = fieldIssuer, topPath("issuer")
+			c.Issuer, err = d.str(p)
 		case "issuedAt":
-			bit = fieldIssuedAt
+			bit, p = fieldIssuedAt, topPath("issuedAt")
 			var s string
-			if s, err = d.str("issuedAt"); err == nil && s != "" {
+			if s, err = d.str(p); err == nil && s != "" {
 				if c.IssuedAt, err = ParseDateTime(s); err != nil {
-					err = invalid("issuedAt", RuleBadDateTime, "%v", err)
+					err = p.fail(RuleBadDateTime, "%v", err)
 				}
 			}
 		case "meta":
-			bit = fieldMeta
+			bit, p = fieldMeta, topPath("meta")
 			c.Meta, err = d.meta()
 		default:
-			err = d.skip(string(key), 0)
+			err = d.skip(topPath(string(k)), 0)
 		}
 		if err != nil {
 			return nil, err
 		}
 		if seen&bit != 0 {
-			return nil, invalid(string(key), RuleDuplicateField, "field given twice")
+			return nil, p.fail(RuleDuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
@@ -120,19 +119,20 @@ func (d *mpDecoder) command() (*Command, error) {
 }
 
 func (d *mpDecoder) ops() ([]RowOp, error) {
-	c, err := d.peek("ops")
+	p := topPath("ops")
+	c, err := d.peek(p)
 	if err != nil || c == msgpcode.Nil {
 		return nil, d.nilOr(err)
 	}
 	if !isArray(c) {
-		return nil, invalid("ops", RuleMalformed, "ops is not an array")
+		return nil, p.fail(RuleMalformed, "ops is not an array")
 	}
 	n, err := d.dec.DecodeArrayLen()
 	if err != nil {
-		return nil, malformed("ops", err)
+		return nil, malformed(p.String(), err)
 	}
 	if n > d.r.Len() {
-		return nil, invalid("ops", RuleMalformed, "array of %d exceeds the input", n)
+		return nil, p.fail(RuleMalformed, "array of %d exceeds the input", n)
 	}
 	// Grow as the ops arrive: a lying header must not make a huge slice.
 	ops := make([]RowOp, 0, min(n, MaxOpsPerCommand))
@@ -146,108 +146,150 @@ func (d *mpDecoder) ops() ([]RowOp, error) {
 }
 
 func (d *mpDecoder) op(i int, op *RowOp) error {
-	n, err := d.mapLen(fmt.Sprintf("ops[%d]", i), "row operation")
+	n, err := d.mapLen(opPath(i, ""), "row operation")
 	if err != nil {
 		return err
 	}
-	field := func(name string) string { return fmt.Sprintf("ops[%d].%s", i, name) }
 	var seen uint
 	for range n {
-		key, err := d.key(fmt.Sprintf("ops[%d]", i))
+		k, err := d.key(opPath(i, ""))
 		if err != nil {
 			return err
 		}
 		var bit uint
-		switch string(key) {
+		p := opPath(i, "")
+		switch string(k) {
 		case "op":
-			bit = fieldOp
-			var s string
-			s, err = d.str(field("op"))
-			op.Op = OpKind(s)
+			bit, p = fieldOp, opPath(i, "op")
+			op.Op, err = d.opKind(p)
 		case "rk":
-			bit = fieldRK
-			op.RK, err = d.str(field("rk"))
+			bit, p = fieldRK, opPath(i, "rk")
+			op.RK, err = d.str(p)
 		case "entity":
-			bit = fieldEntity
+			bit, p = fieldEntity, opPath(i, "entity")
 			op.Entity, err = d.entity(i)
 		case "ifVersion":
-			bit = fieldIfVersion
-			op.IfVersion, err = d.ifVersion(field("ifVersion"))
+			bit, p = fieldIfVersion, opPath(i, "ifVersion")
+			op.IfVersion, err = d.ifVersion(p)
 		default:
-			err = d.skip(field(string(key)), 0)
+			err = d.skip(opPath(i, string(k)), 0)
 		}
 		if err != nil {
 			return err
 		}
 		if seen&bit != 0 {
-			return invalid(field(string(key)), RuleDuplicateField, "field given twice")
+			return p.fail(RuleDuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
 	return nil
 }
 
-func (d *mpDecoder) ifVersion(field string) (*int64, error) {
-	c, err := d.peek(field)
+// opKind reads an operation name, without allocating for the known ones.
+func (d *mpDecoder) opKind(p path) (OpKind, error) {
+	c, err := d.peek(p)
+	if err != nil || c == msgpcode.Nil {
+		return "", d.nilOr(err)
+	}
+	b, err := d.strBytes(p)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range [...]OpKind{OpInsert, OpReplace, OpMerge, OpUpsert, OpUpsertMerge, OpDelete} {
+		if string(b) == string(k) {
+			return k, nil
+		}
+	}
+	return OpKind(b), nil
+}
+
+func (d *mpDecoder) ifVersion(p path) (*int64, error) {
+	c, err := d.peek(p)
 	if err != nil || c == msgpcode.Nil {
 		return nil, d.nilOr(err)
 	}
 	if !isInt(c) {
-		return nil, invalid(field, RuleMalformed, "ifVersion is not an integer")
+		return nil, p.fail(RuleMalformed, "ifVersion is not an integer")
 	}
-	v, wide, err := d.int(field)
+	v, wide, err := d.int(p)
 	if err != nil {
 		return nil, err
 	}
 	if wide != "" {
-		return nil, invalid(field, RuleMalformed, "ifVersion %s is out of range", wide)
+		return nil, p.fail(RuleMalformed, "ifVersion %s is out of range", wide)
 	}
 	return &v, nil
 }
 
 func (d *mpDecoder) entity(i int) (Entity, error) {
-	field := fmt.Sprintf("ops[%d].entity", i)
-	c, err := d.peek(field)
+	p := entityPath(i)
+	c, err := d.peek(p)
 	if err != nil || c == msgpcode.Nil {
 		return nil, d.nilOr(err)
 	}
-	n, err := d.mapLen(field, "entity")
+	n, err := d.mapLen(p, "entity")
 	if err != nil {
 		return nil, err
 	}
 	d.b.reset(i, min(n, MaxStoreProperties))
 	for range n {
-		k, err := d.key(field)
+		k, err := d.key(p)
 		if err != nil {
 			return nil, err
 		}
-		key := string(k)
-		v, err := d.value(entityField(i, key), strings.HasSuffix(key, annotationSuffix))
-		if err != nil {
-			return nil, err
+		if name, ok := bytes.CutSuffix(k, []byte(annotationSuffix)); ok {
+			err = d.annotation(string(name))
+		} else {
+			key := string(k)
+			var v Value
+			if v, err = d.value(propertyPath(i, key)); err == nil {
+				err = d.b.add(key, v)
+			}
 		}
-		if err := d.b.add(key, v); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
 	return d.b.finish()
 }
 
-// value reads a property value (or an annotation) in its native kind.
-func (d *mpDecoder) value(field string, annotation bool) (Value, error) {
-	c, err := d.peek(field)
+// annotation reads the type name of property name.
+func (d *mpDecoder) annotation(name string) error {
+	p := propertyPath(d.b.op, name+annotationSuffix)
+	c, err := d.peek(p)
+	if err != nil {
+		return err
+	}
+	if !msgpcode.IsString(c) {
+		return p.fail(RuleBadAnnotation, "annotation is not a type name")
+	}
+	b, err := d.strBytes(p)
+	if err != nil {
+		return err
+	}
+	for t, n := range typeNames {
+		if string(b) == n {
+			return d.b.addAnnotationType(name, Type(t))
+		}
+	}
+	return p.fail(RuleUnknownType, "unknown type %q", b)
+}
+
+// value reads a property value in its native kind.
+func (d *mpDecoder) value(p path) (Value, error) {
+	c, err := d.peek(p)
 	if err != nil {
 		return Value{}, err
 	}
 	switch {
 	case msgpcode.IsString(c):
-		s, err := d.str(field)
+		s, err := d.str(p)
 		return String(s), err
 	case c == msgpcode.False || c == msgpcode.True:
 		b, err := d.dec.DecodeBool()
-		return Bool(b), d.wrap(field, err)
+		return Bool(b), d.wrap(p, err)
 	case isInt(c):
-		n, wide, err := d.int(field)
+		n, wide, err := d.int(p)
 		switch {
 		case err != nil:
 			return Value{}, err
@@ -259,26 +301,24 @@ func (d *mpDecoder) value(field string, annotation bool) (Value, error) {
 		return Int32(int32(n)), nil
 	case c == msgpcode.Float || c == msgpcode.Double:
 		f, err := d.dec.DecodeFloat64()
-		return Double(f), d.wrap(field, err)
+		return Double(f), d.wrap(p, err)
 	case msgpcode.IsBin(c):
 		b, err := d.dec.DecodeBytes()
-		return Binary(b), d.wrap(field, err)
-	case annotation:
-		return Value{}, invalid(field, RuleBadAnnotation, "annotation is not a type name")
+		return Binary(b), d.wrap(p, err)
 	case c == msgpcode.Nil:
-		return Value{}, invalid(field, RuleMalformed, "nil is not a property value")
+		return Value{}, p.fail(RuleMalformed, "nil is not a property value")
 	}
-	return Value{}, invalid(field, RuleMalformed, "a map, array or extension is not a property value")
+	return Value{}, p.fail(RuleMalformed, "a map, array or extension is not a property value")
 }
 
 // int reads any msgpack integer. A uint64 beyond int64 comes back as its
 // decimal text in wide.
-func (d *mpDecoder) int(field string) (n int64, wide string, err error) {
+func (d *mpDecoder) int(p path) (n int64, wide string, err error) {
 	c, _ := d.dec.PeekCode()
 	if c == msgpcode.Uint64 {
 		u, err := d.dec.DecodeUint64()
 		if err != nil {
-			return 0, "", d.wrap(field, err)
+			return 0, "", d.wrap(p, err)
 		}
 		if u > math.MaxInt64 {
 			return 0, strconv.FormatUint(u, 10), nil
@@ -286,39 +326,40 @@ func (d *mpDecoder) int(field string) (n int64, wide string, err error) {
 		return int64(u), "", nil
 	}
 	n, err = d.dec.DecodeInt64()
-	return n, "", d.wrap(field, err)
+	return n, "", d.wrap(p, err)
 }
 
 func (d *mpDecoder) meta() (map[string]string, error) {
-	c, err := d.peek("meta")
+	p := topPath("meta")
+	c, err := d.peek(p)
 	if err != nil || c == msgpcode.Nil {
 		return nil, d.nilOr(err)
 	}
-	n, err := d.mapLen("meta", "meta")
+	n, err := d.mapLen(p, "meta")
 	if err != nil {
 		return nil, err
 	}
-	m := make(map[string]string, min(n, 64))
+	m := make(map[string]string, min(n, MaxMetaEntries))
 	for range n {
-		k, err := d.key("meta")
+		k, err := d.key(p)
 		if err != nil {
 			return nil, err
 		}
 		key := string(k)
-		field := fmt.Sprintf("meta[%q]", key)
-		c, err := d.peek(field)
+		kp := metaPath(key)
+		c, err := d.peek(kp)
 		if err != nil {
 			return nil, err
 		}
 		if !msgpcode.IsString(c) {
-			return nil, invalid(field, RuleMalformed, "meta value is not a string")
+			return nil, kp.fail(RuleMalformed, "meta value is not a string")
 		}
-		v, err := d.str(field)
+		v, err := d.str(kp)
 		if err != nil {
 			return nil, err
 		}
 		if _, dup := m[key]; dup {
-			return nil, invalid(field, RuleDuplicateField, "meta key given twice")
+			return nil, kp.fail(RuleDuplicateField, "meta key given twice")
 		}
 		m[key] = v
 	}
@@ -326,8 +367,8 @@ func (d *mpDecoder) meta() (map[string]string, error) {
 }
 
 // skip reads past the value of an unknown field, to a bounded depth.
-func (d *mpDecoder) skip(field string, depth int) error {
-	c, err := d.peek(field)
+func (d *mpDecoder) skip(p path, depth int) error {
+	c, err := d.peek(p)
 	if err != nil {
 		return err
 	}
@@ -340,19 +381,19 @@ func (d *mpDecoder) skip(field string, depth int) error {
 	case isArray(c):
 		n, err = d.dec.DecodeArrayLen()
 	default:
-		return d.wrap(field, d.dec.Skip())
+		return d.wrap(p, d.dec.Skip())
 	}
 	if err != nil {
-		return malformed(field, err)
+		return malformed(p.String(), err)
 	}
 	if depth >= maxSkipDepth {
-		return invalid(field, RuleMalformed, "nested deeper than %d", maxSkipDepth)
+		return p.fail(RuleMalformed, "nested deeper than %d", maxSkipDepth)
 	}
 	if n > d.r.Len() {
-		return invalid(field, RuleMalformed, "container of %d values exceeds the input", n)
+		return p.fail(RuleMalformed, "container of %d values exceeds the input", n)
 	}
 	for range n {
-		if err := d.skip(field, depth+1); err != nil {
+		if err := d.skip(p, depth+1); err != nil {
 			return err
 		}
 	}
@@ -360,77 +401,87 @@ func (d *mpDecoder) skip(field string, depth int) error {
 }
 
 // mapLen reads the header of a map that must be there.
-func (d *mpDecoder) mapLen(field, what string) (int, error) {
-	c, err := d.peek(field)
+func (d *mpDecoder) mapLen(p path, what string) (int, error) {
+	c, err := d.peek(p)
 	if err != nil {
 		return 0, err
 	}
 	if !isMap(c) {
-		return 0, invalid(field, RuleMalformed, "a %s is a map", what)
+		return 0, p.fail(RuleMalformed, "a %s is a map", what)
 	}
 	n, err := d.dec.DecodeMapLen()
 	if err != nil {
-		return 0, malformed(field, err)
+		return 0, malformed(p.String(), err)
 	}
 	if 2*n > d.r.Len() {
-		return 0, invalid(field, RuleMalformed, "map of %d entries exceeds the input", n)
+		return 0, p.fail(RuleMalformed, "map of %d entries exceeds the input", n)
 	}
 	return n, nil
 }
 
-// key reads a map key, a str, into a buffer valid until the next call.
-func (d *mpDecoder) key(field string) ([]byte, error) {
-	c, err := d.peek(field)
+// key reads a map key, a str, into a buffer valid until the next read.
+func (d *mpDecoder) key(p path) ([]byte, error) {
+	c, err := d.peek(p)
 	if err != nil {
 		return nil, err
 	}
 	if !msgpcode.IsString(c) {
-		return nil, invalid(field, RuleMalformed, "map key is not a string")
+		return nil, p.fail(RuleMalformed, "map key is not a string")
+	}
+	return d.strBytes(p)
+}
+
+// strBytes reads a str into a buffer valid until the next read.
+func (d *mpDecoder) strBytes(p path) ([]byte, error) {
+	if c, err := d.peek(p); err != nil {
+		return nil, err
+	} else if !msgpcode.IsString(c) {
+		return nil, p.fail(RuleMalformed, "not a string")
 	}
 	n, err := d.dec.DecodeBytesLen()
 	if err != nil {
-		return nil, malformed(field, err)
+		return nil, malformed(p.String(), err)
 	}
 	if n > d.r.Len() {
-		return nil, malformed(field, io.ErrUnexpectedEOF)
+		return nil, malformed(p.String(), io.ErrUnexpectedEOF)
 	}
 	d.keyBuf = slices.Grow(d.keyBuf[:0], n)[:n]
 	if err := d.dec.ReadFull(d.keyBuf); err != nil {
-		return nil, malformed(field, err)
+		return nil, malformed(p.String(), err)
 	}
 	if !utf8.Valid(d.keyBuf) {
-		return nil, invalid(field, RuleInvalidUTF8, "map key is not valid UTF-8")
+		return nil, p.fail(RuleInvalidUTF8, "not valid UTF-8")
 	}
 	return d.keyBuf, nil
 }
 
 // str reads a str, or nil as "".
-func (d *mpDecoder) str(field string) (string, error) {
-	c, err := d.peek(field)
+func (d *mpDecoder) str(p path) (string, error) {
+	c, err := d.peek(p)
 	if err != nil {
 		return "", err
 	}
 	if c == msgpcode.Nil {
-		return "", d.wrap(field, d.dec.DecodeNil())
+		return "", d.wrap(p, d.dec.DecodeNil())
 	}
 	if !msgpcode.IsString(c) {
-		return "", invalid(field, RuleMalformed, "%s is not a string", field)
+		return "", p.fail(RuleMalformed, "not a string")
 	}
 	s, err := d.dec.DecodeString()
 	if err != nil {
-		return "", malformed(field, err)
+		return "", malformed(p.String(), err)
 	}
 	if !utf8.ValidString(s) {
-		return "", invalid(field, RuleInvalidUTF8, "not valid UTF-8")
+		return "", p.fail(RuleInvalidUTF8, "not valid UTF-8")
 	}
 	return s, nil
 }
 
 // peek returns the code of the next value; the end of input is an error.
-func (d *mpDecoder) peek(field string) (byte, error) {
+func (d *mpDecoder) peek(p path) (byte, error) {
 	c, err := d.dec.PeekCode()
 	if err != nil {
-		return 0, d.wrap(field, err)
+		return 0, d.wrap(p, err)
 	}
 	return c, nil
 }
@@ -440,11 +491,11 @@ func (d *mpDecoder) nilOr(err error) error {
 	if err != nil {
 		return err
 	}
-	return d.wrap("", d.dec.DecodeNil())
+	return d.wrap(topPath(""), d.dec.DecodeNil())
 }
 
 // wrap turns a library error into a RuleMalformed *ValidationError.
-func (d *mpDecoder) wrap(field string, err error) error {
+func (d *mpDecoder) wrap(p path, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -452,10 +503,7 @@ func (d *mpDecoder) wrap(field string, err error) error {
 	if errors.As(err, &ve) {
 		return err
 	}
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return malformed(field, err)
+	return malformed(p.String(), err)
 }
 
 func isMap(c byte) bool {

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -70,7 +69,7 @@ func (c *Command) Validate() error {
 	if c.PK == "" {
 		return invalid("pk", RulePKRequired, "the partition key is empty; the journal subject needs a non-empty pk token")
 	}
-	if err := validateKey("pk", c.PK, len(c.PK)); err != nil {
+	if err := validateKey(topPath("pk"), c.PK, len(c.PK)); err != nil {
 		return err
 	}
 	if n := len(c.Ops); n < 1 || n > MaxOpsPerCommand {
@@ -130,23 +129,23 @@ func validateTable(t string) error {
 
 // validateKey checks a PartitionKey or RowKey whose stored length is
 // stored bytes.
-func validateKey(field, key string, stored int) error {
+func validateKey(p path, key string, stored int) error {
 	for i, r := range key {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(key[i:], "\uFFFD"):
-			return invalid(field, RuleInvalidUTF8, "not valid UTF-8 at byte %d", i)
+			return p.fail(RuleInvalidUTF8, "not valid UTF-8 at byte %d", i)
 		case r == '/' || r == '\\' || r == '#' || r == '?':
-			return invalid(field, RuleKeyForbiddenChar, "contains %q at byte %d", r, i)
+			return p.fail(RuleKeyForbiddenChar, "contains %q at byte %d", r, i)
 		case r <= 0x1F || r >= 0x7F && r <= 0x9F:
-			return invalid(field, RuleKeyControlChar, "contains control character %U at byte %d", r, i)
+			return p.fail(RuleKeyControlChar, "contains control character %U at byte %d", r, i)
 		}
 	}
 	if stored > MaxKeyBytes {
 		if stored != len(key) {
-			return invalid(field, RuleKeyTooLong, "%d bytes once escaped for versioning (':' and '%%' take 3), at most %d",
+			return p.fail(RuleKeyTooLong, "%d bytes once escaped for versioning (':' and '%%' take 3), at most %d",
 				stored-RowKeyOverhead, MaxKeyBytes-RowKeyOverhead)
 		}
-		return invalid(field, RuleKeyTooLong, "%d bytes, at most %d", len(key), MaxKeyBytes)
+		return p.fail(RuleKeyTooLong, "%d bytes, at most %d", len(key), MaxKeyBytes)
 	}
 	return nil
 }
@@ -160,30 +159,29 @@ func versionKeyLen(rk string) int {
 // validateOp checks one row operation and returns its entity's size.
 func (c *Command) validateOp(i int) (int, error) {
 	op := &c.Ops[i]
-	field := func(name string) string { return fmt.Sprintf("ops[%d].%s", i, name) }
 	if !op.Op.Valid() {
-		return 0, invalid(field("op"), RuleUnknownOp,
+		return 0, opPath(i, "op").fail(RuleUnknownOp,
 			"unknown operation %q; want insert, replace, merge, upsert, upsertMerge or delete", op.Op)
 	}
-	if err := validateKey(field("rk"), op.RK, versionKeyLen(op.RK)); err != nil {
+	if err := validateKey(opPath(i, "rk"), op.RK, versionKeyLen(op.RK)); err != nil {
 		return 0, err
 	}
 	if op.IfVersion != nil {
 		if *op.IfVersion < 0 {
-			return 0, invalid(field("ifVersion"), RuleIfVersionRange, "ifVersion %d is negative", *op.IfVersion)
+			return 0, opPath(i, "ifVersion").fail(RuleIfVersionRange, "ifVersion %d is negative", *op.IfVersion)
 		}
 		if op.Op == OpInsert {
-			return 0, invalid(field("ifVersion"), RuleInsertIfVersion, "an insert cannot carry ifVersion: it already means the row must not exist")
+			return 0, opPath(i, "ifVersion").fail(RuleInsertIfVersion, "an insert cannot carry ifVersion: it already means the row must not exist")
 		}
 	}
 	switch {
 	case op.Op == OpDelete && len(op.Entity) > 0:
-		return 0, invalid(field("entity"), RuleDeleteEntity, "a delete carries no properties, got %d", len(op.Entity))
+		return 0, entityPath(i).fail(RuleDeleteEntity, "a delete carries no properties, got %d", len(op.Entity))
 	case op.Op != OpDelete && op.Entity == nil:
-		return 0, invalid(field("entity"), RuleEntityRequired, "%s needs an entity (an empty one is fine)", op.Op)
+		return 0, entityPath(i).fail(RuleEntityRequired, "%s needs an entity (an empty one is fine)", op.Op)
 	}
 	if n := len(op.Entity); n > MaxProperties {
-		return 0, invalid(field("entity"), RuleTooManyProperties, "%d properties, at most %d", n, MaxProperties)
+		return 0, entityPath(i).fail(RuleTooManyProperties, "%d properties, at most %d", n, MaxProperties)
 	}
 	for name, v := range op.Entity {
 		if checkProperty(name, v) != nil {
@@ -192,7 +190,7 @@ func (c *Command) validateOp(i int) (int, error) {
 	}
 	size := EntitySize(c.PK, op.RK, op.Entity)
 	if size > MaxEntitySize {
-		return 0, invalid(field("entity"), RuleEntityTooLarge, "%d bytes, at most %d (%d minus %d for system columns)",
+		return 0, entityPath(i).fail(RuleEntityTooLarge, "%d bytes, at most %d (%d minus %d for system columns)",
 			size, MaxEntitySize, MaxEntityBytes, SystemColumnsReserve)
 	}
 	return size, nil
@@ -202,7 +200,7 @@ func (c *Command) validateOp(i int) (int, error) {
 func firstBadProperty(i int, e Entity) error {
 	for _, name := range appendSortedKeys(nil, e) {
 		if err := checkProperty(name, e[name]); err != nil {
-			err.Field = entityField(i, name)
+			err.Field = propertyPath(i, name).String()
 			return err
 		}
 	}
@@ -269,7 +267,7 @@ func validateMeta(m map[string]string) error {
 		if checkMeta(k, v) != nil {
 			for _, k := range appendSortedKeys(nil, m) {
 				if err := checkMeta(k, m[k]); err != nil {
-					err.Field = fmt.Sprintf("meta[%q]", k)
+					err.Field = metaPath(k).String()
 					return err
 				}
 			}

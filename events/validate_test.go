@@ -222,12 +222,16 @@ func TestValidateAccepts(t *testing.T) {
 		mod  func(*events.Command)
 	}{
 		{"as is", func(*events.Command) {}},
-		{"same RK twice", func(c *events.Command) { c.Ops = append(c.Ops, c.Ops[0], events.RowOp{Op: events.OpDelete, RK: c.Ops[0].RK}) }},
+		{"same RK twice", func(c *events.Command) {
+			c.Ops = append(c.Ops, c.Ops[0], events.RowOp{Op: events.OpDelete, RK: c.Ops[0].RK})
+		}},
 		{"empty entity", func(c *events.Command) { c.Ops[0].Entity = events.Entity{} }},
 		{"delete with empty entity", func(c *events.Command) { c.Ops[0] = events.RowOp{Op: events.OpDelete, Entity: events.Entity{}} }},
 		{"empty RK", func(c *events.Command) { c.Ops[0].RK = "" }},
 		{"ifVersion 0 on merge", func(c *events.Command) { c.Ops[0].Op, c.Ops[0].IfVersion = events.OpMerge, ptr(0) }},
-		{"ifVersion on delete", func(c *events.Command) { c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r", IfVersion: ptr(math.MaxInt64)} }},
+		{"ifVersion on delete", func(c *events.Command) {
+			c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r", IfVersion: ptr(math.MaxInt64)}
+		}},
 		{"ID at most", func(c *events.Command) { c.ID = strings.Repeat("aZ9._:-", 19)[:events.MaxIDLen] }},
 		{"table at most", func(c *events.Command) { c.Table = "T" + strings.Repeat("0", 62) }},
 		{"table shortest", func(c *events.Command) { c.Table = "a1B" }},

@@ -2,7 +2,6 @@ package events
 
 import (
 	"encoding/base64"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -47,10 +46,7 @@ func (b *entityBuilder) reset(op, sizeHint int) {
 	b.pending = b.pending[:0]
 }
 
-func (b *entityBuilder) field(name string) string { return entityField(b.op, name) }
-
-// entityField is the ValidationError field of a property.
-func entityField(op int, name string) string { return fmt.Sprintf("ops[%d].entity[%q]", op, name) }
+func (b *entityBuilder) field(name string) string { return propertyPath(b.op, name).String() }
 
 // add records one key of the entity object: a property in its natural
 // kind, or an annotation when key ends in "@odata.type" (then v must be a
@@ -77,6 +73,11 @@ func (b *entityBuilder) addAnnotation(name string, v Value) error {
 	if !ok {
 		return invalid(b.field(name+annotationSuffix), RuleUnknownType, "unknown type %q", v.Str)
 	}
+	return b.addAnnotationType(name, t)
+}
+
+// addAnnotationType records that property name has type t.
+func (b *entityBuilder) addAnnotationType(name string, t Type) error {
 	for _, a := range b.ann {
 		if a.name == name {
 			return invalid(b.field(name+annotationSuffix), RuleDuplicateField, "annotation given twice")

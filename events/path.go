@@ -1,0 +1,66 @@
+package events
+
+import (
+	"strconv"
+	"strings"
+)
+
+// path locates a value in a command, as ValidationError.Field names it.
+// It is a small value so that decoding and validating can carry it
+// everywhere and only format it for an error.
+type path struct {
+	kind pathKind
+	op   int    // the operation, for pathOp and pathProperty
+	name string // the field, property or meta key
+}
+
+type pathKind uint8
+
+const (
+	pathTop      pathKind = iota // name: "id", "ops", ... or "" for the whole input
+	pathOp                       // ops[op], or ops[op].name when name is set
+	pathEntity                   // ops[op].entity
+	pathProperty                 // ops[op].entity["name"]
+	pathMeta                     // meta["name"]
+)
+
+func topPath(name string) path              { return path{kind: pathTop, name: name} }
+func opPath(op int, name string) path       { return path{kind: pathOp, op: op, name: name} }
+func entityPath(op int) path                { return path{kind: pathEntity, op: op} }
+func propertyPath(op int, name string) path { return path{kind: pathProperty, op: op, name: name} }
+func metaPath(key string) path              { return path{kind: pathMeta, name: key} }
+func (p path) with(name string) path        { p.name = name; return p }
+func (p path) fail(r Rule, format string, args ...any) *ValidationError {
+	return invalid(p.String(), r, format, args...)
+}
+
+// String formats p: "pk", "ops[3].rk", `ops[3].entity["qty"]`, `meta["k"]`.
+func (p path) String() string {
+	var b strings.Builder
+	switch p.kind {
+	case pathTop:
+		return p.name
+	case pathMeta:
+		b.WriteString("meta[")
+		b.WriteString(strconv.Quote(p.name))
+		b.WriteString("]")
+		return b.String()
+	}
+	b.WriteString("ops[")
+	b.WriteString(strconv.Itoa(p.op))
+	b.WriteString("]")
+	switch p.kind {
+	case pathOp:
+		if p.name != "" {
+			b.WriteString(".")
+			b.WriteString(p.name)
+		}
+	case pathEntity:
+		b.WriteString(".entity")
+	case pathProperty:
+		b.WriteString(".entity[")
+		b.WriteString(strconv.Quote(p.name))
+		b.WriteString("]")
+	}
+	return b.String()
+}
