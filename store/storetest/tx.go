@@ -155,6 +155,21 @@ func testEntityBytesLimit(t *testing.T, e *env) {
 	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "big", Props: want})
 	e.wantProps(want, e.get(name, "p", "big").Props, "an entity just under 1 MiB")
 
+	// Every write kind takes it, alone and beside other ops; the projector
+	// writes a row and its version rows in one transaction.
+	near := want
+	if e.q.EntityLimitOnWire {
+		near = bigEntity(11, 3)
+	}
+	for i, kind := range []store.OpKind{store.Insert, store.Upsert, store.UpsertMerge, store.Replace, store.Merge} {
+		rk := fmt.Sprintf("kind%d", i)
+		if kind == store.Replace || kind == store.Merge {
+			e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: rk, Props: events.Entity{"bin00": events.Int32(0)}})
+		}
+		e.mustTx(name, "p", store.Op{Kind: kind, RK: rk, Props: near}, store.Op{Kind: store.Upsert, RK: rk + "small"})
+		e.wantProps(near, e.get(name, "p", rk).Props, kind.String()+" of an entity just under 1 MiB")
+	}
+
 	err := e.tx(name, "p",
 		store.Op{Kind: store.Insert, RK: "ok", Props: events.Entity{"a": events.Int32(1)}},
 		store.Op{Kind: store.Insert, RK: "over", Props: bigEntity(16, 2)})
