@@ -94,11 +94,22 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
-	ns.SetLoggerV2(slogAdapter{cfg.Logger}, false, false, false)
+	log := slogAdapter{l: cfg.Logger, fatal: make(chan string, 1)}
+	ns.SetLoggerV2(log, false, false, false)
 	ns.Start()
-	if !ns.ReadyForConnections(30 * time.Second) {
-		ns.Shutdown()
-		return nil, fmt.Errorf("start server on %s: not ready for connections", cfg.Listen)
+	// A fatal error (such as the port in use) only reaches the log; watch it
+	// rather than wait out the whole readiness timeout.
+	for deadline := time.Now().Add(30 * time.Second); !ns.ReadyForConnections(50 * time.Millisecond); {
+		select {
+		case msg := <-log.fatal:
+			ns.Shutdown()
+			return nil, fmt.Errorf("start server on %s: %s", cfg.Listen, msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			ns.Shutdown()
+			return nil, fmt.Errorf("start server on %s: not ready for connections after 30s", cfg.Listen)
+		}
 	}
 	if !ns.JetStreamEnabled() {
 		ns.Shutdown()
@@ -133,8 +144,12 @@ func (s *Server) Shutdown() {
 	s.ns.WaitForShutdown()
 }
 
-// slogAdapter feeds nats-server's log into slog.
-type slogAdapter struct{ l *slog.Logger }
+// slogAdapter feeds nats-server's log into slog, and its first fatal error
+// into fatal.
+type slogAdapter struct {
+	l     *slog.Logger
+	fatal chan string
+}
 
 func (a slogAdapter) log(level slog.Level, format string, v []any) {
 	ctx := context.Background()
@@ -145,7 +160,13 @@ func (a slogAdapter) log(level slog.Level, format string, v []any) {
 
 func (a slogAdapter) Noticef(format string, v ...any) { a.log(slog.LevelInfo, format, v) }
 func (a slogAdapter) Warnf(format string, v ...any)   { a.log(slog.LevelWarn, format, v) }
-func (a slogAdapter) Fatalf(format string, v ...any)  { a.log(slog.LevelError, format, v) }
-func (a slogAdapter) Errorf(format string, v ...any)  { a.log(slog.LevelError, format, v) }
-func (a slogAdapter) Debugf(format string, v ...any)  { a.log(slog.LevelDebug, format, v) }
-func (a slogAdapter) Tracef(format string, v ...any)  { a.log(slog.LevelDebug-4, format, v) }
+func (a slogAdapter) Fatalf(format string, v ...any) {
+	a.log(slog.LevelError, format, v)
+	select {
+	case a.fatal <- fmt.Sprintf(format, v...):
+	default:
+	}
+}
+func (a slogAdapter) Errorf(format string, v ...any) { a.log(slog.LevelError, format, v) }
+func (a slogAdapter) Debugf(format string, v ...any) { a.log(slog.LevelDebug, format, v) }
+func (a slogAdapter) Tracef(format string, v ...any) { a.log(slog.LevelDebug-4, format, v) }
