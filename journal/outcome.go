@@ -95,20 +95,30 @@ func EnsureOutcomes(ctx context.Context, js jetstream.JetStream) (jetstream.Stre
 	return s, nil
 }
 
-// PublishOutcome stores o and waits for the acknowledgement. Publishing the
-// outcome of the same journal sequence twice stores it once.
-func PublishOutcome(ctx context.Context, js jetstream.JetStream, o Outcome) error {
+// OutcomeMsg renders o as the message PublishOutcome stores, for callers
+// that publish asynchronously. Its Nats-Msg-Id is "outcome-<seq>", so
+// publishing the outcome of one journal sequence twice stores it once.
+func OutcomeMsg(o Outcome) (*nats.Msg, error) {
 	data, err := json.Marshal(o)
 	if err != nil {
-		return fmt.Errorf("publish outcome %s: %w", o.ID, err)
+		return nil, fmt.Errorf("outcome %s: %w", o.ID, err)
 	}
-	msg := &nats.Msg{
+	return &nats.Msg{
 		Subject: OutcomeSubject(o.ID),
 		Header: nats.Header{
 			jetstream.MsgIDHeader: []string{"outcome-" + strconv.FormatUint(o.Seq, 10)},
 			"Content-Type":        []string{"application/json"},
 		},
 		Data: data,
+	}, nil
+}
+
+// PublishOutcome stores o and waits for the acknowledgement. Publishing the
+// outcome of the same journal sequence twice stores it once.
+func PublishOutcome(ctx context.Context, js jetstream.JetStream, o Outcome) error {
+	msg, err := OutcomeMsg(o)
+	if err != nil {
+		return fmt.Errorf("publish %w", err)
 	}
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("publish outcome %s seq %d: %w", o.ID, o.Seq, err)

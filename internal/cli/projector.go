@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store/stores"
+)
+
+const projectorUsage = `Usage: projector [flags]
+
+Applies the journal to tables, continuously, until SIGINT or SIGTERM.
+
+With no flags it runs everything locally: an embedded JetStream server (file
+storage, fsync before every acknowledgement) listening on --nats-listen so
+writers in other processes can publish, and the embedded table store, both
+under --data. With --nats it uses that server and starts none; with --tables
+it uses that table store (an Azure connection string, or sqlite:PATH).
+
+Flags:
+`
+
+// Projector runs the projector command.
+func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("projector", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, projectorUsage); fs.PrintDefaults() }
+	var (
+		nf         natsFlags
+		data       = fs.String("data", envOr(EnvData, "./data"), "data folder for the embedded server and store (env "+EnvData+")")
+		listen     = fs.String("nats-listen", "127.0.0.1:4222", "address of the embedded JetStream server (when --nats is not set)")
+		noSync     = fs.Bool("no-fsync", false, "embedded server: do not fsync before acknowledging (faster, can lose acknowledged commands on power loss)")
+		tables     = fs.String("tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+EnvTables+")")
+		shards     = fs.String("shards", "", "comma-separated shards this instance owns; default all")
+		jshards    = fs.Int("journal-shards", 0, "shard count when creating the journal stream (default 16); must match an existing stream")
+		dupWindow  = fs.Duration("dup-window", 0, "journal duplicate window when creating the stream (default 2m)")
+		noChanges  = fs.Bool("no-change-feed", false, "do not publish the change feed")
+		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
+		logJSON    = fs.Bool("log-json", false, "log as JSON lines")
+		cacheRows  = fs.Int("cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
+		fetchBatch = fs.Int("fetch-batch", 0, "most journal messages taken at once per shard (default 512)")
+	)
+	nf.register(fs, "")
+	if err := fs.Parse(args); err != nil {
+		return usageError(err)
+	}
+	if fs.NArg() > 0 {
+		return usageError(fmt.Errorf("unexpected argument %q; the projector takes only flags", fs.Arg(0)))
+	}
+	if *tables == "" {
+		*tables = envOr(EnvTables, "")
+	}
+	log, err := newLogger(stderr, *logLevel, *logJSON)
+	if err != nil {
+		return usageError(err)
+	}
+	cfg := projection.Config{
+		Journal:      journal.Config{Shards: *jshards, Duplicates: *dupWindow},
+		NoChangeFeed: *noChanges,
+		FetchBatch:   *fetchBatch,
+		Applier:      projection.ApplierConfig{CacheRows: *cacheRows},
+		Logger:       log,
+	}
+	if *shards != "" {
+		for _, s := range strings.Split(*shards, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return usageError(fmt.Errorf("--shards: %q is not a shard number", s))
+			}
+			cfg.Shards = append(cfg.Shards, n)
+		}
+	}
+
+	url := nf.url
+	if url == "" {
+		srv, err := journal.StartServer(journal.ServerConfig{
+			Dir: filepath.Join(*data, "jetstream"), Listen: *listen, NoSync: *noSync, Logger: log,
+		})
+		if err != nil {
+			return fmt.Errorf("embedded JetStream server: %w", err)
+		}
+		defer srv.Shutdown()
+		url = srv.ClientURL()
+		log.Info("embedded JetStream server started", "url", url, "dir", filepath.Join(*data, "jetstream"), "fsync", !*noSync)
+	}
+	nc, js, err := connectURL(&nf, url, "tablejournal-projector")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	st, closeStore, err := stores.Open(ctx, *tables, *data)
+	if err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	defer closeStore.Close()
+	log.Info("table store opened", "tables", stores.Describe(*tables))
+
+	p, err := projection.New(ctx, js, st, cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("projector running")
+	if err := p.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("projector stopped")
+	return nil
+}
+
+func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if asJSON {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// ErrUsage marks a command-line mistake; mains exit with status 2 on it.
+var ErrUsage = errors.New("usage")
+
+func usageError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUsage, err)
+}
+
+// waitTimeout is how long a command waits for a server to answer when the
+// caller set no deadline.
+const waitTimeout = 30 * time.Second

@@ -1,0 +1,177 @@
+package projection
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// ChangeStream is the JetStream stream of the change feed. Its subjects are
+// changes.<table>.<pk-token>, so a consumer can follow one table or one
+// partition; events of one row are in journal order.
+const ChangeStream = "CHANGES"
+
+// ChangeEvent is one applied row change, as published on the change feed.
+// Before and After are entities in the same OData JSON form commands use.
+type ChangeEvent struct {
+	Table   string          `json:"table"`
+	PK      string          `json:"pk"`
+	RK      string          `json:"rk"`
+	Op      ChangeKind      `json:"op"`
+	Version int64           `json:"version"`
+	Cmd     string          `json:"cmd"`
+	Seq     uint64          `json:"seq"`
+	At      time.Time       `json:"at"`
+	Before  json.RawMessage `json:"before,omitempty"`
+	After   json.RawMessage `json:"after,omitempty"`
+}
+
+// ChangeSubject is the subject of change events of one partition.
+func ChangeSubject(table, pk string) string {
+	return "changes." + table + "." + journal.PKToken(pk)
+}
+
+// EnsureChangeFeed creates the change-feed stream if it does not exist.
+func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream) error {
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:       ChangeStream,
+		Subjects:   []string{"changes.>"},
+		Storage:    jetstream.FileStorage,
+		Duplicates: 2 * time.Minute,
+	})
+	if err != nil {
+		return fmt.Errorf("change feed stream: %w", err)
+	}
+	return nil
+}
+
+// publisher publishes the outcomes and change events of one fetched batch.
+// Outcomes of commands that wrote nothing are published synchronously
+// before their batch commits; everything else is published asynchronously
+// and awaited before the journal messages are acknowledged.
+type publisher struct {
+	js      jetstream.JetStream
+	changes bool
+
+	mu      sync.Mutex
+	futures []jetstream.PubAckFuture
+}
+
+func newPublisher(js jetstream.JetStream, changes bool) *publisher {
+	return &publisher{js: js, changes: changes}
+}
+
+func (p *publisher) outcomes(ctx context.Context, part partition, rs []Result, entries []Entry, sync bool) error {
+	at := make(map[uint64]time.Time, len(entries))
+	for _, e := range entries {
+		at[e.Seq] = e.At
+	}
+	for _, r := range rs {
+		if r.Status == Skipped {
+			continue
+		}
+		o := journal.Outcome{
+			ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
+			Status: journal.Status(r.Status), Reason: r.Reason, At: at[r.Seq],
+		}
+		for _, rv := range r.Rows {
+			o.Rows = append(o.Rows, journal.RowVersion{RK: rv.RK, Version: rv.Version, Op: string(rv.Op), Deleted: rv.Deleted})
+		}
+		msg, err := journal.OutcomeMsg(o)
+		if err != nil {
+			return err
+		}
+		if err := p.publish(ctx, msg, sync); err != nil {
+			return fmt.Errorf("outcome of %s: %w", r.ID, err)
+		}
+		if !p.changes {
+			continue
+		}
+		for _, ch := range r.Changes {
+			msg, err := changeMsg(part, r, ch, at[r.Seq])
+			if err != nil {
+				return err
+			}
+			if err := p.publish(ctx, msg, sync); err != nil {
+				return fmt.Errorf("change event of %s: %w", r.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (p *publisher) publish(ctx context.Context, msg *nats.Msg, sync bool) error {
+	if sync {
+		_, err := p.js.PublishMsg(ctx, msg)
+		return err
+	}
+	f, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.futures = append(p.futures, f)
+	p.mu.Unlock()
+	return nil
+}
+
+// wait returns once every asynchronous publish was acknowledged.
+func (p *publisher) wait(ctx context.Context) error {
+	p.mu.Lock()
+	fs := p.futures
+	p.futures = nil
+	p.mu.Unlock()
+	var errs []error
+	for _, f := range fs {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			// Re-send once synchronously; the message ID makes it idempotent.
+			if _, err2 := p.js.PublishMsg(ctx, f.Msg()); err2 != nil {
+				errs = append(errs, fmt.Errorf("publish %s: %w (retry: %w)", f.Msg().Subject, err, err2))
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, error) {
+	ev := ChangeEvent{
+		Table: part.table, PK: part.pk, RK: ch.RK, Op: ch.Kind, Version: ch.Version,
+		Cmd: r.ID, Seq: r.Seq, At: at,
+	}
+	var err error
+	if ch.Before != nil {
+		if ev.Before, err = events.MarshalEntityJSON(ch.Before); err != nil {
+			return nil, err
+		}
+	}
+	if ch.After != nil {
+		if ev.After, err = events.MarshalEntityJSON(ch.After); err != nil {
+			return nil, err
+		}
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	msg := nats.NewMsg(ChangeSubject(part.table, part.pk))
+	msg.Data = data
+	msg.Header.Set(events.HeaderContentType, events.ContentTypeJSON)
+	// One event per (command, row version): a republish is deduplicated.
+	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("chg-%d-%d-%s", r.Seq, ch.Version,
+		base64.RawURLEncoding.EncodeToString([]byte(ch.RK))))
+	return msg, nil
+}

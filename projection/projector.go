@@ -1,0 +1,328 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// Log keys used by the projector.
+const (
+	LogSeq   = "seq"
+	LogTable = "table"
+	LogPK    = "pk"
+	LogCmd   = "cmd"
+	LogShard = "shard"
+)
+
+// Config configures a Projector. The zero value projects every shard of the
+// default journal with the change feed on.
+type Config struct {
+	// Journal names the journal stream. If zero, journal.Config defaults.
+	Journal journal.Config
+	// Shards lists the shards this instance owns. If nil, all of them.
+	Shards []int
+	// Durable prefixes the durable consumer names ("<Durable>-<shard>").
+	// If zero, "projector".
+	Durable string
+	// FetchBatch is the most messages taken from a shard at once. If zero, 512.
+	FetchBatch int
+	// Concurrency bounds the partitions of one shard applied at once. If
+	// zero, 16.
+	Concurrency int
+	// NoChangeFeed turns the change feed off.
+	NoChangeFeed bool
+	// Applier configures the versioned apply.
+	Applier ApplierConfig
+	// Logger receives the projector's logs. If nil, slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Durable == "" {
+		c.Durable = "projector"
+	}
+	if c.FetchBatch == 0 {
+		c.FetchBatch = 512
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 16
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Projector applies the journal to a table store continuously.
+type Projector struct {
+	cfg     Config
+	js      jetstream.JetStream
+	j       *journal.Journal
+	applier *Applier
+	store   store.Store
+	log     *slog.Logger
+}
+
+// New prepares a projector: it ensures the journal, outcome and change-feed
+// streams exist.
+func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config) (*Projector, error) {
+	cfg.setDefaults()
+	j, err := journal.Ensure(ctx, js, cfg.Journal)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := journal.EnsureOutcomes(ctx, js); err != nil {
+		return nil, err
+	}
+	if !cfg.NoChangeFeed {
+		if err := EnsureChangeFeed(ctx, js); err != nil {
+			return nil, err
+		}
+	}
+	for _, sh := range cfg.Shards {
+		if sh < 0 || sh >= j.Shards() {
+			return nil, fmt.Errorf("shard %d out of range: the journal has %d shards", sh, j.Shards())
+		}
+	}
+	if cfg.Shards == nil {
+		for i := 0; i < j.Shards(); i++ {
+			cfg.Shards = append(cfg.Shards, i)
+		}
+	}
+	return &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger}, nil
+}
+
+// Run projects until ctx is cancelled, then drains the batches in flight and
+// returns nil. It returns early with an error when a shard fails
+// persistently: that shard's commands are never skipped, so it stops the
+// whole projector loudly and a restart resumes at the failed command.
+func (p *Projector) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, sh := range p.cfg.Shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.runShard(ctx, sh); err != nil {
+				p.log.Error("shard stopped", LogShard, sh, "err", err)
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("shard %d: %w", sh, err))
+				mu.Unlock()
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (p *Projector) runShard(ctx context.Context, shard int) error {
+	name := fmt.Sprintf("%s-%d", p.cfg.Durable, shard)
+	cons, err := p.js.CreateOrUpdateConsumer(ctx, p.j.Name(), jetstream.ConsumerConfig{
+		Durable:       name,
+		FilterSubject: journal.ShardFilter(shard),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       5 * time.Minute,
+		MaxAckPending: 4 * p.cfg.FetchBatch,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", name, err)
+	}
+	for ctx.Err() == nil {
+		msgs, err := p.fetch(ctx, cons)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			p.log.Warn("fetch failed; retrying", LogShard, shard, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		// Drain: a batch once fetched is finished even if ctx is cancelled.
+		if err := p.process(context.WithoutCancel(ctx), msgs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fetch waits up to a second for one message, then takes whatever else is
+// ready without waiting, so latency stays low when idle and batches grow
+// under load.
+func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetstream.Msg, error) {
+	first, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	var msgs []jetstream.Msg
+	for m := range first.Messages() {
+		msgs = append(msgs, m)
+	}
+	if err := first.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		return nil, err
+	}
+	if len(msgs) == 0 || p.cfg.FetchBatch <= 1 {
+		return msgs, nil
+	}
+	rest, err := cons.FetchNoWait(p.cfg.FetchBatch - 1)
+	if err != nil {
+		return msgs, nil
+	}
+	for m := range rest.Messages() {
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+type partition struct{ table, pk string }
+
+// process applies one fetched batch: partitions concurrently, each in
+// journal order; outcomes and changes are published before any message is
+// acknowledged.
+func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
+	groups := make(map[partition][]Entry)
+	var order []partition
+	for _, m := range msgs {
+		part, e := p.entry(m)
+		if _, ok := groups[part]; !ok {
+			order = append(order, part)
+		}
+		groups[part] = append(groups[part], e)
+	}
+	pub := newPublisher(p.js, !p.cfg.NoChangeFeed)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, p.cfg.Concurrency)
+	)
+	for _, part := range order {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := p.applier.Apply(ctx, part.table, part.pk, groups[part], Hooks{
+				BeforeCommit: func(ctx context.Context, rs []Result) error {
+					for i := range rs {
+						if rs[i].Status == Skipped {
+							if err := p.recoverOutcome(ctx, part, &rs[i], groups[part]); err != nil {
+								return err
+							}
+						}
+					}
+					p.logResults(part, rs)
+					// Rejections must be durable before a later command's effect is.
+					return pub.outcomes(ctx, part, rs, groups[part], true)
+				},
+				AfterCommit: func(ctx context.Context, rs []Result) error {
+					p.logResults(part, rs)
+					return pub.outcomes(ctx, part, rs, groups[part], false)
+				},
+			})
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s/%q: %w", part.table, part.pk, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := pub.wait(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, m := range msgs {
+		_ = m.Ack() // a lost ack means a redelivery, which the rows' _seq skip
+	}
+	return nil
+}
+
+// entry turns a journal message into an Entry; an undecodable or invalid
+// message becomes an entry carrying its error.
+func (p *Projector) entry(m jetstream.Msg) (partition, Entry) {
+	var e Entry
+	if md, err := m.Metadata(); err == nil {
+		e.Seq, e.At = md.Sequence.Stream, md.Timestamp.UTC()
+	}
+	e.ID = m.Headers().Get(jetstream.MsgIDHeader)
+	table, _, pk, err := journal.ParseSubject(m.Subject())
+	part := partition{table, pk}
+	if err != nil {
+		part = partition{"", m.Subject()}
+		e.Err = err
+		return part, e
+	}
+	cmd, err := journal.DecodeMsg(journal.Msg{Seq: e.Seq, Subject: m.Subject(), Time: e.At, Header: m.Headers(), Data: m.Data()})
+	switch {
+	case err != nil:
+		e.Err = err
+	case e.ID != "" && e.ID != cmd.ID:
+		e.Err = fmt.Errorf("%w: Nats-Msg-Id %q differs from command id %q", events.ErrInvalid, e.ID, cmd.ID)
+	default:
+		e.ID, e.Cmd = cmd.ID, cmd
+	}
+	return part, e
+}
+
+func (p *Projector) logResults(part partition, rs []Result) {
+	for _, r := range rs {
+		switch r.Status {
+		case Rejected:
+			p.log.Warn("command rejected", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID, "reason", r.Reason)
+		case Duplicate:
+			p.log.Info("duplicate command", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
+		case Applied:
+			p.log.Debug("command applied", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
+		}
+	}
+}
+
+// recoverOutcome handles a redelivered command whose effect is already in
+// the table: if its outcome was published, there is nothing to do; if the
+// projector crashed between commit and publish, the outcome is rebuilt from
+// the version rows that carry its sequence.
+func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
+	if _, err := journal.LookupOutcome(ctx, p.js, r.ID); err == nil {
+		return nil
+	} else if !errors.Is(err, journal.ErrNotFound) {
+		return err
+	}
+	var cmd *events.Command
+	for _, e := range entries {
+		if e.Seq == r.Seq {
+			cmd = e.Cmd
+		}
+	}
+	if cmd == nil {
+		return nil
+	}
+	rows, err := VersionsBySeq(ctx, p.store, part.table, part.pk, cmd, r.Seq)
+	if err != nil {
+		return err
+	}
+	r.Status, r.Rows = Applied, rows
+	return nil
+}
