@@ -5,4 +5,27 @@
 // It holds the two wire codecs (MessagePack, the default, and JSON in the
 // Azure Tables OData minimal-metadata entity form) and the validation of every
 // limit in SPEC §2. It does no I/O.
+//
+// A producer validates, then encodes:
+//
+//	if err := c.Validate(); err != nil { ... }
+//	data, err := events.Encode(c, events.ContentTypeMsgpack)
+//
+// and sets the HeaderContentType and HeaderSchema message headers. A consumer
+// decodes, then validates again, since a command can come from any client:
+//
+//	c, err := events.Decode(data, msg.Header.Get(events.HeaderContentType))
+//	if err == nil {
+//		err = c.Validate()
+//	}
+//
+// Decoding checks the form and every literal; Validate checks the limits.
+// Either way a bad command gives a *ValidationError naming the field and the
+// Rule it broke, which wraps ErrInvalid (checked with errors.Is). Rules are
+// stable strings, fit to record as a rejection reason.
+//
+// Both encodings are deterministic (properties and meta keys sorted), and
+// whatever decodes re-encodes to a command that decodes Equal, in either form:
+// Int64 beyond 2^53, DateTime to 100 ns, Doubles such as 12.0, -0 and NaN, and
+// binary up to 64 KiB keep their exact type and value.
 package events

@@ -33,12 +33,12 @@ const (
 	RuleKeyForbiddenChar = Rule("key-forbidden-char") // a key holds '/', '\\', '#' or '?'
 	RuleKeyControlChar   = Rule("key-control-char")   // a key holds U+0000–U+001F or U+007F–U+009F
 
-	RuleOpsCount        = Rule("ops-count")           // not 1..MaxOpsPerCommand row operations
-	RuleUnknownOp       = Rule("unknown-op")          // op is not one of the six OpKinds
-	RuleDeleteEntity    = Rule("delete-entity")       // a delete carries properties
-	RuleEntityRequired  = Rule("entity-required")     // a non-delete op has no entity (an empty one is fine)
-	RuleInsertIfVersion = Rule("insert-if-version")   // an insert carries ifVersion, which it cannot mean
-	RuleIfVersionRange  = Rule("if-version-negative") // ifVersion is negative
+	RuleOpsCount          = Rule("ops-count")           // not 1..MaxOpsPerCommand row operations
+	RuleUnknownOp         = Rule("unknown-op")          // op is not one of the six OpKinds
+	RuleDeleteEntity      = Rule("delete-entity")       // a delete carries properties
+	RuleEntityRequired    = Rule("entity-required")     // a non-delete op has no entity (an empty one is fine)
+	RuleInsertIfVersion   = Rule("insert-if-version")   // an insert carries ifVersion, which it cannot mean
+	RuleIfVersionNegative = Rule("if-version-negative") // ifVersion is negative
 
 	RulePropertyName       = Rule("property-name")        // not a C# identifier
 	RulePropertyNameLength = Rule("property-name-length") // longer than MaxPropertyNameLen UTF-16 units

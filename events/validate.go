@@ -168,7 +168,7 @@ func (c *Command) validateOp(i int) (int, error) {
 	}
 	if op.IfVersion != nil {
 		if *op.IfVersion < 0 {
-			return 0, opPath(i, "ifVersion").fail(RuleIfVersionRange, "ifVersion %d is negative", *op.IfVersion)
+			return 0, opPath(i, "ifVersion").fail(RuleIfVersionNegative, "ifVersion %d is negative", *op.IfVersion)
 		}
 		if op.Op == OpInsert {
 			return 0, opPath(i, "ifVersion").fail(RuleInsertIfVersion, "an insert cannot carry ifVersion: it already means the row must not exist")

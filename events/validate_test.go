@@ -126,7 +126,7 @@ func TestValidateRejects(t *testing.T) {
 			c.Ops[0].Op = events.OpInsert
 			c.Ops[0].IfVersion = ptr(0)
 		}, events.RuleInsertIfVersion, "ops[0].ifVersion"},
-		{"negative ifVersion", func(c *events.Command) { c.Ops[0].IfVersion = ptr(-1) }, events.RuleIfVersionRange, "ops[0].ifVersion"},
+		{"negative ifVersion", func(c *events.Command) { c.Ops[0].IfVersion = ptr(-1) }, events.RuleIfVersionNegative, "ops[0].ifVersion"},
 		{"reserved property _x", setEntity("_x", events.Int32(1)), events.RulePropertyReserved, `ops[0].entity["_x"]`},
 		{"reserved property _v", setEntity("_v", events.Int64(1)), events.RulePropertyReserved, `ops[0].entity["_v"]`},
 		{"property PartitionKey", setEntity("PartitionKey", events.String("p")), events.RulePropertySystem, `ops[0].entity["PartitionKey"]`},
