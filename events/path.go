@@ -29,7 +29,6 @@ func opPath(op int, name string) path       { return path{kind: pathOp, op: op, 
 func entityPath(op int) path                { return path{kind: pathEntity, op: op} }
 func propertyPath(op int, name string) path { return path{kind: pathProperty, op: op, name: name} }
 func metaPath(key string) path              { return path{kind: pathMeta, name: key} }
-func (p path) with(name string) path        { p.name = name; return p }
 func (p path) fail(r Rule, format string, args ...any) *ValidationError {
 	return invalid(p.String(), r, format, args...)
 }
