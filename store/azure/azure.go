@@ -49,7 +49,8 @@ func New(cfg Config) (*Store, error) {
 				http.StatusServiceUnavailable, http.StatusGatewayTimeout,
 			},
 		},
-		Telemetry: policy.TelemetryOptions{ApplicationID: "tablejournal"},
+		Telemetry:       policy.TelemetryOptions{ApplicationID: "tablejournal"},
+		PerCallPolicies: []policy.Policy{batchKeyPolicy{}},
 	}}
 	if cfg.Transport != nil {
 		opts.Transport = cfg.Transport

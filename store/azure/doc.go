@@ -33,12 +33,20 @@
 //
 // # Transactions
 //
-// Transact validates with store.ValidateTx before sending (Azurite accepts
-// batches Azure refuses, such as over 1 MiB entities, Azure/Azurite#1215 for
-// cross-partition batches), then submits one entity-group transaction. When
-// the service refuses it, the inner multipart response is parsed for the
-// failing operation's index ("3:The specified entity already exists") and
-// error code, and the error is a *store.TxError.
+// Transact validates with store.ValidateTx before sending, so that both
+// backends refuse the same things and Azurite's laxness (it accepts entities
+// over 1 MiB, over 252 properties, and batches spanning partitions,
+// Azure/Azurite#1215) never shows. It then submits one entity-group
+// transaction with the SDK's SubmitTransaction. When the service refuses it,
+// the SDK reports only the outer HTTP 202; the inner multipart response is
+// parsed here for the failed operation's index ("3:The specified entity
+// already exists.") and error code, and the error is a *store.TxError.
+//
+// Two limits of the aztables SDK show through: it cannot address a row
+// whose PartitionKey is empty, so Replace, Merge, Upsert, UpsertMerge and
+// Delete in the empty partition are refused with ErrInvalid (Insert, Get and
+// Query work); and it does not escape single quotes in the key literals of
+// the URLs it builds, so those keys are passed with quotes doubled.
 //
 // # Queries
 //
@@ -49,5 +57,6 @@
 // are pushed to the server where the server's comparison agrees with
 // store.MatchFilter, and every page is filtered again with store.MatchFilter,
 // so the result is the same as the embedded store's whatever the server
-// coerces.
+// coerces. Against Azurite (the devstoreaccount1 account, or
+// Config.Emulator) Int64 conditions stay on the client, see buildFilter.
 package azure

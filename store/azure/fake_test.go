@@ -1,12 +1,18 @@
 package azure
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -358,4 +364,89 @@ func TestDecodeNumbers(t *testing.T) {
 		"a": events.Int32(5), "b": events.Double(5), "c": events.Double(1e300), "d": events.Double(3e9),
 		"e": events.Int64(12), "f": events.Double(math.NaN()), "g": events.Double(-0.5),
 	}, e.Props)
+}
+
+// The $batch body the service receives for keys the SDK cannot address
+// itself: URL key literals with quotes doubled, JSON bodies with the keys as
+// they are, and every operation's Content-Length still right.
+func TestBatchKeysRewrite(t *testing.T) {
+	type inner struct {
+		method, path, body string
+	}
+	var got []inner
+	f, s := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outer := multipart.NewReader(r.Body, params["boundary"])
+		cs, err := outer.NextPart()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, csParams, _ := mime.ParseMediaType(cs.Header.Get("Content-Type"))
+		parts := multipart.NewReader(cs, csParams["boundary"])
+		for {
+			p, err := parts.NextPart()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := http.ReadRequest(bufio.NewReader(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(req.Body)
+			if err != nil {
+				t.Fatalf("inner body shorter than its Content-Length: %v", err)
+			}
+			if rest, _ := io.ReadAll(p); len(bytes.TrimSpace(rest)) != 0 {
+				t.Errorf("inner body longer than its Content-Length by %q", rest)
+			}
+			got = append(got, inner{req.Method, req.URL.EscapedPath(), strings.TrimSpace(string(b))})
+		}
+		w.Header().Set("Content-Type", "multipart/mixed; boundary=batchresponse_1")
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, "--batchresponse_1\r\nContent-Type: multipart/mixed; boundary=cs_2\r\n\r\n--cs_2\r\n"+
+			"Content-Type: application/http\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n\r\n--cs_2--\r\n--batchresponse_1--\r\n")
+	})
+	long := strings.Repeat("x", 200) + "'<&>"
+	err := s.Transact(bg, "orders", "", []store.Op{
+		{Kind: store.Insert, RK: "ins'ert", Props: events.Entity{"n": events.Int32(1)}},
+		{Kind: store.Replace, RK: "it's", Props: events.Entity{"n": events.Int32(2)}},
+		{Kind: store.Merge, RK: long, Props: events.Entity{}},
+		{Kind: store.Delete, RK: "plain"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.count() != 1 || len(got) != 4 {
+		t.Fatalf("%d requests, %d operations", f.count(), len(got))
+	}
+	want := []inner{
+		{"POST", "/devstoreaccount1/orders", `{"PartitionKey":"","RowKey":"ins'ert","n":1}`},
+		{"PUT", "/devstoreaccount1/orders(PartitionKey='',RowKey='it%27%27s')", `{"PartitionKey":"","RowKey":"it's","n":2}`},
+		{"PATCH", "/devstoreaccount1/orders(PartitionKey='',RowKey='" + strings.Repeat("x", 200) + "%27%27%3C&%3E')", `{"PartitionKey":"","RowKey":"` + strings.Repeat("x", 200) + `'\u003c\u0026\u003e"}`},
+		{"DELETE", "/devstoreaccount1/orders(PartitionKey='',RowKey='plain')", ""},
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.method != w.method || g.path != w.path || !sameJSON(g.body, w.body) {
+			t.Errorf("op %d:\n got %s %s %s\nwant %s %s %s", i, g.method, g.path, g.body, w.method, w.path, w.body)
+		}
+	}
+}
+
+// sameJSON compares two JSON texts as values; "" equals "".
+func sameJSON(a, b string) bool {
+	if a == "" || b == "" {
+		return a == b
+	}
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

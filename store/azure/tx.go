@@ -29,39 +29,31 @@ func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) 
 	if err := store.ValidateTx(pk, ops); err != nil {
 		return err
 	}
+	keys, err := newBatchKeys()
+	if err != nil {
+		return fmt.Errorf("azure: transact %s: %w", table, err)
+	}
 	actions := make([]aztables.TransactionAction, len(ops))
 	for i, op := range ops {
-		a, err := action(pk, op)
+		epk, erk := keys.keysFor(pk, op, i)
+		a, err := action(epk, erk, op)
 		if err != nil {
 			return &store.TxError{Index: i, RK: op.RK, Err: err}
 		}
 		actions[i] = a
 	}
-	_, err := s.svc.NewClient(table).SubmitTransaction(ctx, actions, nil)
+	_, err = s.svc.NewClient(table).SubmitTransaction(withBatchKeys(ctx, keys), actions, nil)
 	if err != nil {
 		return s.txError("transact "+table, err, ops)
 	}
 	return nil
 }
 
-// action translates one op. The SDK addresses every op but Insert by a URL
-// built from the PartitionKey and RowKey of the entity it is given, without
-// escaping single quotes as OData key literals require; those keys are
-// passed with quotes doubled. (The service identifies the row by the URL;
-// the keys in the body of a Replace or Merge must then be the doubled ones
-// too, since the SDK sends the same map as the body.) It also refuses an
-// empty PartitionKey in such a URL, so those ops cannot be sent.
-func action(pk string, op store.Op) (aztables.TransactionAction, error) {
+// action translates one op, with the keys to give the SDK (see
+// batchkeys.go).
+func action(pk, rk string, op store.Op) (aztables.TransactionAction, error) {
 	var a aztables.TransactionAction
-	addressed := op.Kind != store.Insert
-	if addressed && pk == "" {
-		return a, fmt.Errorf("%v with an empty PartitionKey: the aztables SDK cannot address it: %w", op.Kind, store.ErrInvalid)
-	}
-	epk, erk := pk, op.RK
-	if addressed {
-		epk, erk = strings.ReplaceAll(pk, "'", "''"), strings.ReplaceAll(op.RK, "'", "''")
-	}
-	body, err := encodeEntity(epk, erk, op.Props)
+	body, err := encodeEntity(pk, rk, op.Props)
 	if err != nil {
 		return a, err
 	}
