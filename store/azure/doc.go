@@ -42,11 +42,10 @@
 // parsed here for the failed operation's index ("3:The specified entity
 // already exists.") and error code, and the error is a *store.TxError.
 //
-// Two limits of the aztables SDK show through: it cannot address a row
-// whose PartitionKey is empty, so Replace, Merge, Upsert, UpsertMerge and
-// Delete in the empty partition are refused with ErrInvalid (Insert, Get and
-// Query work); and it does not escape single quotes in the key literals of
-// the URLs it builds, so those keys are passed with quotes doubled.
+// Two bugs of aztables v1.4.1 are worked around (batchkeys.go): it refuses
+// an empty PartitionKey in the URL of a batch operation, and it does not
+// double the single quotes of keys in those URLs. Such keys go to the SDK as
+// placeholders that a pipeline policy replaces in the finished batch body.
 //
 // # Queries
 //
