@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -142,14 +143,25 @@ func start(ctx context.Context, bin string) (*Server, error) {
 	s.cmd.Stdout = s.out
 	s.cmd.Stderr = s.out
 	s.cmd.SysProcAttr = sysProcAttr()
-	if err := s.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("azurite: start %s: %w", bin, err)
-	}
+	// Pdeathsig fires when the thread that started the child exits, not
+	// the process: start and wait on one locked thread, which then lives
+	// exactly as long as the server.
+	started := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := s.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		s.err = s.cmd.Wait()
 		close(s.done)
 	}()
+	if err := <-started; err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("azurite: start %s: %w", bin, err)
+	}
 	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
 		return nil, err
