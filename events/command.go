@@ -63,8 +63,11 @@ const (
 	// MaxOpsPerCommand is the bound on row operations in one command, so that
 	// any command fits one transaction after versioning overhead.
 	MaxOpsPerCommand = MaxStoreOpsPerTx / StoreOpsPerRowOp
-	// MaxKeyBytes is Azure's limit on a PartitionKey or RowKey.
+	// MaxKeyBytes is Azure's limit on a PartitionKey or RowKey: 1 KiB, which
+	// Azure measures in UTF-16, so MaxKeyUnits code units.
 	MaxKeyBytes = 1024
+	// MaxKeyUnits is the key limit in UTF-16 code units.
+	MaxKeyUnits = MaxKeyBytes / 2
 	// RowKeyOverhead is what versioning adds to a RowKey: the "old:" prefix,
 	// the ":" separator and the fixed-width inverted version (SPEC §4).
 	RowKeyOverhead = 4 + 1 + 19

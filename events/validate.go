@@ -29,7 +29,7 @@ const (
 	//   - the growth of the RowKey into "old:" + escaped RK + ":" + 19
 	//     digits, 1380 bytes: RowKeyOverhead characters, plus 2 for each
 	//     ':' or '%' that escaping expands to 3, of which a RowKey that
-	//     passes RuleKeyTooLong holds at most (MaxKeyBytes-RowKeyOverhead)/3,
+	//     passes RuleKeyTooLong holds at most (MaxKeyUnits-RowKeyOverhead)/3,
 	//     all in UTF-16.
 	SystemColumnsReserve = systemColumnsBytes + versionKeyGrowthBytes
 	// MaxEntitySize is the largest EntitySize a command's entity may have.
@@ -41,7 +41,7 @@ const (
 		(8 + 2*3 + 8) + // _at
 		(8 + 2*3 + 2*len(OpUpsertMerge) + 4) + // _op
 		(8 + 2*8 + 1) // _deleted
-	versionKeyGrowthBytes = 2 * (RowKeyOverhead + 2*((MaxKeyBytes-RowKeyOverhead)/3))
+	versionKeyGrowthBytes = 2 * (RowKeyOverhead + 2*((MaxKeyUnits-RowKeyOverhead)/3))
 )
 
 // Validate checks every rule of SPEC §2 and returns nil or the first
@@ -69,7 +69,7 @@ func (c *Command) Validate() error {
 	if c.PK == "" {
 		return invalid("pk", RulePKRequired, "the partition key is empty; the journal subject needs a non-empty pk token")
 	}
-	if err := validateKey(topPath("pk"), c.PK, len(c.PK)); err != nil {
+	if err := validateKey(topPath("pk"), c.PK, utf16Len(c.PK)); err != nil {
 		return err
 	}
 	if n := len(c.Ops); n < 1 || n > MaxOpsPerCommand {
@@ -128,7 +128,7 @@ func validateTable(t string) error {
 }
 
 // validateKey checks a PartitionKey or RowKey whose stored length is
-// stored bytes.
+// stored UTF-16 code units: Azure measures its 1 KiB key limit in UTF-16.
 func validateKey(p path, key string, stored int) error {
 	for i, r := range key {
 		switch {
@@ -140,12 +140,12 @@ func validateKey(p path, key string, stored int) error {
 			return p.fail(RuleKeyControlChar, "contains control character %U at byte %d", r, i)
 		}
 	}
-	if stored > MaxKeyBytes {
-		if stored != len(key) {
-			return p.fail(RuleKeyTooLong, "%d bytes once escaped for versioning (':' and '%%' take 3), at most %d",
-				stored-RowKeyOverhead, MaxKeyBytes-RowKeyOverhead)
+	if stored > MaxKeyUnits {
+		if stored != utf16Len(key) {
+			return p.fail(RuleKeyTooLong, "%d UTF-16 code units once escaped for versioning (':' and '%%' take 3), at most %d (Azure's 1 KiB less the version suffix)",
+				stored-RowKeyOverhead, MaxKeyUnits-RowKeyOverhead)
 		}
-		return p.fail(RuleKeyTooLong, "%d bytes, at most %d", len(key), MaxKeyBytes)
+		return p.fail(RuleKeyTooLong, "%d UTF-16 code units, at most %d (Azure's 1 KiB)", stored, MaxKeyUnits)
 	}
 	return nil
 }
@@ -153,7 +153,7 @@ func validateKey(p path, key string, stored int) error {
 // versionKeyLen is the length of the longest stored RowKey of rk, its
 // version rows' "old:" + escaped rk + ":" + 19 digits.
 func versionKeyLen(rk string) int {
-	return len(rk) + 2*strings.Count(rk, ":") + 2*strings.Count(rk, "%") + RowKeyOverhead
+	return utf16Len(rk) + 2*strings.Count(rk, ":") + 2*strings.Count(rk, "%") + RowKeyOverhead
 }
 
 // validateOp checks one row operation and returns its entity's size.

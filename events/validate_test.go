@@ -106,9 +106,10 @@ func TestValidateRejects(t *testing.T) {
 		{"pk invalid UTF-8", setPK("a\xffb"), events.RuleInvalidUTF8, "pk"},
 		{"rk invalid UTF-8", setRK("\xed\xa0\x80"), events.RuleInvalidUTF8, "ops[0].rk"},
 		{"pk 1 KiB + 1", setPK(strings.Repeat("p", events.MaxKeyBytes+1)), events.RuleKeyTooLong, "pk"},
-		{"pk 1 KiB + 1 non-ASCII", setPK(strings.Repeat("é", events.MaxKeyBytes/2) + "a"), events.RuleKeyTooLong, "pk"},
+		{"pk 1 KiB + 1 in UTF-16", setPK(strings.Repeat("p", events.MaxKeyUnits+1)), events.RuleKeyTooLong, "pk"},
+		{"pk 1 KiB + 1 non-BMP", setPK(strings.Repeat("😀", events.MaxKeyUnits/2) + "a"), events.RuleKeyTooLong, "pk"},
 		{"rk 1 KiB + 1", setRK(strings.Repeat("r", events.MaxKeyBytes+1)), events.RuleKeyTooLong, "ops[0].rk"},
-		{"rk too long for version rows", setRK(strings.Repeat("r", events.MaxKeyBytes-events.RowKeyOverhead+1)), events.RuleKeyTooLong, "ops[0].rk"},
+		{"rk too long for version rows", setRK(strings.Repeat("r", events.MaxKeyUnits-events.RowKeyOverhead+1)), events.RuleKeyTooLong, "ops[0].rk"},
 		{"rk too long once escaped", setRK(strings.Repeat("r", 998) + ":"), events.RuleKeyTooLong, "ops[0].rk"},
 		{"rk of % too long once escaped", setRK(strings.Repeat("%", 334)), events.RuleKeyTooLong, "ops[0].rk"},
 		{"no ops", func(c *events.Command) { c.Ops = nil }, events.RuleOpsCount, "ops"},
@@ -235,10 +236,11 @@ func TestValidateAccepts(t *testing.T) {
 		{"ID at most", func(c *events.Command) { c.ID = strings.Repeat("aZ9._:-", 19)[:events.MaxIDLen] }},
 		{"table at most", func(c *events.Command) { c.Table = "T" + strings.Repeat("0", 62) }},
 		{"table shortest", func(c *events.Command) { c.Table = "a1B" }},
-		{"pk 1 KiB", func(c *events.Command) { c.PK = strings.Repeat("p", events.MaxKeyBytes) }},
+		{"pk 1 KiB", func(c *events.Command) { c.PK = strings.Repeat("p", events.MaxKeyUnits) }},
+		{"pk 1 KiB non-ASCII", func(c *events.Command) { c.PK = strings.Repeat("é", events.MaxKeyUnits) }},
 		{"pk non-ASCII, U+00A0 and U+FFFD", func(c *events.Command) { c.PK = "Grüße\u00a0世界\uFFFD🚀" }},
-		{"rk longest", func(c *events.Command) { c.Ops[0].RK = strings.Repeat("r", events.MaxKeyBytes-events.RowKeyOverhead) }},
-		{"rk longest escaped", func(c *events.Command) { c.Ops[0].RK = strings.Repeat("r", 997) + ":" }},
+		{"rk longest", func(c *events.Command) { c.Ops[0].RK = strings.Repeat("r", events.MaxKeyUnits-events.RowKeyOverhead) }},
+		{"rk longest escaped", func(c *events.Command) { c.Ops[0].RK = strings.Repeat("r", events.MaxKeyUnits-events.RowKeyOverhead-3) + ":" }},
 		{"MaxOpsPerCommand ops", func(c *events.Command) {
 			for len(c.Ops) < events.MaxOpsPerCommand {
 				c.Ops = append(c.Ops, events.RowOp{Op: events.OpDelete, RK: fmt.Sprint(len(c.Ops))})
@@ -326,7 +328,7 @@ func TestSystemColumnsReserve(t *testing.T) {
 	}
 	sysBytes := events.EntitySize("", "", sys) - events.EntitySize("", "", nil)
 	// The worst version RowKey: as many ':' as fit, each escaped to 3.
-	rk := strings.Repeat(":", (events.MaxKeyBytes-events.RowKeyOverhead)/3)
+	rk := strings.Repeat(":", (events.MaxKeyUnits-events.RowKeyOverhead)/3)
 	if err := (&events.Command{ID: "c", Table: "abc", PK: "p", Ops: []events.RowOp{{Op: events.OpDelete, RK: rk}}}).Validate(); err != nil {
 		t.Fatalf("worst RowKey is invalid: %v", err)
 	}

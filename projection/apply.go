@@ -315,7 +315,7 @@ func rowCost(pk string, baseTip, tip *Row, added []Row) (ops, bytes int, err err
 		bytes += sz
 	case tip == nil && baseTip != nil:
 		ops++
-		bytes += events.EntitySize(pk, TipKey(baseTip.RK), nil)
+		bytes += wireCost(events.EntitySize(pk, TipKey(baseTip.RK), nil), nil)
 	}
 	return ops, bytes, nil
 }
@@ -326,7 +326,23 @@ func entityCost(pk string, r Row) (int, error) {
 	if sz > store.MaxEntityBytes {
 		return 0, reject("version %d of %q would be %d bytes, over the %d-byte entity limit", r.Version, r.RK, sz, store.MaxEntityBytes)
 	}
-	return sz, nil
+	return wireCost(sz, props), nil
+}
+
+// opWireOverhead is what one operation adds to a transaction's request body
+// beyond its entity: the multipart boundary and the operation's headers.
+const opWireOverhead = 512
+
+// wireCost estimates an entity's share of a transaction's request body,
+// which is what Azure holds to 4 MiB: Binary travels in base64, a third
+// larger than EntitySize counts it.
+func wireCost(size int, props events.Entity) int {
+	for _, v := range props {
+		if v.Type == events.TypeBinary {
+			size += (len(v.Bytes) + 2) / 3
+		}
+	}
+	return size + opWireOverhead
 }
 
 // txOps renders the batch as store operations: version rows are inserted

@@ -1,0 +1,298 @@
+package projectiontest
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/azure"
+	"github.com/tablejournal/tablejournal/store/sqlite"
+)
+
+// Backend opens a fresh table store for one test.
+type Backend struct {
+	Name string
+	Open func(t testing.TB) store.Store
+}
+
+// Backends returns the embedded store and, when azuriteConn is not empty,
+// Azure Tables on that Azurite.
+func Backends(azuriteConn string) []Backend {
+	bs := []Backend{{Name: "sqlite", Open: SQLite}}
+	if azuriteConn != "" {
+		bs = append(bs, Backend{Name: "azurite", Open: func(t testing.TB) store.Store {
+			s, err := azure.New(azure.Config{ConnectionString: azuriteConn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}})
+	}
+	return bs
+}
+
+// SQLite opens the embedded store in a fresh file of the test.
+func SQLite(t testing.TB) store.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "tables.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Harness is a real pipeline for one test: an in-process JetStream server,
+// the journal, a Writer, a table store and, once started, a projector.
+type Harness struct {
+	t       testing.TB
+	Server  *journal.Server
+	NC      *nats.Conn
+	JS      jetstream.JetStream
+	Journal *journal.Journal
+	Writer  *journal.Writer
+	Store   store.Store
+
+	stop func() error
+}
+
+// Options configure Start.
+type Options struct {
+	// Journal configures the stream; tests set a tiny Duplicates window to
+	// let re-sent command IDs reach the projector.
+	Journal journal.Config
+}
+
+// Start starts a JetStream server (fsync off: these tests are about the
+// projection, the journal's own tests crash the server) and the journal.
+func Start(t testing.TB, st store.Store, opts Options) *Harness {
+	t.Helper()
+	srv := journaltest.StartServerConfig(t, journal.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
+	nc, js := journaltest.Connect(t, srv.ClientURL())
+	ctx := journaltest.Context(t, time.Minute)
+	j, err := journal.Ensure(ctx, js, opts.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Harness{t: t, Server: srv, NC: nc, JS: js, Journal: j, Store: st,
+		Writer: journal.NewWriter(js, j.Name())}
+	t.Cleanup(func() {
+		if h.stop != nil {
+			if err := h.stop(); err != nil {
+				t.Errorf("projector: %v", err)
+			}
+		}
+	})
+	return h
+}
+
+// StartProjector runs a projector in the background until StopProjector or
+// the end of the test.
+func (h *Harness) StartProjector(cfg projection.Config) {
+	h.t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = journaltest.Logger()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := projection.New(ctx, h.JS, h.Store, cfg)
+	if err != nil {
+		cancel()
+		h.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	h.stop = func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// StopProjector stops the projector and returns what Run returned.
+func (h *Harness) StopProjector() error {
+	stop := h.stop
+	h.stop = nil
+	if stop == nil {
+		return nil
+	}
+	return stop()
+}
+
+// PublishAll publishes cmds in order, pipelined, and returns their results.
+func (h *Harness) PublishAll(ctx context.Context, cmds []*events.Command) []journal.PublishResult {
+	h.t.Helper()
+	fs := make([]*journal.Future, len(cmds))
+	for i, c := range cmds {
+		f, err := h.Writer.PublishAsync(ctx, c)
+		if err != nil {
+			h.t.Fatalf("publish %s: %v", c.ID, err)
+		}
+		fs[i] = f
+	}
+	res := make([]journal.PublishResult, len(cmds))
+	for i, f := range fs {
+		r, err := f.Result(ctx)
+		if err != nil {
+			h.t.Fatalf("publish %s: %v", cmds[i].ID, err)
+		}
+		res[i] = r
+	}
+	return res
+}
+
+// WaitProjected waits until every journal message up to the journal's head
+// has an outcome: the projector has handled all of it.
+func (h *Harness) WaitProjected(ctx context.Context) {
+	h.t.Helper()
+	head, err := h.Journal.Head(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	WaitFor(h.t, ctx, "every journal message has an outcome", func() (bool, error) {
+		s, err := h.JS.Stream(ctx, journal.OutcomesStream)
+		if err != nil {
+			return false, err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return false, err
+		}
+		return info.State.Msgs >= head, nil
+	})
+}
+
+// WaitFor polls cond until it holds or ctx ends, failing the test then.
+func WaitFor(t testing.TB, ctx context.Context, what string, cond func() (bool, error)) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting until %s: %v (last error: %v)", what, ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// Outcomes reads every outcome stored, by journal sequence.
+func (h *Harness) Outcomes(ctx context.Context) map[uint64]journal.Outcome {
+	h.t.Helper()
+	out := make(map[uint64]journal.Outcome)
+	s, err := h.JS.Stream(ctx, journal.OutcomesStream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		var o journal.Outcome
+		if err := jsonUnmarshal(m.Data, &o); err != nil {
+			h.t.Fatal(err)
+		}
+		out[o.Seq] = o
+	}
+	return out
+}
+
+// Model replays the journal, as stored, into a fresh model: the expected
+// result of projecting it.
+func (h *Harness) Model(ctx context.Context) *Model {
+	h.t.Helper()
+	m := NewModel()
+	err := h.Journal.Read(ctx, 1, 0, "", func(msg journal.Msg) error {
+		c, err := journal.DecodeMsg(msg)
+		if err != nil || (msg.Header.Get(jetstream.MsgIDHeader) != "" && msg.Header.Get(jetstream.MsgIDHeader) != c.ID) {
+			m.Reject(msg.Seq)
+			return nil
+		}
+		m.Apply(msg.Seq, c)
+		return nil
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
+// CompareTable checks that table holds exactly the model's rows: for every
+// logical row its tip and every version (values, versions, command IDs,
+// sequences, ops, tombstones), and nothing else.
+func CompareTable(t testing.TB, st store.Store, table string, m *Model) {
+	t.Helper()
+	got := TableVersions(t, st, table)
+	n := 0
+	for _, id := range m.IDs() {
+		if id.Table != table {
+			continue
+		}
+		n++
+		want := m.Rows[id]
+		have := got[id]
+		if len(have) != len(want) {
+			t.Errorf("%s/%s: %d versions stored, model has %d:\nstored %v\nmodel  %v", id.PK, id.RK, len(have), len(want), have, want)
+			continue
+		}
+		for i := range want {
+			w, h := want[i], have[i]
+			isTip := i == len(want)-1 && !w.Deleted
+			if h.Version != w.Version || h.Cmd != w.Cmd || h.Seq != w.Seq || h.Op != w.Op ||
+				h.Deleted != w.Deleted || h.Tip != isTip || !h.Props.Equal(w.Props) {
+				t.Errorf("%s/%s version %d:\nstored %+v\nmodel  %v (tip %v)", id.PK, id.RK, i, h, w, isTip)
+			}
+		}
+	}
+	if len(got) != n {
+		t.Errorf("table holds %d logical rows, model %d", len(got), n)
+	}
+}
+
+// TableVersions reads a whole table and returns every logical row's stored
+// versions, oldest first.
+func TableVersions(t testing.TB, st store.Store, table string) map[RowID][]projection.Row {
+	t.Helper()
+	got := make(map[RowID][]projection.Row)
+	err := store.All(context.Background(), st, table, store.Query{}, func(e store.Entity) error {
+		r, err := projection.DecodeRow(e)
+		if err != nil {
+			return err
+		}
+		id := RowID{table, r.PK, r.RK}
+		got[id] = append(got[id], r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range got {
+		sort.Slice(rows, func(i, j int) bool { return rows[i].Version < rows[j].Version })
+	}
+	return got
+}
