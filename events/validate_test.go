@@ -240,7 +240,9 @@ func TestValidateAccepts(t *testing.T) {
 		{"pk 1 KiB non-ASCII", func(c *events.Command) { c.PK = strings.Repeat("é", events.MaxKeyUnits) }},
 		{"pk non-ASCII, U+00A0 and U+FFFD", func(c *events.Command) { c.PK = "Grüße\u00a0世界\uFFFD🚀" }},
 		{"rk longest", func(c *events.Command) { c.Ops[0].RK = strings.Repeat("r", events.MaxKeyUnits-events.RowKeyOverhead) }},
-		{"rk longest escaped", func(c *events.Command) { c.Ops[0].RK = strings.Repeat("r", events.MaxKeyUnits-events.RowKeyOverhead-3) + ":" }},
+		{"rk longest escaped", func(c *events.Command) {
+			c.Ops[0].RK = strings.Repeat("r", events.MaxKeyUnits-events.RowKeyOverhead-3) + ":"
+		}},
 		{"MaxOpsPerCommand ops", func(c *events.Command) {
 			for len(c.Ops) < events.MaxOpsPerCommand {
 				c.Ops = append(c.Ops, events.RowOp{Op: events.OpDelete, RK: fmt.Sprint(len(c.Ops))})

@@ -18,10 +18,10 @@ type Workload struct {
 	Partitions int
 	RowsPer    int
 
-	rng   *rand.Rand
-	n     int
+	rng    *rand.Rand
+	n      int
 	shadow *Model
-	sent  []*events.Command
+	sent   []*events.Command
 }
 
 // NewWorkload returns a workload over partitions × rowsPer rows of table.
