@@ -260,22 +260,32 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 	return nil
 }
 
-// entry turns a journal message into an Entry; an undecodable or invalid
-// message becomes an entry carrying its error.
+// entry turns a jetstream message into an Entry; see EntryFromMsg.
 func (p *Projector) entry(m jetstream.Msg) (partition, Entry) {
-	var e Entry
+	jm := journal.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
 	if md, err := m.Metadata(); err == nil {
-		e.Seq, e.At = md.Sequence.Stream, md.Timestamp.UTC()
+		jm.Seq, jm.Time = md.Sequence.Stream, md.Timestamp
 	}
-	e.ID = m.Headers().Get(jetstream.MsgIDHeader)
-	table, _, pk, err := journal.ParseSubject(m.Subject())
-	part := partition{table, pk}
+	table, pk, e := EntryFromMsg(jm)
+	return partition{table, pk}, e
+}
+
+// EntryFromMsg turns a journal message into the Entry the projector applies
+// and the table and partition key it belongs to. An undecodable or invalid
+// message becomes an entry carrying its error (it is rejected, never
+// applied); one whose subject does not parse has table "" and the subject
+// as pk. The projector and replay's rebuild both decode with it, so that
+// they project a journal identically.
+func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
+	e.Seq, e.At = m.Seq, m.Time.UTC()
+	e.ID = m.Header.Get(jetstream.MsgIDHeader)
+	table, _, pk, err := journal.ParseSubject(m.Subject)
 	if err != nil {
-		part = partition{"", m.Subject()}
 		e.Err = err
-		return part, e
+		return "", m.Subject, e
 	}
-	cmd, err := journal.DecodeMsg(journal.Msg{Seq: e.Seq, Subject: m.Subject(), Time: e.At, Header: m.Headers(), Data: m.Data()})
+	m.Time = e.At
+	cmd, err := journal.DecodeMsg(m)
 	switch {
 	case err != nil:
 		e.Err = err
@@ -284,7 +294,7 @@ func (p *Projector) entry(m jetstream.Msg) (partition, Entry) {
 	default:
 		e.ID, e.Cmd = cmd.ID, cmd
 	}
-	return part, e
+	return table, pk, e
 }
 
 func (p *Projector) logResults(part partition, rs []Result) {
