@@ -381,9 +381,15 @@ func (f *Future) await(timer *time.Timer, ackTimeout time.Duration) {
 	if f.paf == nil {
 		return // the send failed: f.err says why
 	}
+	ok := f.paf.Ok()
+	select { // the common case, cheaply: the ack is in
+	case f.ack = <-ok:
+		return
+	default:
+	}
 	timer.Reset(time.Until(f.sent.Add(ackTimeout)))
 	select {
-	case f.ack = <-f.paf.Ok():
+	case f.ack = <-ok:
 	case f.err = <-f.paf.Err():
 	case <-timer.C:
 		f.err = errAckLost
