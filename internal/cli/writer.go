@@ -175,6 +175,9 @@ func Writer(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case "-h", "-help", "--help", "help":
 		return help()
 	}
+	if strings.HasPrefix(args[0], "-") {
+		return usageError(fmt.Errorf("no operation before %q: write writer OP [flags], OP one of insert, replace, merge, upsert, upsert-merge, delete or apply", args[0]))
+	}
 	name := args[0]
 	op, isOp := writerOps[name]
 	if !isOp && name != "apply" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -196,6 +197,8 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 			b := badLine{Line: lr.line, Error: err.Error()}
 			if cmd != nil {
 				b.ID = cmd.ID
+			} else {
+				b.ID = lenientID(line)
 			}
 			if ve := (*events.ValidationError)(nil); errors.As(err, &ve) {
 				b.Rule = string(ve.Rule)
@@ -214,6 +217,22 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 		a.pending = append(a.pending, pendingPublish{r: &writeResult{Line: lr.line, ID: cmd.ID}, f: f})
 		a.settle(ctx, false)
 	}
+}
+
+// lenientID returns the "id" of a line that does not decode as a
+// command, if a plain JSON decoding finds one, so the summary can name it.
+func lenientID(line []byte) string {
+	var v struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(line, &v) != nil {
+		return ""
+	}
+	id, _ := v.ID.(string)
+	if len(id) > events.MaxIDLen {
+		return ""
+	}
+	return id
 }
 
 // bad records an invalid line.
