@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -45,13 +46,29 @@ type badLine struct {
 }
 
 func (b badLine) String() string {
+	id := b.ID
+	if !plainID(id) { // an invalid ID may hold anything, even terminal escapes
+		id = strconv.QuoteToASCII(id)
+	}
 	switch {
 	case b.ID != "" && b.Seq != 0:
-		return fmt.Sprintf("line %d (id %s, seq %d): %s", b.Line, b.ID, b.Seq, b.Error)
+		return fmt.Sprintf("line %d (id %s, seq %d): %s", b.Line, id, b.Seq, b.Error)
 	case b.ID != "":
-		return fmt.Sprintf("line %d (id %s): %s", b.Line, b.ID, b.Error)
+		return fmt.Sprintf("line %d (id %s): %s", b.Line, id, b.Error)
 	}
 	return fmt.Sprintf("line %d: %s", b.Line, b.Error)
+}
+
+// plainID reports whether id is made of the characters a valid command ID
+// has.
+func plainID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // applyRun is the state of one apply.
@@ -60,16 +77,19 @@ type applyRun struct {
 	stdout, stderr io.Writer
 	perCommand     bool
 
-	lines     int // non-blank lines read
+	lines     int     // non-blank lines read
+	pending   []entry // in line order, not yet settled
+	done      []entry // settled, in line order; kept with --wait, to print after the outcomes
 	published []*writeResult
-	pending   []pendingPublish // in publish order
 	invalid   []badLine
 	failed    []badLine
 }
 
-type pendingPublish struct {
-	r *writeResult
-	f *journal.Future
+// entry is one non-blank line: a command published (r and f) or not (bad).
+type entry struct {
+	r   *writeResult
+	f   *journal.Future
+	bad *badLine
 }
 
 // runApply publishes the commands of the JSON-lines file path.
@@ -120,25 +140,27 @@ func (w *writerCmd) runApply(ctx context.Context, path string, stdout, stderr io
 
 	jw := journal.NewWriter(js, w.stream, journal.WithContentType(ct), journal.WithMaxInFlight(w.maxInFlight))
 	loadErr := a.load(ctx, jw, newLineReader(in, maxApplyLine), bar)
-	// Settle what is in flight even when the load stopped early: those
-	// commands may be stored, and the user needs their IDs.
-	a.settle(ctx, true)
+	// Settle what is in flight even when the load stopped early (ctx ended):
+	// those commands may be stored, and the user needs their IDs.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
+	a.settle(sctx, true)
+	cancel()
 	if bar != nil {
 		_ = bar.Finish()
 	}
 
 	var waitErr error
-	if w.wait && loadErr == nil {
-		wctx, cancel := context.WithTimeout(ctx, w.timeout)
-		waitErr = awaitOutcomes(wctx, js, outcomesAfter, a.published)
-		if waitErr != nil {
-			waitErr = w.waitError(wctx, waitErr, "the published commands")
-		}
-		cancel()
-		if a.perCommand {
-			for _, r := range a.published {
-				a.print(r)
+	if w.wait {
+		if loadErr == nil {
+			wctx, cancel := context.WithTimeout(ctx, w.timeout)
+			waitErr = awaitOutcomes(wctx, js, outcomesAfter, a.published)
+			if waitErr != nil {
+				waitErr = w.waitError(wctx, waitErr, "the published commands")
 			}
+			cancel()
+		}
+		for _, e := range a.done {
+			a.print(e)
 		}
 	}
 	return a.summary(loadErr, waitErr)
@@ -187,6 +209,7 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 		a.lines++
 		if err != nil {
 			a.bad(badLine{Line: lr.line, Error: err.Error(), Rule: string(events.RuleCommandTooLarge)})
+			a.settle(ctx, false)
 			continue
 		}
 		cmd, err := events.UnmarshalJSON(line)
@@ -204,6 +227,7 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 				b.Rule = string(ve.Rule)
 			}
 			a.bad(b)
+			a.settle(ctx, false)
 			continue
 		}
 		f, err := jw.PublishAsync(ctx, cmd)
@@ -211,10 +235,12 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 			if ctx.Err() != nil {
 				return fmt.Errorf("stopped at line %d: %w", lr.line, ctx.Err())
 			}
+			a.pending = append(a.pending, entry{r: &writeResult{Line: lr.line, ID: cmd.ID, Error: err.Error()}})
 			a.failed = append(a.failed, badLine{Line: lr.line, ID: cmd.ID, Error: err.Error()})
+			a.settle(ctx, false)
 			continue
 		}
-		a.pending = append(a.pending, pendingPublish{r: &writeResult{Line: lr.line, ID: cmd.ID}, f: f})
+		a.pending = append(a.pending, entry{r: &writeResult{Line: lr.line, ID: cmd.ID}, f: f})
 		a.settle(ctx, false)
 	}
 }
@@ -238,57 +264,60 @@ func lenientID(line []byte) string {
 // bad records an invalid line.
 func (a *applyRun) bad(b badLine) {
 	a.invalid = append(a.invalid, b)
-	if a.w.jsonOut {
-		printJSON(a.stdout, b)
-	} else if a.w.verbose {
-		fmt.Fprintf(a.stdout, "line %d: invalid: %s\n", b.Line, b.Error)
-	}
+	a.pending = append(a.pending, entry{bad: &b})
 }
 
-// settle takes the results of the publishes in flight, in order, as far as
-// they are known; with all, it waits for all of them.
+// settle takes the entries in line order as far as their results are
+// known, and prints them unless --wait holds them back for their outcomes;
+// with all, it waits for every result.
 func (a *applyRun) settle(ctx context.Context, all bool) {
 	for len(a.pending) > 0 {
-		p := a.pending[0]
-		if !all {
-			select {
-			case <-p.f.Done():
-			default:
-				return
+		e := a.pending[0]
+		if e.f != nil {
+			if !all {
+				select {
+				case <-e.f.Done():
+				default:
+					return
+				}
+			}
+			res, err := e.f.Result(ctx)
+			if err != nil {
+				e.r.Error = err.Error()
+				a.failed = append(a.failed, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
+			} else {
+				e.r.Seq, e.r.Duplicate = res.Seq, res.Duplicate
+				a.published = append(a.published, e.r)
 			}
 		}
-		res, err := p.f.Result(ctx)
-		a.pending[0] = pendingPublish{}
+		a.pending[0] = entry{}
 		a.pending = a.pending[1:]
-		if err != nil {
-			b := badLine{Line: p.r.Line, ID: p.r.ID, Error: err.Error()}
-			a.failed = append(a.failed, b)
-			if a.w.jsonOut {
-				printJSON(a.stdout, writeResult{Line: b.Line, ID: b.ID, Error: b.Error})
-			} else if a.w.verbose {
-				fmt.Fprintf(a.stdout, "line %d: not published: %s\n", b.Line, b.Error)
+		if a.w.wait {
+			if a.perCommand {
+				a.done = append(a.done, e)
 			}
 			continue
 		}
-		p.r.Seq, p.r.Duplicate = res.Seq, res.Duplicate
-		a.published = append(a.published, p.r)
-		if !a.w.wait {
-			a.print(p.r)
-		}
+		a.print(e)
 	}
 }
 
-// print prints the result of one published command, if per-command output
-// is on.
-func (a *applyRun) print(r *writeResult) {
+// print prints one entry, if per-command output is on.
+func (a *applyRun) print(e entry) {
 	switch {
+	case e.bad != nil && a.w.jsonOut:
+		printJSON(a.stdout, e.bad)
+	case e.bad != nil && a.w.verbose:
+		fmt.Fprintf(a.stdout, "line %d: invalid: %s\n", e.bad.Line, e.bad.Error)
 	case a.w.jsonOut:
-		printJSON(a.stdout, r)
+		printJSON(a.stdout, e.r)
+	case a.w.verbose && e.r.Error != "":
+		fmt.Fprintf(a.stdout, "line %d: not published: %s\n", e.r.Line, e.r.Error)
 	case a.w.verbose:
-		prefix := fmt.Sprintf("line %d: ", r.Line)
-		printPublished(a.stdout, prefix, *r)
-		if r.Outcome != nil {
-			printOutcome(a.stdout, prefix, r.Outcome)
+		prefix := fmt.Sprintf("line %d: ", e.r.Line)
+		printPublished(a.stdout, prefix, *e.r)
+		if e.r.Outcome != nil {
+			printOutcome(a.stdout, prefix, e.r.Outcome)
 		}
 	}
 }
@@ -338,8 +367,12 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 		return fmt.Errorf("%d of %d commands not published; the first, line %d: %s", len(a.failed), a.lines, a.failed[0].Line, a.failed[0].Error)
 	case waitErr != nil:
 		return waitErr
-	case len(a.invalid) > 0 || rejected > 0:
+	case len(a.invalid) > 0 && rejected > 0:
 		return rejection{fmt.Errorf("%d invalid lines, %d commands rejected", len(a.invalid), rejected)}
+	case len(a.invalid) > 0:
+		return rejection{fmt.Errorf("%d invalid lines", len(a.invalid))}
+	case rejected > 0:
+		return rejection{fmt.Errorf("%d commands rejected", rejected)}
 	}
 	return nil
 }

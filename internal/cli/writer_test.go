@@ -326,6 +326,9 @@ func TestWriterUsageErrors(t *testing.T) {
 		{"apply without file", []string{"apply"}, []string{"one FILE"}},
 		{"apply two files", []string{"apply", "a", "b"}, []string{"one FILE"}},
 	}
+	if _, stderr, code := runWriter(t); code != ExitUsage || !strings.Contains(stderr, "no operation: want insert") {
+		t.Errorf("no arguments: exit %d, stderr %q", code, stderr)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
