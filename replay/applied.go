@@ -1,0 +1,70 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// AppliedSeq returns the highest journal sequence S such that the projector
+// has applied every command up to S: the tables hold the effect of the
+// journal prefix 1..S (and possibly of later commands of some shards).
+//
+// It reads the state of the projector's durable consumers, one per shard
+// ("<Durable>-<shard>"): a shard whose consumer has nothing pending or
+// unacknowledged is applied up to the head (read first); otherwise its
+// first unacknowledged message, the first of the shard after the ack
+// floor, bounds S. A shard without a consumer is bounded by its first
+// message. The projector acknowledges a command only after its
+// transaction committed, so an acknowledged command is in the tables.
+func (r *Replayer) AppliedSeq(ctx context.Context) (uint64, error) {
+	if err := r.needJournal("applied sequence"); err != nil {
+		return 0, err
+	}
+	head, err := r.j.Head(ctx)
+	if err != nil {
+		return 0, err
+	}
+	stream, err := r.js.Stream(ctx, r.j.Name())
+	if err != nil {
+		return 0, fmt.Errorf("applied sequence: %w", err)
+	}
+	bound := head
+	for shard := range r.j.Shards() {
+		name := fmt.Sprintf("%s-%d", r.cfg.Durable, shard)
+		var floor uint64
+		cons, err := stream.Consumer(ctx, name)
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+		case err != nil:
+			return 0, fmt.Errorf("applied sequence: consumer %s: %w", name, err)
+		default:
+			info, err := cons.Info(ctx)
+			if err != nil {
+				return 0, fmt.Errorf("applied sequence: consumer %s: %w", name, err)
+			}
+			if info.NumPending == 0 && info.NumAckPending == 0 {
+				continue
+			}
+			floor = info.AckFloor.Stream
+		}
+		if floor >= bound {
+			continue
+		}
+		m, err := stream.GetMsg(ctx, floor+1, jetstream.WithGetMsgSubject(journal.ShardFilter(shard)))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			continue // nothing in the shard after the floor
+		case err != nil:
+			return 0, fmt.Errorf("applied sequence: shard %d: %w", shard, err)
+		}
+		if m.Sequence-1 < bound {
+			bound = m.Sequence - 1
+		}
+	}
+	return bound, nil
+}

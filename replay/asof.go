@@ -1,0 +1,182 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// seqAtMost is the filter that keeps the rows written at or before journal
+// sequence seq.
+func seqAtMost(seq uint64) []store.Cond {
+	return []store.Cond{{Prop: projection.ColSeq, Cmp: store.Le, Value: events.Int64(int64(seq))}}
+}
+
+// AsOfRow returns row rk of partition pk as it stood at journal sequence
+// seq: the newest of its versions (tip or version row) written at or before
+// seq. ok is false when the row did not exist then; the Row is then zero if
+// it had never existed, or its tombstone (Deleted set) if it was deleted.
+//
+// It costs at most two store requests, whatever the depth of the row's
+// history: the point read of the tip, and only if the tip is newer than
+// seq (or gone), one query over the row's history range that the store
+// filters to _seq <= seq and limits to its first (newest) row.
+//
+// A returned live row has Tip set: it was the current version at seq, even
+// when it is read from a version row. Its ETag is empty.
+func (r *Replayer) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row projection.Row, ok bool, err error) {
+	return rowAt(ctx, r.st, table, pk, rk, seq)
+}
+
+func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64) (projection.Row, bool, error) {
+	e, err := st.Get(ctx, table, pk, projection.TipKey(rk))
+	switch {
+	case err == nil:
+		tip, err := projection.DecodeRow(e)
+		if err != nil {
+			return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
+		}
+		if tip.Seq <= seq {
+			return asCurrent(tip), true, nil
+		}
+	case errors.Is(err, store.ErrNotFound):
+	default:
+		return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
+	}
+	from, to := projection.HistoryRange(rk)
+	page, err := st.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Filter: seqAtMost(seq), Limit: 1})
+	if err != nil {
+		return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
+	}
+	if len(page.Entities) == 0 {
+		return projection.Row{}, false, nil
+	}
+	v, err := projection.DecodeRow(page.Entities[0])
+	if err != nil {
+		return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
+	}
+	if v.Deleted {
+		v.ETag = ""
+		return v, false, nil
+	}
+	return asCurrent(v), true, nil
+}
+
+// asCurrent marks a version as the current one at some point.
+func asCurrent(r projection.Row) projection.Row {
+	r.Tip, r.ETag = true, ""
+	return r
+}
+
+// AsOf calls fn with every row of partition pk (of the whole table when pk
+// is "") as it stood at journal sequence seq, in (PartitionKey, RowKey)
+// order. It reads one range scan, filtered by the store to the rows
+// written at or before seq, and keeps the newest version of each row per
+// partition; rows whose newest version then is a tombstone are left out.
+// Rows passed to fn are as AsOfRow returns them.
+func (r *Replayer) AsOf(ctx context.Context, table, pk string, seq uint64, fn func(projection.Row) error) error {
+	return scanAt(ctx, r.st, table, pk, seq, func(row projection.Row) error {
+		if row.Deleted {
+			return nil
+		}
+		return fn(row)
+	})
+}
+
+// scanAt calls fn with the newest version at or before seq of every row of
+// the partition (table when pk is ""), tombstones included.
+func scanAt(ctx context.Context, st store.Store, table, pk string, seq uint64, fn func(projection.Row) error) error {
+	var (
+		cur     string
+		started bool
+		best    = make(map[string]projection.Row)
+	)
+	flush := func() error {
+		rks := make([]string, 0, len(best))
+		for rk := range best {
+			rks = append(rks, rk)
+		}
+		sort.Slice(rks, func(i, j int) bool { return store.CompareKeys(rks[i], rks[j]) < 0 })
+		for _, rk := range rks {
+			row := best[rk]
+			if row.Deleted {
+				row.ETag = ""
+			} else {
+				row = asCurrent(row)
+			}
+			if err := fn(row); err != nil {
+				return err
+			}
+		}
+		clear(best)
+		return nil
+	}
+	err := store.All(ctx, st, table, store.Query{PK: pk, Filter: seqAtMost(seq)}, func(e store.Entity) error {
+		if started && e.PK != cur {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		cur, started = e.PK, true
+		row, err := projection.DecodeRow(e)
+		if err != nil {
+			return err
+		}
+		if b, ok := best[row.RK]; !ok || row.Version > b.Version {
+			best[row.RK] = row
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("asof %s/%q at %d: %w", table, pk, seq, err)
+	}
+	return flush()
+}
+
+// History returns every stored version of a row, oldest first: version
+// rows, tombstones (Deleted) and the tip (Tip) if the row exists now.
+func (r *Replayer) History(ctx context.Context, table, pk, rk string) ([]projection.Row, error) {
+	var rows []projection.Row
+	err := projection.Reader{Store: r.st}.Versions(ctx, table, pk, rk, func(row projection.Row) error {
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history of %s/%q/%q: %w", table, pk, rk, err)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Version < rows[j].Version })
+	return rows, nil
+}
+
+// PropChange is one property that differs between two versions of a row.
+type PropChange struct {
+	Name string
+	// Before and After are the values; a missing side has ok false.
+	Before, After     events.Value
+	HadBefore, HasNow bool
+}
+
+// Diff lists the properties that differ between before and after (either
+// may be nil: an absent row), by name. A value that keeps its text but
+// changes its EDM type is a change.
+func Diff(before, after events.Entity) []PropChange {
+	var out []PropChange
+	for name, b := range before {
+		a, ok := after[name]
+		if !ok || !a.Equal(b) {
+			out = append(out, PropChange{Name: name, Before: b, After: a, HadBefore: true, HasNow: ok})
+		}
+	}
+	for name, a := range after {
+		if _, ok := before[name]; !ok {
+			out = append(out, PropChange{Name: name, After: a, HasNow: true})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

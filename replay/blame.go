@@ -1,0 +1,98 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// Blame is what one command did: its outcome, its place in the journal and
+// the row versions it produced.
+type Blame struct {
+	// Outcome is the command's outcome: the applied one if it was ever
+	// applied, else the latest.
+	Outcome journal.Outcome
+	// Subject and Shard locate the command in the journal; Time is its
+	// journal time. They are empty if the message is no longer stored.
+	Subject string
+	Shard   int
+	Time    time.Time
+	// Command is the decoded command; nil if the message is gone or does
+	// not decode (DecodeErr says why).
+	Command   *events.Command
+	DecodeErr string
+	// Versions are the stored versions the command produced, in the order
+	// of its operations (found by projection.VersionsBySeq).
+	Versions []projection.Row
+}
+
+// Blame finds what command id did.
+func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
+	o, err := r.outcome(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	b := &Blame{Outcome: o}
+	m, err := r.j.Get(ctx, o.Seq)
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		b.DecodeErr = fmt.Sprintf("journal message %d is no longer stored", o.Seq)
+		return b, nil
+	case err != nil:
+		return nil, err
+	}
+	b.Subject, b.Time = m.Subject, m.Time
+	if _, shard, _, err := journal.ParseSubject(m.Subject); err == nil {
+		b.Shard = shard
+	}
+	cmd, err := journal.DecodeMsg(m)
+	if err != nil {
+		b.DecodeErr = err.Error()
+		return b, nil
+	}
+	b.Command = cmd
+	if o.Status != journal.StatusApplied {
+		return b, nil
+	}
+	rvs, err := projection.VersionsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq)
+	if err != nil {
+		return nil, fmt.Errorf("blame %s: %w", id, err)
+	}
+	for _, rv := range rvs {
+		row, err := readVersion(ctx, r.st, o.Table, o.PK, rv.RK, rv.Version)
+		if err != nil {
+			return nil, fmt.Errorf("blame %s: %w", id, err)
+		}
+		b.Versions = append(b.Versions, row)
+	}
+	return b, nil
+}
+
+// readVersion reads version v of a row: its version row, or the tip if v
+// is the current version.
+func readVersion(ctx context.Context, st store.Store, table, pk, rk string, v int64) (projection.Row, error) {
+	e, err := st.Get(ctx, table, pk, projection.VersionKey(rk, v))
+	if errors.Is(err, store.ErrNotFound) {
+		e, err = st.Get(ctx, table, pk, projection.TipKey(rk))
+		if err == nil {
+			tip, err := projection.DecodeRow(e)
+			if err != nil {
+				return projection.Row{}, err
+			}
+			if tip.Version == v {
+				return tip, nil
+			}
+			err = store.ErrNotFound
+		}
+	}
+	if err != nil {
+		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w", v, table, pk, rk, err)
+	}
+	return projection.DecodeRow(e)
+}

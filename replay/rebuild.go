@@ -1,0 +1,317 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// RebuildConfig configures Rebuild.
+type RebuildConfig struct {
+	// Table is the table whose commands are re-projected. If empty, the
+	// snapshot's table; one of them is required.
+	Table string
+	// Into is the table written; it must be empty or not exist. Required.
+	Into string
+	// To is the last journal sequence applied. If zero, the head when the
+	// rebuild starts.
+	To uint64
+	// Snapshot, if set, is loaded into Into first (see Load); the rebuild
+	// then replays only the journal after the snapshot's sequence.
+	Snapshot io.Reader
+	// Resume allows a non-empty Into: the rebuild continues one that
+	// stopped, skipping the commands whose effect is already there (the
+	// projector's own redelivery check on the rows' _seq).
+	Resume bool
+	// Workers is the number of partitions applied at once. If zero, the
+	// Replayer's Workers.
+	Workers int
+	// Progress, if set, is called about ten times a second and at the end
+	// with the commands done and the commands to do (an estimate when To
+	// is before the head).
+	Progress func(done, total int64)
+}
+
+// RebuildStats says what a rebuild did.
+type RebuildStats struct {
+	Table, Into string
+	// From and To are the journal sequences replayed (From is 1, or the
+	// snapshot's sequence plus one).
+	From, To uint64
+	// Loaded is the number of entities loaded from the snapshot.
+	Loaded int64
+	// Commands counts the journal messages replayed, by outcome.
+	Commands, Applied, Rejected, Duplicates, Skipped int64
+	Elapsed                                          time.Duration
+}
+
+// Rebuild re-projects the journal up to a point into a fresh table,
+// through projection.Applier: the projector's own apply code, without
+// outcomes or change feed. Partitions are dispatched to Workers goroutines
+// by a hash of their key, so each partition's commands apply in journal
+// order while different partitions apply in parallel. The result equals
+// the source table's state at To (AsOf), row for row and version for
+// version, in every column but the store's Timestamp and etag.
+func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats, error) {
+	start := time.Now()
+	st := RebuildStats{Table: cfg.Table, Into: cfg.Into, From: 1}
+	if err := r.needJournal("rebuild"); err != nil {
+		return st, err
+	}
+	if cfg.Into == "" {
+		return st, errors.New("rebuild: no destination table")
+	}
+	if cfg.Snapshot == nil && cfg.Table == "" {
+		return st, errors.New("rebuild: no source table")
+	}
+	if cfg.Table != "" && cfg.Table == cfg.Into {
+		return st, fmt.Errorf("rebuild: destination %s is the source table; rebuild into a new table", cfg.Into)
+	}
+	head, err := r.j.Head(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.To = cfg.To
+	if st.To == 0 {
+		st.To = head
+	}
+	if st.To > head {
+		return st, fmt.Errorf("rebuild: %w: sequence %d is beyond the journal's head %d", ErrBadPoint, st.To, head)
+	}
+	if cfg.Snapshot != nil {
+		ls, err := r.Load(ctx, cfg.Snapshot, LoadConfig{Into: cfg.Into, Workers: cfg.Workers, Resume: cfg.Resume})
+		if err != nil {
+			return st, fmt.Errorf("rebuild: %w", err)
+		}
+		if cfg.Table != "" && cfg.Table != ls.Header.Table {
+			return st, fmt.Errorf("rebuild: the snapshot is of table %s, not %s", ls.Header.Table, cfg.Table)
+		}
+		if ls.Header.Seq > st.To {
+			return st, fmt.Errorf("rebuild: %w: the snapshot is at sequence %d, after %d", ErrBadPoint, ls.Header.Seq, st.To)
+		}
+		st.Table, st.From, st.Loaded = ls.Header.Table, ls.Header.Seq+1, ls.Entities
+		if st.Table == cfg.Into {
+			return st, fmt.Errorf("rebuild: destination %s is the source table; rebuild into a new table", cfg.Into)
+		}
+	} else if !cfg.Resume {
+		if err := checkEmpty(ctx, r.st, cfg.Into); err != nil {
+			return st, fmt.Errorf("rebuild: %w", err)
+		}
+	}
+	if err := r.st.CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
+		return st, fmt.Errorf("rebuild: create %s: %w", cfg.Into, err)
+	}
+	err = r.replay(ctx, cfg, &st)
+	st.Elapsed = time.Since(start)
+	return st, err
+}
+
+// replay applies the journal messages of st.Table in [st.From, st.To] to
+// cfg.Into.
+func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildStats) error {
+	if st.From > st.To {
+		if cfg.Progress != nil {
+			cfg.Progress(0, 0)
+		}
+		return nil
+	}
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = r.cfg.Workers
+	}
+	filter := tableFilter(st.Table)
+	total := int64(st.To - st.From + 1)
+	if n, err := r.countMessages(ctx, filter); err == nil && n < total {
+		total = n
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	applier := projection.NewApplier(r.st, projection.ApplierConfig{})
+	var done, applied, rejected, dups, skipped atomic.Int64
+	count := func(_ context.Context, rs []projection.Result) error {
+		for _, res := range rs {
+			switch res.Status {
+			case projection.Applied:
+				applied.Add(1)
+			case projection.Rejected:
+				rejected.Add(1)
+			case projection.Duplicate:
+				dups.Add(1)
+			case projection.Skipped:
+				skipped.Add(1)
+			}
+		}
+		return nil
+	}
+	hooks := projection.Hooks{BeforeCommit: count, AfterCommit: count}
+
+	chans := make([]chan journal.Msg, workers)
+	var wg sync.WaitGroup
+	for i := range chans {
+		chans[i] = make(chan journal.Msg, 1024)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.rebuildWorker(ctx, applier, cfg.Into, chans[i], hooks, &done); err != nil {
+				cancel(err)
+				for range chans[i] { // unblock the reader
+				}
+			}
+		}()
+	}
+	stopProgress := progressLoop(cfg.Progress, &done, total)
+	readErr := r.j.Read(ctx, st.From, st.To, filter, func(m journal.Msg) error {
+		i := 0
+		if _, _, pk, err := journal.ParseSubject(m.Subject); err == nil {
+			h := fnv.New32a()
+			h.Write([]byte(pk))
+			i = int(h.Sum32() % uint32(workers))
+		}
+		select {
+		case chans[i] <- m:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	for _, ch := range chans {
+		close(ch)
+	}
+	wg.Wait()
+	stopProgress()
+	st.Commands, st.Applied, st.Rejected, st.Duplicates, st.Skipped =
+		done.Load(), applied.Load(), rejected.Load(), dups.Load(), skipped.Load()
+	if err := context.Cause(ctx); err != nil {
+		return fmt.Errorf("rebuild %s into %s: %w", st.Table, cfg.Into, err)
+	}
+	if readErr != nil {
+		return fmt.Errorf("rebuild %s into %s: %w", st.Table, cfg.Into, readErr)
+	}
+	return nil
+}
+
+// rebuildWorker applies the messages it receives, taking whatever is queued
+// at once so that consecutive commands of a partition share transactions.
+func (r *Replayer) rebuildWorker(ctx context.Context, a *projection.Applier, into string, ch <-chan journal.Msg, h projection.Hooks, done *atomic.Int64) error {
+	type part struct{ table, pk string }
+	const maxBatch = 1024
+	batch := make([]journal.Msg, 0, maxBatch)
+	for m := range ch {
+		batch = append(batch[:0], m)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case m, ok := <-ch:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, m)
+			default:
+				break drain
+			}
+		}
+		groups := make(map[part][]projection.Entry)
+		var order []part
+		for _, m := range batch {
+			table, pk, e := projection.EntryFromMsg(m)
+			p := part{table, pk}
+			if _, ok := groups[p]; !ok {
+				order = append(order, p)
+			}
+			groups[p] = append(groups[p], e)
+		}
+		for _, p := range order {
+			if err := a.Apply(ctx, into, p.pk, groups[p], h); err != nil {
+				return fmt.Errorf("%s/%q: %w", p.table, p.pk, err)
+			}
+			done.Add(int64(len(groups[p])))
+		}
+	}
+	return nil
+}
+
+// progressLoop calls fn about ten times a second until the returned stop
+// function is called, and once more then.
+func progressLoop(fn func(done, total int64), done *atomic.Int64, total int64) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				fn(done.Load(), total)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-finished
+		fn(done.Load(), max(total, done.Load()))
+	}
+}
+
+// tableFilter selects every journal message of table.
+func tableFilter(table string) string {
+	return journal.SubjectPrefix + "." + table + ".*.*"
+}
+
+// subjects returns the journal's stored subjects matching filter with
+// their message counts, and the stream's first sequence.
+func (r *Replayer) subjects(ctx context.Context, filter string) (map[string]uint64, uint64, error) {
+	s, err := r.js.Stream(ctx, r.j.Name())
+	if err != nil {
+		return nil, 0, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, 0, fmt.Errorf("subjects of %s: %w", r.j.Name(), err)
+	}
+	return info.State.Subjects, info.State.FirstSeq, nil
+}
+
+// countMessages counts the journal's messages matching filter.
+func (r *Replayer) countMessages(ctx context.Context, filter string) (int64, error) {
+	subs, _, err := r.subjects(ctx, filter)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, c := range subs {
+		n += int64(c)
+	}
+	return n, nil
+}
+
+// checkEmpty fails with ErrNotEmpty if table has a row.
+func checkEmpty(ctx context.Context, st store.Store, table string) error {
+	page, err := st.Query(ctx, table, store.Query{Limit: 1})
+	switch {
+	case errors.Is(err, store.ErrTableNotFound):
+		return nil
+	case err != nil:
+		return err
+	case len(page.Entities) > 0:
+		return fmt.Errorf("%w: %s holds rows; choose a new table or delete it", ErrNotEmpty, table)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultDurable = "projector"
+	DefaultWorkers = 8
+	DefaultIssuer  = "tablejournal-replay"
+)
+
+// Config configures a Replayer.
+type Config struct {
+	// Store is the table store the projector writes. Required.
+	Store store.Store
+	// JetStream reaches the journal and the outcomes. It may be nil for the
+	// operations that read only the tables (AsOf and History at a sequence,
+	// Load, Snapshot at a given sequence); the others fail with
+	// ErrNoJournal.
+	JetStream jetstream.JetStream
+	// Journal names the journal stream. If empty, journal.DefaultStream.
+	Journal string
+	// Durable is the prefix of the projector's durable consumers
+	// ("<Durable>-<shard>"), read to find the sequence the projector has
+	// fully applied. If empty, "projector".
+	Durable string
+	// Workers bounds the partitions rebuilt, snapshotted or loaded at once.
+	// If zero, 8.
+	Workers int
+	// Issuer is the issuer of the commands undo and restore publish. If
+	// empty, "tablejournal-replay".
+	Issuer string
+	// Logger receives progress notes. If nil, slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Journal == "" {
+		c.Journal = journal.DefaultStream
+	}
+	if c.Durable == "" {
+		c.Durable = DefaultDurable
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Issuer == "" {
+		c.Issuer = DefaultIssuer
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports every problem of c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("no table store"))
+	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers %d: must not be negative", c.Workers))
+	}
+	return errors.Join(errs...)
+}
+
+// Replayer reads the projected tables through time and writes corrections
+// back through the journal. It is safe for concurrent use.
+type Replayer struct {
+	cfg Config
+	st  store.Store
+	js  jetstream.JetStream
+	j   *journal.Journal // nil without JetStream
+}
+
+// New returns a Replayer. With a JetStream connection it opens the journal
+// stream, which must exist.
+func New(ctx context.Context, cfg Config) (*Replayer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("replay config: %w", err)
+	}
+	cfg.setDefaults()
+	r := &Replayer{cfg: cfg, st: cfg.Store, js: cfg.JetStream}
+	if r.js != nil {
+		j, err := journal.Open(ctx, r.js, cfg.Journal)
+		if err != nil {
+			return nil, err
+		}
+		r.j = j
+	}
+	return r, nil
+}
+
+// Store returns the table store r reads.
+func (r *Replayer) Store() store.Store { return r.st }
+
+// Journal returns the journal, or nil without a JetStream connection.
+func (r *Replayer) Journal() *journal.Journal { return r.j }
+
+func (r *Replayer) needJournal(what string) error {
+	if r.j == nil {
+		return fmt.Errorf("%s: %w", what, ErrNoJournal)
+	}
+	return nil
+}

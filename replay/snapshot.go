@@ -1,0 +1,428 @@
+package replay
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// SnapshotConfig configures Snapshot.
+type SnapshotConfig struct {
+	// Table is the table to export. Required.
+	Table string
+	// Seq is the journal sequence the snapshot is consistent at. If zero,
+	// the highest sequence the projector has fully applied (AppliedSeq).
+	Seq uint64
+	// Workers is the number of partitions read at once. If zero, the
+	// Replayer's Workers.
+	Workers int
+}
+
+// SnapshotStats says what a snapshot holds.
+type SnapshotStats struct {
+	Header     Header
+	Partitions int64 // partitions read (0 when the table was read in one scan)
+	Entities   int64 // tips and version rows written
+	Elapsed    time.Duration
+}
+
+// Snapshot writes table as it stood at a journal sequence to w: its tip and
+// version rows (tombstones included) with their system columns, in the
+// format described in format.go, zstd-compressed.
+//
+// Partitions are read in parallel, each in two range scans (its tips, then
+// its version rows) that the store filters to _seq <= Seq. The projector
+// may keep writing while the snapshot reads, so a row may already be newer
+// than Seq: its newest version at or before Seq is then written as the tip
+// (the version row of it, copied when the newer version came, is not), or
+// as it stands if it is a tombstone. The result is the table exactly as the
+// projector had left it at Seq.
+//
+// The partitions come from the journal's subject index (one stream-info
+// request); when the journal has no JetStream connection or was trimmed
+// (its first sequence is past 1), the table is read in one sequential
+// scan instead.
+func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig) (SnapshotStats, error) {
+	start := time.Now()
+	var stats SnapshotStats
+	if cfg.Table == "" {
+		return stats, errors.New("snapshot: no table")
+	}
+	seq := cfg.Seq
+	if seq == 0 {
+		var err error
+		if seq, err = r.AppliedSeq(ctx); err != nil {
+			return stats, fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	if _, err := r.st.Query(ctx, cfg.Table, store.Query{Limit: 1}); err != nil {
+		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
+	}
+	h := Header{Format: FormatVersion, Table: cfg.Table, Seq: seq, Journal: r.cfg.Journal}
+	stats.Header = h
+	pks, err := r.partitions(ctx, cfg.Table)
+	if err != nil {
+		return stats, fmt.Errorf("snapshot: %w", err)
+	}
+
+	if _, err := io.WriteString(w, snapshotMagic); err != nil {
+		return stats, err
+	}
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		return stats, err
+	}
+	hb, _ := json.Marshal(h)
+	out := &lockedWriter{w: zw}
+	if _, err := out.Write(appendString(nil, string(hb))); err != nil {
+		zw.Close()
+		return stats, err
+	}
+
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = r.cfg.Workers
+	}
+	var total atomic.Int64
+	if pks == nil {
+		bw := &blockWriter{out: out, total: &total}
+		err = snapRange(ctx, r.st, cfg.Table, "", seq, bw.add)
+		if err == nil {
+			err = bw.flush()
+		}
+	} else {
+		stats.Partitions = int64(len(pks))
+		err = parallel(ctx, workers, pks, func(ctx context.Context, pk string) error {
+			bw := &blockWriter{out: out, total: &total}
+			if err := snapRange(ctx, r.st, cfg.Table, pk, seq, bw.add); err != nil {
+				return err
+			}
+			return bw.flush()
+		})
+	}
+	if err != nil {
+		zw.Close()
+		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
+	}
+	trailer := binary.AppendUvarint([]byte{0}, uint64(total.Load()))
+	if _, err := out.Write(trailer); err != nil {
+		zw.Close()
+		return stats, err
+	}
+	if err := zw.Close(); err != nil {
+		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
+	}
+	stats.Entities, stats.Elapsed = total.Load(), time.Since(start)
+	return stats, nil
+}
+
+// partitions returns the partition keys the journal holds commands for in
+// table, sorted; nil when the table must be read in one scan instead.
+func (r *Replayer) partitions(ctx context.Context, table string) ([]string, error) {
+	if r.j == nil {
+		return nil, nil
+	}
+	subs, first, err := r.subjects(ctx, tableFilter(table))
+	if err != nil {
+		return nil, err
+	}
+	if first > 1 {
+		return nil, nil // trimmed: older partitions may exist only in the table
+	}
+	pks := make([]string, 0, len(subs))
+	for subj := range subs {
+		if _, _, pk, err := journal.ParseSubject(subj); err == nil {
+			pks = append(pks, pk)
+		}
+	}
+	sort.Strings(pks)
+	return pks, nil
+}
+
+// snapRange emits the rows of partition pk (of the table when pk is "") as
+// they stood at seq.
+func snapRange(ctx context.Context, st store.Store, table, pk string, seq uint64, emit func(store.Entity) error) error {
+	type key struct{ pk, rk string }
+	filter := seqAtMost(seq)
+	tips := make(map[key]bool)
+	from, to := projection.TipRange()
+	err := store.All(ctx, st, table, store.Query{PK: pk, From: from, To: to, Filter: filter}, func(e store.Entity) error {
+		tips[key{e.PK, e.RK[len(projection.TipPrefix):]}] = true
+		return emit(e)
+	})
+	if err != nil {
+		return err
+	}
+	var (
+		last  key
+		first = true
+	)
+	q := store.Query{PK: pk, From: projection.OldPrefix, To: "old;", Filter: filter}
+	return store.All(ctx, st, table, q, func(e store.Entity) error {
+		rk, _, _, ok := projection.ParseKey(e.RK)
+		if !ok {
+			return fmt.Errorf("row key %q is not a version row", e.RK)
+		}
+		k := key{e.PK, rk}
+		newest := first || k != last
+		first, last = false, k
+		if newest && !tips[k] && !e.Props[projection.ColDeleted].Bool {
+			// The tip at seq, copied into a version row after seq.
+			e.RK = projection.TipKey(rk)
+		}
+		return emit(e)
+	})
+}
+
+// lockedWriter serializes the blocks of concurrent readers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// blockWriter groups the entities of one reader into blocks of at most
+// MaxBlock entities of one partition.
+type blockWriter struct {
+	out   io.Writer
+	total *atomic.Int64
+	pk    string
+	n     int
+	body  []byte
+	buf   []byte
+}
+
+func (b *blockWriter) add(e store.Entity) error {
+	if b.n > 0 && (e.PK != b.pk || b.n == MaxBlock) {
+		if err := b.flush(); err != nil {
+			return err
+		}
+	}
+	b.pk = e.PK
+	b.n++
+	b.body = appendEntity(b.body, e)
+	return nil
+}
+
+func (b *blockWriter) flush() error {
+	if b.n == 0 {
+		return nil
+	}
+	b.buf = binary.AppendUvarint(b.buf[:0], uint64(b.n))
+	b.buf = appendString(b.buf, b.pk)
+	b.buf = append(b.buf, b.body...)
+	if _, err := b.out.Write(b.buf); err != nil {
+		return err
+	}
+	b.total.Add(int64(b.n))
+	b.n, b.body = 0, b.body[:0]
+	return nil
+}
+
+// parallel runs fn for every item on at most n goroutines and returns the
+// first error, cancelling the others.
+func parallel[T any](ctx context.Context, n int, items []T, fn func(context.Context, T) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	work := make(chan T)
+	var wg sync.WaitGroup
+	for range max(1, min(n, len(items))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				if err := fn(ctx, it); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+feed:
+	for _, it := range items {
+		select {
+		case work <- it:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// LoadConfig configures Load.
+type LoadConfig struct {
+	// Into is the table written; it must be empty or not exist. Required.
+	Into string
+	// Resume allows a non-empty Into, to finish a load that stopped: rows
+	// are then upserted rather than inserted.
+	Resume bool
+	// Workers is the number of transactions run at once. If zero, the
+	// Replayer's Workers.
+	Workers int
+}
+
+// LoadStats says what a load wrote.
+type LoadStats struct {
+	Header       Header
+	Entities     int64
+	Transactions int64
+	Elapsed      time.Duration
+}
+
+// Load reads a snapshot and writes its rows into a fresh table, in
+// transactions of at most 100 entities of one partition (and at most a
+// transaction's bytes), several at once. The table then equals the
+// snapshotted one at the snapshot's sequence; Rebuild with the same
+// snapshot continues it with the journal after that sequence.
+func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (LoadStats, error) {
+	start := time.Now()
+	var stats LoadStats
+	if cfg.Into == "" {
+		return stats, errors.New("load: no destination table")
+	}
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(in, magic); err != nil || string(magic) != snapshotMagic {
+		return stats, fmt.Errorf("load: %w: not a tablejournal snapshot", ErrBadSnapshot)
+	}
+	zr, err := zstd.NewReader(in)
+	if err != nil {
+		return stats, fmt.Errorf("load: %w: %v", ErrBadSnapshot, err)
+	}
+	defer zr.Close()
+	d := &snapReader{r: bufio.NewReaderSize(zr, 1<<16)}
+	if stats.Header, err = d.header(); err != nil {
+		return stats, fmt.Errorf("load: %w", err)
+	}
+	if !cfg.Resume {
+		if err := checkEmpty(ctx, r.st, cfg.Into); err != nil {
+			return stats, fmt.Errorf("load: %w", err)
+		}
+	}
+	if err := r.st.CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
+		return stats, fmt.Errorf("load: create %s: %w", cfg.Into, err)
+	}
+	kind := store.Insert
+	if cfg.Resume {
+		kind = store.Upsert
+	}
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = r.cfg.Workers
+	}
+
+	type tx struct {
+		pk  string
+		ops []store.Op
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	txs := make(chan tx, workers)
+	var (
+		wg            sync.WaitGroup
+		entities, nTx atomic.Int64
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range txs {
+				if err := transact(ctx, r.st, cfg.Into, t.pk, t.ops); err != nil {
+					cancel(err)
+					for range txs {
+					}
+					return
+				}
+				entities.Add(int64(len(t.ops)))
+				nTx.Add(1)
+			}
+		}()
+	}
+	readErr := func() error {
+		defer close(txs)
+		var read uint64
+		for {
+			pk, es, err := d.block()
+			if err != nil {
+				return err
+			}
+			if es == nil {
+				n, err := d.uvarint()
+				if err != nil {
+					return err
+				}
+				if n != read {
+					return fmt.Errorf("%w: trailer counts %d entities, read %d", ErrBadSnapshot, n, read)
+				}
+				return nil
+			}
+			read += uint64(len(es))
+			var ops []store.Op
+			bytes := 0
+			for _, e := range es {
+				sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
+				if len(ops) > 0 && bytes+sz > txBudget {
+					select {
+					case txs <- tx{pk, ops}:
+					case <-ctx.Done():
+						return context.Cause(ctx)
+					}
+					ops, bytes = nil, 0
+				}
+				ops = append(ops, store.Op{Kind: kind, RK: e.RK, Props: e.Props})
+				bytes += sz
+			}
+			select {
+			case txs <- tx{pk, ops}:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+	}()
+	wg.Wait()
+	stats.Entities, stats.Transactions, stats.Elapsed = entities.Load(), nTx.Load(), time.Since(start)
+	if err := context.Cause(ctx); err != nil {
+		return stats, fmt.Errorf("load into %s: %w", cfg.Into, err)
+	}
+	if readErr != nil {
+		return stats, fmt.Errorf("load into %s: %w", cfg.Into, readErr)
+	}
+	return stats, nil
+}
+
+// transact runs one transaction, retrying while the store is busy.
+func transact(ctx context.Context, st store.Store, table, pk string, ops []store.Op) error {
+	op := func() error {
+		err := st.Transact(ctx, table, pk, ops)
+		if err == nil || errors.Is(err, store.ErrBusy) {
+			return err
+		}
+		return backoff.Permanent(err)
+	}
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxElapsedTime(time.Minute))
+	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
+		return fmt.Errorf("transaction on %s/%q: %w", table, pk, err)
+	}
+	return nil
+}
