@@ -348,3 +348,35 @@ func TestWriterWait(t *testing.T) {
 		}
 	})
 }
+
+func TestLineReader(t *testing.T) {
+	t.Parallel()
+	const max = 70000
+	long := strings.Repeat("y", 66000) // over the reader's buffer, under max
+	input := "short\n" + strings.Repeat("x", 100000) + "\n" + long + "\r\n\n" + "last"
+	lr := newLineReader(strings.NewReader(input), max)
+	want := []struct {
+		line string
+		n    int
+		err  error
+	}{
+		{"short", 6, nil},
+		{"", 100001, errLineTooLong},
+		{long, len(long) + 2, nil},
+		{"", 1, nil},
+		{"last", 4, nil},
+		{"", 0, io.EOF},
+		{"", 0, io.EOF},
+	}
+	total := 0
+	for i, w := range want {
+		line, n, err := lr.next()
+		total += n
+		if string(line) != w.line || n != w.n || err != w.err {
+			t.Fatalf("line %d: got %d bytes of line (%d read), %v; want %d bytes (%d read), %v", i+1, len(line), n, err, len(w.line), w.n, w.err)
+		}
+	}
+	if total != len(input) || lr.line != 5 {
+		t.Errorf("read %d bytes in %d lines, want %d in 5", total, lr.line, len(input))
+	}
+}

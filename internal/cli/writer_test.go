@@ -413,7 +413,11 @@ func TestWriterConnectionErrors(t *testing.T) {
 	t.Run("wait without outcomes stream", func(t *testing.T) {
 		t.Parallel()
 		e := startWriterEnv(t, false)
-		for _, args := range [][]string{append(key, "--wait"), {"apply", "--wait", "-"}} {
+		file := filepath.Join(t.TempDir(), "empty.jsonl")
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{append(key, "--wait"), {"apply", "--wait", file}} {
 			_, stderr, code := e.run(t, args...)
 			if code != ExitFailure || !strings.Contains(stderr, "is a projector running?") {
 				t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
