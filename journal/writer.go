@@ -220,10 +220,10 @@ func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, failed e
 }
 
 // retryable returns err as is if a retry may succeed, and wrapped in
-// backoff.Permanent otherwise.
+// backoff.Permanent otherwise. Once ctx has ended, its error is the result.
 func retryable(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return backoff.Permanent(err)
+		return backoff.Permanent(ctx.Err())
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), // this attempt's ack timeout
