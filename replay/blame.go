@@ -27,8 +27,9 @@ type Blame struct {
 	// not decode (DecodeErr says why).
 	Command   *events.Command
 	DecodeErr string
-	// Versions are the stored versions the command produced, in the order
-	// of its operations (found by projection.VersionsBySeq).
+	// Versions are the stored versions the command produced, row by row in
+	// the order the command first names them, each row's oldest first
+	// (found by projection.VersionsBySeq).
 	Versions []projection.Row
 }
 

@@ -1,0 +1,580 @@
+package replay_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/azurite"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/azure"
+	"github.com/tablejournal/tablejournal/store/sqlite"
+)
+
+// azuriteSrv is the one Azurite of this test binary.
+var azuriteSrv *azurite.Server
+
+func TestMain(m *testing.M) { os.Exit(azurite.Run(m, &azuriteSrv)) }
+
+// backend opens a fresh table store; small says to keep workloads small
+// (Azurite answers in milliseconds, not microseconds).
+type backend struct {
+	name  string
+	small bool
+	open  func(t testing.TB) store.Store
+}
+
+func backends() []backend {
+	return []backend{
+		{name: "sqlite", open: func(t testing.TB) store.Store {
+			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "tables.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{name: "azurite", small: true, open: func(t testing.TB) store.Store {
+			s, err := azure.New(azure.Config{ConnectionString: azuriteSrv.ConnectionString()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
+	}
+}
+
+// tableSeq gives every test its own table names on the shared Azurite.
+var tableSeq atomic.Int64
+
+func uniqueTable(prefix string) string {
+	return fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1_000_000, tableSeq.Add(1))
+}
+
+// countingStore counts the requests made to a store: the one wrapper the
+// tests use.
+type countingStore struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (c *countingStore) Get(ctx context.Context, table, pk, rk string) (store.Entity, error) {
+	c.n.Add(1)
+	return c.Store.Get(ctx, table, pk, rk)
+}
+
+func (c *countingStore) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
+	c.n.Add(1)
+	return c.Store.Query(ctx, table, q)
+}
+
+func (c *countingStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+	c.n.Add(1)
+	return c.Store.Transact(ctx, table, pk, ops)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// env is one pipeline: an in-process JetStream server, the journal, a
+// writer, a table store and a projector running in the background.
+type env struct {
+	t      testing.TB
+	ctx    context.Context
+	js     jetstream.JetStream
+	url    string
+	j      *journal.Journal
+	w      *journal.Writer
+	st     store.Store
+	rp     *replay.Replayer
+	stop   func()
+	tables []string
+}
+
+func newEnv(t testing.TB, st store.Store) *env {
+	t.Helper()
+	srv := journaltest.StartServerConfig(t, journal.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
+	_, js := journaltest.Connect(t, srv.ClientURL())
+	ctx := journaltest.Context(t, 5*time.Minute)
+	j, err := journal.Ensure(ctx, js, journal.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ctx: ctx, js: js, url: srv.ClientURL(), j: j, w: journal.NewWriter(js, j.Name()), st: st}
+	pctx, cancel := context.WithCancel(context.Background())
+	p, err := projection.New(pctx, js, st, projection.Config{Logger: quiet})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(pctx) }()
+	e.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("projector: %v", err)
+		}
+	}
+	t.Cleanup(e.stop)
+	e.rp, err = replay.New(ctx, replay.Config{Store: st, JetStream: js, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// publish publishes cmds in order, pipelined, and returns their sequences.
+func (e *env) publish(cmds []*events.Command) []uint64 {
+	e.t.Helper()
+	fs := make([]*journal.Future, len(cmds))
+	for i, c := range cmds {
+		f, err := e.w.PublishAsync(e.ctx, c)
+		if err != nil {
+			e.t.Fatalf("publish %s: %v", c.ID, err)
+		}
+		fs[i] = f
+	}
+	seqs := make([]uint64, len(cmds))
+	for i, f := range fs {
+		r, err := f.Result(e.ctx)
+		if err != nil {
+			e.t.Fatalf("publish %s: %v", cmds[i].ID, err)
+		}
+		seqs[i] = r.Seq
+	}
+	return seqs
+}
+
+// awaitOutcomes waits, with the env's deadline, until every id has an
+// outcome: it follows the outcomes stream from its start, without polling.
+func (e *env) awaitOutcomes(ids []string) map[string]journal.Outcome {
+	e.t.Helper()
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
+	defer cancel()
+	cons, err := e.js.OrderedConsumer(ctx, journal.OutcomesStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{journal.OutcomesPrefix + ".>"},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer it.Stop()
+	got := make(map[string]journal.Outcome, len(ids))
+	for len(want) > 0 {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			e.t.Fatalf("awaiting %d outcomes: %v", len(want), err)
+		}
+		var o journal.Outcome
+		if err := json.Unmarshal(m.Data(), &o); err != nil {
+			e.t.Fatal(err)
+		}
+		got[o.ID] = o
+		delete(want, o.ID)
+	}
+	return got
+}
+
+// key names a logical row.
+type key struct{ pk, rk string }
+
+// mver is one version of a row in the model.
+type mver struct {
+	v       int64
+	seq     uint64
+	cmd     string
+	op      events.OpKind
+	props   events.Entity
+	deleted bool
+}
+
+// model applies commands by SPEC §2's semantics, independently of the
+// projector: versions from 0, one per applied op on a row, a re-insert
+// continuing after the tombstone; a command applies whole or not at all.
+type model struct {
+	table string
+	rows  map[key][]mver
+}
+
+func newModel(table string) *model { return &model{table: table, rows: make(map[key][]mver)} }
+
+func (m *model) latest(k key) *mver {
+	vs := m.rows[k]
+	if len(vs) == 0 {
+		return nil
+	}
+	return &vs[len(vs)-1]
+}
+
+// apply applies c at seq and reports whether it applied.
+func (m *model) apply(seq uint64, c *events.Command) bool {
+	if c.Table != m.table {
+		return false
+	}
+	type state struct {
+		latest *mver
+		added  []mver
+	}
+	work := make(map[key]*state)
+	var order []key
+	for _, op := range c.Ops {
+		k := key{c.PK, op.RK}
+		s, ok := work[k]
+		if !ok {
+			s = &state{latest: m.latest(k)}
+			work[k] = s
+			order = append(order, k)
+		}
+		exists := s.latest != nil && !s.latest.deleted
+		if op.IfVersion != nil && (!exists || s.latest.v != *op.IfVersion) {
+			return false
+		}
+		switch op.Op {
+		case events.OpInsert:
+			if exists {
+				return false
+			}
+		case events.OpReplace, events.OpMerge, events.OpDelete:
+			if !exists {
+				return false
+			}
+		}
+		next := mver{seq: seq, cmd: c.ID, op: op.Op}
+		if s.latest != nil {
+			next.v = s.latest.v + 1
+		}
+		switch {
+		case op.Op == events.OpDelete:
+			next.props, next.deleted = s.latest.props, true
+		case exists && (op.Op == events.OpMerge || op.Op == events.OpUpsertMerge):
+			next.props = s.latest.props.Clone()
+			for n, v := range op.Entity {
+				next.props[n] = v
+			}
+		default:
+			next.props = op.Entity.Clone()
+		}
+		s.added = append(s.added, next)
+		s.latest = &s.added[len(s.added)-1]
+	}
+	for _, k := range order {
+		m.rows[k] = append(m.rows[k], work[k].added...)
+	}
+	return true
+}
+
+// at returns the row's state at seq: its newest version at or before seq.
+func (m *model) at(k key, seq uint64) (mver, bool) {
+	vs := m.rows[k]
+	for i := len(vs) - 1; i >= 0; i-- {
+		if vs[i].seq <= seq {
+			return vs[i], !vs[i].deleted
+		}
+	}
+	return mver{}, false
+}
+
+// keys returns every row the model knows, sorted.
+func (m *model) keys() []key {
+	ks := make([]key, 0, len(m.rows))
+	for k := range m.rows {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i].pk != ks[j].pk {
+			return store.CompareKeys(ks[i].pk, ks[j].pk) < 0
+		}
+		return store.CompareKeys(ks[i].rk, ks[j].rk) < 0
+	})
+	return ks
+}
+
+// stateAt returns the live rows of partition pk ("" for all) at seq.
+func (m *model) stateAt(pk string, seq uint64) map[key]mver {
+	out := make(map[key]mver)
+	for k := range m.rows {
+		if pk != "" && k.pk != pk {
+			continue
+		}
+		if v, ok := m.at(k, seq); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// workload generates n commands on table over pks × rks, seeded: every op
+// kind, every EDM type, ifVersion guards right and wrong, some commands
+// naming a row twice, so that some commands are rejected.
+func workload(rng *rand.Rand, table, prefix string, n int, pks, rks []string) []*events.Command {
+	gen := newModel(table)
+	cmds := make([]*events.Command, 0, n)
+	for i := range n {
+		c := &events.Command{ID: fmt.Sprintf("%s-%05d", prefix, i), Table: table, PK: pks[rng.IntN(len(pks))], Issuer: "replay-test"}
+		nops := 1 + rng.IntN(3)
+		for range nops {
+			rk := rks[rng.IntN(len(rks))]
+			l := gen.latest(key{c.PK, rk})
+			exists := l != nil && !l.deleted
+			var op events.OpKind
+			switch x := rng.IntN(10); {
+			case !exists && x < 5:
+				op = events.OpInsert
+			case !exists && x < 8:
+				op = events.OpUpsert
+			case !exists:
+				op = []events.OpKind{events.OpUpsertMerge, events.OpReplace, events.OpDelete}[rng.IntN(3)]
+			case x < 3:
+				op = events.OpReplace
+			case x < 5:
+				op = events.OpMerge
+			case x < 6:
+				op = events.OpUpsert
+			case x < 7:
+				op = events.OpUpsertMerge
+			case x < 9:
+				op = events.OpDelete
+			default:
+				op = events.OpInsert // rejected: the row exists
+			}
+			ro := events.RowOp{Op: op, RK: rk}
+			if op != events.OpDelete {
+				ro.Entity = randomEntity(rng, i)
+			}
+			if op != events.OpInsert && rng.IntN(6) == 0 {
+				v := int64(rng.IntN(4))
+				if exists && rng.IntN(3) > 0 {
+					v = l.v
+				}
+				ro.IfVersion = &v
+			}
+			c.Ops = append(c.Ops, ro)
+		}
+		gen.apply(uint64(i+1), c)
+		cmds = append(cmds, c)
+	}
+	return cmds
+}
+
+func randomEntity(rng *rand.Rand, i int) events.Entity {
+	e := events.Entity{"n": events.Int32(int32(i))}
+	if rng.IntN(2) == 0 {
+		e["status"] = events.String([]string{"new", "paid", "shipped", "ünïcode ✓"}[rng.IntN(4)])
+	}
+	if rng.IntN(2) == 0 {
+		e["qty"] = events.Int64(1<<53 + int64(rng.IntN(1000)))
+	}
+	if rng.IntN(3) == 0 {
+		e["total"] = events.Double(float64(rng.IntN(100000)) / 100)
+	}
+	if rng.IntN(3) == 0 {
+		e["flag"] = events.Bool(rng.IntN(2) == 0)
+	}
+	if rng.IntN(4) == 0 {
+		e["when"] = events.DateTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(1e15))))
+	}
+	if rng.IntN(4) == 0 {
+		g, _ := events.Guid(fmt.Sprintf("%08x-0000-4000-8000-%012x", rng.Uint32(), rng.Int64N(1<<40)))
+		e["ref"] = g
+	}
+	if rng.IntN(4) == 0 {
+		e["blob"] = events.Binary([]byte(fmt.Sprintf("b%d\x00\xff", i)))
+	}
+	return e
+}
+
+// seeded is the state after a seeded workload: the model, every
+// command's outcome and journal time.
+type seeded struct {
+	table, other string
+	model        *model
+	cmds         []*events.Command
+	seqs         []uint64
+	outcomes     map[string]journal.Outcome
+	times        map[uint64]time.Time // journal time of every sequence
+	head         uint64
+}
+
+// seed publishes a workload on two tables and waits for every outcome.
+func (e *env) seed(rng *rand.Rand, n int, pks, rks []string) *seeded {
+	e.t.Helper()
+	s := &seeded{table: uniqueTable("Orders"), other: uniqueTable("Other")}
+	cmds := workload(rng, s.table, "c", n, pks, rks)
+	other := workload(rng, s.other, "o", n/8, pks[:1], rks[:2])
+	// Interleave the other table's commands.
+	for i, c := range other {
+		at := (i + 1) * len(cmds) / (len(other) + 1)
+		cmds = append(cmds[:at], append([]*events.Command{c}, cmds[at:]...)...)
+	}
+	s.cmds = cmds
+	s.seqs = e.publish(cmds)
+	ids := make([]string, len(cmds))
+	for i, c := range cmds {
+		ids[i] = c.ID
+	}
+	s.outcomes = e.awaitOutcomes(ids)
+	s.model = newModel(s.table)
+	s.times = make(map[uint64]time.Time)
+	// Apply in journal order.
+	idx := make([]int, len(cmds))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return s.seqs[idx[a]] < s.seqs[idx[b]] })
+	statuses := map[journal.Status]int{}
+	for _, i := range idx {
+		c := cmds[i]
+		o := s.outcomes[c.ID]
+		s.times[s.seqs[i]] = o.At
+		if c.Table != s.table {
+			continue
+		}
+		applied := s.model.apply(s.seqs[i], c)
+		statuses[o.Status]++
+		if applied != (o.Status == journal.StatusApplied) {
+			e.t.Fatalf("%s at seq %d: model applied=%v, projector %s (%s)", c.ID, s.seqs[i], applied, o.Status, o.Reason)
+		}
+	}
+	if statuses[journal.StatusApplied] == 0 || statuses[journal.StatusRejected] == 0 {
+		e.t.Fatalf("workload too tame: %v", statuses)
+	}
+	s.head = s.seqs[idx[len(idx)-1]]
+	e.t.Logf("seeded %d commands (%v) on %s and %s, head %d", len(cmds), statuses, s.table, s.other, s.head)
+	return s
+}
+
+// sameRow compares a row read by replay with a model version.
+func sameRow(got projection.Row, want mver) error {
+	switch {
+	case got.Version != want.v:
+		return fmt.Errorf("version %d, want %d", got.Version, want.v)
+	case got.Seq != want.seq || got.Cmd != want.cmd || got.Op != want.op:
+		return fmt.Errorf("written by %s (%s) at %d, want %s (%s) at %d", got.Cmd, got.Op, got.Seq, want.cmd, want.op, want.seq)
+	case got.Deleted != want.deleted:
+		return fmt.Errorf("deleted %v, want %v", got.Deleted, want.deleted)
+	case !got.Props.Equal(want.props):
+		return fmt.Errorf("props %#v, want %#v", got.Props, want.props)
+	}
+	return nil
+}
+
+// allRows reads every stored entity of a table, for whole-table
+// comparisons (every column but Timestamp and etag).
+func allRows(t testing.TB, ctx context.Context, st store.Store, table string) map[key]events.Entity {
+	t.Helper()
+	out := make(map[key]events.Entity)
+	err := store.All(ctx, st, table, store.Query{}, func(e store.Entity) error {
+		out[key{e.PK, e.RK}] = e.Props
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read %s: %v", table, err)
+	}
+	return out
+}
+
+// sameTables compares two whole tables, row for row.
+func sameTables(t testing.TB, what string, got, want map[key]events.Entity) {
+	t.Helper()
+	bad := 0
+	for k, w := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			t.Errorf("%s: row %q/%q missing", what, k.pk, k.rk)
+			bad++
+		case !g.Equal(w):
+			t.Errorf("%s: row %q/%q:\n got  %#v\n want %#v", what, k.pk, k.rk, g, w)
+			bad++
+		}
+		if bad > 5 {
+			t.Fatalf("%s: too many differences", what)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s: extra row %q/%q", what, k.pk, k.rk)
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.FailNow()
+	}
+	if len(want) == 0 {
+		t.Fatalf("%s: nothing compared", what)
+	}
+}
+
+// currentRows reads the current (tip) rows of a table as replay rows.
+func currentRows(t testing.TB, ctx context.Context, st store.Store, table string) map[key]projection.Row {
+	t.Helper()
+	out := make(map[key]projection.Row)
+	err := projection.Reader{Store: st}.Current(ctx, table, "", func(r projection.Row) error {
+		out[key{r.PK, r.RK}] = r
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// asofRows reads a table's rows at seq through replay.
+func asofRows(t testing.TB, ctx context.Context, rp *replay.Replayer, table, pk string, seq uint64) map[key]projection.Row {
+	t.Helper()
+	out := make(map[key]projection.Row)
+	var last *projection.Row
+	err := rp.AsOf(ctx, table, pk, seq, func(r projection.Row) error {
+		if last != nil && (store.CompareKeys(last.PK, r.PK) > 0 || last.PK == r.PK && store.CompareKeys(last.RK, r.RK) >= 0) {
+			t.Errorf("asof out of order: %q/%q after %q/%q", r.PK, r.RK, last.PK, last.RK)
+		}
+		last = &r
+		out[key{r.PK, r.RK}] = r
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("asof %s/%q at %d: %v", table, pk, seq, err)
+	}
+	return out
+}
+
+// sameState compares two sets of current rows in every column.
+func sameState(t testing.TB, what string, got, want map[key]projection.Row) {
+	t.Helper()
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Fatalf("%s: row %q/%q missing", what, k.pk, k.rk)
+		}
+		if g.Version != w.Version || g.Cmd != w.Cmd || g.Seq != w.Seq || !g.At.Equal(w.At) || g.Op != w.Op || !g.Props.Equal(w.Props) {
+			t.Fatalf("%s: row %q/%q:\n got  %+v\n want %+v", what, k.pk, k.rk, g, w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Fatalf("%s: extra row %q/%q", what, k.pk, k.rk)
+		}
+	}
+}
