@@ -324,8 +324,12 @@ func printSnapshot(rc *replayCmd, w io.Writer, st replay.SnapshotStats) {
 			"entities": st.Entities, "partitions": st.Partitions, "seconds": st.Elapsed.Seconds(), "entitiesPerSecond": rate})
 		return
 	}
-	fmt.Fprintf(w, "snapshot of %s at seq %d: %d rows (tips and versions) from %d partitions in %s, %.0f rows/s, written to %s\n",
-		st.Header.Table, st.Header.Seq, st.Entities, st.Partitions, st.Elapsed.Round(time.Millisecond), rate, rc.file)
+	from := fmt.Sprintf("%d partitions", st.Partitions)
+	if st.Partitions == 0 {
+		from = "one scan of the table"
+	}
+	fmt.Fprintf(w, "snapshot of %s at seq %d: %d rows (tips and versions) from %s in %s, %.0f rows/s, written to %s\n",
+		st.Header.Table, st.Header.Seq, st.Entities, from, st.Elapsed.Round(time.Millisecond), rate, rc.file)
 }
 
 func printLoad(rc *replayCmd, st replay.LoadStats) {

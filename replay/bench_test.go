@@ -1,0 +1,160 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/replay"
+)
+
+// BenchmarkReplay measures, on each backend, over one seeded workload that
+// a real projector applied first:
+//
+//   - rebuild: commands/s, and as a ratio against the projector's rate on
+//     the same store (ratio-vs-projector, target >= 0.8);
+//   - snapshot and load: entities/s.
+func BenchmarkReplay(b *testing.B) {
+	for _, be := range backends() {
+		b.Run(be.name, func(b *testing.B) {
+			n, npk := 5000, 64
+			if be.small {
+				n, npk = 1000, 16
+			}
+			st := be.open(b)
+			srv := journaltest.StartServerConfig(b, journal.ServerConfig{Dir: b.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
+			_, js := journaltest.Connect(b, srv.ClientURL())
+			ctx := journaltest.Context(b, 10*time.Minute)
+			j, err := journal.Ensure(ctx, js, journal.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := &env{t: b, ctx: ctx, js: js, j: j, w: journal.NewWriter(js, j.Name()), st: st}
+			pks := make([]string, npk)
+			for i := range pks {
+				pks[i] = fmt.Sprintf("customer-%03d", i)
+			}
+			table := uniqueTable("Bench")
+			cmds := workload(rand.New(rand.NewPCG(1, 2)), table, "c", n, pks, []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"})
+			e.publish(cmds)
+			ids := make([]string, len(cmds))
+			for i, c := range cmds {
+				ids[i] = c.ID
+			}
+			// The projector's rate: from its start until the last outcome.
+			start := time.Now()
+			pctx, cancel := context.WithCancel(context.Background())
+			p, err := projection.New(pctx, js, st, projection.Config{Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- p.Run(pctx) }()
+			e.awaitOutcomes(ids)
+			projRate := float64(n) / time.Since(start).Seconds()
+			cancel()
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			rp, err := replay.New(ctx, replay.Config{Store: st, JetStream: js, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+
+			b.Run("rebuild", func(b *testing.B) {
+				var cmds int64
+				b.ResetTimer()
+				for range b.N {
+					stats, err := rp.Rebuild(ctx, replay.RebuildConfig{Table: table, Into: uniqueTable("Rebuilt")})
+					if err != nil {
+						b.Fatal(err)
+					}
+					cmds += stats.Commands
+				}
+				rate := float64(cmds) / b.Elapsed().Seconds()
+				b.ReportMetric(rate, "cmds/s")
+				b.ReportMetric(projRate, "projector-cmds/s")
+				b.ReportMetric(rate/projRate, "ratio-vs-projector")
+			})
+			var snap []byte
+			b.Run("snapshot", func(b *testing.B) {
+				var ents int64
+				b.ResetTimer()
+				for range b.N {
+					var buf bytes.Buffer
+					stats, err := rp.Snapshot(ctx, &buf, replay.SnapshotConfig{Table: table})
+					if err != nil {
+						b.Fatal(err)
+					}
+					ents += stats.Entities
+					snap = buf.Bytes()
+				}
+				b.ReportMetric(float64(ents)/b.Elapsed().Seconds(), "entities/s")
+				b.ReportMetric(float64(len(snap))/float64(ents/int64(b.N)), "bytes/entity")
+			})
+			b.Run("load", func(b *testing.B) {
+				var ents int64
+				b.ResetTimer()
+				for range b.N {
+					stats, err := rp.Load(ctx, bytes.NewReader(snap), replay.LoadConfig{Into: uniqueTable("Loaded")})
+					if err != nil {
+						b.Fatal(err)
+					}
+					ents += stats.Entities
+				}
+				b.ReportMetric(float64(ents)/b.Elapsed().Seconds(), "entities/s")
+			})
+		})
+	}
+}
+
+// BenchmarkAsOfRow reads one row at history depths 1, 100 and 10,000: at
+// its tip (one point read), at the version before the tip and a quarter of
+// the way into its history (the tip read and one history query filtered to
+// _seq <= S, limit 1). Requests stay at two whatever the depth; what the
+// store scans to answer the filtered query grows with the versions newer
+// than the point, as the layout's version keys say nothing of sequences.
+func BenchmarkAsOfRow(b *testing.B) {
+	for _, be := range backends() {
+		b.Run(be.name, func(b *testing.B) {
+			st := be.open(b)
+			rp, err := replay.New(context.Background(), replay.Config{Store: st})
+			if err != nil {
+				b.Fatal(err)
+			}
+			table := uniqueTable("Depth")
+			for di, depth := range []int{1, 100, 10_000} {
+				if be.small && depth > 1000 {
+					continue // 10,000 versions take a minute to write to Azurite
+				}
+				base := uint64(di * 100_000)
+				rk := fmt.Sprintf("row-%d", depth)
+				deepRow(b, st, table, "p", rk, depth, base, false)
+				for _, where := range []string{"tip", "previous", "deep"} {
+					seq := base + uint64(depth)
+					switch {
+					case depth == 1 && where != "tip":
+						continue
+					case where == "previous":
+						seq-- // the version before the tip: one history row to skip
+					case where == "deep":
+						seq = base + uint64(depth/4) // three quarters of the history are newer
+					}
+					b.Run(fmt.Sprintf("depth=%d/%s", depth, where), func(b *testing.B) {
+						for range b.N {
+							if _, ok, err := rp.AsOfRow(context.Background(), table, "p", rk, seq); err != nil || !ok {
+								b.Fatal(ok, err)
+							}
+						}
+					})
+				}
+			}
+		})
+	}
+}
