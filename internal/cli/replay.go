@@ -139,6 +139,7 @@ type replayCmd struct {
 	workers             int
 	file                string
 	atSeq               uint64
+	durable             string
 
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -234,8 +235,13 @@ func (rc *replayCmd) open(ctx context.Context, nn natsNeed) error {
 		return fmt.Errorf("table store: %w", err)
 	}
 	rc.st, rc.closeSt = st, closer
-	cfg := replay.Config{Store: st, JetStream: rc.js, Journal: rc.stream, Workers: rc.workers}
+	cfg := replay.Config{Store: st, JetStream: rc.js, Journal: rc.stream, Durable: rc.durable, Workers: rc.workers}
 	rc.rp, err = replay.New(ctx, cfg)
+	if err != nil && nn == natsIfUp && rc.js != nil {
+		// NATS is up but holds no journal: read the tables alone.
+		cfg.JetStream = nil
+		rc.rp, err = replay.New(ctx, cfg)
+	}
 	return err
 }
 

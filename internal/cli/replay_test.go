@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -184,4 +185,35 @@ func TestReplayCLI(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestReplayProgress checks that rebuild draws its progress bar on a
+// terminal stderr, and prints nothing there otherwise.
+func TestReplayProgress(t *testing.T) {
+	e := startReplayEnv(t)
+	for i := range 20 {
+		e.publish(t, fmt.Sprintf("p%d", i), upsert(fmt.Sprintf("r%d", i%3), events.Entity{"n": events.Int32(int32(i))}))
+	}
+	for _, tty := range []bool{true, false} {
+		f, err := os.CreateTemp(t.TempDir(), "stderr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := replayTerminal
+		replayTerminal = func(*os.File) bool { return tty }
+		var out bytes.Buffer
+		err = Replay(e.ctx, []string{"rebuild", "--nats", e.url, "--tables", e.tables, "--table", "orders", "--into", fmt.Sprintf("copy%v", tty)}, &out, f)
+		replayTerminal = saved
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		bar, _ := os.ReadFile(f.Name())
+		if tty != strings.Contains(string(bar), "rebuild") || tty != strings.Contains(string(bar), "cmd/s") {
+			t.Fatalf("tty %v: stderr %q", tty, bar)
+		}
+		if !strings.Contains(out.String(), "20 commands (20 applied") {
+			t.Fatalf("stdout: %s", out.String())
+		}
+	}
 }
