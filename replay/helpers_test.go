@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,11 +125,14 @@ func newEnv(t testing.TB, st store.Store) *env {
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(pctx) }()
+	var once sync.Once
 	e.stop = func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("projector: %v", err)
-		}
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("projector: %v", err)
+			}
+		})
 	}
 	t.Cleanup(e.stop)
 	e.rp, err = replay.New(ctx, replay.Config{Store: st, JetStream: js, Logger: quiet})

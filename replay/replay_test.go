@@ -36,6 +36,7 @@ func TestReplay(t *testing.T) {
 			t.Run("snapshot", func(t *testing.T) { testSnapshot(t, e, s) })
 			t.Run("undo", func(t *testing.T) { testUndo(t, e, s) })
 			t.Run("restore", func(t *testing.T) { testRestore(t, e, s, rng) })
+			t.Run("applied", func(t *testing.T) { testApplied(t, e, s) })
 		})
 	}
 }
@@ -499,4 +500,24 @@ func stripWriters(rows map[key]projection.Row) map[key]projection.Row {
 		out[k] = projection.Row{PK: r.PK, RK: r.RK, Props: r.Props}
 	}
 	return out
+}
+
+// testApplied stops the projector, publishes more, and checks that the
+// default snapshot sequence stays at what the projector applied.
+func testApplied(t *testing.T, e *env, s *seeded) {
+	got, err := e.rp.AppliedSeq(e.ctx)
+	if err != nil || got != s.head {
+		t.Fatalf("applied sequence %d (%v), want the head %d", got, err, s.head)
+	}
+	e.stop()
+	more := workload(rand.New(rand.NewPCG(7, 7)), s.table, "late", 5, []string{"p0", "p1"}, []string{"r0"})
+	e.publish(more)
+	if got, err = e.rp.AppliedSeq(e.ctx); err != nil || got != s.head {
+		t.Fatalf("applied sequence %d (%v) with the projector stopped, want %d", got, err, s.head)
+	}
+	var buf bytes.Buffer
+	st, err := e.rp.Snapshot(e.ctx, &buf, replay.SnapshotConfig{Table: s.table})
+	if err != nil || st.Header.Seq != s.head {
+		t.Fatalf("default snapshot at %d (%v), want %d", st.Header.Seq, err, s.head)
+	}
 }
