@@ -306,9 +306,23 @@ var replayTerminal = func(f *os.File) bool { return term.IsTerminal(int(f.Fd()))
 // refused marks a refusal (conflicts, rejected commands): exit status 3.
 func refused(err error) error {
 	if errors.Is(err, replay.ErrConflicts) || errors.Is(err, replay.ErrRejected) {
-		return fmt.Errorf("%w: %w", ErrRejected, err)
+		return replayRefusal{err}
 	}
 	return err
+}
+
+// replayRefusal is ErrRejected without repeating it in the message.
+type replayRefusal struct{ err error }
+
+func (r replayRefusal) Error() string   { return r.err.Error() }
+func (r replayRefusal) Unwrap() []error { return []error{ErrRejected, r.err} }
+
+// plural renders "1 row", "2 rows".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // createAtomic writes a file through a temporary one renamed into place

@@ -280,7 +280,7 @@ func runPlan(ctx context.Context, rc *replayCmd, p *replay.Plan) error {
 	if !rc.apply {
 		printPlan(rc, p, nil)
 		if p.Blocked() {
-			return refused(fmt.Errorf("%w: %d rows; --force includes them", replay.ErrConflicts, len(p.Conflicts())))
+			return refused(fmt.Errorf("undo %s: %w: %s; --force includes them", p.Of, replay.ErrConflicts, plural(len(p.Conflicts()), "row")))
 		}
 		return nil
 	}

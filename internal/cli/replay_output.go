@@ -159,7 +159,7 @@ func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) er
 		return nil
 	})
 	tw.Flush()
-	fmt.Fprintf(w, "%d rows\n", n)
+	fmt.Fprintln(w, plural(n, "row"))
 	return err
 }
 
@@ -428,7 +428,7 @@ func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
 		}
 		fmt.Fprintf(w, "restore of %s to seq %d", scope, p.Seq)
 	}
-	fmt.Fprintf(w, ": %d rows, %d conflicts, %d commands\n", len(p.Steps), len(p.Conflicts()), len(p.Commands))
+	fmt.Fprintf(w, ": %s, %s, %s\n", plural(len(p.Steps), "row"), plural(len(p.Conflicts()), "conflict"), plural(len(p.Commands), "command"))
 	for _, s := range p.Steps {
 		fmt.Fprintln(w)
 		fmt.Fprint(w, stepTitle(s))
@@ -467,11 +467,11 @@ func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
 	if res == nil {
 		switch {
 		case p.Blocked():
-			fmt.Fprintf(w, "refused: %d rows were changed by later commands; --force puts them back too. Nothing published.\n", len(p.Conflicts()))
+			fmt.Fprintf(w, "refused: %s changed by later commands; --force puts them back too. Nothing published.\n", plural(len(p.Conflicts()), "row"))
 		case len(p.Commands) == 0:
 			fmt.Fprintln(w, "nothing to do")
 		default:
-			fmt.Fprintf(w, "dry run: nothing published; --apply publishes %d commands\n", len(p.Commands))
+			fmt.Fprintf(w, "dry run: nothing published; --apply publishes %s\n", plural(len(p.Commands), "command"))
 		}
 		return
 	}
@@ -499,6 +499,8 @@ func stepTitle(s replay.Step) string {
 		fmt.Fprintf(&b, "CONFLICT, changed later by %s (now version %d)", s.Current.Cmd, s.Current.Version)
 		if s.Op != "" {
 			fmt.Fprintf(&b, "; %s", opText(s))
+		} else {
+			b.WriteString("; already at the target")
 		}
 	case s.Op == "":
 		b.WriteString("already at the target; nothing to do")

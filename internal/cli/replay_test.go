@@ -167,7 +167,7 @@ func TestReplayCLI(t *testing.T) {
 			t.Fatalf("restore: exit %d: %s%s", code, out, errs)
 		}
 		out, _, _ = e.replay(t, "asof", "--table", "orders")
-		if !strings.Contains(out, `status=Edm.String("new")`) || !strings.Contains(out, "1 rows") {
+		if !strings.Contains(out, `status=Edm.String("new")`) || !strings.Contains(out, "1 row\n") {
 			t.Fatalf("after restore: %s", out)
 		}
 	})
