@@ -1,0 +1,258 @@
+package projection_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/azurite"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+var azuriteSrv *azurite.Server
+
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		os.Exit(crashChild())
+	}
+	os.Exit(azurite.Run(m, &azuriteSrv))
+}
+
+func backends() []projectiontest.Backend {
+	return projectiontest.Backends(azuriteSrv.ConnectionString())
+}
+
+// sizes of the model workload per backend: Azurite is an order of
+// magnitude slower, so it gets a smaller workload with the same checks.
+var modelSize = map[string]struct{ commands, partitions, rowsPer int }{
+	"sqlite":  {10_000, 20, 12},
+	"azurite": {1_500, 20, 10},
+}
+
+// TestModel projects a seeded random workload and checks every row's
+// current state and complete history, and every command's outcome, against
+// an independent model. It then projects the same journal into a second,
+// fresh store and checks that both hold identical rows (determinism).
+func TestModel(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			size := modelSize[b.Name]
+			ctx := journaltest.Context(t, 10*time.Minute)
+			h := projectiontest.Start(t, b.Open(t), projectiontest.Options{})
+			h.StartProjector(projection.Config{})
+
+			w := projectiontest.NewWorkload(42, "orders", size.partitions, size.rowsPer)
+			cmds := make([]*events.Command, size.commands)
+			for i := range cmds {
+				cmds[i] = w.Next()
+			}
+			h.PublishAll(ctx, cmds)
+			h.WaitProjected(ctx)
+
+			model := h.Model(ctx)
+			if n := len(model.Rows); n < 200 {
+				t.Fatalf("workload touched %d rows, want at least 200", n)
+			}
+			projectiontest.CompareTable(t, h.Store, "orders", model)
+			checkOutcomes(t, h.Outcomes(ctx), model)
+
+			// Determinism: the same journal into a fresh store.
+			second := b.Open(t)
+			p2, err := projection.New(ctx, h.JS, second, projection.Config{Durable: "second", NoChangeFeed: true, Logger: projectiontest.QuietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- p2.Run(rctx) }()
+			want := projectiontest.TableVersions(t, h.Store, "orders")
+			projectiontest.WaitFor(t, ctx, "the second projection catches up", func() (bool, error) {
+				got := projectiontest.TableVersions(t, second, "orders")
+				return sameVersionCount(got, want), nil
+			})
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			projectiontest.CompareTable(t, second, "orders", model)
+			compareStores(t, h.Store, second, "orders")
+		})
+	}
+}
+
+func sameVersionCount(a, b map[projectiontest.RowID][]projection.Row) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for id, rows := range b {
+		if len(a[id]) != len(rows) {
+			return false
+		}
+	}
+	return true
+}
+
+// compareStores checks two stores hold the same entities in table, every
+// column but the store's own Timestamp and etag.
+func compareStores(t *testing.T, a, b store.Store, table string) {
+	t.Helper()
+	ea, err := store.Collect(context.Background(), a, table, store.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := store.Collect(context.Background(), b, table, store.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ea) != len(eb) {
+		t.Fatalf("%d entities vs %d", len(ea), len(eb))
+	}
+	for i := range ea {
+		if ea[i].PK != eb[i].PK || ea[i].RK != eb[i].RK || !ea[i].Props.Equal(eb[i].Props) {
+			t.Fatalf("entity %d differs:\n%+v\n%+v", i, ea[i], eb[i])
+		}
+	}
+}
+
+func checkOutcomes(t *testing.T, got map[uint64]journal.Outcome, model *projectiontest.Model) {
+	t.Helper()
+	counts := map[string]int{}
+	for seq, want := range model.Status {
+		o, ok := got[seq]
+		switch {
+		case !ok:
+			t.Errorf("seq %d: no outcome, model says %s", seq, want)
+		case string(o.Status) != want:
+			t.Errorf("seq %d (%s): outcome %s (%s), model says %s", seq, o.ID, o.Status, o.Reason, want)
+		case o.Status == journal.StatusRejected && o.Reason == "":
+			t.Errorf("seq %d: rejected without a reason", seq)
+		}
+		counts[want]++
+	}
+	if len(got) != len(model.Status) {
+		t.Errorf("%d outcomes for %d journal messages", len(got), len(model.Status))
+	}
+	// The workload must exercise every outcome, or the test proves little.
+	for _, st := range []string{"applied", "rejected", "duplicate"} {
+		if counts[st] == 0 {
+			t.Errorf("workload produced no %s command: %v", st, counts)
+		}
+	}
+	t.Logf("outcomes: %v", counts)
+}
+
+// TestPoison publishes garbage with a raw NATS client in the middle of a
+// workload: each bad message is rejected with a reason, and every valid
+// command around it applies.
+func TestPoison(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := journaltest.Context(t, 5*time.Minute)
+			h := projectiontest.Start(t, b.Open(t), projectiontest.Options{})
+			h.StartProjector(projection.Config{})
+			w := projectiontest.NewWorkload(7, "orders", 4, 10)
+
+			valid := func(n int) {
+				cmds := make([]*events.Command, n)
+				for i := range cmds {
+					cmds[i] = w.Next()
+				}
+				h.PublishAll(ctx, cmds)
+			}
+			raw := func(subject, contentType string, data []byte, id string) {
+				m := nats.NewMsg(subject)
+				m.Data = data
+				if contentType != "" {
+					m.Header.Set("Content-Type", contentType)
+				}
+				if id != "" {
+					m.Header.Set("Nats-Msg-Id", id)
+				}
+				if _, err := h.JS.PublishMsg(ctx, m); err != nil {
+					t.Fatalf("raw publish %s: %v", id, err)
+				}
+			}
+			good := &events.Command{ID: "poison-ok", Table: "orders", PK: "part-00",
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: events.Entity{"a": events.Int32(1)}}}}
+			goodJSON, _ := events.MarshalJSON(good)
+			tooMany := *good
+			tooMany.ID = "poison-too-many-ops"
+			for i := 0; i <= events.MaxOpsPerCommand; i++ {
+				tooMany.Ops = append(tooMany.Ops, events.RowOp{Op: events.OpUpsert, RK: strings.Repeat("k", i+1), Entity: events.Entity{}})
+			}
+			tooManyJSON, _ := events.MarshalJSON(&tooMany)
+			badTable := strings.Replace(string(goodJSON), `"orders"`, `"1nvalid"`, 1)
+			badTable = strings.Replace(badTable, "poison-ok", "poison-bad-table", 1)
+			mismatch := strings.Replace(string(goodJSON), "poison-ok", "poison-mismatch", 1)
+
+			poison := []struct {
+				name, subject, ct string
+				data              []byte
+				id                string
+			}{
+				{"undecodable msgpack", journal.Subject("orders", "part-00"), "", []byte{0xc1, 0xff, 0x00}, "poison-msgpack"},
+				{"broken JSON", journal.Subject("orders", "part-01"), events.ContentTypeJSON, []byte(`{"id":"poison-json",`), "poison-json"},
+				{"subject and body disagree", journal.Subject("orders", "part-02"), events.ContentTypeJSON, []byte(mismatch), "poison-mismatch"},
+				{"too many ops", journal.Subject("orders", "part-00"), events.ContentTypeJSON, tooManyJSON, "poison-too-many-ops"},
+				{"invalid table", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(badTable), "poison-bad-table"},
+				{"unknown content type", journal.Subject("orders", "part-00"), "text/plain", goodJSON, "poison-ok"},
+				{"big entity", journal.Subject("orders", "part-03"), events.ContentTypeJSON, bigEntityJSON(t), "poison-big"},
+			}
+			valid(200)
+			for _, p := range poison {
+				raw(p.subject, p.ct, p.data, p.id)
+				valid(20)
+			}
+			h.WaitProjected(ctx)
+			model := h.Model(ctx)
+			projectiontest.CompareTable(t, h.Store, "orders", model)
+			outcomes := h.Outcomes(ctx)
+			checkOutcomesStatusOnly(t, outcomes, model)
+			byID := map[string]journal.Outcome{}
+			for _, o := range outcomes {
+				byID[o.ID] = o
+			}
+			for _, p := range poison {
+				o, ok := byID[p.id]
+				if !ok || o.Status != journal.StatusRejected || o.Reason == "" {
+					t.Errorf("%s: outcome %+v, want rejected with a reason", p.name, o)
+					continue
+				}
+				t.Logf("%s: %s", p.name, o.Reason)
+			}
+		})
+	}
+}
+
+func checkOutcomesStatusOnly(t *testing.T, got map[uint64]journal.Outcome, model *projectiontest.Model) {
+	t.Helper()
+	for seq, want := range model.Status {
+		if o := got[seq]; string(o.Status) != want {
+			t.Errorf("seq %d (%s): outcome %q (%s), model says %s", seq, o.ID, o.Status, o.Reason, want)
+		}
+	}
+}
+
+// bigEntityJSON is a command whose entity is over the 1 MiB limit.
+func bigEntityJSON(t *testing.T) []byte {
+	e := events.Entity{}
+	for i := 0; i < 17; i++ {
+		e["p"+strings.Repeat("x", i+1)] = events.Binary(make([]byte, 64<<10))
+	}
+	c := &events.Command{ID: "poison-big", Table: "orders", PK: "part-03",
+		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "big", Entity: e}}}
+	data, err := events.MarshalJSON(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
