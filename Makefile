@@ -31,5 +31,6 @@ fuzz:
 bench: azurite
 	go run ./internal/benchreport
 
+# The walkthrough: projector on embedded defaults, writer, replay.
 demo:
-	go run ./cmd/demo
+	bash scripts/demo.sh

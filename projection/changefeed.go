@@ -125,6 +125,11 @@ func (p *publisher) publish(ctx context.Context, msg *nats.Msg, sync bool) error
 	return nil
 }
 
+// asyncAckTimeout bounds the wait for one asynchronous publish's ack; an
+// async publish can be dropped under load, so after it the message is sent
+// again synchronously (its Nats-Msg-Id makes that idempotent).
+const asyncAckTimeout = 10 * time.Second
+
 // wait returns once every asynchronous publish was acknowledged.
 func (p *publisher) wait(ctx context.Context) error {
 	p.mu.Lock()
@@ -132,16 +137,22 @@ func (p *publisher) wait(ctx context.Context) error {
 	p.futures = nil
 	p.mu.Unlock()
 	var errs []error
+	timer := time.NewTimer(asyncAckTimeout)
+	defer timer.Stop()
 	for _, f := range fs {
+		timer.Reset(asyncAckTimeout)
+		var failed error
 		select {
 		case <-f.Ok():
-		case err := <-f.Err():
-			// Re-send once synchronously; the message ID makes it idempotent.
-			if _, err2 := p.js.PublishMsg(ctx, f.Msg()); err2 != nil {
-				errs = append(errs, fmt.Errorf("publish %s: %w (retry: %w)", f.Msg().Subject, err, err2))
-			}
+			continue
+		case failed = <-f.Err():
+		case <-timer.C:
+			failed = fmt.Errorf("no ack within %v", asyncAckTimeout)
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+		if _, err := p.js.PublishMsg(ctx, f.Msg()); err != nil {
+			errs = append(errs, fmt.Errorf("publish %s: %w (retry: %w)", f.Msg().Subject, failed, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,5 +1,188 @@
 package projection_test
 
-const crashChildEnv = "TABLEJOURNAL_CRASH_CHILD"
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
 
-func crashChild() int { return 0 }
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/store/sqlite"
+)
+
+// The crash test runs the projector in a child process: this test binary,
+// re-executed with crashChildEnv set, which TestMain turns into a call of
+// crashChild instead of the tests.
+const (
+	crashChildEnv = "TABLEJOURNAL_CRASH_CHILD"
+	crashNATSEnv  = "TABLEJOURNAL_CRASH_NATS"
+	crashDBEnv    = "TABLEJOURNAL_CRASH_DB"
+)
+
+// crashChild runs a projector on the parent's JetStream server and the
+// parent's SQLite file until it is killed.
+func crashChild() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	st, err := sqlite.Open(ctx, os.Getenv(crashDBEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer st.Close()
+	nc, js, err := connect(os.Getenv(crashNATSEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer nc.Close()
+	// Small fetches and no cache make a kill land inside a batch often.
+	p, err := projection.New(ctx, js, st, projection.Config{
+		FetchBatch: 64, Applier: projection.ApplierConfig{CacheRows: -1}, Logger: projectiontest.QuietLogger(),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := p.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestCrash hard-kills (SIGKILL) a projector process at random moments at
+// least 20 times while a workload is being published and projected,
+// restarting it each time. The final table must equal the model and an
+// uninterrupted projection of the same journal, row for row and version for
+// version, and every command must have exactly the outcome the model gives.
+func TestCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test runs a projector process 20+ times")
+	}
+	ctx := journaltest.Context(t, 10*time.Minute)
+	dbPath := filepath.Join(t.TempDir(), "tables.db")
+	st, err := sqlite.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := projectiontest.Start(t, st, projectiontest.Options{})
+	w := projectiontest.NewWorkload(2026, "orders", 20, 10)
+	rng := rand.New(rand.NewPCG(11, 13))
+
+	outcomes := func() uint64 {
+		s, err := h.JS.Stream(ctx, journal.OutcomesStream)
+		if err != nil {
+			return 0
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return 0
+		}
+		return info.State.Msgs
+	}
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"=1", crashNATSEnv+"="+h.Server.ClientURL(), crashDBEnv+"="+dbPath)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	publish := func(n int) {
+		cmds := make([]*events.Command, n)
+		for i := range cmds {
+			cmds[i] = w.Next()
+		}
+		h.PublishAll(ctx, cmds)
+	}
+
+	publish(500)
+	const kills = 24
+	for i := 0; i < kills; i++ {
+		before := outcomes()
+		child := start()
+		// Kill once the projector has made some random progress, so kills land
+		// in fetches, transactions and outcome publishing alike.
+		target := before + 1 + uint64(rng.IntN(150))
+		projectiontest.WaitFor(t, ctx, fmt.Sprintf("kill %d: %d outcomes", i, target), func() (bool, error) {
+			return outcomes() >= target, nil
+		})
+		if err := child.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = child.Wait() // "signal: killed"
+		publish(100 + rng.IntN(100))
+	}
+
+	// Finish the work with one last, uninterrupted run.
+	child := start()
+	h.WaitProjected(ctx)
+	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("projector after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = child.Process.Signal(syscall.SIGQUIT) // the Go runtime prints every goroutine
+		<-exited
+		t.Fatal("projector did not stop within 30 s of SIGTERM")
+	}
+
+	model := h.Model(ctx)
+	projectiontest.CompareTable(t, st, "orders", model)
+	checkOutcomes(t, h.Outcomes(ctx), model)
+
+	// The same journal projected without interruption, into a fresh store.
+	fresh := projectiontest.SQLite(t)
+	p, err := projection.New(ctx, h.JS, fresh, projection.Config{Durable: "uninterrupted", NoChangeFeed: true, Logger: projectiontest.QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(rctx) }()
+	want := projectiontest.TableVersions(t, st, "orders")
+	projectiontest.WaitFor(t, ctx, "the uninterrupted projection catches up", func() (bool, error) {
+		got, err := projectiontest.ReadVersions(ctx, fresh, "orders")
+		return err == nil && sameVersionCount(got, want), err
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	compareStores(t, st, fresh, "orders")
+}
+
+func connect(url string) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}

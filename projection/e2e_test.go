@@ -76,8 +76,8 @@ func TestModel(t *testing.T) {
 			go func() { done <- p2.Run(rctx) }()
 			want := projectiontest.TableVersions(t, h.Store, "orders")
 			projectiontest.WaitFor(t, ctx, "the second projection catches up", func() (bool, error) {
-				got := projectiontest.TableVersions(t, second, "orders")
-				return sameVersionCount(got, want), nil
+				got, err := projectiontest.ReadVersions(ctx, second, "orders")
+				return err == nil && sameVersionCount(got, want), err
 			})
 			cancel()
 			if err := <-done; err != nil {

@@ -130,18 +130,9 @@ func (p *Projector) Run(ctx context.Context) error {
 }
 
 func (p *Projector) runShard(ctx context.Context, shard int) error {
-	name := fmt.Sprintf("%s-%d", p.cfg.Durable, shard)
-	cons, err := p.js.CreateOrUpdateConsumer(ctx, p.j.Name(), jetstream.ConsumerConfig{
-		Durable:       name,
-		FilterSubject: journal.ShardFilter(shard),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       5 * time.Minute,
-		MaxAckPending: 4 * p.cfg.FetchBatch,
-		MaxDeliver:    -1,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+	cons, err := p.openConsumer(ctx, shard)
 	if err != nil {
-		return fmt.Errorf("consumer %s: %w", name, err)
+		return err
 	}
 	for ctx.Err() == nil {
 		msgs, err := p.fetch(ctx, cons)
@@ -165,6 +156,51 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		}
 	}
 	return nil
+}
+
+// openConsumer (re)creates the shard's durable consumer so that it delivers
+// from its ack floor, in journal order.
+//
+// A durable consumer left by a crashed projector still holds that process's
+// unacknowledged messages, and would redeliver them only when their ack wait
+// expires — after delivering later messages of the same partitions to the
+// new process. A partition's commands must apply strictly in order (and a
+// command seen after a later one of its rows looks already applied), so the
+// consumer is recreated to start at the first message not contiguously
+// acknowledged. Messages after it that were acknowledged come again and are
+// skipped by the rows' _seq.
+func (p *Projector) openConsumer(ctx context.Context, shard int) (jetstream.Consumer, error) {
+	name := fmt.Sprintf("%s-%d", p.cfg.Durable, shard)
+	cfg := jetstream.ConsumerConfig{
+		Durable:       name,
+		FilterSubject: journal.ShardFilter(shard),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       5 * time.Minute,
+		MaxAckPending: 4 * p.cfg.FetchBatch,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	old, err := p.js.Consumer(ctx, p.j.Name(), name)
+	switch {
+	case err == nil:
+		info, err := old.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("consumer %s: %w", name, err)
+		}
+		if err := p.js.DeleteConsumer(ctx, p.j.Name(), name); err != nil {
+			return nil, fmt.Errorf("consumer %s: %w", name, err)
+		}
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = info.AckFloor.Stream + 1
+		p.log.Info("resuming shard", LogShard, shard, LogSeq, cfg.OptStartSeq)
+	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, fmt.Errorf("consumer %s: %w", name, err)
+	}
+	cons, err := p.js.CreateConsumer(ctx, p.j.Name(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", name, err)
+	}
+	return cons, nil
 }
 
 // fetch waits up to a second for one message, then takes whatever else is
@@ -311,13 +347,17 @@ func (p *Projector) logResults(part partition, rs []Result) {
 }
 
 // recoverOutcome handles a redelivered command whose effect is already in
-// the table: if its outcome was published, there is nothing to do; if the
-// projector crashed between commit and publish, the outcome is rebuilt from
-// the version rows that carry its sequence.
+// the table. If the projector crashed between a commit and publishing the
+// outcomes, the outcome of an applied command is rebuilt from the version
+// rows that carry its sequence. A command that wrote nothing had its
+// outcome published before any later commit (BeforeCommit), so there is
+// nothing to rebuild for it.
 func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
-	if _, err := journal.LookupOutcome(ctx, p.js, r.ID); err == nil {
-		return nil
-	} else if !errors.Is(err, journal.ErrNotFound) {
+	o, err := journal.LookupOutcome(ctx, p.js, r.ID)
+	switch {
+	case err == nil && o.Seq == r.Seq:
+		return nil // published; the latest outcome of this ID is this one
+	case err != nil && !errors.Is(err, journal.ErrNotFound):
 		return err
 	}
 	var cmd *events.Command
@@ -333,6 +373,11 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	if err != nil {
 		return err
 	}
+	if len(rows) == 0 {
+		return nil // it wrote nothing: its outcome was published before
+	}
+	// Republishing an outcome already stored is deduplicated by its
+	// Nats-Msg-Id within the outcome stream's window.
 	r.Status, r.Rows = Applied, rows
 	return nil
 }

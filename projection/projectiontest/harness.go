@@ -2,9 +2,9 @@ package projectiontest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
-	"errors"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -174,24 +174,48 @@ func (h *Harness) PublishAll(ctx context.Context, cmds []*events.Command) {
 }
 
 // WaitProjected waits until every journal message up to the journal's head
-// has an outcome: the projector has handled all of it.
+// has an outcome: the projector has handled all of it. On timeout it names
+// the sequences still without one.
 func (h *Harness) WaitProjected(ctx context.Context) {
 	h.t.Helper()
 	head, err := h.Journal.Head(ctx)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	WaitFor(h.t, ctx, "every journal message has an outcome", func() (bool, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if dl, ok := ctx.Deadline(); ok {
+		wctx, cancel = context.WithDeadline(ctx, dl.Add(-time.Until(dl)/10))
+		defer cancel()
+	}
+	done := false
+	for !done && wctx.Err() == nil {
 		s, err := h.JS.Stream(ctx, journal.OutcomesStream)
-		if err != nil {
-			return false, err
+		if err == nil {
+			if info, err := s.Info(ctx); err == nil && info.State.Msgs >= head {
+				done = true
+				break
+			}
 		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return false, err
+		select {
+		case <-wctx.Done():
+		case <-time.After(20 * time.Millisecond):
 		}
-		return info.State.Msgs >= head, nil
-	})
+	}
+	if done {
+		return
+	}
+	got := h.Outcomes(ctx)
+	var missing []uint64
+	for seq := uint64(1); seq <= head; seq++ {
+		if _, ok := got[seq]; !ok {
+			missing = append(missing, seq)
+		}
+	}
+	if len(missing) > 20 {
+		missing = missing[:20]
+	}
+	h.t.Fatalf("%d of %d journal messages have an outcome; missing e.g. %v", len(got), head, missing)
 }
 
 // WaitFor polls cond until it holds or ctx ends, failing the test then.
@@ -301,8 +325,17 @@ func CompareTable(t testing.TB, st store.Store, table string, m *Model) {
 // versions, oldest first.
 func TableVersions(t testing.TB, st store.Store, table string) map[RowID][]projection.Row {
 	t.Helper()
+	got, err := ReadVersions(context.Background(), st, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// ReadVersions is TableVersions returning its error, for polling.
+func ReadVersions(ctx context.Context, st store.Store, table string) (map[RowID][]projection.Row, error) {
 	got := make(map[RowID][]projection.Row)
-	err := store.All(context.Background(), st, table, store.Query{}, func(e store.Entity) error {
+	err := store.All(ctx, st, table, store.Query{}, func(e store.Entity) error {
 		r, err := projection.DecodeRow(e)
 		if err != nil {
 			return err
@@ -312,12 +345,12 @@ func TableVersions(t testing.TB, st store.Store, table string) map[RowID][]proje
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for _, rows := range got {
 		sort.Slice(rows, func(i, j int) bool { return rows[i].Version < rows[j].Version })
 	}
-	return got
+	return got, nil
 }
 
 // QuietLogger logs only errors: rejections are expected in these tests.
