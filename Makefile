@@ -28,8 +28,13 @@ fuzz:
 	go test ./events -run '^$$' -fuzz FuzzDecodeJSON -fuzztime $(FUZZTIME)
 	go test ./events -run '^$$' -fuzz FuzzDecodeMsgpack -fuzztime $(FUZZTIME)
 
+# Every benchmark suite, as one table of medians over 3 runs with the ratios
+# against their targets (internal/benchreport; about 10 minutes on 2 cores).
+# TABLEJOURNAL_BENCH_COMMANDS sizes the projector memory benchmark;
+# BENCHFLAGS go to benchreport, e.g. BENCHFLAGS='-count 1 -suites projector'.
+TABLEJOURNAL_BENCH_COMMANDS ?= 1000000
 bench: azurite
-	go run ./internal/benchreport
+	TABLEJOURNAL_BENCH_COMMANDS=$(TABLEJOURNAL_BENCH_COMMANDS) go run ./internal/benchreport $(BENCHFLAGS)
 
 # The walkthrough: projector on embedded defaults, writer, replay.
 demo:

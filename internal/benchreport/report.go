@@ -1,0 +1,196 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// targets are the minimum each ratio metric should reach.
+var targets = map[string]float64{
+	"ratio-vs-raw":       0.8, // Writer.PublishAsync against raw nats.go PublishMsgAsync
+	"ratio-vs-tx100":     0.7, // projector against the store's 100-entity transactions
+	"ratio-vs-projector": 0.8, // replay rebuild against the live projector
+}
+
+// A figure selects the benchmarks and metrics shown as key figures: the
+// benchmarks of package Pkg (its path below the module) whose name matches
+// Bench, with the metrics listed in Units; a unit ending in "*" selects
+// every unit with that prefix. Units are shown in this order, so each
+// figure comes next to the baseline its benchmark measured in the same run.
+type figure struct {
+	Pkg   string
+	Bench *regexp.Regexp
+	Units []string
+}
+
+var figures = []figure{
+	{"events", regexp.MustCompile(`^Benchmark(Marshal|Unmarshal)(Msgpack|JSON)/multi-op$`), []string{"ns/op", "MB/s"}},
+	{"journal", regexp.MustCompile(`^BenchmarkPublishAsync/`), []string{"writer-msgs/s", "raw-msgs/s", "writer-cpu-ns/msg", "raw-cpu-ns/msg"}},
+	{"journal", regexp.MustCompile(`^BenchmarkPublishSync/`), []string{"p50-µs", "p99-µs"}},
+	{"store/sqlite", regexp.MustCompile(`^BenchmarkStore/`), []string{"entities/s"}},
+	{"store/azure", regexp.MustCompile(`^BenchmarkAzurite/`), []string{"entities/s"}},
+	{"projection", regexp.MustCompile(`^BenchmarkProject(Spread|Hot)/`), []string{"cmds/s", "tx100-entities/s", "cmds/tx", "reads/cmd"}},
+	{"projection", regexp.MustCompile(`^BenchmarkPublishToOutcome$`), []string{"p50-ms", "p99-ms", "max-ms", "ack-p50-ms", "ack-p99-ms"}},
+	{"projection", regexp.MustCompile(`^BenchmarkProjectorMemory$`), []string{"heap-MB-*", "rss-MB-*", "heap-growth", "cmds/s"}},
+	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/rebuild$`), []string{"cmds/s", "projector-cmds/s"}},
+	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/(snapshot|load)$`), []string{"entities/s", "bytes/entity"}},
+	{"replay", regexp.MustCompile(`^BenchmarkAsOfRow/`), []string{"ns/op"}},
+}
+
+// series is every run of one benchmark: the values of each metric.
+type series struct {
+	pkg, name string
+	units     []string // in order of first appearance
+	values    map[string][]float64
+}
+
+// median returns the median of unit's values and how many there are.
+func (s *series) median(unit string) (float64, int) {
+	v := slices.Clone(s.values[unit])
+	if len(v) == 0 {
+		return math.NaN(), 0
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2], len(v)
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, len(v)
+}
+
+// collect groups results by package and benchmark, in order of appearance.
+// Packages are named by their path below the module.
+func collect(results []Result, module string) []*series {
+	var out []*series
+	byKey := make(map[string]*series)
+	for _, r := range results {
+		pkg := strings.TrimPrefix(strings.TrimPrefix(r.Pkg, module), "/")
+		key := pkg + " " + r.Name
+		s := byKey[key]
+		if s == nil {
+			s = &series{pkg: pkg, name: r.Name, values: make(map[string][]float64)}
+			byKey[key] = s
+			out = append(out, s)
+		}
+		for _, u := range sortedUnits(r.Metrics) {
+			if _, seen := s.values[u]; !seen {
+				s.units = append(s.units, u)
+			}
+			s.values[u] = append(s.values[u], r.Metrics[u])
+		}
+	}
+	return out
+}
+
+func sortedUnits(m map[string]float64) []string {
+	us := make([]string, 0, len(m))
+	for u := range m {
+		us = append(us, u)
+	}
+	slices.Sort(us)
+	return us
+}
+
+// report writes the table: every ratio with its target, then the key
+// figures.
+func report(w io.Writer, all []*series) {
+	fmt.Fprintln(w, "RATIOS (median of runs; min..max)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "package\tbenchmark\tratio\tmedian\ttarget\truns\trange\t")
+	for _, s := range all {
+		for _, u := range s.units {
+			if !strings.HasPrefix(u, "ratio-vs-") {
+				continue
+			}
+			med, n := s.median(u)
+			lo, hi := slices.Min(s.values[u]), slices.Max(s.values[u])
+			target, verdict := "-", ""
+			if t, ok := targets[u]; ok {
+				target = fmt.Sprintf(">= %.2f", t)
+				verdict = "ok"
+				if med < t {
+					verdict = "BELOW"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%d\t%.3f..%.3f\t%s\n",
+				s.pkg, short(s.name), u, med, target, n, lo, hi, verdict)
+		}
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "KEY FIGURES (medians; each row's baselines come from the same runs)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, f := range figures {
+		for _, s := range all {
+			if s.pkg != f.Pkg || !f.Bench.MatchString(s.name) {
+				continue
+			}
+			cells := []string{s.pkg, short(s.name)}
+			runs := 0
+			for _, u := range expandUnits(f.Units, s.units) {
+				med, n := s.median(u)
+				runs = max(runs, n)
+				cells = append(cells, format(med)+" "+u)
+			}
+			plural := "s"
+			if runs == 1 {
+				plural = ""
+			}
+			fmt.Fprintf(tw, "%s\t(%d run%s)\n", strings.Join(cells, "\t"), runs, plural)
+		}
+	}
+	tw.Flush()
+}
+
+// expandUnits lists the units of want present in have, a "prefix*" entry
+// standing for every unit of have with that prefix.
+func expandUnits(want, have []string) []string {
+	var out []string
+	for _, w := range want {
+		if p, ok := strings.CutSuffix(w, "*"); ok {
+			for _, h := range have {
+				if strings.HasPrefix(h, p) {
+					out = append(out, h)
+				}
+			}
+		} else if slices.Contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// short drops the "Benchmark" prefix of a benchmark name.
+func short(name string) string { return strings.TrimPrefix(name, "Benchmark") }
+
+// format writes v with three significant digits and a k or M suffix for
+// large values: 0.0712, 7.56k, 1.23M.
+func format(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case a >= 1e6:
+		return trim(fmt.Sprintf("%.3g", v/1e6)) + "M"
+	case a >= 1e4:
+		return trim(fmt.Sprintf("%.3g", v/1e3)) + "k"
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return trim(fmt.Sprintf("%.3g", v))
+}
+
+// trim turns %g's exponent form of a large value back into plain digits.
+func trim(s string) string {
+	if strings.Contains(s, "e+") {
+		var f float64
+		fmt.Sscan(s, &f)
+		return fmt.Sprintf("%.0f", f)
+	}
+	return s
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/tablejournal/tablejournal/projection
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkProjectSpread/sqlite-2         	       1	3924033959 ns/op	      5097 cmds/s	         0.07019 ratio-vs-tx100	     72618 tx100-entities/s
+BenchmarkProjectSpread/sqlite-2         	time=2026-11-21T03:21:55Z level=WARN msg="a log line in the middle"
+some more output
+       1	3000000000 ns/op	      6000 cmds/s	         0.08 ratio-vs-tx100	     75000 tx100-entities/s
+BenchmarkProjectSpread/sqlite-2         	       1	3500000000 ns/op	      5500 cmds/s	         0.075 ratio-vs-tx100	     73000 tx100-entities/s
+BenchmarkAsOfRow/sqlite/depth=10000/tip-2     	  161340	      6800 ns/op
+PASS
+ok  	github.com/tablejournal/tablejournal/projection	31.519s
+pkg: github.com/tablejournal/tablejournal/replay
+BenchmarkReplay/sqlite/rebuild-2 	       4	 259058461 ns/op	     19301 cmds/s	     11051 projector-cmds/s	         1.747 ratio-vs-projector
+--- FAIL: BenchmarkReplay/azurite
+FAIL
+`
+
+func TestParse(t *testing.T) {
+	rs, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 5 {
+		t.Fatalf("%d results, want 5: %+v", len(rs), rs)
+	}
+	if r := rs[1]; r.Name != "BenchmarkProjectSpread/sqlite" || r.Iters != 1 || r.Metrics["cmds/s"] != 6000 {
+		t.Errorf("the result broken by log lines: %+v", r)
+	}
+	if r := rs[3]; r.Name != "BenchmarkAsOfRow/sqlite/depth=10000/tip" || r.Metrics["ns/op"] != 6800 {
+		t.Errorf("sub-benchmark name with '=': %+v", r)
+	}
+	if r := rs[4]; r.Pkg != "github.com/tablejournal/tablejournal/replay" || r.Metrics["ratio-vs-projector"] != 1.747 {
+		t.Errorf("result after a pkg line: %+v", r)
+	}
+}
+
+func TestReport(t *testing.T) {
+	rs, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := collect(rs, "github.com/tablejournal/tablejournal")
+	if len(all) != 3 {
+		t.Fatalf("%d series, want 3", len(all))
+	}
+	if med, n := all[0].median("cmds/s"); med != 5500 || n != 3 {
+		t.Errorf("median %v of %d runs, want 5500 of 3", med, n)
+	}
+	var b strings.Builder
+	report(&b, all)
+	out := strings.Join(strings.Fields(b.String()), " ") // columns: one space
+	for _, want := range []string{
+		"projection ProjectSpread/sqlite ratio-vs-tx100 0.075 >= 0.70 3 0.070..0.080 BELOW",
+		"replay Replay/sqlite/rebuild ratio-vs-projector 1.747 >= 0.80 1 1.747..1.747 ok",
+		"ProjectSpread/sqlite 5500 cmds/s 73k tx100-entities/s (3 runs)",
+		"Replay/sqlite/rebuild 19.3k cmds/s 11.1k projector-cmds/s (1 run)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for v, want := range map[float64]string{
+		0.07019: "0.0702", 6.667: "6.67", 85.11: "85.1", 349.7: "350", 7558: "7558",
+		108446: "108k", 12345: "12.3k", 999999: "1000k", 2.5e6: "2.5M",
+	} {
+		if got := format(v); got != want {
+			t.Errorf("format(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+)
+
+// A suite is one `go test -bench` invocation.
+type suite struct {
+	Name  string
+	Pkg   string // "./events"
+	Bench string // the -bench pattern
+	// Benchtime is the -benchtime flag: a duration, or "Nx" for exactly N
+	// iterations where a benchmark's b.N is a workload size or a round.
+	Benchtime string
+	// Count overrides the -count of the run when not zero.
+	Count int
+	// Env is added to the environment of go test.
+	Env []string
+}
+
+// commandsEnv sizes BenchmarkProjectorMemory, which skips when it is unset.
+const commandsEnv = "TABLEJOURNAL_BENCH_COMMANDS"
+
+// suites lists every benchmark run, sized so that the whole report takes
+// about ten minutes on two cores with -count 3 and 1M commands.
+func suites(commands int) []suite {
+	return []suite{
+		{Name: "codec", Pkg: "./events", Bench: ".", Benchtime: "100ms"},
+		// b.N messages per mode; with fsync the server syncs every write.
+		{Name: "publish async", Pkg: "./journal", Bench: "^BenchmarkPublishAsync$", Benchtime: "10000x"},
+		{Name: "publish sync", Pkg: "./journal", Bench: "^BenchmarkPublishSync$", Benchtime: "5000x"},
+		{Name: "store sqlite", Pkg: "./store/sqlite", Bench: ".", Benchtime: "1s"},
+		{Name: "store azurite", Pkg: "./store/azure", Bench: ".", Benchtime: "1s"},
+		// One round each: publish, then time the projection of the workload.
+		{Name: "projector throughput", Pkg: "./projection", Bench: "^BenchmarkProject(Spread|Hot)$", Benchtime: "1x"},
+		// b.N commands at 500/s.
+		{Name: "publish to outcome", Pkg: "./projection", Bench: "^BenchmarkPublishToOutcome$", Benchtime: "2500x"},
+		{Name: "projector memory", Pkg: "./projection", Bench: "^BenchmarkProjectorMemory$", Benchtime: "1x", Count: 1,
+			Env: []string{commandsEnv + "=" + strconv.Itoa(commands)}},
+		{Name: "replay", Pkg: "./replay", Bench: "^BenchmarkReplay$", Benchtime: "1s"},
+		{Name: "asof", Pkg: "./replay", Bench: "^BenchmarkAsOfRow$", Benchtime: "300ms"},
+	}
+}
+
+// args returns the arguments of go test for s.
+func (s suite) args(count int, timeout string) []string {
+	if s.Count != 0 {
+		count = s.Count
+	}
+	return []string{"test", "-run", "^$", "-bench", s.Bench, "-benchtime", s.Benchtime,
+		"-count", strconv.Itoa(count), "-timeout", timeout, s.Pkg}
+}
+
+// commandLine is the go test command of s as one would type it.
+func (s suite) commandLine(count int, timeout string) string {
+	line := ""
+	for _, e := range s.Env {
+		line += e + " "
+	}
+	line += "go"
+	for _, a := range s.args(count, timeout) {
+		line += " " + shellQuote(a)
+	}
+	return line
+}
+
+// shellQuote quotes a for a POSIX shell when it needs it.
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}
