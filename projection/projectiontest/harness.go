@@ -38,7 +38,9 @@ func Backends(azuriteConn string) []Backend {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s
+			// One Azurite serves the whole test binary: give each store its
+			// own tables.
+			return newNamespaced(s)
 		}})
 	}
 	return bs
@@ -354,6 +356,11 @@ func ReadVersions(ctx context.Context, st store.Store, table string) (map[RowID]
 }
 
 // QuietLogger logs only errors: rejections are expected in these tests.
+// TABLEJOURNAL_TEST_LOG=debug|info|warn shows more.
 func QuietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	level := slog.LevelError
+	if v := os.Getenv("TABLEJOURNAL_TEST_LOG"); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
