@@ -86,12 +86,25 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 		}
 	}
 	conflicts := 0
+	// known holds the state of rows already read or written during this call,
+	// so a partition's later batches do not read them again.
+	known := make(map[string]*rowState)
 	for i := 0; i < len(entries); {
-		state, err := a.load(ctx, table, pk, touchedRKs(entries[i:]))
+		var need []string
+		for _, rk := range touchedRKs(entries[i:]) {
+			if _, ok := known[rk]; !ok {
+				need = append(need, rk)
+			}
+		}
+		loaded, err := a.load(ctx, table, pk, need)
 		if err != nil {
 			return err
 		}
-		b := newBatch(pk, state)
+		for rk, s := range loaded {
+			known[rk] = s
+			a.cache.put(rowKey{table, pk, rk}, *s) // rows known not to exist too
+		}
+		b := newBatch(pk, known)
 		j := i
 		for ; j < len(entries); j++ {
 			if err := b.add(entries[j]); errors.Is(err, errFull) {
@@ -105,12 +118,14 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 		if errors.Is(err, ErrConflict) && conflicts < 3 {
 			conflicts++
 			a.cache.dropPartition(table, pk)
+			known = make(map[string]*rowState)
 			continue
 		}
 		if err != nil {
 			return err
 		}
 		for rk, s := range b.cur {
+			known[rk] = s
 			a.cache.put(rowKey{table, pk, rk}, *s)
 		}
 		if err := callHook(ctx, h.AfterCommit, b.results, true); err != nil {
@@ -213,41 +228,50 @@ func (a *Applier) load(ctx context.Context, table, pk string, rks []string) (map
 // readRowState reads what the apply needs to know of one row with at most
 // two requests: the tip, and when there is none, the newest version row.
 func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*rowState, error) {
-	op := func() (*rowState, error) {
+	st, err := retryReads(ctx, func() (*rowState, error) {
 		e, err := s.Get(ctx, table, pk, TipKey(rk))
 		switch {
 		case err == nil:
 			r, err := DecodeRow(e)
 			if err != nil {
-				return nil, backoff.Permanent(err)
+				return nil, err
 			}
 			return &rowState{tip: &r, latest: &r}, nil
 		case errors.Is(err, store.ErrTableNotFound):
 			return &rowState{}, nil
 		case !errors.Is(err, store.ErrNotFound):
-			return nil, retryable(err)
+			return nil, err
 		}
 		from, to := HistoryRange(rk)
 		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
 		if err != nil {
-			return nil, retryable(err)
+			return nil, err
 		}
 		if len(page.Entities) == 0 {
 			return &rowState{}, nil
 		}
 		r, err := DecodeRow(page.Entities[0])
 		if err != nil {
-			return nil, backoff.Permanent(err)
+			return nil, err
 		}
 		return &rowState{latest: &r}, nil
-	}
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 50 * time.Millisecond
-	st, err := backoff.RetryWithData(op, backoff.WithContext(b, ctx))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read row %s/%q/%q: %w", table, pk, rk, err)
 	}
 	return st, nil
+}
+
+// retryReads calls read until it succeeds, fails with an error other than
+// store.ErrBusy, or has been retried with backoff for the default fifteen
+// minutes.
+func retryReads[T any](ctx context.Context, read func() (T, error)) (T, error) {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	return backoff.RetryWithData(func() (T, error) {
+		v, err := read()
+		return v, retryable(err)
+	}, backoff.WithContext(b, ctx))
 }
 
 func retryable(err error) error {

@@ -175,6 +175,8 @@ func (b *batch) add(e Entry) error {
 		}
 		rv, ch, err := applyOp(s, op, e, b.pk, &added)
 		if err != nil {
+			// Nothing of a rejected command is written, nor reported as written.
+			res.Rows, res.Changes = nil, nil
 			res.Status, res.Reason = Rejected, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
 			b.results = append(b.results, res)
 			return nil
@@ -190,6 +192,7 @@ func (b *batch) add(e Entry) error {
 		all := append(append([]Row(nil), b.added[rk]...), added[rk]...)
 		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.tip, all)
 		if err != nil {
+			res.Rows, res.Changes = nil, nil
 			res.Status, res.Reason = Rejected, err.Error()
 			b.results = append(b.results, res)
 			return nil
@@ -202,6 +205,7 @@ func (b *batch) add(e Entry) error {
 		if len(b.results) > 0 {
 			return errFull
 		}
+		res.Rows, res.Changes = nil, nil
 		res.Status = Rejected
 		res.Reason = fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
 			newOps, newBytes, store.MaxOps, store.MaxTxBytes)

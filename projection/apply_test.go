@@ -112,6 +112,11 @@ func TestBatchOperations(t *testing.T) {
 					t.Fatalf("statuses %v, want %v (reasons: %+v)", got, tt.statuses, b.results)
 				}
 			}
+			for _, r := range b.results {
+				if r.Status != Applied && (r.Rows != nil || r.Changes != nil) {
+					t.Errorf("%s command %s reports rows %v and changes %v", r.Status, r.ID, r.Rows, r.Changes)
+				}
+			}
 			s := b.state("a")
 			switch {
 			case tt.tipVersion < 0 && s.tip != nil:

@@ -57,21 +57,25 @@ func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream) error {
 
 // publisher publishes the outcomes and change events of one fetched batch.
 // Outcomes of commands that wrote nothing are published synchronously
-// before their batch commits; everything else is published asynchronously
-// and awaited before the journal messages are acknowledged.
+// before their batch commits. For applied commands the change events are
+// published first and the outcomes only once every change event is stored,
+// all before the journal messages are acknowledged: so a stored outcome
+// means its change events are stored too, and a command redelivered after
+// a crash without its outcome gets both rebuilt (recoverOutcome).
 type publisher struct {
 	js      jetstream.JetStream
 	changes bool
 
-	mu      sync.Mutex
-	futures []jetstream.PubAckFuture
+	mu       sync.Mutex
+	futures  []jetstream.PubAckFuture // change events in flight
+	outcomes []*nats.Msg              // outcomes waiting for them
 }
 
 func newPublisher(js jetstream.JetStream, changes bool) *publisher {
 	return &publisher{js: js, changes: changes}
 }
 
-func (p *publisher) outcomes(ctx context.Context, part partition, rs []Result, entries []Entry, sync bool) error {
+func (p *publisher) publishResults(ctx context.Context, part partition, rs []Result, entries []Entry, sync bool) error {
 	at := make(map[uint64]time.Time, len(entries))
 	for _, e := range entries {
 		at[e.Seq] = e.At
@@ -79,6 +83,17 @@ func (p *publisher) outcomes(ctx context.Context, part partition, rs []Result, e
 	for _, r := range rs {
 		if r.Status == Skipped {
 			continue
+		}
+		if p.changes && r.Status == Applied {
+			for _, ch := range r.Changes {
+				msg, err := changeMsg(part, r, ch, at[r.Seq])
+				if err != nil {
+					return err
+				}
+				if err := p.send(ctx, msg, sync); err != nil {
+					return fmt.Errorf("change event of %s: %w", r.ID, err)
+				}
+			}
 		}
 		o := journal.Outcome{
 			ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
@@ -91,26 +106,20 @@ func (p *publisher) outcomes(ctx context.Context, part partition, rs []Result, e
 		if err != nil {
 			return err
 		}
-		if err := p.publish(ctx, msg, sync); err != nil {
-			return fmt.Errorf("outcome of %s: %w", r.ID, err)
-		}
-		if !p.changes {
+		if sync {
+			if _, err := p.js.PublishMsg(ctx, msg); err != nil {
+				return fmt.Errorf("outcome of %s: %w", r.ID, err)
+			}
 			continue
 		}
-		for _, ch := range r.Changes {
-			msg, err := changeMsg(part, r, ch, at[r.Seq])
-			if err != nil {
-				return err
-			}
-			if err := p.publish(ctx, msg, sync); err != nil {
-				return fmt.Errorf("change event of %s: %w", r.ID, err)
-			}
-		}
+		p.mu.Lock()
+		p.outcomes = append(p.outcomes, msg)
+		p.mu.Unlock()
 	}
 	return nil
 }
 
-func (p *publisher) publish(ctx context.Context, msg *nats.Msg, sync bool) error {
+func (p *publisher) send(ctx context.Context, msg *nats.Msg, sync bool) error {
 	if sync {
 		_, err := p.js.PublishMsg(ctx, msg)
 		return err
@@ -130,12 +139,27 @@ func (p *publisher) publish(ctx context.Context, msg *nats.Msg, sync bool) error
 // again synchronously (its Nats-Msg-Id makes that idempotent).
 const asyncAckTimeout = 10 * time.Second
 
-// wait returns once every asynchronous publish was acknowledged.
+// wait returns once every change event and then every outcome is stored.
 func (p *publisher) wait(ctx context.Context) error {
 	p.mu.Lock()
-	fs := p.futures
-	p.futures = nil
+	changes, outcomes := p.futures, p.outcomes
+	p.futures, p.outcomes = nil, nil
 	p.mu.Unlock()
+	if err := p.await(ctx, changes); err != nil {
+		return err
+	}
+	fs := make([]jetstream.PubAckFuture, 0, len(outcomes))
+	for _, msg := range outcomes {
+		f, err := p.js.PublishMsgAsync(msg)
+		if err != nil {
+			return err
+		}
+		fs = append(fs, f)
+	}
+	return p.await(ctx, fs)
+}
+
+func (p *publisher) await(ctx context.Context, fs []jetstream.PubAckFuture) error {
 	var errs []error
 	timer := time.NewTimer(asyncAckTimeout)
 	defer timer.Stop()
@@ -185,4 +209,27 @@ func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, er
 	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("chg-%d-%d-%s", r.Seq, ch.Version,
 		base64.RawURLEncoding.EncodeToString([]byte(ch.RK))))
 	return msg, nil
+}
+
+// lastChangeSeq returns the journal sequence of the newest change event of
+// a partition, or 0 if it has none.
+func lastChangeSeq(ctx context.Context, js jetstream.JetStream, part partition) (uint64, error) {
+	s, err := js.Stream(ctx, ChangeStream)
+	if err != nil {
+		return 0, fmt.Errorf("change feed stream: %w", err)
+	}
+	msg, err := s.GetLastMsgForSubject(ctx, ChangeSubject(part.table, part.pk))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("newest change event of %s/%q: %w", part.table, part.pk, err)
+	}
+	var ev struct {
+		Seq uint64 `json:"seq"`
+	}
+	if err := json.Unmarshal(msg.Data, &ev); err != nil {
+		return 0, fmt.Errorf("newest change event of %s/%q: %w", part.table, part.pk, err)
+	}
+	return ev.Seq, nil
 }

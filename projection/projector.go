@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -130,10 +131,17 @@ func (p *Projector) Run(ctx context.Context) error {
 }
 
 func (p *Projector) runShard(ctx context.Context, shard int) error {
-	cons, err := p.openConsumer(ctx, shard)
+	cons, last, err := p.openConsumer(ctx, shard, 0)
 	if err != nil {
 		return err
 	}
+	// expect is the consumer delivery sequence of the next message. JetStream
+	// numbers every delivery; a gap means deliveries were lost in transit (a
+	// server restart, a dropped connection). Those messages would come back
+	// only after their ack wait, behind later messages of their partitions,
+	// so the shard applies what came before the gap and then recreates its
+	// consumer just after the last sequence it applied.
+	expect := uint64(1)
 	for ctx.Err() == nil {
 		msgs, err := p.fetch(ctx, cons)
 		if err != nil {
@@ -147,19 +155,72 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 			}
 			continue
 		}
-		if len(msgs) == 0 {
-			continue
+		var todo []jetstream.Msg
+		gap := false
+		for _, m := range msgs {
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			if md.Sequence.Consumer != expect {
+				gap = true
+				break
+			}
+			expect++
+			if md.Sequence.Stream <= last {
+				_ = m.Ack() // a redelivery of a message already applied
+				continue
+			}
+			todo = append(todo, m)
 		}
-		// Drain: a batch once fetched is finished even if ctx is cancelled.
-		if err := p.process(context.WithoutCancel(ctx), msgs); err != nil {
-			return err
+		if len(todo) > 0 {
+			if err := p.processRetrying(ctx, shard, todo); err != nil {
+				return err
+			}
+			md, _ := todo[len(todo)-1].Metadata()
+			last = md.Sequence.Stream
+		}
+		if gap && ctx.Err() == nil {
+			p.log.Warn("deliveries lost; resuming in journal order", LogShard, shard, LogSeq, last+1)
+			if cons, last, err = p.openConsumer(ctx, shard, last+1); err != nil {
+				return err
+			}
+			expect = 1
 		}
 	}
 	return nil
 }
 
+// processRetrying processes one fetched batch. A batch once fetched is
+// finished even if ctx is cancelled (drain on shutdown). When publishing to
+// JetStream fails (a server restart, a network blip) the same batch is
+// processed again with backoff: what already applied is skipped by the
+// rows' _seq, so the retry is idempotent. A store failure that survived the
+// applier's own retries stops the shard: its commands are never skipped.
+func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetstream.Msg) error {
+	drain := context.WithoutCancel(ctx)
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	for {
+		err := p.process(drain, msgs)
+		if err == nil || !errors.Is(err, ErrPublish) {
+			return err
+		}
+		wait := b.NextBackOff()
+		p.log.Warn("publishing outcomes failed; retrying the batch", LogShard, shard, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			// Not acknowledged: redelivered, in order, when the projector restarts.
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
 // openConsumer (re)creates the shard's durable consumer so that it delivers
-// from its ack floor, in journal order.
+// in journal order from stream sequence from, or, when from is 0, from its
+// ack floor. It returns the consumer and the sequence before the first it
+// will deliver.
 //
 // A durable consumer left by a crashed projector still holds that process's
 // unacknowledged messages, and would redeliver them only when their ack wait
@@ -169,7 +230,7 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 // consumer is recreated to start at the first message not contiguously
 // acknowledged. Messages after it that were acknowledged come again and are
 // skipped by the rows' _seq.
-func (p *Projector) openConsumer(ctx context.Context, shard int) (jetstream.Consumer, error) {
+func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (jetstream.Consumer, uint64, error) {
 	name := fmt.Sprintf("%s-%d", p.cfg.Durable, shard)
 	cfg := jetstream.ConsumerConfig{
 		Durable:       name,
@@ -183,24 +244,32 @@ func (p *Projector) openConsumer(ctx context.Context, shard int) (jetstream.Cons
 	old, err := p.js.Consumer(ctx, p.j.Name(), name)
 	switch {
 	case err == nil:
-		info, err := old.Info(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("consumer %s: %w", name, err)
+		if from == 0 {
+			info, err := old.Info(ctx)
+			if err != nil {
+				return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
+			}
+			from = info.AckFloor.Stream + 1
 		}
 		if err := p.js.DeleteConsumer(ctx, p.j.Name(), name); err != nil {
-			return nil, fmt.Errorf("consumer %s: %w", name, err)
+			return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
 		}
-		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
-		cfg.OptStartSeq = info.AckFloor.Stream + 1
-		p.log.Info("resuming shard", LogShard, shard, LogSeq, cfg.OptStartSeq)
+		p.log.Info("resuming shard", LogShard, shard, LogSeq, from)
 	case !errors.Is(err, jetstream.ErrConsumerNotFound):
-		return nil, fmt.Errorf("consumer %s: %w", name, err)
+		return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
+	}
+	if from > 1 {
+		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+		cfg.OptStartSeq = from
 	}
 	cons, err := p.js.CreateConsumer(ctx, p.j.Name(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("consumer %s: %w", name, err)
+		return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
 	}
-	return cons, nil
+	if from == 0 {
+		from = 1
+	}
+	return cons, from - 1, nil
 }
 
 // fetch waits up to a second for one message, then takes whatever else is
@@ -230,6 +299,12 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 	}
 	return msgs, nil
 }
+
+// ErrPublish wraps a failure to publish outcomes or change events, or to
+// look one up: the journal side is unreachable, not the store. The batch is
+// safe to process again (the rows' _seq skip what already applied), so the
+// projector retries it rather than stopping the shard.
+var ErrPublish = errors.New("publish outcomes")
 
 type partition struct{ table, pk string }
 
@@ -269,11 +344,17 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 					}
 					p.logResults(part, rs)
 					// Rejections must be durable before a later command's effect is.
-					return pub.outcomes(ctx, part, rs, groups[part], true)
+					if err := pub.publishResults(ctx, part, rs, groups[part], true); err != nil {
+						return fmt.Errorf("%w: %w", ErrPublish, err)
+					}
+					return nil
 				},
 				AfterCommit: func(ctx context.Context, rs []Result) error {
 					p.logResults(part, rs)
-					return pub.outcomes(ctx, part, rs, groups[part], false)
+					if err := pub.publishResults(ctx, part, rs, groups[part], false); err != nil {
+						return fmt.Errorf("%w: %w", ErrPublish, err)
+					}
+					return nil
 				},
 			})
 			if err != nil {
@@ -284,8 +365,20 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 		}()
 	}
 	wg.Wait()
+	// Even when a partition failed, the outcomes of what committed before
+	// are published: less to rebuild when the batch comes again.
 	if err := pub.wait(ctx); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("%w: %w", ErrPublish, err))
+	}
+	// A store failure outranks publish failures: it must stop the shard.
+	var storeErrs []error
+	for _, err := range errs {
+		if !errors.Is(err, ErrPublish) {
+			storeErrs = append(storeErrs, err)
+		}
+	}
+	if len(storeErrs) > 0 {
+		return errors.Join(storeErrs...)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -358,7 +451,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	case err == nil && o.Seq == r.Seq:
 		return nil // published; the latest outcome of this ID is this one
 	case err != nil && !errors.Is(err, journal.ErrNotFound):
-		return err
+		return fmt.Errorf("%w: %w", ErrPublish, err)
 	}
 	var cmd *events.Command
 	for _, e := range entries {
@@ -369,15 +462,33 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	if cmd == nil {
 		return nil
 	}
-	rows, err := VersionsBySeq(ctx, p.store, part.table, part.pk, cmd, r.Seq)
+	rows, err := retryReads(ctx, func() ([]RowVersion, error) {
+		return VersionsBySeq(ctx, p.store, part.table, part.pk, cmd, r.Seq)
+	})
 	if err != nil {
 		return err
 	}
 	if len(rows) == 0 {
 		return nil // it wrote nothing: its outcome was published before
 	}
-	// Republishing an outcome already stored is deduplicated by its
-	// Nats-Msg-Id within the outcome stream's window.
 	r.Status, r.Rows = Applied, rows
-	return nil
+	if p.cfg.NoChangeFeed {
+		return nil
+	}
+	// Change events are published in journal order per partition, before
+	// outcomes: if the partition's newest event is of a later command, this
+	// command's events are stored. Otherwise they are rebuilt; republishing
+	// one already stored is deduplicated by its Nats-Msg-Id within the
+	// stream's window.
+	last, err := lastChangeSeq(ctx, p.js, part)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPublish, err)
+	}
+	if last > r.Seq {
+		return nil
+	}
+	r.Changes, err = retryReads(ctx, func() ([]Change, error) {
+		return ChangesOf(ctx, p.store, part.table, part.pk, rows)
+	})
+	return err
 }

@@ -110,3 +110,53 @@ func VersionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *ev
 	}
 	return out, nil
 }
+
+// ChangesOf rebuilds the change-feed events of row versions from the stored
+// rows: the after image is version v itself, the before image version v-1
+// (a version row, since it was superseded), absent when v-1 is a tombstone
+// or v is 0.
+func ChangesOf(ctx context.Context, s store.Store, table, pk string, rows []RowVersion) ([]Change, error) {
+	read := func(rk string, v int64) (*Row, error) {
+		tip, err := Reader{Store: s}.Get(ctx, table, pk, rk)
+		if err == nil && tip.Version == v {
+			return &tip, nil
+		}
+		if err != nil && !errors.Is(err, ErrRowNotFound) {
+			return nil, err
+		}
+		e, err := s.Get(ctx, table, pk, VersionKey(rk, v))
+		if err != nil {
+			return nil, fmt.Errorf("version %d of %q: %w", v, rk, err)
+		}
+		r, err := DecodeRow(e)
+		return &r, err
+	}
+	var out []Change
+	for _, rv := range rows {
+		cur, err := read(rv.RK, rv.Version)
+		if err != nil {
+			return nil, err
+		}
+		var before events.Entity
+		if rv.Version > 0 {
+			prev, err := read(rv.RK, rv.Version-1)
+			if err != nil {
+				return nil, err
+			}
+			if !prev.Deleted {
+				before = prev.Props
+			}
+		}
+		ch := Change{RK: rv.RK, Version: rv.Version, Before: before}
+		switch {
+		case cur.Deleted:
+			ch.Kind = Delete
+		case before == nil:
+			ch.Kind, ch.After = Create, cur.Props
+		default:
+			ch.Kind, ch.After = Update, cur.Props
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
