@@ -64,6 +64,7 @@ func TestModel(t *testing.T) {
 			}
 			projectiontest.CompareTable(t, h.Store, "orders", model)
 			checkOutcomes(t, h.Outcomes(ctx), model)
+			h.CheckChangeFeed(ctx, "orders", model)
 
 			// Determinism: the same journal into a fresh store.
 			second := b.Open(t)
@@ -215,6 +216,7 @@ func TestPoison(t *testing.T) {
 			h.WaitProjected(ctx)
 			model := h.Model(ctx)
 			projectiontest.CompareTable(t, h.Store, "orders", model)
+			h.CheckChangeFeed(ctx, "orders", model)
 			outcomes := h.Outcomes(ctx)
 			checkOutcomesStatusOnly(t, outcomes, model)
 			byID := map[string]journal.Outcome{}

@@ -1,0 +1,131 @@
+package projectiontest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/projection"
+)
+
+// CheckChangeFeed reads the whole change feed and checks it against the
+// model: exactly one event per row version the model holds (so republished
+// events were deduplicated), with the right op, before and after images,
+// command and sequence, and the events of each row in journal order.
+func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
+	h.t.Helper()
+	t := h.t
+	s, err := h.JS.Stream(ctx, projection.ChangeStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		id RowID
+		v  int64
+	}
+	seen := make(map[key]projection.ChangeEvent)
+	last := make(map[RowID]key)
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
+		msg, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev projection.ChangeEvent
+		if err := json.Unmarshal(msg.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		id := RowID{ev.Table, ev.PK, ev.RK}
+		k := key{id, ev.Version}
+		if _, dup := seen[k]; dup {
+			t.Errorf("%s/%s version %d: two change events", ev.PK, ev.RK, ev.Version)
+		}
+		seen[k] = ev
+		// Journal order per row: a command touching a row twice gives two
+		// versions of one sequence, in version order.
+		if l, ok := last[id]; ok && ev.Version <= l.v {
+			t.Errorf("%s/%s: change event of version %d after version %d", ev.PK, ev.RK, ev.Version, l.v)
+		}
+		last[id] = k
+	}
+	n := 0
+	for _, id := range m.IDs() {
+		if id.Table != table {
+			continue
+		}
+		hist := m.Rows[id]
+		for i, v := range hist {
+			n++
+			ev, ok := seen[key{id, v.Version}]
+			if !ok {
+				t.Errorf("%s/%s version %d: no change event", id.PK, id.RK, v.Version)
+				continue
+			}
+			var before events.Entity
+			if i > 0 && !hist[i-1].Deleted {
+				before = hist[i-1].Props
+			}
+			wantOp := projection.Update
+			switch {
+			case v.Deleted:
+				wantOp = projection.Delete
+			case before == nil:
+				wantOp = projection.Create
+			}
+			var after events.Entity
+			if !v.Deleted {
+				after = v.Props
+			}
+			if err := checkEvent(ev, wantOp, v, before, after); err != nil {
+				t.Errorf("%s/%s version %d: %v", id.PK, id.RK, v.Version, err)
+			}
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d change events, the model has %d row versions", len(seen), n)
+	}
+}
+
+func checkEvent(ev projection.ChangeEvent, op projection.ChangeKind, v Version, before, after events.Entity) error {
+	if ev.Op != op || ev.Cmd != v.Cmd || ev.Seq != v.Seq {
+		return fmt.Errorf("event op %s cmd %s seq %d, want %s by %s at %d", ev.Op, ev.Cmd, ev.Seq, op, v.Cmd, v.Seq)
+	}
+	for _, img := range []struct {
+		name string
+		raw  json.RawMessage
+		want events.Entity
+	}{{"before", ev.Before, before}, {"after", ev.After, after}} {
+		got, err := decodeImage(img.raw)
+		if err != nil {
+			return fmt.Errorf("%s image: %w", img.name, err)
+		}
+		if (got == nil) != (img.want == nil) || !got.Equal(img.want) {
+			return fmt.Errorf("%s image %v, want %v", img.name, got, img.want)
+		}
+	}
+	return nil
+}
+
+// decodeImage decodes a change event's entity image by wrapping it in a
+// command, so it goes through the same decoder as commands.
+func decodeImage(raw json.RawMessage) (events.Entity, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	doc := `{"id":"x","table":"img","pk":"p","ops":[{"op":"upsert","rk":"r","entity":` + string(raw) + `}]}`
+	c, err := events.UnmarshalJSON([]byte(doc))
+	if err != nil {
+		return nil, err
+	}
+	return c.Ops[0].Entity, nil
+}
