@@ -10,6 +10,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -198,6 +199,12 @@ func (a *Applier) load(ctx context.Context, table, pk string, rks []string) (map
 	if len(missing) == 0 {
 		return state, nil
 	}
+	if len(missing) >= rangeLoadMin {
+		var err error
+		if missing, err = loadRanges(ctx, a.store, table, pk, missing, state); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -223,6 +230,117 @@ func (a *Applier) load(ctx context.Context, table, pk string, rks []string) (map
 	}
 	wg.Wait()
 	return state, firstErr
+}
+
+// rangeLoadMin is the number of rows of one partition from which load
+// reads them with two range queries instead of point reads per row.
+const rangeLoadMin = 2
+
+// loadRanges reads the state of many rows of one partition with two range
+// queries: the tips between the least and the greatest row, then, for the
+// rows without a tip, the tombstones among their histories (a deleted row's
+// newest version row is its tombstone). Each query reads one page of a
+// bounded size, so rows scattered over a large partition cost at most two
+// wasted requests: the rows a page did not cover are returned in rest and
+// read one by one.
+func loadRanges(ctx context.Context, s store.Store, table, pk string, rks []string, state map[string]*rowState) (rest []string, err error) {
+	limit := min(4*len(rks), store.PageSize(0))
+	from, to := TipKey(rks[0]), TipKey(rks[0])
+	for _, rk := range rks {
+		from = minKey(from, TipKey(rk))
+		to = maxKey(to, TipKey(rk))
+	}
+	// No key holds a control character, so nothing sorts between a key and
+	// the key followed by a space.
+	tips, err := queryPage(ctx, s, table, store.Query{PK: pk, From: from, To: to + " ", Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	var tipless []string
+	for _, rk := range rks {
+		switch r, ok := tips.rows[rk]; {
+		case ok:
+			state[rk] = &rowState{tip: r, latest: r}
+		case tips.covers(TipKey(rk) + " "):
+			tipless = append(tipless, rk)
+		default:
+			rest = append(rest, rk)
+		}
+	}
+	if len(tipless) == 0 {
+		return rest, nil
+	}
+	from, to = HistoryRange(tipless[0])
+	for _, rk := range tipless {
+		f, t := HistoryRange(rk)
+		from, to = minKey(from, f), maxKey(to, t)
+	}
+	tombs, err := queryPage(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: limit,
+		Filter: []store.Cond{{Prop: ColDeleted, Cmp: store.Eq, Value: events.Bool(true)}}})
+	if err != nil {
+		return nil, err
+	}
+	for _, rk := range tipless {
+		_, to := HistoryRange(rk)
+		switch r, ok := tombs.rows[rk]; {
+		case ok: // the first of a row's versions read is its newest
+			state[rk] = &rowState{latest: r}
+		case tombs.covers(to):
+			state[rk] = &rowState{}
+		default:
+			rest = append(rest, rk)
+		}
+	}
+	return rest, nil
+}
+
+// rowPage is one page of rows read by loadRanges: the first row read of
+// each natural RowKey, and how far the page reached.
+type rowPage struct {
+	rows map[string]*Row
+	last string // the greatest key read
+	more bool   // the range goes on after last
+}
+
+// covers reports whether every key before bound was read.
+func (p rowPage) covers(bound string) bool {
+	return !p.more || (p.last != "" && store.CompareKeys(p.last, bound) >= 0)
+}
+
+func queryPage(ctx context.Context, s store.Store, table string, q store.Query) (rowPage, error) {
+	page, err := retryReads(ctx, func() (store.Page, error) { return s.Query(ctx, table, q) })
+	switch {
+	case errors.Is(err, store.ErrTableNotFound):
+		return rowPage{rows: map[string]*Row{}}, nil
+	case err != nil:
+		return rowPage{}, fmt.Errorf("read rows %s/%q: %w", table, q.PK, err)
+	}
+	p := rowPage{rows: make(map[string]*Row, len(page.Entities)), more: page.Continuation != ""}
+	for _, e := range page.Entities {
+		p.last = e.RK
+		r, err := DecodeRow(e)
+		if err != nil {
+			return rowPage{}, err
+		}
+		if _, seen := p.rows[r.RK]; !seen {
+			p.rows[r.RK] = &r
+		}
+	}
+	return p, nil
+}
+
+func minKey(a, b string) string {
+	if store.CompareKeys(a, b) <= 0 {
+		return a
+	}
+	return b
+}
+
+func maxKey(a, b string) string {
+	if store.CompareKeys(a, b) >= 0 {
+		return a
+	}
+	return b
 }
 
 // readRowState reads what the apply needs to know of one row with at most

@@ -68,16 +68,27 @@ func (f *faultStore) Transact(ctx context.Context, table, pk string, ops []store
 }
 
 func (f *faultStore) Get(ctx context.Context, table, pk, rk string) (store.Entity, error) {
+	if f.readFault() {
+		return store.Entity{}, store.ErrBusy
+	}
+	return f.Store.Get(ctx, table, pk, rk)
+}
+
+func (f *faultStore) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
+	if f.readFault() {
+		return store.Page{}, store.ErrBusy
+	}
+	return f.Store.Query(ctx, table, q)
+}
+
+func (f *faultStore) readFault() bool {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	busy := f.roll(f.readBusy)
 	if busy {
 		f.injected["read-busy"]++
 	}
-	f.mu.Unlock()
-	if busy {
-		return store.Entity{}, store.ErrBusy
-	}
-	return f.Store.Get(ctx, table, pk, rk)
+	return busy
 }
 
 func (f *faultStore) count(kind string) int {
@@ -100,10 +111,11 @@ func workload(seed uint64, n int) []*events.Command {
 func TestStoreFaults(t *testing.T) {
 	ctx := journaltest.Context(t, 5*time.Minute)
 	fs := newFaultStore(projectiontest.SQLite(t), 5)
-	fs.busy, fs.ambiguous, fs.readBusy = 10, 10, 1
+	fs.busy, fs.ambiguous, fs.readBusy = 10, 10, 5
 	h := projectiontest.Start(t, fs, projectiontest.Options{})
-	// No cache: every batch reads its rows, so read faults land too.
-	h.StartProjector(projection.Config{Applier: projection.ApplierConfig{CacheRows: -1}})
+	// No cache: every batch reads its rows, so read faults land too. Small
+	// fetches make many transactions.
+	h.StartProjector(projection.Config{FetchBatch: 16, Applier: projection.ApplierConfig{CacheRows: -1}})
 	h.PublishAll(ctx, workload(99, 2000))
 	h.WaitProjected(ctx)
 

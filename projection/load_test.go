@@ -1,0 +1,93 @@
+package projection
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store/sqlite"
+)
+
+// TestLoadRanges checks the two-query row loader against point reads, on
+// rows that exist, were deleted, were deleted and re-inserted, and never
+// existed, with keys where one is a prefix of another or holds ":", and on a
+// partition large enough that a bounded page leaves rows for point reads.
+func TestLoadRanges(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tables.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+
+	var entries []Entry
+	add := func(ops ...events.RowOp) {
+		seq := uint64(len(entries) + 1)
+		entries = append(entries, entry(seq, fmt.Sprintf("c%d", seq), ops...))
+	}
+	for i := range 100 {
+		add(upsert(fmt.Sprintf("m%03d", i), "n", i))
+	}
+	add(upsert("a", "n", 1), upsert("a1", "n", 1), upsert("a:b", "n", 1), upsert("b", "n", 1), upsert("c", "n", 1))
+	add(upsert("a:b", "n", 2))
+	add(op(events.OpDelete, "b"))
+	add(op(events.OpDelete, "c"))
+	add(op(events.OpInsert, "c", "n", 3))
+	add(upsert("a:b", "n", 3), op(events.OpDelete, "a1"))
+	if err := NewApplier(st, ApplierConfig{CacheRows: -1}).Apply(ctx, "orders", "p", entries, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		rks      []string
+		allByTwo bool // every row answered by the two range queries
+	}{
+		{"prefixes and colons", []string{"a", "a1", "a:b", "b", "c", "b0", "a:"}, true},
+		{"all deleted or new", []string{"b", "a1", "bb", "0"}, true},
+		{"one", []string{"c"}, true},
+		{"scattered over a large partition", []string{"a", "zz", "m050", "b"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state := map[string]*rowState{}
+			rest, err := loadRanges(ctx, st, "orders", "p", tt.rks, state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.allByTwo != (len(rest) == 0) {
+				t.Errorf("rows left for point reads: %q", rest)
+			}
+			for _, rk := range rest {
+				if _, ok := state[rk]; ok {
+					t.Errorf("%q both loaded and left for point reads", rk)
+				}
+			}
+			for _, rk := range tt.rks {
+				want, err := readRowState(ctx, st, "orders", "p", rk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok := state[rk]
+				if !ok {
+					continue // in rest
+				}
+				if g, w := describeState(got), describeState(want); g != w {
+					t.Errorf("%q: range load %s, point reads %s", rk, g, w)
+				}
+			}
+		})
+	}
+}
+
+func describeState(s *rowState) string {
+	row := func(r *Row) string {
+		if r == nil {
+			return "none"
+		}
+		return fmt.Sprintf("v%d seq %d deleted=%v tip=%v", r.Version, r.Seq, r.Deleted, r.Tip)
+	}
+	return fmt.Sprintf("tip %s, latest %s", row(s.tip), row(s.latest))
+}
