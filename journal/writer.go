@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -240,6 +243,14 @@ func retryable(ctx context.Context, err error) error {
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && apiErr.Code == 503 { // JetStream temporarily unavailable
+		return err
+	}
+	// The socket failed under a send (a "broken pipe" while the server
+	// restarts, before the client notices and starts reconnecting): the
+	// client reconnects, and the retry carries the same Nats-Msg-Id.
+	var opErr *net.OpError
+	if errors.As(err, &opErr) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) {
 		return err
 	}
 	return backoff.Permanent(err)

@@ -1,0 +1,54 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+)
+
+func TestRetryable(t *testing.T) {
+	tests := []struct {
+		name  string
+		err   error
+		retry bool
+	}{
+		{"ack timeout", context.DeadlineExceeded, true},
+		{"nats timeout", nats.ErrTimeout, true},
+		{"no responders", nats.ErrNoResponders, true},
+		{"reconnecting", nats.ErrConnectionReconnecting, true},
+		{"JetStream unavailable", &jetstream.APIError{Code: 503}, true},
+		{"broken pipe", &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}, true},
+		{"connection reset", fmt.Errorf("send: %w", syscall.ECONNRESET), true},
+		{"EOF", io.EOF, true},
+		{"connection closed by the caller", nats.ErrConnectionClosed, false},
+		{"invalid command", events.ErrInvalid, false},
+		{"stream refuses", &jetstream.APIError{Code: 400}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := retryable(context.Background(), tt.err)
+			var perm *backoff.PermanentError
+			if permanent := errors.As(got, &perm); permanent == tt.retry {
+				t.Errorf("retryable(%v) = %v, want retry %v", tt.err, got, tt.retry)
+			}
+			if !errors.Is(got, tt.err) {
+				t.Errorf("retryable(%v) = %v, lost the error", tt.err, got)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := retryable(ctx, nats.ErrTimeout); !errors.Is(err, context.Canceled) {
+		t.Errorf("after ctx ends: %v, want its error", err)
+	}
+}
