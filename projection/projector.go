@@ -235,7 +235,7 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 	cfg := jetstream.ConsumerConfig{
 		Durable:       name,
 		FilterSubject: journal.ShardFilter(shard),
-		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckPolicy:     jetstream.AckAllPolicy, // one ack per batch
 		AckWait:       5 * time.Minute,
 		MaxAckPending: 4 * p.cfg.FetchBatch,
 		MaxDeliver:    -1,
@@ -383,9 +383,9 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	for _, m := range msgs {
-		_ = m.Ack() // a lost ack means a redelivery, which the rows' _seq skip
-	}
+	// The consumer acknowledges cumulatively: the last message of the batch
+	// stands for all. A lost ack means a redelivery, which the rows' _seq skip.
+	_ = msgs[len(msgs)-1].Ack()
 	return nil
 }
 
