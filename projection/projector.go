@@ -36,8 +36,12 @@ type Config struct {
 	// Durable prefixes the durable consumer names ("<Durable>-<shard>").
 	// If zero, "projector".
 	Durable string
-	// FetchBatch is the most messages taken from a shard at once. If zero, 512.
+	// FetchBatch is the most messages taken from a shard at once. If zero,
+	// 1024.
 	FetchBatch int
+	// FetchBytes bounds the bytes of one fetch after its first message, so
+	// a batch of large commands stays small in memory. If zero, 16 MiB.
+	FetchBytes int
 	// Concurrency bounds the partitions of one shard applied at once. If
 	// zero, 16.
 	Concurrency int
@@ -54,7 +58,10 @@ func (c *Config) setDefaults() {
 		c.Durable = "projector"
 	}
 	if c.FetchBatch == 0 {
-		c.FetchBatch = 512
+		c.FetchBatch = 1024
+	}
+	if c.FetchBytes == 0 {
+		c.FetchBytes = 16 << 20
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 16
@@ -272,9 +279,10 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 	return cons, from - 1, nil
 }
 
-// fetch waits up to a second for one message, then takes whatever else is
-// ready without waiting, so latency stays low when idle and batches grow
-// under load.
+// fetch waits up to a second for one message, then takes as many of the
+// messages already waiting behind it as a batch holds, so latency stays low
+// when idle and batches grow under load. The first message's metadata says
+// how many wait; none means no second request.
 func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetstream.Msg, error) {
 	first, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
 	if err != nil {
@@ -290,7 +298,14 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 	if len(msgs) == 0 || p.cfg.FetchBatch <= 1 {
 		return msgs, nil
 	}
-	rest, err := cons.FetchNoWait(p.cfg.FetchBatch - 1)
+	md, err := msgs[0].Metadata()
+	if err != nil || md.NumPending == 0 {
+		return msgs, nil
+	}
+	n := min(uint64(p.cfg.FetchBatch-1), md.NumPending)
+	// The messages are there, so the request ends as soon as it has n of
+	// them or FetchBytes; the wait only bounds a stream trimmed meanwhile.
+	rest, err := cons.Fetch(int(n), jetstream.FetchMaxBytes(p.cfg.FetchBytes), jetstream.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return msgs, nil
 	}

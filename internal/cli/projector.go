@@ -48,7 +48,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		logJSON    = fs.Bool("log-json", false, "log as JSON lines")
 		cacheRows  = fs.Int("cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
-		fetchBatch = fs.Int("fetch-batch", 0, "most journal messages taken at once per shard (default 512)")
+		fetchBatch = fs.Int("fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
 	)
 	nf.register(fs, "")
 	if err := fs.Parse(args); err != nil {
