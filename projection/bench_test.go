@@ -430,6 +430,7 @@ func startMemoryChild(b *testing.B, natsURL, dbPath string) *memoryChild {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestProjectorMemoryChild$", "-test.bench=^$")
 	cmd.Env = append(os.Environ(), memChildEnv+"="+natsURL, memDBEnv+"="+dbPath)
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = childAttr()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)

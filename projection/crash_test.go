@@ -99,6 +99,7 @@ func TestCrash(t *testing.T) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), crashChildEnv+"=1", crashNATSEnv+"="+h.Server.ClientURL(), crashDBEnv+"="+dbPath)
 		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = childAttr()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -189,13 +189,35 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		}
 		if gap && ctx.Err() == nil {
 			p.log.Warn("deliveries lost; resuming in journal order", LogShard, shard, LogSeq, last+1)
-			if cons, last, err = p.openConsumer(ctx, shard, last+1); err != nil {
-				return err
+			if cons, last = p.reopenConsumer(ctx, shard, last+1); cons == nil {
+				return nil // ctx ended
 			}
 			expect = 1
 		}
 	}
 	return nil
+}
+
+// reopenConsumer recreates the shard's consumer at stream sequence from,
+// retrying with backoff while JetStream is unavailable (a gap usually comes
+// from a server restart, and the server may still be starting). It returns
+// a nil consumer only when ctx ends.
+func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) (jetstream.Consumer, uint64) {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	for {
+		cons, last, err := p.openConsumer(ctx, shard, from)
+		if err == nil {
+			return cons, last
+		}
+		wait := b.NextBackOff()
+		p.log.Warn("recreating the consumer failed; retrying", LogShard, shard, LogSeq, from, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, 0
+		case <-time.After(wait):
+		}
+	}
 }
 
 // processRetrying processes one fetched batch. A batch once fetched is
