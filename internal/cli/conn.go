@@ -32,6 +32,9 @@ type natsFlags struct {
 
 func (n *natsFlags) register(fs *flag.FlagSet, defaultURL string) {
 	fs.StringVar(&n.url, "nats", envOr(EnvNATS, defaultURL), "NATS server URL (env "+EnvNATS+")")
+	// The URL from the environment may carry user:password@: --help shows
+	// the default without it.
+	fs.Lookup("nats").DefValue = redactURL(n.url)
 	fs.StringVar(&n.creds, "creds", os.Getenv(EnvNATSCreds), "NATS credentials file (env "+EnvNATSCreds+")")
 	fs.StringVar(&n.nkey, "nkey", os.Getenv(EnvNATSNkey), "NATS nkey seed file (env "+EnvNATSNkey+")")
 	fs.StringVar(&n.user, "user", os.Getenv(EnvNATSUser), "NATS user (env "+EnvNATSUser+")")

@@ -132,10 +132,6 @@ func (w *writerCmd) flagSet() *flag.FlagSet {
 	fs.SetOutput(io.Discard) // errors are returned, help is printed by Writer
 	fs.Usage = func() {}
 	w.nats.register(fs, DefaultNATSURL)
-	// The URL from the environment may carry user:password@.
-	if f := fs.Lookup("nats"); f != nil {
-		f.DefValue = redactURL(f.DefValue)
-	}
 	fs.StringVar(&w.stream, "stream", journal.DefaultStream, "journal stream name")
 	fs.BoolVar(&w.jsonOut, "json", false, "print one JSON object per command instead of text")
 	fs.BoolVar(&w.wait, "wait", false, "wait for the projector's outcome of each command")
