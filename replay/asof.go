@@ -75,9 +75,10 @@ func asCurrent(r projection.Row) projection.Row {
 
 // AsOf calls fn with every row of partition pk (of the whole table when pk
 // is "") as it stood at journal sequence seq, in (PartitionKey, RowKey)
-// order. It reads one range scan, filtered by the store to the rows
-// written at or before seq, and keeps the newest version of each row per
-// partition; rows whose newest version then is a tombstone are left out.
+// order. It reads two range scans, the tips then the version rows, filtered
+// by the store to the rows written at or before seq, and keeps the newest
+// version of each row per partition; rows whose newest version then is a
+// tombstone are left out.
 // Rows passed to fn are as AsOfRow returns them.
 func (r *Replayer) AsOf(ctx context.Context, table, pk string, seq uint64, fn func(projection.Row) error) error {
 	return scanAt(ctx, r.st, table, pk, seq, func(row projection.Row) error {
@@ -89,53 +90,115 @@ func (r *Replayer) AsOf(ctx context.Context, table, pk string, seq uint64, fn fu
 }
 
 // scanAt calls fn with the newest version at or before seq of every row of
-// the partition (table when pk is ""), tombstones included.
+// the partition (table when pk is ""), tombstones included, partition by
+// partition in key order.
+//
+// It reads every tip first, then the version rows. The projector may be
+// writing meanwhile: when it replaces a row, the old tip moves to a version
+// row in the same transaction as the new tip is written. Reading a row's
+// tip before its versions finds the version current at seq in one of the
+// two reads either way; in one scan, where version rows come first, a row
+// replaced behind the scan's position would be missed. The tips at seq are
+// held in memory meanwhile; the version rows stream.
 func scanAt(ctx context.Context, st store.Store, table, pk string, seq uint64, fn func(projection.Row) error) error {
-	var (
-		cur     string
-		started bool
-		best    = make(map[string]projection.Row)
-	)
-	flush := func() error {
-		rks := make([]string, 0, len(best))
-		for rk := range best {
-			rks = append(rks, rk)
-		}
-		sort.Slice(rks, func(i, j int) bool { return store.CompareKeys(rks[i], rks[j]) < 0 })
-		for _, rk := range rks {
-			row := best[rk]
-			if row.Deleted {
-				row.ETag = ""
-			} else {
-				row = asCurrent(row)
-			}
-			if err := fn(row); err != nil {
-				return err
-			}
-		}
-		clear(best)
-		return nil
-	}
-	err := store.All(ctx, st, table, store.Query{PK: pk, Filter: seqAtMost(seq)}, func(e store.Entity) error {
-		if started && e.PK != cur {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		cur, started = e.PK, true
+	filter := seqAtMost(seq)
+	var tips []projection.Row
+	from, to := projection.TipRange()
+	err := store.All(ctx, st, table, store.Query{PK: pk, From: from, To: to, Filter: filter}, func(e store.Entity) error {
 		row, err := projection.DecodeRow(e)
-		if err != nil {
-			return err
-		}
-		if b, ok := best[row.RK]; !ok || row.Version > b.Version {
-			best[row.RK] = row
-		}
-		return nil
+		tips = append(tips, row)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("asof %s/%q at %d: %w", table, pk, seq, err)
 	}
-	return flush()
+	best := make(map[string]projection.Row)
+	keep := func(row projection.Row) {
+		if b, ok := best[row.RK]; !ok || row.Version > b.Version {
+			best[row.RK] = row
+		}
+	}
+	// flush ends the partitions before pk (through it when through is
+	// set): those with tips only, then the one whose versions were read.
+	flush := func(cur string, through bool) error {
+		for len(tips) > 0 {
+			c := store.CompareKeys(tips[0].PK, cur)
+			if c > 0 || c == 0 && !through {
+				break
+			}
+			p := tips[0].PK
+			for len(tips) > 0 && tips[0].PK == p {
+				keep(tips[0])
+				tips = tips[1:]
+			}
+			if p != cur {
+				if err := emitPartition(best, fn); err != nil {
+					return err
+				}
+			}
+		}
+		if !through {
+			return nil
+		}
+		return emitPartition(best, fn)
+	}
+	var (
+		cur     string
+		started bool
+	)
+	q := store.Query{PK: pk, From: projection.OldPrefix, To: "old;", Filter: filter}
+	err = store.All(ctx, st, table, q, func(e store.Entity) error {
+		if !started || e.PK != cur {
+			if started {
+				if err := flush(cur, true); err != nil {
+					return err
+				}
+			}
+			if err := flush(e.PK, false); err != nil {
+				return err
+			}
+			cur, started = e.PK, true
+		}
+		row, err := projection.DecodeRow(e)
+		if err != nil {
+			return err
+		}
+		keep(row)
+		return nil
+	})
+	if err == nil && started {
+		err = flush(cur, true)
+	}
+	for err == nil && len(tips) > 0 {
+		err = flush(tips[0].PK, true)
+	}
+	if err != nil {
+		return fmt.Errorf("asof %s/%q at %d: %w", table, pk, seq, err)
+	}
+	return nil
+}
+
+// emitPartition calls fn with the rows of one partition in best, in key
+// order, and empties best.
+func emitPartition(best map[string]projection.Row, fn func(projection.Row) error) error {
+	rks := make([]string, 0, len(best))
+	for rk := range best {
+		rks = append(rks, rk)
+	}
+	sort.Slice(rks, func(i, j int) bool { return store.CompareKeys(rks[i], rks[j]) < 0 })
+	defer clear(best)
+	for _, rk := range rks {
+		row := best[rk]
+		if row.Deleted {
+			row.ETag = ""
+		} else {
+			row = asCurrent(row)
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // History returns every stored version of a row, oldest first: version

@@ -30,7 +30,8 @@ type SnapshotConfig struct {
 	// the highest sequence the projector has fully applied (AppliedSeq).
 	Seq uint64
 	// Workers is the number of partitions read at once. If zero, the
-	// Replayer's Workers.
+	// Replayer's Workers. With 1 the table is read in one scan, whatever
+	// partitions the journal lists.
 	Workers int
 }
 
@@ -76,9 +77,16 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 	}
 	h := Header{Format: FormatVersion, Table: cfg.Table, Seq: seq, Journal: r.cfg.Journal}
 	stats.Header = h
-	pks, err := r.partitions(ctx, cfg.Table)
-	if err != nil {
-		return stats, fmt.Errorf("snapshot: %w", err)
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = r.cfg.Workers
+	}
+	var pks []string
+	if workers > 1 {
+		var err error
+		if pks, err = r.partitions(ctx, cfg.Table); err != nil {
+			return stats, fmt.Errorf("snapshot: %w", err)
+		}
 	}
 
 	if _, err := io.WriteString(w, snapshotMagic); err != nil {
@@ -95,10 +103,6 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 		return stats, err
 	}
 
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = r.cfg.Workers
-	}
 	var total atomic.Int64
 	if pks == nil {
 		bw := &blockWriter{out: out, total: &total}
@@ -142,8 +146,11 @@ func (r *Replayer) partitions(ctx context.Context, table string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	if first > 1 {
-		return nil, nil // trimmed: older partitions may exist only in the table
+	if first > 1 || len(subs) == 0 {
+		// Trimmed: older partitions may exist only in the table. No
+		// subjects: the table was written by load or rebuild, not by the
+		// journal.
+		return nil, nil
 	}
 	pks := make([]string, 0, len(subs))
 	for subj := range subs {
@@ -160,10 +167,10 @@ func (r *Replayer) partitions(ctx context.Context, table string) ([]string, erro
 func snapRange(ctx context.Context, st store.Store, table, pk string, seq uint64, emit func(store.Entity) error) error {
 	type key struct{ pk, rk string }
 	filter := seqAtMost(seq)
-	tips := make(map[key]bool)
+	tips := make(map[key]int64) // the version of each tip written
 	from, to := projection.TipRange()
 	err := store.All(ctx, st, table, store.Query{PK: pk, From: from, To: to, Filter: filter}, func(e store.Entity) error {
-		tips[key{e.PK, e.RK[len(projection.TipPrefix):]}] = true
+		tips[key{e.PK, e.RK[len(projection.TipPrefix):]}] = e.Props[projection.ColVersion].Int
 		return emit(e)
 	})
 	if err != nil {
@@ -175,14 +182,20 @@ func snapRange(ctx context.Context, st store.Store, table, pk string, seq uint64
 	)
 	q := store.Query{PK: pk, From: projection.OldPrefix, To: "old;", Filter: filter}
 	return store.All(ctx, st, table, q, func(e store.Entity) error {
-		rk, _, _, ok := projection.ParseKey(e.RK)
+		rk, v, _, ok := projection.ParseKey(e.RK)
 		if !ok {
 			return fmt.Errorf("row key %q is not a version row", e.RK)
 		}
 		k := key{e.PK, rk}
 		newest := first || k != last
 		first, last = false, k
-		if newest && !tips[k] && !e.Props[projection.ColDeleted].Bool {
+		tipV, hasTip := tips[k]
+		if hasTip && v >= tipV {
+			// The tip written above, copied into a version row after the
+			// tips were read: it is in the snapshot once, as the tip.
+			return nil
+		}
+		if newest && !hasTip && !e.Props[projection.ColDeleted].Bool {
 			// The tip at seq, copied into a version row after seq.
 			e.RK = projection.TipKey(rk)
 		}
