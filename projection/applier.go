@@ -10,7 +10,6 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -238,8 +237,8 @@ const rangeLoadMin = 2
 
 // loadRanges reads the state of many rows of one partition with two range
 // queries: the tips between the least and the greatest row, then, for the
-// rows without a tip, the tombstones among their histories (a deleted row's
-// newest version row is its tombstone). Each query reads one page of a
+// rows without a tip, the version rows over their histories, of which each
+// row's first is its newest (a deleted row's tombstone). Each query reads one page of a
 // bounded size, so rows scattered over a large partition cost at most two
 // wasted requests: the rows a page did not cover are returned in rest and
 // read one by one.
@@ -275,8 +274,10 @@ func loadRanges(ctx context.Context, s store.Store, table, pk string, rks []stri
 		f, t := HistoryRange(rk)
 		from, to = minKey(from, f), maxKey(to, t)
 	}
-	tombs, err := queryPage(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: limit,
-		Filter: []store.Cond{{Prop: ColDeleted, Cmp: store.Eq, Value: events.Bool(true)}}})
+	// No filter on _deleted: the store would read the histories of the
+	// live rows in the range anyway, all of them, to find the few matches;
+	// unfiltered, the bounded page stops it and the rest is read per row.
+	tombs, err := queryPage(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: limit})
 	if err != nil {
 		return nil, err
 	}

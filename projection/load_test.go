@@ -36,6 +36,9 @@ func TestLoadRanges(t *testing.T) {
 	add(op(events.OpDelete, "c"))
 	add(op(events.OpInsert, "c", "n", 3))
 	add(upsert("a:b", "n", 3), op(events.OpDelete, "a1"))
+	for i := range 30 {
+		add(upsert("h", "n", i)) // a deep history between two new rows
+	}
 	if err := NewApplier(st, ApplierConfig{CacheRows: -1}).Apply(ctx, "orders", "p", entries, Hooks{}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +52,8 @@ func TestLoadRanges(t *testing.T) {
 		{"all deleted or new", []string{"b", "a1", "bb", "0"}, true},
 		{"one", []string{"c"}, true},
 		{"scattered over a large partition", []string{"a", "zz", "m050", "b"}, false},
+		// The page of version rows fills with h's history: i is read alone.
+		{"new rows around a deep history", []string{"g", "i"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -166,10 +166,10 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		gap := false
 		for _, m := range msgs {
 			md, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			if md.Sequence.Consumer != expect {
+			if err != nil || md.Sequence.Consumer != expect {
+				// Unreadable metadata (not a JetStream delivery) is treated
+				// as a gap too: skipping the message would let the
+				// cumulative ack of a later one acknowledge it unapplied.
 				gap = true
 				break
 			}
