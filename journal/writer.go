@@ -28,9 +28,10 @@ type publisher interface {
 const (
 	DefaultMaxInFlight = 4000
 	DefaultAckTimeout  = 10 * time.Second
-	// DefaultRetryBudget bounds a publish's retries. It is shorter than the
-	// default duplicate window, so that a retry is always deduplicated
-	// against an earlier attempt that was stored but not acknowledged.
+	// DefaultRetryBudget bounds a publish's retries, counted from its first
+	// send. It is shorter than the default duplicate window, so that a
+	// retry is always deduplicated against an earlier attempt that was
+	// stored but not acknowledged.
 	DefaultRetryBudget = time.Minute
 )
 
@@ -56,6 +57,7 @@ type Writer struct {
 	contentType string
 	ackTimeout  time.Duration
 	newBackOff  func() backoff.BackOff
+	retryBudget time.Duration
 	notify      backoff.Notify
 	slots       chan struct{} // one per async publish in flight
 
@@ -78,12 +80,24 @@ func WithContentType(ct string) WriterOption {
 	return func(w *Writer) { w.contentType = ct }
 }
 
-// WithBackOff sets the retry policy: newBackOff is called once per publish.
-// The default is exponential from 50 ms up to 2 s between attempts, for at
-// most DefaultRetryBudget. Keep the budget within the journal's duplicate
-// window.
+// WithBackOff sets the waits between retries: newBackOff is called once per
+// publish. The default is exponential from 50 ms up to 2 s. The retries end
+// when the policy stops or the retry budget is spent, whichever comes first.
 func WithBackOff(newBackOff func() backoff.BackOff) WriterOption {
 	return func(w *Writer) { w.newBackOff = newBackOff }
+}
+
+// WithRetryBudget bounds the retries of one publish, counted from its
+// first send (for an async publish, not from when its retries start behind
+// others). Keep it within the journal's duplicate window. The default is
+// DefaultRetryBudget.
+func WithRetryBudget(d time.Duration) WriterOption {
+	return func(w *Writer) {
+		if d <= 0 {
+			d = DefaultRetryBudget
+		}
+		w.retryBudget = d
+	}
 }
 
 // WithRetryNotify sets a function called before each retry with the error
@@ -119,7 +133,7 @@ func defaultBackOff() backoff.BackOff {
 	return backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(50*time.Millisecond),
 		backoff.WithMaxInterval(2*time.Second),
-		backoff.WithMaxElapsedTime(DefaultRetryBudget),
+		backoff.WithMaxElapsedTime(0), // the retry budget bounds it
 	)
 }
 
@@ -137,6 +151,7 @@ func NewWriter(js jetstream.JetStream, stream string, opts ...WriterOption) *Wri
 		contentType: events.ContentTypeMsgpack,
 		ackTimeout:  DefaultAckTimeout,
 		newBackOff:  defaultBackOff,
+		retryBudget: DefaultRetryBudget,
 		slots:       make(chan struct{}, DefaultMaxInFlight),
 	}
 	for _, o := range opts {
@@ -185,17 +200,21 @@ func (w *Writer) Publish(ctx context.Context, cmd *events.Command) (PublishResul
 	if err != nil {
 		return PublishResult{}, err
 	}
-	return w.publish(ctx, cmd.ID, msg, nil)
+	return w.publish(ctx, cmd.ID, msg, time.Now(), nil)
 }
 
 // publish sends msg synchronously until it is acknowledged, retrying
-// transient errors. A non-nil failed is the error of an attempt already
-// made; it counts as the first attempt.
-func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, failed error) (PublishResult, error) {
+// transient errors until the retry budget, counted from sent, is spent. A
+// non-nil failed is the error of an attempt already made; it counts as the
+// first attempt.
+func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, sent time.Time, failed error) (PublishResult, error) {
 	var (
 		res  PublishResult
 		last = failed
 	)
+	parent := ctx
+	ctx, cancel := context.WithDeadline(ctx, sent.Add(w.retryBudget))
+	defer cancel()
 	op := func() error {
 		if failed != nil {
 			err := failed
@@ -213,6 +232,9 @@ func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, failed e
 		return nil
 	}
 	err := backoff.RetryNotify(op, backoff.WithContext(w.newBackOff(), ctx), w.notify)
+	if err != nil && parent.Err() == nil && ctx.Err() != nil && last != nil {
+		return PublishResult{}, fmt.Errorf("publish %s: retries stopped after the %v budget: %w", id, w.retryBudget, last)
+	}
 	if err != nil {
 		if last != nil && !errors.Is(err, last) {
 			return PublishResult{}, fmt.Errorf("publish %s: %w (last attempt: %w)", id, err, last)
@@ -351,8 +373,8 @@ func (w *Writer) Flush(ctx context.Context) error {
 // takes them in batches and waits for the newest of a batch first:
 // acknowledgements arrive in publish order, so by then the older ones are
 // mostly in too, and the goroutine wakes once per batch rather than once per
-// message. A retry holds the later futures back, which only matters when the
-// server is away and they are failing as well.
+// message. The failed first attempts of a batch are retried at once, each
+// within its own budget, and the batch's futures are resolved in order.
 func (w *Writer) collect() {
 	timer := time.NewTimer(w.ackTimeout)
 	defer timer.Stop()
@@ -372,8 +394,18 @@ func (w *Writer) collect() {
 		w.mu.Unlock()
 
 		batch[n-1].await(timer, w.ackTimeout)
+		var retries sync.WaitGroup
+		for _, f := range batch {
+			f.await(timer, w.ackTimeout)
+			if f.ack == nil {
+				retries.Go(func() { f.res, f.rerr = w.publish(f.ctx, f.id, f.msg, f.sent, f.err) })
+			} else {
+				f.res = PublishResult{ID: f.id, Seq: f.ack.Sequence, Duplicate: f.ack.Duplicate}
+			}
+		}
+		retries.Wait()
 		for i, f := range batch {
-			w.settle(f, timer)
+			f.resolve(w)
 			batch[i] = nil
 			<-w.slots
 		}
@@ -409,20 +441,9 @@ func (f *Future) await(timer *time.Timer, ackTimeout time.Duration) {
 	}
 }
 
-// settle resolves f, retrying its publish if the first attempt failed.
-func (w *Writer) settle(f *Future, timer *time.Timer) {
-	f.await(timer, w.ackTimeout)
-	if f.ack != nil {
-		f.resolve(w, PublishResult{ID: f.id, Seq: f.ack.Sequence, Duplicate: f.ack.Duplicate}, nil)
-		return
-	}
-	res, err := w.publish(f.ctx, f.id, f.msg, f.err)
-	f.resolve(w, res, err)
-}
-
-func (f *Future) resolve(w *Writer, res PublishResult, err error) {
-	f.res, f.rerr = res, err
-	if err != nil {
+// resolve publishes f's result.
+func (f *Future) resolve(w *Writer) {
+	if err := f.rerr; err != nil {
 		w.mu.Lock()
 		if w.failed == 0 {
 			w.firstErr = err

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -245,5 +247,71 @@ func TestPublishGivesUpWithContext(t *testing.T) {
 	defer cancel()
 	if _, err := w.Publish(ctx, command("c-2", "orders", "pk")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Publish with the server down = %v, want the context's deadline", err)
+	}
+}
+
+// downJS is a real JetStream connection in front of a server that does not
+// answer: async publishes fail at once, and every synchronous retry fails.
+// It records when each retry was sent.
+type downJS struct {
+	jetstream.JetStream
+	mu       sync.Mutex
+	attempts map[string][]time.Time
+}
+
+func (d *downJS) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	d.mu.Lock()
+	id := m.Header.Get(jetstream.MsgIDHeader)
+	d.attempts[id] = append(d.attempts[id], time.Now())
+	d.mu.Unlock()
+	return nil, fmt.Errorf("server away: %w", nats.ErrNoResponders)
+}
+
+func (d *downJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	f := &lostFuture{msg: m, errc: make(chan error, 1)}
+	f.errc <- jetstream.ErrAsyncPublishTimeout
+	return f, nil
+}
+
+// TestPublishAsyncRetryBudgetFromFirstSend: failed async publishes are
+// retried one after another, but each only within the retry budget counted
+// from its own first send, so that no retry can outlive the duplicate
+// window however many publishes failed before it.
+func TestPublishAsyncRetryBudgetFromFirstSend(t *testing.T) {
+	e := newEnv(t, journal.Config{})
+	down := &downJS{JetStream: e.js, attempts: map[string][]time.Time{}}
+	const budget = 300 * time.Millisecond
+	w := journal.NewWriter(down, "",
+		journal.WithAckTimeout(50*time.Millisecond),
+		journal.WithRetryBudget(budget),
+		journal.WithBackOff(func() backoff.BackOff { return backoff.NewConstantBackOff(20 * time.Millisecond) }))
+
+	sentBy := map[string]time.Time{}
+	var futures []*journal.Future
+	for i := range 5 {
+		f, err := w.PublishAsync(e.ctx, command(fmt.Sprintf("down-%d", i), "orders", "pk"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sentBy[f.ID()] = time.Now()
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		_, err := f.Result(e.ctx)
+		if !errors.Is(err, nats.ErrNoResponders) || !strings.Contains(err.Error(), "budget") {
+			t.Errorf("%s: %v, want the last attempt's error after the budget", f.ID(), err)
+		}
+	}
+	down.mu.Lock()
+	defer down.mu.Unlock()
+	for id, sent := range sentBy {
+		if len(down.attempts[id]) == 0 {
+			t.Errorf("%s was never retried", id)
+		}
+		for _, at := range down.attempts[id] {
+			if late := at.Sub(sent.Add(budget)); late > 0 {
+				t.Errorf("%s retried %v after its budget from the first send", id, late)
+			}
+		}
 	}
 }
