@@ -55,6 +55,11 @@ func (s *Store) Get(ctx context.Context, table, pk, rk string) (store.Entity, er
 	if err := store.ValidateTableName(table); err != nil {
 		return store.Entity{}, err
 	}
+	for _, k := range []string{pk, rk} {
+		if err := store.ValidateKey(k); err != nil {
+			return store.Entity{}, err
+		}
+	}
 	var (
 		ts   sql.Null[ticks]
 		blob []byte
