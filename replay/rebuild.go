@@ -109,6 +109,9 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
 	}
+	if err := r.checkNotTrimmed(ctx, st.From); err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
+	}
 	if err := r.st.CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
 		return st, fmt.Errorf("rebuild: create %s: %w", cfg.Into, err)
 	}
@@ -287,6 +290,25 @@ func (r *Replayer) subjects(ctx context.Context, filter string) (map[string]uint
 		return nil, 0, fmt.Errorf("subjects of %s: %w", r.j.Name(), err)
 	}
 	return info.State.Subjects, info.State.FirstSeq, nil
+}
+
+// checkNotTrimmed fails with ErrBadPoint when the journal no longer holds
+// sequence from: reading it would skip the removed commands silently and
+// rebuild something that never was.
+func (r *Replayer) checkNotTrimmed(ctx context.Context, from uint64) error {
+	s, err := r.js.Stream(ctx, r.j.Name())
+	if err != nil {
+		return err
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", r.j.Name(), err)
+	}
+	if first := info.State.FirstSeq; first > from && from <= info.State.LastSeq {
+		return fmt.Errorf("%w: the journal starts at sequence %d, and commands %d..%d are gone; rebuild from a snapshot taken at %d or later",
+			ErrBadPoint, first, from, first-1, first-1)
+	}
+	return nil
 }
 
 // countMessages counts the journal's messages matching filter.

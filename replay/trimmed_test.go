@@ -1,0 +1,42 @@
+package replay_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/replay"
+)
+
+// TestRebuildRefusesTrimmedJournal: once the journal's first commands are
+// gone, a rebuild from the start is refused instead of silently
+// re-projecting only what is left.
+func TestRebuildRefusesTrimmedJournal(t *testing.T) {
+	e := newEnv(t, backends()[0].open(t))
+	table := uniqueTable("Trim")
+	var cmds []*events.Command
+	var ids []string
+	for i := range 4 {
+		id := fmt.Sprintf("trim-%d", i)
+		cmds = append(cmds, &events.Command{ID: id, Table: table, PK: "p",
+			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int32(int32(i))}}}})
+		ids = append(ids, id)
+	}
+	seqs := e.publish(cmds)
+	e.awaitOutcomes(ids)
+	s, err := e.js.Stream(e.ctx, e.j.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(e.ctx, jetstream.WithPurgeSequence(seqs[2])); err != nil { // keeps seqs[2] on
+		t.Fatal(err)
+	}
+	_, err = e.rp.Rebuild(e.ctx, replay.RebuildConfig{Table: table, Into: uniqueTable("Trimmed")})
+	if !errors.Is(err, replay.ErrBadPoint) {
+		t.Fatalf("rebuild of a trimmed journal: %v, want ErrBadPoint", err)
+	}
+	t.Log(err)
+}
