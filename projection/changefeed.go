@@ -56,8 +56,8 @@ func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream) error {
 }
 
 // publisher publishes the outcomes and change events of one fetched batch.
-// Outcomes of commands that wrote nothing are published synchronously
-// before their batch commits. For applied commands the change events are
+// Outcomes of commands that wrote nothing are published, all at once, and
+// awaited before their batch commits. For applied commands the change events are
 // published first and the outcomes only once every change event is stored,
 // all before the journal messages are acknowledged: so a stored outcome
 // means its change events are stored too, and a command redelivered after
@@ -80,6 +80,22 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 	for _, e := range entries {
 		at[e.Seq] = e.At
 	}
+	// sync: what is sent here is awaited before returning, all at once.
+	var changes, outcomes []jetstream.PubAckFuture
+	send := func(msg *nats.Msg, list *[]jetstream.PubAckFuture) error {
+		f, err := p.js.PublishMsgAsync(msg)
+		if err != nil {
+			return err
+		}
+		if sync {
+			*list = append(*list, f)
+			return nil
+		}
+		p.mu.Lock()
+		p.futures = append(p.futures, f)
+		p.mu.Unlock()
+		return nil
+	}
 	for _, r := range rs {
 		if r.Status == Skipped {
 			continue
@@ -90,7 +106,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 				if err != nil {
 					return err
 				}
-				if err := p.send(ctx, msg, sync); err != nil {
+				if err := send(msg, &changes); err != nil {
 					return fmt.Errorf("change event of %s: %w", r.ID, err)
 				}
 			}
@@ -106,32 +122,24 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		if err != nil {
 			return err
 		}
-		if sync {
-			if _, err := p.js.PublishMsg(ctx, msg); err != nil {
-				return fmt.Errorf("outcome of %s: %w", r.ID, err)
-			}
+		if !sync {
+			p.mu.Lock()
+			p.outcomes = append(p.outcomes, msg)
+			p.mu.Unlock()
 			continue
 		}
-		p.mu.Lock()
-		p.outcomes = append(p.outcomes, msg)
-		p.mu.Unlock()
+		if len(changes) > 0 {
+			// This outcome's change events are stored before it is sent.
+			if err := p.await(ctx, changes); err != nil {
+				return err
+			}
+			changes = nil
+		}
+		if err := send(msg, &outcomes); err != nil {
+			return fmt.Errorf("outcome of %s: %w", r.ID, err)
+		}
 	}
-	return nil
-}
-
-func (p *publisher) send(ctx context.Context, msg *nats.Msg, sync bool) error {
-	if sync {
-		_, err := p.js.PublishMsg(ctx, msg)
-		return err
-	}
-	f, err := p.js.PublishMsgAsync(msg)
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.futures = append(p.futures, f)
-	p.mu.Unlock()
-	return nil
+	return p.await(ctx, outcomes)
 }
 
 // asyncAckTimeout bounds the wait for one asynchronous publish's ack; an
