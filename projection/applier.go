@@ -23,6 +23,7 @@ type Applier struct {
 	// Backoff returns the retry policy for transient store errors; a
 	// persistent failure returns an error after it gives up.
 	newBackoff func() backoff.BackOff
+	obs        Observer
 
 	tablesMu sync.Mutex
 	tables   map[string]bool
@@ -36,6 +37,8 @@ type ApplierConfig struct {
 	// MaxRetry bounds the time spent retrying transient store errors of one
 	// batch. If zero, one minute.
 	MaxRetry time.Duration
+	// Observer receives conflict retries. If nil, nothing does.
+	Observer Observer
 }
 
 // NewApplier returns an Applier writing to s.
@@ -46,7 +49,10 @@ func NewApplier(s store.Store, cfg ApplierConfig) *Applier {
 	if cfg.MaxRetry == 0 {
 		cfg.MaxRetry = time.Minute
 	}
-	a := &Applier{store: s, tables: make(map[string]bool)}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
+	a := &Applier{store: s, tables: make(map[string]bool), obs: cfg.Observer}
 	if cfg.CacheRows > 0 {
 		a.cache = newRowCache(cfg.CacheRows)
 	}
@@ -117,6 +123,7 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 		err = a.commit(ctx, table, pk, b.txOps())
 		if errors.Is(err, ErrConflict) && conflicts < 3 {
 			conflicts++
+			a.obs.Retry(RetryConflict)
 			a.cache.dropPartition(table, pk)
 			known = make(map[string]*rowState)
 			continue

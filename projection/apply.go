@@ -20,6 +20,9 @@ type Entry struct {
 	// Err is why the message cannot apply (undecodable, invalid, subject
 	// and body disagree); the entry is rejected with it as reason.
 	Err error
+	// Trace is the message's W3C trace context, copied onto the outcome
+	// and change events.
+	Trace TraceContext
 }
 
 // Status is the outcome of one command.

@@ -51,6 +51,9 @@ type Config struct {
 	Applier ApplierConfig
 	// Logger receives the projector's logs. If nil, slog.Default().
 	Logger *slog.Logger
+	// Observer receives what the projector does, for metrics. If nil,
+	// nothing does.
+	Observer Observer
 }
 
 func (c *Config) setDefaults() {
@@ -69,6 +72,12 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	if c.Applier.Observer == nil {
+		c.Applier.Observer = c.Observer
+	}
 }
 
 // Projector applies the journal to a table store continuously.
@@ -79,6 +88,7 @@ type Projector struct {
 	applier *Applier
 	store   store.Store
 	log     *slog.Logger
+	obs     Observer
 }
 
 // New prepares a projector: it ensures the journal, outcome and change-feed
@@ -107,7 +117,7 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 			cfg.Shards = append(cfg.Shards, i)
 		}
 	}
-	return &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger}, nil
+	return &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, obs: cfg.Observer}, nil
 }
 
 // Run projects until ctx is cancelled, then drains the batches in flight and
@@ -124,7 +134,9 @@ func (p *Projector) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.runShard(ctx, sh); err != nil {
+			err := p.runShard(ctx, sh)
+			p.obs.ShardStopped(sh, err != nil)
+			if err != nil {
 				p.log.Error("shard stopped", LogShard, sh, "err", err)
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("shard %d: %w", sh, err))
@@ -156,12 +168,14 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 				return nil
 			}
 			p.log.Warn("fetch failed; retrying", LogShard, shard, "err", err)
+			p.obs.Retry(RetryFetch)
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
 			}
 			continue
 		}
+		p.observeFetch(shard, msgs)
 		var todo []jetstream.Msg
 		gap := false
 		for _, m := range msgs {
@@ -186,9 +200,11 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 			}
 			md, _ := todo[len(todo)-1].Metadata()
 			last = md.Sequence.Stream
+			p.observeBatch(shard, todo)
 		}
 		if gap && ctx.Err() == nil {
 			p.log.Warn("deliveries lost; resuming in journal order", LogShard, shard, LogSeq, last+1)
+			p.obs.Retry(RetryDeliveryGap)
 			if cons, last = p.reopenConsumer(ctx, shard, last+1); cons == nil {
 				return nil // ctx ended
 			}
@@ -212,6 +228,7 @@ func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) 
 		}
 		wait := b.NextBackOff()
 		p.log.Warn("recreating the consumer failed; retrying", LogShard, shard, LogSeq, from, "in", wait, "err", err)
+		p.obs.Retry(RetryConsumer)
 		select {
 		case <-ctx.Done():
 			return nil, 0
@@ -237,6 +254,7 @@ func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetst
 		}
 		wait := b.NextBackOff()
 		p.log.Warn("publishing outcomes failed; retrying the batch", LogShard, shard, "in", wait, "err", err)
+		p.obs.Retry(RetryPublish)
 		select {
 		case <-ctx.Done():
 			// Not acknowledged: redelivered, in order, when the projector restarts.
@@ -298,6 +316,7 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 	if from == 0 {
 		from = 1
 	}
+	p.observeOpen(shard, cons, from-1)
 	return cons, from - 1, nil
 }
 
@@ -358,7 +377,7 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 		}
 		groups[part] = append(groups[part], e)
 	}
-	pub := newPublisher(p.js, !p.cfg.NoChangeFeed)
+	pub := newPublisher(p.js, !p.cfg.NoChangeFeed, p.obs)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -445,6 +464,7 @@ func (p *Projector) entry(m jetstream.Msg) (partition, Entry) {
 func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 	e.Seq, e.At = m.Seq, m.Time.UTC()
 	e.ID = m.Header.Get(jetstream.MsgIDHeader)
+	e.Trace = traceFrom(m.Header)
 	table, _, pk, err := journal.ParseSubject(m.Subject)
 	if err != nil {
 		e.Err = err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 )
 
 const projectorUsage = `Usage: projector [flags]
+       projector status [--json] [--watch] [flags]   (see projector status --help)
 
 Applies the journal to tables, continuously, until SIGINT or SIGTERM.
 
@@ -26,12 +28,16 @@ storage, fsync before every acknowledgement) listening on --nats-listen so
 writers in other processes can publish, and the embedded table store, both
 under --data. With --nats it uses that server and starts none; with --tables
 it uses that table store (an Azure connection string, or sqlite:PATH).
+With --metrics-addr it serves Prometheus /metrics, /healthz and /readyz.
 
 Flags:
 `
 
 // Projector runs the projector command.
 func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "status" {
+		return ProjectorStatus(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("projector", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, projectorUsage); fs.PrintDefaults() }
@@ -49,6 +55,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		logJSON    = fs.Bool("log-json", false, "log as JSON lines")
 		cacheRows  = fs.Int("cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
 		fetchBatch = fs.Int("fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
+		metricsAt  = fs.String("metrics-addr", os.Getenv(EnvMetricsAddr), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464; off when empty (env "+EnvMetricsAddr+")")
 	)
 	nf.register(fs, "")
 	if err := fs.Parse(args); err != nil {
@@ -91,7 +98,6 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		defer srv.Shutdown()
 		url = srv.ClientURL()
-		log.Info("embedded JetStream server started", "url", url, "dir", filepath.Join(*data, "jetstream"), "fsync", !*noSync)
 	}
 	nc, js, err := connectURL(&nf, url, "tablejournal-projector")
 	if err != nil {
@@ -104,14 +110,23 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("table store: %w", err)
 	}
 	defer closeStore.Close()
-	log.Info("table store opened", "tables", stores.Describe(*tables))
+	instance := instanceID()
+	ops, st, err := startOps(ctx, log, *metricsAt, instance, nc, js, st)
+	if err != nil {
+		return err
+	}
+	defer ops.close()
+	cfg.Observer = ops.m
 
 	p, err := projection.New(ctx, js, st, cfg)
 	if err != nil {
 		return err
 	}
-	log.Info("projector running")
-	if err := p.Run(ctx); err != nil {
+	ops.running()
+	log.Info("projector running", startupAttrs(instance, nf.url, url, *data, !*noSync, *tables, cfg, ops)...)
+	err = p.Run(ctx)
+	ops.stopped(err)
+	if err != nil {
 		return err
 	}
 	log.Info("projector stopped")

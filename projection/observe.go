@@ -1,0 +1,125 @@
+package projection
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Observer receives what the projector does, for metrics and operator
+// logs (internal/metrics implements it with Prometheus). Its methods are
+// called from the shards' goroutines, concurrently and on the hot path:
+// they must be quick and must not block. Embed [NopObserver] to implement
+// only some of them.
+type Observer interface {
+	// ShardStarted reports that a shard's consumer is open: applied is the
+	// journal sequence before the first message it will deliver, pending
+	// the shard's messages waiting for it.
+	ShardStarted(shard int, applied, pending uint64)
+	// ShardStopped reports that a shard's loop ended, failed when a
+	// persistent failure stopped it.
+	ShardStopped(shard int, failed bool)
+	// Fetched reports a fetch of a shard. A fetch that found nothing
+	// waiting has Messages 0: the shard is caught up.
+	Fetched(shard int, f Fetch)
+	// BatchDone reports that a fetched batch was applied and acknowledged.
+	BatchDone(shard int, b Batch)
+	// Handled reports that a command's outcome is stored (for Skipped: that
+	// a redelivered command was found already applied). delay is the time
+	// from the command's journal time to its outcome being stored; zero
+	// for Skipped.
+	Handled(status Status, delay time.Duration)
+	// Transaction reports a committed store transaction that applied
+	// commands.
+	Transaction(commands int)
+	// Retry reports one retry of something that failed transiently:
+	// "publish" (outcomes or change events), "fetch", "consumer" (its
+	// recreation), "delivery_gap" (deliveries lost in transit) or
+	// "conflict" (the table changed under the projector).
+	Retry(reason string)
+}
+
+// Retry reasons reported to [Observer.Retry].
+const (
+	RetryPublish     = "publish"
+	RetryFetch       = "fetch"
+	RetryConsumer    = "consumer"
+	RetryDeliveryGap = "delivery_gap"
+	RetryConflict    = "conflict"
+)
+
+// Fetch describes one fetch of a shard.
+type Fetch struct {
+	// Messages is the number of messages fetched.
+	Messages int
+	// Pending is the shard's messages not yet applied: those fetched and
+	// those still waiting behind them when the last one was delivered.
+	Pending uint64
+	// Oldest is the journal time of the first message fetched: the oldest
+	// message of the shard not yet applied.
+	Oldest time.Time
+}
+
+// Batch describes one applied and acknowledged batch of a shard.
+type Batch struct {
+	// Applied is the journal sequence of the batch's last message.
+	Applied uint64
+	// Commands is the number of messages applied (redeliveries of
+	// messages already applied are not counted).
+	Commands int
+	// Pending is the shard's messages that were waiting behind the batch
+	// when its last message was delivered.
+	Pending uint64
+	// Last is the journal time of the batch's last message; when Pending
+	// is not zero, the next message is at most as old.
+	Last time.Time
+}
+
+// NopObserver ignores everything. It is the default Observer.
+type NopObserver struct{}
+
+func (NopObserver) ShardStarted(int, uint64, uint64) {}
+func (NopObserver) ShardStopped(int, bool)           {}
+func (NopObserver) Fetched(int, Fetch)               {}
+func (NopObserver) BatchDone(int, Batch)             {}
+func (NopObserver) Handled(Status, time.Duration)    {}
+func (NopObserver) Transaction(int)                  {}
+func (NopObserver) Retry(string)                     {}
+
+// observeOpen reports a shard's freshly (re)created consumer, which
+// delivers after sequence applied.
+func (p *Projector) observeOpen(shard int, cons jetstream.Consumer, applied uint64) {
+	var pending uint64
+	if info := cons.CachedInfo(); info != nil {
+		pending = info.NumPending
+	}
+	p.obs.ShardStarted(shard, applied, pending)
+}
+
+// observeFetch reports a fetch from the metadata of the messages it
+// returned: no request to NATS. The last message's metadata says how many
+// wait behind it.
+func (p *Projector) observeFetch(shard int, msgs []jetstream.Msg) {
+	if len(msgs) == 0 {
+		p.obs.Fetched(shard, Fetch{})
+		return
+	}
+	f := Fetch{Messages: len(msgs), Pending: uint64(len(msgs))}
+	if md, err := msgs[0].Metadata(); err == nil {
+		f.Oldest = md.Timestamp
+	}
+	if md, err := msgs[len(msgs)-1].Metadata(); err == nil {
+		f.Pending += md.NumPending
+	}
+	p.obs.Fetched(shard, f)
+}
+
+// observeBatch reports an acknowledged batch of messages to apply (not
+// empty).
+func (p *Projector) observeBatch(shard int, msgs []jetstream.Msg) {
+	b := Batch{Commands: len(msgs)}
+	if md, err := msgs[len(msgs)-1].Metadata(); err == nil {
+		b.Applied, b.Pending, b.Last = md.Sequence.Stream, md.NumPending, md.Timestamp
+	}
+	p.obs.BatchDone(shard, b)
+}
