@@ -289,7 +289,10 @@ func TestReport(t *testing.T) {
 	var out lockedBuffer
 	log := slog.New(slog.NewTextHandler(&out, nil))
 	done := make(chan struct{})
-	go func() { defer close(done); m.Report(ctx, log, ReportConfig{Summary: 20 * time.Millisecond, Check: 10 * time.Millisecond}) }()
+	go func() {
+		defer close(done)
+		m.Report(ctx, log, ReportConfig{Summary: 20 * time.Millisecond, Check: 10 * time.Millisecond})
+	}()
 	defer func() { cancel(); <-done }()
 
 	m.ShardStarted(1, 0, 5)
@@ -316,8 +319,12 @@ type lockedBuffer struct {
 	b  strings.Builder
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
-func (l *lockedBuffer) String() string              { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 func TestSummaryOnlyWithWork(t *testing.T) {
 	at := time.Now()
