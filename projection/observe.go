@@ -86,6 +86,10 @@ func (NopObserver) Handled(Status, time.Duration)    {}
 func (NopObserver) Transaction(int)                  {}
 func (NopObserver) Retry(string)                     {}
 
+// JournalShards is the number of shards of the journal the projector
+// applies (all instances together), for metrics.
+func (p *Projector) JournalShards() int { return p.j.Shards() }
+
 // observeOpen reports a shard's freshly (re)created consumer, which
 // delivers after sequence applied.
 func (p *Projector) observeOpen(shard int, cons jetstream.Consumer, applied uint64) {

@@ -122,6 +122,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	ops.m.SetJournalShards(p.JournalShards())
 	ops.running()
 	log.Info("projector running", startupAttrs(instance, nf.url, url, *data, !*noSync, *tables, cfg, ops)...)
 	err = p.Run(ctx)

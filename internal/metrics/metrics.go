@@ -25,6 +25,9 @@ const (
 	NameStoreRequest    = "tablejournal_store_request_seconds"
 	NameRetries         = "tablejournal_projector_retries_total"
 	NameShardFailures   = "tablejournal_projector_shard_failures_total"
+	// NameJournalShards is not in SPEC §9: the journal's shard count, so
+	// that an alert can compare it with the shards owned by all instances.
+	NameJournalShards = "tablejournal_projector_journal_shards"
 )
 
 // Store operations and results, the labels of tablejournal_store_request_seconds.
@@ -68,6 +71,7 @@ type Metrics struct {
 	retryKnown    map[string]prometheus.Counter
 	shardFailures prometheus.Counter
 	failures      atomic.Uint64
+	journalShards atomic.Int64
 
 	mu     sync.Mutex
 	shards map[int]*shardState
@@ -138,6 +142,9 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// SetJournalShards records the journal's shard count.
+func (m *Metrics) SetJournalShards(n int) { m.journalShards.Store(int64(n)) }
 
 // Registry is the registry /metrics serves.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
@@ -245,6 +252,7 @@ var (
 	descApplied = prometheus.NewDesc(NameAppliedSequence, "The last journal sequence applied, per shard.", []string{"shard"}, nil)
 	descLagMsgs = prometheus.NewDesc(NameLagMessages, "Journal messages of the shard not yet applied.", []string{"shard"}, nil)
 	descLagSecs = prometheus.NewDesc(NameLagSeconds, "Age of the shard's oldest message not yet applied; 0 when caught up.", []string{"shard"}, nil)
+	descJournal = prometheus.NewDesc(NameJournalShards, "Shards of the journal, applied by all instances together.", nil, nil)
 )
 
 func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -252,11 +260,15 @@ func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descApplied
 	ch <- descLagMsgs
 	ch <- descLagSecs
+	ch <- descJournal
 }
 
 func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 	snap := c.m.Snapshot()
 	ch <- prometheus.MustNewConstMetric(descOwned, prometheus.GaugeValue, float64(len(snap.Shards)))
+	if n := c.m.journalShards.Load(); n > 0 {
+		ch <- prometheus.MustNewConstMetric(descJournal, prometheus.GaugeValue, float64(n))
+	}
 	for _, s := range snap.Shards {
 		label := strconv.Itoa(s.Shard)
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(s.Applied), label)
