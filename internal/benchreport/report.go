@@ -15,6 +15,8 @@ var targets = map[string]float64{
 	"ratio-vs-raw":       0.8, // Writer.PublishAsync against raw nats.go PublishMsgAsync
 	"ratio-vs-tx100":     0.7, // projector against the store's 100-entity transactions
 	"ratio-vs-projector": 0.8, // replay rebuild against the live projector
+	// projector with metrics served and scraped every second, against none
+	"ratio-vs-no-metrics": 0.97,
 }
 
 // A figure selects the benchmarks and metrics shown as key figures: the
@@ -35,6 +37,7 @@ var figures = []figure{
 	{"store/sqlite", regexp.MustCompile(`^BenchmarkStore/`), []string{"entities/s"}},
 	{"store/azure", regexp.MustCompile(`^BenchmarkAzurite/`), []string{"entities/s"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProject(Spread|Hot)/`), []string{"cmds/s", "tx100-entities/s", "cmds/tx", "reads/cmd"}},
+	{"projection", regexp.MustCompile(`^BenchmarkProjectMetrics/`), []string{"cmds/s", "metrics-cmds/s", "cpu-ns/cmd", "metrics-cpu-ns/cmd"}},
 	{"projection", regexp.MustCompile(`^BenchmarkPublishToOutcome$`), []string{"p50-ms", "p99-ms", "max-ms", "ack-p50-ms", "ack-p99-ms"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProjectorMemory$`), []string{"heap-MB-*", "rss-MB-*", "heap-growth", "cmds/s"}},
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/rebuild$`), []string{"cmds/s", "projector-cmds/s"}},

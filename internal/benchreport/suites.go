@@ -34,6 +34,9 @@ func suites(commands int) []suite {
 		{Name: "store azurite", Pkg: "./store/azure", Bench: ".", Benchtime: "1s"},
 		// One round each: publish, then time the projection of the workload.
 		{Name: "projector throughput", Pkg: "./projection", Bench: "^BenchmarkProject(Spread|Hot)$", Benchtime: "1x"},
+		// One pair of rounds (without and with metrics) per run, the order
+		// alternating from run to run.
+		{Name: "projector metrics", Pkg: "./projection", Bench: "^BenchmarkProjectMetrics$", Benchtime: "1x"},
 		// b.N commands at 500/s.
 		{Name: "publish to outcome", Pkg: "./projection", Bench: "^BenchmarkPublishToOutcome$", Benchtime: "2500x"},
 		{Name: "projector memory", Pkg: "./projection", Bench: "^BenchmarkProjectorMemory$", Benchtime: "1x", Count: 1,

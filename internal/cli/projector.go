@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablejournal/tablejournal/internal/metrics"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/store/stores"
@@ -111,22 +112,22 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer closeStore.Close()
 	instance := instanceID()
-	ops, st, err := startOps(ctx, log, *metricsAt, instance, nc, js, st)
+	ops, st, err := metrics.Start(ctx, metrics.OpsConfig{Addr: *metricsAt, Instance: instance, NATS: nc, JS: js, Store: st, Logger: log})
 	if err != nil {
-		return err
+		return fmt.Errorf("--metrics-addr: %w", err)
 	}
-	defer ops.close()
-	cfg.Observer = ops.m
+	defer ops.Close()
+	cfg.Observer = ops
 
 	p, err := projection.New(ctx, js, st, cfg)
 	if err != nil {
 		return err
 	}
-	ops.m.SetJournalShards(p.JournalShards())
-	ops.running()
+	ops.SetJournalShards(p.JournalShards())
+	ops.Running()
 	log.Info("projector running", startupAttrs(instance, nf.url, url, *data, !*noSync, *tables, cfg, ops)...)
 	err = p.Run(ctx)
-	ops.stopped(err)
+	ops.Stopped(err)
 	if err != nil {
 		return err
 	}

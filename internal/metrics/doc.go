@@ -1,6 +1,8 @@
 // Package metrics is how an operator sees a running projector (SPEC §9):
 // Prometheus metrics, health probes, operator logs and the status the
-// projector publishes to NATS for `projector status`.
+// projector publishes to NATS for `projector status`. [Start] runs all of
+// it beside a projector ([Ops]); the projector command and the benchmarks
+// wire it the same way.
 //
 //   - [Metrics] implements [projection.Observer]: the projector reports its
 //     shards, fetches, batches, outcomes and retries to it, and it keeps the
