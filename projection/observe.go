@@ -1,9 +1,13 @@
 package projection
 
 import (
+	"context"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/journal"
 )
 
 // Observer receives what the projector does, for metrics and operator
@@ -19,8 +23,9 @@ type Observer interface {
 	// ShardStopped reports that a shard's loop ended, failed when a
 	// persistent failure stopped it.
 	ShardStopped(shard int, failed bool)
-	// Fetched reports a fetch of a shard. A fetch that found nothing
-	// waiting has Messages 0: the shard is caught up.
+	// Fetched reports a fetch of a shard. A fetch that found nothing has
+	// Messages 0; it is reported only when the consumer's state was read
+	// to confirm it (Pending 0: caught up), at most every few seconds.
 	Fetched(shard int, f Fetch)
 	// BatchDone reports that a fetched batch was applied and acknowledged.
 	BatchDone(shard int, b Batch)
@@ -55,8 +60,9 @@ type Fetch struct {
 	// Pending is the shard's messages not yet applied: those fetched and
 	// those still waiting behind them when the last one was delivered.
 	Pending uint64
-	// Oldest is the journal time of the first message fetched: the oldest
-	// message of the shard not yet applied.
+	// Oldest is the journal time of the first message fetched (or, for
+	// an empty fetch, of the first pending message): the oldest message of
+	// the shard not yet applied.
 	Oldest time.Time
 }
 
@@ -102,10 +108,15 @@ func (p *Projector) observeOpen(shard int, cons jetstream.Consumer, applied uint
 
 // observeFetch reports a fetch from the metadata of the messages it
 // returned: no request to NATS. The last message's metadata says how many
-// wait behind it.
-func (p *Projector) observeFetch(shard int, msgs []jetstream.Msg) {
+// wait behind it. An empty fetch usually means the shard is caught up, but
+// a server too busy to deliver within the fetch's wait returns nothing
+// too; so every idleCheck while fetches come back empty, the consumer's
+// state is read to say which (see observeIdle).
+func (p *Projector) observeFetch(ctx context.Context, shard int, cons jetstream.Consumer, msgs []jetstream.Msg) {
 	if len(msgs) == 0 {
-		p.obs.Fetched(shard, Fetch{})
+		if p.idle.due(shard, time.Now()) {
+			p.observeIdle(ctx, shard, cons)
+		}
 		return
 	}
 	f := Fetch{Messages: len(msgs), Pending: uint64(len(msgs))}
@@ -114,6 +125,55 @@ func (p *Projector) observeFetch(shard int, msgs []jetstream.Msg) {
 	}
 	if md, err := msgs[len(msgs)-1].Metadata(); err == nil {
 		f.Pending += md.NumPending
+	}
+	p.obs.Fetched(shard, f)
+}
+
+// idleCheck is how often an idle shard's consumer state is read.
+const idleCheck = 5 * time.Second
+
+// idleChecks remembers when each shard's consumer state was last read
+// after an empty fetch. The zero value is ready to use.
+type idleChecks struct {
+	mu   sync.Mutex
+	last map[int]time.Time
+}
+
+// due reports whether shard's state is to be read now, and if so notes it.
+func (c *idleChecks) due(shard int, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Sub(c.last[shard]) < idleCheck {
+		return false
+	}
+	if c.last == nil {
+		c.last = make(map[int]time.Time)
+	}
+	c.last[shard] = now
+	return true
+}
+
+// observeIdle reports an empty fetch with what the consumer says: nothing
+// pending (caught up), or how many messages are pending and the journal
+// time of the first. Two requests at most, every idleCheck per idle shard.
+func (p *Projector) observeIdle(ctx context.Context, shard int, cons jetstream.Consumer) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return // NATS is away: the last state stands
+	}
+	f := Fetch{Pending: info.NumPending + uint64(info.NumAckPending)}
+	if f.Pending > 0 {
+		s, err := p.js.Stream(ctx, p.j.Name())
+		if err != nil {
+			return
+		}
+		m, err := s.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(journal.ShardFilter(shard)))
+		if err != nil {
+			return
+		}
+		f.Oldest = m.Time
 	}
 	p.obs.Fetched(shard, f)
 }

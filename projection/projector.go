@@ -89,6 +89,7 @@ type Projector struct {
 	store   store.Store
 	log     *slog.Logger
 	obs     Observer
+	idle    idleChecks // observe.go
 }
 
 // New prepares a projector: it ensures the journal, outcome and change-feed
@@ -175,7 +176,7 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 			}
 			continue
 		}
-		p.observeFetch(shard, msgs)
+		p.observeFetch(ctx, shard, cons, msgs)
 		var todo []jetstream.Msg
 		gap := false
 		for _, m := range msgs {

@@ -187,11 +187,14 @@ func (m *Metrics) Fetched(shard int, f projection.Fetch) {
 	if s == nil {
 		return
 	}
-	if f.Messages == 0 {
+	switch {
+	case f.Pending == 0:
 		s.pending, s.oldest = 0, time.Time{}
-		return
+	case f.Messages == 0: // an empty fetch while messages are pending
+		s.pending, s.oldest = f.Pending, f.Oldest
+	default:
+		s.pending, s.oldest, s.fetched = f.Pending, f.Oldest, now
 	}
-	s.pending, s.oldest, s.fetched = f.Pending, f.Oldest, now
 }
 
 // BatchDone implements projection.Observer.

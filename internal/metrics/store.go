@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tablejournal/tablejournal/store"
@@ -100,31 +101,34 @@ func answered(err error) bool {
 	return false
 }
 
-// storeState is what the store answered lately.
+// storeState is what the store answered lately. Every round trip
+// updates it, from many goroutines: the common path is two atomic
+// operations; only busy answers take the lock.
 type storeState struct {
+	lastAnswer atomic.Int64 // unix nanoseconds of the last answer (see answered); 0 if none
+	busySince  atomic.Int64 // unix nanoseconds of the first busy answer since another; 0 when not busy
+	busy       atomic.Uint64
+
 	mu         sync.Mutex
-	lastAnswer time.Time // the last answer (see answered)
-	busy       uint64    // busy answers, ever
-	busySince  time.Time // the first busy answer since the last other one; zero when not busy
-	lastBusy   string    // the last busy error
+	lastBusy   string // the last busy error
 	lastBusyOp string
 }
 
 func (s *storeState) answer(now time.Time, op string, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if errors.Is(err, store.ErrBusy) {
-		s.busy++
-		if s.busySince.IsZero() {
-			s.busySince = now
-		}
+		s.busy.Add(1)
+		s.busySince.CompareAndSwap(0, now.UnixNano())
+		s.mu.Lock()
 		// Store errors carry no secret (the backends redact them).
 		s.lastBusy, s.lastBusyOp = err.Error(), op
+		s.mu.Unlock()
 		return
 	}
 	if answered(err) {
-		s.lastAnswer = now
-		s.busySince = time.Time{}
+		s.lastAnswer.Store(now.UnixNano())
+		if s.busySince.Load() != 0 {
+			s.busySince.Store(0)
+		}
 	}
 }
 
@@ -138,9 +142,17 @@ type StoreSnapshot struct {
 }
 
 func (s *storeState) snapshot() StoreSnapshot {
+	unix := func(ns int64) time.Time {
+		if ns == 0 {
+			return time.Time{}
+		}
+		return time.Unix(0, ns)
+	}
+	snap := StoreSnapshot{LastAnswer: unix(s.lastAnswer.Load()), Busy: s.busy.Load(), BusySince: unix(s.busySince.Load())}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return StoreSnapshot{LastAnswer: s.lastAnswer, Busy: s.busy, BusySince: s.busySince, LastBusy: s.lastBusy, LastBusyOp: s.lastBusyOp}
+	snap.LastBusy, snap.LastBusyOp = s.lastBusy, s.lastBusyOp
+	s.mu.Unlock()
+	return snap
 }
 
 // ProbeStore keeps readiness honest while the projector is idle: every
