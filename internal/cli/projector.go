@@ -82,6 +82,14 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	url := nf.url
+	if url == "" || *tables == "" {
+		// The embedded server or the embedded store lives in --data.
+		l, err := lockData(*data)
+		if err != nil {
+			return err
+		}
+		defer l.Release()
+	}
 	if url == "" {
 		srv, err := journal.StartServer(journal.ServerConfig{
 			Dir: filepath.Join(*data, "jetstream"), Listen: *listen, NoSync: *noSync, Logger: log,
@@ -99,7 +107,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer nc.Close()
 
-	st, closeStore, err := stores.Open(ctx, *tables, *data)
+	st, closeStore, err := stores.Open(ctx, *tables, *data, stores.Exclusive())
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
