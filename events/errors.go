@@ -82,6 +82,14 @@ const (
 	// RuleMalformed: the input is not well-formed JSON or msgpack, or a
 	// field holds the wrong kind of value.
 	RuleMalformed = Rule("malformed")
+	// RuleUnknownField: a field that a command or a row operation does not
+	// have. Field names are case-sensitive: "IfVersion" and "ifversion"
+	// are not "ifVersion". Ignoring them would apply a guarded replace
+	// unguarded, or write a misspelled "rk" to the empty RowKey.
+	RuleUnknownField = Rule("unknown-field")
+	// RuleRKRequired: a row operation without "rk" (or with "rk": null). The
+	// empty RowKey, which Azure allows, is given explicitly: "rk": "".
+	RuleRKRequired = Rule("rk-required")
 	// RuleContentType: a content type other than ContentTypeJSON or
 	// ContentTypeMsgpack.
 	RuleContentType = Rule("content-type")
