@@ -25,10 +25,6 @@ const (
 
 	RuleTableName = Rule("table-name") // the table name does not match ^[A-Za-z][A-Za-z0-9]{2,62}$ or is "tables"
 
-	// RulePKRequired: the partition key is empty. Azure allows an empty
-	// PartitionKey, but the journal subject carries the key as a base64url
-	// token and an empty token is not a valid NATS subject token.
-	RulePKRequired       = Rule("pk-required")
 	RuleKeyTooLong       = Rule("key-too-long")       // PK over MaxKeyBytes, or RK over it once versioned
 	RuleKeyForbiddenChar = Rule("key-forbidden-char") // a key holds '/', '\\', '#' or '?'
 	RuleKeyControlChar   = Rule("key-control-char")   // a key holds U+0000–U+001F or U+007F–U+009F

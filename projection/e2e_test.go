@@ -106,11 +106,11 @@ func sameVersionCount(a, b map[projectiontest.RowID][]projection.Row) bool {
 // column but the store's own Timestamp and etag.
 func compareStores(t *testing.T, a, b store.Store, table string) {
 	t.Helper()
-	ea, err := store.Collect(context.Background(), a, table, store.Query{})
+	ea, err := store.Collect(context.Background(), a, table, store.Query{AllPartitions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eb, err := store.Collect(context.Background(), b, table, store.Query{})
+	eb, err := store.Collect(context.Background(), b, table, store.Query{AllPartitions: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -326,7 +326,7 @@ func (r *Replayer) countMessages(ctx context.Context, filter string) (int64, err
 
 // checkEmpty fails with ErrNotEmpty if table has a row.
 func checkEmpty(ctx context.Context, st store.Store, table string) error {
-	page, err := st.Query(ctx, table, store.Query{Limit: 1})
+	page, err := st.Query(ctx, table, store.Query{AllPartitions: true, Limit: 1})
 	switch {
 	case errors.Is(err, store.ErrTableNotFound):
 		return nil

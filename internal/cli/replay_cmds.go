@@ -192,7 +192,7 @@ var restoreCommand = replayCommand{
 		if err != nil {
 			return err
 		}
-		p, err := rc.rp.PlanRestore(ctx, rc.table, rc.pk, seq)
+		p, err := rc.rp.PlanRestore(ctx, rc.table, rc.partition(), seq)
 		if err != nil {
 			return err
 		}

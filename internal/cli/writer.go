@@ -139,7 +139,7 @@ func (w *writerCmd) flagSet() *flag.FlagSet {
 	fs.StringVar(&w.encoding, "encoding", "msgpack", "payload encoding: msgpack or json")
 
 	fs.StringVar(&w.table, "table", "", "OP: table name (required)")
-	fs.StringVar(&w.pk, "pk", "", "OP: partition key (required)")
+	fs.StringVar(&w.pk, "pk", "", "OP: partition key (required; may be empty: --pk '')")
 	fs.StringVar(&w.rk, "rk", "", "OP: row key (required; may be empty: --rk '')")
 	fs.Var(&w.sets, "set", "OP: a property, `name[:type]=value`; repeatable (see above)")
 	fs.Int64Var(&w.ifVersion, "if-version", 0, "OP: apply only if the row exists at exactly this logical `version`")

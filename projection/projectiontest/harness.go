@@ -337,7 +337,7 @@ func TableVersions(t testing.TB, st store.Store, table string) map[RowID][]proje
 // ReadVersions is TableVersions returning its error, for polling.
 func ReadVersions(ctx context.Context, st store.Store, table string) (map[RowID][]projection.Row, error) {
 	got := make(map[RowID][]projection.Row)
-	err := store.All(ctx, st, table, store.Query{}, func(e store.Entity) error {
+	err := store.All(ctx, st, table, store.Query{AllPartitions: true}, func(e store.Entity) error {
 		r, err := projection.DecodeRow(e)
 		if err != nil {
 			return err
