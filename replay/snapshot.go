@@ -75,6 +75,14 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 		if seq, err = r.AppliedSeq(ctx); err != nil {
 			return stats, fmt.Errorf("snapshot: %w", err)
 		}
+	} else {
+		// As asof: beyond the head is no point (a rebuild from such a
+		// snapshot would skip every command up to it); unchecked without
+		// a journal.
+		var err error
+		if seq, err = r.Resolve(ctx, Seq(seq)); err != nil {
+			return stats, fmt.Errorf("snapshot: %w", err)
+		}
 	}
 	if _, err := r.st.Query(ctx, cfg.Table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
 		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
