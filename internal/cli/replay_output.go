@@ -70,13 +70,6 @@ func propsText(e events.Entity) string {
 	return strings.Join(parts, " ")
 }
 
-func seqText(seq uint64) string {
-	if seq == math.MaxInt64 {
-		return "now"
-	}
-	return strconv.FormatUint(seq, 10)
-}
-
 func timeText(t time.Time) string { return t.UTC().Format(events.DateTimeLayout) }
 
 func printAsOfRow(rc *replayCmd, at string, seq uint64, row projection.Row, ok bool) {
