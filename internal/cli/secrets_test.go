@@ -35,7 +35,7 @@ func TestCommandsHideSecrets(t *testing.T) {
 		"nats://u:secret1@127.0.0.1:1,nats://u:secret2@127.0.0.1:2",
 		"u:secret3@127.0.0.1:1",
 		"nats://s3cr3tt0ken@127.0.0.1:1",
-		"nats://u:se%zzcret@127.0.0.1:1",             // does not parse
+		"nats://u:se%zzcret@127.0.0.1:1",                  // does not parse
 		"nats://u:secret1@127.0.0.1:99999999,u:secret2@h", // bad port, echoed by the client
 	}
 	commands := []struct {
