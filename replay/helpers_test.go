@@ -95,16 +95,15 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // env is one pipeline: an in-process JetStream server, the journal, a
 // writer, a table store and a projector running in the background.
 type env struct {
-	t      testing.TB
-	ctx    context.Context
-	js     jetstream.JetStream
-	url    string
-	j      *journal.Journal
-	w      *journal.Writer
-	st     store.Store
-	rp     *replay.Replayer
-	stop   func()
-	tables []string
+	t    testing.TB
+	ctx  context.Context
+	js   jetstream.JetStream
+	url  string
+	j    *journal.Journal
+	w    *journal.Writer
+	st   store.Store
+	rp   *replay.Replayer
+	stop func()
 }
 
 func newEnv(t testing.TB, st store.Store) *env {

@@ -32,9 +32,7 @@ Flags:
 
 // Projector runs the projector command.
 func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("projector", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, projectorUsage); fs.PrintDefaults() }
+	fs := quietFlagSet("projector")
 	var (
 		nf         natsFlags
 		data       = fs.String("data", envOr(EnvData, "./data"), "data folder for the embedded server and store (env "+EnvData+")")
@@ -51,8 +49,13 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fetchBatch = fs.Int("fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
 	)
 	nf.register(fs, "")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
+	version := versionFlag(fs)
+	if err := parseArgs(fs, args, stdout, projectorUsage); err != nil {
+		return err
+	}
+	if *version {
+		printVersion(stdout, "projector")
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return usageError(fmt.Errorf("unexpected argument %q; the projector takes only flags", fs.Arg(0)))
