@@ -246,6 +246,9 @@ func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) 
 		if err == nil {
 			return cons, last
 		}
+		if ctx.Err() != nil {
+			return nil, 0
+		}
 		wait := b.NextBackOff()
 		p.log.Warn("recreating the consumer failed; retrying", LogShard, shard, LogSeq, from, "in", wait, "err", err)
 		select {
