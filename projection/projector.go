@@ -314,7 +314,7 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 	for m := range first.Messages() {
 		msgs = append(msgs, m)
 	}
-	if err := first.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+	if err := first.Error(); err != nil && !fetchExpired(err) {
 		return nil, err
 	}
 	if len(msgs) == 0 || p.cfg.FetchBatch <= 1 {
@@ -327,14 +327,25 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 	n := min(uint64(p.cfg.FetchBatch-1), md.NumPending)
 	// The messages are there, so the request ends as soon as it has n of
 	// them or FetchBytes; the wait only bounds a stream trimmed meanwhile.
+	// If it fails, what arrived is still applied (a delivery lost in
+	// transit shows as a gap in the consumer sequence) and the failure is
+	// logged: the next fetch meets it again, or finds it was transient.
 	rest, err := cons.Fetch(int(n), jetstream.FetchMaxBytes(p.cfg.FetchBytes), jetstream.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		return msgs, nil
+	if err == nil {
+		for m := range rest.Messages() {
+			msgs = append(msgs, m)
+		}
+		err = rest.Error()
 	}
-	for m := range rest.Messages() {
-		msgs = append(msgs, m)
+	if err != nil && !fetchExpired(err) {
+		p.log.Warn("fetching the rest of a batch failed; applying what arrived", LogSeq, md.Sequence.Stream, "got", len(msgs), "err", err)
 	}
 	return msgs, nil
+}
+
+// fetchExpired reports whether a fetch ended only because its wait expired.
+func fetchExpired(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // ErrPublish wraps a failure to publish outcomes or change events, or to

@@ -80,20 +80,27 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 func readVersion(ctx context.Context, st store.Store, table, pk, rk string, v int64) (projection.Row, error) {
 	e, err := st.Get(ctx, table, pk, projection.VersionKey(rk, v))
 	if errors.Is(err, store.ErrNotFound) {
-		e, err = st.Get(ctx, table, pk, projection.TipKey(rk))
-		if err == nil {
-			tip, err := projection.DecodeRow(e)
-			if err != nil {
-				return projection.Row{}, err
-			}
-			if tip.Version == v {
-				return tip, nil
-			}
-			err = store.ErrNotFound
-		}
+		return readTipVersion(ctx, st, table, pk, rk, v)
 	}
 	if err != nil {
 		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w", v, table, pk, rk, err)
 	}
 	return projection.DecodeRow(e)
+}
+
+// readTipVersion reads the tip of a row, and fails with store.ErrNotFound
+// unless it is at version v.
+func readTipVersion(ctx context.Context, st store.Store, table, pk, rk string, v int64) (projection.Row, error) {
+	e, err := st.Get(ctx, table, pk, projection.TipKey(rk))
+	if err != nil {
+		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w", v, table, pk, rk, err)
+	}
+	tip, err := projection.DecodeRow(e)
+	if err != nil {
+		return projection.Row{}, err
+	}
+	if tip.Version != v {
+		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w (the tip is at version %d)", v, table, pk, rk, store.ErrNotFound, tip.Version)
+	}
+	return tip, nil
 }
