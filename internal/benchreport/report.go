@@ -64,7 +64,7 @@ var figures = []figure{
 	{"store/sqlite", regexp.MustCompile(`^BenchmarkStore/`), []string{"entities/s"}},
 	{"store/azure", regexp.MustCompile(`^BenchmarkAzurite/`), []string{"entities/s"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProject(Spread|Hot)/`), []string{"cmds/s", "batched-entities/s", "cmds/tx", "reads/cmd"}},
-	{"projection", regexp.MustCompile(`^BenchmarkSimAzure/`), []string{"cmds/s", "entities/s", "limit-used", "busy/req", "charged/entity", "cmds/tx", "reads/cmd", "cpu-µs/entity"}},
+	{"projection", regexp.MustCompile(`^BenchmarkSimAzure/`), []string{"cmds/s", "entities/s", "limit-used", "busy/req", "charged/entity", "cmds/tx", "reads/cmd", "cpu-µs/entity", "cpu-cores"}},
 	{"projection", regexp.MustCompile(`^BenchmarkPublishToOutcome$`), []string{"p50-ms", "p99-ms", "max-ms", "ack-p50-ms", "ack-p99-ms"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProjectorMemory$`), []string{"heap-MB-*", "rss-MB-*", "heap-growth", "cmds/s"}},
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/rebuild$`), []string{"cmds/s", "projector-cmds/s"}},
