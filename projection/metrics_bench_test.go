@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,13 +73,6 @@ var metricsRounds = map[string]int{}
 type roundCost struct{ wall, cpu time.Duration }
 
 func (c *roundCost) add(r roundCost) { c.wall += r.wall; c.cpu += r.cpu }
-
-// processCPU is the CPU time the test process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // metricsRound publishes n single-row upserts (command i in partition
 // pk(i)) to a fresh journal and store, untimed, then times a projector

@@ -96,6 +96,13 @@ func (NopObserver) Retry(string)                     {}
 // applies (all instances together), for metrics.
 func (p *Projector) JournalShards() int { return p.j.Shards() }
 
+// observedShard runs a shard's loop and reports its end.
+func (p *Projector) observedShard(ctx context.Context, shard int) error {
+	err := p.runShard(ctx, shard)
+	p.obs.ShardStopped(shard, err != nil)
+	return err
+}
+
 // observeOpen reports a shard's freshly (re)created consumer, which
 // delivers after sequence applied.
 func (p *Projector) observeOpen(shard int, cons jetstream.Consumer, applied uint64) {

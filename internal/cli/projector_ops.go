@@ -2,9 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/tablejournal/tablejournal/internal/metrics"
 	"github.com/tablejournal/tablejournal/projection"
@@ -14,16 +12,6 @@ import (
 // EnvMetricsAddr is the environment variable of --metrics-addr.
 const EnvMetricsAddr = "TABLEJOURNAL_METRICS_ADDR"
 
-// instanceID names this projector process in status reports: host and
-// process ID.
-func instanceID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "projector"
-	}
-	return host + "-" + strconv.Itoa(os.Getpid())
-}
-
 // startupAttrs is the startup line: what runs where, without secrets.
 func startupAttrs(instance, natsFlag, url, data string, fsync bool, tables string, cfg projection.Config, o *metrics.Ops) []any {
 	attrs := []any{"instance", instance}
@@ -32,10 +20,12 @@ func startupAttrs(instance, natsFlag, url, data string, fsync bool, tables strin
 	} else {
 		attrs = append(attrs, "nats", redactURL(url))
 	}
-	shards := "all"
+	attrs = append(attrs, "tables", stores.Describe(tables))
 	if cfg.Shards != nil {
-		shards = fmt.Sprint(cfg.Shards)
+		attrs = append(attrs, "shards", fmt.Sprint(cfg.Shards))
+	} else {
+		attrs = append(attrs, "shards", "shared with the other instances",
+			"owners_bucket", projection.OwnersBucketFor(cfg.Journal.Stream, cfg.Durable))
 	}
-	return append(attrs, "tables", stores.Describe(tables), "shards", shards,
-		"change_feed", !cfg.NoChangeFeed, "metrics", o.URL())
+	return append(attrs, "change_feed", !cfg.NoChangeFeed, "metrics", o.URL())
 }
