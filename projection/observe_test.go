@@ -43,7 +43,7 @@ func TestObserveIdle(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	rec := &fetches{}
-	p, err := New(ctx, js, st, Config{Journal: journal.Config{Shards: 1}, Observer: rec, NoChangeFeed: true})
+	p, err := New(ctx, js, st, Config{Journal: journal.Config{Shards: 1}, Shards: []int{0}, Observer: rec, NoChangeFeed: true})
 	if err != nil {
 		t.Fatal(err)
 	}

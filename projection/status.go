@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/shards"
 )
 
 // StatusBucket is the JetStream key-value bucket where running projectors
@@ -22,10 +23,6 @@ const StatusBucket = "TABLEJOURNAL_STATUS"
 
 // StatusTTL is how long a shard report lives without being rewritten.
 const StatusTTL = 30 * time.Second
-
-// ownersBucket holds the shards' leases when instances share the shards:
-// key shard.<n>, value {"owner": "<instance>", "since": "<RFC 3339>"}.
-const ownersBucket = "TABLEJOURNAL_OWNERS"
 
 // ShardReport is what an instance reports of one shard it applies.
 type ShardReport struct {
@@ -69,8 +66,12 @@ func EnsureStatusBucket(ctx context.Context, js jetstream.JetStream, replicas in
 // ShardStatus is the state of one shard as NATS tells it.
 type ShardStatus struct {
 	Shard int `json:"shard"`
-	// Owner is the instance applying the shard, "" when none does.
+	// Owner is the instance applying the shard, "" when none does: the
+	// holder of its lease when instances share the shards, else the
+	// instance that reports it (one started with static shards).
 	Owner string `json:"owner"`
+	// OwnerSince is when the owner claimed the lease; nil without one.
+	OwnerSince *time.Time `json:"ownerSince,omitempty"`
 	// Applied is the journal sequence up to which the shard is applied:
 	// its consumer's ack floor.
 	Applied uint64 `json:"applied"`
@@ -131,7 +132,7 @@ func ReadStatus(ctx context.Context, js jetstream.JetStream, cfg StatusConfig) (
 	if err != nil {
 		return Overview{}, fmt.Errorf("journal stream: %w", err)
 	}
-	owners, err := openBucket(ctx, js, ownersBucket)
+	owners, err := openBucket(ctx, js, OwnersBucketFor(j.Name(), cfg.Durable))
 	if err != nil {
 		return Overview{}, err
 	}
@@ -140,23 +141,23 @@ func ReadStatus(ctx context.Context, js jetstream.JetStream, cfg StatusConfig) (
 		return Overview{}, err
 	}
 	st := Overview{At: time.Now().UTC()}
-	shards := make([]ShardStatus, j.Shards())
+	list := make([]ShardStatus, j.Shards())
 	errs := make([]error, j.Shards())
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8) // a few requests at once, not one per shard
-	for shard := range shards {
+	for shard := range list {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			shards[shard], errs[shard] = readShardStatus(ctx, stream, owners, reports, cfg.Durable, shard, st.At)
+			list[shard], errs[shard] = readShardStatus(ctx, stream, owners, reports, cfg.Durable, shard, st.At)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return Overview{}, err
 	}
-	for _, s := range shards {
+	for _, s := range list {
 		st.add(s)
 	}
 	return st, nil
@@ -173,8 +174,12 @@ func readShardStatus(ctx context.Context, stream jetstream.Stream, owners, repor
 	}
 	s.Owner, s.Rate = rep.Instance, rep.Rate
 	if owners != nil {
-		if s.Owner, err = readOwner(ctx, owners, shard); err != nil {
+		lease, err := readLease(ctx, owners, shard)
+		if err != nil {
 			return s, fmt.Errorf("shard %d: %w", shard, err)
+		}
+		if lease.Owner != "" { // else an instance with static shards may report it
+			s.Owner, s.OwnerSince = lease.Owner, &lease.Since
 		}
 	}
 	return s, nil
@@ -278,20 +283,18 @@ func readReport(ctx context.Context, kv jetstream.KeyValue, key string) (ShardRe
 	return r, nil
 }
 
-// readOwner reads the instance holding a shard's lease, "" when none does.
-func readOwner(ctx context.Context, kv jetstream.KeyValue, shard int) (string, error) {
-	e, err := kv.Get(ctx, "shard."+strconv.Itoa(shard))
+// readLease reads a shard's lease; the zero lease when none holds it.
+func readLease(ctx context.Context, kv jetstream.KeyValue, shard int) (shards.Lease, error) {
+	var lease shards.Lease
+	e, err := kv.Get(ctx, shards.ShardKeyPrefix+strconv.Itoa(shard))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return "", nil
+		return lease, nil
 	case err != nil:
-		return "", fmt.Errorf("owner: %w", err)
-	}
-	var lease struct {
-		Owner string `json:"owner"`
+		return lease, fmt.Errorf("lease: %w", err)
 	}
 	if err := json.Unmarshal(e.Value(), &lease); err != nil {
-		return "", fmt.Errorf("owner of shard %d: %w", shard, err)
+		return shards.Lease{}, fmt.Errorf("lease of shard %d: %w", shard, err)
 	}
-	return lease.Owner, nil
+	return lease, nil
 }

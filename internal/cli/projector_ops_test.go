@@ -56,21 +56,18 @@ func startProjectorCmd(t *testing.T, args ...string) *projectorCmd {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &projectorCmd{stderr: &syncBuffer{}}
-	done := make(chan error, 1)
 	args = append(args, "--metrics-addr", "127.0.0.1:0")
-	go func() { done <- Projector(ctx, args, io.Discard, p.stderr) }()
-	var once sync.Once
-	var stopErr error
+	exited := make(chan struct{})
+	var runErr error
+	go func() { runErr = Projector(ctx, args, io.Discard, p.stderr); close(exited) }()
 	p.stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case stopErr = <-done:
-			case <-time.After(30 * time.Second):
-				stopErr = fmt.Errorf("the projector did not stop within 30s")
-			}
-		})
-		return stopErr
+		cancel()
+		select {
+		case <-exited:
+			return runErr
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("the projector did not stop within 30s")
+		}
 	}
 	t.Cleanup(func() {
 		if err := p.stop(); err != nil {
@@ -80,8 +77,8 @@ func startProjectorCmd(t *testing.T, args ...string) *projectorCmd {
 	wctx := journaltest.Context(t, 30*time.Second)
 	projectiontest.WaitFor(t, wctx, "the projector's startup line", func() (bool, error) {
 		select {
-		case err := <-done:
-			t.Fatalf("projector exited: %v\n%s", err, p.stderr)
+		case <-exited:
+			t.Fatalf("projector exited: %v\n%s", runErr, p.stderr)
 		default:
 		}
 		m := metricsLine.FindStringSubmatch(p.stderr.String())
