@@ -97,7 +97,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		return nil
 	}
 	for _, r := range rs {
-		if r.Status == Skipped {
+		if r.Status == Skipped || r.Stored {
 			continue
 		}
 		if p.changes && r.Status == Applied {
