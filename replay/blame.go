@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
@@ -19,7 +21,8 @@ type Blame struct {
 	// applied, else the latest.
 	Outcome journal.Outcome
 	// Subject and Shard locate the command in the journal; Time is its
-	// journal time. They are empty if the message is no longer stored.
+	// journal time. They are empty if the message is no longer stored;
+	// Shard is -1 if the subject has no shard.
 	Subject string
 	Shard   int
 	Time    time.Time
@@ -48,10 +51,7 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 	case err != nil:
 		return nil, err
 	}
-	b.Subject, b.Time = m.Subject, m.Time
-	if _, shard, _, err := journal.ParseSubject(m.Subject); err == nil {
-		b.Shard = shard
-	}
+	b.Subject, b.Time, b.Shard = m.Subject, m.Time, subjectShard(m.Subject)
 	cmd, err := journal.DecodeMsg(m)
 	if err != nil {
 		b.DecodeErr = err.Error()
@@ -75,25 +75,49 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 	return b, nil
 }
 
+// subjectShard returns the shard of a stored subject
+// journal.<table>.<shard>.<pk-token>, even when the rest does not parse (a
+// message published raw with a bad partition token is stored in its shard
+// all the same), or -1 if it has none.
+func subjectShard(subject string) int {
+	if _, shard, _, err := journal.ParseSubject(subject); err == nil {
+		return shard
+	}
+	parts := strings.Split(subject, ".")
+	if len(parts) == 4 && parts[0] == journal.SubjectPrefix {
+		if n, err := strconv.Atoi(parts[2]); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return -1
+}
+
 // readVersion reads version v of a row: its version row, or the tip if v
 // is the current version.
 func readVersion(ctx context.Context, st store.Store, table, pk, rk string, v int64) (projection.Row, error) {
 	e, err := st.Get(ctx, table, pk, projection.VersionKey(rk, v))
 	if errors.Is(err, store.ErrNotFound) {
-		e, err = st.Get(ctx, table, pk, projection.TipKey(rk))
-		if err == nil {
-			tip, err := projection.DecodeRow(e)
-			if err != nil {
-				return projection.Row{}, err
-			}
-			if tip.Version == v {
-				return tip, nil
-			}
-			err = store.ErrNotFound
-		}
+		return readTipVersion(ctx, st, table, pk, rk, v)
 	}
 	if err != nil {
 		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w", v, table, pk, rk, err)
 	}
 	return projection.DecodeRow(e)
+}
+
+// readTipVersion reads the tip of a row, and fails with store.ErrNotFound
+// unless it is at version v.
+func readTipVersion(ctx context.Context, st store.Store, table, pk, rk string, v int64) (projection.Row, error) {
+	e, err := st.Get(ctx, table, pk, projection.TipKey(rk))
+	if err != nil {
+		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w", v, table, pk, rk, err)
+	}
+	tip, err := projection.DecodeRow(e)
+	if err != nil {
+		return projection.Row{}, err
+	}
+	if tip.Version != v {
+		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w (the tip is at version %d)", v, table, pk, rk, store.ErrNotFound, tip.Version)
+	}
+	return tip, nil
 }

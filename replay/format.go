@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"sort"
-	"time"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/store"
@@ -24,13 +21,9 @@ import (
 //	block*      uvarint n (1..MaxBlock), string pk, n × entity
 //	trailer     uvarint 0, uvarint total entities
 //
-// where string is uvarint length + bytes and entity is string rk, uvarint
-// property count, then per property (in name order) string name, one type
-// byte (events.Type) and the value: String and Guid as string, Boolean one
-// byte, Int32 and Int64 zig-zag varint, Double 8 bytes IEEE 754 little
-// endian (NaN payloads and -0 kept), DateTime varint Unix seconds and
-// uvarint nanoseconds, Binary as string. Every EDM value round-trips
-// exactly. A block holds rows of one partition; load writes each block as
+// where string is uvarint length + bytes and entity is string rk, then the
+// properties in the binary EDM encoding of events.AppendBinary (the one the
+// embedded store keeps its rows in). Every EDM value round-trips exactly. A block holds rows of one partition; load writes each block as
 // one or more transactions.
 //
 // zstd (github.com/klauspost/compress/zstd): rows of the layout repeat
@@ -61,11 +54,8 @@ type Header struct {
 	Journal string `json:"journal,omitempty"`
 }
 
-// decoding limits, against corrupt input.
-const (
-	maxString = 4 << 20
-	maxProps  = 1024
-)
+// maxString bounds a string read from a snapshot, against corrupt input.
+const maxString = 4 << 20
 
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -75,39 +65,7 @@ func appendString(b []byte, s string) []byte {
 // appendEntity encodes one stored row (keys and properties; etag and
 // Timestamp are the store's, not part of a snapshot).
 func appendEntity(b []byte, e store.Entity) []byte {
-	b = appendString(b, e.RK)
-	names := make([]string, 0, len(e.Props))
-	for name := range e.Props {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	for _, name := range names {
-		v := e.Props[name]
-		b = appendString(b, name)
-		b = append(b, byte(v.Type))
-		switch v.Type {
-		case events.TypeString, events.TypeGuid:
-			b = appendString(b, v.Str)
-		case events.TypeBoolean:
-			if v.Bool {
-				b = append(b, 1)
-			} else {
-				b = append(b, 0)
-			}
-		case events.TypeInt32, events.TypeInt64:
-			b = binary.AppendVarint(b, v.Int)
-		case events.TypeDouble:
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Float))
-		case events.TypeDateTime:
-			b = binary.AppendVarint(b, v.Time.Unix())
-			b = binary.AppendUvarint(b, uint64(v.Time.Nanosecond()))
-		case events.TypeBinary:
-			b = binary.AppendUvarint(b, uint64(len(v.Bytes)))
-			b = append(b, v.Bytes...)
-		}
-	}
-	return b
+	return events.AppendBinary(appendString(b, e.RK), e.Props)
 }
 
 // snapReader decodes a snapshot stream after its magic.
@@ -188,53 +146,9 @@ func (d *snapReader) entity(pk string) (store.Entity, error) {
 	if err != nil {
 		return store.Entity{}, err
 	}
-	n, err := d.uvarint()
+	props, err := events.ReadBinary(d.r)
 	if err != nil {
-		return store.Entity{}, err
-	}
-	if n > maxProps {
-		return store.Entity{}, fmt.Errorf("%w: %d properties", ErrBadSnapshot, n)
-	}
-	props := make(events.Entity, n)
-	for range n {
-		name, err := d.string()
-		if err != nil {
-			return store.Entity{}, err
-		}
-		t, err := d.r.ReadByte()
-		if err != nil {
-			return store.Entity{}, eofIsCorrupt(err)
-		}
-		v := events.Value{Type: events.Type(t)}
-		switch v.Type {
-		case events.TypeString, events.TypeGuid:
-			v.Str, err = d.string()
-		case events.TypeBoolean:
-			var c byte
-			c, err = d.r.ReadByte()
-			v.Bool = c == 1
-		case events.TypeInt32, events.TypeInt64:
-			v.Int, err = binary.ReadVarint(d.r)
-		case events.TypeDouble:
-			var b [8]byte
-			_, err = io.ReadFull(d.r, b[:])
-			v.Float = math.Float64frombits(binary.LittleEndian.Uint64(b[:]))
-		case events.TypeDateTime:
-			var sec int64
-			var ns uint64
-			if sec, err = binary.ReadVarint(d.r); err == nil {
-				ns, err = binary.ReadUvarint(d.r)
-			}
-			v.Time = time.Unix(sec, int64(ns)).UTC()
-		case events.TypeBinary:
-			v.Bytes, err = d.bytes()
-		default:
-			return store.Entity{}, fmt.Errorf("%w: property %q of unknown type %d", ErrBadSnapshot, name, t)
-		}
-		if err != nil {
-			return store.Entity{}, eofIsCorrupt(err)
-		}
-		props[name] = v
+		return store.Entity{}, fmt.Errorf("%w: row %q/%q: %w", ErrBadSnapshot, pk, rk, err)
 	}
 	return store.Entity{PK: pk, RK: rk, Props: props}, nil
 }

@@ -1,12 +1,11 @@
 package sqlite
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -32,52 +31,20 @@ func decodeKey(b []byte) string {
 	return string(out)
 }
 
-// Properties are stored as one BLOB: a format byte, the property count, then
-// per property, sorted by name: name, type byte, value. Integers are
-// varints, Doubles their IEEE bits, DateTimes Unix seconds and nanoseconds,
-// Strings, Guids and Binaries length-prefixed bytes.
+// Properties are stored as one BLOB: a format byte, then the binary EDM
+// encoding of events.AppendBinary (property count, then per property in
+// name order: name, type byte, value).
 
 const propsFormat = 1
 
 var errCorrupt = errors.New("corrupt properties")
 
 func encodeProps(props events.Entity) []byte {
-	names := make([]string, 0, len(props))
 	size := 2
 	for name, v := range props {
-		names = append(names, name)
 		size += len(name) + len(v.Str) + len(v.Bytes) + 12
 	}
-	slices.Sort(names)
-	b := make([]byte, 0, size)
-	b = append(b, propsFormat)
-	b = binary.AppendUvarint(b, uint64(len(names)))
-	for _, name := range names {
-		v := props[name]
-		b = appendString(b, name)
-		b = append(b, byte(v.Type))
-		switch v.Type {
-		case events.TypeString, events.TypeGuid:
-			b = appendString(b, v.Str)
-		case events.TypeBoolean:
-			if v.Bool {
-				b = append(b, 1)
-			} else {
-				b = append(b, 0)
-			}
-		case events.TypeInt32, events.TypeInt64:
-			b = binary.AppendVarint(b, v.Int)
-		case events.TypeDouble:
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Float))
-		case events.TypeDateTime:
-			b = binary.AppendVarint(b, v.Time.Unix())
-			b = binary.AppendUvarint(b, uint64(v.Time.Nanosecond()))
-		case events.TypeBinary:
-			b = binary.AppendUvarint(b, uint64(len(v.Bytes)))
-			b = append(b, v.Bytes...)
-		}
-	}
-	return b
+	return events.AppendBinary(append(make([]byte, 0, size), propsFormat), props)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -85,48 +52,18 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// decodeProps decodes what encodeProps wrote. Binary values share b's
-// memory, so b must not be reused.
+// decodeProps decodes what encodeProps wrote.
 func decodeProps(b []byte) (events.Entity, error) {
-	d := decoder{b: b}
-	if d.byte() != propsFormat {
+	if len(b) == 0 || b[0] != propsFormat {
 		return nil, fmt.Errorf("%w: unknown format", errCorrupt)
 	}
-	n := d.uvarint()
-	if n > uint64(len(b)) {
-		return nil, errCorrupt
+	r := bytes.NewReader(b[1:])
+	props, err := events.ReadBinary(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errCorrupt, err)
 	}
-	props := make(events.Entity, n)
-	for range n {
-		name := string(d.bytes())
-		v := events.Value{Type: events.Type(d.byte())}
-		switch v.Type {
-		case events.TypeString, events.TypeGuid:
-			v.Str = string(d.bytes())
-		case events.TypeBoolean:
-			v.Bool = d.byte() != 0
-		case events.TypeInt32, events.TypeInt64:
-			v.Int = d.varint()
-		case events.TypeDouble:
-			v.Float = math.Float64frombits(binary.LittleEndian.Uint64(d.take(8)))
-		case events.TypeDateTime:
-			sec := d.varint()
-			v.Time = time.Unix(sec, int64(d.uvarint())).UTC()
-		case events.TypeBinary:
-			v.Bytes = d.bytes()
-			if v.Bytes == nil {
-				v.Bytes = []byte{}
-			}
-		default:
-			return nil, fmt.Errorf("%w: type %d", errCorrupt, v.Type)
-		}
-		if d.err {
-			return nil, errCorrupt
-		}
-		props[name] = v
-	}
-	if d.err || len(d.b) != 0 {
-		return nil, errCorrupt
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the properties", errCorrupt, r.Len())
 	}
 	return props, nil
 }
@@ -147,20 +84,8 @@ func (d *decoder) take(n int) []byte {
 	return p
 }
 
-func (d *decoder) byte() byte { return d.take(1)[0] }
-
 func (d *decoder) uvarint() uint64 {
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = true
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
 	if n <= 0 {
 		d.err = true
 		return 0

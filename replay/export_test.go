@@ -1,0 +1,4 @@
+package replay
+
+// ReadVersion exposes readVersion to the external tests.
+var ReadVersion = readVersion
