@@ -21,6 +21,11 @@ var (
 	// not created as a journal (no shard metadata, or another subject
 	// transform).
 	ErrNotJournal = errors.New("stream is not a tablejournal journal")
+
+	// ErrMaxPayload means the NATS server's max_payload is too small for
+	// the largest valid command or what the projector publishes for it
+	// (MinMaxPayload), or one message is larger than the server allows.
+	ErrMaxPayload = errors.New("NATS max_payload too small")
 )
 
 // Reading.

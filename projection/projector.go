@@ -85,6 +85,12 @@ type Projector struct {
 // streams exist.
 func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config) (*Projector, error) {
 	cfg.setDefaults()
+	// Refuse before anything is created: with a smaller max_payload a
+	// stored command could get an outcome or change event the server
+	// refuses, and its shard would stall.
+	if err := journal.CheckMaxPayload(js.Conn()); err != nil {
+		return nil, err
+	}
 	j, err := journal.Ensure(ctx, js, cfg.Journal)
 	if err != nil {
 		return nil, err
