@@ -109,6 +109,12 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		cfg.Replicas = cfg.Journal.Replicas
 	}
 	cfg.Journal.Replicas = cfg.Replicas
+	// Refuse before anything is created: with a smaller max_payload a
+	// stored command could get an outcome or change event the server
+	// refuses, and its shard would stall.
+	if err := journal.CheckMaxPayload(js.Conn()); err != nil {
+		return nil, err
+	}
 	j, err := journal.Ensure(ctx, js, cfg.Journal)
 	if err != nil {
 		return nil, err
