@@ -95,6 +95,9 @@ type Projector struct {
 	store   store.Store
 	log     *slog.Logger
 	group   *shards.Group // nil with static Config.Shards
+	// replicated: the journal has replicas, so fetches avoid byte limits
+	// (fetchReplicated).
+	replicated bool
 }
 
 // New prepares a projector: it ensures the journal, outcome and change-feed
@@ -123,6 +126,9 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		}
 	}
 	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger}
+	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
+		return nil, err
+	}
 	if cfg.Shards == nil {
 		if err := p.joinOwners(ctx, cfg.Replicas); err != nil {
 			return nil, err
@@ -371,6 +377,9 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 		return msgs, nil
 	}
 	n := min(uint64(p.cfg.FetchBatch-1), md.NumPending)
+	if p.replicated {
+		return p.fetchReplicated(cons, msgs, int(n)), nil
+	}
 	// The messages are there, so the request ends as soon as it has n of
 	// them or FetchBytes; the wait only bounds a stream trimmed meanwhile.
 	// If it fails, what arrived is still applied (a delivery lost in
