@@ -36,6 +36,14 @@ type ChangeEvent struct {
 	After   json.RawMessage `json:"after,omitempty"`
 }
 
+// MaxChangeEventBytes bounds a change event: one row's before and after
+// images, each at most events.MaxEntityJSONBytes (the row fits Azure's
+// 1 MiB entity), and the rest of the event (keys, command ID, time) under
+// 8 KiB. It is within journal.MinMaxPayload, which the projector checks
+// the server's max_payload against when it starts, so every change event
+// of an applied command can be published. About 6 MiB.
+const MaxChangeEventBytes = 2*events.MaxEntityJSONBytes + 8<<10
+
 // ChangeSubject is the subject of change events of one partition.
 func ChangeSubject(table, pk string) string {
 	return "changes." + table + "." + journal.PKToken(pk)
@@ -94,6 +102,18 @@ func newPublisher(js jetstream.JetStream, changes bool, obs Observer) *publisher
 	return &publisher{js: js, changes: changes, obs: obs}
 }
 
+// written counts the results of a committed transaction that it wrote
+// (not found applied before).
+func written(rs []Result) int {
+	n := 0
+	for _, r := range rs {
+		if !r.Stored {
+			n++
+		}
+	}
+	return n
+}
+
 // report tells the Observer that the outcomes of hs are stored.
 func (p *publisher) report(hs []handled) {
 	now := time.Now()
@@ -108,7 +128,7 @@ func (p *publisher) report(hs []handled) {
 
 func (p *publisher) publishResults(ctx context.Context, part partition, rs []Result, entries []Entry, sync bool) error {
 	if !sync {
-		p.obs.Transaction(len(rs)) // one committed transaction's commands
+		p.obs.Transaction(written(rs)) // one committed transaction's commands
 	}
 	at := make(map[uint64]time.Time, len(entries))
 	trace := make(map[uint64]TraceContext)
@@ -136,8 +156,8 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		return nil
 	}
 	for _, r := range rs {
-		if r.Status == Skipped {
-			hs = append(hs, handled{status: Skipped})
+		if r.Status == Skipped || r.Stored {
+			hs = append(hs, handled{status: Skipped}) // handled before
 			continue
 		}
 		if p.changes && r.Status == Applied {

@@ -105,7 +105,8 @@ func metricsRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 			}
 			ops.Close()
 		})
-		h.Store, cfg.Observer = measured, ops
+		h.Store, cfg.Observer, cfg.Applier.Stats = measured, ops, &projection.Stats{}
+		ops.SetStats(cfg.Applier.Stats)
 		ops.Running()
 	}
 	b.StartTimer()

@@ -39,8 +39,8 @@ type Observer interface {
 	Transaction(commands int)
 	// Retry reports one retry of something that failed transiently:
 	// "publish" (outcomes or change events), "fetch", "consumer" (its
-	// recreation), "delivery_gap" (deliveries lost in transit) or
-	// "conflict" (the table changed under the projector).
+	// recreation) or "delivery_gap" (deliveries lost in transit). Store
+	// retries and fence conflicts are counted in Stats.
 	Retry(reason string)
 }
 
@@ -50,7 +50,6 @@ const (
 	RetryFetch       = "fetch"
 	RetryConsumer    = "consumer"
 	RetryDeliveryGap = "delivery_gap"
-	RetryConflict    = "conflict"
 )
 
 // Fetch describes one fetch of a shard.

@@ -182,6 +182,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	ops.SetJournalShards(p.JournalShards())
+	ops.SetStats(p.Stats())
 	ops.Running()
 	log.Info("projector running", startupAttrs(instance, nf.url, url, *data, !*noSync, *tables, cfg, ops)...)
 	err = p.Run(ctx)

@@ -25,9 +25,12 @@ const (
 	NameStoreRequest    = "tablejournal_store_request_seconds"
 	NameRetries         = "tablejournal_projector_retries_total"
 	NameShardFailures   = "tablejournal_projector_shard_failures_total"
-	// NameJournalShards is not in SPEC §9: the journal's shard count, so
-	// that an alert can compare it with the shards owned by all instances.
+	// Not in SPEC §9. NameJournalShards is the journal's shard count, so
+	// that an alert can compare it with the shards owned by all instances;
+	// NameDisagreements counts the times the table disagreed with what the
+	// projector wrote (projection.Stats).
 	NameJournalShards = "tablejournal_projector_journal_shards"
+	NameDisagreements = "tablejournal_projector_disagreements_total"
 )
 
 // Store operations and results, the labels of tablejournal_store_request_seconds.
@@ -42,16 +45,20 @@ const (
 	ResultError    = "error"
 )
 
-// RetryStoreBusy is the retries_total reason of a busy answer from the
-// store: the projector retries every one (with backoff).
-const RetryStoreBusy = "store_busy"
+// Retry reasons counted by the projector's projection.Stats rather than
+// reported to the Observer: a store call retried after a transient error
+// (busy, throttled, unreachable), and a transaction refused because
+// another writer committed to the partition first.
+const (
+	RetryStoreBusy     = "store_busy"
+	RetryFenceConflict = "conflict"
+)
 
 var (
 	statuses = []projection.Status{projection.Applied, projection.Rejected, projection.Duplicate, projection.Skipped}
 	storeOps = []string{OpGet, OpQuery, OpTransact}
 	results  = []string{ResultOK, ResultBusy, ResultConflict, ResultError}
-	reasons  = []string{RetryStoreBusy, projection.RetryPublish, projection.RetryFetch, projection.RetryConsumer,
-		projection.RetryDeliveryGap, projection.RetryConflict}
+	reasons  = []string{projection.RetryPublish, projection.RetryFetch, projection.RetryConsumer, projection.RetryDeliveryGap}
 )
 
 // Metrics collects what a projector does. Create it with New, pass it as
@@ -67,8 +74,8 @@ type Metrics struct {
 	batchSeconds  prometheus.Histogram
 	applyDelay    prometheus.Histogram
 	storeSeconds  map[[2]string]prometheus.Observer
-	retries       *prometheus.CounterVec
-	retryKnown    map[string]prometheus.Counter
+	retries       map[string]*atomic.Uint64 // by reason, as reported to Retry
+	stats         atomic.Pointer[projection.Stats]
 	shardFailures prometheus.Counter
 	failures      atomic.Uint64
 	journalShards atomic.Int64
@@ -92,12 +99,12 @@ type shardState struct {
 // the Go and process collectors.
 func New() *Metrics {
 	m := &Metrics{
-		reg:        prometheus.NewRegistry(),
-		now:        time.Now,
-		commands:   make(map[projection.Status]prometheus.Counter),
-		counts:     make(map[projection.Status]*atomic.Uint64),
-		shards:     make(map[int]*shardState),
-		retryKnown: make(map[string]prometheus.Counter),
+		reg:      prometheus.NewRegistry(),
+		now:      time.Now,
+		commands: make(map[projection.Status]prometheus.Counter),
+		counts:   make(map[projection.Status]*atomic.Uint64),
+		shards:   make(map[int]*shardState),
+		retries:  make(map[string]*atomic.Uint64),
 	}
 	commands := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: NameCommands, Help: "Commands handled, by outcome: applied, rejected, duplicate, or skipped (redelivered, already applied).",
@@ -128,16 +135,13 @@ func New() *Metrics {
 			m.storeSeconds[[2]string{op, r}] = storeSeconds.WithLabelValues(op, r)
 		}
 	}
-	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: NameRetries, Help: "Retries of transient failures, by reason: store_busy, conflict, publish, fetch, consumer, delivery_gap.",
-	}, []string{"reason"})
 	for _, r := range reasons {
-		m.retryKnown[r] = m.retries.WithLabelValues(r)
+		m.retries[r] = new(atomic.Uint64)
 	}
 	m.shardFailures = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: NameShardFailures, Help: "Shards stopped by a persistent failure.",
 	})
-	m.reg.MustRegister(commands, m.batchCommands, m.batchSeconds, m.applyDelay, storeSeconds, m.retries,
+	m.reg.MustRegister(commands, m.batchCommands, m.batchSeconds, m.applyDelay, storeSeconds,
 		m.shardFailures, shardCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -236,14 +240,17 @@ func (m *Metrics) Handled(status projection.Status, delay time.Duration) {
 // Transaction implements projection.Observer.
 func (m *Metrics) Transaction(commands int) { m.batchCommands.Observe(float64(commands)) }
 
-// Retry implements projection.Observer.
+// Retry implements projection.Observer. Reasons other than the
+// projector's own are ignored.
 func (m *Metrics) Retry(reason string) {
-	if c, ok := m.retryKnown[reason]; ok {
-		c.Inc()
-		return
+	if c, ok := m.retries[reason]; ok {
+		c.Add(1)
 	}
-	m.retries.WithLabelValues(reason).Inc()
 }
+
+// SetStats makes the projector's counters (projection.Projector.Stats)
+// part of the metrics: store and fence-conflict retries, disagreements.
+func (m *Metrics) SetStats(s *projection.Stats) { m.stats.Store(s) }
 
 // shardCollector exports the per-shard gauges from the shards' state at
 // scrape time, so lag_seconds is the age of the oldest unapplied message
@@ -251,11 +258,13 @@ func (m *Metrics) Retry(reason string) {
 type shardCollector struct{ m *Metrics }
 
 var (
-	descOwned   = prometheus.NewDesc(NameShardsOwned, "Shards this instance applies now.", nil, nil)
-	descApplied = prometheus.NewDesc(NameAppliedSequence, "The last journal sequence applied, per shard.", []string{"shard"}, nil)
-	descLagMsgs = prometheus.NewDesc(NameLagMessages, "Journal messages of the shard not yet applied.", []string{"shard"}, nil)
-	descLagSecs = prometheus.NewDesc(NameLagSeconds, "Age of the shard's oldest message not yet applied; 0 when caught up.", []string{"shard"}, nil)
-	descJournal = prometheus.NewDesc(NameJournalShards, "Shards of the journal, applied by all instances together.", nil, nil)
+	descOwned    = prometheus.NewDesc(NameShardsOwned, "Shards this instance applies now.", nil, nil)
+	descApplied  = prometheus.NewDesc(NameAppliedSequence, "The last journal sequence applied, per shard.", []string{"shard"}, nil)
+	descLagMsgs  = prometheus.NewDesc(NameLagMessages, "Journal messages of the shard not yet applied.", []string{"shard"}, nil)
+	descLagSecs  = prometheus.NewDesc(NameLagSeconds, "Age of the shard's oldest message not yet applied; 0 when caught up.", []string{"shard"}, nil)
+	descJournal  = prometheus.NewDesc(NameJournalShards, "Shards of the journal, applied by all instances together.", nil, nil)
+	descRetries  = prometheus.NewDesc(NameRetries, "Retries of transient failures, by reason: store_busy (a store call), conflict (another writer committed to the partition first), publish, fetch, consumer, delivery_gap.", []string{"reason"}, nil)
+	descDisagree = prometheus.NewDesc(NameDisagreements, "Times the table disagreed with what the projector wrote (a store that lost confirmed writes); each is logged at ERROR.", nil, nil)
 )
 
 func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -264,6 +273,8 @@ func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descLagMsgs
 	ch <- descLagSecs
 	ch <- descJournal
+	ch <- descRetries
+	ch <- descDisagree
 }
 
 func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
@@ -272,6 +283,16 @@ func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 	if n := c.m.journalShards.Load(); n > 0 {
 		ch <- prometheus.MustNewConstMetric(descJournal, prometheus.GaugeValue, float64(n))
 	}
+	for _, r := range reasons {
+		ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(c.m.retries[r].Load()), r)
+	}
+	var storeRetries, fenceConflicts, disagreements int64
+	if s := c.m.stats.Load(); s != nil {
+		storeRetries, fenceConflicts, disagreements = s.StoreRetries.Load(), s.FenceConflicts.Load(), s.Disagreements.Load()
+	}
+	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(storeRetries), RetryStoreBusy)
+	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(fenceConflicts), RetryFenceConflict)
+	ch <- prometheus.MustNewConstMetric(descDisagree, prometheus.CounterValue, float64(disagreements))
 	for _, s := range snap.Shards {
 		label := strconv.Itoa(s.Shard)
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(s.Applied), label)

@@ -13,27 +13,18 @@ type ReportConfig struct {
 	// Summary is how often a one-line summary is logged while there is
 	// work (commands handled or pending). If zero, 30 seconds.
 	Summary time.Duration
-	// Check is how often the store's busy answers are looked at; a
-	// warning is logged for every interval with some. If zero, 10 seconds.
-	Check time.Duration
 }
 
-// Report logs, until ctx ends, what an operator wants to see without
-// scraping: a summary (rate, outcomes, lag) every cfg.Summary while there
-// is work and nothing while idle, and a warning with the store's reason in
-// every cfg.Check interval in which the store answered busy, saying how
-// long it has answered nothing else (the applier retries meanwhile).
+// Report logs, until ctx ends, a summary (rate, outcomes, lag) every
+// cfg.Summary while there is work, and nothing while idle. (The projector
+// itself warns, with the reason, while the store fails or throttles.)
 func (m *Metrics) Report(ctx context.Context, log *slog.Logger, cfg ReportConfig) {
 	if cfg.Summary == 0 {
 		cfg.Summary = 30 * time.Second
 	}
-	if cfg.Check == 0 {
-		cfg.Check = 10 * time.Second
-	}
-	t := time.NewTicker(min(cfg.Check, cfg.Summary))
+	t := time.NewTicker(cfg.Summary)
 	defer t.Stop()
 	last := m.Snapshot()
-	lastBusy := last.Store.Busy
 	for {
 		select {
 		case <-ctx.Done():
@@ -41,17 +32,6 @@ func (m *Metrics) Report(ctx context.Context, log *slog.Logger, cfg ReportConfig
 		case <-t.C:
 		}
 		snap := m.Snapshot()
-		if n := snap.Store.Busy - lastBusy; n > 0 {
-			attrs := []any{"busy_answers", n, "op", snap.Store.LastBusyOp, "reason", snap.Store.LastBusy}
-			if !snap.Store.BusySince.IsZero() {
-				attrs = append(attrs, "busy_for", snap.At.Sub(snap.Store.BusySince).Round(time.Second))
-			}
-			log.Warn("the table store is throttling; retrying", attrs...)
-		}
-		lastBusy = snap.Store.Busy
-		if snap.At.Sub(last.At) < cfg.Summary {
-			continue
-		}
 		if d, ok := summary(last, snap); ok {
 			log.Info("projecting", d...)
 		}

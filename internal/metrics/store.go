@@ -11,9 +11,8 @@ import (
 )
 
 // Store wraps s so that its round trips are measured
-// (tablejournal_store_request_seconds by op and result), busy answers are
-// counted as retries, and its answers feed readiness and the throttling
-// warning. Both backends are measured alike, above the store seam.
+// (tablejournal_store_request_seconds by op and result) and its answers
+// feed readiness. Both backends are measured alike, above the store seam.
 func (m *Metrics) Store(s store.Store) store.Store { return &measured{Store: s, m: m} }
 
 type measured struct {
@@ -61,9 +60,6 @@ func (m *Metrics) request(op string, start time.Time, err error) {
 	now := m.now()
 	r := classify(op, err)
 	m.storeSeconds[[2]string{op, r}].Observe(now.Sub(start).Seconds())
-	if r == ResultBusy {
-		m.retryKnown[RetryStoreBusy].Inc()
-	}
 	m.st.answer(now, op, err)
 }
 
