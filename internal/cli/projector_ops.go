@@ -16,9 +16,9 @@ const EnvMetricsAddr = "TABLEJOURNAL_METRICS_ADDR"
 func startupAttrs(instance, natsFlag, url, data string, fsync bool, tables string, cfg projection.Config, o *metrics.Ops) []any {
 	attrs := []any{"instance", instance}
 	if natsFlag == "" {
-		attrs = append(attrs, "nats", "embedded at "+url, "jetstream_dir", filepath.Join(data, "jetstream"), "fsync", fsync)
+		attrs = append(attrs, "nats", "embedded", "url", url, "jetstream_dir", filepath.Join(data, "jetstream"), "fsync", fsync)
 	} else {
-		attrs = append(attrs, "nats", redactURL(url))
+		attrs = append(attrs, "nats", "external", "url", redactURL(url))
 	}
 	attrs = append(attrs, "tables", stores.Describe(tables))
 	if cfg.Shards != nil {

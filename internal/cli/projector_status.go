@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,16 +30,14 @@ Flags:
 
 // ProjectorStatus runs `projector status`.
 func ProjectorStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("projector status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, projectorStatusUsage); fs.PrintDefaults() }
+	fs := quietFlagSet("projector status")
 	var nf natsFlags
 	nf.register(fs, DefaultNATSURL)
 	asJSON := fs.Bool("json", false, "print JSON (with --watch, one object per line)")
 	watch := fs.Bool("watch", false, "refresh in place until interrupted")
 	every := fs.Duration("interval", 2*time.Second, "refresh interval of --watch")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
+	if err := parseArgs(fs, args, stdout, projectorStatusUsage); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError(fmt.Errorf("unexpected argument %q; projector status takes only flags", fs.Arg(0)))
