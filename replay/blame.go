@@ -9,7 +9,6 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
-	"github.com/tablejournal/tablejournal/store"
 )
 
 // Blame is what one command did: its outcome, its place in the journal and
@@ -27,9 +26,9 @@ type Blame struct {
 	// not decode (DecodeErr says why).
 	Command   *events.Command
 	DecodeErr string
-	// Versions are the stored versions the command produced, row by row in
-	// the order the command first names them, each row's oldest first
-	// (found by projection.VersionsBySeq).
+	// Versions are the stored versions the command produced, one per row,
+	// in the order the command first names the rows (found by
+	// projection.RowsBySeq: point reads by the command's sequence).
 	Versions []projection.Row
 }
 
@@ -61,39 +60,8 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 	if o.Status != journal.StatusApplied {
 		return b, nil
 	}
-	rvs, err := projection.VersionsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq)
-	if err != nil {
+	if b.Versions, err = projection.RowsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}
-	for _, rv := range rvs {
-		row, err := readVersion(ctx, r.st, o.Table, o.PK, rv.RK, rv.Version)
-		if err != nil {
-			return nil, fmt.Errorf("blame %s: %w", id, err)
-		}
-		b.Versions = append(b.Versions, row)
-	}
 	return b, nil
-}
-
-// readVersion reads version v of a row: its version row, or the tip if v
-// is the current version.
-func readVersion(ctx context.Context, st store.Store, table, pk, rk string, v int64) (projection.Row, error) {
-	e, err := st.Get(ctx, table, pk, projection.VersionKey(rk, v))
-	if errors.Is(err, store.ErrNotFound) {
-		e, err = st.Get(ctx, table, pk, projection.TipKey(rk))
-		if err == nil {
-			tip, err := projection.DecodeRow(e)
-			if err != nil {
-				return projection.Row{}, err
-			}
-			if tip.Version == v {
-				return tip, nil
-			}
-			err = store.ErrNotFound
-		}
-	}
-	if err != nil {
-		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w", v, table, pk, rk, err)
-	}
-	return projection.DecodeRow(e)
 }

@@ -214,9 +214,12 @@ type mver struct {
 	deleted bool
 }
 
-// model applies commands by SPEC §2's semantics, independently of the
-// projector: versions from 0, one per applied op on a row, a re-insert
-// continuing after the tombstone; a command applies whole or not at all.
+// model applies commands by SPEC §2 and §4's semantics, independently of
+// the projector: versions from 0, one per applied command on a row (its
+// ops on one row apply in order, and the state after the last is the
+// version), a re-insert continuing after the tombstone; a row inserted and
+// deleted by one command gets no version; a command applies whole or not
+// at all.
 type model struct {
 	table string
 	rows  map[key][]mver
@@ -237,9 +240,14 @@ func (m *model) apply(seq uint64, c *events.Command) bool {
 	if c.Table != m.table {
 		return false
 	}
+	// state is a row as the command's ops leave it.
 	type state struct {
-		latest *mver
-		added  []mver
+		before *mver // the newest version before the command
+		exists bool
+		props  events.Entity
+		v      int64 // the row's version now: before's, or the one the command makes
+		next   int64 // the version the command makes
+		op     events.OpKind
 	}
 	work := make(map[key]*state)
 	var order []key
@@ -247,44 +255,49 @@ func (m *model) apply(seq uint64, c *events.Command) bool {
 		k := key{c.PK, op.RK}
 		s, ok := work[k]
 		if !ok {
-			s = &state{latest: m.latest(k)}
+			s = &state{before: m.latest(k)}
+			if s.before != nil {
+				s.exists, s.props, s.v, s.next = !s.before.deleted, s.before.props, s.before.v, s.before.v+1
+			}
 			work[k] = s
 			order = append(order, k)
 		}
-		exists := s.latest != nil && !s.latest.deleted
-		if op.IfVersion != nil && (!exists || s.latest.v != *op.IfVersion) {
+		if op.IfVersion != nil && (!s.exists || s.v != *op.IfVersion) {
 			return false
 		}
 		switch op.Op {
 		case events.OpInsert:
-			if exists {
+			if s.exists {
 				return false
 			}
 		case events.OpReplace, events.OpMerge, events.OpDelete:
-			if !exists {
+			if !s.exists {
 				return false
 			}
 		}
-		next := mver{seq: seq, cmd: c.ID, op: op.Op}
-		if s.latest != nil {
-			next.v = s.latest.v + 1
-		}
 		switch {
 		case op.Op == events.OpDelete:
-			next.props, next.deleted = s.latest.props, true
-		case exists && (op.Op == events.OpMerge || op.Op == events.OpUpsertMerge):
-			next.props = s.latest.props.Clone()
+			s.exists, s.props = false, nil
+		case s.exists && (op.Op == events.OpMerge || op.Op == events.OpUpsertMerge):
+			merged := s.props.Clone()
 			for n, v := range op.Entity {
-				next.props[n] = v
+				merged[n] = v
 			}
+			s.props = merged
 		default:
-			next.props = op.Entity.Clone()
+			s.exists, s.props = true, op.Entity.Clone()
 		}
-		s.added = append(s.added, next)
-		s.latest = &s.added[len(s.added)-1]
+		s.v, s.op = s.next, op.Op
 	}
 	for _, k := range order {
-		m.rows[k] = append(m.rows[k], work[k].added...)
+		s := work[k]
+		was := s.before != nil && !s.before.deleted
+		switch {
+		case s.exists:
+			m.rows[k] = append(m.rows[k], mver{v: s.next, seq: seq, cmd: c.ID, op: s.op, props: s.props})
+		case was:
+			m.rows[k] = append(m.rows[k], mver{v: s.next, seq: seq, cmd: c.ID, op: events.OpDelete, props: s.before.props, deleted: true})
+		}
 	}
 	return true
 }
