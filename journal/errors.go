@@ -21,6 +21,11 @@ var (
 	// not created as a journal (no shard metadata, or another subject
 	// transform).
 	ErrNotJournal = errors.New("stream is not a tablejournal journal")
+
+	// ErrReplicasMismatch means an existing stream or bucket has another
+	// replica count than the one asked for. The count is never changed
+	// silently; the error says how to change it.
+	ErrReplicasMismatch = errors.New("replica count mismatch")
 )
 
 // Reading.

@@ -75,7 +75,10 @@ func OutcomeSubject(id string) string {
 // overwrite. Readers that want the latest use LookupOutcome and Await, which
 // read the last message on the subject. Republishing the same outcome is
 // deduplicated by Nats-Msg-Id "outcome-<seq>".
-func EnsureOutcomes(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+//
+// WithReplicas sets the stream's replica count (see CheckReplicas).
+func EnsureOutcomes(ctx context.Context, js jetstream.JetStream, opts ...EnsureOption) (jetstream.Stream, error) {
+	replicas := ensureOpts(opts).replicas
 	cfg := jetstream.StreamConfig{
 		Name:        OutcomesStream,
 		Description: "tablejournal command outcomes",
@@ -84,10 +87,14 @@ func EnsureOutcomes(ctx context.Context, js jetstream.JetStream) (jetstream.Stre
 		Retention:   jetstream.LimitsPolicy,
 		Duplicates:  DefaultDuplicates,
 		AllowDirect: true,
+		Replicas:    max(replicas, 1),
 	}
 	s, err := js.CreateStream(ctx, cfg)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		s, err = js.Stream(ctx, OutcomesStream)
+		if err == nil {
+			err = CheckReplicas(s.CachedInfo().Config, replicas)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", OutcomesStream, err)

@@ -42,13 +42,23 @@ func ChangeSubject(table, pk string) string {
 }
 
 // EnsureChangeFeed creates the change-feed stream if it does not exist.
-func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream) error {
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+// journal.WithReplicas sets its replica count; an existing stream is not
+// modified (see journal.CheckReplicas).
+func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream, opts ...journal.EnsureOption) error {
+	replicas := journal.Replicas(opts...)
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:       ChangeStream,
 		Subjects:   []string{"changes.>"},
 		Storage:    jetstream.FileStorage,
 		Duplicates: 2 * time.Minute,
+		Replicas:   max(replicas, 1),
 	})
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		var s jetstream.Stream
+		if s, err = js.Stream(ctx, ChangeStream); err == nil {
+			err = journal.CheckReplicas(s.CachedInfo().Config, replicas)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("change feed stream: %w", err)
 	}

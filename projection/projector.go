@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -31,8 +32,22 @@ const (
 type Config struct {
 	// Journal names the journal stream. If zero, journal.Config defaults.
 	Journal journal.Config
-	// Shards lists the shards this instance owns. If nil, all of them.
+	// Shards lists the shards this instance applies, a static assignment.
+	// If nil, the instance shares the journal's shards with the other
+	// projectors of the same journal and Durable (package shards), which
+	// is all of them when it runs alone.
 	Shards []int
+	// InstanceID names this instance in the ownership bucket and its logs.
+	// If empty, shards.DefaultInstanceID(). Unused with Shards.
+	InstanceID string
+	// LeaseTTL is how long a shard's lease outlives its owner (see
+	// shards.Config). If zero, 5 s. Unused with Shards.
+	LeaseTTL time.Duration
+	// Replicas is the replica count of every stream and bucket the
+	// projector creates (journal, outcomes, change feed, ownership), and
+	// the count existing ones must have. If zero, Journal.Replicas; if
+	// that is zero too, 1 for new streams and any for existing ones.
+	Replicas int
 	// Durable prefixes the durable consumer names ("<Durable>-<shard>").
 	// If zero, "projector".
 	Durable string
@@ -79,21 +94,26 @@ type Projector struct {
 	applier *Applier
 	store   store.Store
 	log     *slog.Logger
+	group   *shards.Group // nil with static Config.Shards
 }
 
 // New prepares a projector: it ensures the journal, outcome and change-feed
 // streams exist.
 func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config) (*Projector, error) {
 	cfg.setDefaults()
+	if cfg.Replicas == 0 {
+		cfg.Replicas = cfg.Journal.Replicas
+	}
+	cfg.Journal.Replicas = cfg.Replicas
 	j, err := journal.Ensure(ctx, js, cfg.Journal)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := journal.EnsureOutcomes(ctx, js); err != nil {
+	if _, err := journal.EnsureOutcomes(ctx, js, journal.WithReplicas(cfg.Replicas)); err != nil {
 		return nil, err
 	}
 	if !cfg.NoChangeFeed {
-		if err := EnsureChangeFeed(ctx, js); err != nil {
+		if err := EnsureChangeFeed(ctx, js, journal.WithReplicas(cfg.Replicas)); err != nil {
 			return nil, err
 		}
 	}
@@ -102,19 +122,27 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 			return nil, fmt.Errorf("shard %d out of range: the journal has %d shards", sh, j.Shards())
 		}
 	}
+	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger}
 	if cfg.Shards == nil {
-		for i := 0; i < j.Shards(); i++ {
-			cfg.Shards = append(cfg.Shards, i)
+		if err := p.joinOwners(ctx, cfg.Replicas); err != nil {
+			return nil, err
 		}
 	}
-	return &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger}, nil
+	return p, nil
 }
 
 // Run projects until ctx is cancelled, then drains the batches in flight and
 // returns nil. It returns early with an error when a shard fails
 // persistently: that shard's commands are never skipped, so it stops the
 // whole projector loudly and a restart resumes at the failed command.
+//
+// Without static Config.Shards it applies the shards whose leases it holds,
+// each until the lease is handed off or lost, and on return it has released
+// them all.
 func (p *Projector) Run(ctx context.Context) error {
+	if p.group != nil {
+		return p.group.Run(ctx, p.runShard)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -138,9 +166,9 @@ func (p *Projector) Run(ctx context.Context) error {
 }
 
 func (p *Projector) runShard(ctx context.Context, shard int) error {
-	cons, last, err := p.openConsumer(ctx, shard, 0)
-	if err != nil {
-		return err
+	cons, last := p.reopenConsumer(ctx, shard, 0)
+	if cons == nil {
+		return nil // ctx ended
 	}
 	// expect is the consumer delivery sequence of the next message. JetStream
 	// numbers every delivery; a gap means deliveries were lost in transit (a
@@ -154,6 +182,14 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+				p.log.Warn("consumer gone; recreating it", LogShard, shard, LogSeq, last+1, "err", err)
+				if cons, last = p.reopenConsumer(ctx, shard, last+1); cons == nil {
+					return nil // ctx ended
+				}
+				expect = 1
+				continue
 			}
 			p.log.Warn("fetch failed; retrying", LogShard, shard, "err", err)
 			select {
@@ -209,6 +245,9 @@ func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) 
 		cons, last, err := p.openConsumer(ctx, shard, from)
 		if err == nil {
 			return cons, last
+		}
+		if ctx.Err() != nil {
+			return nil, 0
 		}
 		wait := b.NextBackOff()
 		p.log.Warn("recreating the consumer failed; retrying", LogShard, shard, LogSeq, from, "in", wait, "err", err)
@@ -273,11 +312,14 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 	old, err := p.js.Consumer(ctx, p.j.Name(), name)
 	switch {
 	case err == nil:
+		info, err := old.Info(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
+		}
+		if cfg.Metadata, err = p.ownerMetadata(ctx, shard, info); err != nil {
+			return nil, 0, err
+		}
 		if from == 0 {
-			info, err := old.Info(ctx)
-			if err != nil {
-				return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
-			}
 			from = info.AckFloor.Stream + 1
 		}
 		if err := p.js.DeleteConsumer(ctx, p.j.Name(), name); err != nil {
@@ -286,6 +328,10 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 		p.log.Info("resuming shard", LogShard, shard, LogSeq, from)
 	case !errors.Is(err, jetstream.ErrConsumerNotFound):
 		return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
+	default:
+		if cfg.Metadata, err = p.ownerMetadata(ctx, shard, nil); err != nil {
+			return nil, 0, err
+		}
 	}
 	if from > 1 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
@@ -314,7 +360,7 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 	for m := range first.Messages() {
 		msgs = append(msgs, m)
 	}
-	if err := first.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+	if err := first.Error(); err != nil && !fetchExpired(err) {
 		return nil, err
 	}
 	if len(msgs) == 0 || p.cfg.FetchBatch <= 1 {
@@ -327,14 +373,25 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 	n := min(uint64(p.cfg.FetchBatch-1), md.NumPending)
 	// The messages are there, so the request ends as soon as it has n of
 	// them or FetchBytes; the wait only bounds a stream trimmed meanwhile.
+	// If it fails, what arrived is still applied (a delivery lost in
+	// transit shows as a gap in the consumer sequence) and the failure is
+	// logged: the next fetch meets it again, or finds it was transient.
 	rest, err := cons.Fetch(int(n), jetstream.FetchMaxBytes(p.cfg.FetchBytes), jetstream.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		return msgs, nil
+	if err == nil {
+		for m := range rest.Messages() {
+			msgs = append(msgs, m)
+		}
+		err = rest.Error()
 	}
-	for m := range rest.Messages() {
-		msgs = append(msgs, m)
+	if err != nil && !fetchExpired(err) {
+		p.log.Warn("fetching the rest of a batch failed; applying what arrived", LogSeq, md.Sequence.Stream, "got", len(msgs), "err", err)
 	}
 	return msgs, nil
+}
+
+// fetchExpired reports whether a fetch ended only because its wait expired.
+func fetchExpired(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // ErrPublish wraps a failure to publish outcomes or change events, or to

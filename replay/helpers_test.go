@@ -100,16 +100,15 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // env is one pipeline: an in-process JetStream server, the journal, a
 // writer, a table store and a projector running in the background.
 type env struct {
-	t      testing.TB
-	ctx    context.Context
-	js     jetstream.JetStream
-	url    string
-	j      *journal.Journal
-	w      *journal.Writer
-	st     store.Store
-	rp     *replay.Replayer
-	stop   func()
-	tables []string
+	t    testing.TB
+	ctx  context.Context
+	js   jetstream.JetStream
+	url  string
+	j    *journal.Journal
+	w    *journal.Writer
+	st   store.Store
+	rp   *replay.Replayer
+	stop func()
 }
 
 func newEnv(t testing.TB, st store.Store) *env {
@@ -333,11 +332,11 @@ func (m *model) keys() []key {
 	return ks
 }
 
-// stateAt returns the live rows of partition pk ("" for all) at seq.
-func (m *model) stateAt(pk string, seq uint64) map[key]mver {
+// stateAt returns the live rows of a partition (or all) at seq.
+func (m *model) stateAt(part store.Partition, seq uint64) map[key]mver {
 	out := make(map[key]mver)
 	for k := range m.rows {
-		if pk != "" && k.pk != pk {
+		if !part.All && k.pk != part.PK {
 			continue
 		}
 		if v, ok := m.at(k, seq); ok {
@@ -507,7 +506,7 @@ func sameRow(got projection.Row, want mver) error {
 func allRows(t testing.TB, ctx context.Context, st store.Store, table string) map[key]events.Entity {
 	t.Helper()
 	out := make(map[key]events.Entity)
-	err := store.All(ctx, st, table, store.Query{}, func(e store.Entity) error {
+	err := store.All(ctx, st, table, store.Query{AllPartitions: true}, func(e store.Entity) error {
 		out[key{e.PK, e.RK}] = e.Props
 		return nil
 	})
@@ -553,7 +552,7 @@ func sameTables(t testing.TB, what string, got, want map[key]events.Entity) {
 func currentRows(t testing.TB, ctx context.Context, st store.Store, table string) map[key]projection.Row {
 	t.Helper()
 	out := make(map[key]projection.Row)
-	err := projection.Reader{Store: st}.Current(ctx, table, "", func(r projection.Row) error {
+	err := projection.Reader{Store: st}.Current(ctx, table, store.AllPartitions, func(r projection.Row) error {
 		out[key{r.PK, r.RK}] = r
 		return nil
 	})
@@ -564,11 +563,11 @@ func currentRows(t testing.TB, ctx context.Context, st store.Store, table string
 }
 
 // asofRows reads a table's rows at seq through replay.
-func asofRows(t testing.TB, ctx context.Context, rp *replay.Replayer, table, pk string, seq uint64) map[key]projection.Row {
+func asofRows(t testing.TB, ctx context.Context, rp *replay.Replayer, table string, part store.Partition, seq uint64) map[key]projection.Row {
 	t.Helper()
 	out := make(map[key]projection.Row)
 	var last *projection.Row
-	err := rp.AsOf(ctx, table, pk, seq, func(r projection.Row) error {
+	err := rp.AsOf(ctx, table, part, seq, func(r projection.Row) error {
 		if last != nil && (store.CompareKeys(last.PK, r.PK) > 0 || last.PK == r.PK && store.CompareKeys(last.RK, r.RK) >= 0) {
 			t.Errorf("asof out of order: %q/%q after %q/%q", r.PK, r.RK, last.PK, last.RK)
 		}
@@ -577,7 +576,7 @@ func asofRows(t testing.TB, ctx context.Context, rp *replay.Replayer, table, pk 
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("asof %s/%q at %d: %v", table, pk, seq, err)
+		t.Fatalf("asof %s/%s at %d: %v", table, part, seq, err)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
@@ -40,6 +41,7 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 	}
 	// The version the command produced on each row it changed (one per
 	// row, keyed by its sequence), and the row's state just before it.
+	prefix := idPrefix(KindUndo, id)
 	seen := make(map[string]bool)
 	for _, rv := range o.Rows {
 		if seen[rv.RK] {
@@ -62,9 +64,27 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
 		s.Conflict = s.Current.Version != undone.Version
+		if s.Conflict && planCommand(prefix, s.Current.Cmd) {
+			s.Conflict, s.Reverted = false, true
+		}
 		s.setOp()
 		p.Steps = append(p.Steps, s)
 	}
-	p.build(r.cfg.Issuer, idPrefix(KindUndo, id), map[string]string{MetaUndoOf: id})
+	p.build(r.cfg.Issuer, prefix, map[string]string{MetaUndoOf: id})
 	return p, nil
+}
+
+// planCommand reports whether id is one of the commands of the plan whose
+// IDs are "<prefix>-<n>".
+func planCommand(prefix, id string) bool {
+	n, ok := strings.CutPrefix(id, prefix+"-")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

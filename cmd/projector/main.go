@@ -3,16 +3,9 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(cli.Exit(cli.Projector(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
-}
+func main() { os.Exit(cli.Main(cli.Projector, os.Args[1:], os.Stdout, os.Stderr)) }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"text/tabwriter"
-	"time"
 
 	"github.com/tablejournal/tablejournal/replay"
 )
@@ -154,6 +153,7 @@ var undoCommand = replayCommand{
 		fs.StringVar(&rc.cmdID, "cmd", "", "the command to undo (required)")
 		fs.BoolVar(&rc.apply, "apply", false, "publish the undo commands and wait for their outcomes (default: dry run)")
 		fs.BoolVar(&rc.force, "force", false, "include rows that later commands changed again")
+		timeoutFlag(rc, fs)
 	},
 	check: func(rc *replayCmd) error { return need(rc, "cmd") },
 	nats:  func(*replayCmd) natsNeed { return natsYes },
@@ -175,6 +175,7 @@ var restoreCommand = replayCommand{
 		fs.Uint64Var(&rc.seq, "seq", 0, "the point to return to: journal sequence N")
 		fs.StringVar(&rc.at, "time", "", "the point to return to: as of this RFC 3339 time")
 		fs.BoolVar(&rc.apply, "apply", false, "publish the restore commands and wait for their outcomes (default: dry run)")
+		timeoutFlag(rc, fs)
 	},
 	check: func(rc *replayCmd) error {
 		if err := need(rc, "table"); err != nil {
@@ -192,7 +193,7 @@ var restoreCommand = replayCommand{
 		if err != nil {
 			return err
 		}
-		p, err := rc.rp.PlanRestore(ctx, rc.table, rc.pk, seq)
+		p, err := rc.rp.PlanRestore(ctx, rc.table, rc.partition(), seq)
 		if err != nil {
 			return err
 		}
@@ -206,13 +207,13 @@ var snapshotCommand = replayCommand{
 		fs.StringVar(&rc.table, "table", "", "table (required)")
 		fs.StringVar(&rc.file, "out", "", "snapshot file to write, or - for stdout (required)")
 		fs.Uint64Var(&rc.atSeq, "at", 0, "journal sequence the snapshot is consistent at (default: the highest the projector has fully applied)")
-		fs.IntVar(&rc.workers, "workers", 0, "partitions read at once, found in the journal (default 8); 1 reads the table in one scan, for a table also written outside the journal (loaded from a snapshot)")
+		fs.IntVar(&rc.workers, "workers", 0, "partitions read at once, listed from the table (default 8); 1 reads the table in one scan")
 		fs.StringVar(&rc.durable, "durable", "", "prefix of the projector's durable consumers, read for the default --at (default \"projector\")")
 	},
 	check: func(rc *replayCmd) error { return need(rc, "table", "out") },
 	nats: func(rc *replayCmd) natsNeed {
 		if rc.set["at"] {
-			return natsIfUp // partitions from the journal when it is up
+			return natsIfUp // --at is checked against the journal's head when it is up
 		}
 		return natsYes
 	},
@@ -274,21 +275,32 @@ var loadCommand = replayCommand{
 	},
 }
 
+// timeoutFlag registers --timeout, the wait for the outcomes of --apply.
+func timeoutFlag(rc *replayCmd, fs *flag.FlagSet) {
+	fs.DurationVar(&rc.timeout, "timeout", replay.DefaultAwait, "with --apply: how long to wait for the projector's outcomes")
+}
+
 // runPlan prints a plan, and with --apply publishes it and prints the
-// outcomes.
+// outcomes. A blocked plan is refused without publishing anything.
 func runPlan(ctx context.Context, rc *replayCmd, p *replay.Plan) error {
-	if !rc.apply {
+	if !rc.apply || p.Blocked() {
 		printPlan(rc, p, nil)
 		if p.Blocked() {
 			return refused(fmt.Errorf("undo %s: %w: %s; --force includes them", p.Of, replay.ErrConflicts, plural(len(p.Conflicts()), "row")))
 		}
 		return nil
 	}
-	if p.Blocked() {
-		printPlan(rc, p, nil)
+	if rc.timeout <= 0 {
+		return usageError(errors.New("--timeout must be positive"))
 	}
-	res, err := rc.rp.Apply(ctx, p)
-	if !p.Blocked() {
+	actx, cancel := context.WithTimeout(ctx, rc.timeout)
+	defer cancel()
+	res, err := rc.rp.Apply(actx, p)
+	if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("%s: no outcome for %s within --timeout %s: is a projector running? (applying again is safe: the commands are deduplicated)",
+			p.Kind, plural(len(p.Commands), "command"), rc.timeout)
+	}
+	if err == nil || errors.Is(err, replay.ErrRejected) {
 		printPlan(rc, p, res)
 	}
 	return refused(err)
@@ -305,7 +317,7 @@ func pointText(p replay.Point, seq uint64) string {
 	case replay.AtSeq:
 		return fmt.Sprintf("seq %d", seq)
 	case replay.AtTime:
-		return fmt.Sprintf("seq %d (as of %s)", seq, p.Time.UTC().Format(time.RFC3339Nano))
+		return fmt.Sprintf("seq %d (as of %s)", seq, timeText(p.Time))
 	}
 	return fmt.Sprintf("seq %d (just after %s)", seq, p.Cmd)
 }

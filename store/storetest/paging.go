@@ -24,7 +24,8 @@ import (
 // The continuation names the last key examined and the inner store's page
 // it is on, so a page resumes exactly after it even when rows were written
 // in between, like Azure's NextPartitionKey/NextRowKey. Gets and
-// transactions go to the inner store unchanged. Requests counts every call
+// transactions go to the inner store unchanged; like every wrapper it hides
+// store.PartitionLister, so replay reads a table through it in one scan. Requests counts every call
 // that reaches the store, for tests that bound what a read costs.
 type Paging struct {
 	store.Store
@@ -122,7 +123,8 @@ func (p *Paging) Query(ctx context.Context, table string, q store.Query) (store.
 	// The inner store's pages: no filter (this wrapper examines every
 	// entity itself), at most budget entities, so that a page resumed in
 	// its middle is read again at most once.
-	inner := store.Query{PK: q.PK, From: q.From, To: q.To, Limit: min(budget, store.DefaultPageSize), Continuation: pos.Inner}
+	inner := store.Query{PK: q.PK, AllPartitions: q.AllPartitions, From: q.From, To: q.To,
+		Limit: min(budget, store.DefaultPageSize), Continuation: pos.Inner}
 	if p.EmptyFirst && q.Continuation == "" || p.EmptyEvery > 1 && n%int64(p.EmptyEvery) == 0 {
 		if _, err := p.Store.Query(ctx, table, inner); err != nil {
 			return store.Page{}, err
