@@ -22,6 +22,11 @@ var (
 	// transform).
 	ErrNotJournal = errors.New("stream is not a tablejournal journal")
 
+	// ErrStreamConfig means an existing stream's configuration differs from
+	// the configured one in a way JetStream cannot change in place (such as
+	// lifting deny-purge). What can change in place is updated instead.
+	ErrStreamConfig = errors.New("stream configuration differs")
+
 	// ErrMaxPayload means the NATS server's max_payload is too small for
 	// the largest valid command or what the projector publishes for it
 	// (MinMaxPayload), or one message is larger than the server allows.

@@ -47,6 +47,10 @@ type Config struct {
 	Concurrency int
 	// NoChangeFeed turns the change feed off.
 	NoChangeFeed bool
+	// OutcomesMaxAge and ChangesMaxAge are how long the OUTCOMES and CHANGES
+	// streams keep messages. If zero, forever for a new stream, and an
+	// existing stream's limit is left as it is; negative removes a limit.
+	OutcomesMaxAge, ChangesMaxAge time.Duration
 	// Applier configures the versioned apply.
 	Applier ApplierConfig
 	// Logger receives the projector's logs. If nil, slog.Default().
@@ -95,13 +99,18 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := journal.EnsureOutcomes(ctx, js); err != nil {
+	logStreamChanges(cfg.Logger, j.Name(), j.Changes())
+	_, changes, err := journal.EnsureOutcomesConfig(ctx, js, journal.OutcomesConfig{MaxAge: cfg.OutcomesMaxAge})
+	if err != nil {
 		return nil, err
 	}
+	logStreamChanges(cfg.Logger, journal.OutcomesStream, changes)
 	if !cfg.NoChangeFeed {
-		if err := EnsureChangeFeed(ctx, js); err != nil {
+		changes, err := EnsureChangeFeed(ctx, js, cfg.ChangesMaxAge)
+		if err != nil {
 			return nil, err
 		}
+		logStreamChanges(cfg.Logger, ChangeStream, changes)
 	}
 	for _, sh := range cfg.Shards {
 		if sh < 0 || sh >= j.Shards() {
@@ -146,6 +155,9 @@ func (p *Projector) Run(ctx context.Context) error {
 func (p *Projector) runShard(ctx context.Context, shard int) error {
 	cons, last, err := p.openConsumer(ctx, shard, 0)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting: nothing was fetched
+		}
 		return err
 	}
 	// expect is the consumer delivery sequence of the next message. JetStream

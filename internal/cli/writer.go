@@ -132,7 +132,7 @@ func (w *writerCmd) flagSet() *flag.FlagSet {
 	fs.SetOutput(io.Discard) // errors are returned, help is printed by Writer
 	fs.Usage = func() {}
 	w.nats.register(fs, DefaultNATSURL)
-	fs.StringVar(&w.stream, "stream", journal.DefaultStream, "journal stream name")
+	fs.StringVar(&w.stream, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
 	fs.BoolVar(&w.jsonOut, "json", false, "print one JSON object per command instead of text")
 	fs.BoolVar(&w.wait, "wait", false, "wait for the projector's outcome of each command")
 	fs.DurationVar(&w.timeout, "timeout", waitTimeout, "how long to wait for the journal's acknowledgement and, with --wait, the outcome (apply: for the outcomes after the last line)")
