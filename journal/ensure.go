@@ -14,8 +14,12 @@ import (
 // EnsureStream brings to the wanted value; the others it leaves as they
 // are, so that an operator's own settings survive a restart. The
 // description and the deny flags are always managed.
+// Replicas are never changed here: see CheckReplicas.
 type Managed struct {
-	Duplicates, MaxAge, Replicas bool
+	Duplicates, MaxAge bool
+	// Check, if set, vets an existing stream's configuration before
+	// anything is changed; its error is returned as is.
+	Check func(have jetstream.StreamConfig) error
 }
 
 // EnsureStream creates the stream want describes, or, if it exists, updates
@@ -37,6 +41,11 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		return nil, nil, fmt.Errorf("open stream %s: %w", want.Name, err)
 	}
 	have := s.CachedInfo().Config
+	if m.Check != nil {
+		if err := m.Check(have); err != nil {
+			return nil, nil, err
+		}
+	}
 	if have.DenyDelete && !want.DenyDelete || have.DenyPurge && !want.DenyPurge {
 		return nil, nil, fmt.Errorf("%w: stream %s denies message deletes and purges, and JetStream cannot lift that; to trim, create a new stream under another name",
 			ErrStreamConfig, want.Name)
@@ -75,10 +84,6 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	if m.MaxAge && have.MaxAge != want.MaxAge {
 		upd.MaxAge = want.MaxAge
 		change("max age", age(have.MaxAge), age(want.MaxAge))
-	}
-	if m.Replicas && have.Replicas != want.Replicas {
-		upd.Replicas = want.Replicas
-		change("replicas", have.Replicas, want.Replicas)
 	}
 	if changes == nil {
 		return s, nil, nil

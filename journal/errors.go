@@ -31,6 +31,11 @@ var (
 	// the largest valid command or what the projector publishes for it
 	// (MinMaxPayload), or one message is larger than the server allows.
 	ErrMaxPayload = errors.New("NATS max_payload too small")
+
+	// ErrReplicasMismatch means an existing stream or bucket has another
+	// replica count than the one asked for. The count is never changed
+	// silently; the error says how to change it.
+	ErrReplicasMismatch = errors.New("replica count mismatch")
 )
 
 // Reading.

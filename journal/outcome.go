@@ -118,8 +118,10 @@ func truncate(s string, n int) string {
 // overwrite. Readers that want the latest use LookupOutcome and Await, which
 // read the last message on the subject. Republishing the same outcome is
 // deduplicated by Nats-Msg-Id "outcome-<seq>".
-func EnsureOutcomes(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
-	s, _, err := EnsureOutcomesConfig(ctx, js, OutcomesConfig{})
+//
+// WithReplicas sets the stream's replica count (see CheckReplicas).
+func EnsureOutcomes(ctx context.Context, js jetstream.JetStream, opts ...EnsureOption) (jetstream.Stream, error) {
+	s, _, err := EnsureOutcomesConfig(ctx, js, OutcomesConfig{}, opts...)
 	return s, err
 }
 
@@ -135,7 +137,8 @@ type OutcomesConfig struct {
 // EnsureOutcomesConfig is EnsureOutcomes with cfg applied, to a new stream
 // or an existing one (EnsureStream); it also returns what it changed in an
 // existing stream's configuration.
-func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg OutcomesConfig) (jetstream.Stream, []string, error) {
+func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg OutcomesConfig, opts ...EnsureOption) (jetstream.Stream, []string, error) {
+	replicas := ensureOpts(opts).replicas
 	want := jetstream.StreamConfig{
 		Name:        OutcomesStream,
 		Description: "tablejournal outcomes: applied, rejected or duplicate, per journal message (outcomes.<base64url(id)>)",
@@ -145,8 +148,10 @@ func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg Outco
 		Duplicates:  DefaultDuplicates,
 		MaxAge:      max(cfg.MaxAge, 0),
 		AllowDirect: true,
+		Replicas:    max(replicas, 1),
 	}
-	s, changes, err := EnsureStream(ctx, js, want, Managed{MaxAge: cfg.MaxAge != 0})
+	s, changes, err := EnsureStream(ctx, js, want, Managed{MaxAge: cfg.MaxAge != 0,
+		Check: func(have jetstream.StreamConfig) error { return CheckReplicas(have, replicas) }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("ensure stream %s: %w", OutcomesStream, err)
 	}

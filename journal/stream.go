@@ -44,7 +44,10 @@ type Config struct {
 	// ID it has already stored. If zero, 2 minutes. It should exceed the
 	// Writer's retry budget (one minute by default).
 	Duplicates time.Duration
-	// Replicas is the stream's replication factor in a cluster. If zero, 1.
+	// Replicas is the stream's replication factor in a cluster. If zero,
+	// a new stream gets 1 and an existing one is used at whatever count it
+	// has; otherwise an existing stream with another count is refused with
+	// ErrReplicasMismatch (see CheckReplicas).
 	Replicas int
 	// AllowTrim creates the stream without DenyDelete and DenyPurge, so that
 	// an operator may purge or delete messages (retention). By default
@@ -133,16 +136,18 @@ type Journal struct {
 
 // Ensure creates the journal stream described by cfg, or checks an existing
 // one. An existing stream that records another shard count than cfg's fails
-// with ErrShardMismatch. Otherwise what differs is updated where JetStream
-// allows it (EnsureStream): the description, deny-delete and deny-purge
-// (unless AllowTrim), and the duplicate window and replicas when cfg sets
-// them; Changes lists what was. A stream that denies purges while cfg
-// allows trimming fails with ErrStreamConfig.
+// with ErrShardMismatch, and one with another replica count than cfg asks
+// for with ErrReplicasMismatch (CheckReplicas). Otherwise what differs is
+// updated where JetStream allows it (EnsureStream): the description,
+// deny-delete and deny-purge (unless AllowTrim), and the duplicate window
+// when cfg sets it; Changes lists what was. A stream that denies purges
+// while cfg allows trimming fails with ErrStreamConfig.
 func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("journal config: %w", err)
 	}
-	m := Managed{Duplicates: cfg.Duplicates != 0, Replicas: cfg.Replicas != 0}
+	m := Managed{Duplicates: cfg.Duplicates != 0}
+	replicas := cfg.Replicas
 	cfg.setDefaults()
 	existing, err := Open(ctx, js, cfg.Stream)
 	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -153,6 +158,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, 
 			return nil, err
 		}
 		have := existing.stream.CachedInfo().Config
+		if err := CheckReplicas(have, replicas); err != nil {
+			return nil, err
+		}
 		if !cfg.AllowTrim && !have.DenyDelete && !have.DenyPurge && have.Metadata[MetadataAllowTrim] == "true" {
 			// Denying now could never be undone: the operator chose
 			// trimming when creating it, so say so rather than decide.

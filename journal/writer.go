@@ -225,6 +225,11 @@ func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, sent tim
 			failed = nil
 			return retryable(ctx, err)
 		}
+		// The backoff timer and the budget's deadline can fire together, and
+		// the timer may win: never send once the budget is spent.
+		if err := ctx.Err(); err != nil {
+			return backoff.Permanent(err)
+		}
 		actx, cancel := context.WithTimeout(ctx, w.ackTimeout)
 		ack, err := w.pub.PublishMsg(actx, msg)
 		cancel()

@@ -54,8 +54,11 @@ func ChangeSubject(table, pk string) string {
 // to this configuration where it differs (journal.EnsureStream) and returns
 // what it changed. maxAge is how long change events are kept: if zero, a
 // new stream keeps them forever and an existing stream's limit is left as
-// it is; negative removes a limit set before.
-func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream, maxAge time.Duration) ([]string, error) {
+// it is; negative removes a limit set before. journal.WithReplicas sets its
+// replica count; an existing stream's is never changed (see
+// journal.CheckReplicas).
+func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream, maxAge time.Duration, opts ...journal.EnsureOption) ([]string, error) {
+	replicas := journal.Replicas(opts...)
 	_, changes, err := journal.EnsureStream(ctx, js, jetstream.StreamConfig{
 		Name:        ChangeStream,
 		Description: "tablejournal change feed: before and after images of every applied row change (changes.<table>.<pk-token>)",
@@ -63,7 +66,9 @@ func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream, maxAge time.D
 		Storage:     jetstream.FileStorage,
 		Duplicates:  2 * time.Minute,
 		MaxAge:      max(maxAge, 0),
-	}, journal.Managed{MaxAge: maxAge != 0})
+		Replicas:    max(replicas, 1),
+	}, journal.Managed{MaxAge: maxAge != 0,
+		Check: func(have jetstream.StreamConfig) error { return journal.CheckReplicas(have, replicas) }})
 	if err != nil {
 		return nil, fmt.Errorf("change feed stream: %w", err)
 	}
@@ -112,7 +117,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		return nil
 	}
 	for _, r := range rs {
-		if r.Status == Skipped {
+		if r.Status == Skipped || r.Stored {
 			continue
 		}
 		if p.changes && r.Status == Applied {

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashChildEnv) != "" {
 		os.Exit(crashChild())
 	}
+	if os.Getenv(projectorChildEnv) != "" {
+		os.Exit(projectorChild())
+	}
 	os.Exit(azurite.Run(m, &azuriteSrv))
 }
 

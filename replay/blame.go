@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
@@ -19,7 +21,8 @@ type Blame struct {
 	// applied, else the latest.
 	Outcome journal.Outcome
 	// Subject and Shard locate the command in the journal; Time is its
-	// journal time. They are empty if the message is no longer stored.
+	// journal time. They are empty if the message is no longer stored;
+	// Shard is -1 if the subject has no shard.
 	Subject string
 	Shard   int
 	Time    time.Time
@@ -48,10 +51,7 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 	case err != nil:
 		return nil, err
 	}
-	b.Subject, b.Time = m.Subject, m.Time
-	if _, shard, _, err := journal.ParseSubject(m.Subject); err == nil {
-		b.Shard = shard
-	}
+	b.Subject, b.Time, b.Shard = m.Subject, m.Time, subjectShard(m.Subject)
 	cmd, err := journal.DecodeMsg(m)
 	if err != nil {
 		b.DecodeErr = err.Error()
@@ -73,6 +73,23 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 		b.Versions = append(b.Versions, row)
 	}
 	return b, nil
+}
+
+// subjectShard returns the shard of a stored subject
+// journal.<table>.<shard>.<pk-token>, even when the rest does not parse (a
+// message published raw with a bad partition token is stored in its shard
+// all the same), or -1 if it has none.
+func subjectShard(subject string) int {
+	if _, shard, _, err := journal.ParseSubject(subject); err == nil {
+		return shard
+	}
+	parts := strings.Split(subject, ".")
+	if len(parts) == 4 && parts[0] == journal.SubjectPrefix {
+		if n, err := strconv.Atoi(parts[2]); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return -1
 }
 
 // readVersion reads version v of a row: its version row, or the tip if v

@@ -3,10 +3,17 @@ package replay_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
@@ -57,4 +64,41 @@ func TestReadVersion(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBlameShardOfBadSubject: a message published raw with a partition
+// token that does not decode is stored in its shard all the same, and blame
+// names that shard (it said 0).
+func TestBlameShardOfBadSubject(t *testing.T) {
+	e := newEnv(t, backends()[0].open(t))
+	for i := range 20 {
+		id := fmt.Sprintf("raw-%d", i)
+		msg := nats.NewMsg(fmt.Sprintf("%s.orders.!bad%d", journal.SubjectPrefix, i))
+		msg.Header.Set(jetstream.MsgIDHeader, id)
+		msg.Data = []byte("{}")
+		ack, err := e.js.PublishMsg(e.ctx, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := e.j.Get(e.ctx, ack.Sequence)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(stored.Subject, ".")
+		if len(parts) != 4 || parts[2] == "0" {
+			continue // shard 0 would not show the fault
+		}
+		if o := e.awaitOutcomes([]string{id})[id]; o.Status != journal.StatusRejected {
+			t.Fatalf("outcome %+v, want rejected", o)
+		}
+		b, err := e.rp.Blame(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := strconv.Atoi(parts[2]); b.Shard != want || b.Subject != stored.Subject {
+			t.Fatalf("blame: subject %s shard %d, want %s shard %d", b.Subject, b.Shard, stored.Subject, want)
+		}
+		return
+	}
+	t.Fatal("no message landed outside shard 0")
 }

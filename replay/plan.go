@@ -56,6 +56,10 @@ type Step struct {
 	// changed again (Current.Cmd changed it last). It is left out of the
 	// published commands unless the plan is forced.
 	Conflict bool
+	// Reverted marks, for undo, a row that this undo's own command already
+	// put back (Current.Cmd): the undo was applied before, and the row is
+	// done rather than a conflict.
+	Reverted bool
 }
 
 // setOp chooses the operation that brings the row from Current to Target.

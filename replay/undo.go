@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/tablejournal/tablejournal/journal"
 )
@@ -50,6 +51,7 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 		}
 		sp.first, sp.last = min(sp.first, rv.Version), max(sp.last, rv.Version)
 	}
+	prefix := idPrefix(KindUndo, id)
 	for _, rk := range order {
 		sp := spans[rk]
 		s := Step{Table: o.Table, PK: o.PK, RK: rk}
@@ -69,9 +71,27 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 			s.Target.Tip, s.Target.ETag = s.TargetExists, ""
 		}
 		s.Conflict = s.Current.Version != sp.last
+		if s.Conflict && planCommand(prefix, s.Current.Cmd) {
+			s.Conflict, s.Reverted = false, true
+		}
 		s.setOp()
 		p.Steps = append(p.Steps, s)
 	}
-	p.build(r.cfg.Issuer, idPrefix(KindUndo, id), map[string]string{MetaUndoOf: id})
+	p.build(r.cfg.Issuer, prefix, map[string]string{MetaUndoOf: id})
 	return p, nil
+}
+
+// planCommand reports whether id is one of the commands of the plan whose
+// IDs are "<prefix>-<n>".
+func planCommand(prefix, id string) bool {
+	n, ok := strings.CutPrefix(id, prefix+"-")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -139,7 +139,7 @@ func ValidateValue(v events.Value) error {
 		}
 	case events.TypeGuid:
 		if g, err := events.ParseGuid(v.Str); err != nil || g != v.Str {
-			return fmt.Errorf("Guid %q is not in canonical form: %w", v.Str, ErrInvalid)
+			return fmt.Errorf("guid %q is not in canonical form: %w", v.Str, ErrInvalid)
 		}
 	case events.TypeDateTime:
 		t := v.Time.UTC()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	neturl "net/url"
 	"os"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,10 +34,10 @@ type natsFlags struct {
 }
 
 func (n *natsFlags) register(fs *flag.FlagSet, defaultURL string) {
-	fs.StringVar(&n.url, "nats", envOr(EnvNATS, defaultURL), "NATS server URL (env "+EnvNATS+")")
-	// The URL from the environment may carry user:password@: --help shows
-	// the default without it.
-	fs.Lookup("nats").DefValue = redactURL(n.url)
+	fs.StringVar(&n.url, "nats", envOr(EnvNATS, defaultURL), "NATS server URLs, comma-separated (env "+EnvNATS+")")
+	// The URLs from the environment may carry user:password@: --help shows
+	// the default redacted.
+	fs.Lookup("nats").DefValue = redactURLs(n.url)
 	fs.StringVar(&n.creds, "creds", os.Getenv(EnvNATSCreds), "NATS credentials file (env "+EnvNATSCreds+")")
 	fs.StringVar(&n.nkey, "nkey", os.Getenv(EnvNATSNkey), "NATS nkey seed file (env "+EnvNATSNkey+")")
 	fs.StringVar(&n.user, "user", os.Getenv(EnvNATSUser), "NATS user (env "+EnvNATSUser+")")
@@ -86,31 +88,129 @@ func connectURL(n *natsFlags, url, name string) (*nats.Conn, jetstream.JetStream
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS at %s: %w", redactURL(url), err)
+		// The client's errors may quote the URL (a parse error does).
+		return nil, nil, n.redact(fmt.Errorf("connect to NATS at %s: %w", redactURLs(url), err), url)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, nil, err
+		return nil, nil, n.redact(err, url)
 	}
 	return nc, js, nil
 }
 
-// redactURL hides a user:password@ part of a URL.
-func redactURL(u string) string {
-	for i := 0; i+2 < len(u); i++ {
-		if u[i:i+3] == "://" {
-			rest := u[i+3:]
-			for j := 0; j < len(rest) && rest[j] != '/'; j++ {
-				if rest[j] == '@' {
-					return u[:i+3] + "***@" + rest[j+1:]
-				}
-			}
-			break
+// redacted is the text that stands for a secret.
+const redacted = "xxxxx"
+
+// redactURLs hides the credentials of every URL of a comma-separated list,
+// the form --nats and TABLEJOURNAL_NATS take. It is the one place URLs are
+// made fit to show: --help defaults, errors and logs go through it.
+func redactURLs(list string) string {
+	urls := strings.Split(list, ",")
+	for i, u := range urls {
+		urls[i] = redactURL(u)
+	}
+	return strings.Join(urls, ",")
+}
+
+// redactURL hides the credentials of one URL with url.URL.Redacted: the
+// password, or a lone user name, which NATS takes as a token. A URL
+// without a scheme (u:secret@host) is read as nats://; one that does not
+// parse loses everything before its last '@'.
+func redactURL(raw string) string {
+	s := strings.TrimSpace(raw)
+	noScheme := !strings.Contains(s, "://")
+	in := s
+	if noScheme {
+		in = "nats://" + s
+	}
+	u, err := neturl.Parse(in)
+	if err != nil {
+		at := strings.LastIndex(s, "@")
+		if at < 0 {
+			return s
+		}
+		scheme := ""
+		if i := strings.Index(s, "://"); i >= 0 && i < at {
+			scheme = s[:i+3]
+		}
+		return scheme + redacted + s[at:]
+	}
+	if u.User != nil {
+		if _, hasPassword := u.User.Password(); !hasPassword {
+			u.User = neturl.User(redacted)
 		}
 	}
-	return u
+	out := u.Redacted()
+	if noScheme {
+		out = strings.TrimPrefix(out, "nats://")
+	}
+	return out
 }
+
+// urlSecrets returns the passwords and tokens of a URL list.
+func urlSecrets(list string) []string {
+	var out []string
+	for _, raw := range strings.Split(list, ",") {
+		s := strings.TrimSpace(raw)
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s
+		}
+		u, err := neturl.Parse(s)
+		switch {
+		case err == nil && u.User != nil:
+			if p, ok := u.User.Password(); ok {
+				out = append(out, p)
+			} else {
+				out = append(out, u.User.Username())
+			}
+		case err != nil:
+			// Unparsed: the whole user-info part is the secret.
+			at, from := strings.LastIndex(s, "@"), strings.Index(s, "://")+3
+			if at >= from {
+				out = append(out, s[from:at])
+			}
+		}
+	}
+	return out
+}
+
+// redact returns err with every URL of list shown redacted and every
+// credential (URL passwords and tokens, --password) replaced, keeping what
+// it wraps for errors.Is.
+func (n *natsFlags) redact(err error, list string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, u := range strings.Split(list, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			msg = strings.ReplaceAll(msg, u, redactURL(u))
+		}
+	}
+	secrets := urlSecrets(list)
+	if n.password != "" {
+		secrets = append(secrets, n.password)
+	}
+	for _, s := range secrets {
+		if s != "" && s != redacted {
+			msg = strings.ReplaceAll(msg, s, redacted)
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return redactedError{msg: msg, err: err}
+}
+
+// redactedError shows a redacted message and wraps the original error.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -31,7 +31,7 @@ func TestHelpHidesSecrets(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
 			out := stdout.String() + stderr.String()
-			if !strings.Contains(out, "nats://***@nats.example:4222") {
+			if !strings.Contains(out, "nats://bob:xxxxx@nats.example:4222") {
 				t.Errorf("help does not show the redacted default URL:\n%s", out)
 			}
 			for _, secret := range []string{"hunter2", "s3cret-pw"} {

@@ -17,6 +17,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
@@ -54,30 +55,28 @@ rejected by the projector).
 
 // Replay runs the replay command.
 func Replay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, replayUsage)
-		return usageError(errors.New("no command given; try replay asof --help"))
+	name, args, err := replaySubcommand(args, stdout)
+	if name == "" || err != nil {
+		return err
 	}
-	name, args := args[0], args[1:]
-	cmd, ok := replayCommands[name]
-	switch {
-	case name == "-h" || name == "--help" || name == "help":
-		fmt.Fprint(stdout, replayUsage)
-		return nil
-	case !ok:
-		fmt.Fprint(stderr, replayUsage)
-		return usageError(fmt.Errorf("unknown command %q", name))
-	}
+	cmd := replayCommands[name]
 	rc := &replayCmd{name: name, stdout: stdout, stderr: stderr}
-	fs := rc.flagSet(cmd.usage)
+	fs := rc.flagSet()
 	cmd.flags(rc, fs)
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
+	if err := parseArgs(fs, args, stdout, fmt.Sprintf("Usage: replay %s %s\n\nFlags:\n", name, cmd.usage)); err != nil {
+		return err
+	}
+	if *rc.version {
+		printVersion(stdout, "replay")
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return usageError(fmt.Errorf("unexpected argument %q; %s takes only flags", fs.Arg(0), name))
 	}
 	fs.Visit(func(f *flag.Flag) { rc.set[f.Name] = true })
+	if err := checkValues(rc); err != nil {
+		return usageError(err)
+	}
 	if err := cmd.check(rc); err != nil {
 		return usageError(err)
 	}
@@ -86,6 +85,42 @@ func Replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer rc.close()
 	return cmd.run(ctx, rc)
+}
+
+// replaySubcommand finds the subcommand in args, which may follow the
+// flags every subcommand takes (replay --nats URL asof ...), and returns
+// it with its arguments, those flags included. It returns "" when it
+// handled args itself: --help, --version, or a mistake (err).
+func replaySubcommand(args []string, stdout io.Writer) (string, []string, error) {
+	g := &replayCmd{}
+	global := g.flagSet()
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, replayUsage)
+		}
+		return "", nil, flagError(err)
+	}
+	if *g.version {
+		printVersion(stdout, "replay")
+		return "", nil, nil
+	}
+	names := "asof, history, blame, rebuild, undo, restore, snapshot or load"
+	if global.NArg() == 0 {
+		return "", nil, usageError(fmt.Errorf("no command given: want %s", names))
+	}
+	name := global.Arg(0)
+	flags := args[:len(args)-global.NArg()]
+	if n := len(flags); n > 0 && flags[n-1] == "--" {
+		flags = flags[:n-1]
+	}
+	switch _, ok := replayCommands[name]; {
+	case name == "help":
+		fmt.Fprint(stdout, replayUsage)
+		return "", nil, flag.ErrHelp
+	case !ok:
+		return "", nil, usageError(fmt.Errorf("unknown command %q: want %s", name, names))
+	}
+	return name, append(append([]string(nil), flags...), global.Args()[1:]...), nil
 }
 
 // replayCommand is one subcommand: its flags, its checks, whether it needs
@@ -127,6 +162,7 @@ type replayCmd struct {
 	stdout, stderr io.Writer
 	set            map[string]bool
 
+	version      *bool
 	nf           natsFlags
 	tables, data string
 	stream       string
@@ -141,6 +177,7 @@ type replayCmd struct {
 	file                string
 	atSeq               uint64
 	durable             string
+	timeout             time.Duration
 
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -149,14 +186,11 @@ type replayCmd struct {
 	st      store.Store
 }
 
-func (rc *replayCmd) flagSet(usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet("replay "+rc.name, flag.ContinueOnError)
-	fs.SetOutput(rc.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(rc.stderr, "Usage: replay %s %s\n\nFlags:\n", rc.name, usage)
-		fs.PrintDefaults()
-	}
+// flagSet returns a flag set with the flags every subcommand takes.
+func (rc *replayCmd) flagSet() *flag.FlagSet {
+	fs := quietFlagSet("replay " + rc.name)
 	rc.set = make(map[string]bool)
+	rc.version = versionFlag(fs)
 	rc.nf.register(fs, DefaultNATSURL)
 	fs.StringVar(&rc.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+EnvTables+")")
 	fs.StringVar(&rc.data, "data", envOr(EnvData, "./data"), "data folder of the embedded store (env "+EnvData+")")
@@ -202,6 +236,26 @@ func (rc *replayCmd) point() (replay.Point, bool, error) {
 		return ps[0], true, nil
 	}
 	return replay.Point{}, false, errors.New("name one point: --seq, --time, --cmd or --to")
+}
+
+// checkValues refuses, before anything is read, a flag given an empty
+// value where it names something (--cmd ” would look up no command), and
+// a table name the store would refuse.
+func checkValues(rc *replayCmd) error {
+	for _, f := range []struct{ name, value string }{
+		{"cmd", rc.cmdID}, {"table", rc.table}, {"into", rc.into}, {"to", rc.to}, {"time", rc.at},
+		{"in", rc.file}, {"out", rc.file}, {"from-snapshot", rc.file},
+	} {
+		if rc.set[f.name] && f.value == "" {
+			return fmt.Errorf("--%s needs a value", f.name)
+		}
+	}
+	for _, f := range []struct{ name, value string }{{"table", rc.table}, {"into", rc.into}} {
+		if rc.set[f.name] && !store.ValidTableName(f.value) {
+			return fmt.Errorf("--%s %q: rule %s: a table name is 3 to 63 letters and digits, starting with a letter (^[A-Za-z][A-Za-z0-9]{2,62}$), and not \"tables\"", f.name, f.value, events.RuleTableName)
+		}
+	}
+	return nil
 }
 
 func need(rc *replayCmd, flags ...string) error {
@@ -319,7 +373,7 @@ func (r replayRefusal) Error() string   { return r.err.Error() }
 func (r replayRefusal) Unwrap() []error { return []error{ErrRejected, r.err} }
 
 // plural renders "1 row", "2 rows".
-func plural(n int, what string) string {
+func plural[N int | int64 | uint64](n N, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}

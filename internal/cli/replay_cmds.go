@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"text/tabwriter"
-	"time"
 
 	"github.com/tablejournal/tablejournal/replay"
 )
@@ -154,6 +153,7 @@ var undoCommand = replayCommand{
 		fs.StringVar(&rc.cmdID, "cmd", "", "the command to undo (required)")
 		fs.BoolVar(&rc.apply, "apply", false, "publish the undo commands and wait for their outcomes (default: dry run)")
 		fs.BoolVar(&rc.force, "force", false, "include rows that later commands changed again")
+		timeoutFlag(rc, fs)
 	},
 	check: func(rc *replayCmd) error { return need(rc, "cmd") },
 	nats:  func(*replayCmd) natsNeed { return natsYes },
@@ -175,6 +175,7 @@ var restoreCommand = replayCommand{
 		fs.Uint64Var(&rc.seq, "seq", 0, "the point to return to: journal sequence N")
 		fs.StringVar(&rc.at, "time", "", "the point to return to: as of this RFC 3339 time")
 		fs.BoolVar(&rc.apply, "apply", false, "publish the restore commands and wait for their outcomes (default: dry run)")
+		timeoutFlag(rc, fs)
 	},
 	check: func(rc *replayCmd) error {
 		if err := need(rc, "table"); err != nil {
@@ -274,21 +275,32 @@ var loadCommand = replayCommand{
 	},
 }
 
+// timeoutFlag registers --timeout, the wait for the outcomes of --apply.
+func timeoutFlag(rc *replayCmd, fs *flag.FlagSet) {
+	fs.DurationVar(&rc.timeout, "timeout", replay.DefaultAwait, "with --apply: how long to wait for the projector's outcomes")
+}
+
 // runPlan prints a plan, and with --apply publishes it and prints the
-// outcomes.
+// outcomes. A blocked plan is refused without publishing anything.
 func runPlan(ctx context.Context, rc *replayCmd, p *replay.Plan) error {
-	if !rc.apply {
+	if !rc.apply || p.Blocked() {
 		printPlan(rc, p, nil)
 		if p.Blocked() {
 			return refused(fmt.Errorf("undo %s: %w: %s; --force includes them", p.Of, replay.ErrConflicts, plural(len(p.Conflicts()), "row")))
 		}
 		return nil
 	}
-	if p.Blocked() {
-		printPlan(rc, p, nil)
+	if rc.timeout <= 0 {
+		return usageError(errors.New("--timeout must be positive"))
 	}
-	res, err := rc.rp.Apply(ctx, p)
-	if !p.Blocked() {
+	actx, cancel := context.WithTimeout(ctx, rc.timeout)
+	defer cancel()
+	res, err := rc.rp.Apply(actx, p)
+	if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("%s: no outcome for %s within --timeout %s: is a projector running? (applying again is safe: the commands are deduplicated)",
+			p.Kind, plural(len(p.Commands), "command"), rc.timeout)
+	}
+	if err == nil || errors.Is(err, replay.ErrRejected) {
 		printPlan(rc, p, res)
 	}
 	return refused(err)
@@ -305,7 +317,7 @@ func pointText(p replay.Point, seq uint64) string {
 	case replay.AtSeq:
 		return fmt.Sprintf("seq %d", seq)
 	case replay.AtTime:
-		return fmt.Sprintf("seq %d (as of %s)", seq, p.Time.UTC().Format(time.RFC3339Nano))
+		return fmt.Sprintf("seq %d (as of %s)", seq, timeText(p.Time))
 	}
 	return fmt.Sprintf("seq %d (just after %s)", seq, p.Cmd)
 }

@@ -26,16 +26,69 @@ type replayRow struct {
 	Op      string          `json:"op"`
 	Cmd     string          `json:"cmd"`
 	Seq     uint64          `json:"seq"`
-	At      time.Time       `json:"at"`
+	At      string          `json:"at"`
 	Deleted bool            `json:"deleted,omitempty"`
 	Tip     bool            `json:"tip,omitempty"`
 	Entity  json.RawMessage `json:"entity"`
+	// Diff is, for history --diff, what changed from the version before.
+	Diff *diffJSON `json:"diff,omitempty"`
+}
+
+// diffJSON is what changed between two versions of a row, each part an
+// entity in the OData JSON form: added and removed properties (removed
+// with their last values), and the changed ones before and after.
+type diffJSON struct {
+	Added   json.RawMessage `json:"added,omitempty"`
+	Removed json.RawMessage `json:"removed,omitempty"`
+	Before  json.RawMessage `json:"before,omitempty"`
+	After   json.RawMessage `json:"after,omitempty"`
+}
+
+func diffOut(before, after events.Entity) *diffJSON {
+	var added, removed, was, now events.Entity
+	put := func(e *events.Entity, name string, v events.Value) {
+		if *e == nil {
+			*e = events.Entity{}
+		}
+		(*e)[name] = v
+	}
+	for _, c := range replay.Diff(before, after) {
+		switch {
+		case !c.HadBefore:
+			put(&added, c.Name, c.After)
+		case !c.HasNow:
+			put(&removed, c.Name, c.Before)
+		default:
+			put(&was, c.Name, c.Before)
+			put(&now, c.Name, c.After)
+		}
+	}
+	enc := func(e events.Entity) json.RawMessage {
+		if e == nil {
+			return nil
+		}
+		b, _ := events.MarshalEntityJSON(e)
+		return b
+	}
+	return &diffJSON{Added: enc(added), Removed: enc(removed), Before: enc(was), After: enc(now)}
+}
+
+// outcomeJSON is an outcome as the commands print it: its time with 7
+// fractional digits, as every time they print.
+type outcomeJSON journal.Outcome
+
+func (o outcomeJSON) MarshalJSON() ([]byte, error) {
+	type plain journal.Outcome
+	return json.Marshal(struct {
+		plain
+		At string `json:"at"`
+	}{plain(o), timeText(o.At)})
 }
 
 func rowOut(r projection.Row) replayRow {
 	ent, _ := events.MarshalEntityJSON(r.Props)
 	return replayRow{PK: r.PK, RK: r.RK, Version: r.Version, Op: string(r.Op), Cmd: r.Cmd, Seq: r.Seq,
-		At: r.At, Deleted: r.Deleted, Tip: r.Tip, Entity: ent}
+		At: timeText(r.At), Deleted: r.Deleted, Tip: r.Tip, Entity: ent}
 }
 
 func replayJSON(w io.Writer, v any) {
@@ -68,13 +121,6 @@ func propsText(e events.Entity) string {
 		parts[i] = n + "=" + valueText(e[n])
 	}
 	return strings.Join(parts, " ")
-}
-
-func seqText(seq uint64) string {
-	if seq == math.MaxInt64 {
-		return "now"
-	}
-	return strconv.FormatUint(seq, 10)
 }
 
 func timeText(t time.Time) string { return t.UTC().Format(events.DateTimeLayout) }
@@ -128,29 +174,41 @@ func printProps(w io.Writer, e events.Entity) {
 	tw.Flush()
 }
 
+// printAsOfRows streams the rows of a table or partition at seq. Nothing
+// is printed when the read fails before the first row (no table, say):
+// only the error. JSON that fails later ends with an "error" member.
 func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) error {
 	w := rc.stdout
 	n := 0
 	if rc.asJSON {
 		head, _ := json.Marshal(map[string]any{"table": rc.table, "pk": pkJSON(rc.pk, !rc.set["pk"]), "point": at})
-		fmt.Fprintf(w, "%s,\"rows\":[", head[:len(head)-1])
+		open := func() { fmt.Fprintf(w, "%s,\"rows\":[", head[:len(head)-1]) }
 		err := rc.rp.AsOf(ctx, rc.table, rc.partition(), seq, func(r projection.Row) error {
 			b, _ := json.Marshal(rowOut(r))
-			if n > 0 {
+			if n == 0 {
+				open()
+			} else {
 				w.Write([]byte{','})
 			}
 			n++
 			_, err := w.Write(b)
 			return err
 		})
+		switch {
+		case err != nil && n == 0:
+			return err
+		case n == 0:
+			open()
+		}
+		if err != nil {
+			msg, _ := json.Marshal(err.Error())
+			fmt.Fprintf(w, "],\"error\":%s}\n", msg)
+			return err
+		}
 		fmt.Fprintln(w, "]}")
-		return err
+		return nil
 	}
-	scope := rc.table
-	if rc.set["pk"] {
-		scope += fmt.Sprintf(" %q", rc.pk)
-	}
-	fmt.Fprintf(w, "%s at %s\n", scope, at)
+	// The tab writer holds every line until Flush: on an error none is shown.
 	tw := newTab(w)
 	fmt.Fprintln(tw, "PK\tRK\tV\tOP\tCMD\tSEQ\tAT\tPROPERTIES")
 	err := rc.rp.AsOf(ctx, rc.table, rc.partition(), seq, func(r projection.Row) error {
@@ -158,16 +216,33 @@ func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) er
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", r.PK, r.RK, r.Version, r.Op, r.Cmd, r.Seq, timeText(r.At), propsText(r.Props))
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	scope := rc.table
+	if rc.set["pk"] {
+		scope += fmt.Sprintf(" %q", rc.pk)
+	}
+	fmt.Fprintf(w, "%s at %s\n", scope, at)
 	tw.Flush()
 	fmt.Fprintln(w, plural(n, "row"))
-	return err
+	return nil
 }
 
 func printHistory(rc *replayCmd, rows []projection.Row) {
 	if rc.asJSON {
 		out := make([]replayRow, len(rows))
+		var prev events.Entity // nil: the row did not exist
 		for i, r := range rows {
 			out[i] = rowOut(r)
+			if rc.diff {
+				now := r.Props
+				if r.Deleted {
+					now = nil
+				}
+				out[i].Diff = diffOut(prev, now)
+				prev = now
+			}
 		}
 		replayJSON(rc.stdout, map[string]any{"table": rc.table, "pk": rc.pk, "rk": rc.rk, "versions": out})
 		return
@@ -177,7 +252,7 @@ func printHistory(rc *replayCmd, rows []projection.Row) {
 		fmt.Fprintf(w, "%s %q/%q has no versions\n", rc.table, rc.pk, rc.rk)
 		return
 	}
-	fmt.Fprintf(w, "%s %q/%q: %d versions\n", rc.table, rc.pk, rc.rk, len(rows))
+	fmt.Fprintf(w, "%s %q/%q: %s\n", rc.table, rc.pk, rc.rk, plural(len(rows), "version"))
 	tw := newTab(w)
 	what := "PROPERTIES"
 	if rc.diff {
@@ -230,9 +305,9 @@ func diffText(before, after events.Entity) string {
 func printBlame(rc *replayCmd, b *replay.Blame) {
 	o := b.Outcome
 	if rc.asJSON {
-		out := map[string]any{"outcome": o, "subject": b.Subject, "shard": b.Shard}
+		out := map[string]any{"outcome": outcomeJSON(o), "subject": b.Subject, "shard": b.Shard}
 		if !b.Time.IsZero() {
-			out["time"] = b.Time
+			out["time"] = timeText(b.Time)
 		}
 		if b.DecodeErr != "" {
 			out["decodeError"] = b.DecodeErr
@@ -257,7 +332,11 @@ func printBlame(rc *replayCmd, b *replay.Blame) {
 	fmt.Fprintf(w, "status\t%s\n", status)
 	fmt.Fprintf(w, "journal\tseq %d, %s\n", o.Seq, timeText(o.At))
 	if b.Subject != "" {
-		fmt.Fprintf(w, "subject\t%s (shard %d)\n", b.Subject, b.Shard)
+		shard := fmt.Sprintf("shard %d", b.Shard)
+		if b.Shard < 0 {
+			shard = "no shard"
+		}
+		fmt.Fprintf(w, "subject\t%s (%s)\n", b.Subject, shard)
 	}
 	fmt.Fprintf(w, "partition\t%s %q\n", o.Table, o.PK)
 	if b.Command != nil {
@@ -310,10 +389,10 @@ func printRebuild(rc *replayCmd, st replay.RebuildStats) {
 	}
 	w := rc.stdout
 	if st.Loaded > 0 {
-		fmt.Fprintf(w, "loaded %d rows of %s from the snapshot\n", st.Loaded, st.Table)
+		fmt.Fprintf(w, "loaded %s of %s from the snapshot\n", plural(st.Loaded, "row"), st.Table)
 	}
-	fmt.Fprintf(w, "rebuilt %s into %s from seq %d to %d: %d commands (%d applied, %d rejected, %d duplicates, %d skipped) in %s, %.0f commands/s\n",
-		st.Table, st.Into, st.From, st.To, st.Commands, st.Applied, st.Rejected, st.Duplicates, st.Skipped,
+	fmt.Fprintf(w, "rebuilt %s into %s from seq %d to %d: %s (%d applied, %d rejected, %s, %d skipped) in %s, %.0f commands/s\n",
+		st.Table, st.Into, st.From, st.To, plural(st.Commands, "command"), st.Applied, st.Rejected, plural(st.Duplicates, "duplicate"), st.Skipped,
 		st.Elapsed.Round(time.Millisecond), rate)
 }
 
@@ -324,12 +403,12 @@ func printSnapshot(rc *replayCmd, w io.Writer, st replay.SnapshotStats) {
 			"entities": st.Entities, "partitions": st.Partitions, "seconds": st.Elapsed.Seconds(), "entitiesPerSecond": rate})
 		return
 	}
-	from := fmt.Sprintf("%d partitions", st.Partitions)
+	from := plural(st.Partitions, "partition")
 	if st.Partitions == 0 {
 		from = "one scan of the table"
 	}
-	fmt.Fprintf(w, "snapshot of %s at seq %d: %d rows (tips and versions) from %s in %s, %.0f rows/s, written to %s\n",
-		st.Header.Table, st.Header.Seq, st.Entities, from, st.Elapsed.Round(time.Millisecond), rate, rc.file)
+	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips and versions) from %s in %s, %.0f rows/s, written to %s\n",
+		st.Header.Table, st.Header.Seq, plural(st.Entities, "row"), from, st.Elapsed.Round(time.Millisecond), rate, rc.file)
 }
 
 func printLoad(rc *replayCmd, st replay.LoadStats) {
@@ -339,23 +418,24 @@ func printLoad(rc *replayCmd, st replay.LoadStats) {
 			"entities": st.Entities, "transactions": st.Transactions, "seconds": st.Elapsed.Seconds(), "entitiesPerSecond": rate})
 		return
 	}
-	fmt.Fprintf(rc.stdout, "loaded %d rows of %s at seq %d into %s in %d transactions, %s, %.0f rows/s\n",
-		st.Entities, st.Header.Table, st.Header.Seq, rc.into, st.Transactions, st.Elapsed.Round(time.Millisecond), rate)
+	fmt.Fprintf(rc.stdout, "loaded %s of %s at seq %d into %s in %s, %s, %.0f rows/s\n",
+		plural(st.Entities, "row"), st.Header.Table, st.Header.Seq, rc.into, plural(st.Transactions, "transaction"), st.Elapsed.Round(time.Millisecond), rate)
 	fmt.Fprintf(rc.stdout, "(the journal after seq %d is not applied; rebuild --from-snapshot loads and applies it in one step)\n", st.Header.Seq)
 }
 
 // planStep is a plan step in JSON output.
 type planStep struct {
-	PK        string           `json:"pk"`
-	RK        string           `json:"rk"`
-	Op        events.OpKind    `json:"op,omitempty"`
-	IfVersion *int64           `json:"ifVersion,omitempty"`
-	Conflict  bool             `json:"conflict,omitempty"`
-	Current   *replayRow       `json:"current,omitempty"`
-	Undone    *replayRow       `json:"undone,omitempty"`
-	Target    *replayRow       `json:"target,omitempty"`
-	Command   string           `json:"command,omitempty"`
-	Outcome   *journal.Outcome `json:"outcome,omitempty"`
+	PK        string        `json:"pk"`
+	RK        string        `json:"rk"`
+	Op        events.OpKind `json:"op,omitempty"`
+	IfVersion *int64        `json:"ifVersion,omitempty"`
+	Conflict  bool          `json:"conflict,omitempty"`
+	Reverted  bool          `json:"reverted,omitempty"`
+	Current   *replayRow    `json:"current,omitempty"`
+	Undone    *replayRow    `json:"undone,omitempty"`
+	Target    *replayRow    `json:"target,omitempty"`
+	Command   string        `json:"command,omitempty"`
+	Outcome   *outcomeJSON  `json:"outcome,omitempty"`
 }
 
 func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
@@ -369,7 +449,7 @@ func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
 	if rc.asJSON {
 		steps := make([]planStep, len(p.Steps))
 		for i, s := range p.Steps {
-			ps := planStep{PK: s.PK, RK: s.RK, Op: s.Op, IfVersion: s.IfVersion, Conflict: s.Conflict}
+			ps := planStep{PK: s.PK, RK: s.RK, Op: s.Op, IfVersion: s.IfVersion, Conflict: s.Conflict, Reverted: s.Reverted}
 			if s.Exists || s.Current.Deleted {
 				r := rowOut(s.Current)
 				ps.Current = &r
@@ -385,7 +465,7 @@ func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
 			if ci, ok := carrier[[2]string{s.PK, s.RK}]; ok && s.Op != "" {
 				ps.Command = p.Commands[ci].ID
 				if res != nil {
-					ps.Outcome = &res[ci].Outcome
+					ps.Outcome = (*outcomeJSON)(&res[ci].Outcome)
 				}
 			}
 			steps[i] = ps
@@ -393,15 +473,16 @@ func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
 		out := map[string]any{"kind": p.Kind, "table": p.Table, "pk": pkJSON(p.PK, p.AllPartitions), "seq": p.Seq, "steps": steps,
 			"commands": len(p.Commands), "conflicts": len(p.Conflicts()), "applied": res != nil}
 		if p.Kind == replay.KindUndo {
-			out["undoes"], out["status"] = p.Of, p.Status
+			// The undone command's outcome; "applied" above is this plan's.
+			out["undoes"], out["undoneStatus"] = p.Of, p.Status
 			if p.Reason != "" {
-				out["reason"] = p.Reason
+				out["undoneReason"] = p.Reason
 			}
 		}
 		if res != nil {
 			cs := make([]map[string]any, len(res))
 			for i, a := range res {
-				cs[i] = map[string]any{"id": a.Command.ID, "seq": a.Publish.Seq, "duplicate": a.Publish.Duplicate, "outcome": a.Outcome}
+				cs[i] = map[string]any{"id": a.Command.ID, "seq": a.Publish.Seq, "duplicate": a.Publish.Duplicate, "outcome": outcomeJSON(a.Outcome)}
 			}
 			out["published"] = cs
 		}
@@ -468,6 +549,8 @@ func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
 		switch {
 		case p.Blocked():
 			fmt.Fprintf(w, "refused: %s changed by later commands; --force puts them back too. Nothing published.\n", plural(len(p.Conflicts()), "row"))
+		case len(p.Commands) == 0 && reverted(p):
+			fmt.Fprintf(w, "already undone by %s: nothing to do\n", p.Steps[0].Current.Cmd)
 		case len(p.Commands) == 0:
 			fmt.Fprintln(w, "nothing to do")
 		default:
@@ -490,6 +573,17 @@ func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
 	tw.Flush()
 }
 
+// reverted reports whether a plan's rows were all put back by the plan's
+// own commands: an undo applied before.
+func reverted(p *replay.Plan) bool {
+	for _, s := range p.Steps {
+		if !s.Reverted {
+			return false
+		}
+	}
+	return len(p.Steps) > 0
+}
+
 // stepTitle is one line naming a step: row, operation and guard.
 func stepTitle(s replay.Step) string {
 	var b strings.Builder
@@ -502,6 +596,8 @@ func stepTitle(s replay.Step) string {
 		} else {
 			b.WriteString("; already at the target")
 		}
+	case s.Reverted:
+		fmt.Fprintf(&b, "already undone by %s (now version %d); nothing to do", s.Current.Cmd, s.Current.Version)
 	case s.Op == "":
 		b.WriteString("already at the target; nothing to do")
 	default:

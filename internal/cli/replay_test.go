@@ -10,8 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
@@ -25,7 +28,9 @@ import (
 type replayEnv struct {
 	url, tables string
 	w           *journal.Writer
+	js          jetstream.JetStream
 	ctx         context.Context
+	stop        func() // stops the projector
 }
 
 func startReplayEnv(t *testing.T) *replayEnv {
@@ -46,8 +51,10 @@ func startReplayEnv(t *testing.T) *replayEnv {
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(pctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return &replayEnv{url: srv.ClientURL(), tables: "sqlite:" + path, w: journal.NewWriter(js, ""), ctx: ctx}
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return &replayEnv{url: srv.ClientURL(), tables: "sqlite:" + path, w: journal.NewWriter(js, ""), js: js, ctx: ctx, stop: stop}
 }
 
 // publish publishes one command and waits for its outcome.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -119,6 +120,9 @@ type writerCmd struct {
 	verbose     bool
 	maxInFlight int
 
+	version *bool
+	cmdID   string // the ID of the command built from the flags
+
 	set map[string]bool // flags given on the command line
 }
 
@@ -128,9 +132,8 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func (w *writerCmd) flagSet() *flag.FlagSet {
-	fs := flag.NewFlagSet("writer", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned, help is printed by Writer
-	fs.Usage = func() {}
+	fs := quietFlagSet("writer")
+	w.version = versionFlag(fs)
 	w.nats.register(fs, DefaultNATSURL)
 	fs.StringVar(&w.stream, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
 	fs.BoolVar(&w.jsonOut, "json", false, "print one JSON object per command instead of text")
@@ -153,15 +156,60 @@ func (w *writerCmd) flagSet() *flag.FlagSet {
 }
 
 // Writer runs the writer command: args are the command-line arguments
-// without the program name.
+// without the program name. With --json, an error that printed nothing on
+// stdout (a usage error, an invalid command) is printed there as
+// {"error":MSG[,"id":ID][,"rule":RULE][,"usage":true]} too.
 func Writer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var w writerCmd
+	out := &watchedWriter{w: stdout}
+	err := w.run(ctx, args, out, stderr)
+	if err != nil && !out.wrote && !errors.Is(err, flag.ErrHelp) &&
+		(w.jsonOut || slices.Contains(args, "--json") || slices.Contains(args, "-json")) {
+		printJSON(stdout, errorResult(err, w.cmdID))
+	}
+	return err
+}
+
+// watchedWriter records whether anything was written through it.
+type watchedWriter struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	return w.w.Write(p)
+}
+
+// unwrapWriter returns the writer a watchedWriter wraps, for the terminal
+// check.
+func unwrapWriter(w io.Writer) io.Writer {
+	if ww, ok := w.(*watchedWriter); ok {
+		return ww.w
+	}
+	return w
+}
+
+// errorJSON is the --json form of an error that ended the writer.
+type errorJSON struct {
+	ID    string `json:"id,omitempty"`
+	Error string `json:"error"`
+	Rule  string `json:"rule,omitempty"`
+	Usage bool   `json:"usage,omitempty"`
+}
+
+func errorResult(err error, id string) errorJSON {
+	e := errorJSON{ID: id, Error: err.Error(), Usage: errors.Is(err, ErrUsage)}
+	if ve := (*events.ValidationError)(nil); errors.As(err, &ve) {
+		e.Rule = string(ve.Rule)
+	}
+	return e
+}
+
+func (w *writerCmd) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := w.flagSet()
 	help := func() error {
-		fmt.Fprint(stderr, writerUsage)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		printHelp(stdout, writerUsage, fs)
 		return flag.ErrHelp
 	}
 	if len(args) == 0 {
@@ -170,6 +218,9 @@ func Writer(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		return help()
+	case "-version", "--version", "version":
+		printVersion(stdout, "writer")
+		return nil
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return usageError(fmt.Errorf("no operation before %q: write writer OP [flags], OP one of insert, replace, merge, upsert, upsert-merge, delete or apply", args[0]))
@@ -184,7 +235,11 @@ func Writer(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return help()
 	}
 	if err != nil {
-		return usageError(err)
+		return flagError(err)
+	}
+	if *w.version {
+		printVersion(stdout, "writer")
+		return nil
 	}
 	w.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { w.set[f.Name] = true })
@@ -205,6 +260,7 @@ func Writer(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return usageError(err)
 		}
+		w.cmdID = cmd.ID
 		return w.runOp(ctx, cmd, stdout)
 	}
 	for _, f := range opOnlyFlags {
@@ -335,6 +391,15 @@ type writeResult struct {
 	Duplicate bool             `json:"duplicate"`
 	Outcome   *journal.Outcome `json:"outcome,omitempty"`
 	Error     string           `json:"error,omitempty"`
+}
+
+// MarshalJSON prints the outcome's time as every command does.
+func (r writeResult) MarshalJSON() ([]byte, error) {
+	type plain writeResult
+	return json.Marshal(struct {
+		plain
+		Outcome *outcomeJSON `json:"outcome,omitempty"`
+	}{plain(r), (*outcomeJSON)(r.Outcome)})
 }
 
 // runOp publishes one command and, with --wait, waits for its outcome.

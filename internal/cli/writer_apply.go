@@ -126,7 +126,7 @@ func (w *writerCmd) runApply(ctx context.Context, path string, stdout, stderr io
 
 	a := &applyRun{w: w, stdout: stdout, stderr: stderr, perCommand: w.jsonOut || w.verbose}
 	var bar *progressbar.ProgressBar
-	if isTerminal(stderr) && !(a.perCommand && isTerminal(stdout)) {
+	if isTerminal(stderr) && !(a.perCommand && isTerminal(unwrapWriter(stdout))) {
 		bar = progressbar.NewOptions64(size,
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription("apply"),
@@ -344,7 +344,7 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 		}
 	}
 	w := a.stderr
-	fmt.Fprintf(w, "apply: %d commands read, %d published (%d already in the journal), %d invalid", a.lines, len(a.published), dups, len(a.invalid))
+	fmt.Fprintf(w, "apply: %s read, %d published (%d already in the journal), %d invalid", plural(a.lines, "command"), len(a.published), dups, len(a.invalid))
 	if len(a.failed) > 0 {
 		fmt.Fprintf(w, ", %d not published", len(a.failed))
 	}
@@ -364,15 +364,15 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 	case loadErr != nil:
 		return loadErr
 	case len(a.failed) > 0:
-		return fmt.Errorf("%d of %d commands not published; the first, line %d: %s", len(a.failed), a.lines, a.failed[0].Line, a.failed[0].Error)
+		return fmt.Errorf("%d of %s not published; the first, line %d: %s", len(a.failed), plural(a.lines, "command"), a.failed[0].Line, a.failed[0].Error)
 	case waitErr != nil:
 		return waitErr
 	case len(a.invalid) > 0 && rejected > 0:
-		return rejection{fmt.Errorf("%d invalid lines, %d commands rejected", len(a.invalid), rejected)}
+		return rejection{fmt.Errorf("%s, %s rejected", plural(len(a.invalid), "invalid line"), plural(rejected, "command"))}
 	case len(a.invalid) > 0:
-		return rejection{fmt.Errorf("%d invalid lines", len(a.invalid))}
+		return rejection{errors.New(plural(len(a.invalid), "invalid line"))}
 	case rejected > 0:
-		return rejection{fmt.Errorf("%d commands rejected", rejected)}
+		return rejection{fmt.Errorf("%s rejected", plural(rejected, "command"))}
 	}
 	return nil
 }

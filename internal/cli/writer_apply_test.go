@@ -340,7 +340,7 @@ func TestWriterWait(t *testing.T) {
 			"outcomes: 4 applied, 1 rejected, 0 duplicate\n",
 			"invalid lines:\n  line 4 (id wa-4): ops: rule ops-count",
 			"rejected:\n  line 2 (id wa-2, seq ",
-			"rejected: 1 invalid lines, 1 commands rejected\n",
+			"rejected: 1 invalid line, 1 command rejected\n",
 		} {
 			if !strings.Contains(stderr, w) {
 				t.Errorf("stderr %q does not contain %q", stderr, w)

@@ -139,7 +139,7 @@ func (s *Store) Get(ctx context.Context, table, pk, rk string) (store.Entity, er
 		return s.getByQuery(ctx, op, table, pk, rk)
 	}
 	var raw *http.Response
-	resp, err := s.svc.NewClient(table).GetEntity(runtime.WithCaptureResponse(ctx, &raw), pk, rk, nil)
+	resp, err := s.svc.NewClient(table).GetEntity(policy.WithCaptureResponse(ctx, &raw), pk, rk, nil)
 	if err != nil {
 		return store.Entity{}, s.wrap(op, err, entityOp)
 	}
@@ -221,7 +221,7 @@ func (s *Store) queryPage(ctx context.Context, op, table, filter, sel string, to
 		opts.Select = &sel
 	}
 	var raw *http.Response
-	resp, err := s.svc.NewClient(table).NewListEntitiesPager(opts).NextPage(runtime.WithCaptureResponse(ctx, &raw))
+	resp, err := s.svc.NewClient(table).NewListEntitiesPager(opts).NextPage(policy.WithCaptureResponse(ctx, &raw))
 	if err != nil {
 		return nil, nil, s.wrap(op, err, tableOp)
 	}

@@ -88,9 +88,9 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("no ConnectionString and no Endpoint"))
 	default:
 		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs = append(errs, errors.New("Endpoint is not an http(s) URL"))
+			errs = append(errs, errors.New("the Endpoint is not an http(s) URL"))
 		} else if u.RawQuery != "" && (c.SAS != "" || c.SharedKey != "") {
-			errs = append(errs, errors.New("Endpoint carries a query (a SAS?) and another credential is set"))
+			errs = append(errs, errors.New("the Endpoint carries a query (a SAS?) and another credential is set"))
 		}
 		if c.SharedKey != "" && c.SharedKeyAccount == "" {
 			errs = append(errs, errors.New("SharedKey without SharedKeyAccount"))

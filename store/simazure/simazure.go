@@ -98,7 +98,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Burst < 0 {
-		errs = append(errs, fmt.Errorf("Burst %s: must not be negative", c.Burst))
+		errs = append(errs, fmt.Errorf("burst %s: must not be negative", c.Burst))
 	}
 	if c.Retry.MaxRetries < 0 || c.Retry.Delay < 0 || c.Retry.MaxDelay < 0 {
 		errs = append(errs, fmt.Errorf("Retry %+v: must not be negative", c.Retry))

@@ -84,20 +84,8 @@ func (d *decoder) take(n int) []byte {
 	return p
 }
 
-func (d *decoder) byte() byte { return d.take(1)[0] }
-
 func (d *decoder) uvarint() uint64 {
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = true
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
 	if n <= 0 {
 		d.err = true
 		return 0

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"runtime/debug"
+	"strings"
+)
+
+// Help and usage errors, the same for every command: --help prints the
+// usage and the flags to stdout and exits 0; a command-line mistake prints
+// one line naming it to stderr (Exit adds "see --help") and exits 2;
+// --version prints the version to stdout.
+
+// quietFlagSet returns a flag set that prints nothing itself: parse errors
+// are returned, help is printed by printHelp.
+func quietFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// versionFlag registers --version on fs.
+func versionFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("version", false, "print the version and exit")
+}
+
+// printHelp prints a command's usage text and its flags to w.
+func printHelp(w io.Writer, usage string, fs *flag.FlagSet) {
+	fmt.Fprint(w, usage)
+	out := fs.Output()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+}
+
+// flagError turns an error of flag.FlagSet.Parse into a usage error that
+// names the flag as users type it: "--seq", not "-seq".
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = "unknown flag --" + name
+	} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		msg = "flag --" + name + " needs a value"
+	} else {
+		msg = flagName.ReplaceAllString(msg, "$1 --$2")
+	}
+	return usageError(errors.New(msg))
+}
+
+// flagName finds the flag in the flag package's "invalid value" errors.
+var flagName = regexp.MustCompile(`(for flag|for) -([A-Za-z][\w-]*)`)
+
+// printVersion prints the version line of command name.
+func printVersion(w io.Writer, name string) {
+	bi, ok := debug.ReadBuildInfo()
+	fmt.Fprintln(w, buildVersion(name, bi, ok))
+}
+
+// buildVersion renders the module version and the VCS revision the binary
+// was built from, as the Go toolchain recorded them: "replay
+// github.com/tablejournal/tablejournal v1.2.3 (rev 0123abcd, 2026-11-21T10:00:00Z) go1.26.8".
+// A build from a work tree is version (devel); with -buildvcs=false or
+// outside git there is no revision.
+func buildVersion(name string, bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
+		return name + " (no build information)"
+	}
+	version := bi.Main.Version
+	if version == "" {
+		version = "(devel)"
+	}
+	var rev, at string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	vcs := "no vcs revision"
+	if rev != "" {
+		vcs = "rev " + rev
+		if at != "" {
+			vcs += ", " + at
+		}
+		if modified {
+			vcs += ", modified"
+		}
+	}
+	return fmt.Sprintf("%s %s %s (%s) %s", name, bi.Main.Path, version, vcs, bi.GoVersion)
+}
+
+// parseArgs parses args into fs; on -h or --help it prints usage and the
+// flags to stdout and returns flag.ErrHelp.
+func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer, usage string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(stdout, usage, fs)
+	}
+	if err != nil {
+		return flagError(err)
+	}
+	return nil
+}
