@@ -32,6 +32,11 @@ var (
 	// (MinMaxPayload), or one message is larger than the server allows.
 	ErrMaxPayload = errors.New("NATS max_payload too small")
 
+	// ErrBodyDiffers means a command was published under an ID the journal
+	// already holds with another body: JetStream deduplicated it by ID, so
+	// the new body was dropped. Use a new ID for a new command.
+	ErrBodyDiffers = errors.New("command ID already in the journal with a different body")
+
 	// ErrReplicasMismatch means an existing stream or bucket has another
 	// replica count than the one asked for. The count is never changed
 	// silently; the error says how to change it.

@@ -422,7 +422,7 @@ func (w *writerCmd) runOp(ctx context.Context, cmd *events.Command, stdout io.Wr
 	jw := journal.NewWriter(js, w.stream, journal.WithContentType(ct))
 	res, err := jw.Publish(ctx, cmd)
 	if err != nil {
-		if errors.Is(err, events.ErrInvalid) {
+		if errors.Is(err, events.ErrInvalid) || errors.Is(err, journal.ErrBodyDiffers) {
 			return rejection{err}
 		}
 		return err
