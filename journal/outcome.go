@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -122,28 +121,41 @@ func truncate(s string, n int) string {
 //
 // WithReplicas sets the stream's replica count (see CheckReplicas).
 func EnsureOutcomes(ctx context.Context, js jetstream.JetStream, opts ...EnsureOption) (jetstream.Stream, error) {
+	s, _, err := EnsureOutcomesConfig(ctx, js, OutcomesConfig{}, opts...)
+	return s, err
+}
+
+// OutcomesConfig configures the OUTCOMES stream.
+type OutcomesConfig struct {
+	// MaxAge is how long outcomes are kept (writers waiting for one and
+	// replay blame read them). If zero, a new stream keeps them forever and
+	// an existing stream's limit is left as it is; a negative MaxAge
+	// removes a limit set before.
+	MaxAge time.Duration
+}
+
+// EnsureOutcomesConfig is EnsureOutcomes with cfg applied, to a new stream
+// or an existing one (EnsureStream); it also returns what it changed in an
+// existing stream's configuration.
+func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg OutcomesConfig, opts ...EnsureOption) (jetstream.Stream, []string, error) {
 	replicas := ensureOpts(opts).replicas
-	cfg := jetstream.StreamConfig{
+	want := jetstream.StreamConfig{
 		Name:        OutcomesStream,
-		Description: "tablejournal command outcomes",
+		Description: "tablejournal outcomes: applied, rejected or duplicate, per journal message (outcomes.<base64url(id)>)",
 		Subjects:    []string{OutcomesPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		Duplicates:  DefaultDuplicates,
+		MaxAge:      max(cfg.MaxAge, 0),
 		AllowDirect: true,
 		Replicas:    max(replicas, 1),
 	}
-	s, err := js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		s, err = js.Stream(ctx, OutcomesStream)
-		if err == nil {
-			err = CheckReplicas(s.CachedInfo().Config, replicas)
-		}
-	}
+	s, changes, err := EnsureStream(ctx, js, want, Managed{MaxAge: cfg.MaxAge != 0,
+		Check: func(have jetstream.StreamConfig) error { return CheckReplicas(have, replicas) }})
 	if err != nil {
-		return nil, fmt.Errorf("ensure stream %s: %w", OutcomesStream, err)
+		return nil, nil, fmt.Errorf("ensure stream %s: %w", OutcomesStream, err)
 	}
-	return s, nil
+	return s, changes, nil
 }
 
 // OutcomeMsg renders o as the message PublishOutcome stores, for callers

@@ -111,18 +111,24 @@ type env struct {
 	stop func()
 }
 
-func newEnv(t testing.TB, st store.Store) *env {
+// newEnv starts a pipeline on st; jcfg, if given, configures the journal
+// (AllowTrim for a test that trims it).
+func newEnv(t testing.TB, st store.Store, jcfg ...journal.Config) *env {
 	t.Helper()
+	var jc journal.Config
+	if len(jcfg) > 0 {
+		jc = jcfg[0]
+	}
 	srv := journaltest.StartServerConfig(t, journal.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, 5*time.Minute)
-	j, err := journal.Ensure(ctx, js, journal.Config{})
+	j, err := journal.Ensure(ctx, js, jc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ctx: ctx, js: js, url: srv.ClientURL(), j: j, w: journal.NewWriter(js, j.Name()), st: st}
 	pctx, cancel := context.WithCancel(context.Background())
-	p, err := projection.New(pctx, js, st, projection.Config{Logger: quiet})
+	p, err := projection.New(pctx, js, st, projection.Config{Journal: jc, Logger: quiet})
 	if err != nil {
 		cancel()
 		t.Fatal(err)

@@ -135,7 +135,7 @@ func (w *writerCmd) flagSet() *flag.FlagSet {
 	fs := quietFlagSet("writer")
 	w.version = versionFlag(fs)
 	w.nats.register(fs, DefaultNATSURL)
-	fs.StringVar(&w.stream, "stream", journal.DefaultStream, "journal stream name")
+	fs.StringVar(&w.stream, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
 	fs.BoolVar(&w.jsonOut, "json", false, "print one JSON object per command instead of text")
 	fs.BoolVar(&w.wait, "wait", false, "wait for the projector's outcome of each command")
 	fs.DurationVar(&w.timeout, "timeout", waitTimeout, "how long to wait for the journal's acknowledgement and, with --wait, the outcome (apply: for the outcomes after the last line)")
@@ -422,7 +422,7 @@ func (w *writerCmd) runOp(ctx context.Context, cmd *events.Command, stdout io.Wr
 	jw := journal.NewWriter(js, w.stream, journal.WithContentType(ct))
 	res, err := jw.Publish(ctx, cmd)
 	if err != nil {
-		if errors.Is(err, events.ErrInvalid) {
+		if errors.Is(err, events.ErrInvalid) || errors.Is(err, journal.ErrBodyDiffers) {
 			return rejection{err}
 		}
 		return err
