@@ -494,7 +494,7 @@ func (p *Projector) logResults(part partition, rs []Result) {
 // outcome published before any later commit (BeforeCommit), so there is
 // nothing to rebuild for it.
 func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
-	o, err := journal.LookupOutcome(ctx, p.js, r.ID)
+	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
 	switch {
 	case err == nil && o.Seq == r.Seq:
 		return nil // published; the latest outcome of this ID is this one
