@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -162,9 +163,9 @@ func TestUnmarshalJSONAzureForms(t *testing.T) {
 	}
 }
 
-func TestUnmarshalJSONNullsAndUnknownFields(t *testing.T) {
-	in := `{"id":"c1","table":"things","pk":"p","future":{"a":[1,2,{"b":null}]},"issuer":null,"issuedAt":null,"meta":null,
-		"ops":[{"op":"delete","rk":"r","entity":null,"ifVersion":null,"extra":[true]}]}`
+func TestUnmarshalJSONNulls(t *testing.T) {
+	in := `{"id":"c1","table":"things","pk":"p","issuer":null,"issuedAt":null,"meta":null,
+		"ops":[{"op":"delete","rk":"r","entity":null,"ifVersion":null}]}`
 	c, err := events.UnmarshalJSON([]byte(in))
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +174,100 @@ func TestUnmarshalJSONNullsAndUnknownFields(t *testing.T) {
 	if !c.Equal(want) || c.Ops[0].Entity != nil || c.Ops[0].IfVersion != nil {
 		t.Errorf("got %#v", c)
 	}
+}
+
+// TestUnknownFieldsAndRK: both codecs refuse a field a command or an
+// operation does not have, in any spelling, naming it and where it is, and
+// an operation without "rk"; "rk": "" is the empty RowKey. Ignored, a
+// misspelled "ifVersion" applied a guarded replace unguarded and a
+// misspelled "rk" wrote the row with the empty RowKey.
+func TestUnknownFieldsAndRK(t *testing.T) {
+	base := func(op om, top ...any) om {
+		c := om{"id", "c1", "table", "things", "pk", "p", "ops", []any{op}}
+		return append(c, top...)
+	}
+	replace := func(extra ...any) om {
+		return append(om{"op", "replace", "rk", "r", "entity", om{"a", "x"}}, extra...)
+	}
+	for _, tc := range []struct {
+		name   string
+		cmd    om
+		rule   events.Rule // "" for valid
+		field  string
+		detail string // a part of the message
+	}{
+		{"ifversion lowercase", base(replace("ifversion", 0)), events.RuleUnknownField, "ops[0]", `unknown field "ifversion"`},
+		{"ifVerison misspelled", base(replace("ifVerison", 0)), events.RuleUnknownField, "ops[0]", `unknown field "ifVerison"`},
+		{"IfVersion capitalised", base(replace("IfVersion", 0)), events.RuleUnknownField, "ops[0]", `did you mean "ifVersion"`},
+		{"RK capitalised", base(om{"op", "upsert", "RK", "x", "entity", om{}}), events.RuleUnknownField, "ops[0]", `unknown field "RK"`},
+		{"extra in op", base(append(replace(), "extra", true)), events.RuleUnknownField, "ops[0]", `unknown field "extra"`},
+		{"extra in command", base(replace(), "extra", true), events.RuleUnknownField, "", `unknown field "extra"`},
+		{"Meta capitalised", base(replace(), "Meta", om{}), events.RuleUnknownField, "", `did you mean "meta"`},
+		{"nested unknown", base(replace(), "future", om{"a", []any{1, 2, om{"b", nil}}}), events.RuleUnknownField, "", `"future"`},
+		{"no rk", base(om{"op", "delete"}), events.RuleRKRequired, "ops[0].rk", `"rk": ""`},
+		{"rk null", base(om{"op", "delete", "rk", nil}), events.RuleRKRequired, "ops[0].rk", ""},
+		{"no rk in the second op", om{"id", "c1", "table", "things", "pk", "p", "ops", []any{om{"op", "delete", "rk", "a"}, om{"op", "delete"}}},
+			events.RuleRKRequired, "ops[1].rk", ""},
+		{"empty rk given", base(om{"op", "delete", "rk", ""}), "", "", ""},
+		{"ifVersion spelled right", base(replace("ifVersion", 0)), "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := json.Marshal(jsonOf(tc.cmd))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for codec, in := range map[string][]byte{"json": j, "msgpack": mp(t, tc.cmd)} {
+				var c *events.Command
+				if codec == "json" {
+					c, err = events.UnmarshalJSON(in)
+				} else {
+					c, err = events.UnmarshalMsgpack(in)
+				}
+				if tc.rule == "" {
+					if err != nil {
+						t.Errorf("%s: %v", codec, err)
+					}
+					continue
+				}
+				ve := wantRule(t, err, tc.rule)
+				if c != nil {
+					t.Errorf("%s: got a command with the error", codec)
+				}
+				if ve.Field != tc.field || !strings.Contains(ve.Error(), tc.detail) {
+					t.Errorf("%s: %q (field %q), want field %q and %q", codec, ve.Error(), ve.Field, tc.field, tc.detail)
+				}
+			}
+		})
+	}
+}
+
+// jsonOf turns an om (ordered map) into a value encoding/json writes with
+// the same keys, in the same order.
+func jsonOf(v any) any {
+	switch v := v.(type) {
+	case om:
+		var b strings.Builder
+		b.WriteString("{")
+		for i := 0; i < len(v); i += 2 {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			k, _ := json.Marshal(v[i])
+			val, _ := json.Marshal(jsonOf(v[i+1]))
+			b.Write(k)
+			b.WriteString(":")
+			b.Write(val)
+		}
+		b.WriteString("}")
+		return json.RawMessage(b.String())
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = jsonOf(x)
+		}
+		return out
+	}
+	return v
 }
 
 // TestUnmarshalMsgpackTolerant decodes the other forms a non-Go client may
@@ -322,7 +417,7 @@ func TestUnmarshalMsgpackErrors(t *testing.T) {
 		{"lying array length", mp(t, om{"ops", rawMP{0xdd, 0xff, 0xff, 0xff, 0xff}}), events.RuleMalformed},
 		{"lying str length", []byte{0x81, 0xa2, 'i', 'd', 0xdb, 0xff, 0xff, 0xff, 0xff}, events.RuleMalformed},
 		{"int key", mp(t, om{1, "x"}), events.RuleMalformed},
-		{"deep unknown field", mp(t, om{"future", rawMP(append(deep, 0xc0))}), events.RuleMalformed},
+		{"deep unknown field", mp(t, om{"future", rawMP(append(deep, 0xc0))}), events.RuleUnknownField},
 		{"id not a str", mp(t, om{"id", []byte("x")}), events.RuleMalformed},
 		{"invalid UTF-8 str", mp(t, om{"id", "\xff"}), events.RuleInvalidUTF8},
 		{"invalid UTF-8 key", mp(t, om{"\xff", "x"}), events.RuleInvalidUTF8},

@@ -25,10 +25,6 @@ const (
 
 	RuleTableName = Rule("table-name") // the table name does not match ^[A-Za-z][A-Za-z0-9]{2,62}$ or is "tables"
 
-	// RulePKRequired: the partition key is empty. Azure allows an empty
-	// PartitionKey, but the journal subject carries the key as a base64url
-	// token and an empty token is not a valid NATS subject token.
-	RulePKRequired       = Rule("pk-required")
 	RuleKeyTooLong       = Rule("key-too-long")       // PK over MaxKeyBytes, or RK over it once versioned
 	RuleKeyForbiddenChar = Rule("key-forbidden-char") // a key holds '/', '\\', '#' or '?'
 	RuleKeyControlChar   = Rule("key-control-char")   // a key holds U+0000–U+001F or U+007F–U+009F
@@ -82,6 +78,14 @@ const (
 	// RuleMalformed: the input is not well-formed JSON or msgpack, or a
 	// field holds the wrong kind of value.
 	RuleMalformed = Rule("malformed")
+	// RuleUnknownField: a field that a command or a row operation does not
+	// have. Field names are case-sensitive: "IfVersion" and "ifversion"
+	// are not "ifVersion". Ignoring them would apply a guarded replace
+	// unguarded, or write a misspelled "rk" to the empty RowKey.
+	RuleUnknownField = Rule("unknown-field")
+	// RuleRKRequired: a row operation without "rk" (or with "rk": null). The
+	// empty RowKey, which Azure allows, is given explicitly: "rk": "".
+	RuleRKRequired = Rule("rk-required")
 	// RuleContentType: a content type other than ContentTypeJSON or
 	// ContentTypeMsgpack.
 	RuleContentType = Rule("content-type")

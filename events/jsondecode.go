@@ -26,10 +26,11 @@ import (
 // The decoder is strict: the input must be valid UTF-8 holding one JSON
 // object; a duplicated field, property, annotation or meta key, a nested
 // or null property value, a literal that does not parse, an annotation for
-// an absent property and an unknown type are errors. Unknown fields of the
-// command and of its operations are ignored, for forward compatibility; a
-// null field is the same as an absent one. Every error is a
-// *ValidationError wrapping ErrInvalid. See Decode.
+// an absent property and an unknown type are errors. So is a field the
+// command or an operation does not have (RuleUnknownField; names are
+// case-sensitive) and an operation without "rk" (RuleRKRequired: the empty
+// RowKey is written "rk": ""). A null field is the same as an absent one.
+// Every error is a *ValidationError wrapping ErrInvalid. See Decode.
 func UnmarshalJSON(data []byte) (*Command, error) {
 	if !utf8.Valid(data) {
 		return nil, invalid("", RuleMalformed, "input is not valid UTF-8")
@@ -110,7 +111,7 @@ func (d *jsonDecoder) command() (*Command, error) {
 			bit = fieldMeta
 			c.Meta, err = d.meta()
 		default:
-			err = d.skip(p)
+			err = unknownField(topPath(""), key, commandFields)
 		}
 		if err != nil {
 			return nil, err
@@ -149,6 +150,7 @@ func (d *jsonDecoder) op(i int) (RowOp, error) {
 		return op, err
 	}
 	var seen uint
+	hasRK := false
 	for d.dec.More() {
 		key, err := d.key(opPath(i, ""))
 		if err != nil {
@@ -164,7 +166,7 @@ func (d *jsonDecoder) op(i int) (RowOp, error) {
 			op.Op = OpKind(s)
 		case "rk":
 			bit = fieldRK
-			op.RK, err = d.str(p)
+			op.RK, hasRK, err = d.nullableStr(p)
 		case "entity":
 			bit = fieldEntity
 			op.Entity, err = d.entity(i)
@@ -172,7 +174,7 @@ func (d *jsonDecoder) op(i int) (RowOp, error) {
 			bit = fieldIfVersion
 			op.IfVersion, err = d.ifVersion(p)
 		default:
-			err = d.skip(p)
+			err = unknownField(opPath(i, ""), key, opFields)
 		}
 		if err != nil {
 			return op, err
@@ -182,7 +184,13 @@ func (d *jsonDecoder) op(i int) (RowOp, error) {
 		}
 		seen |= bit
 	}
-	return op, d.close(opPath(i, ""))
+	if err := d.close(opPath(i, "")); err != nil {
+		return op, err
+	}
+	if !hasRK {
+		return op, missingRK(i)
+	}
+	return op, nil
 }
 
 func (d *jsonDecoder) ifVersion(p path) (*int64, error) {
@@ -294,17 +302,23 @@ func (d *jsonDecoder) token(p path) (json.Token, error) {
 
 // str reads a string or null (as "").
 func (d *jsonDecoder) str(p path) (string, error) {
+	s, _, err := d.nullableStr(p)
+	return s, err
+}
+
+// nullableStr reads a string (ok) or null (not ok, "").
+func (d *jsonDecoder) nullableStr(p path) (s string, ok bool, err error) {
 	tok, err := d.token(p)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	switch t := tok.(type) {
 	case string:
-		return t, nil
+		return t, true, nil
 	case nil:
-		return "", nil
+		return "", false, nil
 	}
-	return "", p.fail(RuleMalformed, "not a string")
+	return "", false, p.fail(RuleMalformed, "not a string")
 }
 
 // key reads an object key.
@@ -338,13 +352,4 @@ func (d *jsonDecoder) close(p path) error {
 		err = p.fail(RuleMalformed, "unterminated object or array")
 	}
 	return err
-}
-
-// skip reads past the value of an unknown field.
-func (d *jsonDecoder) skip(p path) error {
-	var raw json.RawMessage
-	if err := d.dec.Decode(&raw); err != nil {
-		return malformed(p.String(), err)
-	}
-	return nil
 }

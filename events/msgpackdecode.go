@@ -20,8 +20,9 @@ import (
 // Binary as a base64 str, a Double as an int or a str ("NaN",
 // "Infinity", "-Infinity" or a decimal); an unannotated bin is a Binary.
 // It is strict otherwise, with the same rules as UnmarshalJSON: one map,
-// nothing after it, str map keys, valid UTF-8, no duplicates. Every error
-// is a *ValidationError wrapping ErrInvalid. See Decode.
+// nothing after it, str map keys, valid UTF-8, no duplicates, no unknown
+// fields, "rk" in every operation. Every error is a *ValidationError
+// wrapping ErrInvalid. See Decode.
 func UnmarshalMsgpack(data []byte) (*Command, error) {
 	d := mpDecoders.Get().(*mpDecoder)
 	defer d.release()
@@ -58,10 +59,6 @@ func (d *mpDecoder) release() {
 	clear(d.b.pending)
 	mpDecoders.Put(d)
 }
-
-// maxSkipDepth bounds the nesting of an unknown field's value, so that no
-// input can exhaust the stack.
-const maxSkipDepth = 32
 
 func (d *mpDecoder) command() (*Command, error) {
 	n, err := d.mapLen(topPath(""), "command")
@@ -105,7 +102,7 @@ func (d *mpDecoder) command() (*Command, error) {
 			bit, p = fieldMeta, topPath("meta")
 			c.Meta, err = d.meta()
 		default:
-			err = d.skip(topPath(string(k)), 0)
+			err = unknownField(topPath(""), string(k), commandFields)
 		}
 		if err != nil {
 			return nil, err
@@ -151,6 +148,7 @@ func (d *mpDecoder) op(i int, op *RowOp) error {
 		return err
 	}
 	var seen uint
+	hasRK := false
 	for range n {
 		k, err := d.key(opPath(i, ""))
 		if err != nil {
@@ -164,7 +162,7 @@ func (d *mpDecoder) op(i int, op *RowOp) error {
 			op.Op, err = d.opKind(p)
 		case "rk":
 			bit, p = fieldRK, opPath(i, "rk")
-			op.RK, err = d.str(p)
+			op.RK, hasRK, err = d.nullableStr(p)
 		case "entity":
 			bit, p = fieldEntity, opPath(i, "entity")
 			op.Entity, err = d.entity(i)
@@ -172,7 +170,7 @@ func (d *mpDecoder) op(i int, op *RowOp) error {
 			bit, p = fieldIfVersion, opPath(i, "ifVersion")
 			op.IfVersion, err = d.ifVersion(p)
 		default:
-			err = d.skip(opPath(i, string(k)), 0)
+			err = unknownField(opPath(i, ""), string(k), opFields)
 		}
 		if err != nil {
 			return err
@@ -181,6 +179,9 @@ func (d *mpDecoder) op(i int, op *RowOp) error {
 			return p.fail(RuleDuplicateField, "field given twice")
 		}
 		seen |= bit
+	}
+	if !hasRK {
+		return missingRK(i)
 	}
 	return nil
 }
@@ -366,40 +367,6 @@ func (d *mpDecoder) meta() (map[string]string, error) {
 	return m, nil
 }
 
-// skip reads past the value of an unknown field, to a bounded depth.
-func (d *mpDecoder) skip(p path, depth int) error {
-	c, err := d.peek(p)
-	if err != nil {
-		return err
-	}
-	var n int
-	switch {
-	case isMap(c):
-		if n, err = d.dec.DecodeMapLen(); err == nil {
-			n *= 2
-		}
-	case isArray(c):
-		n, err = d.dec.DecodeArrayLen()
-	default:
-		return d.wrap(p, d.dec.Skip())
-	}
-	if err != nil {
-		return malformed(p.String(), err)
-	}
-	if depth >= maxSkipDepth {
-		return p.fail(RuleMalformed, "nested deeper than %d", maxSkipDepth)
-	}
-	if n > d.r.Len() {
-		return p.fail(RuleMalformed, "container of %d values exceeds the input", n)
-	}
-	for range n {
-		if err := d.skip(p, depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // mapLen reads the header of a map that must be there.
 func (d *mpDecoder) mapLen(p path, what string) (int, error) {
 	c, err := d.peek(p)
@@ -457,24 +424,30 @@ func (d *mpDecoder) strBytes(p path) ([]byte, error) {
 
 // str reads a str, or nil as "".
 func (d *mpDecoder) str(p path) (string, error) {
+	s, _, err := d.nullableStr(p)
+	return s, err
+}
+
+// nullableStr reads a str (ok) or nil (not ok, "").
+func (d *mpDecoder) nullableStr(p path) (s string, ok bool, err error) {
 	c, err := d.peek(p)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if c == msgpcode.Nil {
-		return "", d.wrap(p, d.dec.DecodeNil())
+		return "", false, d.wrap(p, d.dec.DecodeNil())
 	}
 	if !msgpcode.IsString(c) {
-		return "", p.fail(RuleMalformed, "not a string")
+		return "", false, p.fail(RuleMalformed, "not a string")
 	}
-	s, err := d.dec.DecodeString()
+	s, err = d.dec.DecodeString()
 	if err != nil {
-		return "", malformed(p.String(), err)
+		return "", false, malformed(p.String(), err)
 	}
 	if !utf8.ValidString(s) {
-		return "", p.fail(RuleInvalidUTF8, "not valid UTF-8")
+		return "", false, p.fail(RuleInvalidUTF8, "not valid UTF-8")
 	}
-	return s, nil
+	return s, true, nil
 }
 
 // peek returns the code of the next value; the end of input is an error.

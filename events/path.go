@@ -63,3 +63,30 @@ func (p path) String() string {
 	}
 	return b.String()
 }
+
+// The fields of a command and of a row operation, as both codecs name them.
+var (
+	commandFields = []string{"id", "table", "pk", "ops", "issuer", "issuedAt", "meta"}
+	opFields      = []string{"op", "rk", "entity", "ifVersion"}
+)
+
+// unknownField is the error for a field named key in the object at p, which
+// has only the fields known. A key that differs from a known one only in
+// case says which one it resembles.
+func unknownField(p path, key string, known []string) *ValidationError {
+	for _, k := range known {
+		if strings.EqualFold(k, key) {
+			return p.fail(RuleUnknownField, "unknown field %q: field names are case-sensitive; did you mean %q?", key, k)
+		}
+	}
+	in := "the command"
+	if p.kind == pathOp {
+		in = "a row operation"
+	}
+	return p.fail(RuleUnknownField, "unknown field %q; %s has only %s", key, in, strings.Join(known, ", "))
+}
+
+// missingRK is the error for operation i without "rk".
+func missingRK(i int) *ValidationError {
+	return opPath(i, "rk").fail(RuleRKRequired, `no "rk": every row operation names its RowKey; write "rk": "" for the empty one`)
+}

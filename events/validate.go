@@ -54,7 +54,8 @@ const (
 // rejection reason is part of the projection.
 //
 // The same RowKey twice in one command is allowed: its operations apply in
-// order. An empty RowKey is allowed, as in Azure. IssuedAt is only checked
+// order. An empty PartitionKey or RowKey is allowed, as in Azure; the
+// journal subject carries the empty PartitionKey as the token "=". IssuedAt is only checked
 // to be zero or within years 1601..9999; the codecs carry it at 100 ns.
 func (c *Command) Validate() error {
 	if c == nil {
@@ -65,9 +66,6 @@ func (c *Command) Validate() error {
 	}
 	if err := validateTable(c.Table); err != nil {
 		return err
-	}
-	if c.PK == "" {
-		return invalid("pk", RulePKRequired, "the partition key is empty; the journal subject needs a non-empty pk token")
 	}
 	if err := validateKey(topPath("pk"), c.PK, utf16Len(c.PK)); err != nil {
 		return err

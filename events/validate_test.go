@@ -89,7 +89,6 @@ func TestValidateRejects(t *testing.T) {
 		{"table too long", setTable("a" + strings.Repeat("b", 63)), events.RuleTableName, "table"},
 		{"table non-ASCII", setTable("tablé"), events.RuleTableName, "table"},
 		{"table reserved", setTable("Tables"), events.RuleTableName, "table"},
-		{"empty pk", setPK(""), events.RulePKRequired, "pk"},
 		{"pk with /", setPK("a/b"), events.RuleKeyForbiddenChar, "pk"},
 		{"pk with \\", setPK(`a\b`), events.RuleKeyForbiddenChar, "pk"},
 		{"pk with #", setPK("a#b"), events.RuleKeyForbiddenChar, "pk"},
@@ -229,6 +228,7 @@ func TestValidateAccepts(t *testing.T) {
 		{"empty entity", func(c *events.Command) { c.Ops[0].Entity = events.Entity{} }},
 		{"delete with empty entity", func(c *events.Command) { c.Ops[0] = events.RowOp{Op: events.OpDelete, Entity: events.Entity{}} }},
 		{"empty RK", func(c *events.Command) { c.Ops[0].RK = "" }},
+		{"empty PK, as Azure allows", func(c *events.Command) { c.PK = "" }},
 		{"ifVersion 0 on merge", func(c *events.Command) { c.Ops[0].Op, c.Ops[0].IfVersion = events.OpMerge, ptr(0) }},
 		{"ifVersion on delete", func(c *events.Command) {
 			c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r", IfVersion: ptr(math.MaxInt64)}

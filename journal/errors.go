@@ -21,6 +21,15 @@ var (
 	// not created as a journal (no shard metadata, or another subject
 	// transform).
 	ErrNotJournal = errors.New("stream is not a tablejournal journal")
+
+	// ErrReplicasMismatch means an existing stream or bucket has another
+	// replica count than the one asked for. The count is never changed
+	// silently; the error says how to change it.
+	ErrReplicasMismatch = errors.New("replica count mismatch")
+	// ErrMaxPayload means the NATS server's max_payload is too small for
+	// the largest valid command or what the projector publishes for it
+	// (MinMaxPayload), or one message is larger than the server allows.
+	ErrMaxPayload = errors.New("NATS max_payload too small")
 )
 
 // Reading.

@@ -8,16 +8,19 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
 )
 
 // OutcomesStream is the name of the stream that holds outcomes.
 const OutcomesStream = "OUTCOMES"
 
-// outcomesPrefix is the first token of every outcome subject.
-const outcomesPrefix = "outcomes"
+// OutcomesPrefix is the first token of every outcome subject.
+const OutcomesPrefix = "outcomes"
 
 // Status says what became of a command.
 type Status string
@@ -61,9 +64,50 @@ type Outcome struct {
 }
 
 // OutcomeSubject returns the subject of a command's outcomes:
-// outcomes.<base64url(id)>, since a command ID may contain '.'.
+// outcomes.<base64url(id)>, since a command ID may contain '.'. A journal
+// message that carries no usable ID (no Nats-Msg-Id and a body that does
+// not decode, or an ID longer than events.MaxIDLen, which no valid command
+// has) has its outcomes on outcomes.= ("=" is never base64url output):
+// a subject must not be empty, nor as long as such an ID could be.
 func OutcomeSubject(id string) string {
-	return outcomesPrefix + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+	if id == "" || len(id) > events.MaxIDLen {
+		return OutcomesPrefix + ".="
+	}
+	return OutcomesPrefix + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// Bounds of an outcome message, so that every command has one whatever it
+// holds.
+const (
+	// MaxReasonBytes is the longest Reason stored; a longer one (quoting a
+	// huge field of a malformed message) is cut at a character boundary
+	// and ends in "…".
+	MaxReasonBytes = 4 << 10
+	// MaxOutcomeBytes bounds an outcome message: an ID and a Reason of
+	// bounded length, and the rows of at most events.MaxOpsPerCommand
+	// operations with their keys, all JSON-escaped.
+	MaxOutcomeBytes = 256 << 10
+)
+
+// bounded returns o with its ID and Reason cut to their bounds.
+func (o Outcome) bounded() Outcome {
+	o.ID = truncate(o.ID, events.MaxIDLen)
+	o.Reason = truncate(o.Reason, MaxReasonBytes)
+	return o
+}
+
+// truncate cuts s to at most n bytes at a character boundary, marking the
+// cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // EnsureOutcomes creates the OUTCOMES stream, or opens it if it exists.
@@ -74,19 +118,26 @@ func OutcomeSubject(id string) string {
 // replay blame needs the applied one, which a per-subject limit of one would
 // overwrite. Outcomes reads it. Republishing the same outcome is
 // deduplicated by Nats-Msg-Id "outcome-<seq>".
-func EnsureOutcomes(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+//
+// WithReplicas sets the stream's replica count (see CheckReplicas).
+func EnsureOutcomes(ctx context.Context, js jetstream.JetStream, opts ...EnsureOption) (jetstream.Stream, error) {
+	replicas := ensureOpts(opts).replicas
 	cfg := jetstream.StreamConfig{
 		Name:        OutcomesStream,
 		Description: "tablejournal command outcomes",
-		Subjects:    []string{outcomesPrefix + ".>"},
+		Subjects:    []string{OutcomesPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
 		Duplicates:  DefaultDuplicates,
 		AllowDirect: true,
+		Replicas:    max(replicas, 1),
 	}
 	s, err := js.CreateStream(ctx, cfg)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		s, err = js.Stream(ctx, OutcomesStream)
+		if err == nil {
+			err = CheckReplicas(s.CachedInfo().Config, replicas)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", OutcomesStream, err)
@@ -98,12 +149,14 @@ func EnsureOutcomes(ctx context.Context, js jetstream.JetStream) (jetstream.Stre
 // that publish asynchronously. Its Nats-Msg-Id is "outcome-<seq>", so
 // publishing the outcome of one journal sequence twice stores it once.
 func OutcomeMsg(o Outcome) (*nats.Msg, error) {
+	subject := OutcomeSubject(o.ID)
+	o = o.bounded()
 	data, err := json.Marshal(o)
 	if err != nil {
 		return nil, fmt.Errorf("outcome %s: %w", o.ID, err)
 	}
 	return &nats.Msg{
-		Subject: OutcomeSubject(o.ID),
+		Subject: subject,
 		Header: nats.Header{
 			jetstream.MsgIDHeader: []string{"outcome-" + strconv.FormatUint(o.Seq, 10)},
 			"Content-Type":        []string{"application/json"},
@@ -209,7 +262,7 @@ func (o *Outcomes) Last(ctx context.Context) (uint64, error) {
 // new ones, until fn returns true or ctx ends (then it returns ctx's
 // error).
 func (o *Outcomes) Follow(ctx context.Context, from uint64, fn func(seq uint64, x Outcome) bool) error {
-	return o.read(ctx, outcomesPrefix+".>", from, func(seq uint64, x Outcome, _ uint64) bool { return fn(seq, x) })
+	return o.read(ctx, OutcomesPrefix+".>", from, func(seq uint64, x Outcome, _ uint64) bool { return fn(seq, x) })
 }
 
 // AwaitAll waits for the outcome of every publish of rs and returns them

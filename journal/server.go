@@ -144,6 +144,12 @@ func (s *Server) Shutdown() {
 	s.ns.WaitForShutdown()
 }
 
+// ServerLogger adapts l to nats-server's logger, for servers started
+// elsewhere (the test kit's clusters); Debug and Trace map to slog's Debug.
+func ServerLogger(l *slog.Logger) server.Logger {
+	return slogAdapter{l: l, fatal: make(chan string, 1)}
+}
+
 // slogAdapter feeds nats-server's log into slog, and its first fatal error
 // into fatal.
 type slogAdapter struct {

@@ -40,7 +40,10 @@ type Config struct {
 	// ID it has already stored. If zero, 2 minutes. It should exceed the
 	// Writer's retry budget (one minute by default).
 	Duplicates time.Duration
-	// Replicas is the stream's replication factor in a cluster. If zero, 1.
+	// Replicas is the stream's replication factor in a cluster. If zero,
+	// a new stream gets 1 and an existing one is used at whatever count it
+	// has; otherwise an existing stream with another count is refused with
+	// ErrReplicasMismatch (see CheckReplicas).
 	Replicas int
 }
 
@@ -117,11 +120,13 @@ type Journal struct {
 
 // Ensure creates the journal stream described by cfg, or checks an existing
 // one. An existing stream is not modified; if it records another shard count
-// than cfg's, Ensure fails with ErrShardMismatch.
+// than cfg's, Ensure fails with ErrShardMismatch, and if cfg asks for
+// another replica count, with ErrReplicasMismatch.
 func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("journal config: %w", err)
 	}
+	replicas := cfg.Replicas
 	cfg.setDefaults()
 	s, err := js.CreateStream(ctx, cfg.streamConfig())
 	if err == nil {
@@ -137,6 +142,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, 
 	if j.shards != cfg.Shards {
 		return nil, fmt.Errorf("%w: stream %s was created with %d shards, configured with %d; re-sharding would move partitions between shards, so create a new stream instead",
 			ErrShardMismatch, cfg.Stream, j.shards, cfg.Shards)
+	}
+	if err := CheckReplicas(j.stream.CachedInfo().Config, replicas); err != nil {
+		return nil, err
 	}
 	return j, nil
 }

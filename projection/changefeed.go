@@ -36,19 +36,37 @@ type ChangeEvent struct {
 	After   json.RawMessage `json:"after,omitempty"`
 }
 
+// MaxChangeEventBytes bounds a change event: one row's before and after
+// images, each at most events.MaxEntityJSONBytes (the row fits Azure's
+// 1 MiB entity), and the rest of the event (keys, command ID, time) under
+// 8 KiB. It is within journal.MinMaxPayload, which the projector checks
+// the server's max_payload against when it starts, so every change event
+// of an applied command can be published. About 6 MiB.
+const MaxChangeEventBytes = 2*events.MaxEntityJSONBytes + 8<<10
+
 // ChangeSubject is the subject of change events of one partition.
 func ChangeSubject(table, pk string) string {
 	return "changes." + table + "." + journal.PKToken(pk)
 }
 
 // EnsureChangeFeed creates the change-feed stream if it does not exist.
-func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream) error {
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+// journal.WithReplicas sets its replica count; an existing stream is not
+// modified (see journal.CheckReplicas).
+func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream, opts ...journal.EnsureOption) error {
+	replicas := journal.Replicas(opts...)
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:       ChangeStream,
 		Subjects:   []string{"changes.>"},
 		Storage:    jetstream.FileStorage,
 		Duplicates: 2 * time.Minute,
+		Replicas:   max(replicas, 1),
 	})
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		var s jetstream.Stream
+		if s, err = js.Stream(ctx, ChangeStream); err == nil {
+			err = journal.CheckReplicas(s.CachedInfo().Config, replicas)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("change feed stream: %w", err)
 	}
@@ -97,7 +115,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		return nil
 	}
 	for _, r := range rs {
-		if r.Status == Skipped {
+		if r.Status == Skipped || r.Stored {
 			continue
 		}
 		if p.changes && r.Status == Applied {

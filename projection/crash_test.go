@@ -49,9 +49,12 @@ func crashChild() int {
 		return 1
 	}
 	defer nc.Close()
-	// Small fetches and no cache make a kill land inside a batch often.
+	// Small fetches and no cache make a kill land inside a batch often. The
+	// same instance ID every time: a restarted child takes its killed
+	// predecessor's shard leases back at once.
 	p, err := projection.New(ctx, js, st, projection.Config{
 		FetchBatch: 64, Applier: projection.ApplierConfig{CacheRows: -1}, Logger: projectiontest.QuietLogger(),
+		InstanceID: "crash-child",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(crashChildEnv) != "" {
 		os.Exit(crashChild())
 	}
+	if os.Getenv(projectorChildEnv) != "" {
+		os.Exit(projectorChild())
+	}
 	os.Exit(azurite.Run(m, &azuriteSrv))
 }
 
@@ -106,11 +109,11 @@ func sameVersionCount(a, b map[projectiontest.RowID][]projection.Row) bool {
 // column but the store's own Timestamp and etag.
 func compareStores(t *testing.T, a, b store.Store, table string) {
 	t.Helper()
-	ea, err := store.Collect(context.Background(), a, table, store.Query{})
+	ea, err := store.Collect(context.Background(), a, table, store.Query{AllPartitions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	eb, err := store.Collect(context.Background(), b, table, store.Query{})
+	eb, err := store.Collect(context.Background(), b, table, store.Query{AllPartitions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,19 +197,25 @@ func TestPoison(t *testing.T) {
 			badTable := strings.Replace(string(goodJSON), `"orders"`, `"1nvalid"`, 1)
 			badTable = strings.Replace(badTable, "poison-ok", "poison-bad-table", 1)
 			mismatch := strings.Replace(string(goodJSON), "poison-ok", "poison-mismatch", 1)
+			unguarded := `{"id":"poison-ifversion","table":"orders","pk":"part-00","ops":[{"op":"replace","rk":"x","ifversion":0,"entity":{}}]}`
+			noRK := `{"id":"poison-no-rk","table":"orders","pk":"part-00","ops":[{"op":"upsert","entity":{}}]}`
 
 			poison := []struct {
 				name, subject, ct string
 				data              []byte
 				id                string
+				reason            string // a part of the outcome's reason, if given
 			}{
-				{"undecodable msgpack", journal.Subject("orders", "part-00"), "", []byte{0xc1, 0xff, 0x00}, "poison-msgpack"},
-				{"broken JSON", journal.Subject("orders", "part-01"), events.ContentTypeJSON, []byte(`{"id":"poison-json",`), "poison-json"},
-				{"subject and body disagree", journal.Subject("orders", "part-02"), events.ContentTypeJSON, []byte(mismatch), "poison-mismatch"},
-				{"too many ops", journal.Subject("orders", "part-00"), events.ContentTypeJSON, tooManyJSON, "poison-too-many-ops"},
-				{"invalid table", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(badTable), "poison-bad-table"},
-				{"unknown content type", journal.Subject("orders", "part-00"), "text/plain", goodJSON, "poison-ok"},
-				{"big entity", journal.Subject("orders", "part-03"), events.ContentTypeJSON, bigEntityJSON(t), "poison-big"},
+				{"undecodable msgpack", journal.Subject("orders", "part-00"), "", []byte{0xc1, 0xff, 0x00}, "poison-msgpack", ""},
+				{"broken JSON", journal.Subject("orders", "part-01"), events.ContentTypeJSON, []byte(`{"id":"poison-json",`), "poison-json", ""},
+				{"subject and body disagree", journal.Subject("orders", "part-02"), events.ContentTypeJSON, []byte(mismatch), "poison-mismatch", ""},
+				{"too many ops", journal.Subject("orders", "part-00"), events.ContentTypeJSON, tooManyJSON, "poison-too-many-ops", ""},
+				{"invalid table", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(badTable), "poison-bad-table", ""},
+				{"unknown content type", journal.Subject("orders", "part-00"), "text/plain", goodJSON, "poison-ok", ""},
+				{"big entity", journal.Subject("orders", "part-03"), events.ContentTypeJSON, bigEntityJSON(t), "poison-big", ""},
+				{"unknown field", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(unguarded), "poison-ifversion",
+					`ops[0]: rule unknown-field: unknown field "ifversion"`},
+				{"no rk", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(noRK), "poison-no-rk", "ops[0].rk: rule rk-required"},
 			}
 			valid(200)
 			for _, p := range poison {
@@ -225,8 +234,8 @@ func TestPoison(t *testing.T) {
 			}
 			for _, p := range poison {
 				o, ok := byID[p.id]
-				if !ok || o.Status != journal.StatusRejected || o.Reason == "" {
-					t.Errorf("%s: outcome %+v, want rejected with a reason", p.name, o)
+				if !ok || o.Status != journal.StatusRejected || o.Reason == "" || !strings.Contains(o.Reason, p.reason) {
+					t.Errorf("%s: outcome %+v, want rejected with a reason %q", p.name, o, p.reason)
 					continue
 				}
 				t.Logf("%s: %s", p.name, o.Reason)

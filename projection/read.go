@@ -29,11 +29,11 @@ func (r Reader) Get(ctx context.Context, table, pk, rk string) (Row, error) {
 	return DecodeRow(e)
 }
 
-// Current lists the current rows of a partition (pk != "") or of the whole
-// table (pk == ""), in key order, one range query over the tip rows.
-func (r Reader) Current(ctx context.Context, table, pk string, fn func(Row) error) error {
+// Current lists the current rows of one partition or of the whole table
+// (store.AllPartitions), in key order, one range query over the tip rows.
+func (r Reader) Current(ctx context.Context, table string, part store.Partition, fn func(Row) error) error {
 	from, to := TipRange()
-	return store.All(ctx, r.Store, table, store.Query{PK: pk, From: from, To: to}, func(e store.Entity) error {
+	return store.All(ctx, r.Store, table, part.Query(store.Query{From: from, To: to}), func(e store.Entity) error {
 		row, err := DecodeRow(e)
 		if err != nil {
 			return err

@@ -73,15 +73,15 @@ func asCurrent(r projection.Row) projection.Row {
 	return r
 }
 
-// AsOf calls fn with every row of partition pk (of the whole table when pk
-// is "") as it stood at journal sequence seq, in (PartitionKey, RowKey)
-// order. It reads two range scans, the tips then the version rows, filtered
+// AsOf calls fn with every row of a partition, or of the whole table
+// (store.AllPartitions), as it stood at journal sequence seq, in
+// (PartitionKey, RowKey) order. It reads two range scans, the tips then the version rows, filtered
 // by the store to the rows written at or before seq, and keeps the newest
 // version of each row per partition; rows whose newest version then is a
 // tombstone are left out.
 // Rows passed to fn are as AsOfRow returns them.
-func (r *Replayer) AsOf(ctx context.Context, table, pk string, seq uint64, fn func(projection.Row) error) error {
-	return scanAt(ctx, r.st, table, pk, seq, func(row projection.Row) error {
+func (r *Replayer) AsOf(ctx context.Context, table string, part store.Partition, seq uint64, fn func(projection.Row) error) error {
+	return scanAt(ctx, r.st, table, part, seq, func(row projection.Row) error {
 		if row.Deleted {
 			return nil
 		}
@@ -90,8 +90,8 @@ func (r *Replayer) AsOf(ctx context.Context, table, pk string, seq uint64, fn fu
 }
 
 // scanAt calls fn with the newest version at or before seq of every row of
-// the partition (table when pk is ""), tombstones included, partition by
-// partition in key order.
+// the partition or table, tombstones included, partition by partition in
+// key order.
 //
 // It reads every tip first, then the version rows. The projector may be
 // writing meanwhile: when it replaces a row, the old tip moves to a version
@@ -100,17 +100,17 @@ func (r *Replayer) AsOf(ctx context.Context, table, pk string, seq uint64, fn fu
 // two reads either way; in one scan, where version rows come first, a row
 // replaced behind the scan's position would be missed. The tips at seq are
 // held in memory meanwhile; the version rows stream.
-func scanAt(ctx context.Context, st store.Store, table, pk string, seq uint64, fn func(projection.Row) error) error {
+func scanAt(ctx context.Context, st store.Store, table string, part store.Partition, seq uint64, fn func(projection.Row) error) error {
 	filter := seqAtMost(seq)
 	var tips []projection.Row
 	from, to := projection.TipRange()
-	err := store.All(ctx, st, table, store.Query{PK: pk, From: from, To: to, Filter: filter}, func(e store.Entity) error {
+	err := store.All(ctx, st, table, part.Query(store.Query{From: from, To: to, Filter: filter}), func(e store.Entity) error {
 		row, err := projection.DecodeRow(e)
 		tips = append(tips, row)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("asof %s/%q at %d: %w", table, pk, seq, err)
+		return fmt.Errorf("asof %s/%s at %d: %w", table, part, seq, err)
 	}
 	best := make(map[string]projection.Row)
 	keep := func(row projection.Row) {
@@ -146,7 +146,7 @@ func scanAt(ctx context.Context, st store.Store, table, pk string, seq uint64, f
 		cur     string
 		started bool
 	)
-	q := store.Query{PK: pk, From: projection.OldPrefix, To: "old;", Filter: filter}
+	q := part.Query(store.Query{From: projection.OldPrefix, To: "old;", Filter: filter})
 	err = store.All(ctx, st, table, q, func(e store.Entity) error {
 		if !started || e.PK != cur {
 			if started {
@@ -173,7 +173,7 @@ func scanAt(ctx context.Context, st store.Store, table, pk string, seq uint64, f
 		err = flush(tips[0].PK, true)
 	}
 	if err != nil {
-		return fmt.Errorf("asof %s/%q at %d: %w", table, pk, seq, err)
+		return fmt.Errorf("asof %s/%s at %d: %w", table, part, seq, err)
 	}
 	return nil
 }

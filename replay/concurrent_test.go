@@ -63,11 +63,11 @@ func TestReadsDuringWrites(t *testing.T) {
 	}
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			for _, pk := range []string{"p", ""} {
-				t.Run("asof pk="+pk, func(t *testing.T) {
+			for _, part := range []store.Partition{store.InPartition("p"), store.AllPartitions} {
+				t.Run("asof "+part.String(), func(t *testing.T) {
 					rp, _, table := setup(t, b)
 					got := map[string]int32{}
-					err := rp.AsOf(ctx, table, pk, 2, func(r projection.Row) error {
+					err := rp.AsOf(ctx, table, part, 2, func(r projection.Row) error {
 						got[r.RK] = int32(r.Props["n"].Int)
 						return nil
 					})
@@ -89,7 +89,7 @@ func TestReadsDuringWrites(t *testing.T) {
 				if _, err := rp.Load(ctx, &buf, replay.LoadConfig{Into: into}); err != nil {
 					t.Fatal(err)
 				}
-				rows, err := store.Collect(ctx, base, into, store.Query{})
+				rows, err := store.Collect(ctx, base, into, store.Query{AllPartitions: true})
 				if err != nil {
 					t.Fatal(err)
 				}

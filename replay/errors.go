@@ -37,4 +37,8 @@ var (
 	// ErrBadSnapshot: the snapshot file is not one, is of an unknown
 	// format, or is truncated or corrupt.
 	ErrBadSnapshot = errors.New("bad snapshot")
+	// ErrUnknownTable: a rebuild from the journal alone of a table the
+	// journal holds no command of (table names in subjects are
+	// case-sensitive); nothing is created.
+	ErrUnknownTable = errors.New("no command of the table in the journal")
 )

@@ -86,8 +86,10 @@ type Plan struct {
 	// Of is, for undo, the undone command's ID.
 	Of string
 	// Table and PK are the scope: for undo the command's partition, for
-	// restore the table and partition (PK "" for the whole table).
-	Table, PK string
+	// restore the table and partition, or the whole table when
+	// AllPartitions is set.
+	Table, PK     string
+	AllPartitions bool
 	// Seq is, for undo, the undone command's journal sequence; for restore,
 	// the sequence restored to.
 	Seq uint64
@@ -271,7 +273,7 @@ func (p *Plan) describe() string {
 	case KindUndo:
 		return p.Of
 	case KindRestore:
-		return fmt.Sprintf("%s/%q to seq %d", p.Table, p.PK, p.Seq)
+		return fmt.Sprintf("%s/%s to seq %d", p.Table, store.Partition{PK: p.PK, All: p.AllPartitions}, p.Seq)
 	}
 	return ""
 }

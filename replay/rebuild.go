@@ -89,6 +89,15 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 	if st.To > head {
 		return st, fmt.Errorf("rebuild: %w: sequence %d is beyond the journal's head %d", ErrBadPoint, st.To, head)
 	}
+	if cfg.Snapshot == nil {
+		subs, _, err := r.subjects(ctx, tableFilter(cfg.Table))
+		if err != nil {
+			return st, fmt.Errorf("rebuild: %w", err)
+		}
+		if len(subs) == 0 {
+			return st, fmt.Errorf("rebuild: %w: %s (journal %s; table names are case-sensitive there)", ErrUnknownTable, cfg.Table, r.j.Name())
+		}
+	}
 	if cfg.Snapshot != nil {
 		ls, err := r.Load(ctx, cfg.Snapshot, LoadConfig{Into: cfg.Into, Workers: cfg.Workers, Resume: cfg.Resume})
 		if err != nil {
@@ -141,7 +150,10 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	applier := projection.NewApplier(r.st, projection.ApplierConfig{})
+	// RememberIDs: a command ID applies at most once however far apart its
+	// copies are in the journal, as the projector decides it from the
+	// outcomes stream.
+	applier := projection.NewApplier(r.st, projection.ApplierConfig{RememberIDs: true})
 	var done, applied, rejected, dups, skipped atomic.Int64
 	count := func(_ context.Context, rs []projection.Result) error {
 		for _, res := range rs {
@@ -326,7 +338,7 @@ func (r *Replayer) countMessages(ctx context.Context, filter string) (int64, err
 
 // checkEmpty fails with ErrNotEmpty if table has a row.
 func checkEmpty(ctx context.Context, st store.Store, table string) error {
-	page, err := st.Query(ctx, table, store.Query{Limit: 1})
+	page, err := st.Query(ctx, table, store.Query{AllPartitions: true, Limit: 1})
 	switch {
 	case errors.Is(err, store.ErrTableNotFound):
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/store"
 )
 
 // TestReplay runs every replay operation against a real projector over a
@@ -106,9 +107,9 @@ func testAsOf(t *testing.T, e *env, s *seeded, rng *rand.Rand) {
 		}
 		// Each partition and the table.
 		for pk := range pks {
-			checkScan(t, s, asofRows(t, e.ctx, e.rp, s.table, pk, seq), pk, seq)
+			checkScan(t, s, asofRows(t, e.ctx, e.rp, s.table, store.InPartition(pk), seq), store.InPartition(pk), seq)
 		}
-		checkScan(t, s, asofRows(t, e.ctx, e.rp, s.table, "", seq), "", seq)
+		checkScan(t, s, asofRows(t, e.ctx, e.rp, s.table, store.AllPartitions, seq), store.AllPartitions, seq)
 	}
 	// Beyond the head is no point.
 	if _, err := e.rp.Resolve(e.ctx, replay.Seq(s.head+1000)); !errors.Is(err, replay.ErrBadPoint) {
@@ -119,15 +120,15 @@ func testAsOf(t *testing.T, e *env, s *seeded, rng *rand.Rand) {
 	}
 }
 
-func checkScan(t *testing.T, s *seeded, got map[key]projection.Row, pk string, seq uint64) {
+func checkScan(t *testing.T, s *seeded, got map[key]projection.Row, part store.Partition, seq uint64) {
 	t.Helper()
-	want := s.model.stateAt(pk, seq)
+	want := s.model.stateAt(part, seq)
 	if len(got) != len(want) {
-		t.Fatalf("asof %q at %d: %d rows, model %d", pk, seq, len(got), len(want))
+		t.Fatalf("asof %s at %d: %d rows, model %d", part, seq, len(got), len(want))
 	}
 	for k, w := range want {
 		if err := sameRow(got[k], w); err != nil {
-			t.Fatalf("asof %q at %d, row %q: %v", pk, seq, k.rk, err)
+			t.Fatalf("asof %s at %d, row %q: %v", part, seq, k.rk, err)
 		}
 	}
 }
@@ -213,7 +214,7 @@ func testRebuild(t *testing.T, e *env, s *seeded, rng *rand.Rand) {
 			sameTables(t, "rebuild to head", allRows(t, e.ctx, e.st, into), live)
 			continue
 		}
-		sameState(t, fmt.Sprintf("rebuild to %d", to), currentRows(t, e.ctx, e.st, into), asofRows(t, e.ctx, e.rp, s.table, "", to))
+		sameState(t, fmt.Sprintf("rebuild to %d", to), currentRows(t, e.ctx, e.st, into), asofRows(t, e.ctx, e.rp, s.table, store.AllPartitions, to))
 	}
 	// Into a table that holds rows: refused.
 	_, err := e.rp.Rebuild(e.ctx, replay.RebuildConfig{Table: s.table, Into: s.other})
@@ -392,13 +393,13 @@ func testUndo(t *testing.T, e *env, s *seeded) {
 	}
 
 	// Undoing the undo returns to the state before it.
-	stateBefore := asofRows(t, e.ctx, e.rp, s.table, c.PK, o.Seq)
+	stateBefore := asofRows(t, e.ctx, e.rp, s.table, store.InPartition(c.PK), o.Seq)
 	uu, err := e.rp.PlanUndo(e.ctx, "undo-"+clean+"-0", replay.UndoOptions{})
 	if err != nil || len(uu.Conflicts()) != 0 || len(uu.Commands) != 1 {
 		t.Fatalf("undo of undo: %+v %v", uu, err)
 	}
 	applyPlan(t, e, s, uu)
-	after := asofRows(t, e.ctx, e.rp, s.table, c.PK, s.head)
+	after := asofRows(t, e.ctx, e.rp, s.table, store.InPartition(c.PK), s.head)
 	for _, rk := range rowsOf(o) {
 		k := key{c.PK, rk}
 		if _, ok := stateBefore[k]; ok != (after[k].Cmd != "") || !after[k].Props.Equal(stateBefore[k].Props) {
@@ -472,7 +473,7 @@ func rowsOf(o journal.Outcome) []string {
 func testRestore(t *testing.T, e *env, s *seeded, rng *rand.Rand) {
 	// The whole table.
 	to := s.head / 3
-	p, err := e.rp.PlanRestore(e.ctx, s.table, "", to)
+	p, err := e.rp.PlanRestore(e.ctx, s.table, store.AllPartitions, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,28 +481,28 @@ func testRestore(t *testing.T, e *env, s *seeded, rng *rand.Rand) {
 		t.Fatal("restore plan is empty")
 	}
 	applyPlan(t, e, s, p)
-	sameState(t, "restore table", stripWriters(asofRows(t, e.ctx, e.rp, s.table, "", s.head)), stripWriters(asofRows(t, e.ctx, e.rp, s.table, "", to)))
-	if p, err := e.rp.PlanRestore(e.ctx, s.table, "", to); err != nil || len(p.Steps) != 0 {
+	sameState(t, "restore table", stripWriters(asofRows(t, e.ctx, e.rp, s.table, store.AllPartitions, s.head)), stripWriters(asofRows(t, e.ctx, e.rp, s.table, store.AllPartitions, to)))
+	if p, err := e.rp.PlanRestore(e.ctx, s.table, store.AllPartitions, to); err != nil || len(p.Steps) != 0 {
 		t.Fatalf("restore again: %d steps, %v", len(p.Steps), err)
 	}
-	checkScan(t, s, asofRows(t, e.ctx, e.rp, s.table, "", s.head), "", s.head)
+	checkScan(t, s, asofRows(t, e.ctx, e.rp, s.table, store.AllPartitions, s.head), store.AllPartitions, s.head)
 
 	// One partition, to another point; the others do not move.
 	pk := s.model.keys()[0].pk
 	to2 := s.seqs[rng.IntN(len(s.seqs))]
-	others := asofRows(t, e.ctx, e.rp, s.table, "", s.head)
-	p, err = e.rp.PlanRestore(e.ctx, s.table, pk, to2)
+	others := asofRows(t, e.ctx, e.rp, s.table, store.AllPartitions, s.head)
+	p, err = e.rp.PlanRestore(e.ctx, s.table, store.InPartition(pk), to2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	applyPlan(t, e, s, p)
-	sameState(t, "restore partition", stripWriters(asofRows(t, e.ctx, e.rp, s.table, pk, s.head)), stripWriters(asofRows(t, e.ctx, e.rp, s.table, pk, to2)))
-	for k, r := range asofRows(t, e.ctx, e.rp, s.table, "", s.head) {
+	sameState(t, "restore partition", stripWriters(asofRows(t, e.ctx, e.rp, s.table, store.InPartition(pk), s.head)), stripWriters(asofRows(t, e.ctx, e.rp, s.table, store.InPartition(pk), to2)))
+	for k, r := range asofRows(t, e.ctx, e.rp, s.table, store.AllPartitions, s.head) {
 		if k.pk != pk && r.Seq != others[k].Seq {
 			t.Fatalf("restore of %q changed %q/%q", pk, k.pk, k.rk)
 		}
 	}
-	checkScan(t, s, asofRows(t, e.ctx, e.rp, s.table, "", s.head), "", s.head)
+	checkScan(t, s, asofRows(t, e.ctx, e.rp, s.table, store.AllPartitions, s.head), store.AllPartitions, s.head)
 }
 
 // stripWriters keeps only what restore restores: the values.

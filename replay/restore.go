@@ -12,8 +12,9 @@ import (
 	"github.com/tablejournal/tablejournal/store"
 )
 
-// PlanRestore plans the commands that make partition pk of table (the
-// whole table when pk is "") equal to its state at journal sequence seq:
+// PlanRestore plans the commands that make a partition of table, or the
+// whole table (store.AllPartitions), equal to its state at journal sequence
+// seq:
 // for each row that differs, an insert, a replace or a delete, guarded by
 // the row's current version. Rows that already equal their state at seq
 // are left out, so a plan of no steps means there is nothing to do.
@@ -21,10 +22,10 @@ import (
 // Command IDs are "restore-<table>-<seq>-<hash of the plan>-<n>": applying
 // the same plan twice is deduplicated, and a plan made after the table
 // changed gets new IDs. Meta restoreTo = seq.
-func (r *Replayer) PlanRestore(ctx context.Context, table, pk string, seq uint64) (*Plan, error) {
+func (r *Replayer) PlanRestore(ctx context.Context, table string, part store.Partition, seq uint64) (*Plan, error) {
 	type key struct{ pk, rk string }
 	target := make(map[key]projection.Row)
-	err := r.AsOf(ctx, table, pk, seq, func(row projection.Row) error {
+	err := r.AsOf(ctx, table, part, seq, func(row projection.Row) error {
 		target[key{row.PK, row.RK}] = row
 		return nil
 	})
@@ -32,7 +33,7 @@ func (r *Replayer) PlanRestore(ctx context.Context, table, pk string, seq uint64
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	current := make(map[key]projection.Row)
-	err = projection.Reader{Store: r.st}.Current(ctx, table, pk, func(row projection.Row) error {
+	err = projection.Reader{Store: r.st}.Current(ctx, table, part, func(row projection.Row) error {
 		current[key{row.PK, row.RK}] = row
 		return nil
 	})
@@ -54,7 +55,7 @@ func (r *Replayer) PlanRestore(ctx context.Context, table, pk string, seq uint64
 		}
 		return store.CompareKeys(keys[i].rk, keys[j].rk) < 0
 	})
-	p := &Plan{Kind: KindRestore, Table: table, PK: pk, Seq: seq}
+	p := &Plan{Kind: KindRestore, Table: table, PK: part.PK, AllPartitions: part.All, Seq: seq}
 	h := sha256.New()
 	for _, k := range keys {
 		s := Step{Table: table, PK: k.pk, RK: k.rk}

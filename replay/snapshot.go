@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -30,8 +28,8 @@ type SnapshotConfig struct {
 	// the highest sequence the projector has fully applied (AppliedSeq).
 	Seq uint64
 	// Workers is the number of partitions read at once. If zero, the
-	// Replayer's Workers. With 1 the table is read in one scan, whatever
-	// partitions the journal lists.
+	// Replayer's Workers. With 1, or on a store that cannot list its
+	// partitions (store.PartitionLister), the table is read in one scan.
 	Workers int
 }
 
@@ -55,10 +53,16 @@ type SnapshotStats struct {
 // as it stands if it is a tombstone. The result is the table exactly as the
 // projector had left it at Seq.
 //
-// The partitions come from the journal's subject index (one stream-info
-// request); when the journal has no JetStream connection or was trimmed
-// (its first sequence is past 1), the table is read in one sequential
-// scan instead.
+// The partitions come from the table itself (store.PartitionLister, one
+// index seek per partition), never from the journal: a subject in the
+// journal says only that a message was published there, perhaps one that
+// was rejected. On a store that cannot list them, the table is read in one
+// sequential scan instead.
+//
+// Snapshot checks what it writes against what it read: every row must come
+// from the partition asked for, in strictly ascending key order, and the
+// count recorded in the file must equal the rows read less the tips'
+// copies it left out; otherwise it fails and the file is not usable.
 func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig) (SnapshotStats, error) {
 	start := time.Now()
 	var stats SnapshotStats
@@ -71,8 +75,16 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 		if seq, err = r.AppliedSeq(ctx); err != nil {
 			return stats, fmt.Errorf("snapshot: %w", err)
 		}
+	} else {
+		// As asof: beyond the head is no point (a rebuild from such a
+		// snapshot would skip every command up to it); unchecked without
+		// a journal.
+		var err error
+		if seq, err = r.Resolve(ctx, Seq(seq)); err != nil {
+			return stats, fmt.Errorf("snapshot: %w", err)
+		}
 	}
-	if _, err := r.st.Query(ctx, cfg.Table, store.Query{Limit: 1}); err != nil {
+	if _, err := r.st.Query(ctx, cfg.Table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
 		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
 	}
 	h := Header{Format: FormatVersion, Table: cfg.Table, Seq: seq, Journal: r.cfg.Journal}
@@ -103,10 +115,10 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 		return stats, err
 	}
 
-	var total atomic.Int64
+	var total, read atomic.Int64
 	if pks == nil {
 		bw := &blockWriter{out: out, total: &total}
-		err = snapRange(ctx, r.st, cfg.Table, "", seq, bw.add)
+		err = snapRange(ctx, r.st, cfg.Table, store.AllPartitions, seq, &read, bw.add)
 		if err == nil {
 			err = bw.flush()
 		}
@@ -114,11 +126,14 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 		stats.Partitions = int64(len(pks))
 		err = parallel(ctx, workers, pks, func(ctx context.Context, pk string) error {
 			bw := &blockWriter{out: out, total: &total}
-			if err := snapRange(ctx, r.st, cfg.Table, pk, seq, bw.add); err != nil {
+			if err := snapRange(ctx, r.st, cfg.Table, store.InPartition(pk), seq, &read, bw.add); err != nil {
 				return err
 			}
 			return bw.flush()
 		})
+	}
+	if err == nil && total.Load() != read.Load() {
+		err = fmt.Errorf("wrote %d entities but kept %d of those read", total.Load(), read.Load())
 	}
 	if err != nil {
 		zw.Close()
@@ -136,41 +151,50 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 	return stats, nil
 }
 
-// partitions returns the partition keys the journal holds commands for in
-// table, sorted; nil when the table must be read in one scan instead.
+// partitions returns the partition keys of table, listed by the store from
+// the table itself, in key order; nil when the store cannot list them and
+// the table must be read in one scan instead.
 func (r *Replayer) partitions(ctx context.Context, table string) ([]string, error) {
-	if r.j == nil {
+	pl, ok := r.st.(store.PartitionLister)
+	if !ok {
 		return nil, nil
 	}
-	subs, first, err := r.subjects(ctx, tableFilter(table))
-	if err != nil {
-		return nil, err
-	}
-	if first > 1 || len(subs) == 0 {
-		// Trimmed: older partitions may exist only in the table. No
-		// subjects: the table was written by load or rebuild, not by the
-		// journal.
-		return nil, nil
-	}
-	pks := make([]string, 0, len(subs))
-	for subj := range subs {
-		if _, _, pk, err := journal.ParseSubject(subj); err == nil {
-			pks = append(pks, pk)
+	pks := []string{}
+	err := pl.Partitions(ctx, table, func(pk string) error {
+		if n := len(pks); n > 0 && store.CompareKeys(pks[n-1], pk) >= 0 {
+			return fmt.Errorf("the store listed partition %q after %q", pk, pks[n-1])
 		}
-	}
-	sort.Strings(pks)
-	return pks, nil
+		pks = append(pks, pk)
+		return nil
+	})
+	return pks, err
 }
 
-// snapRange emits the rows of partition pk (of the table when pk is "") as
-// they stood at seq.
-func snapRange(ctx context.Context, st store.Store, table, pk string, seq uint64, emit func(store.Entity) error) error {
+// snapRange emits the rows of one partition, or of the table, as they stood
+// at seq, and adds to kept the rows read that it emitted. It fails if the
+// store returns a row outside the partition or out of key order.
+func snapRange(ctx context.Context, st store.Store, table string, part store.Partition, seq uint64, kept *atomic.Int64, emit func(store.Entity) error) error {
 	type key struct{ pk, rk string }
 	filter := seqAtMost(seq)
 	tips := make(map[key]int64) // the version of each tip written
+	var prev *store.Entity
+	inOrder := func(e store.Entity) error {
+		switch {
+		case !part.All && e.PK != part.PK:
+			return fmt.Errorf("a read of partition %q returned a row of partition %q", part.PK, e.PK)
+		case prev != nil && (store.CompareKeys(prev.PK, e.PK) > 0 || prev.PK == e.PK && store.CompareKeys(prev.RK, e.RK) >= 0):
+			return fmt.Errorf("the store returned %q/%q after %q/%q", e.PK, e.RK, prev.PK, prev.RK)
+		}
+		prev = &e
+		return nil
+	}
 	from, to := projection.TipRange()
-	err := store.All(ctx, st, table, store.Query{PK: pk, From: from, To: to, Filter: filter}, func(e store.Entity) error {
+	err := store.All(ctx, st, table, part.Query(store.Query{From: from, To: to, Filter: filter}), func(e store.Entity) error {
+		if err := inOrder(e); err != nil {
+			return err
+		}
 		tips[key{e.PK, e.RK[len(projection.TipPrefix):]}] = e.Props[projection.ColVersion].Int
+		kept.Add(1)
 		return emit(e)
 	})
 	if err != nil {
@@ -180,8 +204,12 @@ func snapRange(ctx context.Context, st store.Store, table, pk string, seq uint64
 		last  key
 		first = true
 	)
-	q := store.Query{PK: pk, From: projection.OldPrefix, To: "old;", Filter: filter}
+	prev = nil
+	q := part.Query(store.Query{From: projection.OldPrefix, To: "old;", Filter: filter})
 	return store.All(ctx, st, table, q, func(e store.Entity) error {
+		if err := inOrder(e); err != nil {
+			return err
+		}
 		rk, v, _, ok := projection.ParseKey(e.RK)
 		if !ok {
 			return fmt.Errorf("row key %q is not a version row", e.RK)
@@ -199,6 +227,7 @@ func snapRange(ctx context.Context, st store.Store, table, pk string, seq uint64
 			// The tip at seq, copied into a version row after seq.
 			e.RK = projection.TipKey(rk)
 		}
+		kept.Add(1)
 		return emit(e)
 	})
 }

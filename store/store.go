@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
@@ -31,6 +32,18 @@ type Store interface {
 	// When an op fails, the error is a *TxError naming it and wrapping the
 	// cause (ErrNotFound, ErrExists, ErrPrecondition, ...).
 	Transact(ctx context.Context, table, pk string, ops []Op) error
+}
+
+// PartitionLister is an optional interface of a Store: it lists the
+// partitions of a table without reading their rows, so that replay can read
+// a table's partitions in parallel. Both backends implement it; a wrapper
+// that embeds Store hides it, and callers then read the table in one scan.
+type PartitionLister interface {
+	// Partitions calls fn with the key of every partition of table that
+	// holds at least one entity, in key order, the empty key included. It
+	// returns ErrTableNotFound if the table does not exist, and fn's error.
+	// A partition created or emptied meanwhile may be listed or not.
+	Partitions(ctx context.Context, table string, fn func(pk string) error) error
 }
 
 // Entity is one stored row.
@@ -97,10 +110,14 @@ type Op struct {
 
 // Query selects entities by key range and an optional filter.
 type Query struct {
-	// PK restricts the query to one partition; "" means the whole table.
+	// PK is the one partition the query reads, unless AllPartitions is set.
+	// The empty key is a partition like any other, as in Azure.
 	PK string
+	// AllPartitions makes the query read every partition of the table, in
+	// (PartitionKey, RowKey) order; PK must then be "" (ErrInvalid).
+	AllPartitions bool
 	// From and To bound the RowKey: From <= RowKey < To. "" leaves that
-	// side unbounded. With PK "" they apply within every partition.
+	// side unbounded. With AllPartitions they apply within every partition.
 	From, To string
 	// Filter keeps only entities whose properties match every condition.
 	// Backends evaluate it server-side where they can.
@@ -109,6 +126,37 @@ type Query struct {
 	Limit int
 	// Continuation resumes after the previous page; "" starts at the top.
 	Continuation string
+}
+
+// Partition names what a read above the seam covers: one partition, by
+// its key (any key, the empty one included), or every partition of a
+// table. No key stands for "every partition", so none can be mistaken for
+// it.
+type Partition struct {
+	// PK is the partition's key, when All is false.
+	PK string
+	// All selects every partition of the table; PK is then "".
+	All bool
+}
+
+// InPartition is the Partition of key pk.
+func InPartition(pk string) Partition { return Partition{PK: pk} }
+
+// AllPartitions is the Partition of a whole table.
+var AllPartitions = Partition{All: true}
+
+// Query returns q restricted to p.
+func (p Partition) Query(q Query) Query {
+	q.PK, q.AllPartitions = p.PK, p.All
+	return q
+}
+
+// String renders p for messages: the quoted key, or "every partition".
+func (p Partition) String() string {
+	if p.All {
+		return "every partition"
+	}
+	return strconv.Quote(p.PK)
 }
 
 // Cond compares one property with a value. An entity without the property,

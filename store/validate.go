@@ -266,12 +266,15 @@ func PageSize(limit int) int {
 	return limit
 }
 
-// ValidateQuery checks a query: a non-negative Limit, valid keys in PK,
-// From and To, and conditions with a property name, a known operator and a
-// valid value (ErrInvalid).
+// ValidateQuery checks a query: a non-negative Limit, no PK with
+// AllPartitions, valid keys in PK, From and To, and conditions with a
+// property name, a known operator and a valid value (ErrInvalid).
 func ValidateQuery(q Query) error {
 	if q.Limit < 0 {
 		return fmt.Errorf("negative limit %d: %w", q.Limit, ErrInvalid)
+	}
+	if q.AllPartitions && q.PK != "" {
+		return fmt.Errorf("query of every partition names partition %q: %w", q.PK, ErrInvalid)
 	}
 	for _, k := range []string{q.PK, q.From, q.To} {
 		if err := ValidateKey(k); err != nil {

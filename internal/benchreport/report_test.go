@@ -9,12 +9,15 @@ const sample = `goos: linux
 goarch: amd64
 pkg: github.com/tablejournal/tablejournal/projection
 cpu: Intel(R) Xeon(R) Processor
-BenchmarkProjectSpread/sqlite-2         	       1	3924033959 ns/op	      5097 cmds/s	         0.07019 ratio-vs-tx100	     72618 tx100-entities/s
+BenchmarkProjectSpread/sqlite-2         	       1	3924033959 ns/op	      5097 cmds/s	         0.07019 ratio-vs-batched	     72618 batched-entities/s
 BenchmarkProjectSpread/sqlite-2         	time=2026-11-21T03:21:55Z level=WARN msg="a log line in the middle"
 some more output
-       1	3000000000 ns/op	      6000 cmds/s	         0.08 ratio-vs-tx100	     75000 tx100-entities/s
-BenchmarkProjectSpread/sqlite-2         	       1	3500000000 ns/op	      5500 cmds/s	         0.075 ratio-vs-tx100	     73000 tx100-entities/s
+       1	3000000000 ns/op	      6000 cmds/s	         0.08 ratio-vs-batched	     75000 batched-entities/s
+BenchmarkProjectSpread/sqlite-2         	       1	3500000000 ns/op	      5500 cmds/s	         0.075 ratio-vs-batched	     73000 batched-entities/s
 BenchmarkAsOfRow/sqlite/depth=10000/tip-2     	  161340	      6800 ns/op
+BenchmarkSimAzure/spread/raw-2         	       1	4166666666 ns/op	         0.1 busy/req	      4800 entities/s	         0.96 limit-used
+BenchmarkSimAzure/spread/instances=1-2 	       1	5000000000 ns/op	      4000 cmds/s	      4000 entities/s	         0.8 ratio-vs-limit
+BenchmarkSimAzure/spread/instances=2-2 	       1	5128205128 ns/op	      3900 cmds/s	      3900 entities/s	         0.78 ratio-vs-limit
 PASS
 ok  	github.com/tablejournal/tablejournal/projection	31.519s
 pkg: github.com/tablejournal/tablejournal/replay
@@ -28,8 +31,8 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 5 {
-		t.Fatalf("%d results, want 5: %+v", len(rs), rs)
+	if len(rs) != 8 {
+		t.Fatalf("%d results, want 8: %+v", len(rs), rs)
 	}
 	if r := rs[1]; r.Name != "BenchmarkProjectSpread/sqlite" || r.Iters != 1 || r.Metrics["cmds/s"] != 6000 {
 		t.Errorf("the result broken by log lines: %+v", r)
@@ -37,7 +40,7 @@ func TestParse(t *testing.T) {
 	if r := rs[3]; r.Name != "BenchmarkAsOfRow/sqlite/depth=10000/tip" || r.Metrics["ns/op"] != 6800 {
 		t.Errorf("sub-benchmark name with '=': %+v", r)
 	}
-	if r := rs[4]; r.Pkg != "github.com/tablejournal/tablejournal/replay" || r.Metrics["ratio-vs-projector"] != 1.747 {
+	if r := rs[7]; r.Pkg != "github.com/tablejournal/tablejournal/replay" || r.Metrics["ratio-vs-projector"] != 1.747 {
 		t.Errorf("result after a pkg line: %+v", r)
 	}
 }
@@ -48,8 +51,8 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := collect(rs, "github.com/tablejournal/tablejournal")
-	if len(all) != 3 {
-		t.Fatalf("%d series, want 3", len(all))
+	if len(all) != 6 {
+		t.Fatalf("%d series, want 6", len(all))
 	}
 	if med, n := all[0].median("cmds/s"); med != 5500 || n != 3 {
 		t.Errorf("median %v of %d runs, want 5500 of 3", med, n)
@@ -58,14 +61,22 @@ func TestReport(t *testing.T) {
 	report(&b, all)
 	out := strings.Join(strings.Fields(b.String()), " ") // columns: one space
 	for _, want := range []string{
-		"projection ProjectSpread/sqlite ratio-vs-tx100 0.075 >= 0.70 3 0.070..0.080 BELOW",
+		"projection ProjectSpread/sqlite ratio-vs-batched 0.075 >= 0.70 3 0.070..0.080 BELOW",
 		"replay Replay/sqlite/rebuild ratio-vs-projector 1.747 >= 0.80 1 1.747..1.747 ok",
-		"ProjectSpread/sqlite 5500 cmds/s 73k tx100-entities/s (3 runs)",
+		// A ratio whose baseline is another benchmark, and targets by package.
+		"projection SimAzure/spread/instances=1 ratio-vs-raw 0.833 - 1 0.833..0.833",
+		"projection SimAzure/spread/instances=2 ratio-vs-limit 0.780 >= 0.80 1 0.780..0.780 BELOW",
+		"projection SimAzure/spread/instances=2 ratio-vs-1-instance 0.975 >= 0.95 1 0.975..0.975 ok",
+		"SimAzure/spread/raw 4800 entities/s 0.96 limit-used 0.1 busy/req (1 run)",
+		"ProjectSpread/sqlite 5500 cmds/s 73k batched-entities/s (3 runs)",
 		"Replay/sqlite/rebuild 19.3k cmds/s 11.1k projector-cmds/s (1 run)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "instances=1 ratio-vs-1-instance") {
+		t.Errorf("one instance compared with itself:\n%s", out)
 	}
 }
 

@@ -34,6 +34,10 @@ func suites(commands int) []suite {
 		{Name: "store azurite", Pkg: "./store/azure", Bench: ".", Benchtime: "1s"},
 		// One round each: publish, then time the projection of the workload.
 		{Name: "projector throughput", Pkg: "./projection", Bench: "^BenchmarkProject(Spread|Hot)$", Benchtime: "1x"},
+		// One round each against the simulated Azure account, 3 s of its
+		// limit per workload (TABLEJOURNAL_BENCH_SIM_SECONDS): raw, then 1,
+		// 2 and 4 projector instances, spread and hot.
+		{Name: "projector simulated azure", Pkg: "./projection", Bench: "^BenchmarkSimAzure$", Benchtime: "1x"},
 		// b.N commands at 500/s.
 		{Name: "publish to outcome", Pkg: "./projection", Bench: "^BenchmarkPublishToOutcome$", Benchtime: "2500x"},
 		{Name: "projector memory", Pkg: "./projection", Bench: "^BenchmarkProjectorMemory$", Benchtime: "1x", Count: 1,

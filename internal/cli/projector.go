@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
+	shardsconf "github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/store/stores"
 )
 
@@ -30,6 +32,26 @@ it uses that table store (an Azure connection string, or sqlite:PATH).
 Flags:
 `
 
+// EnvReplicas is the environment variable of the projector's --replicas.
+const EnvReplicas = "TABLEJOURNAL_REPLICAS"
+
+// intFromEnv sets *v from the environment variable env unless the flag
+// name was given.
+func intFromEnv(fs *flag.FlagSet, name, env string, v *int) error {
+	raw := os.Getenv(env)
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	if raw == "" || given {
+		return nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		return fmt.Errorf("%s=%q: not a number", env, raw)
+	}
+	*v = n
+	return nil
+}
+
 // Projector runs the projector command.
 func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := quietFlagSet("projector")
@@ -39,7 +61,10 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		listen     = fs.String("nats-listen", "127.0.0.1:4222", "address of the embedded JetStream server (when --nats is not set)")
 		noSync     = fs.Bool("no-fsync", false, "embedded server: do not fsync before acknowledging (faster, can lose acknowledged commands on power loss)")
 		tables     = fs.String("tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+EnvTables+")")
-		shards     = fs.String("shards", "", "comma-separated shards this instance owns; default all")
+		shards     = fs.String("shards", "", "comma-separated shards this instance applies, a static assignment; default: share the shards with the other projectors of the journal")
+		instanceID = fs.String("instance-id", "", "this instance's name in the ownership bucket and logs (letters, digits, - and _); default hostname-pid-random")
+		leaseTTL   = fs.Duration("lease-ttl", 0, "how long a shard's lease outlives a dead owner, whole seconds >= 2s (default 5s)")
+		replicas   = fs.Int("replicas", 0, "replica count of every stream and bucket the projector creates, and that existing ones must have; 0: 1 when created, any when they exist (env "+EnvReplicas+")")
 		jshards    = fs.Int("journal-shards", 0, "shard count when creating the journal stream (default 16); must match an existing stream")
 		dupWindow  = fs.Duration("dup-window", 0, "journal duplicate window when creating the stream (default 2m)")
 		noChanges  = fs.Bool("no-change-feed", false, "do not publish the change feed")
@@ -63,16 +88,31 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *tables == "" {
 		*tables = envOr(EnvTables, "")
 	}
+	if err := intFromEnv(fs, "replicas", EnvReplicas, replicas); err != nil {
+		return usageError(err)
+	}
 	log, err := newLogger(stderr, *logLevel, *logJSON)
 	if err != nil {
 		return usageError(err)
 	}
 	cfg := projection.Config{
 		Journal:      journal.Config{Shards: *jshards, Duplicates: *dupWindow},
+		InstanceID:   *instanceID,
+		LeaseTTL:     *leaseTTL,
+		Replicas:     *replicas,
 		NoChangeFeed: *noChanges,
 		FetchBatch:   *fetchBatch,
 		Applier:      projection.ApplierConfig{CacheRows: *cacheRows},
 		Logger:       log,
+	}
+	if err := (shardsconf.Config{Shards: 1, InstanceID: *instanceID, LeaseTTL: *leaseTTL, Replicas: *replicas}).Validate(); err != nil {
+		return usageError(err)
+	}
+	if *shards != "" && (*instanceID != "" || *leaseTTL != 0) {
+		return usageError(errors.New("--instance-id and --lease-ttl apply to shared shards; with --shards the assignment is static"))
+	}
+	if nf.url == "" && *replicas > 1 {
+		return usageError(fmt.Errorf("--replicas %d needs a JetStream cluster (--nats with every node's URL); the embedded server is a single node", *replicas))
 	}
 	if *shards != "" {
 		for _, s := range strings.Split(*shards, ",") {
@@ -85,6 +125,14 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	url := nf.url
+	if url == "" || *tables == "" {
+		// The embedded server or the embedded store lives in --data.
+		l, err := lockData(*data)
+		if err != nil {
+			return err
+		}
+		defer l.Release()
+	}
 	if url == "" {
 		srv, err := journal.StartServer(journal.ServerConfig{
 			Dir: filepath.Join(*data, "jetstream"), Listen: *listen, NoSync: *noSync, Logger: log,
@@ -102,7 +150,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer nc.Close()
 
-	st, closeStore, err := stores.Open(ctx, *tables, *data)
+	st, closeStore, err := stores.Open(ctx, *tables, *data, stores.Exclusive())
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
@@ -113,7 +161,11 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	log.Info("projector running")
+	if id := p.InstanceID(); id != "" {
+		log.Info("projector running; sharing the shards with the other instances", "instance", id, "bucket", projection.OwnersBucketFor(cfg.Journal.Stream, cfg.Durable))
+	} else {
+		log.Info("projector running", "shards", p.OwnedShards())
+	}
 	if err := p.Run(ctx); err != nil {
 		return err
 	}

@@ -193,7 +193,7 @@ var restoreCommand = replayCommand{
 		if err != nil {
 			return err
 		}
-		p, err := rc.rp.PlanRestore(ctx, rc.table, rc.pk, seq)
+		p, err := rc.rp.PlanRestore(ctx, rc.table, rc.partition(), seq)
 		if err != nil {
 			return err
 		}
@@ -207,13 +207,13 @@ var snapshotCommand = replayCommand{
 		fs.StringVar(&rc.table, "table", "", "table (required)")
 		fs.StringVar(&rc.file, "out", "", "snapshot file to write, or - for stdout (required)")
 		fs.Uint64Var(&rc.atSeq, "at", 0, "journal sequence the snapshot is consistent at (default: the highest the projector has fully applied)")
-		fs.IntVar(&rc.workers, "workers", 0, "partitions read at once, found in the journal (default 8); 1 reads the table in one scan, for a table also written outside the journal (loaded from a snapshot)")
+		fs.IntVar(&rc.workers, "workers", 0, "partitions read at once, listed from the table (default 8); 1 reads the table in one scan")
 		fs.StringVar(&rc.durable, "durable", "", "prefix of the projector's durable consumers, read for the default --at (default \"projector\")")
 	},
 	check: func(rc *replayCmd) error { return need(rc, "table", "out") },
 	nats: func(rc *replayCmd) natsNeed {
 		if rc.set["at"] {
-			return natsIfUp // partitions from the journal when it is up
+			return natsIfUp // --at is checked against the journal's head when it is up
 		}
 		return natsYes
 	},

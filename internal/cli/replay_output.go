@@ -181,9 +181,9 @@ func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) er
 	w := rc.stdout
 	n := 0
 	if rc.asJSON {
-		head, _ := json.Marshal(map[string]any{"table": rc.table, "pk": rc.pk, "point": at})
+		head, _ := json.Marshal(map[string]any{"table": rc.table, "pk": pkJSON(rc.pk, !rc.set["pk"]), "point": at})
 		open := func() { fmt.Fprintf(w, "%s,\"rows\":[", head[:len(head)-1]) }
-		err := rc.rp.AsOf(ctx, rc.table, rc.pk, seq, func(r projection.Row) error {
+		err := rc.rp.AsOf(ctx, rc.table, rc.partition(), seq, func(r projection.Row) error {
 			b, _ := json.Marshal(rowOut(r))
 			if n == 0 {
 				open()
@@ -211,7 +211,7 @@ func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) er
 	// The tab writer holds every line until Flush: on an error none is shown.
 	tw := newTab(w)
 	fmt.Fprintln(tw, "PK\tRK\tV\tOP\tCMD\tSEQ\tAT\tPROPERTIES")
-	err := rc.rp.AsOf(ctx, rc.table, rc.pk, seq, func(r projection.Row) error {
+	err := rc.rp.AsOf(ctx, rc.table, rc.partition(), seq, func(r projection.Row) error {
 		n++
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", r.PK, r.RK, r.Version, r.Op, r.Cmd, r.Seq, timeText(r.At), propsText(r.Props))
 		return nil
@@ -220,7 +220,7 @@ func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) er
 		return err
 	}
 	scope := rc.table
-	if rc.pk != "" {
+	if rc.set["pk"] {
 		scope += fmt.Sprintf(" %q", rc.pk)
 	}
 	fmt.Fprintf(w, "%s at %s\n", scope, at)
@@ -470,7 +470,7 @@ func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
 			}
 			steps[i] = ps
 		}
-		out := map[string]any{"kind": p.Kind, "table": p.Table, "pk": p.PK, "seq": p.Seq, "steps": steps,
+		out := map[string]any{"kind": p.Kind, "table": p.Table, "pk": pkJSON(p.PK, p.AllPartitions), "seq": p.Seq, "steps": steps,
 			"commands": len(p.Commands), "conflicts": len(p.Conflicts()), "applied": res != nil}
 		if p.Kind == replay.KindUndo {
 			// The undone command's outcome; "applied" above is this plan's.
@@ -504,7 +504,7 @@ func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
 		}
 	case replay.KindRestore:
 		scope := p.Table
-		if p.PK != "" {
+		if !p.AllPartitions {
 			scope += fmt.Sprintf(" %q", p.PK)
 		}
 		fmt.Fprintf(w, "restore of %s to seq %d", scope, p.Seq)

@@ -142,7 +142,7 @@ func (w *writerCmd) flagSet() *flag.FlagSet {
 	fs.StringVar(&w.encoding, "encoding", "msgpack", "payload encoding: msgpack or json")
 
 	fs.StringVar(&w.table, "table", "", "OP: table name (required)")
-	fs.StringVar(&w.pk, "pk", "", "OP: partition key (required)")
+	fs.StringVar(&w.pk, "pk", "", "OP: partition key (required; may be empty: --pk '')")
 	fs.StringVar(&w.rk, "rk", "", "OP: row key (required; may be empty: --rk '')")
 	fs.Var(&w.sets, "set", "OP: a property, `name[:type]=value`; repeatable (see above)")
 	fs.Int64Var(&w.ifVersion, "if-version", 0, "OP: apply only if the row exists at exactly this logical `version`")
@@ -459,6 +459,9 @@ func (w *writerCmd) runOp(ctx context.Context, cmd *events.Command, stdout io.Wr
 // retry until its budget is spent. Other errors, such as a user without the
 // right to read stream information, are left to the publish to report.
 func (w *writerCmd) checkStreams(ctx context.Context, js jetstream.JetStream) error {
+	if err := journal.CheckMaxPayload(js.Conn()); err != nil {
+		return err
+	}
 	_, err := journal.Open(ctx, js, w.stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):

@@ -380,3 +380,40 @@ func TestLineReader(t *testing.T) {
 		t.Errorf("read %d bytes in %d lines, want %d in 5", total, lr.line, len(input))
 	}
 }
+
+// Unknown fields, in any spelling, and an op without "rk" are invalid lines
+// that name the field; "rk": "" is the empty RowKey and publishes.
+func TestWriterApplyUnknownFields(t *testing.T) {
+	t.Parallel()
+	e := startWriterEnv(t, false)
+	lines := []string{
+		`{"id":"u-1","table":"orders","pk":"p","ops":[{"op":"replace","rk":"r","ifversion":0,"entity":{}}]}`,
+		`{"id":"u-2","table":"orders","pk":"p","ops":[{"op":"upsert","RK":"x","entity":{}}]}`,
+		`{"id":"u-3","table":"orders","pk":"p","ops":[{"op":"upsert","entity":{}}]}`,
+		`{"id":"u-4","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"","entity":{}}],"extra":true}`,
+		`{"id":"u-5","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"","entity":{}}]}`,
+	}
+	stdout, stderr, code := e.run(t, "apply", writeFile(t, strings.Join(lines, "\n")), "--json")
+	if code != ExitRejected {
+		t.Fatalf("exit %d, want %d (invalid lines); stderr %q", code, ExitRejected, stderr)
+	}
+	out := applyOutput(t, stdout)
+	for n, rule := range map[int]events.Rule{1: events.RuleUnknownField, 2: events.RuleUnknownField, 3: events.RuleRKRequired, 4: events.RuleUnknownField} {
+		if l := out[n]; l.Rule != string(rule) || l.Seq != 0 {
+			t.Errorf("line %d: %+v, want invalid by rule %s", n, l, rule)
+		}
+	}
+	if l := out[5]; l.ID != "u-5" || l.Seq == 0 {
+		t.Errorf("line 5: %+v, want u-5 published", l)
+	}
+	for _, want := range []string{
+		`line 1 (id u-1): ops[0]: rule unknown-field: unknown field "ifversion"`,
+		`line 2 (id u-2): ops[0]: rule unknown-field: unknown field "RK"`,
+		`line 3 (id u-3): ops[0].rk: rule rk-required`,
+		`line 4 (id u-4): rule unknown-field: unknown field "extra"`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q does not contain %q", stderr, want)
+		}
+	}
+}

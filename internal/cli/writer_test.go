@@ -363,7 +363,6 @@ func TestWriterInvalidCommand(t *testing.T) {
 	}{
 		{"table name", append([]string{"upsert", "--table", "ab"}, key...), events.RuleTableName},
 		{"id charset", append([]string{"upsert", "--table", "orders", "--id", "bad id"}, key...), events.RuleIDCharset},
-		{"empty pk", []string{"upsert", "--table", "orders", "--pk", "", "--rk", "r"}, events.RulePKRequired},
 		{"key char", []string{"upsert", "--table", "orders", "--pk", "p", "--rk", "a#b"}, events.RuleKeyForbiddenChar},
 		{"reserved property", append([]string{"upsert", "--table", "orders", "--set", "_v=1"}, key...), events.RulePropertyReserved},
 		{"property name", append([]string{"upsert", "--table", "orders", "--set", "1abc=1"}, key...), events.RulePropertyName},

@@ -83,13 +83,22 @@ type Options struct {
 func Start(t testing.TB, st store.Store, opts Options) *Harness {
 	t.Helper()
 	srv := journaltest.StartServerConfig(t, journal.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
-	nc, js := journaltest.Connect(t, srv.ClientURL())
+	h := Attach(t, srv.ClientURL(), st, opts)
+	h.Server = srv
+	return h
+}
+
+// Attach is Start on servers the test started itself, such as a
+// journaltest.Cluster: url may list several. Server is nil.
+func Attach(t testing.TB, url string, st store.Store, opts Options) *Harness {
+	t.Helper()
+	nc, js := journaltest.Connect(t, url)
 	ctx := journaltest.Context(t, time.Minute)
 	j, err := journal.Ensure(ctx, js, opts.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Harness{t: t, Server: srv, NC: nc, JS: js, Journal: j, Store: st,
+	h := &Harness{t: t, NC: nc, JS: js, Journal: j, Store: st,
 		Writer: journal.NewWriter(js, j.Name())}
 	t.Cleanup(func() {
 		if h.stop != nil {
@@ -327,7 +336,10 @@ func TableVersions(t testing.TB, st store.Store, table string) map[RowID][]proje
 // ReadVersions is TableVersions returning its error, for polling.
 func ReadVersions(ctx context.Context, st store.Store, table string) (map[RowID][]projection.Row, error) {
 	got := make(map[RowID][]projection.Row)
-	err := store.All(ctx, st, table, store.Query{}, func(e store.Entity) error {
+	err := store.All(ctx, st, table, store.Query{AllPartitions: true}, func(e store.Entity) error {
+		if e.RK == projection.FenceKey {
+			return nil // bookkeeping, not a logical row
+		}
 		r, err := projection.DecodeRow(e)
 		if err != nil {
 			return err

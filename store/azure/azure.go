@@ -159,7 +159,7 @@ func (s *Store) Get(ctx context.Context, table, pk, rk string) (store.Entity, er
 
 func (s *Store) getByQuery(ctx context.Context, op, table, pk, rk string) (store.Entity, error) {
 	filter := "PartitionKey eq " + quote(pk) + " and RowKey eq " + quote(rk)
-	ents, _, err := s.queryPage(ctx, op, table, filter, 1, nil, nil)
+	ents, _, err := s.queryPage(ctx, op, table, filter, "", 1, nil, nil)
 	if err != nil {
 		return store.Entity{}, err
 	}
@@ -185,7 +185,7 @@ func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.P
 	filter := buildFilter(q, s.emulator)
 	top := int32(store.PageSize(q.Limit))
 	for {
-		ents, cont, err := s.queryPage(ctx, op, table, filter, top, next.PK, next.RK)
+		ents, cont, err := s.queryPage(ctx, op, table, filter, "", top, next.PK, next.RK)
 		if err != nil {
 			return store.Page{}, err
 		}
@@ -210,11 +210,15 @@ func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.P
 }
 
 // queryPage sends one query request and returns its entities and the
-// continuation, nil at the end of the range.
-func (s *Store) queryPage(ctx context.Context, op, table, filter string, top int32, npk, nrk *string) ([]store.Entity, *continuation, error) {
+// continuation, nil at the end of the range. sel, if not empty, is the
+// $select list of properties.
+func (s *Store) queryPage(ctx context.Context, op, table, filter, sel string, top int32, npk, nrk *string) ([]store.Entity, *continuation, error) {
 	opts := &aztables.ListEntitiesOptions{Top: &top, NextPartitionKey: npk, NextRowKey: nrk}
 	if filter != "" {
 		opts.Filter = &filter
+	}
+	if sel != "" {
+		opts.Select = &sel
 	}
 	var raw *http.Response
 	resp, err := s.svc.NewClient(table).NewListEntitiesPager(opts).NextPage(policy.WithCaptureResponse(ctx, &raw))
@@ -232,8 +236,55 @@ func (s *Store) queryPage(ctx context.Context, op, table, filter string, top int
 	var cont *continuation
 	if nonEmpty(resp.NextPartitionKey) || nonEmpty(resp.NextRowKey) {
 		cont = &continuation{PK: resp.NextPartitionKey, RK: resp.NextRowKey}
+		if !nonEmpty(cont.PK) {
+			// The next row is in the partition with the empty key: Azurite
+			// sends no NextPartitionKey then, and without one it does not
+			// resume at NextRowKey. Say the empty key explicitly.
+			empty := ""
+			cont.PK = &empty
+		}
 	}
 	return ents, cont, nil
+}
+
+var _ store.PartitionLister = (*Store)(nil)
+
+// Partitions implements store.PartitionLister with a skip scan: per
+// partition, one query for the first key after the last one listed
+// (PartitionKey gt '…', $top=1, only the keys selected), which the service
+// answers from its index. Continuations of empty pages are followed.
+func (s *Store) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
+	if err := store.ValidateTableName(table); err != nil {
+		return err
+	}
+	op := "partitions " + table
+	filter := ""
+	for {
+		var (
+			ents     []store.Entity
+			npk, nrk *string
+		)
+		for {
+			var cont *continuation
+			var err error
+			ents, cont, err = s.queryPage(ctx, op, table, filter, "PartitionKey,RowKey", 1, npk, nrk)
+			if err != nil {
+				return err
+			}
+			if len(ents) > 0 || cont == nil {
+				break
+			}
+			npk, nrk = cont.PK, cont.RK
+		}
+		if len(ents) == 0 {
+			return nil
+		}
+		pk := ents[0].PK
+		if err := fn(pk); err != nil {
+			return err
+		}
+		filter = "PartitionKey gt " + quote(pk)
+	}
 }
 
 func nonEmpty(p *string) bool { return p != nil && *p != "" }

@@ -52,7 +52,11 @@
 // Query builds an OData filter from the partition, the RowKey range and the
 // conditions, all values escaped and typed (datetime'…', guid'…', X'…',
 // 123L), and follows NextPartitionKey/NextRowKey continuations, through
-// empty pages, until a page holds an entity or the range ends. Conditions
+// empty pages, until a page holds an entity or the range ends (a
+// continuation into the partition with the empty key comes from Azurite
+// without NextPartitionKey, which is then sent empty). Partitions lists a
+// table's partitions with a skip scan: $top=1 and PartitionKey gt the last
+// one, selecting only the keys. Conditions
 // are pushed to the server where the server's comparison agrees with
 // store.MatchFilter, and every page is filtered again with store.MatchFilter,
 // so the result is the same as the embedded store's whatever the server

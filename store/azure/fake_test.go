@@ -135,7 +135,7 @@ func TestQueryFollowsEmptyPages(t *testing.T) {
 // continuation.
 func TestQueryEndsOnEmptyPages(t *testing.T) {
 	_, s := newFake(t, page("1!x", "1!y"), page("", ""))
-	p, err := s.Query(bg, "orders", store.Query{})
+	p, err := s.Query(bg, "orders", store.Query{AllPartitions: true})
 	if err != nil || len(p.Entities) != 0 || p.Continuation != "" {
 		t.Fatalf("Query = %+v, %v", p, err)
 	}
@@ -145,7 +145,7 @@ func TestQueryEndsOnEmptyPages(t *testing.T) {
 // dropped; a page left empty is followed like an empty page.
 func TestQueryFiltersAgain(t *testing.T) {
 	_, s := newFake(t, page("1!x", "1!y", "a", "b"), page("", "", "c"))
-	p, err := s.Query(bg, "orders", store.Query{Filter: []store.Cond{{Prop: "n", Cmp: store.Eq, Value: events.Int64(1)}}})
+	p, err := s.Query(bg, "orders", store.Query{AllPartitions: true, Filter: []store.Cond{{Prop: "n", Cmp: store.Eq, Value: events.Int64(1)}}})
 	if err != nil || len(p.Entities) != 0 || p.Continuation != "" {
 		// n is an Int32 1 in every row: no Int64 condition matches it.
 		t.Fatalf("Query = %+v, %v", p, err)
@@ -155,7 +155,7 @@ func TestQueryFiltersAgain(t *testing.T) {
 func TestRetries(t *testing.T) {
 	t.Run("transient then success", func(t *testing.T) {
 		f, s := newFake(t, status(503, "ServerBusy"), status(500, "InternalError"), page("", "", "r"))
-		p, err := s.Query(bg, "orders", store.Query{})
+		p, err := s.Query(bg, "orders", store.Query{AllPartitions: true})
 		if err != nil || len(p.Entities) != 1 {
 			t.Fatalf("Query = %+v, %v", p, err)
 		}
@@ -276,9 +276,10 @@ func TestBuildFilter(t *testing.T) {
 		emulator bool
 		want     string
 	}{
-		{store.Query{}, false, ""},
+		{store.Query{AllPartitions: true}, false, ""},
+		{store.Query{}, false, "PartitionKey eq ''"},
 		{store.Query{PK: "o'k", From: "a'", To: "b''"}, false, "PartitionKey eq 'o''k' and RowKey ge 'a''' and RowKey lt 'b'''''"},
-		{store.Query{Filter: []store.Cond{
+		{store.Query{AllPartitions: true, Filter: []store.Cond{
 			{Prop: "s", Cmp: store.Ne, Value: events.String("x' or 1 eq 1 or 'y")},
 			{Prop: "i", Cmp: store.Gt, Value: events.Int32(-5)},
 			{Prop: "l", Cmp: store.Le, Value: events.Int64(9007199254740993)},

@@ -29,7 +29,7 @@ import (
 // values use their OData literal (123L, datetime'…', guid'…', X'…').
 func buildFilter(q store.Query, emulator bool) string {
 	var parts []string
-	if q.PK != "" {
+	if !q.AllPartitions {
 		parts = append(parts, "PartitionKey eq "+quote(q.PK))
 	}
 	if q.From != "" {

@@ -108,9 +108,9 @@ func TestErrorMapping(t *testing.T) {
 	is(err, store.ErrNotFound, "Get missing row")
 	_, err = s.Get(bg, "nosuchtable", "p", "r")
 	is(err, store.ErrTableNotFound, "Get missing table")
-	_, err = s.Query(bg, "nosuchtable", store.Query{})
+	_, err = s.Query(bg, "nosuchtable", store.Query{AllPartitions: true})
 	is(err, store.ErrTableNotFound, "Query missing table")
-	_, err = s.Query(bg, name, store.Query{Continuation: "garbage!"})
+	_, err = s.Query(bg, name, store.Query{AllPartitions: true, Continuation: "garbage!"})
 	is(err, store.ErrInvalid, "Query bad continuation")
 
 	ins := func(rk string) store.Op {

@@ -331,7 +331,7 @@ func (s *Store) Get(ctx context.Context, table, pk, rk string) (store.Entity, er
 // pays for the rest of the page it returns afterwards.
 func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
 	var p store.Page
-	scoped := q.PK != ""
+	scoped := !q.AllPartitions
 	err := s.do(ctx, "query", table, q.PK, scoped, 1, func() (err error) {
 		s.reads.Add(1)
 		p, err = s.inner.Query(ctx, table, q)

@@ -14,6 +14,7 @@ import (
 // readStmts are the prepared statements of the read pool.
 type readStmts struct {
 	table, get, list *sql.Stmt
+	firstPK, nextPK  *sql.Stmt
 }
 
 func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -25,6 +26,9 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 			LEFT JOIN entities e ON e.tid = t.id AND e.pk = ? AND e.rk = ?
 			WHERE t.name = ?`,
 		&r.list: `SELECT name FROM tables`,
+		// One index seek per partition (a skip scan), whatever its rows.
+		&r.firstPK: `SELECT pk FROM entities WHERE tid = ? ORDER BY pk LIMIT 1`,
+		&r.nextPK:  `SELECT pk FROM entities WHERE tid = ? AND pk > ? ORDER BY pk LIMIT 1`,
 	})
 }
 
@@ -80,6 +84,37 @@ func (s *Store) Get(ctx context.Context, table, pk, rk string) (store.Entity, er
 	return store.Entity{PK: pk, RK: rk, Props: props, ETag: ts.V.etag(), Timestamp: ts.V.time()}, nil
 }
 
+var _ store.PartitionLister = (*Store)(nil)
+
+// Partitions implements store.PartitionLister: one index seek per
+// partition.
+func (s *Store) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
+	if err := store.ValidateTableName(table); err != nil {
+		return err
+	}
+	var tid int64
+	if err := s.r.table.QueryRowContext(ctx, table).Scan(&tid); errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("table %s: %w", table, store.ErrTableNotFound)
+	} else if err != nil {
+		return wrap(ctx, "partitions", err)
+	}
+	var pk []byte
+	err := s.r.firstPK.QueryRowContext(ctx, tid).Scan(&pk)
+	for err == nil {
+		key := decodeKey(pk)
+		if err := fn(key); err != nil {
+			return err
+		}
+		// Not pk itself: the empty key scans as a nil slice, which binds as
+		// NULL.
+		err = s.r.nextPK.QueryRowContext(ctx, tid, encodeKey(key)).Scan(&pk)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	return wrap(ctx, "partitions", err)
+}
+
 // scanShape selects the statement of a range scan: which bounds it has.
 type scanShape struct {
 	partition, from, to, after, limit bool
@@ -131,7 +166,7 @@ func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.P
 	if err := store.ValidateQuery(q); err != nil {
 		return store.Page{}, err
 	}
-	sh := scanShape{partition: q.PK != "", from: q.From != "", to: q.To != "", after: q.Continuation != "", limit: len(q.Filter) == 0}
+	sh := scanShape{partition: !q.AllPartitions, from: q.From != "", to: q.To != "", after: q.Continuation != "", limit: len(q.Filter) == 0}
 	var afterPK, afterRK string
 	if sh.after {
 		var err error

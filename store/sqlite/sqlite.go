@@ -14,18 +14,22 @@ import (
 
 	"modernc.org/sqlite"
 
+	"github.com/tablejournal/tablejournal/internal/lockfile"
 	"github.com/tablejournal/tablejournal/store"
 )
 
 var _ store.Store = (*Store)(nil)
 
 // Store is a table store in one SQLite file. It is safe for concurrent use,
-// and several Stores, in one process or several, may open the same file.
+// and several Stores, in one process or several, may open the same file;
+// at most one of them with Exclusive.
 type Store struct {
-	path string
-	wdb  *sql.DB // one connection: every write, in BEGIN IMMEDIATE transactions
-	rdb  *sql.DB // a pool of read-only connections
-	now  func() time.Time
+	path      string
+	exclusive bool
+	lock      *lockfile.Lock // held with Exclusive
+	wdb       *sql.DB        // one connection: every write, in BEGIN IMMEDIATE transactions
+	rdb       *sql.DB        // a pool of read-only connections
+	now       func() time.Time
 
 	w writeStmts
 	r readStmts
@@ -61,9 +65,38 @@ CREATE TABLE IF NOT EXISTS clock (
 INSERT OR IGNORE INTO clock (id, ticks) VALUES (0, 0);
 `
 
+// ErrLocked is returned by Open with Exclusive when another Store, in this
+// process or another, holds the file exclusively. Checked with errors.Is;
+// the error names the holder's pid, host and start time.
+var ErrLocked = lockfile.ErrLocked
+
+// Option configures Open.
+type Option func(*Store)
+
+// Exclusive makes the Store the file's one owner, for as long as it is
+// open: the process that writes the projected tables. It takes a lock on
+// the file PATH.lock beside the store, which a second Exclusive Open of the
+// same file, in any process, is refused with ErrLocked. The operating
+// system drops the lock when the process dies, so a killed owner leaves no
+// stale lock. Opens without Exclusive (the replay tools, reading while the
+// projector writes) neither take nor check it.
+func Exclusive() Option {
+	return func(s *Store) { s.exclusive = true }
+}
+
 // Open opens the store in the file at path, creating it if needed.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s := &Store{path: path, now: time.Now, scans: make(map[scanShape]*sql.Stmt)}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.exclusive {
+		l, err := lockfile.Acquire(path + ".lock")
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		s.lock = l
+	}
 	if err := s.open(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -155,6 +188,8 @@ func (s *Store) Close() error {
 			errs = append(errs, db.Close())
 		}
 	}
+	errs = append(errs, s.lock.Release())
+	s.lock = nil
 	return errors.Join(errs...)
 }
 

@@ -13,11 +13,15 @@ import (
 
 // openEmbedded opens the SQLite store at path, creating its folder (mode
 // 0700: the rows are the user's data) if needed.
-func openEmbedded(ctx context.Context, path string) (store.Store, io.Closer, error) {
+func openEmbedded(ctx context.Context, path string, o options) (store.Store, io.Closer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("stores: %w", err)
 	}
-	s, err := sqlite.Open(ctx, path)
+	var opts []sqlite.Option
+	if o.exclusive {
+		opts = append(opts, sqlite.Exclusive())
+	}
+	s, err := sqlite.Open(ctx, path, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("stores: %w", err)
 	}

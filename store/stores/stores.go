@@ -53,15 +53,30 @@ func Parse(spec, dataDir string) (kind Kind, path string, err error) {
 	return 0, "", fmt.Errorf("stores: %q is neither sqlite:PATH nor an Azure Tables connection string or URL", Describe(spec))
 }
 
+// Option configures Open.
+type Option func(*options)
+
+type options struct{ exclusive bool }
+
+// Exclusive opens the embedded store as its one owner (sqlite.Exclusive):
+// a second Exclusive open of the same file, in any process, fails with
+// sqlite.ErrLocked naming the holder. The projector opens its store so.
+// It changes nothing for Azure, which any number of processes may share.
+func Exclusive() Option { return func(o *options) { o.exclusive = true } }
+
 // Open opens the table store spec selects (see the package doc). The closer
 // releases it; call it when done. ctx bounds the opening only.
-func Open(ctx context.Context, spec, dataDir string) (store.Store, io.Closer, error) {
+func Open(ctx context.Context, spec, dataDir string, opts ...Option) (store.Store, io.Closer, error) {
 	kind, path, err := Parse(spec, dataDir)
 	if err != nil {
 		return nil, nil, err
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if kind == Embedded {
-		return openEmbedded(ctx, path)
+		return openEmbedded(ctx, path, o)
 	}
 	cfg := azure.Config{ConnectionString: strings.TrimSpace(spec)}
 	if isURL(spec) {

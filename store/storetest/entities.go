@@ -143,7 +143,7 @@ func testKeyOrder(t *testing.T, e *env) {
 	}
 	for _, limit := range []int{0, 1} {
 		var pks []string
-		for _, ent := range e.all(name, store.Query{From: "r", To: "r ", Limit: limit}) {
+		for _, ent := range e.all(name, store.Query{AllPartitions: true, From: "r", To: "r ", Limit: limit}) {
 			pks = append(pks, ent.PK)
 		}
 		if !slices.Equal(pks, want) {
@@ -185,7 +185,7 @@ func testMissingRow(t *testing.T, e *env) {
 	} {
 		e.wantTxErr(e.tx(name, "p", op), store.ErrNotFound, 0, "r", op.Kind.String()+" of a missing row")
 	}
-	if got := e.all(name, store.Query{}); len(got) != 0 {
+	if got := e.all(name, store.Query{AllPartitions: true}); len(got) != 0 {
 		t.Fatalf("failed writes left %d rows", len(got))
 	}
 }

@@ -46,7 +46,7 @@ func testPrefixRanges(t *testing.T, e *env) {
 			}
 		}
 		var all []string
-		for _, ent := range e.all(name, store.Query{From: c.from, To: c.to, Limit: 2}) {
+		for _, ent := range e.all(name, store.Query{AllPartitions: true, From: c.from, To: c.to, Limit: 2}) {
 			all = append(all, ent.PK+"/"+ent.RK)
 		}
 		if !slices.Equal(all, want) {
@@ -109,7 +109,7 @@ func testQueryWholeTable(t *testing.T, e *env) {
 	}
 	for _, limit := range []int{0, 1, 29, 31, 1000} {
 		var got []string
-		for _, ent := range e.all(name, store.Query{Limit: limit}) {
+		for _, ent := range e.all(name, store.Query{AllPartitions: true, Limit: limit}) {
 			got = append(got, ent.PK+"/"+ent.RK)
 		}
 		if !slices.Equal(got, want) {
@@ -121,14 +121,14 @@ func testQueryWholeTable(t *testing.T, e *env) {
 func testQueryErrors(t *testing.T, e *env) {
 	name := e.table()
 	e.fill(name, "p", rowKeys("r", 5), func(int) events.Entity { return nil })
-	_, err := e.s.Query(e.ctx, name, store.Query{Limit: -1})
+	_, err := e.s.Query(e.ctx, name, store.Query{AllPartitions: true, Limit: -1})
 	e.wantErr(err, store.ErrInvalid, "negative limit")
-	_, err = e.s.Query(e.ctx, name, store.Query{Continuation: "this is not a token"})
+	_, err = e.s.Query(e.ctx, name, store.Query{AllPartitions: true, Continuation: "this is not a token"})
 	e.wantErr(err, store.ErrInvalid, "a continuation token the store did not issue")
-	_, err = e.s.Query(e.ctx, name, store.Query{Filter: []store.Cond{{Prop: "x", Cmp: 0, Value: events.Int32(1)}}})
+	_, err = e.s.Query(e.ctx, name, store.Query{AllPartitions: true, Filter: []store.Cond{{Prop: "x", Cmp: 0, Value: events.Int32(1)}}})
 	e.wantErr(err, store.ErrInvalid, "unknown comparison")
 	// A limit beyond the page size is capped, not refused.
-	p, err := e.s.Query(e.ctx, name, store.Query{Limit: 5000})
+	p, err := e.s.Query(e.ctx, name, store.Query{AllPartitions: true, Limit: 5000})
 	if err != nil || len(p.Entities) != 5 {
 		t.Fatalf("limit 5000: %d entities, err %v", len(p.Entities), err)
 	}
@@ -192,7 +192,7 @@ func testFilter(t *testing.T, e *env) {
 				t.Fatalf("%s, limit %d: got %q, want %q", c.what, limit, got, want)
 			}
 		}
-		if got := e.all(name, store.Query{Filter: c.conds, Limit: 3}); len(got) != 2*len(want) {
+		if got := e.all(name, store.Query{AllPartitions: true, Filter: c.conds, Limit: 3}); len(got) != 2*len(want) {
 			t.Fatalf("%s over the table: %d rows, want %d", c.what, len(got), 2*len(want))
 		}
 	}
@@ -207,7 +207,7 @@ func testFilterDeepMatch(t *testing.T, e *env) {
 	e.fill(name, "p", rks, func(i int) events.Entity { return events.Entity{"hit": events.Bool(hits[i])} })
 	hit := []store.Cond{{Prop: "hit", Cmp: store.Eq, Value: events.Bool(true)}}
 
-	for _, q := range []store.Query{{PK: "p", Filter: hit, Limit: 1}, {Filter: hit, Limit: 1}, {PK: "p", Filter: hit}} {
+	for _, q := range []store.Query{{PK: "p", Filter: hit, Limit: 1}, {AllPartitions: true, Filter: hit, Limit: 1}, {PK: "p", Filter: hit}} {
 		p, err := e.s.Query(e.ctx, name, q)
 		if err != nil {
 			t.Fatalf("Query: %v", err)
@@ -256,7 +256,7 @@ func testPaging(t *testing.T, e *env) {
 			}
 			continue
 		}
-		got := e.all(name, store.Query{Limit: limit}) // checks order and no repeats
+		got := e.all(name, store.Query{AllPartitions: true, Limit: limit}) // checks order and no repeats
 		if len(got) != parts*per {
 			t.Fatalf("limit %d: %d rows, want %d", limit, len(got), parts*per)
 		}
@@ -278,7 +278,7 @@ func testPaging(t *testing.T, e *env) {
 	}
 	// store.All follows continuation for the caller.
 	n := 0
-	err := store.All(e.ctx, e.s, name, store.Query{Limit: 500}, func(store.Entity) error { n++; return nil })
+	err := store.All(e.ctx, e.s, name, store.Query{AllPartitions: true, Limit: 500}, func(store.Entity) error { n++; return nil })
 	if err != nil || n != parts*per {
 		t.Fatalf("store.All: %d rows, err %v", n, err)
 	}

@@ -83,6 +83,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, q Quirks) {
 		{"InvalidTx", testInvalidTx},
 		{"KeyLimits", testKeyLimits},
 		{"PartitionIsolation", testPartitionIsolation},
+		{"EmptyPartitionKey", testEmptyPartitionKey},
+		{"Partitions", testPartitions},
 		{"ConcurrentPartitions", testConcurrentPartitions},
 		{"ConcurrentConditionalWrites", testConcurrentConditionalWrites},
 		{"CanceledContext", testCanceledContext},
@@ -220,7 +222,7 @@ func (e *env) wantTxErr(err, target error, index int, rk, what string) {
 func (e *env) snapshot(table string) map[string]store.Entity {
 	e.t.Helper()
 	m := make(map[string]store.Entity)
-	for _, ent := range e.all(table, store.Query{}) {
+	for _, ent := range e.all(table, store.Query{AllPartitions: true}) {
 		m[ent.PK+"/"+ent.RK] = ent
 	}
 	return m

@@ -128,7 +128,7 @@ func testDeleteTableDropsRows(t *testing.T, e *env) {
 	}
 	_, err := e.s.Get(e.ctx, name, "p", "r00001")
 	e.wantErr(err, store.ErrTableNotFound, "Get in a deleted table")
-	_, err = e.s.Query(e.ctx, name, store.Query{})
+	_, err = e.s.Query(e.ctx, name, store.Query{AllPartitions: true})
 	e.wantErr(err, store.ErrTableNotFound, "Query of a deleted table")
 	err = e.tx(name, "p", store.Op{Kind: store.Upsert, RK: "r"})
 	e.wantErr(err, store.ErrTableNotFound, "Transact in a deleted table")
@@ -136,7 +136,7 @@ func testDeleteTableDropsRows(t *testing.T, e *env) {
 	if err := e.s.CreateTable(e.ctx, name); err != nil {
 		t.Fatalf("CreateTable again: %v", err)
 	}
-	if got := e.all(name, store.Query{}); len(got) != 0 {
+	if got := e.all(name, store.Query{AllPartitions: true}); len(got) != 0 {
 		t.Fatalf("a re-created table holds %d rows of the deleted one", len(got))
 	}
 }

@@ -92,11 +92,11 @@ func testOpCountLimit(t *testing.T, e *env) {
 		return out
 	}
 	e.wantErr(e.tx(name, "p", ops(store.MaxOps+1)...), store.ErrTooLarge, "101 ops")
-	if got := e.all(name, store.Query{}); len(got) != 0 {
+	if got := e.all(name, store.Query{AllPartitions: true}); len(got) != 0 {
 		t.Fatalf("a refused transaction wrote %d rows", len(got))
 	}
 	e.mustTx(name, "p", ops(store.MaxOps)...)
-	if got := e.all(name, store.Query{}); len(got) != store.MaxOps {
+	if got := e.all(name, store.Query{AllPartitions: true}); len(got) != store.MaxOps {
 		t.Fatalf("100 ops wrote %d rows", len(got))
 	}
 	e.wantErr(e.tx(name, "p"), store.ErrInvalid, "an empty transaction")
@@ -124,7 +124,7 @@ func testTxBytesLimit(t *testing.T, e *env) {
 		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%d", i), Props: bigEntity(15, byte(i))})
 	}
 	e.wantErr(e.tx(name, "p", ops...), store.ErrTooLarge, "a transaction over 4 MiB")
-	if got := e.all(name, store.Query{}); len(got) != 0 {
+	if got := e.all(name, store.Query{AllPartitions: true}); len(got) != 0 {
 		t.Fatalf("a refused transaction wrote %d rows", len(got))
 	}
 	// Just under 4 MiB of strings (counted as UTF-16) in 100 ops applies.
@@ -141,7 +141,7 @@ func testTxBytesLimit(t *testing.T, e *env) {
 		t.Fatalf("test bug: transaction of %d bytes", total)
 	}
 	e.mustTx(name, "p", ops...)
-	if got := e.all(name, store.Query{}); len(got) != store.MaxOps {
+	if got := e.all(name, store.Query{AllPartitions: true}); len(got) != store.MaxOps {
 		t.Fatalf("got %d rows, want %d", len(got), store.MaxOps)
 	}
 }
@@ -267,7 +267,7 @@ func testInvalidTx(t *testing.T, e *env) {
 			e.wantErr(err, store.ErrInvalid, c.what)
 		}
 	}
-	if got := e.all(name, store.Query{}); len(got) != 0 {
+	if got := e.all(name, store.Query{AllPartitions: true}); len(got) != 0 {
 		t.Fatalf("refused transactions wrote %d rows", len(got))
 	}
 }
@@ -311,7 +311,7 @@ func testConcurrentPartitions(t *testing.T, e *env) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if got := e.all(name, store.Query{}); len(got) != workers*txs*per {
+	if got := e.all(name, store.Query{AllPartitions: true}); len(got) != workers*txs*per {
 		t.Fatalf("%d rows, want %d", len(got), workers*txs*per)
 	}
 }
@@ -360,7 +360,7 @@ func testCanceledContext(t *testing.T, e *env) {
 	if _, err := e.s.Get(ctx, name, "p", "r"); err == nil {
 		t.Fatal("Get with a canceled context succeeded")
 	}
-	if got := e.all(name, store.Query{}); len(got) != 0 {
+	if got := e.all(name, store.Query{AllPartitions: true}); len(got) != 0 {
 		t.Fatalf("a canceled transaction wrote %d rows", len(got))
 	}
 }

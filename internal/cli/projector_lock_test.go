@@ -1,0 +1,127 @@
+//go:build linux
+
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/internal/lockfile"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/store/sqlite"
+)
+
+// envProjectorChild holds the arguments (one per line) of the projector
+// process TestProjectorChild runs for TestSecondProjector.
+const envProjectorChild = "TABLEJOURNAL_CLI_PROJECTOR_CHILD"
+
+// TestProjectorChild is the first projector of TestSecondProjector, in its
+// own process: the projector command, until SIGTERM.
+func TestProjectorChild(t *testing.T) {
+	args := os.Getenv(envProjectorChild)
+	if args == "" {
+		t.Skip("the projector process of TestSecondProjector")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := Projector(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startProjectorProcess runs the projector command in a child process and
+// returns once it logged that it runs, with the embedded server's URL.
+func startProjectorProcess(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestProjectorChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envProjectorChild+"="+strings.Join(args, "\n"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	urlRE := regexp.MustCompile(`url=(nats://\S+)`)
+	lines := bufio.NewScanner(stderr)
+	url := ""
+	for lines.Scan() {
+		line := lines.Text()
+		if m := urlRE.FindStringSubmatch(line); m != nil {
+			url = m[1]
+		}
+		if strings.Contains(line, "projector running") {
+			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			return cmd, url
+		}
+	}
+	t.Fatalf("the projector process ended before it ran: %v", lines.Err())
+	return nil, ""
+}
+
+// A second projector on the data folder of a running one refuses to start,
+// naming the folder and the holder's pid, whether it would start its own
+// embedded server there or only use the embedded store; one that names the
+// running one's store file with --tables is refused too. After the first
+// is killed with SIGKILL, the folder is free at once.
+func TestSecondProjector(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a projector process")
+	}
+	data := t.TempDir()
+	first, url := startProjectorProcess(t, "--data", data, "--nats-listen", "127.0.0.1:0", "--log-level", "info")
+	if url == "" {
+		t.Fatal("the first projector logged no server URL")
+	}
+	pid := fmt.Sprintf("pid %d", first.Process.Pid)
+
+	ctx := journaltest.Context(t, time.Minute)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want error
+		says []string
+	}{
+		{"own embedded server", []string{"--data", data, "--nats-listen", "127.0.0.1:0"}, lockfile.ErrLocked, []string{data, pid}},
+		{"embedded store only", []string{"--data", data, "--nats", url}, lockfile.ErrLocked, []string{data, pid}},
+		{"the store file by name", []string{"--data", t.TempDir(), "--nats", url, "--tables", "sqlite:" + filepath.Join(data, "tables.db")},
+			sqlite.ErrLocked, []string{filepath.Join(data, "tables.db"), pid}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr strings.Builder
+			err := Projector(ctx, append(tc.args, "--log-level", "error"), io.Discard, &stderr)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("second projector: %v, want %v", err, tc.want)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+			if code := Exit(err, io.Discard); code != ExitFailure {
+				t.Errorf("exit code %d, want %d", code, ExitFailure)
+			}
+		})
+	}
+
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	// startProjectorProcess fails the test unless this one runs.
+	startProjectorProcess(t, "--data", data, "--nats-listen", "127.0.0.1:0")
+}

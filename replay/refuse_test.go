@@ -1,0 +1,49 @@
+package replay_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// A snapshot at a sequence beyond the journal's head is refused, as asof
+// refuses it: a rebuild from it would skip every command up to it. A
+// rebuild of a table the journal has never seen is refused and creates
+// nothing.
+func TestRefusedPoints(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.open(t))
+			table := uniqueTable("Refuse")
+			seqs := e.publish([]*events.Command{{ID: "rf1", Table: table, PK: "p",
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}})
+			e.awaitOutcomes([]string{"rf1"})
+			head := seqs[0]
+
+			var buf bytes.Buffer
+			_, err := e.rp.Snapshot(e.ctx, &buf, replay.SnapshotConfig{Table: table, Seq: head + 1})
+			if !errors.Is(err, replay.ErrBadPoint) {
+				t.Fatalf("snapshot beyond the head: %v, want ErrBadPoint", err)
+			}
+			if _, err := e.rp.Snapshot(e.ctx, &buf, replay.SnapshotConfig{Table: table, Seq: head}); err != nil {
+				t.Fatalf("snapshot at the head: %v", err)
+			}
+
+			into := uniqueTable("Refuseinto")
+			for _, src := range []string{uniqueTable("Never"), strings.ToUpper(table)} {
+				_, err = e.rp.Rebuild(e.ctx, replay.RebuildConfig{Table: src, Into: into})
+				if !errors.Is(err, replay.ErrUnknownTable) {
+					t.Fatalf("rebuild of %s, never in the journal: %v, want ErrUnknownTable", src, err)
+				}
+			}
+			if _, err := e.st.Query(e.ctx, into, store.Query{AllPartitions: true, Limit: 1}); !errors.Is(err, store.ErrTableNotFound) {
+				t.Fatalf("the refused rebuild left table %s: %v", into, err)
+			}
+		})
+	}
+}
