@@ -653,14 +653,14 @@ func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*ro
 			return nil, err
 		}
 		from, to := HistoryRange(rk)
-		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
+		newest, ok, err := store.First(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
 		if err != nil {
 			return nil, err
 		}
-		if len(page.Entities) == 0 {
+		if !ok {
 			return &rowState{}, nil
 		}
-		r, err := DecodeRow(page.Entities[0])
+		r, err := DecodeRow(newest)
 		if err != nil {
 			return nil, err
 		}

@@ -96,6 +96,9 @@ type Projector struct {
 	log     *slog.Logger
 	group   *shards.Group // nil with static Config.Shards
 	stats   *Stats
+	// replicated: the journal has replicas, so fetches avoid byte limits
+	// (fetchReplicated).
+	replicated bool
 }
 
 // Stats returns the projector's counters (see Stats), for metrics.
@@ -141,6 +144,9 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		cfg.Applier.Logger = cfg.Logger
 	}
 	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats}
+	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
+		return nil, err
+	}
 	if cfg.Shards == nil {
 		if err := p.joinOwners(ctx, cfg.Replicas); err != nil {
 			return nil, err
@@ -389,6 +395,9 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 		return msgs, nil
 	}
 	n := min(uint64(p.cfg.FetchBatch-1), md.NumPending)
+	if p.replicated {
+		return p.fetchReplicated(cons, msgs, int(n)), nil
+	}
 	// The messages are there, so the request ends as soon as it has n of
 	// them or FetchBytes; the wait only bounds a stream trimmed meanwhile.
 	// If it fails, what arrived is still applied (a delivery lost in
