@@ -113,6 +113,15 @@ type view struct {
 // a persistent store failure, and entries from the failed batch on were not
 // applied.
 func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, h Hooks) error {
+	if allInvalid(entries) {
+		// Nothing to read or write: each message is rejected with its own
+		// error, even under a subject that names no table (table "").
+		b := newBatch(pk, nil)
+		for _, e := range entries {
+			_ = b.add(e)
+		}
+		return callHook(ctx, h.BeforeCommit, b.results, false)
+	}
 	if len(touchedRKs(entries)) > 0 { // only valid commands name a valid table
 		if err := a.ensureTable(ctx, table); err != nil {
 			return err
@@ -213,6 +222,16 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 		i = j
 	}
 	return nil
+}
+
+// allInvalid reports whether every entry is a message that did not decode.
+func allInvalid(entries []Entry) bool {
+	for _, e := range entries {
+		if e.Err == nil {
+			return false
+		}
+	}
+	return true
 }
 
 func dependsOnState(rs []Result) bool {
