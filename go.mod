@@ -12,6 +12,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/vmihailenco/msgpack/v5 v5.4.1
+	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 	modernc.org/sqlite v1.61.1
 )
@@ -37,7 +38,6 @@ require (
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect

@@ -591,7 +591,7 @@ func (p *Projector) logResults(part partition, rs []Result) {
 // outcome is rebuilt from the rows' history as they stood before the
 // command.
 func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
-	o, err := journal.LookupOutcome(ctx, p.js, r.ID)
+	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
 	switch {
 	case err == nil && o.Seq == r.Seq:
 		r.Status, r.Stored = Status(o.Status), true

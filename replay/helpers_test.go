@@ -2,7 +2,6 @@ package replay_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -184,29 +183,14 @@ func (e *env) awaitOutcomes(ids []string) map[string]journal.Outcome {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
 	defer cancel()
-	cons, err := e.js.OrderedConsumer(ctx, journal.OutcomesStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{journal.OutcomesPrefix + ".>"},
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer it.Stop()
 	got := make(map[string]journal.Outcome, len(ids))
-	for len(want) > 0 {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			e.t.Fatalf("awaiting %d outcomes: %v", len(want), err)
-		}
-		var o journal.Outcome
-		if err := json.Unmarshal(m.Data(), &o); err != nil {
-			e.t.Fatal(err)
-		}
+	err := journal.NewOutcomes(e.js).Follow(ctx, 1, func(_ uint64, o journal.Outcome) bool {
 		got[o.ID] = o
 		delete(want, o.ID)
+		return len(want) == 0
+	})
+	if err != nil {
+		e.t.Fatalf("awaiting %d outcomes: %v", len(want), err)
 	}
 	return got
 }
