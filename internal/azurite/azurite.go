@@ -141,9 +141,9 @@ func start(ctx context.Context, bin, service string) (*Server, error) {
 		service: service,
 		bin:     bin,
 		host:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		dir:  dir,
-		out:  &tailBuffer{max: 8 << 10},
-		done: make(chan struct{}),
+		dir:     dir,
+		out:     &tailBuffer{max: 8 << 10},
+		done:    make(chan struct{}),
 	}
 	s.cmd = exec.Command(bin,
 		"--"+service+"Host", "127.0.0.1",
