@@ -183,11 +183,15 @@ func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 	h[events.HeaderSchema] = hdrSchema
 	h[jetstream.ExpectedStreamHeader] = w.hdrStream
 	h[jetstream.MsgIDHeader] = []string{cmd.ID}
-	return &nats.Msg{
+	msg := &nats.Msg{
 		Subject: Subject(cmd.Table, cmd.PK),
 		Header:  h,
 		Data:    data,
-	}, nil
+	}
+	if err := checkMsgSize(w.js.Conn(), cmd.ID, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
 }
 
 // Publish validates cmd, publishes it and waits until the journal stored
@@ -220,6 +224,11 @@ func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, sent tim
 			err := failed
 			failed = nil
 			return retryable(ctx, err)
+		}
+		// The backoff timer and the budget's deadline can fire together, and
+		// the timer may win: never send once the budget is spent.
+		if err := ctx.Err(); err != nil {
+			return backoff.Permanent(err)
 		}
 		actx, cancel := context.WithTimeout(ctx, w.ackTimeout)
 		ack, err := w.pub.PublishMsg(actx, msg)

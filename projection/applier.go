@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -16,16 +16,23 @@ import (
 // Applier applies the commands of one partition to a table store, batching
 // consecutive commands into one transaction when they fit. It is safe for
 // concurrent use on different partitions; one partition must be applied by
-// one goroutine at a time, in journal order.
+// one goroutine at a time, in journal order. Several Appliers (in several
+// processes) may apply the same partition at the same time: every
+// transaction is fenced (see FenceKey), so only decisions taken on the
+// table's actual state are committed.
 type Applier struct {
-	store store.Store
-	cache *rowCache
-	// Backoff returns the retry policy for transient store errors; a
-	// persistent failure returns an error after it gives up.
-	newBackoff func() backoff.BackOff
+	store  store.Store
+	cache  *rowCache
+	policy *retryPolicy
+	log    *slog.Logger
+	stats  *Stats
+	epochs atomic.Uint64
+	// ids remembers applied command IDs across calls (RememberIDs).
+	ids sync.Map
 
-	tablesMu sync.Mutex
-	tables   map[string]bool
+	rememberIDs bool
+	tablesMu    sync.Mutex
+	tables      map[string]bool
 }
 
 // ApplierConfig configures an Applier.
@@ -34,8 +41,20 @@ type ApplierConfig struct {
 	// disables the cache (every batch reads its rows back).
 	CacheRows int
 	// MaxRetry bounds the time spent retrying transient store errors of one
-	// batch. If zero, one minute.
+	// call. If zero, there is no bound: an outage of any length is waited
+	// out, with a warning every few seconds.
 	MaxRetry time.Duration
+	// RememberIDs keeps the ID of every command applied, across calls, so
+	// that a command ID applies at most once however far apart its copies
+	// are in the journal, without an outcomes stream to ask (replay's
+	// rebuild reads the journal once, in order). Memory grows with the
+	// commands applied. The projector asks the outcomes stream instead.
+	RememberIDs bool
+	// Logger receives warnings (store outages) and errors (the table
+	// disagrees with what was written). If nil, slog.Default().
+	Logger *slog.Logger
+	// Stats receives the counters; if nil, the Applier keeps its own.
+	Stats *Stats
 }
 
 // NewApplier returns an Applier writing to s.
@@ -43,22 +62,29 @@ func NewApplier(s store.Store, cfg ApplierConfig) *Applier {
 	if cfg.CacheRows == 0 {
 		cfg.CacheRows = 100_000
 	}
-	if cfg.MaxRetry == 0 {
-		cfg.MaxRetry = time.Minute
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
-	a := &Applier{store: s, tables: make(map[string]bool)}
+	if cfg.Stats == nil {
+		cfg.Stats = &Stats{}
+	}
+	a := &Applier{store: s, tables: make(map[string]bool), log: cfg.Logger, stats: cfg.Stats,
+		policy: newRetryPolicy(cfg.MaxRetry, cfg.Logger, cfg.Stats), rememberIDs: cfg.RememberIDs}
 	if cfg.CacheRows > 0 {
 		a.cache = newRowCache(cfg.CacheRows)
 	}
-	a.newBackoff = func() backoff.BackOff { return busyBackoff(cfg.MaxRetry) }
 	return a
 }
+
+// Stats returns the Applier's counters.
+func (a *Applier) Stats() *Stats { return a.stats }
 
 // Hooks let the caller publish outcomes at the points exactly-once needs.
 type Hooks struct {
 	// BeforeCommit receives the results that wrote nothing (rejected,
 	// duplicate, skipped) before the transaction of their batch commits, so
 	// that no later command's effect is durable before their outcome is.
+	// It may settle a skipped result (set its Status and Stored).
 	BeforeCommit func(ctx context.Context, rs []Result) error
 	// AfterCommit receives the applied results once their transaction
 	// committed.
@@ -70,6 +96,18 @@ type Hooks struct {
 // retried after reloading the rows; only repeated conflicts surface.
 var ErrConflict = errors.New("table changed under the projector")
 
+// view is the applier's view of one partition during Apply: the fence it
+// was taken at and the rows read under it.
+type view struct {
+	valid bool
+	f     fence
+	epoch uint64
+	rows  map[string]*rowState
+	// fresh: rows were read from the store since the fence was last
+	// checked, so a decision that writes nothing must check it again.
+	fresh bool
+}
+
 // Apply applies entries, all of table and pk and in journal order. It
 // returns nil once every entry has a result handed to hooks; an error means
 // a persistent store failure, and entries from the failed batch on were not
@@ -80,48 +118,94 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 			return err
 		}
 	}
-	conflicts := 0
-	// known holds the state of rows already read or written during this call,
-	// so a partition's later batches do not read them again.
-	known := make(map[string]*rowState)
-	for i := 0; i < len(entries); {
-		var need []string
-		for _, rk := range touchedRKs(entries[i:]) {
-			if _, ok := known[rk]; !ok {
-				need = append(need, rk)
+	part := partKey{table, pk}
+	var v view
+	// seen: IDs applied before, by sequence (this call's, and with
+	// RememberIDs every call's).
+	seen := make(map[string]uint64)
+	if a.rememberIDs {
+		for _, e := range entries {
+			if s, ok := a.ids.Load(e.ID); ok {
+				seen[e.ID] = s.(uint64)
 			}
 		}
-		loaded, err := a.load(ctx, table, pk, need)
-		if err != nil {
+	}
+	contention, wedged := 0, 0
+	for i := 0; i < len(entries); {
+		if err := a.begin(ctx, part, &v); err != nil {
 			return err
 		}
-		for rk, s := range loaded {
-			known[rk] = s
-			a.cache.put(rowKey{table, pk, rk}, *s) // rows known not to exist too
+		if err := a.loadView(ctx, part, &v, touchedRKs(entries[i:])); err != nil {
+			return err
 		}
-		b := newBatch(pk, known)
+		b := newBatch(pk, v.rows)
+		b.seen = seen
 		j := i
 		for ; j < len(entries); j++ {
 			if err := b.add(entries[j]); errors.Is(err, errFull) {
 				break
 			}
 		}
+		// A rejection is decided on the rows' state: publish it only if
+		// that state was the table's at one moment. Rows read under a fence
+		// that has not moved since were.
+		if v.fresh && dependsOnState(b.results) {
+			ok, err := a.check(ctx, part, &v)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
 		if err := callHook(ctx, h.BeforeCommit, b.results, false); err != nil {
 			return err
 		}
-		err = a.commit(ctx, table, pk, b.txOps())
-		if errors.Is(err, ErrConflict) && conflicts < 3 {
-			conflicts++
-			a.cache.dropPartition(table, pk)
-			known = make(map[string]*rowState)
+		for _, r := range b.results {
+			if r.Status == Applied && r.Stored { // a skipped command found applied
+				seen[r.ID] = max(seen[r.ID], r.Seq)
+			}
+		}
+		err := a.commit(ctx, part, &v, b)
+		var ce *conflictError
+		if errors.As(err, &ce) {
+			a.forget(part, &v)
+			if ce.fence {
+				// Another writer committed first: reload and decide again.
+				contention++
+				a.stats.FenceConflicts.Add(1)
+				if err := sleepCtx(ctx, min(time.Duration(contention)*10*time.Millisecond, time.Second)); err != nil {
+					return err
+				}
+				continue
+			}
+			// A row was not as the fence said: the table was changed by
+			// something other than a fenced projector. Read it again; if it
+			// still cannot apply, stop and say where.
+			wedged++
+			a.disagree(table, pk, "a row is not as its partition's fence says", ce.err)
+			if wedged > 1 {
+				return ce.applyError(table, pk)
+			}
 			continue
 		}
 		if err != nil {
 			return err
 		}
+		if b.wrote {
+			a.confirm(part, &v)
+		}
 		for rk, s := range b.cur {
-			known[rk] = s
-			a.cache.put(rowKey{table, pk, rk}, *s)
+			v.rows[rk] = s
+			if !v.fresh {
+				a.cache.put(rowKey{table, pk, rk}, *s, v.epoch)
+			}
+		}
+		for id, s := range b.appliedIDs {
+			seen[id] = s
+			if a.rememberIDs {
+				a.ids.Store(id, s)
+			}
 		}
 		if err := callHook(ctx, h.AfterCommit, b.results, true); err != nil {
 			return err
@@ -131,71 +215,283 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 	return nil
 }
 
+func dependsOnState(rs []Result) bool {
+	for _, r := range rs {
+		if r.dependsOnState {
+			return true
+		}
+	}
+	return false
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// begin makes sure v holds the partition's fence with its etag: from the
+// cache, else read from the table. After a commit on a store that does not
+// report etags, the fence is read again; if its content is still what the
+// commit wrote, nobody wrote since and the view holds.
+func (a *Applier) begin(ctx context.Context, part partKey, v *view) error {
+	if !v.valid {
+		if f, epoch, ok := a.cache.fence(part); ok {
+			*v = view{valid: true, f: f, epoch: epoch, rows: make(map[string]*rowState)}
+		} else {
+			f, err := a.readFence(ctx, part.table, part.pk)
+			if err != nil {
+				return err
+			}
+			a.adopt(part, v, f)
+		}
+	}
+	if v.f.exists && v.f.etag == "" {
+		f, err := a.readFence(ctx, part.table, part.pk)
+		if err != nil {
+			return err
+		}
+		if f.sameContent(v.f) {
+			v.f.etag = f.etag
+			a.cache.setFence(part, v.f, v.epoch)
+		} else {
+			a.adopt(part, v, f)
+		}
+	}
+	return nil
+}
+
+// adopt starts a new view at fence f, read from the table; cached rows of
+// the partition are no longer valid.
+func (a *Applier) adopt(part partKey, v *view, f fence) {
+	if v.f.exists && (!f.exists || f.seq < v.f.seq) {
+		a.disagree(part.table, part.pk, "the partition's fence went back: the store lost confirmed writes",
+			fmt.Errorf("the projector wrote %v, the table holds %v", v.f, f))
+	}
+	*v = view{valid: true, f: f, epoch: a.epochs.Add(1), rows: make(map[string]*rowState)}
+	a.cache.setFence(part, f, v.epoch)
+}
+
+// forget drops the view and the cached rows of a partition: the store wins.
+func (a *Applier) forget(part partKey, v *view) {
+	a.cache.dropPartition(part)
+	// Keep v.f: adopt compares the fence read next with it.
+	v.rows = make(map[string]*rowState)
+	v.valid, v.f.etag = false, ""
+}
+
+// check reads the fence again: true if it has not moved since the view was
+// taken (the rows read meanwhile are the table's state at this moment);
+// else the view is replaced by the fence read and false returned.
+func (a *Applier) check(ctx context.Context, part partKey, v *view) (bool, error) {
+	f, err := a.readFence(ctx, part.table, part.pk)
+	if err != nil {
+		return false, err
+	}
+	if f.exists == v.f.exists && f.etag == v.f.etag {
+		a.confirm(part, v)
+		return true, nil
+	}
+	a.stats.FenceConflicts.Add(1)
+	a.cache.dropPartition(part)
+	a.adopt(part, v, f)
+	return false, nil
+}
+
+// loadView adds the rows rks to the view: from the cache when cached under
+// the view's epoch, else read from the table.
+func (a *Applier) loadView(ctx context.Context, part partKey, v *view, rks []string) error {
+	var need []string
+	for _, rk := range rks {
+		if _, ok := v.rows[rk]; ok {
+			continue
+		}
+		if s, ok := a.cache.get(rowKey{part.table, part.pk, rk}, v.epoch); ok {
+			v.rows[rk] = s
+			continue
+		}
+		need = append(need, rk)
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	loaded, err := a.load(ctx, part.table, part.pk, need)
+	if err != nil {
+		return err
+	}
+	for rk, s := range loaded {
+		v.rows[rk] = s
+	}
+	v.fresh = true
+	return nil
+}
+
+// confirm records that the view's fence held up to now: the rows read
+// under it are the table's state at one moment, so they may be cached
+// (rows known not to exist too). Rows read but never confirmed are not
+// cached: read just after another writer committed, they could mix with
+// cached rows from before it.
+func (a *Applier) confirm(part partKey, v *view) {
+	if !v.fresh {
+		return
+	}
+	for rk, s := range v.rows {
+		a.cache.put(rowKey{part.table, part.pk, rk}, *s, v.epoch)
+	}
+	v.fresh = false
+}
+
+// disagree reports that the table is not what the projector wrote.
+func (a *Applier) disagree(table, pk, what string, err error) {
+	a.stats.Disagreements.Add(1)
+	a.log.Error("the table disagrees with what the projector wrote; the table wins",
+		LogTable, table, LogPK, pk, "what", what, "err", err)
+}
+
+// callHook hands the results of one kind (applied or not) to hook, and
+// copies back what the hook settled.
 func callHook(ctx context.Context, hook func(context.Context, []Result) error, rs []Result, applied bool) error {
 	if hook == nil {
 		return nil
 	}
 	var sel []Result
-	for _, r := range rs {
-		if (r.Status == Applied) == applied {
+	var idx []int
+	for i, r := range rs {
+		if (r.Status == Applied && !r.Stored) == applied {
 			sel = append(sel, r)
+			idx = append(idx, i)
 		}
 	}
 	if len(sel) == 0 {
 		return nil
 	}
-	return hook(ctx, sel)
-}
-
-// commit runs one transaction, retrying transient errors with backoff.
-func (a *Applier) commit(ctx context.Context, table, pk string, ops []store.Op) error {
-	if len(ops) == 0 {
-		return nil
+	if err := hook(ctx, sel); err != nil {
+		return err
 	}
-	sort.Slice(ops, func(i, j int) bool { return ops[i].RK < ops[j].RK })
-	op := func() error {
-		err := a.store.Transact(ctx, table, pk, ops)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, store.ErrBusy):
-			return err
-		case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrPrecondition):
-			return backoff.Permanent(fmt.Errorf("%w: %w", ErrConflict, err))
-		case errors.Is(err, store.ErrTableNotFound):
-			a.forgetTable(table)
-			if cerr := a.ensureTable(ctx, table); cerr != nil {
-				return backoff.Permanent(cerr)
-			}
-			return err
-		default:
-			return backoff.Permanent(err)
-		}
-	}
-	if err := backoff.Retry(op, backoff.WithContext(a.newBackoff(), ctx)); err != nil {
-		return fmt.Errorf("transaction on %s/%q: %w", table, pk, err)
+	for k, i := range idx {
+		rs[i] = sel[k]
 	}
 	return nil
+}
+
+// conflictError is a transaction refused because the table was not as the
+// view said: the fence moved (fence), or a row op failed while the fence
+// held.
+type conflictError struct {
+	fence bool
+	op    opSource
+	err   error
+}
+
+func (e *conflictError) Error() string { return fmt.Sprintf("%v: %v", ErrConflict, e.err) }
+func (e *conflictError) Unwrap() error { return ErrConflict }
+
+func (e *conflictError) applyError(table, pk string) error {
+	return &ApplyError{Table: table, PK: pk, RK: e.op.rk, StoreKey: e.op.key, Seq: e.op.seq, Cmd: e.op.cmd,
+		Err: fmt.Errorf("%w: %w", ErrConflict, e.err)}
+}
+
+// opSource says which row and command a store op of a batch belongs to.
+type opSource struct {
+	rk, key string
+	seq     uint64
+	cmd     string
+}
+
+// commit writes the batch in one transaction with the fence, retrying
+// transient errors under the one retry policy. A batch that writes nothing
+// commits nothing. On success the view's fence is the one written.
+func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *batch) error {
+	rowOps := b.txOps()
+	if len(rowOps) == 0 {
+		return nil
+	}
+	sort.Slice(rowOps, func(i, j int) bool { return rowOps[i].RK < rowOps[j].RK })
+	next := b.last
+	if v.f.exists && v.f.seq > next.seq {
+		next = fence{exists: true, seq: v.f.seq, cmd: v.f.cmd, at: v.f.at}
+	}
+	// The fence goes first: a stale view fails on it, whatever else differs.
+	ops := append([]store.Op{v.f.op(next)}, rowOps...)
+	etags, err := retryStore(ctx, a.policy, "transaction in "+part.table, func() ([]string, error) {
+		etags, err := transact(ctx, a.store, part.table, part.pk, ops)
+		if errors.Is(err, store.ErrTableNotFound) {
+			a.forgetTable(part.table)
+			if cerr := a.ensureTable(ctx, part.table); cerr != nil {
+				return nil, cerr
+			}
+			return nil, fmt.Errorf("table %s was missing: %w", part.table, store.ErrBusy)
+		}
+		return etags, err
+	})
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrPrecondition):
+		ce := &conflictError{fence: true, err: err}
+		var te *store.TxError
+		switch {
+		case errors.As(err, &te) && te.Index == 0:
+		case errors.As(err, &te) && te.Index < len(ops):
+			ce.fence = false
+			ce.op = b.source(ops[te.Index].RK)
+		default:
+			// The store did not say which op failed: the fence did if it
+			// moved.
+			f, ferr := a.readFence(ctx, part.table, part.pk)
+			if ferr != nil {
+				return ferr
+			}
+			held := f.exists == v.f.exists && (!f.exists || f.etag == v.f.etag)
+			ce.fence = !held
+		}
+		return ce
+	default:
+		var te *store.TxError
+		if errors.As(err, &te) && te.Index > 0 && te.Index < len(ops) {
+			return (&conflictError{op: b.source(ops[te.Index].RK), err: err}).applyError(part.table, part.pk)
+		}
+		return fmt.Errorf("transaction on %s/%q: %w", part.table, part.pk, err)
+	}
+	b.wrote = true
+	next.etag = ""
+	if len(etags) > 0 {
+		next.etag = etags[0]
+	}
+	v.f = next
+	a.cache.setFence(part, v.f, v.epoch)
+	return nil
+}
+
+// transact runs a transaction, returning the etags of what it wrote when
+// the store reports them.
+func transact(ctx context.Context, s store.Store, table, pk string, ops []store.Op) ([]string, error) {
+	if et, ok := s.(store.ETagTransactor); ok {
+		return et.TransactETags(ctx, table, pk, ops)
+	}
+	return nil, s.Transact(ctx, table, pk, ops)
 }
 
 // load reads the state of rows: from the cache, else a point read of the
 // tip and, for a row without one, the newest version row (its tombstone).
 func (a *Applier) load(ctx context.Context, table, pk string, rks []string) (map[string]*rowState, error) {
-	state := make(map[string]*rowState, len(rks))
-	var missing []string
-	for _, rk := range rks {
-		if s, ok := a.cache.get(rowKey{table, pk, rk}); ok {
-			state[rk] = s
-		} else {
-			missing = append(missing, rk)
-		}
-	}
-	if len(missing) == 0 {
-		return state, nil
-	}
+	return retryStore(ctx, a.policy, "read rows of "+table, func() (map[string]*rowState, error) {
+		return loadRows(ctx, a.store, table, pk, rks)
+	})
+}
+
+// loadRows reads the state of rows from the table, once: with two range
+// queries when there are several, then point reads for the rows the ranges
+// did not cover.
+func loadRows(ctx context.Context, s store.Store, table, pk string, missing []string) (map[string]*rowState, error) {
+	state := make(map[string]*rowState, len(missing))
 	if len(missing) >= rangeLoadMin {
 		var err error
-		if missing, err = loadRanges(ctx, a.store, table, pk, missing, state); err != nil {
+		if missing, err = loadRanges(ctx, s, table, pk, missing, state); err != nil {
 			return nil, err
 		}
 	}
@@ -210,7 +506,7 @@ func (a *Applier) load(ctx context.Context, table, pk string, rks []string) (map
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			s, err := readRowState(ctx, a.store, table, pk, rk)
+			st, err := readRowState(ctx, s, table, pk, rk)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -219,7 +515,7 @@ func (a *Applier) load(ctx context.Context, table, pk string, rks []string) (map
 				}
 				return
 			}
-			state[rk] = s
+			state[rk] = st
 		}()
 	}
 	wg.Wait()
@@ -304,7 +600,7 @@ func (p rowPage) covers(bound string) bool {
 }
 
 func queryPage(ctx context.Context, s store.Store, table string, q store.Query) (rowPage, error) {
-	page, err := retryReads(ctx, func() (store.Page, error) { return s.Query(ctx, table, q) })
+	page, err := s.Query(ctx, table, q)
 	switch {
 	case errors.Is(err, store.ErrTableNotFound):
 		return rowPage{rows: map[string]*Row{}}, nil
@@ -342,7 +638,7 @@ func maxKey(a, b string) string {
 // readRowState reads what the apply needs to know of one row with at most
 // two requests: the tip, and when there is none, the newest version row.
 func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*rowState, error) {
-	st, err := retryReads(ctx, func() (*rowState, error) {
+	st, err := func() (*rowState, error) {
 		e, err := s.Get(ctx, table, pk, TipKey(rk))
 		switch {
 		case err == nil:
@@ -369,50 +665,11 @@ func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*ro
 			return nil, err
 		}
 		return &rowState{latest: &r}, nil
-	})
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("read row %s/%q/%q: %w", table, pk, rk, err)
 	}
 	return st, nil
-}
-
-// maxBusyWait caps each wait before retrying a request the store refused
-// as busy. Throttling limits are per second (Azure's targets are entities
-// and requests per second), so a longer wait lets capacity go unused, and
-// since a shard's batch waits for its slowest partition, one partition
-// asleep for the library's default of up to a minute stalls its whole
-// shard. Against store/simazure answering ErrBusy unretried
-// (BenchmarkSimAzure spread, see docs/ARCHITECTURE.md) the projector
-// reached 0.56 of the account limit uncapped, 0.73 capped.
-const maxBusyWait = time.Second
-
-// busyBackoff is the retry policy for store.ErrBusy: exponential from
-// 50 ms, each wait at most maxBusyWait give or take the library's ±50%
-// jitter, for maxElapsed in all.
-func busyBackoff(maxElapsed time.Duration) *backoff.ExponentialBackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 50 * time.Millisecond
-	b.MaxInterval = maxBusyWait
-	b.MaxElapsedTime = maxElapsed
-	return b
-}
-
-// retryReads calls read until it succeeds, fails with an error other than
-// store.ErrBusy, or has been retried with backoff for the default fifteen
-// minutes.
-func retryReads[T any](ctx context.Context, read func() (T, error)) (T, error) {
-	b := busyBackoff(backoff.DefaultMaxElapsedTime)
-	return backoff.RetryWithData(func() (T, error) {
-		v, err := read()
-		return v, retryable(err)
-	}, backoff.WithContext(b, ctx))
-}
-
-func retryable(err error) error {
-	if errors.Is(err, store.ErrBusy) {
-		return err
-	}
-	return backoff.Permanent(err)
 }
 
 func (a *Applier) ensureTable(ctx context.Context, table string) error {
@@ -422,7 +679,14 @@ func (a *Applier) ensureTable(ctx context.Context, table string) error {
 	if known {
 		return nil
 	}
-	if err := a.store.CreateTable(ctx, table); err != nil && !errors.Is(err, store.ErrTableExists) {
+	err := retryStoreErr(ctx, a.policy, "create table "+table, func() error {
+		err := a.store.CreateTable(ctx, table)
+		if errors.Is(err, store.ErrTableExists) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("create table %s: %w", table, err)
 	}
 	a.tablesMu.Lock()

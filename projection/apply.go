@@ -20,6 +20,18 @@ type Entry struct {
 	// Err is why the message cannot apply (undecodable, invalid, subject
 	// and body disagree); the entry is rejected with it as reason.
 	Err error
+	// Prior is an outcome of an earlier journal message with the same
+	// command ID, if the caller knows one (the projector looks every
+	// fetched ID up in the outcomes stream). A command ID applies at most
+	// once, ever: if Prior says it applied (or was a duplicate) at an
+	// earlier sequence, the entry is a duplicate.
+	Prior Prior
+}
+
+// Prior is an outcome stored for a command ID, as Entry.Prior.
+type Prior struct {
+	Seq    uint64 // 0: none known
+	Status Status
 }
 
 // Status is the outcome of one command.
@@ -48,6 +60,14 @@ type Result struct {
 	// Changes are the change-feed events of an applied command, one per
 	// row version, in the order of Rows.
 	Changes []Change
+	// Stored says the outcome of this entry is already in the outcomes
+	// stream (the entry was handled before): nothing to publish.
+	Stored bool
+
+	// dependsOnState marks a rejection decided on the rows' state (not on
+	// the message alone), which the applier validates before it is
+	// published.
+	dependsOnState bool
 }
 
 // RowVersion names one version a command produced.
@@ -116,12 +136,29 @@ type batch struct {
 	totalOps   int
 	totalBytes int
 	results    []Result
+
+	// seen holds command IDs known applied before this batch, by journal
+	// sequence (the caller's; nil for none). appliedIDs are the IDs the
+	// batch applies itself; skippedIDs those of commands it skips without
+	// knowing whether they applied.
+	seen       map[string]uint64
+	appliedIDs map[string]uint64
+	skippedIDs map[string]bool
+	// last is the newest command the batch applies: the fence's content.
+	last fence
+	// by names, per row, the newest command of the batch that wrote it.
+	by map[string]opSource
+	// wrote is set once the batch committed a transaction.
+	wrote bool
 }
 
 func newBatch(pk string, state map[string]*rowState) *batch {
 	return &batch{
 		pk: pk, base: state, cur: make(map[string]*rowState),
 		added: make(map[string][]Row), ops: make(map[string]int), bytes: make(map[string]int),
+		appliedIDs: make(map[string]uint64), skippedIDs: make(map[string]bool), by: make(map[string]opSource),
+		// Room for the fence write every transaction carries.
+		totalOps: 1, totalBytes: fenceWireCost,
 	}
 }
 
@@ -149,23 +186,53 @@ func (b *batch) add(e Entry) error {
 		return nil
 	}
 	c := e.Cmd
+	// Whether this ID applied earlier is known only once the commands of
+	// this batch are: an earlier message with the same ID that this batch
+	// applies, or skips without knowing whether it applied, is settled by
+	// committing first.
+	if _, ok := b.appliedIDs[c.ID]; ok || b.skippedIDs[c.ID] {
+		return errFull
+	}
 	// Redelivery: a row already carrying this or a later sequence means the
 	// command was handled before.
 	for _, op := range c.Ops {
 		if l := b.state(op.RK).latest; l != nil && l.Seq >= e.Seq {
 			res.Status = Skipped
+			if l.Seq == e.Seq && l.Cmd == c.ID {
+				b.appliedIDs[c.ID] = e.Seq // it applied: its own version says so
+			} else {
+				b.skippedIDs[c.ID] = true
+			}
 			b.results = append(b.results, res)
 			return nil
 		}
 	}
-	// A republish after JetStream's duplicate window.
-	for _, op := range c.Ops {
-		if l := b.state(op.RK).latest; l != nil && l.Cmd == c.ID {
-			res.Status = Duplicate
-			res.Reason = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, l.Seq)
-			b.results = append(b.results, res)
-			return nil
+	// A command ID applies at most once, ever: a republish after
+	// JetStream's duplicate window, or one published without Nats-Msg-Id.
+	var dup string
+	if s, ok := b.seen[c.ID]; ok && s < e.Seq {
+		dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, s)
+	}
+	if dup == "" && e.Prior.Seq != 0 && e.Prior.Seq < e.Seq {
+		switch e.Prior.Status {
+		case Applied:
+			dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, e.Prior.Seq)
+		case Duplicate:
+			dup = fmt.Sprintf("command %s already applied (journal sequence %d was a duplicate of it)", c.ID, e.Prior.Seq)
 		}
+	}
+	if dup == "" {
+		for _, op := range c.Ops {
+			if l := b.state(op.RK).latest; l != nil && l.Cmd == c.ID {
+				dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, l.Seq)
+				break
+			}
+		}
+	}
+	if dup != "" {
+		res.Status, res.Reason = Duplicate, dup
+		b.results = append(b.results, res)
+		return nil
 	}
 
 	// Simulate on copies so a rejected or oversized command leaves no trace.
@@ -190,6 +257,7 @@ func (b *batch) add(e Entry) error {
 		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
 			// Nothing of a rejected command is written, nor reported as written.
 			res.Status, res.Reason = Rejected, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
+			res.dependsOnState = true
 			b.results = append(b.results, res)
 			return nil
 		}
@@ -213,6 +281,7 @@ func (b *batch) add(e Entry) error {
 		if err != nil {
 			res.Rows, res.Changes = nil, nil
 			res.Status, res.Reason = Rejected, err.Error()
+			res.dependsOnState = true
 			b.results = append(b.results, res)
 			return nil
 		}
@@ -225,21 +294,37 @@ func (b *batch) add(e Entry) error {
 			return errFull
 		}
 		res.Rows, res.Changes = nil, nil
-		res.Status = Rejected
+		res.Status, res.dependsOnState = Rejected, true
 		res.Reason = fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
 			newOps, newBytes, store.MaxOps, store.MaxTxBytes)
 		b.results = append(b.results, res)
 		return nil
 	}
 	for rk, s := range touched {
+		b.by[rk] = opSource{rk: rk, seq: e.Seq, cmd: c.ID}
 		b.cur[rk] = s
 		b.added[rk] = append(b.added[rk], added[rk]...)
 		b.ops[rk], b.bytes[rk] = cost[rk][0], cost[rk][1]
 	}
 	b.totalOps, b.totalBytes = newOps, newBytes
 	res.Status = Applied
+	b.appliedIDs[c.ID] = e.Seq
+	if e.Seq > b.last.seq {
+		b.last = fence{exists: true, seq: e.Seq, cmd: c.ID, at: e.At}
+	}
 	b.results = append(b.results, res)
 	return nil
+}
+
+// source names the row and command a store op of the batch is for.
+func (b *batch) source(storeKey string) opSource {
+	rk, _, _, ok := ParseKey(storeKey)
+	if !ok {
+		return opSource{key: storeKey}
+	}
+	src := b.by[rk]
+	src.rk, src.key = rk, storeKey
+	return src
 }
 
 func (b *batch) baseTip(rk string) *Row {

@@ -39,16 +39,46 @@ func op(kind events.OpKind, rk string, kv ...any) events.RowOp {
 
 func ifv(o events.RowOp, v int64) events.RowOp { o.IfVersion = &v; return o }
 
+func withPrior(e Entry, seq uint64, st Status) Entry { e.Prior = Prior{Seq: seq, Status: st}; return e }
+
 // runBatch applies entries to a batch over an empty partition and returns
 // the statuses and the tip state after.
+//
+// A batch that says it is full before an entry because it must commit
+// first (the same command ID again) is "committed" as the Applier does: a
+// fresh batch continues from its state, knowing the IDs it applied. The
+// batch returned carries the results of all.
 func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *batch {
 	t.Helper()
 	b := newBatch("p", state)
-	for _, e := range entries {
-		if err := b.add(e); err != nil {
-			t.Fatalf("add seq %d: %v", e.Seq, err)
+	b.seen = map[string]uint64{}
+	var results []Result
+	for i := 0; i < len(entries); i++ {
+		err := b.add(entries[i])
+		if errors.Is(err, errFull) && len(b.results) > 0 && b.totalOps < store.MaxOps {
+			next := make(map[string]*rowState)
+			for rk, s := range state {
+				next[rk] = s
+			}
+			for rk, s := range b.cur {
+				next[rk] = s
+			}
+			seen := b.seen
+			for id, s := range b.appliedIDs {
+				seen[id] = s
+			}
+			results = append(results, b.results...)
+			state = next
+			b = newBatch("p", state)
+			b.seen = seen
+			i--
+			continue
+		}
+		if err != nil {
+			t.Fatalf("add seq %d: %v", entries[i].Seq, err)
 		}
 	}
+	b.results = append(results, b.results...)
 	return b
 }
 
@@ -89,6 +119,14 @@ func TestBatchOperations(t *testing.T) {
 		{"same command id again is duplicate", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
 			entry(2, "c1", upsert("a", "x", 1))}, []Status{Applied, Duplicate}, 0, 0},
+		{"same command id after the row changed is duplicate", []Entry{
+			entry(1, "c1", op(events.OpInsert, "a", "x", 1)),
+			entry(2, "c2", op(events.OpMerge, "a", "y", 2)),
+			entry(3, "c1", op(events.OpInsert, "a", "x", 1))}, []Status{Applied, Applied, Duplicate}, 1, 0},
+		{"an earlier outcome that applied makes a duplicate", []Entry{
+			withPrior(entry(5, "c1", upsert("a", "x", 1)), 2, Applied)}, []Status{Duplicate}, -1, 0},
+		{"an earlier rejection does not", []Entry{
+			withPrior(entry(5, "c1", upsert("a", "x", 1)), 2, Rejected)}, []Status{Applied}, 0, 0},
 		{"same row twice in one command makes one version", []Entry{
 			entry(1, "c1", upsert("a", "x", 1), upsert("a", "x", 2))}, []Status{Applied}, 0, 0},
 		{"same row twice, then again", []Entry{

@@ -95,7 +95,14 @@ type Projector struct {
 	store   store.Store
 	log     *slog.Logger
 	group   *shards.Group // nil with static Config.Shards
+	stats   *Stats
+	// replicated: the journal has replicas, so fetches avoid byte limits
+	// (fetchReplicated).
+	replicated bool
 }
+
+// Stats returns the projector's counters (see Stats), for metrics.
+func (p *Projector) Stats() *Stats { return p.stats }
 
 // New prepares a projector: it ensures the journal, outcome and change-feed
 // streams exist.
@@ -105,6 +112,12 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		cfg.Replicas = cfg.Journal.Replicas
 	}
 	cfg.Journal.Replicas = cfg.Replicas
+	// Refuse before anything is created: with a smaller max_payload a
+	// stored command could get an outcome or change event the server
+	// refuses, and its shard would stall.
+	if err := journal.CheckMaxPayload(js.Conn()); err != nil {
+		return nil, err
+	}
 	j, err := journal.Ensure(ctx, js, cfg.Journal)
 	if err != nil {
 		return nil, err
@@ -122,7 +135,18 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 			return nil, fmt.Errorf("shard %d out of range: the journal has %d shards", sh, j.Shards())
 		}
 	}
-	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger}
+	stats := cfg.Applier.Stats
+	if stats == nil {
+		stats = &Stats{}
+		cfg.Applier.Stats = stats
+	}
+	if cfg.Applier.Logger == nil {
+		cfg.Applier.Logger = cfg.Logger
+	}
+	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats}
+	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
+		return nil, err
+	}
 	if cfg.Shards == nil {
 		if err := p.joinOwners(ctx, cfg.Replicas); err != nil {
 			return nil, err
@@ -371,6 +395,9 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 		return msgs, nil
 	}
 	n := min(uint64(p.cfg.FetchBatch-1), md.NumPending)
+	if p.replicated {
+		return p.fetchReplicated(cons, msgs, int(n)), nil
+	}
 	// The messages are there, so the request ends as soon as it has n of
 	// them or FetchBytes; the wait only bounds a stream trimmed meanwhile.
 	// If it fails, what arrived is still applied (a delivery lost in
@@ -415,6 +442,11 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 		}
 		groups[part] = append(groups[part], e)
 	}
+	// A command ID applies at most once, ever: one batched look-up of the
+	// IDs' earlier outcomes per fetch.
+	if err := p.lookupPriors(ctx, groups); err != nil {
+		return fmt.Errorf("%w: %w", ErrPublish, err)
+	}
 	pub := newPublisher(p.js, !p.cfg.NoChangeFeed)
 	var (
 		wg   sync.WaitGroup
@@ -430,7 +462,7 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 			err := p.applier.Apply(ctx, part.table, part.pk, groups[part], Hooks{
 				BeforeCommit: func(ctx context.Context, rs []Result) error {
 					for i := range rs {
-						if rs[i].Status == Skipped {
+						if rs[i].Status == Skipped && !rs[i].Stored {
 							if err := p.recoverOutcome(ctx, part, &rs[i], groups[part]); err != nil {
 								return err
 							}
@@ -440,6 +472,9 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 					// Rejections must be durable before a later command's effect is.
 					if err := pub.publishResults(ctx, part, rs, groups[part], true); err != nil {
 						return fmt.Errorf("%w: %w", ErrPublish, err)
+					}
+					for i := range rs {
+						rs[i].Stored = true // never acknowledged without it: published and awaited
 					}
 					return nil
 				},
@@ -533,37 +568,63 @@ func (p *Projector) logResults(part partition, rs []Result) {
 	}
 }
 
-// recoverOutcome handles a redelivered command whose effect is already in
-// the table. If the projector crashed between a commit and publishing the
-// outcomes, the outcome of an applied command is rebuilt from the version
-// rows that carry its sequence. A command that wrote nothing had its
-// outcome published before any later commit (BeforeCommit), so there is
-// nothing to rebuild for it.
+// recoverOutcome settles a redelivered command whose effect is already in
+// the table and whose outcome is not known to be stored: it sets r's
+// Status (and Rows, Changes) to the outcome to publish, or marks it Stored.
+// It never leaves r without an outcome.
+//
+// If the projector crashed between a commit and publishing the outcomes,
+// the outcome of an applied command is rebuilt from the version rows that
+// carry its sequence. A command that wrote nothing had its outcome
+// published before any later commit (BeforeCommit), so it is found in the
+// outcomes stream. If it is not, the table (or the outcomes stream) lost
+// what the projector wrote: that is logged at ERROR and counted, and the
+// outcome is rebuilt from the rows' history as they stood before the
+// command.
 func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
 	o, err := journal.LookupOutcome(ctx, p.js, r.ID)
 	switch {
 	case err == nil && o.Seq == r.Seq:
-		return nil // published; the latest outcome of this ID is this one
+		r.Status, r.Stored = Status(o.Status), true
+		return nil
+	case err == nil:
+		// The ID has outcomes of other messages (the latest in the stream
+		// is not necessarily the newest in the journal: rejections and
+		// duplicates are published before the applied outcomes of their
+		// batch): look through all of them.
+		all, err := journal.ScanOutcomes(ctx, p.js, r.ID)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrPublish, err)
+		}
+		for _, o := range all {
+			if o.Seq == r.Seq {
+				r.Status, r.Stored = Status(o.Status), true
+				return nil
+			}
+		}
 	case err != nil && !errors.Is(err, journal.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrPublish, err)
 	}
-	var cmd *events.Command
-	for _, e := range entries {
-		if e.Seq == r.Seq {
-			cmd = e.Cmd
+	var e Entry
+	for _, x := range entries {
+		if x.Seq == r.Seq {
+			e = x
 		}
 	}
-	if cmd == nil {
+	if e.Cmd == nil {
+		// Only valid commands can be skipped; an invalid one is rejected
+		// again on the message alone.
+		r.Status, r.Reason = Rejected, fmt.Sprint(e.Err)
 		return nil
 	}
-	rows, err := retryReads(ctx, func() ([]RowVersion, error) {
-		return VersionsBySeq(ctx, p.store, part.table, part.pk, cmd, r.Seq)
+	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]RowVersion, error) {
+		return VersionsBySeq(ctx, p.store, part.table, part.pk, e.Cmd, r.Seq)
 	})
 	if err != nil {
 		return err
 	}
 	if len(rows) == 0 {
-		return nil // it wrote nothing: its outcome was published before
+		return p.outcomeFromHistory(ctx, part, r, e)
 	}
 	r.Status, r.Rows = Applied, rows
 	if p.cfg.NoChangeFeed {
@@ -581,8 +642,144 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	if last > r.Seq {
 		return nil
 	}
-	r.Changes, err = retryReads(ctx, func() ([]Change, error) {
+	r.Changes, err = retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
 		return ChangesOf(ctx, p.store, part.table, part.pk, rows)
 	})
-	return err
+	if err != nil {
+		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
+		r.Changes = nil
+	}
+	return nil
+}
+
+// outcomeFromHistory settles a skipped command that has neither an outcome
+// nor a version in the table, which the projector never leaves behind: it
+// evaluates the command again on its rows as they stood just before it, as
+// the version rows tell. If that says the command applied, the table lost
+// its effect, and the outcome says so as a rejection (nothing of it is in
+// the table).
+func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *Result, e Entry) error {
+	state := make(map[string]*rowState)
+	for _, rk := range touchedRKs([]Entry{e}) {
+		s, err := retryStore(ctx, p.applier.policy, "read history of "+part.table, func() (*rowState, error) {
+			return stateBefore(ctx, p.store, part.table, part.pk, rk, e.Seq)
+		})
+		if err != nil {
+			return err
+		}
+		state[rk] = s
+	}
+	b := newBatch(part.pk, state)
+	if err := b.add(e); err != nil {
+		return err
+	}
+	res := b.results[0]
+	if res.Status == Applied {
+		res = Result{Seq: e.Seq, ID: e.ID, Status: Rejected,
+			Reason: "not in the table: the rows moved on past this command, but no version carries it (the store lost a confirmed write?)"}
+	}
+	p.applier.disagree(part.table, part.pk,
+		fmt.Sprintf("seq %d (command %s) was handled but has no outcome and no version; outcome rebuilt from the rows' history: %s", e.Seq, e.ID, res.Status),
+		errors.New("outcome missing"))
+	*r = res
+	return nil
+}
+
+// stateBefore reads the state of a row just before journal sequence seq
+// from its tip and history.
+func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (*rowState, error) {
+	var newest *Row
+	if tip, err := (Reader{Store: s}).Get(ctx, table, pk, rk); err == nil && tip.Seq < seq {
+		newest = &tip
+	} else if err != nil && !errors.Is(err, ErrRowNotFound) {
+		return nil, err
+	}
+	if newest == nil {
+		from, to := HistoryRange(rk)
+		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1,
+			Filter: []store.Cond{{Prop: ColSeq, Cmp: store.Lt, Value: events.Int64(int64(seq))}}})
+		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
+			return nil, err
+		}
+		if len(page.Entities) > 0 {
+			r, err := DecodeRow(page.Entities[0])
+			if err != nil {
+				return nil, err
+			}
+			newest = &r
+		}
+	}
+	if newest == nil {
+		return &rowState{}, nil
+	}
+	if newest.Deleted {
+		return &rowState{latest: newest}, nil
+	}
+	t := *newest
+	t.Tip, t.ETag = true, ""
+	return &rowState{tip: &t, latest: &t}, nil
+}
+
+// lookupPriors sets each entry's Prior from the outcomes stream: the
+// latest outcome of every fetched command ID, in one batched request. When
+// an ID's latest outcome is of a later journal message (this one is being
+// redelivered), the ID's history decides: the newest earlier outcome that
+// applied.
+func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Entry) error {
+	var ids []string
+	for _, es := range groups {
+		for _, e := range es {
+			if e.Cmd != nil {
+				ids = append(ids, e.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	p.stats.OutcomeLookups.Add(1)
+	latest, err := journal.LatestOutcomes(ctx, p.js, ids)
+	if err != nil {
+		return err
+	}
+	histories := make(map[string][]journal.Outcome)
+	for _, es := range groups {
+		for i := range es {
+			e := &es[i]
+			o, ok := latest[e.ID]
+			if !ok || e.Cmd == nil {
+				continue
+			}
+			if o.Seq < e.Seq {
+				e.Prior = Prior{Seq: o.Seq, Status: Status(o.Status)}
+				continue
+			}
+			if o.Seq == e.Seq && o.Status != journal.StatusDuplicate {
+				// Its own outcome (a redelivery): it applied or was
+				// rejected, so no earlier message with its ID applied.
+				continue
+			}
+			all, ok := histories[e.ID]
+			if !ok {
+				if all, err = journal.ScanOutcomes(ctx, p.js, e.ID); err != nil {
+					return err
+				}
+				histories[e.ID] = all
+			}
+			e.Prior = priorFrom(all, e.Seq)
+		}
+	}
+	return nil
+}
+
+// priorFrom picks from an ID's outcomes the one that decides the message at
+// seq: the newest earlier one that applied or was a duplicate, else none.
+func priorFrom(all []journal.Outcome, seq uint64) Prior {
+	var best Prior
+	for _, o := range all {
+		if o.Seq < seq && o.Seq > best.Seq && (o.Status == journal.StatusApplied || o.Status == journal.StatusDuplicate) {
+			best = Prior{Seq: o.Seq, Status: Status(o.Status)}
+		}
+	}
+	return best
 }

@@ -150,7 +150,10 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	applier := projection.NewApplier(r.st, projection.ApplierConfig{})
+	// RememberIDs: a command ID applies at most once however far apart its
+	// copies are in the journal, as the projector decides it from the
+	// outcomes stream.
+	applier := projection.NewApplier(r.st, projection.ApplierConfig{RememberIDs: true})
 	var done, applied, rejected, dups, skipped atomic.Int64
 	count := func(_ context.Context, rs []projection.Result) error {
 		for _, res := range rs {

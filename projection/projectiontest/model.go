@@ -33,11 +33,13 @@ type Model struct {
 	Rows map[RowID][]Version
 	// Status of every journal sequence applied to the model.
 	Status map[uint64]string
+	// Applied holds every command ID applied, with its journal sequence.
+	Applied map[string]uint64
 }
 
 // NewModel returns an empty model.
 func NewModel() *Model {
-	return &Model{Rows: make(map[RowID][]Version), Status: make(map[uint64]string)}
+	return &Model{Rows: make(map[RowID][]Version), Status: make(map[uint64]string), Applied: make(map[string]uint64)}
 }
 
 // Current returns the current version of a row, or nil if the row does not
@@ -69,6 +71,9 @@ func (m *Model) AsOf(id RowID, seq uint64) *Version {
 func (m *Model) Apply(seq uint64, c *events.Command) string {
 	st := m.apply(seq, c)
 	m.Status[seq] = st
+	if st == "applied" {
+		m.Applied[c.ID] = seq
+	}
 	return st
 }
 
@@ -76,11 +81,9 @@ func (m *Model) Apply(seq uint64, c *events.Command) string {
 func (m *Model) Reject(seq uint64) { m.Status[seq] = "rejected" }
 
 func (m *Model) apply(seq uint64, c *events.Command) string {
-	for _, op := range c.Ops {
-		h := m.Rows[RowID{c.Table, c.PK, op.RK}]
-		if len(h) > 0 && h[len(h)-1].Cmd == c.ID {
-			return "duplicate"
-		}
+	// A command ID applies at most once, ever (SPEC §3).
+	if _, ok := m.Applied[c.ID]; ok {
+		return "duplicate"
 	}
 	// A command makes at most one version of each row it names: its ops
 	// on a row apply in order to the row's state, and the state after the

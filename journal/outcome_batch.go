@@ -1,0 +1,154 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// multiLastMax is the most subjects one multi_last direct get asks for:
+// the server answers at most 1,024 messages to one request.
+const multiLastMax = 1000
+
+// directBatchReq is the part of JetStream's JSApiMsgGetRequest that batched
+// direct gets use; the jetstream package does not expose it.
+type directBatchReq struct {
+	Seq       uint64   `json:"seq,omitempty"`
+	NextFor   string   `json:"next_by_subj,omitempty"`
+	Batch     int      `json:"batch,omitempty"`
+	MultiLast []string `json:"multi_last,omitempty"`
+	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
+}
+
+// LatestOutcomes returns the latest outcome of each of ids that has one,
+// by command ID, with one batched direct get per thousand IDs (JetStream's
+// multi_last) instead of one request per command. IDs without an outcome
+// are absent from the map.
+func LatestOutcomes(ctx context.Context, js jetstream.JetStream, ids []string) (map[string]Outcome, error) {
+	out := make(map[string]Outcome, len(ids))
+	seen := make(map[string]bool, len(ids))
+	var subjects []string
+	flush := func() error {
+		if len(subjects) == 0 {
+			return nil
+		}
+		err := directBatch(ctx, js, OutcomesStream, directBatchReq{MultiLast: subjects}, func(m rawMsg) error {
+			var o Outcome
+			if err := json.Unmarshal(m.data, &o); err != nil {
+				return fmt.Errorf("outcome at %d: %w", m.seq, err)
+			}
+			out[o.ID] = o
+			return nil
+		})
+		subjects = subjects[:0]
+		return err
+	}
+	for _, id := range ids {
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		subjects = append(subjects, OutcomeSubject(id))
+		if len(subjects) == multiLastMax {
+			if err := flush(); err != nil {
+				return nil, fmt.Errorf("latest outcomes: %w", err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, fmt.Errorf("latest outcomes: %w", err)
+	}
+	return out, nil
+}
+
+// ScanOutcomes returns every outcome stored for command id, oldest first:
+// one per journal message that carried the ID. It reads the ID's subject
+// with batched direct gets.
+func ScanOutcomes(ctx context.Context, js jetstream.JetStream, id string) ([]Outcome, error) {
+	var out []Outcome
+	err := directBatch(ctx, js, OutcomesStream, directBatchReq{Seq: 1, NextFor: OutcomeSubject(id), Batch: 1000}, func(m rawMsg) error {
+		var o Outcome
+		if err := json.Unmarshal(m.data, &o); err != nil {
+			return fmt.Errorf("outcome at %d: %w", m.seq, err)
+		}
+		out = append(out, o)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outcomes of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// directBatch sends one batched direct get (a request answered by several
+// messages, ended by a 204 EOB status) and calls fn with each message. A
+// reply cut short by the server's byte limit says so in its EOB (pending
+// messages and the last sequence sent); the rest is asked for again from
+// there, bounded to the same last sequence. No match at all is not an
+// error.
+func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req directBatchReq, fn func(rawMsg) error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
+		defer cancel()
+	}
+	nc := js.Conn()
+	subj := apiPrefix(js) + "DIRECT.GET." + stream
+	for {
+		body, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		inbox := nc.NewRespInbox()
+		sub, err := nc.SubscribeSync(inbox)
+		if err != nil {
+			return err
+		}
+		pending, last, upTo, err := readBatch(ctx, nc, sub, subj, inbox, body, fn)
+		_ = sub.Unsubscribe()
+		if err != nil || pending == 0 || last == 0 {
+			return err
+		}
+		req.Seq = last + 1
+		if len(req.MultiLast) > 0 {
+			req.UpToSeq = upTo
+		}
+	}
+}
+
+func readBatch(ctx context.Context, nc *nats.Conn, sub *nats.Subscription, subj, inbox string, body []byte, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
+	if err := nc.PublishRequest(subj, inbox, body); err != nil {
+		return 0, 0, 0, err
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("direct get: %w", err)
+		}
+		if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
+			switch status {
+			case "204": // end of batch
+				pending, _ = strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+				last, _ = strconv.ParseUint(m.Header.Get(jetstream.LastSequenceHeader), 10, 64)
+				upTo, _ = strconv.ParseUint(m.Header.Get("Nats-UpTo-Sequence"), 10, 64)
+				return pending, last, upTo, nil
+			case "404": // no message matches
+				return 0, 0, 0, nil
+			default:
+				return 0, 0, 0, fmt.Errorf("direct get: status %s %s", status, m.Header.Get("Description"))
+			}
+		}
+		seq, perr := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if perr != nil {
+			return 0, 0, 0, fmt.Errorf("direct get: bad %s header: %w", jetstream.SequenceHeader, perr)
+		}
+		raw := rawMsg{seq: seq, subject: m.Header.Get(jetstream.SubjectHeader), header: stripDirectHeaders(m.Header), data: m.Data}
+		if err := fn(raw); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+}

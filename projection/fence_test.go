@@ -1,0 +1,165 @@
+package projection_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// beforeTxStore runs a function once, just before the first transaction
+// through it: another instance acting between this one's reads and its
+// write.
+type beforeTxStore struct {
+	store.Store
+	once sync.Once
+	fn   func()
+}
+
+func (b *beforeTxStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+	b.once.Do(b.fn)
+	return b.Store.Transact(ctx, table, pk, ops)
+}
+
+func cmdEntry(seq uint64, id string, ops ...events.RowOp) projection.Entry {
+	return projection.Entry{Seq: seq, ID: id, At: time.Date(2026, 11, 21, 10, 0, int(seq), 0, time.UTC),
+		Cmd: &events.Command{ID: id, Table: "orders", PK: "p", Ops: ops}}
+}
+
+func rowOp(kind events.OpKind, rk string, n int) events.RowOp {
+	o := events.RowOp{Op: kind, RK: rk}
+	if kind != events.OpDelete {
+		o.Entity = events.Entity{"n": events.Int32(int32(n))}
+	}
+	return o
+}
+
+func statuses(rs *[]projection.Result, mu *sync.Mutex) projection.Hooks {
+	rec := func(_ context.Context, got []projection.Result) error {
+		mu.Lock()
+		*rs = append(*rs, got...)
+		mu.Unlock()
+		return nil
+	}
+	return projection.Hooks{BeforeCommit: rec, AfterCommit: rec}
+}
+
+func statusOf(rs []projection.Result, seq uint64) projection.Status {
+	for _, r := range rs {
+		if r.Seq == seq {
+			return r.Status
+		}
+	}
+	return ""
+}
+
+// TestFenceLateFirstInsert: instance A reads that a row does not exist and
+// is about to insert it (version 0, which writes no version row), when
+// instance B applies that insert and a delete of the row. A's late insert
+// must not re-create a tip beside the tombstone (the row would be wedged:
+// every later insert failing with EntityAlreadyExists); it fails on the
+// fence, reloads and finds its command handled. A later re-insert through A
+// applies.
+func TestFenceLateFirstInsert(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			insert := cmdEntry(1, "c1", rowOp(events.OpInsert, "x", 1))
+			del := cmdEntry(2, "c2", rowOp(events.OpDelete, "x", 0))
+			reinsert := cmdEntry(3, "c3", rowOp(events.OpInsert, "x", 3))
+			appB := projection.NewApplier(st, projection.ApplierConfig{Logger: projectiontest.QuietLogger()})
+			late := &beforeTxStore{Store: st, fn: func() {
+				if err := appB.Apply(ctx, "orders", "p", []projection.Entry{insert, del}, projection.Hooks{}); err != nil {
+					t.Errorf("instance B: %v", err)
+				}
+			}}
+			appA := projection.NewApplier(late, projection.ApplierConfig{Logger: projectiontest.QuietLogger()})
+			var rs []projection.Result
+			var mu sync.Mutex
+			if err := appA.Apply(ctx, "orders", "p", []projection.Entry{insert}, statuses(&rs, &mu)); err != nil {
+				t.Fatalf("instance A: %v", err)
+			}
+			if got := statusOf(rs, 1); got != projection.Skipped {
+				t.Errorf("A's late insert: %s, want skipped (B applied it)", got)
+			}
+			if err := appA.Apply(ctx, "orders", "p", []projection.Entry{del, reinsert}, statuses(&rs, &mu)); err != nil {
+				t.Fatalf("instance A, re-insert: %v", err)
+			}
+			if got := statusOf(rs, 3); got != projection.Applied {
+				t.Errorf("re-insert after the tombstone: %s, want applied", got)
+			}
+			m := projectiontest.NewModel()
+			for _, e := range []projection.Entry{insert, del, reinsert} {
+				m.Apply(e.Seq, e.Cmd)
+			}
+			projectiontest.CompareTable(t, st, "orders", m)
+			if n := appA.Stats().FenceConflicts.Load(); n == 0 {
+				t.Error("A's stale insert met no fence")
+			}
+		})
+	}
+}
+
+// TestFenceStaleCache: instance A caches a row it wrote; instance B then
+// moves the row on (update, delete, re-insert). A, handed the same commands
+// and more, must not trust its cache: the table wins, B's commands are
+// skipped, and A's own ifVersion guard is checked against the table's
+// version, not the cached one.
+func TestFenceStaleCache(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			cfg := projection.ApplierConfig{Logger: projectiontest.QuietLogger()}
+			appA := projection.NewApplier(st, cfg)
+			appB := projection.NewApplier(st, cfg)
+			v := func(n int64) *int64 { return &n }
+			es := []projection.Entry{
+				cmdEntry(1, "c1", rowOp(events.OpInsert, "x", 1)),
+				cmdEntry(2, "c2", rowOp(events.OpMerge, "x", 2)),
+				cmdEntry(3, "c3", rowOp(events.OpDelete, "x", 0)),
+				cmdEntry(4, "c4", rowOp(events.OpInsert, "x", 4)),
+			}
+			guarded := rowOp(events.OpReplace, "x", 5)
+			guarded.IfVersion = v(3) // x is at version 3 after c4
+			es = append(es, cmdEntry(5, "c5", guarded))
+			stale := rowOp(events.OpReplace, "x", 6)
+			stale.IfVersion = v(0) // what A's cache would say
+			es = append(es, cmdEntry(6, "c6", stale))
+
+			var rs []projection.Result
+			var mu sync.Mutex
+			if err := appA.Apply(ctx, "orders", "p", es[:1], projection.Hooks{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := appB.Apply(ctx, "orders", "p", es[:4], projection.Hooks{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := appA.Apply(ctx, "orders", "p", es[1:], statuses(&rs, &mu)); err != nil {
+				t.Fatal(err)
+			}
+			want := map[uint64]projection.Status{2: projection.Skipped, 3: projection.Skipped, 4: projection.Skipped,
+				5: projection.Applied, 6: projection.Rejected}
+			for seq, w := range want {
+				if got := statusOf(rs, seq); got != w {
+					t.Errorf("seq %d: %s, want %s", seq, got, w)
+				}
+			}
+			m := projectiontest.NewModel()
+			for _, e := range es {
+				m.Apply(e.Seq, e.Cmd)
+			}
+			projectiontest.CompareTable(t, st, "orders", m)
+			if got := fmt.Sprint(m.Status[6]); got != "rejected" {
+				t.Fatalf("model: seq 6 %s", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,192 @@
+package projection_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// lossyStore wraps a real store and loses one confirmed write: the
+// transaction that carries a version written by command lose reports
+// success and writes nothing, as Azurite killed before it flushed did.
+type lossyStore struct {
+	store.Store
+	lose string
+	mu   sync.Mutex
+	lost int
+}
+
+func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+	for _, op := range ops {
+		if v, ok := op.Props[projection.ColCmd]; ok && v.Str == l.lose && op.RK != projection.FenceKey {
+			l.mu.Lock()
+			l.lost++
+			l.mu.Unlock()
+			return nil
+		}
+	}
+	return l.Store.Transact(ctx, table, pk, ops)
+}
+
+// syncBuffer is a log destination safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func oneRow(id string, kind events.OpKind, n int, ifVersion *int64) *events.Command {
+	op := events.RowOp{Op: kind, RK: "x", IfVersion: ifVersion}
+	if kind != events.OpDelete {
+		op.Entity = events.Entity{"n": events.Int32(int32(n))}
+	}
+	return &events.Command{ID: id, Table: "orders", PK: "p", Ops: []events.RowOp{op}}
+}
+
+// TestLostWrite: the store confirms a transaction and loses it. The
+// projector, whose row cache holds what it wrote, must not build on it: at
+// the next command it finds the partition's fence behind what it wrote,
+// says so at ERROR and in its counters, drops its cache and goes on from
+// the table's state (the store wins), so the row's history has no hole.
+// Every command still gets an outcome; those after the loss equal a model
+// of the journal without the lost command.
+func TestLostWrite(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := journaltest.Context(t, 2*time.Minute)
+			real := b.Open(t)
+			lossy := &lossyStore{Store: real, lose: "c3"}
+			h := projectiontest.Start(t, lossy, projectiontest.Options{})
+			var logs syncBuffer
+			h.StartProjector(projection.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))})
+			two := int64(2)
+			cmds := []*events.Command{
+				oneRow("c1", events.OpInsert, 1, nil),
+				oneRow("c2", events.OpMerge, 2, nil),
+				oneRow("c3", events.OpMerge, 3, nil), // confirmed, lost
+				oneRow("c4", events.OpMerge, 4, nil),
+				oneRow("c5", events.OpReplace, 5, &two), // x is at version 2 in the table
+				oneRow("c6", events.OpDelete, 0, nil),
+				oneRow("c7", events.OpInsert, 7, nil),
+			}
+			// One at a time, so that the loss happens with the row cached.
+			for _, c := range cmds {
+				h.PublishAll(ctx, []*events.Command{c})
+				h.WaitProjected(ctx)
+			}
+			if lossy.lost != 1 {
+				t.Fatalf("%d writes lost, want 1", lossy.lost)
+			}
+			outcomes := h.Outcomes(ctx)
+			if len(outcomes) != len(cmds) {
+				t.Fatalf("%d outcomes for %d commands", len(outcomes), len(cmds))
+			}
+			// The model of what the table holds: the journal without c3.
+			m := projectiontest.NewModel()
+			for i, c := range cmds {
+				if c.ID != "c3" {
+					m.Apply(uint64(i+1), c)
+				}
+			}
+			projectiontest.CompareTable(t, real, "orders", m)
+			for seq, want := range m.Status {
+				if o := outcomes[seq]; string(o.Status) != want {
+					t.Errorf("seq %d (%s): %s (%s), want %s", seq, o.ID, o.Status, o.Reason, want)
+				}
+			}
+			if o := outcomes[3]; o.Status != journal.StatusApplied {
+				t.Errorf("c3: %s; its outcome was published when the store confirmed it", o.Status)
+			}
+			if err := h.StopProjector(); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(logs.String(), "disagrees") || !strings.Contains(logs.String(), "level=ERROR") {
+				t.Errorf("no ERROR about the table disagreeing; logs:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestSkippedWithoutOutcome: a redelivered command whose row moved on past
+// it, with no version of its own and no outcome (the table or the outcomes
+// stream lost them), is never acknowledged without an outcome: the
+// projector rebuilds one from the row's history as it stood before the
+// command, reports the disagreement, and goes on.
+func TestSkippedWithoutOutcome(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := journaltest.Context(t, 2*time.Minute)
+			st := b.Open(t)
+			h := projectiontest.Start(t, st, projectiontest.Options{})
+			cmds := []*events.Command{
+				oneRow("c1", events.OpInsert, 1, nil),
+				oneRow("c2", events.OpInsert, 2, nil), // rejected: x exists
+				oneRow("c3", events.OpMerge, 3, nil),  // applied, then lost with its outcome
+				oneRow("c4", events.OpMerge, 4, nil),
+			}
+			h.PublishAll(ctx, cmds)
+			// The table holds c1 and c4 only, as if c2's outcome and c3's
+			// version were lost; nothing is in the outcomes stream.
+			app := projection.NewApplier(st, projection.ApplierConfig{Logger: projectiontest.QuietLogger()})
+			for _, seq := range []uint64{1, 4} {
+				e := projection.Entry{Seq: seq, ID: cmds[seq-1].ID, Cmd: cmds[seq-1], At: time.Unix(int64(seq), 0).UTC()}
+				if err := app.Apply(ctx, "orders", "p", []projection.Entry{e}, projection.Hooks{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs syncBuffer
+			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
+			p, err := projection.New(ctx, h.JS, st, projection.Config{Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- p.Run(rctx) }()
+			h.WaitProjected(ctx) // every message gets an outcome
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			outcomes := h.Outcomes(ctx)
+			want := map[uint64]journal.Status{1: journal.StatusApplied, 2: journal.StatusRejected,
+				3: journal.StatusRejected, 4: journal.StatusApplied}
+			for seq, w := range want {
+				if o := outcomes[seq]; o.Status != w {
+					t.Errorf("seq %d: %s (%s), want %s", seq, o.Status, o.Reason, w)
+				}
+			}
+			if r := outcomes[3].Reason; !strings.Contains(r, "not in the table") {
+				t.Errorf("c3's outcome says %q, want that its effect is not in the table", r)
+			}
+			if n := p.Stats().Disagreements.Load(); n != 2 {
+				t.Errorf("%d disagreements, want 2 (c2's missing outcome, c3's missing version)", n)
+			}
+			if !strings.Contains(logs.String(), "seq 3 (command c3)") {
+				t.Errorf("the ERROR does not name seq 3 and its command; logs:\n%s", logs.String())
+			}
+		})
+	}
+}

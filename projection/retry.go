@@ -1,0 +1,121 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// retryPolicy is the one retry policy of the projector's store calls:
+// transient errors (store.ErrBusy: throttling, a server error, a refused or
+// dropped connection, a timeout) are retried with exponential backoff capped
+// at a second, for as long as the outage lasts unless maxElapsed is set;
+// anything else is returned at once. While the store fails, one warning with
+// the reason is logged every few seconds, not one per request, and one line
+// when it answers again.
+type retryPolicy struct {
+	maxElapsed time.Duration // 0: never give up
+	log        *slog.Logger
+	stats      *Stats
+
+	mu       sync.Mutex
+	failing  bool
+	since    time.Time // first failure of the current outage
+	lastWarn time.Time
+	failures int // since lastWarn
+}
+
+// outageWarnEvery is the most often an ongoing outage is logged.
+const outageWarnEvery = 5 * time.Second
+
+func newRetryPolicy(maxElapsed time.Duration, log *slog.Logger, stats *Stats) *retryPolicy {
+	if log == nil {
+		log = slog.Default()
+	}
+	if stats == nil {
+		stats = &Stats{}
+	}
+	return &retryPolicy{maxElapsed: maxElapsed, log: log, stats: stats}
+}
+
+// maxBusyWait caps each wait before retrying a request the store refused
+// as busy. Throttling limits are per second (Azure's targets are entities
+// and requests per second), so a longer wait lets capacity go unused, and
+// since a shard's batch waits for its slowest partition, one partition
+// asleep for the library's default of up to a minute stalls its whole
+// shard. Against store/simazure answering ErrBusy unretried
+// (BenchmarkSimAzure spread, see docs/ARCHITECTURE.md) the projector
+// reached 0.56 of the account limit uncapped, 0.73 capped.
+const maxBusyWait = time.Second
+
+// backoff is exponential from 50 ms, each wait at most maxBusyWait give or
+// take the library's ±50% jitter, for maxElapsed in all (0: forever).
+func (p *retryPolicy) backoff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = maxBusyWait
+	b.MaxElapsedTime = p.maxElapsed
+	return b
+}
+
+// failed records a transient failure of what and logs it if the last
+// warning is older than outageWarnEvery.
+func (p *retryPolicy) failed(what string, err error) {
+	p.stats.StoreRetries.Add(1)
+	now := time.Now()
+	p.mu.Lock()
+	if !p.failing {
+		p.failing, p.since, p.lastWarn = true, now, time.Time{}
+	}
+	p.failures++
+	warn := now.Sub(p.lastWarn) >= outageWarnEvery
+	n, since := p.failures, p.since
+	if warn {
+		p.lastWarn, p.failures = now, 0
+	}
+	p.mu.Unlock()
+	if warn {
+		p.log.Warn("table store unavailable; retrying", "op", what, "failures", n,
+			"for", now.Sub(since).Round(time.Millisecond), "err", err)
+	}
+}
+
+// succeeded ends an outage, logging how long it lasted.
+func (p *retryPolicy) succeeded() {
+	p.mu.Lock()
+	failing, since := p.failing, p.since
+	p.failing, p.failures = false, 0
+	p.mu.Unlock()
+	if failing {
+		p.log.Info("table store available again", "after", time.Since(since).Round(time.Millisecond))
+	}
+}
+
+// retryStore calls op until it succeeds, fails with an error that is not
+// transient, or ctx ends, under policy p.
+func retryStore[T any](ctx context.Context, p *retryPolicy, what string, op func() (T, error)) (T, error) {
+	b := backoff.WithContext(p.backoff(), ctx)
+	v, err := backoff.RetryNotifyWithData(func() (T, error) {
+		v, err := op()
+		if err != nil && !errors.Is(err, store.ErrBusy) {
+			return v, backoff.Permanent(err)
+		}
+		return v, err
+	}, b, func(err error, _ time.Duration) { p.failed(what, err) })
+	if err == nil {
+		p.succeeded()
+	}
+	return v, err
+}
+
+// retryStoreErr is retryStore for calls that return only an error.
+func retryStoreErr(ctx context.Context, p *retryPolicy, what string, op func() error) error {
+	_, err := retryStore(ctx, p, what, func() (struct{}, error) { return struct{}{}, op() })
+	return err
+}
