@@ -703,18 +703,14 @@ func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq u
 	} else if err != nil && !errors.Is(err, ErrRowNotFound) {
 		return nil, err
 	}
-	if newest == nil {
-		from, to := HistoryRange(rk)
-		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1,
-			Filter: []store.Cond{{Prop: ColSeq, Cmp: store.Lt, Value: events.Int64(int64(seq))}}})
+	if newest == nil && seq > 0 {
+		// Version rows are keyed by sequence: the newest before seq is the
+		// first row at or after the key of seq-1, read without a scan.
+		r, ok, err := VersionAt(ctx, s, table, pk, rk, seq-1)
 		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
 			return nil, err
 		}
-		if len(page.Entities) > 0 {
-			r, err := DecodeRow(page.Entities[0])
-			if err != nil {
-				return nil, err
-			}
+		if ok {
 			newest = &r
 		}
 	}

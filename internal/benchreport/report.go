@@ -25,6 +25,8 @@ var targets = map[string]map[string]float64{
 	},
 	"replay": {
 		"ratio-vs-projector": 0.8, // replay rebuild against the live projector
+		"ratio-vs-tip":       0.5, // asof a quarter into a row's history against its tip: within 2x
+		"ratio-vs-previous":  0.5, // the same against one version back: the same two requests, no scan
 	},
 }
 
@@ -69,7 +71,8 @@ var figures = []figure{
 	{"projection", regexp.MustCompile(`^BenchmarkProjectorMemory$`), []string{"heap-MB-*", "rss-MB-*", "heap-growth", "cmds/s"}},
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/rebuild$`), []string{"cmds/s", "projector-cmds/s"}},
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/(snapshot|load)$`), []string{"entities/s", "bytes/entity"}},
-	{"replay", regexp.MustCompile(`^BenchmarkAsOfRow/`), []string{"ns/op"}},
+	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/verify$`), []string{"rows/s", "rebuild-rows/s"}},
+	{"replay", regexp.MustCompile(`^BenchmarkAsOfRow/`), []string{"tip-ns", "previous-ns", "deep-ns"}},
 }
 
 // series is every run of one benchmark: the values of each metric.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/snapfile"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
@@ -385,25 +385,17 @@ func plural[N int | int64 | uint64](n N, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// createAtomic writes a file through a temporary one renamed into place
-// once complete, so a failed snapshot leaves no partial file behind.
-func createAtomic(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+// writeSnapshot writes a snapshot to rc.file, a local file or a blob
+// (internal/snapfile), visible only once complete: a failed snapshot
+// leaves no partial file or blob behind.
+func writeSnapshot(ctx context.Context, rc *replayCmd, write func(io.Writer) error) error {
+	w, err := snapfile.Create(ctx, rc.file, rc.tables)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
+	if err := write(w); err != nil {
+		w.Abort(err)
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return w.Commit()
 }
