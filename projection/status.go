@@ -35,9 +35,9 @@ type ShardReport struct {
 }
 
 // StatusKey is the key of a shard's report for the consumers named
-// durable.
-func StatusKey(durable string, shard int) string {
-	return durable + ".shard." + strconv.Itoa(shard)
+// durable on journal stream.
+func StatusKey(stream, durable string, shard int) string {
+	return stream + "." + durable + ".shard." + strconv.Itoa(shard)
 }
 
 // EnsureStatusBucket creates the status bucket if it does not exist and
@@ -150,7 +150,7 @@ func ReadStatus(ctx context.Context, js jetstream.JetStream, cfg StatusConfig) (
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			list[shard], errs[shard] = readShardStatus(ctx, stream, owners, reports, cfg.Durable, shard, st.At)
+			list[shard], errs[shard] = readShardStatus(ctx, stream, owners, reports, j.Name(), cfg.Durable, shard, st.At)
 		}()
 	}
 	wg.Wait()
@@ -163,12 +163,12 @@ func ReadStatus(ctx context.Context, js jetstream.JetStream, cfg StatusConfig) (
 	return st, nil
 }
 
-func readShardStatus(ctx context.Context, stream jetstream.Stream, owners, reports jetstream.KeyValue, durable string, shard int, now time.Time) (ShardStatus, error) {
+func readShardStatus(ctx context.Context, stream jetstream.Stream, owners, reports jetstream.KeyValue, journalName, durable string, shard int, now time.Time) (ShardStatus, error) {
 	s, err := readShard(ctx, stream, durable, shard, now)
 	if err != nil {
 		return s, fmt.Errorf("shard %d: %w", shard, err)
 	}
-	rep, err := readReport(ctx, reports, StatusKey(durable, shard))
+	rep, err := readReport(ctx, reports, StatusKey(journalName, durable, shard))
 	if err != nil {
 		return s, fmt.Errorf("shard %d: %w", shard, err)
 	}

@@ -36,6 +36,9 @@ func Exit(err error, stderr io.Writer) int {
 	case errors.Is(err, ErrUnowned):
 		fmt.Fprintln(stderr, "error:", err)
 		return ExitUnowned
+	case errors.Is(err, ErrDrift):
+		fmt.Fprintln(stderr, "drift:", err)
+		return ExitRejected
 	case errors.Is(err, ErrRejected):
 		fmt.Fprintln(stderr, "rejected:", err)
 		return ExitRejected

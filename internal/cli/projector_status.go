@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 )
 
@@ -33,6 +34,7 @@ func ProjectorStatus(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := quietFlagSet("projector status")
 	var nf natsFlags
 	nf.register(fs, DefaultNATSURL)
+	stream := fs.String("stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
 	asJSON := fs.Bool("json", false, "print JSON (with --watch, one object per line)")
 	watch := fs.Bool("watch", false, "refresh in place until interrupted")
 	every := fs.Duration("interval", 2*time.Second, "refresh interval of --watch")
@@ -53,7 +55,7 @@ func ProjectorStatus(ctx context.Context, args []string, stdout, stderr io.Write
 	read := func() (projection.Overview, error) {
 		rctx, cancel := context.WithTimeout(ctx, waitTimeout)
 		defer cancel()
-		return projection.ReadStatus(rctx, js, projection.StatusConfig{})
+		return projection.ReadStatus(rctx, js, projection.StatusConfig{Journal: *stream})
 	}
 	if !*watch {
 		ov, err := read()

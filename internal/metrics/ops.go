@@ -22,6 +22,8 @@ type OpsConfig struct {
 	Addr string
 	// Instance names this process in the status reports.
 	Instance string
+	// Journal is the journal stream's name. If zero, the default.
+	Journal string
 	// NATS is the projector's connection, for readiness and the status
 	// reports.
 	NATS *nats.Conn
@@ -103,7 +105,7 @@ func Start(ctx context.Context, cfg OpsConfig) (*Ops, store.Store, error) {
 	go func() { defer o.wg.Done(); o.ProbeStore(ctx, st, probeEvery) }()
 	go func() {
 		defer o.wg.Done()
-		err := o.PublishStatus(ctx, cfg.JS, StatusConfig{Instance: cfg.Instance, Replicas: cfg.Replicas})
+		err := o.PublishStatus(ctx, cfg.JS, StatusConfig{Instance: cfg.Instance, Journal: cfg.Journal, Replicas: cfg.Replicas})
 		if err != nil {
 			cfg.Logger.Warn("projector status reports are off", "err", err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 )
 
@@ -15,6 +16,8 @@ import (
 type StatusConfig struct {
 	// Instance names this projector instance in the reports.
 	Instance string
+	// Journal is the journal stream's name. If zero, journal.DefaultStream.
+	Journal string
 	// Durable is the projector's consumer name prefix. If zero,
 	// "projector".
 	Durable string
@@ -33,6 +36,9 @@ type StatusConfig struct {
 func (m *Metrics) PublishStatus(ctx context.Context, js jetstream.JetStream, cfg StatusConfig) error {
 	if cfg.Durable == "" {
 		cfg.Durable = "projector"
+	}
+	if cfg.Journal == "" {
+		cfg.Journal = journal.DefaultStream
 	}
 	if cfg.Every == 0 {
 		cfg.Every = 5 * time.Second
@@ -59,13 +65,13 @@ func (m *Metrics) PublishStatus(ctx context.Context, js jetstream.JetStream, cfg
 			if err != nil {
 				return fmt.Errorf("status report: %w", err)
 			}
-			if rev, err := kv.Put(ctx, projection.StatusKey(cfg.Durable, s.Shard), data); err == nil {
+			if rev, err := kv.Put(ctx, projection.StatusKey(cfg.Journal, cfg.Durable, s.Shard), data); err == nil {
 				mine[s.Shard] = rev
 			}
 		}
 		for shard, rev := range mine {
 			if !running[shard] {
-				deleteReport(ctx, kv, cfg.Durable, shard, rev)
+				deleteReport(ctx, kv, projection.StatusKey(cfg.Journal, cfg.Durable, shard), rev)
 				delete(mine, shard)
 				delete(hist, shard)
 			}
@@ -74,7 +80,7 @@ func (m *Metrics) PublishStatus(ctx context.Context, js jetstream.JetStream, cfg
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			for shard, rev := range mine {
-				deleteReport(dctx, kv, cfg.Durable, shard, rev)
+				deleteReport(dctx, kv, projection.StatusKey(cfg.Journal, cfg.Durable, shard), rev)
 			}
 			cancel()
 			return nil
@@ -86,8 +92,8 @@ func (m *Metrics) PublishStatus(ctx context.Context, js jetstream.JetStream, cfg
 
 // deleteReport deletes a report this instance wrote, unless another
 // instance wrote one since. A failure is left to the bucket's TTL.
-func deleteReport(ctx context.Context, kv jetstream.KeyValue, durable string, shard int, rev uint64) {
-	_ = kv.Delete(ctx, projection.StatusKey(durable, shard), jetstream.LastRevision(rev))
+func deleteReport(ctx context.Context, kv jetstream.KeyValue, key string, rev uint64) {
+	_ = kv.Delete(ctx, key, jetstream.LastRevision(rev))
 }
 
 // sample is a shard's count of applied messages at one moment.
