@@ -86,3 +86,14 @@ func (c *rowCache) dropPartition(table, pk string) {
 		}
 	}
 }
+
+// clear forgets every cached row.
+func (c *rowCache) clear() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ll.Init()
+	clear(c.items)
+}
