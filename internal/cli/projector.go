@@ -13,9 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	shardsconf "github.com/tablejournal/tablejournal/projection/shards"
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
 )
 
@@ -163,7 +168,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer closeStore.Close()
 	log.Info("table store opened", "tables", stores.Describe(*tables))
 
-	p, err := projection.New(ctx, js, st, cfg)
+	p, err := newProjector(ctx, js, st, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -177,6 +182,36 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	log.Info("projector stopped")
 	return nil
+}
+
+// newProjector is projection.New, retried for up to two minutes while
+// JetStream is only temporarily unavailable (a cluster electing a leader, a
+// node restarting), so that a projector started at that moment does not
+// exit.
+func newProjector(ctx context.Context, js jetstream.JetStream, st store.Store, cfg projection.Config, log *slog.Logger) (*projection.Projector, error) {
+	b := backoff.NewExponentialBackOff()
+	b.MaxElapsedTime = 2 * time.Minute
+	var p *projection.Projector
+	err := backoff.RetryNotify(func() error {
+		var err error
+		if p, err = projection.New(ctx, js, st, cfg); err != nil && !transientJetStream(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(b, ctx), func(err error, wait time.Duration) {
+		log.Warn("JetStream unavailable; retrying", "in", wait, "err", err)
+	})
+	return p, err
+}
+
+// transientJetStream reports whether err is JetStream being briefly
+// unavailable rather than refusing.
+func transientJetStream(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
 
 func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
