@@ -22,14 +22,25 @@ var (
 	// transform).
 	ErrNotJournal = errors.New("stream is not a tablejournal journal")
 
-	// ErrReplicasMismatch means an existing stream or bucket has another
-	// replica count than the one asked for. The count is never changed
-	// silently; the error says how to change it.
-	ErrReplicasMismatch = errors.New("replica count mismatch")
+	// ErrStreamConfig means an existing stream's configuration differs from
+	// the configured one in a way JetStream cannot change in place (such as
+	// lifting deny-purge). What can change in place is updated instead.
+	ErrStreamConfig = errors.New("stream configuration differs")
+
 	// ErrMaxPayload means the NATS server's max_payload is too small for
 	// the largest valid command or what the projector publishes for it
 	// (MinMaxPayload), or one message is larger than the server allows.
 	ErrMaxPayload = errors.New("NATS max_payload too small")
+
+	// ErrBodyDiffers means a command was published under an ID the journal
+	// already holds with another body: JetStream deduplicated it by ID, so
+	// the new body was dropped. Use a new ID for a new command.
+	ErrBodyDiffers = errors.New("command ID already in the journal with a different body")
+
+	// ErrReplicasMismatch means an existing stream or bucket has another
+	// replica count than the one asked for. The count is never changed
+	// silently; the error says how to change it.
+	ErrReplicasMismatch = errors.New("replica count mismatch")
 )
 
 // Reading.

@@ -28,6 +28,10 @@ const SubjectPrefix = "journal"
 // MetadataShards is the stream metadata key that records the shard count.
 const MetadataShards = "tablejournal.shards"
 
+// MetadataAllowTrim is the stream metadata key, "true", of a journal created
+// with Config.AllowTrim.
+const MetadataAllowTrim = "tablejournal.allow-trim"
+
 // Config describes the journal stream. The zero Config is the default
 // journal.
 type Config struct {
@@ -45,6 +49,11 @@ type Config struct {
 	// has; otherwise an existing stream with another count is refused with
 	// ErrReplicasMismatch (see CheckReplicas).
 	Replicas int
+	// AllowTrim creates the stream without DenyDelete and DenyPurge, so that
+	// an operator may purge or delete messages (retention). By default
+	// (false) the journal, the source of truth, refuses both; an existing
+	// journal without them gets them (see Ensure).
+	AllowTrim bool
 }
 
 func (c *Config) setDefaults() {
@@ -92,9 +101,13 @@ func transformDest(n int) string {
 }
 
 func (c Config) streamConfig() jetstream.StreamConfig {
+	meta := map[string]string{MetadataShards: strconv.Itoa(c.Shards)}
+	if c.AllowTrim {
+		meta[MetadataAllowTrim] = "true"
+	}
 	return jetstream.StreamConfig{
 		Name:        c.Stream,
-		Description: "tablejournal command journal",
+		Description: "tablejournal journal: the commands, source of truth of the projected tables (journal.<table>.<shard>.<pk-token>)",
 		Subjects:    []string{SubjectPrefix + ".*.*"},
 		SubjectTransform: &jetstream.SubjectTransformConfig{
 			Source:      SubjectPrefix + ".*.*",
@@ -106,48 +119,83 @@ func (c Config) streamConfig() jetstream.StreamConfig {
 		Duplicates:  c.Duplicates,
 		Replicas:    c.Replicas,
 		AllowDirect: true,
-		Metadata:    map[string]string{MetadataShards: strconv.Itoa(c.Shards)},
+		DenyDelete:  !c.AllowTrim,
+		DenyPurge:   !c.AllowTrim,
+		Metadata:    meta,
 	}
 }
 
 // Journal is an opened journal stream. It is safe for concurrent use.
 type Journal struct {
-	js     jetstream.JetStream
-	stream jetstream.Stream
-	name   string
-	shards int
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	name    string
+	shards  int
+	changes []string
 }
 
 // Ensure creates the journal stream described by cfg, or checks an existing
-// one. An existing stream is not modified; if it records another shard count
-// than cfg's, Ensure fails with ErrShardMismatch, and if cfg asks for
-// another replica count, with ErrReplicasMismatch.
+// one. An existing stream that records another shard count than cfg's fails
+// with ErrShardMismatch, and one with another replica count than cfg asks
+// for with ErrReplicasMismatch (CheckReplicas). Otherwise what differs is
+// updated where JetStream allows it (EnsureStream): the description,
+// deny-delete and deny-purge (unless AllowTrim), and the duplicate window
+// when cfg sets it; Changes lists what was. A stream that denies purges
+// while cfg allows trimming fails with ErrStreamConfig.
 func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("journal config: %w", err)
 	}
+	m := Managed{Duplicates: cfg.Duplicates != 0}
 	replicas := cfg.Replicas
 	cfg.setDefaults()
-	s, err := js.CreateStream(ctx, cfg.streamConfig())
-	if err == nil {
-		return &Journal{js: js, stream: s, name: cfg.Stream, shards: cfg.Shards}, nil
+	existing, err := Open(ctx, js, cfg.Stream)
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, err
 	}
-	if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return nil, fmt.Errorf("create stream %s: %w", cfg.Stream, err)
+	if existing != nil {
+		if err := existing.checkShards(cfg.Shards); err != nil {
+			return nil, err
+		}
+		have := existing.stream.CachedInfo().Config
+		if err := CheckReplicas(have, replicas); err != nil {
+			return nil, err
+		}
+		if !cfg.AllowTrim && !have.DenyDelete && !have.DenyPurge && have.Metadata[MetadataAllowTrim] == "true" {
+			// Denying now could never be undone: the operator chose
+			// trimming when creating it, so say so rather than decide.
+			return nil, fmt.Errorf("%w: stream %s was created to allow trimming (--journal-allow-trim): start with that again, or turn on deny_delete and deny_purge in its configuration to refuse trimming for good",
+				ErrStreamConfig, cfg.Stream)
+		}
 	}
-	j, err := Open(ctx, js, cfg.Stream)
+	s, changes, err := EnsureStream(ctx, js, cfg.streamConfig(), m)
 	if err != nil {
 		return nil, err
 	}
-	if j.shards != cfg.Shards {
-		return nil, fmt.Errorf("%w: stream %s was created with %d shards, configured with %d; re-sharding would move partitions between shards, so create a new stream instead",
-			ErrShardMismatch, cfg.Stream, j.shards, cfg.Shards)
+	if existing == nil {
+		// Perhaps created by another process meanwhile: check it.
+		if existing, err = Open(ctx, js, cfg.Stream); err != nil {
+			return nil, err
+		}
+		if err := existing.checkShards(cfg.Shards); err != nil {
+			return nil, err
+		}
 	}
-	if err := CheckReplicas(j.stream.CachedInfo().Config, replicas); err != nil {
-		return nil, err
-	}
-	return j, nil
+	return &Journal{js: js, stream: s, name: cfg.Stream, shards: cfg.Shards, changes: changes}, nil
 }
+
+func (j *Journal) checkShards(want int) error {
+	if j.shards != want {
+		return fmt.Errorf("%w: stream %s was created with %d shards, configured with %d; re-sharding would move partitions between shards, so create a new stream instead",
+			ErrShardMismatch, j.name, j.shards, want)
+	}
+	return nil
+}
+
+// Changes describes what Ensure updated in an existing stream's
+// configuration, for the caller to log; nil if it created the stream or
+// changed nothing.
+func (j *Journal) Changes() []string { return j.changes }
 
 // Open opens the existing journal stream name and reads its shard count
 // from the stream's metadata.

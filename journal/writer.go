@@ -178,11 +178,12 @@ func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 	}
 	// The constant header values are shared by every message: nats.go only
 	// reads them.
-	h := make(nats.Header, 4)
+	h := make(nats.Header, 5)
 	h[events.HeaderContentType] = w.hdrContentType
 	h[events.HeaderSchema] = hdrSchema
 	h[jetstream.ExpectedStreamHeader] = w.hdrStream
 	h[jetstream.MsgIDHeader] = []string{cmd.ID}
+	h[HeaderBodySHA256] = []string{bodyHash(data)}
 	msg := &nats.Msg{
 		Subject: Subject(cmd.Table, cmd.PK),
 		Header:  h,
@@ -238,6 +239,11 @@ func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, sent tim
 			return retryable(ctx, err)
 		}
 		res = PublishResult{ID: id, Seq: ack.Sequence, Duplicate: ack.Duplicate}
+		if ack.Duplicate {
+			if err := w.checkDuplicate(ctx, id, msg, ack.Sequence); err != nil {
+				return backoff.Permanent(err)
+			}
+		}
 		return nil
 	}
 	err := backoff.RetryNotify(op, backoff.WithContext(w.newBackOff(), ctx), w.notify)
@@ -406,10 +412,18 @@ func (w *Writer) collect() {
 		var retries sync.WaitGroup
 		for _, f := range batch {
 			f.await(timer, w.ackTimeout)
-			if f.ack == nil {
+			switch {
+			case f.ack == nil:
 				retries.Go(func() { f.res, f.rerr = w.publish(f.ctx, f.id, f.msg, f.sent, f.err) })
-			} else {
-				f.res = PublishResult{ID: f.id, Seq: f.ack.Sequence, Duplicate: f.ack.Duplicate}
+			case f.ack.Duplicate:
+				f.res = PublishResult{ID: f.id, Seq: f.ack.Sequence, Duplicate: true}
+				retries.Go(func() {
+					if err := w.checkDuplicate(f.ctx, f.id, f.msg, f.ack.Sequence); err != nil {
+						f.rerr = fmt.Errorf("publish %s: %w", f.id, err)
+					}
+				})
+			default:
+				f.res = PublishResult{ID: f.id, Seq: f.ack.Sequence}
 			}
 		}
 		retries.Wait()
@@ -461,10 +475,4 @@ func (f *Future) resolve(w *Writer) {
 		w.mu.Unlock()
 	}
 	close(f.done)
-}
-
-// Await waits until the command id has an outcome and returns it; see
-// AwaitOutcome.
-func (w *Writer) Await(ctx context.Context, id string) (Outcome, error) {
-	return AwaitOutcome(ctx, w.js, id)
 }

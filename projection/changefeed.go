@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -49,28 +50,29 @@ func ChangeSubject(table, pk string) string {
 	return "changes." + table + "." + journal.PKToken(pk)
 }
 
-// EnsureChangeFeed creates the change-feed stream if it does not exist.
-// journal.WithReplicas sets its replica count; an existing stream is not
-// modified (see journal.CheckReplicas).
-func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream, opts ...journal.EnsureOption) error {
+// EnsureChangeFeed creates the change-feed stream, or brings an existing one
+// to this configuration where it differs (journal.EnsureStream) and returns
+// what it changed. maxAge is how long change events are kept: if zero, a
+// new stream keeps them forever and an existing stream's limit is left as
+// it is; negative removes a limit set before. journal.WithReplicas sets its
+// replica count; an existing stream's is never changed (see
+// journal.CheckReplicas).
+func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream, maxAge time.Duration, opts ...journal.EnsureOption) ([]string, error) {
 	replicas := journal.Replicas(opts...)
-	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:       ChangeStream,
-		Subjects:   []string{"changes.>"},
-		Storage:    jetstream.FileStorage,
-		Duplicates: 2 * time.Minute,
-		Replicas:   max(replicas, 1),
-	})
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		var s jetstream.Stream
-		if s, err = js.Stream(ctx, ChangeStream); err == nil {
-			err = journal.CheckReplicas(s.CachedInfo().Config, replicas)
-		}
-	}
+	_, changes, err := journal.EnsureStream(ctx, js, jetstream.StreamConfig{
+		Name:        ChangeStream,
+		Description: "tablejournal change feed: before and after images of every applied row change (changes.<table>.<pk-token>)",
+		Subjects:    []string{"changes.>"},
+		Storage:     jetstream.FileStorage,
+		Duplicates:  2 * time.Minute,
+		MaxAge:      max(maxAge, 0),
+		Replicas:    max(replicas, 1),
+	}, journal.Managed{MaxAge: maxAge != 0,
+		Check: func(have jetstream.StreamConfig) error { return journal.CheckReplicas(have, replicas) }})
 	if err != nil {
-		return fmt.Errorf("change feed stream: %w", err)
+		return nil, fmt.Errorf("change feed stream: %w", err)
 	}
-	return nil
+	return changes, nil
 }
 
 // publisher publishes the outcomes and change events of one fetched batch.
@@ -258,4 +260,12 @@ func lastChangeSeq(ctx context.Context, js jetstream.JetStream, part partition) 
 		return 0, fmt.Errorf("newest change event of %s/%q: %w", part.table, part.pk, err)
 	}
 	return ev.Seq, nil
+}
+
+// logStreamChanges says what starting the projector changed in an existing
+// stream's configuration: never silently.
+func logStreamChanges(log *slog.Logger, stream string, changes []string) {
+	for _, c := range changes {
+		log.Warn("stream configuration updated", "stream", stream, "change", c)
+	}
 }

@@ -251,6 +251,8 @@ func TestPoison(t *testing.T) {
 				{"unknown field", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(unguarded), "poison-ifversion",
 					`ops[0]: rule unknown-field: unknown field "ifversion"`},
 				{"no rk", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(noRK), "poison-no-rk", "ops[0].rk: rule rk-required"},
+				// The subject names no table once stored: it used to stop the shard.
+				{"partition token not base64url", journal.SubjectPrefix + ".orders.!bad", events.ContentTypeJSON, goodJSON, "poison-bad-token", "pk-token"},
 			}
 			valid(200)
 			for _, p := range poison {

@@ -274,7 +274,7 @@ func TestBalance(t *testing.T) {
 	if err := ins[1].stop(t, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	took = within("the last instance owns all 16 shards", 4*time.Second, func(own []string) bool {
+	within("the last instance owns all 16 shards", 4*time.Second, func(own []string) bool {
 		return ownerCounts(own)[ids[2]] == 16
 	})
 	t.Logf("SIGTERM to exit and handoff in %.1f s", time.Since(stopped).Seconds())

@@ -1,6 +1,7 @@
 package projection_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -73,5 +74,20 @@ func TestUnidentifiedMessages(t *testing.T) {
 				t.Fatalf("no outcome on %s: %v", journal.OutcomeSubject(""), err)
 			}
 		})
+	}
+}
+
+// A projector stopped while its shards open their consumers (SIGTERM just
+// after start) stops cleanly: Run returns nil, as for any other stop.
+func TestRunStoppedWhileStarting(t *testing.T) {
+	h := projectiontest.Start(t, backends()[0].Open(t), projectiontest.Options{})
+	p, err := projection.New(journaltest.Context(t, time.Minute), h.JS, h.Store, projection.Config{Logger: projectiontest.QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Run(ctx); err != nil {
+		t.Fatalf("Run stopped at start: %v, want nil", err)
 	}
 }

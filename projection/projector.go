@@ -62,6 +62,10 @@ type Config struct {
 	Concurrency int
 	// NoChangeFeed turns the change feed off.
 	NoChangeFeed bool
+	// OutcomesMaxAge and ChangesMaxAge are how long the OUTCOMES and CHANGES
+	// streams keep messages. If zero, forever for a new stream, and an
+	// existing stream's limit is left as it is; negative removes a limit.
+	OutcomesMaxAge, ChangesMaxAge time.Duration
 	// Applier configures the versioned apply.
 	Applier ApplierConfig
 	// Logger receives the projector's logs. If nil, slog.Default().
@@ -108,27 +112,32 @@ func (p *Projector) Stats() *Stats { return p.stats }
 // streams exist.
 func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config) (*Projector, error) {
 	cfg.setDefaults()
-	if cfg.Replicas == 0 {
-		cfg.Replicas = cfg.Journal.Replicas
-	}
-	cfg.Journal.Replicas = cfg.Replicas
 	// Refuse before anything is created: with a smaller max_payload a
 	// stored command could get an outcome or change event the server
 	// refuses, and its shard would stall.
 	if err := journal.CheckMaxPayload(js.Conn()); err != nil {
 		return nil, err
 	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = cfg.Journal.Replicas
+	}
+	cfg.Journal.Replicas = cfg.Replicas
 	j, err := journal.Ensure(ctx, js, cfg.Journal)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := journal.EnsureOutcomes(ctx, js, journal.WithReplicas(cfg.Replicas)); err != nil {
+	logStreamChanges(cfg.Logger, j.Name(), j.Changes())
+	_, changes, err := journal.EnsureOutcomesConfig(ctx, js, journal.OutcomesConfig{MaxAge: cfg.OutcomesMaxAge}, journal.WithReplicas(cfg.Replicas))
+	if err != nil {
 		return nil, err
 	}
+	logStreamChanges(cfg.Logger, journal.OutcomesStream, changes)
 	if !cfg.NoChangeFeed {
-		if err := EnsureChangeFeed(ctx, js, journal.WithReplicas(cfg.Replicas)); err != nil {
+		changes, err := EnsureChangeFeed(ctx, js, cfg.ChangesMaxAge, journal.WithReplicas(cfg.Replicas))
+		if err != nil {
 			return nil, err
 		}
+		logStreamChanges(cfg.Logger, ChangeStream, changes)
 	}
 	for _, sh := range cfg.Shards {
 		if sh < 0 || sh >= j.Shards() {
@@ -582,7 +591,7 @@ func (p *Projector) logResults(part partition, rs []Result) {
 // outcome is rebuilt from the rows' history as they stood before the
 // command.
 func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
-	o, err := journal.LookupOutcome(ctx, p.js, r.ID)
+	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
 	switch {
 	case err == nil && o.Seq == r.Seq:
 		r.Status, r.Stored = Status(o.Status), true

@@ -2,7 +2,6 @@ package replay_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -111,18 +110,24 @@ type env struct {
 	stop func()
 }
 
-func newEnv(t testing.TB, st store.Store) *env {
+// newEnv starts a pipeline on st; jcfg, if given, configures the journal
+// (AllowTrim for a test that trims it).
+func newEnv(t testing.TB, st store.Store, jcfg ...journal.Config) *env {
 	t.Helper()
+	var jc journal.Config
+	if len(jcfg) > 0 {
+		jc = jcfg[0]
+	}
 	srv := journaltest.StartServerConfig(t, journal.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, 5*time.Minute)
-	j, err := journal.Ensure(ctx, js, journal.Config{})
+	j, err := journal.Ensure(ctx, js, jc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ctx: ctx, js: js, url: srv.ClientURL(), j: j, w: journal.NewWriter(js, j.Name()), st: st}
 	pctx, cancel := context.WithCancel(context.Background())
-	p, err := projection.New(pctx, js, st, projection.Config{Logger: quiet})
+	p, err := projection.New(pctx, js, st, projection.Config{Journal: jc, Logger: quiet})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -178,29 +183,14 @@ func (e *env) awaitOutcomes(ids []string) map[string]journal.Outcome {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
 	defer cancel()
-	cons, err := e.js.OrderedConsumer(ctx, journal.OutcomesStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{journal.OutcomesPrefix + ".>"},
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer it.Stop()
 	got := make(map[string]journal.Outcome, len(ids))
-	for len(want) > 0 {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			e.t.Fatalf("awaiting %d outcomes: %v", len(want), err)
-		}
-		var o journal.Outcome
-		if err := json.Unmarshal(m.Data(), &o); err != nil {
-			e.t.Fatal(err)
-		}
+	err := journal.NewOutcomes(e.js).Follow(ctx, 1, func(_ uint64, o journal.Outcome) bool {
 		got[o.ID] = o
 		delete(want, o.ID)
+		return len(want) == 0
+	})
+	if err != nil {
+		e.t.Fatalf("awaiting %d outcomes: %v", len(want), err)
 	}
 	return got
 }

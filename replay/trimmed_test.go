@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 )
 
@@ -15,7 +16,7 @@ import (
 // gone, a rebuild from the start is refused instead of silently
 // re-projecting only what is left.
 func TestRebuildRefusesTrimmedJournal(t *testing.T) {
-	e := newEnv(t, backends()[0].open(t))
+	e := newEnv(t, backends()[0].open(t), journal.Config{AllowTrim: true})
 	table := uniqueTable("Trim")
 	var cmds []*events.Command
 	var ids []string

@@ -23,6 +23,7 @@ const (
 	EnvNATSPassword = "TABLEJOURNAL_NATS_PASSWORD"
 	EnvTables       = "TABLEJOURNAL_TABLES"
 	EnvData         = "TABLEJOURNAL_DATA"
+	EnvStream       = "TABLEJOURNAL_STREAM"
 	DefaultNATSURL  = "nats://127.0.0.1:4222"
 )
 

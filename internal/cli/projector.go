@@ -72,6 +72,10 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		logJSON    = fs.Bool("log-json", false, "log as JSON lines")
 		cacheRows  = fs.Int("cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
 		fetchBatch = fs.Int("fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
+		stream     = fs.String("stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
+		allowTrim  = fs.Bool("journal-allow-trim", false, "create the journal without deny-purge and deny-delete, so an operator may trim it (default: the journal refuses both; JetStream cannot lift that later)")
+		outMaxAge  = fs.Duration("outcomes-max-age", 0, "how long the OUTCOMES stream keeps outcomes (default forever, or as the stream is; negative removes a limit)")
+		chgMaxAge  = fs.Duration("changes-max-age", 0, "how long the CHANGES stream keeps change events (default forever, or as the stream is; negative removes a limit)")
 	)
 	nf.register(fs, "")
 	version := versionFlag(fs)
@@ -96,14 +100,16 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError(err)
 	}
 	cfg := projection.Config{
-		Journal:      journal.Config{Shards: *jshards, Duplicates: *dupWindow},
-		InstanceID:   *instanceID,
-		LeaseTTL:     *leaseTTL,
-		Replicas:     *replicas,
-		NoChangeFeed: *noChanges,
-		FetchBatch:   *fetchBatch,
-		Applier:      projection.ApplierConfig{CacheRows: *cacheRows},
-		Logger:       log,
+		Journal:        journal.Config{Stream: *stream, Shards: *jshards, Duplicates: *dupWindow, AllowTrim: *allowTrim},
+		InstanceID:     *instanceID,
+		LeaseTTL:       *leaseTTL,
+		Replicas:       *replicas,
+		NoChangeFeed:   *noChanges,
+		OutcomesMaxAge: *outMaxAge,
+		ChangesMaxAge:  *chgMaxAge,
+		FetchBatch:     *fetchBatch,
+		Applier:        projection.ApplierConfig{CacheRows: *cacheRows},
+		Logger:         log,
 	}
 	if err := (shardsconf.Config{Shards: 1, InstanceID: *instanceID, LeaseTTL: *leaseTTL, Replicas: *replicas}).Validate(); err != nil {
 		return usageError(err)

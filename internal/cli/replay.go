@@ -18,6 +18,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/snapfile"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
@@ -198,7 +199,7 @@ func (rc *replayCmd) flagSet() *flag.FlagSet {
 	rc.nf.register(fs, DefaultNATSURL)
 	fs.StringVar(&rc.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+EnvTables+")")
 	fs.StringVar(&rc.data, "data", envOr(EnvData, "./data"), "data folder of the embedded store (env "+EnvData+")")
-	fs.StringVar(&rc.stream, "stream", "", "journal stream name (default JOURNAL)")
+	fs.StringVar(&rc.stream, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
 	fs.BoolVar(&rc.asJSON, "json", false, "print JSON instead of text")
 	return fs
 }

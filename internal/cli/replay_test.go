@@ -63,10 +63,11 @@ func startReplayEnv(t *testing.T) *replayEnv {
 func (e *replayEnv) publish(t *testing.T, id string, ops ...events.RowOp) journal.Outcome {
 	t.Helper()
 	c := &events.Command{ID: id, Table: "orders", PK: "customer-42", Ops: ops}
-	if _, err := e.w.Publish(e.ctx, c); err != nil {
+	res, err := e.w.Publish(e.ctx, c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := e.w.Await(e.ctx, id)
+	o, err := journal.NewOutcomes(e.js).Await(e.ctx, id, res.Seq)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func (w *writerCmd) flagSet() *flag.FlagSet {
 	fs := quietFlagSet("writer")
 	w.version = versionFlag(fs)
 	w.nats.register(fs, DefaultNATSURL)
-	fs.StringVar(&w.stream, "stream", journal.DefaultStream, "journal stream name")
+	fs.StringVar(&w.stream, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
 	fs.BoolVar(&w.jsonOut, "json", false, "print one JSON object per command instead of text")
 	fs.BoolVar(&w.wait, "wait", false, "wait for the projector's outcome of each command")
 	fs.DurationVar(&w.timeout, "timeout", waitTimeout, "how long to wait for the journal's acknowledgement and, with --wait, the outcome (apply: for the outcomes after the last line)")
@@ -422,7 +422,7 @@ func (w *writerCmd) runOp(ctx context.Context, cmd *events.Command, stdout io.Wr
 	jw := journal.NewWriter(js, w.stream, journal.WithContentType(ct))
 	res, err := jw.Publish(ctx, cmd)
 	if err != nil {
-		if errors.Is(err, events.ErrInvalid) {
+		if errors.Is(err, events.ErrInvalid) || errors.Is(err, journal.ErrBodyDiffers) {
 			return rejection{err}
 		}
 		return err
@@ -432,7 +432,7 @@ func (w *writerCmd) runOp(ctx context.Context, cmd *events.Command, stdout io.Wr
 		printPublished(stdout, "", r)
 	}
 	if w.wait {
-		o, err := awaitOutcome(ctx, js, res.ID, res.Seq)
+		o, err := journal.NewOutcomes(js).Await(ctx, res.ID, res.Seq)
 		if err != nil {
 			err = w.waitError(ctx, err, fmt.Sprintf("command %s (seq %d)", res.ID, res.Seq))
 			if w.jsonOut {
@@ -470,7 +470,7 @@ func (w *writerCmd) checkStreams(ctx context.Context, js jetstream.JetStream) er
 		return fmt.Errorf("--stream: %w", err)
 	}
 	if w.wait {
-		if _, err := js.Stream(ctx, journal.OutcomesStream); errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := journal.NewOutcomes(js).Last(ctx); errors.Is(err, jetstream.ErrStreamNotFound) {
 			return fmt.Errorf("--wait needs the %s stream, which the projector creates: is a projector running?", journal.OutcomesStream)
 		}
 	}

@@ -2,7 +2,6 @@ package projectiontest
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -225,12 +224,10 @@ func (h *Harness) WaitProjected(ctx context.Context) {
 	}
 	done := false
 	for !done && wctx.Err() == nil {
-		s, err := h.JS.Stream(ctx, journal.OutcomesStream)
-		if err == nil {
-			if info, err := s.Info(ctx); err == nil && info.State.Msgs >= head {
-				done = true
-				break
-			}
+		// One outcome per journal message; none is ever deleted.
+		if n, err := journal.NewOutcomes(h.JS).Last(ctx); err == nil && n >= head {
+			done = true
+			break
 		}
 		select {
 		case <-wctx.Done():
@@ -279,27 +276,20 @@ func WaitFor(t testing.TB, ctx context.Context, what string, cond func() (bool, 
 func (h *Harness) Outcomes(ctx context.Context) map[uint64]journal.Outcome {
 	h.t.Helper()
 	out := make(map[uint64]journal.Outcome)
-	s, err := h.JS.Stream(ctx, journal.OutcomesStream)
+	oc := journal.NewOutcomes(h.JS)
+	last, err := oc.Last(ctx)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		h.t.Fatal(err)
+	if last == 0 {
+		return out
 	}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		var o journal.Outcome
-		if err := jsonUnmarshal(m.Data, &o); err != nil {
-			h.t.Fatal(err)
-		}
+	err = oc.Follow(ctx, 1, func(seq uint64, o journal.Outcome) bool {
 		out[o.Seq] = o
+		return seq >= last
+	})
+	if err != nil {
+		h.t.Fatal(err)
 	}
 	return out
 }

@@ -1,0 +1,55 @@
+package journal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tablejournal/tablejournal/events"
+)
+
+// HeaderBodySHA256 is the header in which the Writer sends the hex SHA-256
+// of the encoded command: when JetStream reports a re-published ID as a
+// duplicate, the Writer compares it with the stored message's to tell a
+// retry (the same body) from another command under a used ID.
+const HeaderBodySHA256 = "Tablejournal-Body-Sha256"
+
+func bodyHash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// checkDuplicate is called when JetStream acknowledged msg, command id, as
+// a duplicate of the message stored at seq. It fails with ErrBodyDiffers
+// when that message holds another command: the same hash header says it is
+// the same at once; otherwise (stored by a client that sent none, in
+// another encoding, issued at another time) both are decoded and compared,
+// all but issuedAt.
+func (w *Writer) checkDuplicate(ctx context.Context, id string, msg *nats.Msg, seq uint64) error {
+	stored, err := directGet(ctx, w.js, w.stream, "", struct {
+		Seq uint64 `json:"seq"`
+	}{seq})
+	if err != nil {
+		return fmt.Errorf("read the stored message at seq %d to compare bodies: %w", seq, err)
+	}
+	same := stored.header.Get(HeaderBodySHA256) == msg.Header.Get(HeaderBodySHA256)
+	if !same {
+		// Stored by a client that sent no hash, in another encoding, or
+		// issued at another time (the writer command stamps issuedAt):
+		// the same command decodes equal but for issuedAt.
+		have, herr := DecodeMsg(Msg{Seq: seq, Subject: stored.subject, Header: stored.header, Data: stored.data})
+		want, werr := events.Decode(msg.Data, msg.Header.Get(events.HeaderContentType))
+		if herr == nil && werr == nil {
+			want.IssuedAt = have.IssuedAt
+			same = have.Equal(want)
+		}
+	}
+	if !same {
+		return fmt.Errorf("%w: command ID %s is already in the journal with a different body (seq %d); publish a new command under a new ID",
+			ErrBodyDiffers, id, seq)
+	}
+	return nil
+}
