@@ -173,7 +173,16 @@ func projector(ctx context.Context, start StartEmbedded, args []string, stdout, 
 	}
 	defer nc.Close()
 
-	st, closeStore, err := stores.Open(ctx, *tables, *data, stores.Exclusive())
+	// With its own embedded server this projector's journal is private:
+	// a second projector with a server of its own on the same store file
+	// would project another journal into the same tables, so the store is
+	// held exclusively. Instances that share a NATS server may share a
+	// store file; they split the shards between them.
+	var storeOpts []stores.Option
+	if nf.url == "" {
+		storeOpts = append(storeOpts, stores.Exclusive())
+	}
+	st, closeStore, err := stores.Open(ctx, *tables, *data, storeOpts...)
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
