@@ -35,11 +35,12 @@ lint: tidy-check vet
 test: azurite lint
 	go test -race -timeout 20m ./...
 
-# Short fuzz runs of both decoders; run longer by hand with FUZZTIME=5m.
+# Short fuzz runs of the decoders; run longer by hand with FUZZTIME=5m.
 FUZZTIME ?= 20s
 fuzz:
 	go test ./events -run '^$$' -fuzz FuzzDecodeJSON -fuzztime $(FUZZTIME)
 	go test ./events -run '^$$' -fuzz FuzzDecodeMsgpack -fuzztime $(FUZZTIME)
+	go test ./events -run '^$$' -fuzz FuzzReadBinary -fuzztime $(FUZZTIME)
 
 # Every benchmark suite, as one table of medians over 3 runs with the ratios
 # against their targets (internal/benchreport; about 10 minutes on 2 cores).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -115,8 +116,7 @@ func truncate(s string, n int) string {
 // have several outcomes, one per journal message that carried it (applied at
 // one sequence, then duplicate when re-published after the dedup window), and
 // replay blame needs the applied one, which a per-subject limit of one would
-// overwrite. Readers that want the latest use LookupOutcome and Await, which
-// read the last message on the subject. Republishing the same outcome is
+// overwrite. Outcomes reads it. Republishing the same outcome is
 // deduplicated by Nats-Msg-Id "outcome-<seq>".
 //
 // WithReplicas sets the stream's replica count (see CheckReplicas).
@@ -191,45 +191,182 @@ func PublishOutcome(ctx context.Context, js jetstream.JetStream, o Outcome) erro
 	return nil
 }
 
-// LookupOutcome returns the latest outcome of command id, or an error
-// wrapping ErrNotFound if there is none yet.
-func LookupOutcome(ctx context.Context, js jetstream.JetStream, id string) (Outcome, error) {
-	m, err := directGet(ctx, js, OutcomesStream, OutcomeSubject(id), nil)
+// Outcomes reads the OUTCOMES stream: the one place that knows its name,
+// its subjects and how an outcome is encoded. A command ID has one outcome
+// per journal message that carried it (applied at one sequence, duplicate
+// at a later one when it was published again), so it can be looked up
+// (the latest), read whole (its history), awaited for one journal
+// sequence, or followed. It is safe for concurrent use.
+type Outcomes struct {
+	js     jetstream.JetStream
+	stream string
+}
+
+// NewOutcomes returns the reader of the OUTCOMES stream through js.
+func NewOutcomes(js jetstream.JetStream) *Outcomes {
+	return &Outcomes{js: js, stream: OutcomesStream}
+}
+
+// Latest returns the latest outcome of command id, or an error wrapping
+// ErrNotFound if it has none yet. It is one direct get.
+func (o *Outcomes) Latest(ctx context.Context, id string) (Outcome, error) {
+	m, err := directGet(ctx, o.js, o.stream, OutcomeSubject(id), nil)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("outcome of %s: %w", id, err)
 	}
-	return decodeOutcome(id, m.data)
+	return decodeOutcome(OutcomeSubject(id), m.data)
 }
 
-// AwaitOutcome waits until command id has an outcome and returns the latest
-// one. It subscribes before it looks, so an outcome stored at any moment is
-// seen, and it does not poll.
-func AwaitOutcome(ctx context.Context, js jetstream.JetStream, id string) (Outcome, error) {
-	cons, err := js.OrderedConsumer(ctx, OutcomesStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{OutcomeSubject(id)},
-		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
-		InactiveThreshold: time.Minute,
+// History returns every outcome of command id, oldest first; none if it
+// has no outcome yet.
+func (o *Outcomes) History(ctx context.Context, id string) ([]Outcome, error) {
+	// A consumer on a subject without messages would wait: look first.
+	if _, err := o.Latest(ctx, id); errors.Is(err, ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	var out []Outcome
+	err := o.read(ctx, OutcomeSubject(id), 0, func(_ uint64, x Outcome, pending uint64) bool {
+		out = append(out, x)
+		return pending == 0 // the end of what is stored
 	})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("await outcome of %s: %w", id, err)
+		return nil, fmt.Errorf("outcomes of %s: %w", id, err)
 	}
-	defer deleteOrdered(ctx, js, OutcomesStream, cons)
-	it, err := cons.Messages()
-	if err != nil {
-		return Outcome{}, fmt.Errorf("await outcome of %s: %w", id, err)
-	}
-	defer it.Stop()
-	m, err := it.Next(jetstream.NextContext(ctx))
-	if err != nil {
-		return Outcome{}, fmt.Errorf("await outcome of %s: %w", id, err)
-	}
-	return decodeOutcome(id, m.Data())
+	return out, nil
 }
 
-func decodeOutcome(id string, data []byte) (Outcome, error) {
+// Await waits for the outcome of command id published at journal sequence
+// seq, and returns it rather than a later outcome of the same ID. It
+// subscribes before it reads, so an outcome stored at any moment is seen,
+// and it does not poll.
+func (o *Outcomes) Await(ctx context.Context, id string, seq uint64) (Outcome, error) {
+	var found Outcome
+	err := o.read(ctx, OutcomeSubject(id), 0, func(_ uint64, x Outcome, _ uint64) bool {
+		found = x
+		return x.ID == id && x.Seq == seq
+	})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("await the outcome of %s seq %d: %w", id, seq, err)
+	}
+	return found, nil
+}
+
+// Last returns the OUTCOMES sequence of the newest outcome stored (0 when
+// there is none): follow from Last()+1 to see only the outcomes stored
+// after this call. It fails wrapping jetstream.ErrStreamNotFound when the
+// projector has not created the stream.
+func (o *Outcomes) Last(ctx context.Context) (uint64, error) {
+	s, err := o.js.Stream(ctx, o.stream)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", o.stream, err)
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
+// Follow passes fn every outcome stored from OUTCOMES sequence from on (0
+// or 1: from the first), with its OUTCOMES sequence, in order, waiting for
+// new ones, until fn returns true or ctx ends (then it returns ctx's
+// error).
+func (o *Outcomes) Follow(ctx context.Context, from uint64, fn func(seq uint64, x Outcome) bool) error {
+	return o.read(ctx, OutcomesPrefix+".>", from, func(seq uint64, x Outcome, _ uint64) bool { return fn(seq, x) })
+}
+
+// AwaitAll waits for the outcome of every publish of rs and returns them
+// in the order of rs. It reads the outcomes stored from OUTCOMES sequence
+// from on once, in one pass; the caller takes from as Last()+1 before it
+// publishes the first command. A publish the journal had stored already
+// (Duplicate) may have its outcome from before from, so it is awaited
+// alone. On error the outcomes not found are zero and the error says how
+// many.
+func (o *Outcomes) AwaitAll(ctx context.Context, from uint64, rs []PublishResult) ([]Outcome, error) {
+	out := make([]Outcome, len(rs))
+	want := make(map[uint64]int) // journal sequence → index in rs
+	var held []int
+	for i, r := range rs {
+		if r.Duplicate {
+			held = append(held, i)
+		} else {
+			want[r.Seq] = i
+		}
+	}
+	if len(want) > 0 {
+		err := o.Follow(ctx, from, func(_ uint64, x Outcome) bool {
+			if i, ok := want[x.Seq]; ok && rs[i].ID == x.ID {
+				out[i] = x
+				delete(want, x.Seq)
+			}
+			return len(want) == 0
+		})
+		if err != nil {
+			return out, fmt.Errorf("%d of %d outcomes missing: %w", len(want)+len(held), len(rs), err)
+		}
+	}
+	for n, i := range held {
+		x, err := o.Await(ctx, rs[i].ID, rs[i].Seq)
+		if err != nil {
+			return out, fmt.Errorf("%d of %d outcomes missing: %w", len(held)-n, len(rs), err)
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
+// read passes the outcomes on subjects filter, from OUTCOMES sequence from
+// on, to fn with their sequence and how many matching ones are stored
+// after them, until fn returns true or ctx ends. Its consumer is deleted
+// when it returns.
+func (o *Outcomes) read(ctx context.Context, filter string, from uint64, fn func(seq uint64, x Outcome, pending uint64) bool) error {
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{filter},
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: time.Minute,
+	}
+	if from > 1 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
+	}
+	cons, err := o.js.OrderedConsumer(ctx, o.stream, cfg)
+	if err != nil {
+		return err
+	}
+	defer deleteOrdered(ctx, o.js, o.stream, cons)
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		x, err := decodeOutcome(m.Subject(), m.Data())
+		if err != nil {
+			return err
+		}
+		if fn(md.Sequence.Stream, x, md.NumPending) {
+			return nil
+		}
+	}
+}
+
+func decodeOutcome(subject string, data []byte) (Outcome, error) {
 	var o Outcome
 	if err := json.Unmarshal(data, &o); err != nil {
-		return Outcome{}, fmt.Errorf("outcome of %s: %w", id, err)
+		return Outcome{}, fmt.Errorf("outcome on %s: %w", subject, err)
 	}
 	return o, nil
 }

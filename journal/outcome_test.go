@@ -19,7 +19,7 @@ func TestOutcomes(t *testing.T) {
 	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
 		t.Fatalf("EnsureOutcomes again: %v", err)
 	}
-	w := journal.NewWriter(e.js, "")
+	oc := journal.NewOutcomes(e.js)
 	at := time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)
 
 	// IDs may contain dots, which must not split the subject.
@@ -28,23 +28,26 @@ func TestOutcomes(t *testing.T) {
 		Rows: []journal.RowVersion{{RK: "order-7", Version: 3, Op: "upsert"}, {RK: "order-6", Version: 4, Op: "delete", Deleted: true}},
 		At:   at,
 	}
-	if _, err := journal.LookupOutcome(e.ctx, e.js, applied.ID); !errors.Is(err, journal.ErrNotFound) {
-		t.Fatalf("LookupOutcome before publish: %v, want ErrNotFound", err)
+	if _, err := oc.Latest(e.ctx, applied.ID); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("Latest before publish: %v, want ErrNotFound", err)
+	}
+	if h, err := oc.History(e.ctx, applied.ID); err != nil || len(h) != 0 {
+		t.Fatalf("History before publish: %v, %v; want none", h, err)
 	}
 
 	// Published before Await is called.
 	if err := journal.PublishOutcome(e.ctx, e.js, applied); err != nil {
 		t.Fatal(err)
 	}
-	got, err := w.Await(e.ctx, applied.ID)
+	got, err := oc.Await(e.ctx, applied.ID, applied.Seq)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, applied) {
 		t.Fatalf("Await = %+v, want %+v", got, applied)
 	}
-	if got, err := journal.LookupOutcome(e.ctx, e.js, applied.ID); err != nil || !reflect.DeepEqual(got, applied) {
-		t.Fatalf("LookupOutcome = %+v, %v", got, err)
+	if got, err := oc.Latest(e.ctx, applied.ID); err != nil || !reflect.DeepEqual(got, applied) {
+		t.Fatalf("Latest = %+v, %v", got, err)
 	}
 
 	// Republishing the outcome of the same journal message stores nothing.
@@ -65,7 +68,7 @@ func TestOutcomes(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, err := w.Await(e.ctx, rejected.ID)
+		o, err := oc.Await(e.ctx, rejected.ID, rejected.Seq)
 		done <- result{o, err}
 	}()
 	waitFor(t, 10*time.Second, "Await to subscribe", func() bool {
@@ -101,17 +104,104 @@ func TestOutcomes(t *testing.T) {
 	if err := journal.PublishOutcome(e.ctx, e.js, dup); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := journal.LookupOutcome(e.ctx, e.js, applied.ID); err != nil || got.Status != journal.StatusDuplicate {
-		t.Fatalf("LookupOutcome after a later outcome = %+v, %v", got, err)
+	if got, err := oc.Latest(e.ctx, applied.ID); err != nil || got.Status != journal.StatusDuplicate {
+		t.Fatalf("Latest after a later outcome = %+v, %v", got, err)
 	}
 	if info, err := outcomes.Info(e.ctx); err != nil || info.State.Msgs != 3 {
 		t.Fatalf("outcomes: %d messages (%v), want 3", info.State.Msgs, err)
 	}
+	// Await returns the outcome of the sequence asked for, not the latest.
+	for _, want := range []journal.Outcome{applied, dup} {
+		if got, err := oc.Await(e.ctx, applied.ID, want.Seq); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("Await(seq %d) = %+v, %v; want %+v", want.Seq, got, err, want)
+		}
+	}
+	if h, err := oc.History(e.ctx, applied.ID); err != nil || !reflect.DeepEqual(h, []journal.Outcome{applied, dup}) {
+		t.Fatalf("History = %+v, %v; want the applied outcome, then the duplicate", h, err)
+	}
 
-	// No outcome: Await ends with its context.
-	ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
+	// No outcome for that sequence: Await ends with its context.
+	for _, tt := range []struct {
+		id  string
+		seq uint64
+	}{{applied.ID, 901}, {"never", 1}} {
+		ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
+		if _, err := oc.Await(ctx, tt.id, tt.seq); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Await(%s seq %d) = %v, want the context's deadline", tt.id, tt.seq, err)
+		}
+		cancel()
+	}
+	waitFor(t, 10*time.Second, "the consumers to be deleted", func() bool {
+		info, err := outcomes.Info(e.ctx)
+		return err == nil && info.State.Consumers == 0
+	})
+}
+
+// TestOutcomesAwaitAll: the outcomes of many publishes are read in one
+// pass from the mark taken before publishing, except those of commands the
+// journal held already, whose outcomes are older and are awaited by ID and
+// sequence. Outcomes stored before the mark, and later outcomes of the same
+// IDs, are not taken for them.
+func TestOutcomesAwaitAll(t *testing.T) {
+	e := newEnv(t, journal.Config{})
+	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
+		t.Fatal(err)
+	}
+	oc := journal.NewOutcomes(e.js)
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	out := func(id string, seq uint64, st journal.Status) journal.Outcome {
+		return journal.Outcome{ID: id, Seq: seq, Table: "orders", PK: "p", Status: st, At: at}
+	}
+	publish := func(os ...journal.Outcome) {
+		for _, o := range os {
+			if err := journal.PublishOutcome(e.ctx, e.js, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	old := out("held", 3, journal.StatusApplied)
+	publish(old, out("new-1", 1, journal.StatusRejected)) // an earlier outcome of an ID published again below
+	from, err := oc.Last(e.ctx)
+	if err != nil || from != 2 {
+		t.Fatalf("Last = %d, %v; want 2", from, err)
+	}
+	from++
+	rs := []journal.PublishResult{{ID: "new-1", Seq: 10}, {ID: "held", Seq: 3, Duplicate: true}, {ID: "new-2", Seq: 11}}
+	want := []journal.Outcome{out("new-1", 10, journal.StatusApplied), old, out("new-2", 11, journal.StatusApplied)}
+
+	done := make(chan []journal.Outcome, 1)
+	go func() {
+		got, err := oc.AwaitAll(e.ctx, from, rs)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- got
+	}()
+	publish(out("held", 12, journal.StatusDuplicate), want[2], want[0], out("new-1", 13, journal.StatusDuplicate))
+	select {
+	case got := <-done:
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("AwaitAll =\n%+v, want\n%+v", got, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("AwaitAll did not return")
+	}
+
+	// Follow sees every outcome from a sequence on, with its sequence.
+	var seqs []uint64
+	err = oc.Follow(e.ctx, 4, func(seq uint64, o journal.Outcome) bool {
+		seqs = append(seqs, seq)
+		return o.Seq == 13
+	})
+	if err != nil || !reflect.DeepEqual(seqs, []uint64{4, 5, 6}) {
+		t.Fatalf("Follow from 4: %v, %v; want 4 5 6", seqs, err)
+	}
+
+	// What is missing is reported when ctx ends.
+	ctx, cancel := context.WithTimeout(e.ctx, 300*time.Millisecond)
 	defer cancel()
-	if _, err := w.Await(ctx, "never"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Await(never) = %v, want the context's deadline", err)
+	got, err := oc.AwaitAll(ctx, from, []journal.PublishResult{{ID: "new-2", Seq: 11}, {ID: "gone", Seq: 99}})
+	if !errors.Is(err, context.DeadlineExceeded) || got[0].Seq != 11 {
+		t.Fatalf("AwaitAll with one missing: %+v, %v", got, err)
 	}
 }

@@ -476,9 +476,3 @@ func (f *Future) resolve(w *Writer) {
 	}
 	close(f.done)
 }
-
-// Await waits until the command id has an outcome and returns it; see
-// AwaitOutcome.
-func (w *Writer) Await(ctx context.Context, id string) (Outcome, error) {
-	return AwaitOutcome(ctx, w.js, id)
-}

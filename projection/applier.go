@@ -113,10 +113,12 @@ type view struct {
 // a persistent store failure, and entries from the failed batch on were not
 // applied.
 func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, h Hooks) error {
-	if len(touchedRKs(entries)) > 0 { // only valid commands name a valid table
-		if err := a.ensureTable(ctx, table); err != nil {
-			return err
-		}
+	if len(touchedRKs(entries)) == 0 {
+		return rejectInvalid(ctx, pk, entries, h)
+	}
+	// Only valid commands name a valid table.
+	if err := a.ensureTable(ctx, table); err != nil {
+		return err
 	}
 	part := partKey{table, pk}
 	var v view
@@ -213,6 +215,20 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 		i = j
 	}
 	return nil
+}
+
+// rejectInvalid handles entries that are all invalid (undecodable, or on a
+// subject that names no valid table): each is rejected on its own, without
+// reading the partition's rows or fence — its table may not even be a
+// valid name — and nothing is written.
+func rejectInvalid(ctx context.Context, pk string, entries []Entry, h Hooks) error {
+	b := newBatch(pk, map[string]*rowState{})
+	for _, e := range entries {
+		if err := b.add(e); err != nil {
+			return err
+		}
+	}
+	return callHook(ctx, h.BeforeCommit, b.results, false)
 }
 
 func dependsOnState(rs []Result) bool {
@@ -653,14 +669,14 @@ func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*ro
 			return nil, err
 		}
 		from, to := HistoryRange(rk)
-		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
+		newest, ok, err := store.First(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
 		if err != nil {
 			return nil, err
 		}
-		if len(page.Entities) == 0 {
+		if !ok {
 			return &rowState{}, nil
 		}
-		r, err := DecodeRow(page.Entities[0])
+		r, err := DecodeRow(newest)
 		if err != nil {
 			return nil, err
 		}

@@ -114,9 +114,11 @@ func projectRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 	if err := h.StopProjector(); err != nil {
 		b.Fatal(err)
 	}
-	// Every command applied: one new row each.
+	// Every command applied: one new row (tip) each.
 	rows := 0
-	if err := store.All(ctx, st.Store, table, store.Query{AllPartitions: true}, func(store.Entity) error { rows++; return nil }); err != nil {
+	from, to := projection.TipRange()
+	q := store.Query{AllPartitions: true, From: from, To: to}
+	if err := store.All(ctx, st.Store, table, q, func(store.Entity) error { rows++; return nil }); err != nil {
 		b.Fatal(err)
 	}
 	if rows != n {
@@ -281,31 +283,27 @@ type outcomeWaiters struct {
 func subscribeOutcomes(b *testing.B, ctx context.Context, js jetstream.JetStream) *outcomeWaiters {
 	b.Helper()
 	w := &outcomeWaiters{waiting: make(map[string]chan journal.Outcome)}
-	cons, err := js.OrderedConsumer(ctx, journal.OutcomesStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{journal.OutcomesPrefix + ".>"},
-		DeliverPolicy:  jetstream.DeliverNewPolicy,
-	})
+	oc := journal.NewOutcomes(js)
+	last, err := oc.Last(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		var o journal.Outcome
-		if err := json.Unmarshal(m.Data(), &o); err != nil {
-			b.Errorf("outcome %s: %v", m.Subject(), err)
-			return
-		}
-		w.mu.Lock()
-		ch := w.waiting[o.ID]
-		delete(w.waiting, o.ID)
-		w.mu.Unlock()
-		if ch != nil {
-			ch <- o
-		}
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(cc.Stop)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = oc.Follow(ctx, last+1, func(_ uint64, o journal.Outcome) bool {
+			w.mu.Lock()
+			ch := w.waiting[o.ID]
+			delete(w.waiting, o.ID)
+			w.mu.Unlock()
+			if ch != nil {
+				ch <- o
+			}
+			return false
+		})
+	}()
+	b.Cleanup(func() { cancel(); <-done })
 	return w
 }
 

@@ -100,6 +100,9 @@ type Projector struct {
 	log     *slog.Logger
 	group   *shards.Group // nil with static Config.Shards
 	stats   *Stats
+	// replicated: the journal has replicas, so fetches avoid byte limits
+	// (fetchReplicated).
+	replicated bool
 }
 
 // Stats returns the projector's counters (see Stats), for metrics.
@@ -150,6 +153,9 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		cfg.Applier.Logger = cfg.Logger
 	}
 	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats}
+	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
+		return nil, err
+	}
 	if cfg.Shards == nil {
 		if err := p.joinOwners(ctx, cfg.Replicas); err != nil {
 			return nil, err
@@ -398,6 +404,9 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 		return msgs, nil
 	}
 	n := min(uint64(p.cfg.FetchBatch-1), md.NumPending)
+	if p.replicated {
+		return p.fetchReplicated(cons, msgs, int(n)), nil
+	}
 	// The messages are there, so the request ends as soon as it has n of
 	// them or FetchBytes; the wait only bounds a stream trimmed meanwhile.
 	// If it fails, what arrived is still applied (a delivery lost in
@@ -582,7 +591,7 @@ func (p *Projector) logResults(part partition, rs []Result) {
 // outcome is rebuilt from the rows' history as they stood before the
 // command.
 func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
-	o, err := journal.LookupOutcome(ctx, p.js, r.ID)
+	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
 	switch {
 	case err == nil && o.Seq == r.Seq:
 		r.Status, r.Stored = Status(o.Status), true
@@ -694,18 +703,14 @@ func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq u
 	} else if err != nil && !errors.Is(err, ErrRowNotFound) {
 		return nil, err
 	}
-	if newest == nil {
-		from, to := HistoryRange(rk)
-		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1,
-			Filter: []store.Cond{{Prop: ColSeq, Cmp: store.Lt, Value: events.Int64(int64(seq))}}})
+	if newest == nil && seq > 0 {
+		// Version rows are keyed by sequence: the newest before seq is the
+		// first row at or after the key of seq-1, read without a scan.
+		r, ok, err := VersionAt(ctx, s, table, pk, rk, seq-1)
 		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
 			return nil, err
 		}
-		if len(page.Entities) > 0 {
-			r, err := DecodeRow(page.Entities[0])
-			if err != nil {
-				return nil, err
-			}
+		if ok {
 			newest = &r
 		}
 	}

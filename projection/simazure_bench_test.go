@@ -35,6 +35,9 @@ const (
 	simRetryEnv = "TABLEJOURNAL_BENCH_SIM_RETRY"
 	// simBurstEnv overrides simazure.Config.Burst (a duration).
 	simBurstEnv = "TABLEJOURNAL_BENCH_SIM_BURST"
+	// simOwnershipEnv is how the instances share the shards: "leases"
+	// (cooperative ownership, the default) or "static" (Config.Shards).
+	simOwnershipEnv = "TABLEJOURNAL_BENCH_SIM_OWNERSHIP"
 	// simScaleEnv multiplies both limits (e.g. 4 on a machine with four
 	// times the cores, 0.2 to take the projector's CPU out of the picture).
 	simScaleEnv = "TABLEJOURNAL_BENCH_SIM_SCALE"
@@ -74,18 +77,21 @@ var simWorkloads = []simWorkload{
 // order and 64 partitions at once, retrying ErrBusy with backoff: what the
 // limits let a plain writer do. Then "instances=N" projects the published
 // workload with N projector instances sharing one fresh simulated account,
-// each on its own connection, the journal's shards split between them
-// statically (Config.Shards).
+// each on its own connection, started together with the same
+// configuration: they share the journal's shards through leases
+// (TABLEJOURNAL_BENCH_SIM_OWNERSHIP=static splits them by Config.Shards
+// instead).
 //
-// The instances report cmds/s and ratio-vs-limit (entities written per
-// second over the binding limit; target >= 0.8), raw reports limit-used,
-// the same fraction. All report entities/s written, busy/req (the share of
-// requests answered 503, client retries included), charged/entity
-// (entities charged to the account per entity written: reads cost too) and
-// cpu-µs/entity and cpu-cores (this process's CPU, per entity and per
-// second: projector, JetStream server and the embedded store; with few
-// 503s and cpu-cores well below the machine's, the process was starved of
-// CPU); the instances also cmds/tx and reads/cmd. benchreport
+// The instances report cmds/s and ratio-vs-limit (commands, each one new
+// row, per second over the binding limit; target >= 0.8), raw reports
+// limit-used, the same fraction of its rows. All report entities/s (every
+// entity written: the projector's partition fences too), busy/req (the
+// share of requests answered 503, client retries included), charged/row
+// (entities charged to the account per row: reads and fences cost too),
+// cpu-µs/row and cpu-cores (this process's CPU, per row and per second:
+// projector, JetStream server and the embedded store; with few 503s and
+// cpu-cores well below the machine's, the process was starved of CPU); the
+// instances also cmds/tx and reads/cmd. benchreport
 // sets every instance count beside raw (ratio-vs-raw) and beside one
 // instance (ratio-vs-1-instance). ns/op is the timed writing or projection.
 //
@@ -93,6 +99,14 @@ var simWorkloads = []simWorkload{
 // account (see their constants) to study the projector's behaviour.
 func BenchmarkSimAzure(b *testing.B) {
 	cfg := simConfig(b)
+	static := false
+	switch v := os.Getenv(simOwnershipEnv); v {
+	case "", "leases":
+	case "static":
+		static = true
+	default:
+		b.Fatalf("%s=%q: want leases or static", simOwnershipEnv, v)
+	}
 	secs := 3.0
 	if v := os.Getenv(simSecondsEnv); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -111,20 +125,20 @@ func BenchmarkSimAzure(b *testing.B) {
 				for range b.N {
 					sum.add(simRaw(b, cfg, n, w.pk))
 				}
-				sum.report(b, limit, "limit-used")
+				sum.report(b, limit, "limit-used", float64(n*b.N))
 			})
 			for _, inst := range simInstances {
 				b.Run(fmt.Sprintf("instances=%d", inst), func(b *testing.B) {
 					var sum simResult
 					b.StopTimer()
 					for range b.N {
-						sum.add(simProject(b, cfg, inst, n, w.pk))
+						sum.add(simProject(b, cfg, inst, static, n, w.pk))
 					}
 					cmds := float64(n * b.N)
 					b.ReportMetric(cmds/sum.elapsed.Seconds(), "cmds/s")
 					b.ReportMetric(cmds/float64(sum.stats.Transactions), "cmds/tx")
 					b.ReportMetric(float64(sum.stats.Reads)/cmds, "reads/cmd")
-					sum.report(b, limit, "ratio-vs-limit")
+					sum.report(b, limit, "ratio-vs-limit", cmds)
 				})
 			}
 		})
@@ -186,25 +200,26 @@ func (r *simResult) add(o simResult) {
 	}
 }
 
-// report reports the metrics common to raw and the instances, the rate
-// over the limit as fraction.
-func (r *simResult) report(b *testing.B, limit float64, fraction string) {
+// report reports the metrics common to raw and the instances, for rows
+// table rows written (one per command): their rate over the limit as
+// fraction, and what each cost.
+func (r *simResult) report(b *testing.B, limit float64, fraction string, rows float64) {
 	st := r.stats
-	rate := float64(st.Written) / r.elapsed.Seconds()
-	b.ReportMetric(rate, "entities/s")
-	b.ReportMetric(rate/limit, fraction)
+	b.ReportMetric(float64(st.Written)/r.elapsed.Seconds(), "entities/s")
+	b.ReportMetric(rows/r.elapsed.Seconds()/limit, fraction)
 	b.ReportMetric(float64(st.Busy)/float64(st.Requests), "busy/req")
-	b.ReportMetric(float64(st.Entities)/float64(st.Written), "charged/entity")
+	b.ReportMetric(float64(st.Entities)/rows, "charged/row")
 	if r.cpu > 0 {
-		b.ReportMetric(float64(r.cpu.Microseconds())/float64(st.Written), "cpu-µs/entity")
+		b.ReportMetric(float64(r.cpu.Microseconds())/rows, "cpu-µs/row")
 		b.ReportMetric(r.cpu.Seconds()/r.elapsed.Seconds(), "cpu-cores")
 	}
 }
 
 // simProject publishes n commands, then projects them with instances
 // projector instances on one fresh simulated account, timed, and returns
-// the time and what the account answered.
-func simProject(b *testing.B, cfg simazure.Config, instances, n int, pk func(int) string) simResult {
+// what it measured. The instances share the shards through leases, or,
+// if static, split them by Config.Shards.
+func simProject(b *testing.B, cfg simazure.Config, instances int, static bool, n int, pk func(int) string) simResult {
 	ctx := journaltest.Context(b, 10*time.Minute)
 	inner := simInner(b)
 	h := projectiontest.Start(b, inner, projectiontest.Options{})
@@ -227,10 +242,11 @@ func simProject(b *testing.B, cfg simazure.Config, instances, n int, pk func(int
 	start, cpu := time.Now(), processCPU()
 	for i := range instances {
 		_, js := journaltest.Connect(b, h.Server.ClientURL())
-		p, err := projection.New(ctx, js, sim, projection.Config{
-			Shards: staticShards(h.Journal.Shards(), instances, i),
-			Logger: projectiontest.QuietLogger(),
-		})
+		pc := projection.Config{InstanceID: fmt.Sprintf("bench-%d", i), Logger: projectiontest.QuietLogger()}
+		if static {
+			pc.Shards = staticShards(h.Journal.Shards(), instances, i)
+		}
+		p, err := projection.New(ctx, js, sim, pc)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -247,7 +263,9 @@ func simProject(b *testing.B, cfg simazure.Config, instances, n int, pk func(int
 	cancel()
 	wg.Wait()
 	rows := 0
-	if err := store.All(ctx, inner, table, store.Query{}, func(store.Entity) error { rows++; return nil }); err != nil {
+	from, to := projection.TipRange()
+	q := store.Query{AllPartitions: true, From: from, To: to}
+	if err := store.All(ctx, inner, table, q, func(store.Entity) error { rows++; return nil }); err != nil {
 		b.Fatal(err)
 	}
 	if rows != n {

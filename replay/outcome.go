@@ -2,12 +2,8 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
 )
@@ -15,22 +11,20 @@ import (
 // outcome returns the outcome that tells where command id is in the
 // journal and what it did: the applied one if the ID was ever applied
 // (a later re-publish beyond the duplicate window adds a "duplicate"
-// outcome, which LookupOutcome returns as the latest), else the latest.
+// outcome, which is the latest), else the latest.
 func (r *Replayer) outcome(ctx context.Context, id string) (journal.Outcome, error) {
 	if err := r.needJournal("outcome of " + id); err != nil {
 		return journal.Outcome{}, err
 	}
-	o, err := journal.LookupOutcome(ctx, r.js, id)
+	oc := journal.NewOutcomes(r.js)
+	o, err := oc.Latest(ctx, id)
 	if errors.Is(err, journal.ErrNotFound) {
 		return journal.Outcome{}, fmt.Errorf("command %s: %w (never published, or not projected yet)", id, ErrNoOutcome)
 	}
-	if err != nil {
-		return journal.Outcome{}, err
+	if err != nil || o.Status != journal.StatusDuplicate {
+		return o, err
 	}
-	if o.Status != journal.StatusDuplicate {
-		return o, nil
-	}
-	all, err := r.allOutcomes(ctx, id)
+	all, err := oc.History(ctx, id)
 	if err != nil {
 		return journal.Outcome{}, err
 	}
@@ -40,47 +34,4 @@ func (r *Replayer) outcome(ctx context.Context, id string) (journal.Outcome, err
 		}
 	}
 	return o, nil
-}
-
-// allOutcomes reads every outcome stored for command id, oldest first.
-func (r *Replayer) allOutcomes(ctx context.Context, id string) ([]journal.Outcome, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-	}
-	cons, err := r.js.OrderedConsumer(ctx, journal.OutcomesStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{journal.OutcomeSubject(id)},
-		DeliverPolicy:     jetstream.DeliverAllPolicy,
-		InactiveThreshold: time.Minute,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("outcomes of %s: %w", id, err)
-	}
-	defer func() {
-		if info := cons.CachedInfo(); info != nil {
-			_ = r.js.DeleteConsumer(context.WithoutCancel(ctx), journal.OutcomesStream, info.Name)
-		}
-	}()
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("outcomes of %s: %w", id, err)
-	}
-	defer it.Stop()
-	var out []journal.Outcome
-	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return nil, fmt.Errorf("outcomes of %s: %w", id, err)
-		}
-		var o journal.Outcome
-		if err := json.Unmarshal(m.Data(), &o); err != nil {
-			return nil, fmt.Errorf("outcome of %s: %w", id, err)
-		}
-		out = append(out, o)
-		md, err := m.Metadata()
-		if err != nil || md.NumPending == 0 {
-			return out, nil
-		}
-	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
@@ -49,8 +47,8 @@ type Step struct {
 	// zero).
 	Target       projection.Row
 	TargetExists bool
-	// Undone is, for undo, the last version the undone command produced on
-	// this row.
+	// Undone is, for undo, the version the undone command produced on this
+	// row.
 	Undone *projection.Row
 	// Conflict marks, for undo, a row that commands after the undone one
 	// changed again (Current.Cmd changed it last). It is left out of the
@@ -224,6 +222,12 @@ func (r *Replayer) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
 		ctx, cancel = context.WithTimeout(ctx, DefaultAwait)
 		defer cancel()
 	}
+	// Outcomes stored from here on are read in one pass.
+	oc := journal.NewOutcomes(r.js)
+	from, err := oc.Last(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w (is the projector running?)", err)
+	}
 	w := journal.NewWriter(r.js, r.j.Name())
 	res := make([]Applied, len(p.Commands))
 	futures := make([]*journal.Future, len(p.Commands))
@@ -234,37 +238,22 @@ func (r *Replayer) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
 		}
 		futures[i] = f
 	}
+	pubs := make([]journal.PublishResult, len(p.Commands))
 	for i, f := range futures {
 		pr, err := f.Result(ctx)
 		if err != nil {
 			return nil, err
 		}
 		res[i] = Applied{Command: p.Commands[i], Publish: pr}
+		pubs[i] = pr
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, 16)
-	)
+	// Each command's outcome is the one of its own journal sequence.
+	outs, err := oc.AwaitAll(ctx, from+1, pubs)
 	for i := range res {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			o, err := journal.AwaitOutcome(ctx, r.js, res[i].Command.ID)
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%w (is the projector running?)", err))
-				mu.Unlock()
-				return
-			}
-			res[i].Outcome = o
-		}()
+		res[i].Outcome = outs[i]
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return res, errors.Join(errs...)
+	if err != nil {
+		return res, fmt.Errorf("%w (is the projector running?)", err)
 	}
 	rejected := 0
 	for _, a := range res {

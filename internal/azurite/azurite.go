@@ -36,14 +36,21 @@ var toolsBin = filepath.Join(".tools", "azurite", "node_modules", ".bin", "azuri
 // startTimeout bounds the wait for a new server when ctx has no deadline.
 const startTimeout = 60 * time.Second
 
-// Server is a running Azurite table server.
+// Server is a running Azurite table server, and the blob server beside it
+// once a test asked for it (BlobConnectionString).
 type Server struct {
-	host string // "127.0.0.1:port"
-	dir  string // working directory, removed by Stop
-	cmd  *exec.Cmd
-	out  *tailBuffer
-	done chan struct{} // closed when the process has exited
-	err  error         // the process's exit status, set before done closes
+	service string // "table" or "blob"
+	bin     string
+	host    string // "127.0.0.1:port"
+	dir     string // working directory, removed by Stop
+	cmd     *exec.Cmd
+	out     *tailBuffer
+	done    chan struct{} // closed when the process has exited
+	err     error         // the process's exit status, set before done closes
+
+	blobOnce sync.Once
+	blob     *Server
+	blobErr  error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -101,9 +108,15 @@ func Start(ctx context.Context) (*Server, error) {
 	// A free port is found by binding :0 and releasing it; another process
 	// may take it in between, so a server that exits at once is retried on
 	// a new port.
+	return startService(ctx, bin, "table")
+}
+
+// startService starts the Azurite service ("table" or "blob") of bin, on a
+// free port.
+func startService(ctx context.Context, bin, service string) (*Server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		s, err := start(ctx, bin)
+		s, err := start(ctx, bin, service)
 		if err == nil {
 			return s, nil
 		}
@@ -115,7 +128,7 @@ func Start(ctx context.Context) (*Server, error) {
 	return nil, lastErr
 }
 
-func start(ctx context.Context, bin string) (*Server, error) {
+func start(ctx context.Context, bin, service string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("azurite: find a free port: %w", err)
@@ -125,14 +138,16 @@ func start(ctx context.Context, bin string) (*Server, error) {
 		return nil, fmt.Errorf("azurite: %w", err)
 	}
 	s := &Server{
-		host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		dir:  dir,
-		out:  &tailBuffer{max: 8 << 10},
-		done: make(chan struct{}),
+		service: service,
+		bin:     bin,
+		host:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		dir:     dir,
+		out:     &tailBuffer{max: 8 << 10},
+		done:    make(chan struct{}),
 	}
 	s.cmd = exec.Command(bin,
-		"--tableHost", "127.0.0.1",
-		"--tablePort", strconv.Itoa(port),
+		"--"+service+"Host", "127.0.0.1",
+		"--"+service+"Port", strconv.Itoa(port),
 		"--inMemoryPersistence",
 		"--skipApiVersionCheck",
 		"--disableProductStyleUrl",
@@ -176,7 +191,11 @@ func (s *Server) waitReady(ctx context.Context) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint()+"/Tables", nil)
+		probe := s.Endpoint() + "/Tables"
+		if s.service == "blob" {
+			probe = s.Endpoint() + "?comp=list"
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, probe, nil)
 		if err != nil {
 			return fmt.Errorf("azurite: %w", err)
 		}
@@ -194,9 +213,28 @@ func (s *Server) waitReady(ctx context.Context) error {
 	}
 }
 
-// Endpoint returns the table service URL of the development account, such
-// as http://127.0.0.1:41234/devstoreaccount1.
+// Endpoint returns the service URL of the development account, such as
+// http://127.0.0.1:41234/devstoreaccount1.
 func (s *Server) Endpoint() string { return "http://" + s.host + "/" + AccountName }
+
+// BlobConnectionString returns a connection string for the development
+// account that names both the table endpoint and the endpoint of a blob
+// server. The blob server (azurite-blob, beside azurite-table) is started
+// on the first call, once per Server, and stopped with it.
+func (s *Server) BlobConnectionString(ctx context.Context) (string, error) {
+	s.blobOnce.Do(func() {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, startTimeout)
+			defer cancel()
+		}
+		s.blob, s.blobErr = startService(ctx, filepath.Join(filepath.Dir(s.bin), "azurite-blob"), "blob")
+	})
+	if s.blobErr != nil {
+		return "", s.blobErr
+	}
+	return s.ConnectionString() + "BlobEndpoint=" + s.blob.Endpoint() + ";", nil
+}
 
 // ConnectionString returns a connection string for the development account
 // with its well-known key.
@@ -210,6 +248,11 @@ func (s *Server) ConnectionString() string {
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		defer os.RemoveAll(s.dir)
+		if s.blob != nil {
+			if err := s.blob.Stop(); err != nil {
+				s.stopErr = err
+			}
+		}
 		select {
 		case <-s.done:
 			return

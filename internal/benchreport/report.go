@@ -25,6 +25,8 @@ var targets = map[string]map[string]float64{
 	},
 	"replay": {
 		"ratio-vs-projector": 0.8, // replay rebuild against the live projector
+		"ratio-vs-tip":       0.5, // asof a quarter into a row's history against its tip: within 2x
+		"ratio-vs-previous":  0.5, // the same against one version back: the same two requests, no scan
 	},
 }
 
@@ -42,7 +44,7 @@ type derived struct {
 }
 
 var derivedRatios = []derived{
-	{"projection", regexp.MustCompile(`^(BenchmarkSimAzure/\w+)/instances=\d+$`), "entities/s", "$1/raw", "entities/s", "ratio-vs-raw"},
+	{"projection", regexp.MustCompile(`^(BenchmarkSimAzure/\w+)/instances=\d+$`), "cmds/s", "$1/raw", "entities/s", "ratio-vs-raw"},
 	{"projection", regexp.MustCompile(`^(BenchmarkSimAzure/\w+)/instances=(?:[02-9]|\d\d+)$`), "cmds/s", "$1/instances=1", "cmds/s", "ratio-vs-1-instance"},
 }
 
@@ -64,12 +66,13 @@ var figures = []figure{
 	{"store/sqlite", regexp.MustCompile(`^BenchmarkStore/`), []string{"entities/s"}},
 	{"store/azure", regexp.MustCompile(`^BenchmarkAzurite/`), []string{"entities/s"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProject(Spread|Hot)/`), []string{"cmds/s", "batched-entities/s", "cmds/tx", "reads/cmd"}},
-	{"projection", regexp.MustCompile(`^BenchmarkSimAzure/`), []string{"cmds/s", "entities/s", "limit-used", "busy/req", "charged/entity", "cmds/tx", "reads/cmd", "cpu-µs/entity", "cpu-cores"}},
+	{"projection", regexp.MustCompile(`^BenchmarkSimAzure/`), []string{"cmds/s", "entities/s", "limit-used", "busy/req", "charged/row", "cmds/tx", "reads/cmd", "cpu-µs/row", "cpu-cores"}},
 	{"projection", regexp.MustCompile(`^BenchmarkPublishToOutcome$`), []string{"p50-ms", "p99-ms", "max-ms", "ack-p50-ms", "ack-p99-ms"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProjectorMemory$`), []string{"heap-MB-*", "rss-MB-*", "heap-growth", "cmds/s"}},
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/rebuild$`), []string{"cmds/s", "projector-cmds/s"}},
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/(snapshot|load)$`), []string{"entities/s", "bytes/entity"}},
-	{"replay", regexp.MustCompile(`^BenchmarkAsOfRow/`), []string{"ns/op"}},
+	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/verify$`), []string{"rows/s", "rebuild-rows/s"}},
+	{"replay", regexp.MustCompile(`^BenchmarkAsOfRow/`), []string{"tip-ns", "previous-ns", "deep-ns"}},
 }
 
 // series is every run of one benchmark: the values of each metric.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/snapfile"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
@@ -42,6 +42,8 @@ Commands:
                                                   the commands that return a table to a point
   snapshot  --table T --out FILE [--at SEQ]       export tips and versions consistent at a sequence
   load      --in FILE --into NEW                  load a snapshot into a fresh table
+  verify    --table T [--to POINT]                check a live table against its journal, row for row
+  diff      --table A --against B [--to POINT]    compare two tables row for row (blue/green rebuilds)
 
 Every command takes --json, the connection flags (--nats, --creds, --nkey,
 --user, --password, --tls-*; env TABLEJOURNAL_NATS...) and the table store
@@ -50,7 +52,7 @@ asof and history at a sequence, and load, need no NATS server.
 Run 'replay <command> --help' for its flags.
 
 Exit status: 0 done, 1 error, 2 usage, 3 refused (conflicts, or a command
-rejected by the projector).
+rejected by the projector) or, for verify and diff, the tables differ.
 `
 
 // Replay runs the replay command.
@@ -104,7 +106,7 @@ func replaySubcommand(args []string, stdout io.Writer) (string, []string, error)
 		printVersion(stdout, "replay")
 		return "", nil, nil
 	}
-	names := "asof, history, blame, rebuild, undo, restore, snapshot or load"
+	names := "asof, history, blame, rebuild, undo, restore, snapshot, load, verify or diff"
 	if global.NArg() == 0 {
 		return "", nil, usageError(fmt.Errorf("no command given: want %s", names))
 	}
@@ -153,6 +155,8 @@ func init() {
 		"restore":  restoreCommand,
 		"snapshot": snapshotCommand,
 		"load":     loadCommand,
+		"verify":   verifyCommand,
+		"diff":     diffCommand,
 	}
 }
 
@@ -178,6 +182,7 @@ type replayCmd struct {
 	atSeq               uint64
 	durable             string
 	timeout             time.Duration
+	df                  diffFlags
 
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -380,25 +385,17 @@ func plural[N int | int64 | uint64](n N, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// createAtomic writes a file through a temporary one renamed into place
-// once complete, so a failed snapshot leaves no partial file behind.
-func createAtomic(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+// writeSnapshot writes a snapshot to rc.file, a local file or a blob
+// (internal/snapfile), visible only once complete: a failed snapshot
+// leaves no partial file or blob behind.
+func writeSnapshot(ctx context.Context, rc *replayCmd, write func(io.Writer) error) error {
+	w, err := snapfile.Create(ctx, rc.file, rc.tables)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
+	if err := write(w); err != nil {
+		w.Abort(err)
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return w.Commit()
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/tablejournal/tablejournal/internal/snapfile"
 	"github.com/tablejournal/tablejournal/replay"
 )
 
@@ -103,7 +104,7 @@ var rebuildCommand = replayCommand{
 		fs.StringVar(&rc.to, "to", "", "last point applied: seq:N, time:T, cmd:ID (default the head)")
 		fs.Uint64Var(&rc.seq, "seq", 0, "last journal sequence applied (like --to seq:N)")
 		fs.StringVar(&rc.at, "time", "", "apply the journal as of this RFC 3339 time (like --to time:T)")
-		fs.StringVar(&rc.file, "from-snapshot", "", "load this snapshot first, then replay only the journal after it")
+		fs.StringVar(&rc.file, "from-snapshot", "", "load this snapshot (a file, a blob URL with a SAS token, or azblob://CONTAINER/BLOB) first, then replay only the journal after it")
 		fs.IntVar(&rc.workers, "workers", 0, "partitions applied at once (default 8)")
 		fs.BoolVar(&rc.resume, "resume", false, "continue a rebuild that stopped: allow a non-empty --into")
 	},
@@ -128,7 +129,7 @@ var rebuildCommand = replayCommand{
 			return fmt.Errorf("rebuild: %w: the point is before the first command; nothing to rebuild", replay.ErrBadPoint)
 		}
 		if rc.file != "" {
-			f, err := os.Open(rc.file)
+			f, err := snapfile.Open(ctx, rc.file, rc.tables)
 			if err != nil {
 				return err
 			}
@@ -205,7 +206,7 @@ var snapshotCommand = replayCommand{
 	usage: "--table T --out FILE [--at SEQ] [--workers N]",
 	flags: func(rc *replayCmd, fs *flag.FlagSet) {
 		fs.StringVar(&rc.table, "table", "", "table (required)")
-		fs.StringVar(&rc.file, "out", "", "snapshot file to write, or - for stdout (required)")
+		fs.StringVar(&rc.file, "out", "", "where to write the snapshot: a file, - for stdout, a blob URL with a SAS token, or azblob://CONTAINER/BLOB in the --tables account (required)")
 		fs.Uint64Var(&rc.atSeq, "at", 0, "journal sequence the snapshot is consistent at (default: the highest the projector has fully applied)")
 		fs.IntVar(&rc.workers, "workers", 0, "partitions read at once, listed from the table (default 8); 1 reads the table in one scan")
 		fs.StringVar(&rc.durable, "durable", "", "prefix of the projector's durable consumers, read for the default --at (default \"projector\")")
@@ -232,7 +233,7 @@ var snapshotCommand = replayCommand{
 		if rc.file == "-" {
 			err = write(rc.stdout)
 		} else {
-			err = createAtomic(rc.file, write)
+			err = writeSnapshot(ctx, rc, write)
 		}
 		if err != nil {
 			return err
@@ -249,7 +250,7 @@ var snapshotCommand = replayCommand{
 var loadCommand = replayCommand{
 	usage: "--in FILE --into NEW [--workers N] [--resume]",
 	flags: func(rc *replayCmd, fs *flag.FlagSet) {
-		fs.StringVar(&rc.file, "in", "", "snapshot file, or - for stdin (required)")
+		fs.StringVar(&rc.file, "in", "", "the snapshot: a file, - for stdin, a blob URL with a SAS token, or azblob://CONTAINER/BLOB in the --tables account (required)")
 		fs.StringVar(&rc.into, "into", "", "destination table, empty or new (required)")
 		fs.IntVar(&rc.workers, "workers", 0, "transactions run at once (default 8)")
 		fs.BoolVar(&rc.resume, "resume", false, "finish a load that stopped: allow a non-empty --into")
@@ -259,7 +260,7 @@ var loadCommand = replayCommand{
 	run: func(ctx context.Context, rc *replayCmd) error {
 		in := io.Reader(os.Stdin)
 		if rc.file != "-" {
-			f, err := os.Open(rc.file)
+			f, err := snapfile.Open(ctx, rc.file, rc.tables)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/snapfile"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
@@ -399,7 +400,7 @@ func printRebuild(rc *replayCmd, st replay.RebuildStats) {
 func printSnapshot(rc *replayCmd, w io.Writer, st replay.SnapshotStats) {
 	rate := float64(st.Entities) / max(st.Elapsed.Seconds(), 1e-9)
 	if rc.asJSON {
-		replayJSON(w, map[string]any{"table": st.Header.Table, "seq": st.Header.Seq, "file": rc.file,
+		replayJSON(w, map[string]any{"table": st.Header.Table, "seq": st.Header.Seq, "file": snapfile.Describe(rc.file),
 			"entities": st.Entities, "partitions": st.Partitions, "seconds": st.Elapsed.Seconds(), "entitiesPerSecond": rate})
 		return
 	}
@@ -408,7 +409,7 @@ func printSnapshot(rc *replayCmd, w io.Writer, st replay.SnapshotStats) {
 		from = "one scan of the table"
 	}
 	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips and versions) from %s in %s, %.0f rows/s, written to %s\n",
-		st.Header.Table, st.Header.Seq, plural(st.Entities, "row"), from, st.Elapsed.Round(time.Millisecond), rate, rc.file)
+		st.Header.Table, st.Header.Seq, plural(st.Entities, "row"), from, st.Elapsed.Round(time.Millisecond), rate, snapfile.Describe(rc.file))
 }
 
 func printLoad(rc *replayCmd, st replay.LoadStats) {

@@ -21,6 +21,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
 
@@ -32,6 +33,7 @@ type replayEnv struct {
 	js          jetstream.JetStream
 	ctx         context.Context
 	stop        func() // stops the projector
+	st          store.Store
 }
 
 func startReplayEnv(t *testing.T) *replayEnv {
@@ -55,17 +57,18 @@ func startReplayEnv(t *testing.T) *replayEnv {
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
-	return &replayEnv{url: srv.ClientURL(), tables: "sqlite:" + path, w: journal.NewWriter(js, ""), js: js, ctx: ctx, stop: stop}
+	return &replayEnv{url: srv.ClientURL(), tables: "sqlite:" + path, w: journal.NewWriter(js, ""), js: js, ctx: ctx, stop: stop, st: st}
 }
 
 // publish publishes one command and waits for its outcome.
 func (e *replayEnv) publish(t *testing.T, id string, ops ...events.RowOp) journal.Outcome {
 	t.Helper()
 	c := &events.Command{ID: id, Table: "orders", PK: "customer-42", Ops: ops}
-	if _, err := e.w.Publish(e.ctx, c); err != nil {
+	res, err := e.w.Publish(e.ctx, c)
+	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := e.w.Await(e.ctx, id)
+	o, err := journal.NewOutcomes(e.js).Await(e.ctx, id, res.Seq)
 	if err != nil {
 		t.Fatal(err)
 	}

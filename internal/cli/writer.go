@@ -432,7 +432,7 @@ func (w *writerCmd) runOp(ctx context.Context, cmd *events.Command, stdout io.Wr
 		printPublished(stdout, "", r)
 	}
 	if w.wait {
-		o, err := awaitOutcome(ctx, js, res.ID, res.Seq)
+		o, err := journal.NewOutcomes(js).Await(ctx, res.ID, res.Seq)
 		if err != nil {
 			err = w.waitError(ctx, err, fmt.Sprintf("command %s (seq %d)", res.ID, res.Seq))
 			if w.jsonOut {
@@ -470,7 +470,7 @@ func (w *writerCmd) checkStreams(ctx context.Context, js jetstream.JetStream) er
 		return fmt.Errorf("--stream: %w", err)
 	}
 	if w.wait {
-		if _, err := js.Stream(ctx, journal.OutcomesStream); errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := journal.NewOutcomes(js).Last(ctx); errors.Is(err, jetstream.ErrStreamNotFound) {
 			return fmt.Errorf("--wait needs the %s stream, which the projector creates: is a projector running?", journal.OutcomesStream)
 		}
 	}

@@ -111,11 +111,8 @@ func (w *writerCmd) runApply(ctx context.Context, path string, stdout, stderr io
 		cctx, cancel := context.WithTimeout(ctx, w.timeout)
 		err := w.checkStreams(cctx, js)
 		if err == nil && w.wait {
-			st, serr := js.Stream(cctx, journal.OutcomesStream)
-			if serr != nil {
-				err = fmt.Errorf("--wait: open the %s stream: %w", journal.OutcomesStream, serr)
-			} else {
-				outcomesAfter = st.CachedInfo().State.LastSeq
+			if outcomesAfter, err = journal.NewOutcomes(js).Last(cctx); err != nil {
+				err = fmt.Errorf("--wait: %w", err)
 			}
 		}
 		cancel()
@@ -153,7 +150,7 @@ func (w *writerCmd) runApply(ctx context.Context, path string, stdout, stderr io
 	if w.wait {
 		if loadErr == nil {
 			wctx, cancel := context.WithTimeout(ctx, w.timeout)
-			waitErr = awaitOutcomes(wctx, js, outcomesAfter, a.published)
+			waitErr = awaitOutcomes(wctx, js, outcomesAfter+1, a.published)
 			if waitErr != nil {
 				waitErr = w.waitError(wctx, waitErr, "the published commands")
 			}

@@ -269,7 +269,7 @@ func TestWriterWait(t *testing.T) {
 		cmd := &events.Command{ID: "w-dup-1", Table: "orders", PK: "w-dup", Ops: []events.RowOp{
 			{Op: events.OpUpsert, RK: "r1", Entity: events.Entity{"a": events.String("x")}}}}
 		first := writerPublishRaw(t, e.js, cmd)
-		if o, err := journal.AwaitOutcome(journaltest.Context(t, 30*time.Second), e.js, cmd.ID); err != nil || o.Status != journal.StatusApplied {
+		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 30*time.Second), cmd.ID, first); err != nil || o.Status != journal.StatusApplied {
 			t.Fatalf("first publish: outcome %+v, %v", o, err)
 		}
 
@@ -291,7 +291,7 @@ func TestWriterWait(t *testing.T) {
 			t.Fatalf("again: result %+v, outcome %+v", r, r.Outcome)
 		}
 		// And the first sequence still reports applied.
-		if o, err := awaitOutcome(journaltest.Context(t, 10*time.Second), e.js, cmd.ID, first); err != nil || o.Status != journal.StatusApplied {
+		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 10*time.Second), cmd.ID, first); err != nil || o.Status != journal.StatusApplied {
 			t.Errorf("outcome of seq %d: %+v, %v", first, o, err)
 		}
 	})

@@ -2,7 +2,6 @@ package projectiontest
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -69,8 +68,9 @@ type Harness struct {
 	Writer  *journal.Writer
 	Store   store.Store
 
-	stop func() error
-	sent map[string]bool
+	stop  func() error
+	sent  map[string]bool
+	acked map[string]uint64 // command ID → the sequence the journal acknowledged
 }
 
 // Options configure Start.
@@ -173,16 +173,39 @@ func (h *Harness) PublishAll(ctx context.Context, cmds []*events.Command) {
 		}
 		fs = append(fs, f)
 	}
+	if h.acked == nil {
+		h.acked = make(map[string]uint64)
+	}
 	for _, f := range fs {
-		if _, err := f.Result(ctx); err != nil {
+		res, err := f.Result(ctx)
+		if err != nil {
 			h.t.Fatalf("publish %s: %v", f.ID(), err)
 		}
+		h.acked[res.ID] = res.Seq
 	}
 	select {
 	case <-h.JS.PublishAsyncComplete():
 	case <-ctx.Done():
 		h.t.Fatal("re-sends not acknowledged")
 	}
+}
+
+// CheckAcknowledged checks that every command PublishAll published with
+// the Writer and saw acknowledged is in the journal, under its ID at the
+// sequence the acknowledgement named.
+func (h *Harness) CheckAcknowledged(ctx context.Context) {
+	h.t.Helper()
+	for id, seq := range h.acked {
+		m, err := h.Journal.Get(ctx, seq)
+		if err != nil {
+			h.t.Errorf("acknowledged command %s at seq %d: %v", id, seq, err)
+			continue
+		}
+		if got := m.Header.Get(jetstream.MsgIDHeader); got != id {
+			h.t.Errorf("seq %d holds %q, acknowledged as %s", seq, got, id)
+		}
+	}
+	h.t.Logf("%d acknowledged commands are in the journal", len(h.acked))
 }
 
 // WaitProjected waits until every journal message up to the journal's head
@@ -202,12 +225,10 @@ func (h *Harness) WaitProjected(ctx context.Context) {
 	}
 	done := false
 	for !done && wctx.Err() == nil {
-		s, err := h.JS.Stream(ctx, journal.OutcomesStream)
-		if err == nil {
-			if info, err := s.Info(ctx); err == nil && info.State.Msgs >= head {
-				done = true
-				break
-			}
+		// One outcome per journal message; none is ever deleted.
+		if n, err := journal.NewOutcomes(h.JS).Last(ctx); err == nil && n >= head {
+			done = true
+			break
 		}
 		select {
 		case <-wctx.Done():
@@ -256,27 +277,20 @@ func WaitFor(t testing.TB, ctx context.Context, what string, cond func() (bool, 
 func (h *Harness) Outcomes(ctx context.Context) map[uint64]journal.Outcome {
 	h.t.Helper()
 	out := make(map[uint64]journal.Outcome)
-	s, err := h.JS.Stream(ctx, journal.OutcomesStream)
+	oc := journal.NewOutcomes(h.JS)
+	last, err := oc.Last(ctx)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		h.t.Fatal(err)
+	if last == 0 {
+		return out
 	}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		var o journal.Outcome
-		if err := jsonUnmarshal(m.Data, &o); err != nil {
-			h.t.Fatal(err)
-		}
+	err = oc.Follow(ctx, 1, func(seq uint64, o journal.Outcome) bool {
 		out[o.Seq] = o
+		return seq >= last
+	})
+	if err != nil {
+		h.t.Fatal(err)
 	}
 	return out
 }

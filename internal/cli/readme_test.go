@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestReadmeExampleApplies publishes the README's example command exactly
+// as written (its first JSON block, folded onto one line) through `writer
+// apply --wait` against a real projector: a user who copies it must see it
+// applied, not rejected.
+func TestReadmeExampleApplies(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```json\n")
+	if !ok {
+		t.Fatal("README has no ```json block")
+	}
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("README's ```json block does not end")
+	}
+	var line bytes.Buffer
+	if err := json.Compact(&line, []byte(block)); err != nil {
+		t.Fatalf("README's example is not JSON: %v", err)
+	}
+
+	e := startWriterEnv(t, true)
+	stdout, stderr, code := e.run(t, "apply", "--wait", "--json", writeFile(t, line.String()))
+	if code != 0 {
+		t.Fatalf("exit %d, want 0; stdout %q stderr %q", code, stdout, stderr)
+	}
+	out := applyOutput(t, stdout)
+	if got := out[1].Outcome; got == nil || got.Status != "applied" {
+		t.Fatalf("outcome %+v, want applied; stdout %q", got, stdout)
+	}
+}

@@ -1,0 +1,14 @@
+// Package snapfile opens the places a replay snapshot is written to and
+// read from: a local file, or a block blob in Azure Blob Storage named by a
+// URL that carries a SAS token or by azblob://<container>/<blob>, resolved
+// against the storage account of the table store's connection string (its
+// BlobEndpoint, or the blob endpoint of its AccountName; Azurite's
+// connection strings name both endpoints).
+//
+// Blobs stream both ways: Create uploads what is written in blocks of
+// BlockSize, Concurrency at once (azblob's UploadStream), so a snapshot of
+// any size holds at most BlockSize × Concurrency in memory, and commits the
+// block list only on Commit: an aborted snapshot leaves no blob, as a local
+// file is renamed into place only when complete. A missing container is
+// created. Open streams the blob's content.
+package snapfile

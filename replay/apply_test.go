@@ -1,0 +1,48 @@
+package replay_test
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay"
+)
+
+// TestApplyAwaitsItsOwnSequence: Apply returns, for each command, the
+// outcome of the journal message it published, not the latest outcome of
+// the ID. Here the command's ID was applied before, published raw (so
+// JetStream does not deduplicate it): the ID's first outcome says applied,
+// and the one of Apply's message says duplicate.
+func TestApplyAwaitsItsOwnSequence(t *testing.T) {
+	e := newEnv(t, backends()[0].open(t))
+	table := uniqueTable("ApplySeq")
+	cmd := &events.Command{ID: "plan-x-0", Table: table, PK: "p",
+		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int32(1)}}}}
+	data, err := events.MarshalMsgpack(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg(journal.Subject(cmd.Table, cmd.PK))
+	msg.Data = data
+	ack, err := e.js.PublishMsg(e.ctx, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := e.awaitOutcomes([]string{cmd.ID})[cmd.ID]; o.Status != journal.StatusApplied || o.Seq != ack.Sequence {
+		t.Fatalf("first outcome %+v", o)
+	}
+
+	p := &replay.Plan{Kind: replay.KindRestore, Table: table, PK: "p", Commands: []*events.Command{cmd}}
+	res, err := e.rp.Apply(e.ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Publish.Duplicate || res[0].Publish.Seq == ack.Sequence {
+		t.Fatalf("publish: %+v; want a new journal message", res)
+	}
+	if o := res[0].Outcome; o.Seq != res[0].Publish.Seq || o.Status != journal.StatusDuplicate {
+		t.Fatalf("outcome %+v; want the duplicate outcome of seq %d", o, res[0].Publish.Seq)
+	}
+}
