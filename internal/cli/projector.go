@@ -57,8 +57,27 @@ func intFromEnv(fs *flag.FlagSet, name, env string, v *int) error {
 	return nil
 }
 
-// Projector runs the projector command.
-func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// EmbeddedServer is a running embedded JetStream server.
+type EmbeddedServer interface {
+	ClientURL() string
+	Shutdown()
+}
+
+// StartEmbedded starts the projector's embedded JetStream server on the
+// store folder dir, listening on listen, with fsync unless noSync.
+type StartEmbedded func(dir, listen string, noSync bool, log *slog.Logger) (EmbeddedServer, error)
+
+// NewProjector returns the projector command; it starts its embedded
+// server, when it needs one, with start. cmd/projector passes one built on
+// journal/embedded: this package holds the writer and replay commands too,
+// and they must not link nats-server.
+func NewProjector(start StartEmbedded) Command {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return projector(ctx, start, args, stdout, stderr)
+	}
+}
+
+func projector(ctx context.Context, start StartEmbedded, args []string, stdout, stderr io.Writer) error {
 	fs := quietFlagSet("projector")
 	var (
 		nf         natsFlags
@@ -145,9 +164,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer l.Release()
 	}
 	if url == "" {
-		srv, err := journal.StartServer(journal.ServerConfig{
-			Dir: filepath.Join(*data, "jetstream"), Listen: *listen, NoSync: *noSync, Logger: log,
-		})
+		srv, err := start(filepath.Join(*data, "jetstream"), *listen, *noSync, log)
 		if err != nil {
 			return fmt.Errorf("embedded JetStream server: %w", err)
 		}
@@ -161,7 +178,16 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer nc.Close()
 
-	st, closeStore, err := stores.Open(ctx, *tables, *data, stores.Exclusive())
+	// With its own embedded server this projector's journal is private:
+	// a second projector with a server of its own on the same store file
+	// would project another journal into the same tables, so the store is
+	// held exclusively. Instances that share a NATS server may share a
+	// store file; they split the shards between them.
+	var storeOpts []stores.Option
+	if nf.url == "" {
+		storeOpts = append(storeOpts, stores.Exclusive())
+	}
+	st, closeStore, err := stores.Open(ctx, *tables, *data, storeOpts...)
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
