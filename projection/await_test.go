@@ -45,7 +45,7 @@ func TestAwaitLostAcks(t *testing.T) {
 		fs = append(fs, lostAck{msg})
 	}
 	start := time.Now()
-	if err := newPublisher(js, false).await(ctx, fs); err != nil {
+	if err := newPublisher(js, false, NopObserver{}).await(ctx, fs); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > n*asyncAckTimeout/2 {

@@ -56,7 +56,7 @@ func (p *Projector) InstanceID() string {
 // rare (membership changes), so all of it goes.
 func (p *Projector) runOwnedShard(ctx context.Context, shard int) error {
 	p.applier.cache.clear()
-	return p.runShard(ctx, shard)
+	return p.observedShard(ctx, shard)
 }
 
 // drainContext is the context a shard finishes its in-flight batch with
