@@ -216,7 +216,14 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 // asyncAckTimeout bounds the wait for one asynchronous publish's ack; an
 // async publish can be dropped under load, so after it the message is sent
 // again synchronously (its Nats-Msg-Id makes that idempotent).
-const asyncAckTimeout = 10 * time.Second
+var asyncAckTimeout = 10 * time.Second
+
+// closedChan is always ready.
+var closedChan = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
 
 // wait returns once every change event and then every outcome is stored.
 func (p *publisher) wait(ctx context.Context) error {
@@ -242,18 +249,20 @@ func (p *publisher) wait(ctx context.Context) error {
 	return nil
 }
 
+// await waits for fs. The timeout is for all of them together: acks lost
+// in a reconnect are lost together, and waiting for each in turn held a
+// shard for ten seconds per message.
 func (p *publisher) await(ctx context.Context, fs []jetstream.PubAckFuture) error {
 	var errs []error
-	timer := time.NewTimer(asyncAckTimeout)
-	defer timer.Stop()
+	expired := time.After(asyncAckTimeout)
 	for _, f := range fs {
-		timer.Reset(asyncAckTimeout)
 		var failed error
 		select {
 		case <-f.Ok():
 			continue
 		case failed = <-f.Err():
-		case <-timer.C:
+		case <-expired:
+			expired = closedChan // every later future without its ack is re-sent at once
 			failed = fmt.Errorf("no ack within %v", asyncAckTimeout)
 		case <-ctx.Done():
 			return ctx.Err()

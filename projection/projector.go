@@ -182,7 +182,7 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 // them all.
 func (p *Projector) Run(ctx context.Context) error {
 	if p.group != nil {
-		return p.group.Run(ctx, p.observedShard)
+		return p.group.Run(ctx, p.runOwnedShard)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -306,17 +306,22 @@ func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) 
 }
 
 // processRetrying processes one fetched batch. A batch once fetched is
-// finished even if ctx is cancelled (drain on shutdown). When publishing to
+// finished even if ctx is cancelled (drain on shutdown or handoff), unless
+// the shard's lease is lost (drainContext). When publishing to
 // JetStream fails (a server restart, a network blip) the same batch is
 // processed again with backoff: what already applied is skipped by the
 // rows' _seq, so the retry is idempotent. A store failure that survived the
 // applier's own retries stops the shard: its commands are never skipped.
 func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetstream.Msg) error {
-	drain := context.WithoutCancel(ctx)
+	drain, done := drainContext(ctx)
+	defer done()
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
 	for {
 		err := p.process(drain, msgs)
+		if drain.Err() != nil {
+			return nil // the lease is lost: abandoned, not acknowledged
+		}
 		if err == nil || !errors.Is(err, ErrPublish) {
 			return err
 		}
@@ -332,19 +337,23 @@ func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetst
 	}
 }
 
-// openConsumer (re)creates the shard's durable consumer so that it delivers
-// in journal order from stream sequence from, or, when from is 0, from its
-// ack floor. It returns the consumer and the sequence before the first it
-// will deliver.
+// openConsumer resets (or creates) the shard's durable consumer so that it
+// delivers in journal order from stream sequence from, or, when from is 0,
+// from its ack floor, with delivery sequence 1. It returns the consumer and
+// the sequence before the first it will deliver. Only the shard's owner
+// does so (ownerMetadata).
 //
 // A durable consumer left by a crashed projector still holds that process's
 // unacknowledged messages, and would redeliver them only when their ack wait
 // expires — after delivering later messages of the same partitions to the
 // new process. A partition's commands must apply strictly in order (and a
 // command seen after a later one of its rows looks already applied), so the
-// consumer is recreated to start at the first message not contiguously
+// consumer is reset to start at the first message not contiguously
 // acknowledged. Messages after it that were acknowledged come again and are
-// skipped by the rows' _seq.
+// skipped by the rows' _seq. The reset (JetStream's consumer reset, which
+// forgets pending deliveries) keeps the consumer and, on a cluster, its
+// replica group; where the server has no reset, the consumer is deleted and
+// created again.
 func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (jetstream.Consumer, uint64, error) {
 	name := fmt.Sprintf("%s-%d", p.cfg.Durable, shard)
 	cfg := jetstream.ConsumerConfig{
@@ -369,10 +378,17 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 		if from == 0 {
 			from = info.AckFloor.Stream + 1
 		}
+		p.log.Info("resuming shard", LogShard, shard, LogSeq, from)
+		if _, err := p.js.ResetConsumerToSequence(ctx, p.j.Name(), name, from); err == nil {
+			return old, from - 1, nil
+		} else if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			break
+		} else {
+			p.log.Debug("resetting the consumer failed; recreating it", LogShard, shard, "err", err)
+		}
 		if err := p.js.DeleteConsumer(ctx, p.j.Name(), name); err != nil {
 			return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
 		}
-		p.log.Info("resuming shard", LogShard, shard, LogSeq, from)
 	case !errors.Is(err, jetstream.ErrConsumerNotFound):
 		return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
 	default:

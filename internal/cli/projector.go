@@ -13,10 +13,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tablejournal/tablejournal/internal/metrics"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	shardsconf "github.com/tablejournal/tablejournal/projection/shards"
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
 )
 
@@ -55,8 +60,27 @@ func intFromEnv(fs *flag.FlagSet, name, env string, v *int) error {
 	return nil
 }
 
-// Projector runs the projector command.
-func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// EmbeddedServer is a running embedded JetStream server.
+type EmbeddedServer interface {
+	ClientURL() string
+	Shutdown()
+}
+
+// StartEmbedded starts the projector's embedded JetStream server on the
+// store folder dir, listening on listen, with fsync unless noSync.
+type StartEmbedded func(dir, listen string, noSync bool, log *slog.Logger) (EmbeddedServer, error)
+
+// NewProjector returns the projector command; it starts its embedded
+// server, when it needs one, with start. cmd/projector passes one built on
+// journal/embedded: this package holds the writer and replay commands too,
+// and they must not link nats-server.
+func NewProjector(start StartEmbedded) Command {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return projector(ctx, start, args, stdout, stderr)
+	}
+}
+
+func projector(ctx context.Context, start StartEmbedded, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "status" {
 		return ProjectorStatus(ctx, args[1:], stdout, stderr)
 	}
@@ -147,9 +171,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer l.Release()
 	}
 	if url == "" {
-		srv, err := journal.StartServer(journal.ServerConfig{
-			Dir: filepath.Join(*data, "jetstream"), Listen: *listen, NoSync: *noSync, Logger: log,
-		})
+		srv, err := start(filepath.Join(*data, "jetstream"), *listen, *noSync, log)
 		if err != nil {
 			return fmt.Errorf("embedded JetStream server: %w", err)
 		}
@@ -162,7 +184,16 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer nc.Close()
 
-	st, closeStore, err := stores.Open(ctx, *tables, *data, stores.Exclusive())
+	// With its own embedded server this projector's journal is private:
+	// a second projector with a server of its own on the same store file
+	// would project another journal into the same tables, so the store is
+	// held exclusively. Instances that share a NATS server may share a
+	// store file; they split the shards between them.
+	var storeOpts []stores.Option
+	if nf.url == "" {
+		storeOpts = append(storeOpts, stores.Exclusive())
+	}
+	st, closeStore, err := stores.Open(ctx, *tables, *data, storeOpts...)
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
@@ -183,7 +214,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer ops.Close()
 	cfg.Observer = ops
 
-	p, err := projection.New(ctx, js, st, cfg)
+	p, err := newProjector(ctx, js, st, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -198,6 +229,36 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	log.Info("projector stopped")
 	return nil
+}
+
+// newProjector is projection.New, retried for up to two minutes while
+// JetStream is only temporarily unavailable (a cluster electing a leader, a
+// node restarting), so that a projector started at that moment does not
+// exit.
+func newProjector(ctx context.Context, js jetstream.JetStream, st store.Store, cfg projection.Config, log *slog.Logger) (*projection.Projector, error) {
+	b := backoff.NewExponentialBackOff()
+	b.MaxElapsedTime = 2 * time.Minute
+	var p *projection.Projector
+	err := backoff.RetryNotify(func() error {
+		var err error
+		if p, err = projection.New(ctx, js, st, cfg); err != nil && !transientJetStream(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(b, ctx), func(err error, wait time.Duration) {
+		log.Warn("JetStream unavailable; retrying", "in", wait, "err", err)
+	})
+	return p, err
+}
+
+// transientJetStream reports whether err is JetStream being briefly
+// unavailable rather than refusing.
+func transientJetStream(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
 
 func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
