@@ -112,6 +112,16 @@ func (p *Projector) observeOpen(shard int, cons jetstream.Consumer, applied uint
 	p.obs.ShardStarted(shard, applied, pending)
 }
 
+// observeReset reports a shard's consumer reset to deliver after sequence
+// applied.
+func (p *Projector) observeReset(shard int, r *jetstream.ConsumerResetResponse, applied uint64) {
+	var pending uint64
+	if r != nil && r.ConsumerInfo != nil {
+		pending = r.NumPending
+	}
+	p.obs.ShardStarted(shard, applied, pending)
+}
+
 // observeFetch reports a fetch from the metadata of the messages it
 // returned: no request to NATS. The last message's metadata says how many
 // wait behind it. An empty fetch usually means the shard is caught up, but

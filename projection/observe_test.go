@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -12,11 +13,18 @@ import (
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
 
-// fetches records the Fetched reports.
+// fetches records the Fetched and ShardStarted reports.
 type fetches struct {
 	NopObserver
-	mu  sync.Mutex
-	got []Fetch
+	mu      sync.Mutex
+	got     []Fetch
+	started []uint64 // the applied sequences reported
+}
+
+func (f *fetches) ShardStarted(_ int, applied, _ uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started = append(f.started, applied)
 }
 
 func (f *fetches) Fetched(_ int, x Fetch) { f.mu.Lock(); defer f.mu.Unlock(); f.got = append(f.got, x) }
@@ -88,5 +96,15 @@ func TestObserveIdle(t *testing.T) {
 	p.observeFetch(ctx, 0, cons, nil)
 	if got := rec.take(); len(got) != 1 || got[0] != (Fetch{}) {
 		t.Errorf("empty fetch when caught up reported %+v, want one with nothing pending", got)
+	}
+
+	// Reopening resets the existing consumer: reported as a start too.
+	if _, _, err := p.openConsumer(ctx, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if fmt.Sprint(rec.started) != "[0 3]" {
+		t.Errorf("shard starts reported after %v, want [0 3]: the new consumer, then the reset one", rec.started)
 	}
 }

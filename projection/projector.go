@@ -379,7 +379,8 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 			from = info.AckFloor.Stream + 1
 		}
 		p.log.Info("resuming shard", LogShard, shard, LogSeq, from)
-		if _, err := p.js.ResetConsumerToSequence(ctx, p.j.Name(), name, from); err == nil {
+		if r, err := p.js.ResetConsumerToSequence(ctx, p.j.Name(), name, from); err == nil {
+			p.observeReset(shard, r, from-1)
 			return old, from - 1, nil
 		} else if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			break
