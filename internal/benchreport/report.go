@@ -22,6 +22,9 @@ var targets = map[string]map[string]float64{
 		// run-to-run noise.
 		"ratio-vs-limit":      0.8,
 		"ratio-vs-1-instance": 0.95,
+		// The projector with the batched look-up of fetched IDs' earlier
+		// outcomes against the same projector without it.
+		"ratio-vs-no-lookup": 0.8,
 	},
 	"replay": {
 		"ratio-vs-projector": 0.8, // replay rebuild against the live projector
@@ -64,6 +67,7 @@ var figures = []figure{
 	{"store/sqlite", regexp.MustCompile(`^BenchmarkStore/`), []string{"entities/s"}},
 	{"store/azure", regexp.MustCompile(`^BenchmarkAzurite/`), []string{"entities/s"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProject(Spread|Hot)/`), []string{"cmds/s", "batched-entities/s", "cmds/tx", "reads/cmd"}},
+	{"projection", regexp.MustCompile(`^BenchmarkOutcomeLookup/`), []string{"cmds/s", "no-lookup-cmds/s"}},
 	{"projection", regexp.MustCompile(`^BenchmarkSimAzure/`), []string{"cmds/s", "entities/s", "limit-used", "busy/req", "charged/entity", "cmds/tx", "reads/cmd", "cpu-µs/entity", "cpu-cores"}},
 	{"projection", regexp.MustCompile(`^BenchmarkPublishToOutcome$`), []string{"p50-ms", "p99-ms", "max-ms", "ack-p50-ms", "ack-p99-ms"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProjectorMemory$`), []string{"heap-MB-*", "rss-MB-*", "heap-growth", "cmds/s"}},
