@@ -192,6 +192,7 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 	// so the shard applies what came before the gap and then recreates its
 	// consumer just after the last sequence it applied.
 	expect := uint64(1)
+	tail := newTailWatch(cons)
 	for ctx.Err() == nil {
 		msgs, err := p.fetch(ctx, cons)
 		if err != nil {
@@ -203,7 +204,7 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 				if cons, last = p.reopenConsumer(ctx, shard, last+1); cons == nil {
 					return nil // ctx ended
 				}
-				expect = 1
+				expect, tail = 1, newTailWatch(cons)
 				continue
 			}
 			p.log.Warn("fetch failed; retrying", LogShard, shard, "err", err)
@@ -233,17 +234,34 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		}
 		if len(todo) > 0 {
 			if err := p.processRetrying(ctx, shard, todo); err != nil {
+				var ae *ApplyError
+				if errors.As(err, &ae) {
+					p.log.Error("cannot apply a row; the shard stops (see README, \"When a shard stops\")",
+						LogShard, shard, LogTable, ae.Table, LogPK, ae.PK, "rk", ae.RK, "key", ae.StoreKey,
+						LogSeq, ae.Seq, LogCmd, ae.Cmd, "err", ae.Err)
+				}
 				return err
 			}
 			md, _ := todo[len(todo)-1].Metadata()
 			last = md.Sequence.Stream
 		}
-		if gap && ctx.Err() == nil {
-			p.log.Warn("deliveries lost; resuming in journal order", LogShard, shard, LogSeq, last+1)
+		why := ""
+		if gap {
+			why = "a gap in the delivery sequence"
+		} else if len(msgs) == 0 && tail.due() {
+			// Idle: were deliveries lost at the tail, with nothing after
+			// them to show a gap?
+			if why, err = tail.lost(ctx, cons, expect-1); err != nil && ctx.Err() == nil {
+				p.log.Debug("checking the consumer failed", LogShard, shard, "err", err)
+			}
+		}
+		if why != "" && ctx.Err() == nil {
+			p.stats.LostDeliveries.Add(1)
+			p.log.Warn("deliveries lost; resuming in journal order", LogShard, shard, LogSeq, last+1, "why", why)
 			if cons, last = p.reopenConsumer(ctx, shard, last+1); cons == nil {
 				return nil // ctx ended
 			}
-			expect = 1
+			expect, tail = 1, newTailWatch(cons)
 		}
 	}
 	return nil
