@@ -155,6 +155,15 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 // each until the lease is handed off or lost, and on return it has released
 // them all.
 func (p *Projector) Run(ctx context.Context) error {
+	// Say at once whether the store answers; the shards' own store calls
+	// wait out an outage under the same policy meanwhile.
+	checkCtx, stopCheck := context.WithCancel(ctx)
+	defer stopCheck()
+	go func() {
+		if err := p.applier.policy.checkStore(checkCtx, p.store); err != nil && checkCtx.Err() == nil {
+			p.log.Error("table store check failed", "err", err)
+		}
+	}()
 	if p.group != nil {
 		return p.group.Run(ctx, p.runShard)
 	}

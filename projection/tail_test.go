@@ -42,19 +42,7 @@ func TestTailLoss(t *testing.T) {
 	ctx := journaltest.Context(t, time.Minute)
 	gate := &gateStore{Store: projectiontest.SQLite(t), reached: make(chan struct{}), open: make(chan struct{})}
 	h := projectiontest.Start(t, gate, projectiontest.Options{})
-	p, err := projection.New(ctx, h.JS, gate, projection.Config{Logger: projectiontest.QuietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(rctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("projector: %v", err)
-		}
-	})
+	p := h.StartProjector(projection.Config{})
 
 	c := func(id string, n int) *events.Command {
 		return &events.Command{ID: id, Table: "orders", PK: "p",
