@@ -62,7 +62,9 @@ func TestClusterReplicas(t *testing.T) {
 	var seqs []uint64
 	for i := 0; i < 20; i++ {
 		if i == 10 {
-			c.Restart(i % 3)
+			if err := c.Restart(i % 3); err != nil {
+				t.Fatal(err)
+			}
 		}
 		res, err := w.Publish(ctx, command(string(rune('a'+i)), "orders", "p"))
 		if err != nil {

@@ -26,6 +26,10 @@ var (
 	// replica count than the one asked for. The count is never changed
 	// silently; the error says how to change it.
 	ErrReplicasMismatch = errors.New("replica count mismatch")
+	// ErrMaxPayload means the NATS server's max_payload is too small for
+	// the largest valid command or what the projector publishes for it
+	// (MinMaxPayload), or one message is larger than the server allows.
+	ErrMaxPayload = errors.New("NATS max_payload too small")
 )
 
 // Reading.

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
 )
 
 // OutcomesStream is the name of the stream that holds outcomes.
@@ -61,9 +64,50 @@ type Outcome struct {
 }
 
 // OutcomeSubject returns the subject of a command's outcomes:
-// outcomes.<base64url(id)>, since a command ID may contain '.'.
+// outcomes.<base64url(id)>, since a command ID may contain '.'. A journal
+// message that carries no usable ID (no Nats-Msg-Id and a body that does
+// not decode, or an ID longer than events.MaxIDLen, which no valid command
+// has) has its outcomes on outcomes.= ("=" is never base64url output):
+// a subject must not be empty, nor as long as such an ID could be.
 func OutcomeSubject(id string) string {
+	if id == "" || len(id) > events.MaxIDLen {
+		return OutcomesPrefix + ".="
+	}
 	return OutcomesPrefix + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// Bounds of an outcome message, so that every command has one whatever it
+// holds.
+const (
+	// MaxReasonBytes is the longest Reason stored; a longer one (quoting a
+	// huge field of a malformed message) is cut at a character boundary
+	// and ends in "…".
+	MaxReasonBytes = 4 << 10
+	// MaxOutcomeBytes bounds an outcome message: an ID and a Reason of
+	// bounded length, and the rows of at most events.MaxOpsPerCommand
+	// operations with their keys, all JSON-escaped.
+	MaxOutcomeBytes = 256 << 10
+)
+
+// bounded returns o with its ID and Reason cut to their bounds.
+func (o Outcome) bounded() Outcome {
+	o.ID = truncate(o.ID, events.MaxIDLen)
+	o.Reason = truncate(o.Reason, MaxReasonBytes)
+	return o
+}
+
+// truncate cuts s to at most n bytes at a character boundary, marking the
+// cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // EnsureOutcomes creates the OUTCOMES stream, or opens it if it exists.
@@ -106,12 +150,14 @@ func EnsureOutcomes(ctx context.Context, js jetstream.JetStream, opts ...EnsureO
 // that publish asynchronously. Its Nats-Msg-Id is "outcome-<seq>", so
 // publishing the outcome of one journal sequence twice stores it once.
 func OutcomeMsg(o Outcome) (*nats.Msg, error) {
+	subject := OutcomeSubject(o.ID)
+	o = o.bounded()
 	data, err := json.Marshal(o)
 	if err != nil {
 		return nil, fmt.Errorf("outcome %s: %w", o.ID, err)
 	}
 	return &nats.Msg{
-		Subject: OutcomeSubject(o.ID),
+		Subject: subject,
 		Header: nats.Header{
 			jetstream.MsgIDHeader: []string{"outcome-" + strconv.FormatUint(o.Seq, 10)},
 			"Content-Type":        []string{"application/json"},

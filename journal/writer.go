@@ -183,11 +183,15 @@ func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 	h[events.HeaderSchema] = hdrSchema
 	h[jetstream.ExpectedStreamHeader] = w.hdrStream
 	h[jetstream.MsgIDHeader] = []string{cmd.ID}
-	return &nats.Msg{
+	msg := &nats.Msg{
 		Subject: Subject(cmd.Table, cmd.PK),
 		Header:  h,
 		Data:    data,
-	}, nil
+	}
+	if err := checkMsgSize(w.js.Conn(), cmd.ID, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
 }
 
 // Publish validates cmd, publishes it and waits until the journal stored

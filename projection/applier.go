@@ -113,10 +113,17 @@ type view struct {
 // a persistent store failure, and entries from the failed batch on were not
 // applied.
 func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, h Hooks) error {
-	if len(touchedRKs(entries)) > 0 { // only valid commands name a valid table
-		if err := a.ensureTable(ctx, table); err != nil {
-			return err
+	if len(touchedRKs(entries)) == 0 {
+		// Nothing but messages that cannot apply (their table and
+		// partition may not even be valid names): rejected without I/O.
+		b := newBatch(pk, nil)
+		for _, e := range entries {
+			_ = b.add(e)
 		}
+		return callHook(ctx, h.BeforeCommit, b.results, false)
+	}
+	if err := a.ensureTable(ctx, table); err != nil {
+		return err
 	}
 	part := partKey{table, pk}
 	var v view
@@ -653,14 +660,14 @@ func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*ro
 			return nil, err
 		}
 		from, to := HistoryRange(rk)
-		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
+		newest, ok, err := store.First(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
 		if err != nil {
 			return nil, err
 		}
-		if len(page.Entities) == 0 {
+		if !ok {
 			return &rowState{}, nil
 		}
-		r, err := DecodeRow(page.Entities[0])
+		r, err := DecodeRow(newest)
 		if err != nil {
 			return nil, err
 		}

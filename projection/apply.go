@@ -54,9 +54,11 @@ type Result struct {
 	ID     string
 	Status Status
 	Reason string // for Rejected and Duplicate
-	// Rows are the versions an applied command produced, in op order.
+	// Rows are the versions an applied command produced, one per row it
+	// changed, in the order the command first names them.
 	Rows []RowVersion
-	// Changes are the change-feed events of an applied command, in op order.
+	// Changes are the change-feed events of an applied command, one per
+	// row version, in the order of Rows.
 	Changes []Change
 	// Stored says the outcome of this entry is already in the outcomes
 	// stream (the entry was handled before): nothing to publish.
@@ -72,6 +74,9 @@ type Result struct {
 type RowVersion struct {
 	RK      string
 	Version int64
+	// Seq is the journal sequence of the command that produced it: its
+	// version row's key once superseded (SPEC §4).
+	Seq     uint64
 	Op      events.OpKind
 	Deleted bool
 }
@@ -231,26 +236,40 @@ func (b *batch) add(e Entry) error {
 	}
 
 	// Simulate on copies so a rejected or oversized command leaves no trace.
+	// A command makes at most one new version of each row it names (SPEC
+	// §4: versions grow by one per applied command on a row, and a version
+	// row is keyed by the command's sequence): its ops on one row apply in
+	// order to a working copy, and only the row's state after the last one
+	// is written.
 	touched := make(map[string]*rowState)
-	added := make(map[string][]Row)
+	var order []string
+	version := make(map[string]int64)
+	lastOp := make(map[string]events.OpKind)
 	for i, op := range c.Ops {
 		s, ok := touched[op.RK]
 		if !ok {
 			cp := *b.state(op.RK)
 			s = &cp
 			touched[op.RK] = s
+			order = append(order, op.RK)
+			version[op.RK] = s.nextVersion()
 		}
-		rv, ch, err := applyOp(s, op, e, b.pk, &added)
-		if err != nil {
+		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
 			// Nothing of a rejected command is written, nor reported as written.
-			res.Rows, res.Changes = nil, nil
 			res.Status, res.Reason = Rejected, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
 			res.dependsOnState = true
 			b.results = append(b.results, res)
 			return nil
 		}
-		res.Rows = append(res.Rows, rv)
-		res.Changes = append(res.Changes, ch)
+		lastOp[op.RK] = op.Op
+	}
+	added := make(map[string][]Row)
+	for _, rk := range order {
+		rv, ch, ok := finishRow(rk, b.pk, e, b.state(rk), touched[rk], lastOp[rk], &added)
+		if ok {
+			res.Rows = append(res.Rows, rv)
+			res.Changes = append(res.Changes, ch)
+		}
 	}
 
 	// Cost of the touched rows after this command, against the limits.
@@ -290,7 +309,10 @@ func (b *batch) add(e Entry) error {
 	b.totalOps, b.totalBytes = newOps, newBytes
 	res.Status = Applied
 	b.appliedIDs[c.ID] = e.Seq
-	if e.Seq > b.last.seq {
+	// The fence names the newest command that wrote a version (one that
+	// changed nothing, inserting and deleting a row, does not count), so
+	// that it is the same however the journal is batched.
+	if len(res.Rows) > 0 && e.Seq > b.last.seq {
 		b.last = fence{exists: true, seq: e.Seq, cmd: c.ID, at: e.At}
 	}
 	b.results = append(b.results, res)
@@ -315,72 +337,87 @@ func (b *batch) baseTip(rk string) *Row {
 	return nil
 }
 
-// applyOp applies one row operation to s, appending the version rows it
-// writes to added.
-func applyOp(s *rowState, op events.RowOp, e Entry, pk string, added *map[string][]Row) (RowVersion, Change, error) {
+// applyOp applies one row operation to the working state s of a row, as
+// version v: the version the command makes of the row, whatever the number
+// of its ops on it. It writes nothing; finishRow does, once per row.
+func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 	exists := s.tip != nil
 	if op.IfVersion != nil {
 		switch {
 		case !exists:
-			return RowVersion{}, Change{}, reject("ifVersion %d: row does not exist", *op.IfVersion)
+			return reject("ifVersion %d: row does not exist", *op.IfVersion)
 		case s.tip.Version != *op.IfVersion:
-			return RowVersion{}, Change{}, reject("ifVersion %d: row is at version %d", *op.IfVersion, s.tip.Version)
+			return reject("ifVersion %d: row is at version %d", *op.IfVersion, s.tip.Version)
 		}
 	}
 	kind := op.Op
 	switch kind {
 	case events.OpInsert:
 		if exists {
-			return RowVersion{}, Change{}, reject("row exists at version %d", s.tip.Version)
+			return reject("row exists at version %d", s.tip.Version)
 		}
 	case events.OpReplace, events.OpMerge, events.OpDelete:
 		if !exists {
-			return RowVersion{}, Change{}, reject("row does not exist")
+			return reject("row does not exist")
 		}
 	case events.OpUpsert, events.OpUpsertMerge:
 	default:
-		return RowVersion{}, Change{}, reject("unknown op %q", kind)
-	}
-
-	next := Row{
-		PK: pk, RK: op.RK, Version: s.nextVersion(),
-		Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: kind,
-	}
-	var before events.Entity
-	if exists {
-		before = s.tip.Props
-		// The current tip becomes a version row.
-		old := *s.tip
-		old.Tip, old.ETag = false, ""
-		(*added)[op.RK] = append((*added)[op.RK], old)
+		return reject("unknown op %q", kind)
 	}
 	if kind == events.OpDelete {
-		next.Deleted = true
-		next.Props = before
-		(*added)[op.RK] = append((*added)[op.RK], next)
-		s.tip, s.latest = nil, &next
-		return RowVersion{RK: op.RK, Version: next.Version, Op: kind, Deleted: true},
-			Change{RK: op.RK, Kind: Delete, Version: next.Version, Before: before}, nil
+		s.tip = nil
+		return nil
 	}
+	next := Row{PK: pk, RK: op.RK, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: kind, Tip: true}
 	if exists && (kind == events.OpMerge || kind == events.OpUpsertMerge) {
-		next.Props = before.Clone()
+		next.Props = s.tip.Props.Clone()
 		for k, v := range op.Entity {
 			next.Props[k] = v
 		}
 		if len(next.Props) > events.MaxProperties {
-			return RowVersion{}, Change{}, reject("merge leaves %d properties, more than %d", len(next.Props), events.MaxProperties)
+			return reject("merge leaves %d properties, more than %d", len(next.Props), events.MaxProperties)
 		}
 	} else {
 		next.Props = op.Entity.Clone()
 	}
-	next.Tip = true
 	s.tip, s.latest = &next, &next
-	ck := Update
-	if !exists {
-		ck = Create
+	return nil
+}
+
+// finishRow turns a row's working state w after a command's ops into what
+// the command writes, given the row's state before the command: the old tip
+// copied to its version row, and a new tip or a tombstone. A row that did
+// not exist before nor after (inserted and deleted by the same command)
+// gets no version: w is reset and ok is false. The tombstone holds the
+// values the row had before the command, the last it had at any journal
+// sequence.
+func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]Row) (RowVersion, Change, bool) {
+	old := before.tip
+	if old == nil && w.tip == nil {
+		*w = *before
+		return RowVersion{}, Change{}, false
 	}
-	return RowVersion{RK: op.RK, Version: next.Version, Op: kind},
-		Change{RK: op.RK, Kind: ck, Version: next.Version, Before: before, After: next.Props}, nil
+	if old != nil {
+		cp := *old
+		cp.Tip, cp.ETag = false, ""
+		(*added)[rk] = append((*added)[rk], cp)
+	}
+	v := before.nextVersion()
+	if w.tip == nil {
+		tomb := Row{PK: pk, RK: rk, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: events.OpDelete,
+			Deleted: true, Props: old.Props}
+		(*added)[rk] = append((*added)[rk], tomb)
+		w.latest = &tomb
+		return RowVersion{RK: rk, Version: v, Seq: e.Seq, Op: events.OpDelete, Deleted: true},
+			Change{RK: rk, Kind: Delete, Version: v, Before: old.Props}, true
+	}
+	w.tip.Op = last
+	w.latest = w.tip
+	rv := RowVersion{RK: rk, Version: v, Seq: e.Seq, Op: last}
+	if old == nil {
+		return rv, Change{RK: rk, Kind: Create, Version: v, After: w.tip.Props}, true
+	}
+	return rv, Change{RK: rk, Kind: Update, Version: v, Before: old.Props, After: w.tip.Props}, true
 }
 
 // rowCost is the transaction cost of one row's writes in a batch: each

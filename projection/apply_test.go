@@ -127,8 +127,22 @@ func TestBatchOperations(t *testing.T) {
 			withPrior(entry(5, "c1", upsert("a", "x", 1)), 2, Applied)}, []Status{Duplicate}, -1, 0},
 		{"an earlier rejection does not", []Entry{
 			withPrior(entry(5, "c1", upsert("a", "x", 1)), 2, Rejected)}, []Status{Applied}, 0, 0},
-		{"same row twice in one command", []Entry{
-			entry(1, "c1", upsert("a", "x", 1), upsert("a", "x", 2))}, []Status{Applied}, 1, 1},
+		{"same row twice in one command makes one version", []Entry{
+			entry(1, "c1", upsert("a", "x", 1), upsert("a", "x", 2))}, []Status{Applied}, 0, 0},
+		{"same row twice, then again", []Entry{
+			entry(1, "c1", upsert("a", "x", 1), upsert("a", "x", 2)),
+			entry(2, "c2", op(events.OpReplace, "a", "x", 3), op(events.OpMerge, "a", "y", 3))}, []Status{Applied, Applied}, 1, 1},
+		{"inserted and deleted by one command leaves nothing", []Entry{
+			entry(1, "c1", op(events.OpInsert, "a", "x", 1), op(events.OpDelete, "a"))}, []Status{Applied}, -1, 0},
+		{"deleted and inserted by one command", []Entry{
+			entry(1, "c1", upsert("a", "x", 1)),
+			entry(2, "c2", op(events.OpDelete, "a"), op(events.OpInsert, "a", "x", 2))}, []Status{Applied, Applied}, 1, 1},
+		{"ifVersion after an op of the same command sees its version", []Entry{
+			entry(1, "c1", upsert("a", "x", 1)),
+			entry(2, "c2", upsert("a", "x", 2), ifv(op(events.OpReplace, "a", "x", 3), 1))}, []Status{Applied, Applied}, 1, 1},
+		{"ifVersion after an op of the same command, stale", []Entry{
+			entry(1, "c1", upsert("a", "x", 1)),
+			entry(2, "c2", upsert("a", "x", 2), ifv(op(events.OpReplace, "a", "x", 3), 0))}, []Status{Applied, Rejected}, 0, 0},
 		{"rejected op rejects the whole command", []Entry{
 			entry(1, "c1", upsert("a", "x", 1), op(events.OpReplace, "b", "x", 1))}, []Status{Rejected}, -1, 0},
 		{"invalid entry rejects and goes on", []Entry{
@@ -208,17 +222,19 @@ func TestBatchSkipsRedelivered(t *testing.T) {
 }
 
 func TestBatchTxOps(t *testing.T) {
-	base := &Row{PK: "p", RK: "a", Version: 0, Seq: 1, Cmd: "c1", Tip: true, Props: ent("x", 1), ETag: "e1"}
+	base := &Row{PK: "p", RK: "a", Version: 0, Seq: 11, Cmd: "c11", Tip: true, Props: ent("x", 1), ETag: "e1"}
 	state := map[string]*rowState{"a": {tip: base, latest: base}}
-	b := runBatch(t, state, entry(2, "c2", upsert("a", "x", 2)), entry(3, "c3", op(events.OpDelete, "a")))
+	b := runBatch(t, state, entry(12, "c12", upsert("a", "x", 2)), entry(13, "c13", op(events.OpDelete, "a")))
 	ops := b.txOps()
 	kinds := map[string]store.OpKind{}
 	for _, o := range ops {
 		kinds[o.RK] = o.Kind
 	}
+	// Version rows are keyed by the sequence that wrote them: v0 by 11,
+	// v1 by 12, the tombstone v2 by 13.
 	want := map[string]store.OpKind{
-		VersionKey("a", 0): store.Insert, VersionKey("a", 1): store.Insert,
-		VersionKey("a", 2): store.Insert, TipKey("a"): store.Delete,
+		VersionKey("a", 11): store.Insert, VersionKey("a", 12): store.Insert,
+		VersionKey("a", 13): store.Insert, TipKey("a"): store.Delete,
 	}
 	if len(kinds) != len(want) || len(ops) != len(want) {
 		t.Fatalf("ops %v, want %v", kinds, want)
@@ -264,5 +280,45 @@ func TestBatchFullAndOversize(t *testing.T) {
 	}
 	if len(b.txOps()) != 0 {
 		t.Fatal("a rejected command left store operations")
+	}
+}
+
+// TestBatchOneVersionPerCommand: a command's ops on one row make one
+// version, whose values are the row's after the last op, and a tombstone
+// holds the values the row had before the deleting command.
+func TestBatchOneVersionPerCommand(t *testing.T) {
+	b := runBatch(t, map[string]*rowState{},
+		entry(1, "c1", upsert("a", "x", 1)),
+		entry(2, "c2", op(events.OpReplace, "a", "x", 2), op(events.OpMerge, "a", "y", 2), upsert("b", "x", 2)),
+		entry(3, "c3", op(events.OpReplace, "a", "x", 3), op(events.OpDelete, "a"), op(events.OpInsert, "c", "x", 3), op(events.OpDelete, "c")))
+	r2, r3 := b.results[1], b.results[2]
+	if len(r2.Rows) != 2 || r2.Rows[0] != (RowVersion{RK: "a", Version: 1, Seq: 2, Op: events.OpMerge}) || r2.Rows[1].RK != "b" {
+		t.Fatalf("c2 rows %+v, want a v1 (merge) then b", r2.Rows)
+	}
+	if ch := r2.Changes[0]; ch.Kind != Update || !ch.Before.Equal(ent("x", 1)) || !ch.After.Equal(ent("x", 2, "y", 2)) {
+		t.Errorf("c2 change of a: %+v", ch)
+	}
+	if len(r3.Rows) != 1 || r3.Rows[0] != (RowVersion{RK: "a", Version: 2, Seq: 3, Op: events.OpDelete, Deleted: true}) {
+		t.Fatalf("c3 rows %+v, want only the tombstone of a (c was inserted and deleted)", r3.Rows)
+	}
+	if ch := r3.Changes[0]; ch.Kind != Delete || !ch.Before.Equal(ent("x", 2, "y", 2)) || ch.After != nil {
+		t.Errorf("c3 change of a: %+v", ch)
+	}
+	rows := b.added["a"]
+	if len(rows) != 3 {
+		t.Fatalf("%d version rows of a, want 3 (v0, v1, tombstone v2)", len(rows))
+	}
+	if tomb := rows[2]; !tomb.Deleted || tomb.Version != 2 || tomb.Seq != 3 || !tomb.Props.Equal(ent("x", 2, "y", 2)) {
+		t.Errorf("tombstone %+v, want v2 at 3 with the values before c3", tomb)
+	}
+	if s := b.state("c"); s.latest != nil || s.tip != nil || len(b.added["c"]) != 0 {
+		t.Errorf("row c inserted and deleted in one command left %+v and %d version rows", s, len(b.added["c"]))
+	}
+	keys := map[string]bool{}
+	for _, o := range b.txOps() {
+		if keys[o.RK] {
+			t.Fatalf("two operations on %q", o.RK)
+		}
+		keys[o.RK] = true
 	}
 }

@@ -36,6 +36,14 @@ type ChangeEvent struct {
 	After   json.RawMessage `json:"after,omitempty"`
 }
 
+// MaxChangeEventBytes bounds a change event: one row's before and after
+// images, each at most events.MaxEntityJSONBytes (the row fits Azure's
+// 1 MiB entity), and the rest of the event (keys, command ID, time) under
+// 8 KiB. It is within journal.MinMaxPayload, which the projector checks
+// the server's max_payload against when it starts, so every change event
+// of an applied command can be published. About 6 MiB.
+const MaxChangeEventBytes = 2*events.MaxEntityJSONBytes + 8<<10
+
 // ChangeSubject is the subject of change events of one partition.
 func ChangeSubject(table, pk string) string {
 	return "changes." + table + "." + journal.PKToken(pk)

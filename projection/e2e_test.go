@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/storetest"
 )
 
 var azuriteSrv *azurite.Server
@@ -36,22 +37,51 @@ func backends() []projectiontest.Backend {
 
 // sizes of the model workload per backend: Azurite is an order of
 // magnitude slower, so it gets a smaller workload with the same checks.
+// The "-paged" runs read through storetest.Paging.
 var modelSize = map[string]struct{ commands, partitions, rowsPer int }{
-	"sqlite":  {10_000, 20, 12},
-	"azurite": {1_500, 20, 10},
+	"sqlite":        {10_000, 20, 12},
+	"azurite":       {1_500, 20, 10},
+	"sqlite-paged":  {3_000, 20, 12},
+	"azurite-paged": {1_000, 20, 12},
+}
+
+// pagedBackends returns each backend as it is and wrapped to page like
+// Azure: a small scan budget, and an empty page with a continuation first
+// in every query and every third query, which every reader of the
+// projector must follow.
+func pagedBackends(t *testing.T) []projectiontest.Backend {
+	var out []projectiontest.Backend
+	for _, b := range backends() {
+		out = append(out, b, projectiontest.Backend{Name: b.Name + "-paged", Open: func(tb testing.TB) store.Store {
+			p := &storetest.Paging{Store: b.Open(tb), Budget: 16, EmptyEvery: 3, EmptyFirst: true}
+			tb.Cleanup(func() {
+				if p.EmptyPages() == 0 {
+					t.Errorf("%s: no empty page met: the paging wrapper was not exercised", b.Name)
+				}
+			})
+			return p
+		}})
+	}
+	return out
 }
 
 // TestModel projects a seeded random workload and checks every row's
 // current state and complete history, and every command's outcome, against
 // an independent model. It then projects the same journal into a second,
-// fresh store and checks that both hold identical rows (determinism).
+// fresh store and checks that both hold identical rows (determinism). It
+// runs on both stores as they are and through the Azure-paging wrapper.
 func TestModel(t *testing.T) {
-	for _, b := range backends() {
+	for _, b := range pagedBackends(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			size := modelSize[b.Name]
 			ctx := journaltest.Context(t, 10*time.Minute)
 			h := projectiontest.Start(t, b.Open(t), projectiontest.Options{})
-			h.StartProjector(projection.Config{})
+			cfg := projection.Config{}
+			if strings.HasSuffix(b.Name, "-paged") {
+				// No row cache: every batch reads its rows back, through the pages.
+				cfg.Applier.CacheRows = -1
+			}
+			h.StartProjector(cfg)
 
 			w := projectiontest.NewWorkload(42, "orders", size.partitions, size.rowsPer)
 			cmds := make([]*events.Command, size.commands)
@@ -162,7 +192,12 @@ func TestPoison(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := journaltest.Context(t, 5*time.Minute)
 			h := projectiontest.Start(t, b.Open(t), projectiontest.Options{})
-			h.StartProjector(projection.Config{})
+			cfg := projection.Config{}
+			if strings.HasSuffix(b.Name, "-paged") {
+				// No row cache: every batch reads its rows back, through the pages.
+				cfg.Applier.CacheRows = -1
+			}
+			h.StartProjector(cfg)
 			w := projectiontest.NewWorkload(7, "orders", 4, 10)
 
 			valid := func(n int) {

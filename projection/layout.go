@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -19,7 +20,7 @@ const (
 	// TipPrefix starts the RowKey of a tip row: "tip:" + RK.
 	TipPrefix = "tip:"
 	// OldPrefix starts the RowKey of a version row:
-	// "old:" + escaped RK + ":" + inverted version.
+	// "old:" + escaped RK + ":" + inverted journal sequence.
 	OldPrefix = "old:"
 )
 
@@ -34,20 +35,38 @@ const (
 	ColDeleted = "_deleted" // Edm.Boolean: true on tombstones only
 )
 
-const versionWidth = 19 // digits of math.MaxInt64
+const seqWidth = 19 // digits of math.MaxInt64
+
+// ErrLayout marks a stored row that is not a row of the layout: a key that
+// is neither a tip nor a version row, missing system columns, or a version
+// row whose key does not carry its _seq, as in tables written before
+// version rows were keyed by sequence (move those with replay rebuild
+// --into). Checked with errors.Is.
+var ErrLayout = errors.New("row not in the layout of SPEC §4")
 
 // TipKey is the store RowKey of the tip row of rk.
 func TipKey(rk string) string { return TipPrefix + rk }
 
-// VersionKey is the store RowKey of version v of rk. Versions are inverted
-// (MaxInt64 - v) and zero-padded, so the newest sorts first.
+// VersionKey is the store RowKey of the version of rk that the command at
+// journal sequence seq wrote. Sequences are inverted (MaxInt64 - seq) and
+// zero-padded, so the newest version sorts first, and the first version row
+// at or after VersionKey(rk, S) is the newest written at or before S.
+// Sequences above MaxInt64 count as MaxInt64.
 //
 // The natural RowKey is escaped (":" as "%3A", "%" as "%25") so that the
 // first ":" after the prefix always ends it: the history of "a" is the
 // key range "old:a:" .. "old:a;" and never holds rows of "a:b". Keys
 // without ":" or "%" are stored exactly as SPEC §4 writes them.
-func VersionKey(rk string, v int64) string {
-	return versionPrefix(rk) + fmt.Sprintf("%0*d", versionWidth, math.MaxInt64-v)
+func VersionKey(rk string, seq uint64) string {
+	return versionPrefix(rk) + fmt.Sprintf("%0*d", seqWidth, math.MaxInt64-int64(min(seq, math.MaxInt64)))
+}
+
+// HistoryAt returns the RowKey range [from, to) of the version rows of rk
+// written at or before journal sequence seq, newest first: its first row
+// is the row's newest version at seq when the tip is newer.
+func HistoryAt(rk string, seq uint64) (from, to string) {
+	_, to = HistoryRange(rk)
+	return VersionKey(rk, seq), to
 }
 
 // HistoryRange returns the RowKey range [from, to) holding every version
@@ -68,8 +87,9 @@ var rkUnescaper = strings.NewReplacer("%25", "%", "%3A", ":")
 func escapeRK(rk string) string { return rkEscaper.Replace(rk) }
 
 // ParseKey splits a stored RowKey into the natural RowKey and, for version
-// rows, the version. ok is false for keys that are not part of the layout.
-func ParseKey(key string) (rk string, version int64, tip bool, ok bool) {
+// rows, the journal sequence that wrote the version. ok is false for keys
+// that are not part of the layout.
+func ParseKey(key string) (rk string, seq uint64, tip bool, ok bool) {
 	if strings.HasPrefix(key, TipPrefix) {
 		return key[len(TipPrefix):], 0, true, true
 	}
@@ -78,14 +98,14 @@ func ParseKey(key string) (rk string, version int64, tip bool, ok bool) {
 	}
 	rest := key[len(OldPrefix):]
 	i := strings.LastIndexByte(rest, ':')
-	if i < 0 || len(rest)-i-1 != versionWidth {
+	if i < 0 || len(rest)-i-1 != seqWidth {
 		return "", 0, false, false
 	}
 	inv, err := strconv.ParseInt(rest[i+1:], 10, 64)
 	if err != nil || inv < 0 {
 		return "", 0, false, false
 	}
-	return rkUnescaper.Replace(rest[:i]), math.MaxInt64 - inv, false, true
+	return rkUnescaper.Replace(rest[:i]), uint64(math.MaxInt64 - inv), false, true
 }
 
 // EscapedRKLen is the length of rk once escaped in a version RowKey; the
@@ -114,9 +134,9 @@ type Row struct {
 // DecodeRow reads a stored entity of the layout. It fails on an entity that
 // is not part of the layout or lacks its system columns.
 func DecodeRow(e store.Entity) (Row, error) {
-	rk, v, tip, ok := ParseKey(e.RK)
+	rk, seq, tip, ok := ParseKey(e.RK)
 	if !ok {
-		return Row{}, fmt.Errorf("row key %q is not a tip or version row", e.RK)
+		return Row{}, fmt.Errorf("%w: row key %q is not a tip or version row", ErrLayout, e.RK)
 	}
 	r := Row{PK: e.PK, RK: rk, Tip: tip, ETag: e.ETag, Props: make(events.Entity, len(e.Props))}
 	for name, val := range e.Props {
@@ -130,14 +150,15 @@ func DecodeRow(e store.Entity) (Row, error) {
 	sa, ok4 := e.Props[ColAt]
 	so, ok5 := e.Props[ColOp]
 	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
-		return Row{}, fmt.Errorf("row %q lacks system columns", e.RK)
+		return Row{}, fmt.Errorf("%w: row %q lacks system columns", ErrLayout, e.RK)
 	}
 	r.Version, r.Cmd, r.Seq, r.At, r.Op = sv.Int, sc.Str, uint64(ss.Int), sa.Time, events.OpKind(so.Str)
 	if d, ok := e.Props[ColDeleted]; ok && d.Bool {
 		r.Deleted = true
 	}
-	if !tip && v != r.Version {
-		return Row{}, fmt.Errorf("row %q: key says version %d, column says %d", e.RK, v, r.Version)
+	if !tip && seq != r.Seq {
+		return Row{}, fmt.Errorf("%w: row %q/%q: its key says journal sequence %d, its _seq %d (a table of the version-keyed layout? move it with replay rebuild --into)",
+			ErrLayout, e.PK, e.RK, seq, r.Seq)
 	}
 	return r, nil
 }
@@ -165,5 +186,5 @@ func (r Row) StoreKey() string {
 	if r.Tip {
 		return TipKey(r.RK)
 	}
-	return VersionKey(r.RK, r.Version)
+	return VersionKey(r.RK, r.Seq)
 }

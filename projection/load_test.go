@@ -8,6 +8,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/store/storetest"
 )
 
 // TestLoadRanges checks the two-query row loader against point reads, on
@@ -95,4 +96,48 @@ func describeState(s *rowState) string {
 		return fmt.Sprintf("v%d seq %d deleted=%v tip=%v", r.Version, r.Seq, r.Deleted, r.Tip)
 	}
 	return fmt.Sprintf("tip %s, latest %s", row(s.tip), row(s.latest))
+}
+
+// TestLoadThroughEmptyPages: on a store that answers the first page of
+// every query empty with a continuation, as Azure may, the row loader
+// still finds every row's state: the range queries cover nothing and leave
+// the rows to point reads, which follow the continuation.
+func TestLoadThroughEmptyPages(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tables.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	entries := []Entry{
+		entry(1, "c1", upsert("a", "n", 1), upsert("b", "n", 1), upsert("c", "n", 1)),
+		entry(2, "c2", op(events.OpDelete, "b")),
+		entry(3, "c3", op(events.OpDelete, "c")),
+		entry(4, "c4", op(events.OpInsert, "c", "n", 4)),
+	}
+	if err := NewApplier(st, ApplierConfig{CacheRows: -1}).Apply(ctx, "orders", "p", entries, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	paged := &storetest.Paging{Store: st, EmptyFirst: true}
+	rks := []string{"a", "b", "c", "never"}
+	got, err := NewApplier(paged, ApplierConfig{CacheRows: -1}).load(ctx, "orders", "p", rks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rk := range rks {
+		want, err := readRowState(ctx, st, "orders", "p", rk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, err := readRowState(ctx, paged, "orders", "p", rk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, o, w := describeState(got[rk]), describeState(one), describeState(want); g != w || o != w {
+			t.Errorf("%q through empty pages: load %s, point reads %s; want %s", rk, g, o, w)
+		}
+	}
+	if paged.EmptyPages() == 0 {
+		t.Fatal("no empty page answered")
+	}
 }

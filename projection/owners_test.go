@@ -52,10 +52,20 @@ type instance struct {
 // the test ends.
 func startInstance(t *testing.T, name string, args ...string) *instance {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	f, err := os.Create(logPath)
+	in, err := launch(t, t.TempDir(), name, args...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return in
+}
+
+// launch is startInstance with its log in dir, returning its error: it may
+// be called from any goroutine.
+func launch(t *testing.T, dir, name string, args ...string) (*instance, error) {
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	in := &instance{name: name, log: logPath, done: make(chan struct{})}
@@ -64,17 +74,25 @@ func startInstance(t *testing.T, name string, args ...string) *instance {
 	in.cmd.Stdout, in.cmd.Stderr = f, f
 	in.cmd.SysProcAttr = childAttr()
 	if err := in.cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	go func() { in.err = in.cmd.Wait(); close(in.done) }()
 	t.Cleanup(func() {
+		if t.Failed() && in.running() {
+			// The Go runtime prints every goroutine into the log, then exits.
+			_ = in.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-in.done:
+			case <-time.After(5 * time.Second):
+			}
+		}
 		_ = in.cmd.Process.Kill()
 		<-in.done
 		if t.Failed() {
 			in.tail(t, 40)
 		}
 	})
-	return in
+	return in, nil
 }
 
 func (in *instance) running() bool {

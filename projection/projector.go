@@ -96,6 +96,9 @@ type Projector struct {
 	log     *slog.Logger
 	group   *shards.Group // nil with static Config.Shards
 	stats   *Stats
+	// replicated: the journal has replicas, so fetches avoid byte limits
+	// (fetchReplicated).
+	replicated bool
 	// noOutcomeLookup skips the outcomes look-up of fetched IDs; only for
 	// the benchmark that measures what it costs.
 	noOutcomeLookup bool
@@ -112,6 +115,12 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		cfg.Replicas = cfg.Journal.Replicas
 	}
 	cfg.Journal.Replicas = cfg.Replicas
+	// Refuse before anything is created: with a smaller max_payload a
+	// stored command could get an outcome or change event the server
+	// refuses, and its shard would stall.
+	if err := journal.CheckMaxPayload(js.Conn()); err != nil {
+		return nil, err
+	}
 	j, err := journal.Ensure(ctx, js, cfg.Journal)
 	if err != nil {
 		return nil, err
@@ -138,6 +147,9 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		cfg.Applier.Logger = cfg.Logger
 	}
 	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats}
+	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
+		return nil, err
+	}
 	if cfg.Shards == nil {
 		if err := p.joinOwners(ctx, cfg.Replicas); err != nil {
 			return nil, err
@@ -413,6 +425,9 @@ func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetst
 		return msgs, nil
 	}
 	n := min(uint64(p.cfg.FetchBatch-1), md.NumPending)
+	if p.replicated {
+		return p.fetchReplicated(cons, msgs, int(n)), nil
+	}
 	// The messages are there, so the request ends as soon as it has n of
 	// them or FetchBytes; the wait only bounds a stream trimmed meanwhile.
 	// If it fails, what arrived is still applied (a delivery lost in
@@ -691,6 +706,13 @@ func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *R
 		return err
 	}
 	res := b.results[0]
+	if res.Status == Applied && len(res.Rows) == 0 {
+		// It applied and changed nothing (it inserted and deleted a row):
+		// no version to find, and its outcome is published after the
+		// commit of its batch, so a crash may lose it. Nothing disagrees.
+		*r = res
+		return nil
+	}
 	if res.Status == Applied {
 		res = Result{Seq: e.Seq, ID: e.ID, Status: Rejected,
 			Reason: "not in the table: the rows moved on past this command, but no version carries it (the store lost a confirmed write?)"}
@@ -712,9 +734,8 @@ func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq u
 		return nil, err
 	}
 	if newest == nil {
-		from, to := HistoryRange(rk)
-		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1,
-			Filter: []store.Cond{{Prop: ColSeq, Cmp: store.Lt, Value: events.Int64(int64(seq))}}})
+		from, to := HistoryAt(rk, seq-1) // version rows are keyed by sequence, newest first
+		page, err := s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
 		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
 			return nil, err
 		}

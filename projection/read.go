@@ -65,81 +65,95 @@ func (r Reader) Versions(ctx context.Context, table, pk, rk string, fn func(Row)
 }
 
 // VersionsBySeq finds the versions a command (at journal sequence seq)
-// produced on each row it names: the tip when it still carries seq, else
-// the version row that does. Rows the command did not change are omitted.
+// produced on the rows it names; see RowsBySeq.
 func VersionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]RowVersion, error) {
-	rd := Reader{Store: s}
-	var out []RowVersion
+	rows, err := RowsBySeq(ctx, s, table, pk, cmd, seq)
+	out := make([]RowVersion, len(rows))
+	for i, row := range rows {
+		out[i] = RowVersion{RK: row.RK, Version: row.Version, Seq: row.Seq, Op: row.Op, Deleted: row.Deleted}
+	}
+	return out, err
+}
+
+// RowsBySeq reads the version a command (at journal sequence seq) produced
+// on each row it names, in the order it first names them: the tip when it
+// still carries seq, else the version row keyed by seq. A command makes at
+// most one version per row, so this is one or two point reads per row.
+// Rows the command did not change are omitted.
+func RowsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]Row, error) {
+	var out []Row
 	seen := make(map[string]bool)
 	for _, op := range cmd.Ops {
 		if seen[op.RK] {
 			continue
 		}
 		seen[op.RK] = true
-		var found []Row
-		tip, err := rd.Get(ctx, table, pk, op.RK)
-		if err == nil && tip.Seq == seq {
-			found = append(found, tip)
-		} else if err != nil && !errors.Is(err, ErrRowNotFound) {
-			return nil, err
-		}
-		from, to := HistoryRange(op.RK)
-		q := store.Query{PK: pk, From: from, To: to,
-			Filter: []store.Cond{{Prop: ColSeq, Cmp: store.Eq, Value: events.Int64(int64(seq))}}}
-		err = store.All(ctx, s, table, q, func(e store.Entity) error {
-			row, err := DecodeRow(e)
-			if err != nil {
-				return err
-			}
-			// A version row copied from a tip keeps the tip's _seq; the
-			// versions this command produced are the newest ones with it.
-			found = append(found, row)
-			return nil
-		})
+		row, ok, err := VersionBySeq(ctx, s, table, pk, op.RK, seq)
 		if err != nil {
 			return nil, err
 		}
-		// Oldest first, and keep only versions whose op is this command's.
-		for i := len(found) - 1; i >= 0; i-- {
-			row := found[i]
-			if i < len(found)-1 && found[i+1].Version == row.Version {
-				continue // the tip and its copy
-			}
-			out = append(out, RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted})
+		if ok {
+			out = append(out, row)
 		}
 	}
 	return out, nil
 }
 
-// ChangesOf rebuilds the change-feed events of row versions from the stored
-// rows: the after image is version v itself, the before image version v-1
-// (a version row, since it was superseded), absent when v-1 is a tombstone
-// or v is 0.
-func ChangesOf(ctx context.Context, s store.Store, table, pk string, rows []RowVersion) ([]Change, error) {
-	read := func(rk string, v int64) (*Row, error) {
-		tip, err := Reader{Store: s}.Get(ctx, table, pk, rk)
-		if err == nil && tip.Version == v {
-			return &tip, nil
-		}
-		if err != nil && !errors.Is(err, ErrRowNotFound) {
-			return nil, err
-		}
-		e, err := s.Get(ctx, table, pk, VersionKey(rk, v))
-		if err != nil {
-			return nil, fmt.Errorf("version %d of %q: %w", v, rk, err)
-		}
-		r, err := DecodeRow(e)
-		return &r, err
+// versionBySeq reads the version of rk that the command at seq wrote.
+func VersionBySeq(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (Row, bool, error) {
+	tip, err := Reader{Store: s}.Get(ctx, table, pk, rk)
+	switch {
+	case err == nil && tip.Seq == seq:
+		return tip, true, nil
+	case err != nil && !errors.Is(err, ErrRowNotFound):
+		return Row{}, false, err
 	}
+	e, err := s.Get(ctx, table, pk, VersionKey(rk, seq))
+	switch {
+	case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound):
+		return Row{}, false, nil
+	case err != nil:
+		return Row{}, false, fmt.Errorf("version of %s/%q/%q at %d: %w", table, pk, rk, seq, err)
+	}
+	row, err := DecodeRow(e)
+	return row, err == nil, err
+}
+
+// VersionAt reads the newest version row of rk written at or before
+// journal sequence seq, tombstones included: the first row of the range
+// HistoryAt(rk, seq), one range read of one row at any history depth. ok
+// is false when there is none.
+func VersionAt(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (Row, bool, error) {
+	from, to := HistoryAt(rk, seq)
+	e, ok, err := store.First(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
+	if err != nil || !ok {
+		return Row{}, false, err
+	}
+	row, err := DecodeRow(e)
+	return row, err == nil, err
+}
+
+// ChangesOf rebuilds the change-feed events of row versions from the stored
+// rows: the after image is the version itself (read by its sequence), the
+// before image the row's newest version before that sequence (a version
+// row, since it was superseded), absent when that is a tombstone or there
+// is none.
+func ChangesOf(ctx context.Context, s store.Store, table, pk string, rows []RowVersion) ([]Change, error) {
 	var out []Change
 	for _, rv := range rows {
-		cur, err := read(rv.RK, rv.Version)
+		cur, ok, err := VersionBySeq(ctx, s, table, pk, rv.RK, rv.Seq)
+		if err == nil && (!ok || cur.Version != rv.Version) {
+			err = fmt.Errorf("version %d of %q at %d: %w", rv.Version, rv.RK, rv.Seq, store.ErrNotFound)
+		}
 		if err != nil {
 			return nil, err
 		}
 		var before events.Entity
 		if rv.Version > 0 {
-			prev, err := read(rv.RK, rv.Version-1)
+			prev, ok, err := VersionAt(ctx, s, table, pk, rv.RK, rv.Seq-1)
+			if err == nil && (!ok || prev.Version != rv.Version-1) {
+				err = fmt.Errorf("version %d of %q before %d: %w", rv.Version-1, rv.RK, rv.Seq, store.ErrNotFound)
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -35,6 +35,9 @@ const (
 	simRetryEnv = "TABLEJOURNAL_BENCH_SIM_RETRY"
 	// simBurstEnv overrides simazure.Config.Burst (a duration).
 	simBurstEnv = "TABLEJOURNAL_BENCH_SIM_BURST"
+	// simOwnershipEnv is how the instances share the shards: "leases"
+	// (cooperative ownership, the default) or "static" (Config.Shards).
+	simOwnershipEnv = "TABLEJOURNAL_BENCH_SIM_OWNERSHIP"
 	// simScaleEnv multiplies both limits (e.g. 4 on a machine with four
 	// times the cores, 0.2 to take the projector's CPU out of the picture).
 	simScaleEnv = "TABLEJOURNAL_BENCH_SIM_SCALE"
@@ -74,8 +77,10 @@ var simWorkloads = []simWorkload{
 // order and 64 partitions at once, retrying ErrBusy with backoff: what the
 // limits let a plain writer do. Then "instances=N" projects the published
 // workload with N projector instances sharing one fresh simulated account,
-// each on its own connection, the journal's shards split between them
-// statically (Config.Shards).
+// each on its own connection, started together with the same
+// configuration: they share the journal's shards through leases
+// (TABLEJOURNAL_BENCH_SIM_OWNERSHIP=static splits them by Config.Shards
+// instead).
 //
 // The instances report cmds/s and ratio-vs-limit (entities written per
 // second over the binding limit; target >= 0.8), raw reports limit-used,
@@ -93,6 +98,14 @@ var simWorkloads = []simWorkload{
 // account (see their constants) to study the projector's behaviour.
 func BenchmarkSimAzure(b *testing.B) {
 	cfg := simConfig(b)
+	static := false
+	switch v := os.Getenv(simOwnershipEnv); v {
+	case "", "leases":
+	case "static":
+		static = true
+	default:
+		b.Fatalf("%s=%q: want leases or static", simOwnershipEnv, v)
+	}
 	secs := 3.0
 	if v := os.Getenv(simSecondsEnv); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -118,7 +131,7 @@ func BenchmarkSimAzure(b *testing.B) {
 					var sum simResult
 					b.StopTimer()
 					for range b.N {
-						sum.add(simProject(b, cfg, inst, n, w.pk))
+						sum.add(simProject(b, cfg, inst, static, n, w.pk))
 					}
 					cmds := float64(n * b.N)
 					b.ReportMetric(cmds/sum.elapsed.Seconds(), "cmds/s")
@@ -203,8 +216,9 @@ func (r *simResult) report(b *testing.B, limit float64, fraction string) {
 
 // simProject publishes n commands, then projects them with instances
 // projector instances on one fresh simulated account, timed, and returns
-// the time and what the account answered.
-func simProject(b *testing.B, cfg simazure.Config, instances, n int, pk func(int) string) simResult {
+// what it measured. The instances share the shards through leases, or,
+// if static, split them by Config.Shards.
+func simProject(b *testing.B, cfg simazure.Config, instances int, static bool, n int, pk func(int) string) simResult {
 	ctx := journaltest.Context(b, 10*time.Minute)
 	inner := simInner(b)
 	h := projectiontest.Start(b, inner, projectiontest.Options{})
@@ -227,10 +241,11 @@ func simProject(b *testing.B, cfg simazure.Config, instances, n int, pk func(int
 	start, cpu := time.Now(), processCPU()
 	for i := range instances {
 		_, js := journaltest.Connect(b, h.Server.ClientURL())
-		p, err := projection.New(ctx, js, sim, projection.Config{
-			Shards: staticShards(h.Journal.Shards(), instances, i),
-			Logger: projectiontest.QuietLogger(),
-		})
+		pc := projection.Config{InstanceID: fmt.Sprintf("bench-%d", i), Logger: projectiontest.QuietLogger()}
+		if static {
+			pc.Shards = staticShards(h.Journal.Shards(), instances, i)
+		}
+		p, err := projection.New(ctx, js, sim, pc)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -247,7 +262,7 @@ func simProject(b *testing.B, cfg simazure.Config, instances, n int, pk func(int
 	cancel()
 	wg.Wait()
 	rows := 0
-	if err := store.All(ctx, inner, table, store.Query{}, func(store.Entity) error { rows++; return nil }); err != nil {
+	if err := store.All(ctx, inner, table, store.Query{AllPartitions: true}, func(store.Entity) error { rows++; return nil }); err != nil {
 		b.Fatal(err)
 	}
 	if rows != n {

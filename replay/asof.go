@@ -22,10 +22,12 @@ func seqAtMost(seq uint64) []store.Cond {
 // seq. ok is false when the row did not exist then; the Row is then zero if
 // it had never existed, or its tombstone (Deleted set) if it was deleted.
 //
-// It costs at most two store requests, whatever the depth of the row's
-// history: the point read of the tip, and only if the tip is newer than
-// seq (or gone), one query over the row's history range that the store
-// filters to _seq <= seq and limits to its first (newest) row.
+// It costs at most two store requests and scans nothing, whatever the depth
+// of the row's history: the point read of the tip, and only if the tip is
+// newer than seq (or gone), one read of the first row of the range that
+// starts at the version key of seq (version rows are keyed by inverted
+// journal sequence, SPEC §4). On a store that pages like Azure, an empty
+// page with a continuation is followed.
 //
 // A returned live row has Tip set: it was the current version at seq, even
 // when it is read from a version row. Its ETag is empty.
@@ -48,19 +50,13 @@ func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64
 	default:
 		return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
 	}
-	from, to := projection.HistoryRange(rk)
-	page, err := st.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Filter: seqAtMost(seq), Limit: 1})
-	if err != nil {
+	v, ok, err := projection.VersionAt(ctx, st, table, pk, rk, seq)
+	switch {
+	case err != nil:
 		return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
-	}
-	if len(page.Entities) == 0 {
+	case !ok:
 		return projection.Row{}, false, nil
-	}
-	v, err := projection.DecodeRow(page.Entities[0])
-	if err != nil {
-		return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
-	}
-	if v.Deleted {
+	case v.Deleted:
 		v.ETag = ""
 		return v, false, nil
 	}

@@ -21,7 +21,7 @@ import (
 //     the same store (ratio-vs-projector, target >= 0.8);
 //   - snapshot and load: entities/s.
 func BenchmarkReplay(b *testing.B) {
-	for _, be := range backends() {
+	for _, be := range stores() {
 		b.Run(be.name, func(b *testing.B) {
 			n, npk := 5000, 64
 			if be.small {
@@ -121,7 +121,7 @@ func BenchmarkReplay(b *testing.B) {
 // store scans to answer the filtered query grows with the versions newer
 // than the point, as the layout's version keys say nothing of sequences.
 func BenchmarkAsOfRow(b *testing.B) {
-	for _, be := range backends() {
+	for _, be := range stores() {
 		b.Run(be.name, func(b *testing.B) {
 			st := be.open(b)
 			rp, err := replay.New(context.Background(), replay.Config{Store: st})

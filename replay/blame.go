@@ -11,7 +11,6 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
-	"github.com/tablejournal/tablejournal/store"
 )
 
 // Blame is what one command did: its outcome, its place in the journal and
@@ -30,9 +29,9 @@ type Blame struct {
 	// not decode (DecodeErr says why).
 	Command   *events.Command
 	DecodeErr string
-	// Versions are the stored versions the command produced, row by row in
-	// the order the command first names them, each row's oldest first
-	// (found by projection.VersionsBySeq).
+	// Versions are the stored versions the command produced, one per row,
+	// in the order the command first names the rows (found by
+	// projection.RowsBySeq: point reads by the command's sequence).
 	Versions []projection.Row
 }
 
@@ -61,16 +60,8 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 	if o.Status != journal.StatusApplied {
 		return b, nil
 	}
-	rvs, err := projection.VersionsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq)
-	if err != nil {
+	if b.Versions, err = projection.RowsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)
-	}
-	for _, rv := range rvs {
-		row, err := readVersion(ctx, r.st, o.Table, o.PK, rv.RK, rv.Version)
-		if err != nil {
-			return nil, fmt.Errorf("blame %s: %w", id, err)
-		}
-		b.Versions = append(b.Versions, row)
 	}
 	return b, nil
 }
@@ -90,34 +81,4 @@ func subjectShard(subject string) int {
 		}
 	}
 	return -1
-}
-
-// readVersion reads version v of a row: its version row, or the tip if v
-// is the current version.
-func readVersion(ctx context.Context, st store.Store, table, pk, rk string, v int64) (projection.Row, error) {
-	e, err := st.Get(ctx, table, pk, projection.VersionKey(rk, v))
-	if errors.Is(err, store.ErrNotFound) {
-		return readTipVersion(ctx, st, table, pk, rk, v)
-	}
-	if err != nil {
-		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w", v, table, pk, rk, err)
-	}
-	return projection.DecodeRow(e)
-}
-
-// readTipVersion reads the tip of a row, and fails with store.ErrNotFound
-// unless it is at version v.
-func readTipVersion(ctx context.Context, st store.Store, table, pk, rk string, v int64) (projection.Row, error) {
-	e, err := st.Get(ctx, table, pk, projection.TipKey(rk))
-	if err != nil {
-		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w", v, table, pk, rk, err)
-	}
-	tip, err := projection.DecodeRow(e)
-	if err != nil {
-		return projection.Row{}, err
-	}
-	if tip.Version != v {
-		return projection.Row{}, fmt.Errorf("version %d of %s/%q/%q: %w (the tip is at version %d)", v, table, pk, rk, store.ErrNotFound, tip.Version)
-	}
-	return tip, nil
 }

@@ -2,7 +2,6 @@ package replay_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,15 +14,16 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
-	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
 )
 
-// TestReadVersion: a version is read from its version row, or from the tip
-// when the tip is at that version, and is not found otherwise, even when
-// the tip exists at another version (it was once returned in its place).
-func TestReadVersion(t *testing.T) {
-	for _, b := range backends() {
+// TestVersionBySeq: the version a command wrote is read from the version
+// row keyed by its sequence, or from the tip when the tip carries it, and
+// is not found otherwise, even when the tip exists at another sequence
+// (reading by version once returned the tip in its place).
+func TestVersionBySeq(t *testing.T) {
+	for _, b := range stores() { // point reads only: nothing pages
+
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			st := b.open(t)
@@ -48,18 +48,20 @@ func TestReadVersion(t *testing.T) {
 				t.Fatal(err)
 			}
 			tests := []struct {
-				v       int64
-				wantCmd string // "" wants store.ErrNotFound
+				seq     uint64
+				wantCmd string // "" wants none
 			}{
-				{0, "c0"}, {1, ""}, {2, "c2"}, {3, "c3"}, {4, ""},
+				{1, "c0"}, {2, ""}, {3, "c2"}, {4, "c3"}, {5, ""},
 			}
 			for _, tt := range tests {
-				row, err := replay.ReadVersion(ctx, st, table, "p", "r", tt.v)
+				row, ok, err := projection.VersionBySeq(ctx, st, table, "p", "r", tt.seq)
 				switch {
-				case tt.wantCmd == "" && !errors.Is(err, store.ErrNotFound):
-					t.Errorf("version %d: got version %d by %q, err %v; want store.ErrNotFound", tt.v, row.Version, row.Cmd, err)
-				case tt.wantCmd != "" && (err != nil || row.Version != tt.v || row.Cmd != tt.wantCmd):
-					t.Errorf("version %d: got version %d by %q, err %v; want %s", tt.v, row.Version, row.Cmd, err, tt.wantCmd)
+				case err != nil:
+					t.Errorf("seq %d: %v", tt.seq, err)
+				case tt.wantCmd == "" && ok:
+					t.Errorf("seq %d: got version %d by %q; want none", tt.seq, row.Version, row.Cmd)
+				case tt.wantCmd != "" && (!ok || row.Seq != tt.seq || row.Cmd != tt.wantCmd):
+					t.Errorf("seq %d: got version %d by %q (%v); want %s", tt.seq, row.Version, row.Cmd, ok, tt.wantCmd)
 				}
 			}
 		})

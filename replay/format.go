@@ -35,8 +35,12 @@ import (
 // truncation.
 const snapshotMagic = "TJSNAP\x00\x01"
 
-// FormatVersion is the snapshot format written by Snapshot.
-const FormatVersion = 1
+// FormatVersion is the snapshot format written by Snapshot: 2, whose
+// version rows are keyed by inverted journal sequence (SPEC §4). Load also
+// reads format 1, whose version rows were keyed by inverted version, and
+// moves its rows to the layout keyed by sequence (format1.go); the encoding
+// of blocks and entities is the same in both.
+const FormatVersion = 2
 
 // MaxBlock is the most entities of one block of a snapshot, Azure's limit
 // on a transaction.
@@ -114,8 +118,8 @@ func (d *snapReader) header() (Header, error) {
 	if err := json.Unmarshal(b, &h); err != nil {
 		return Header{}, fmt.Errorf("%w: header: %v", ErrBadSnapshot, err)
 	}
-	if h.Format != FormatVersion {
-		return Header{}, fmt.Errorf("%w: format %d, this program reads %d", ErrBadSnapshot, h.Format, FormatVersion)
+	if h.Format != FormatVersion && h.Format != 1 {
+		return Header{}, fmt.Errorf("%w: format %d, this program reads 1 and %d", ErrBadSnapshot, h.Format, FormatVersion)
 	}
 	return h, nil
 }

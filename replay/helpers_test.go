@@ -26,6 +26,7 @@ import (
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/azure"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/store/storetest"
 )
 
 // azuriteSrv is the one Azurite of this test binary.
@@ -34,14 +35,16 @@ var azuriteSrv *azurite.Server
 func TestMain(m *testing.M) { os.Exit(azurite.Run(m, &azuriteSrv)) }
 
 // backend opens a fresh table store; small says to keep workloads small
-// (Azurite answers in milliseconds, not microseconds).
+// (Azurite answers in milliseconds, not microseconds); paged says the
+// store is wrapped to page like Azure (storetest.Paging).
 type backend struct {
-	name  string
-	small bool
-	open  func(t testing.TB) store.Store
+	name         string
+	small, paged bool
+	open         func(t testing.TB) store.Store
 }
 
-func backends() []backend {
+// stores returns the two real backends.
+func stores() []backend {
 	return []backend{
 		{name: "sqlite", open: func(t testing.TB) store.Store {
 			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "tables.db"))
@@ -61,33 +64,35 @@ func backends() []backend {
 	}
 }
 
+// backends returns the two real backends, and each again through the
+// Azure-paging wrapper: small scan budgets, and an empty page with a
+// continuation first in every query and every third query, so that every
+// reader is seen to follow continuations through empty pages.
+func backends() []backend {
+	var out []backend
+	for _, b := range stores() {
+		budget := 20
+		if b.small {
+			budget = 100 // fewer round trips to Azurite, the same paths
+		}
+		out = append(out, b, backend{name: b.name + "-paged", small: b.small, paged: true, open: func(t testing.TB) store.Store {
+			p := &storetest.Paging{Store: b.open(t), Budget: budget, EmptyEvery: 3, EmptyFirst: true}
+			t.Cleanup(func() {
+				if p.EmptyPages() == 0 {
+					t.Errorf("%s: no empty page met: the paging wrapper was not exercised", b.name)
+				}
+			})
+			return p
+		}})
+	}
+	return out
+}
+
 // tableSeq gives every test its own table names on the shared Azurite.
 var tableSeq atomic.Int64
 
 func uniqueTable(prefix string) string {
 	return fmt.Sprintf("%s%d%d", prefix, time.Now().UnixNano()%1_000_000, tableSeq.Add(1))
-}
-
-// countingStore counts the requests made to a store: the one wrapper the
-// tests use.
-type countingStore struct {
-	store.Store
-	n atomic.Int64
-}
-
-func (c *countingStore) Get(ctx context.Context, table, pk, rk string) (store.Entity, error) {
-	c.n.Add(1)
-	return c.Store.Get(ctx, table, pk, rk)
-}
-
-func (c *countingStore) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
-	c.n.Add(1)
-	return c.Store.Query(ctx, table, q)
-}
-
-func (c *countingStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
-	c.n.Add(1)
-	return c.Store.Transact(ctx, table, pk, ops)
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -213,9 +218,12 @@ type mver struct {
 	deleted bool
 }
 
-// model applies commands by SPEC §2's semantics, independently of the
-// projector: versions from 0, one per applied op on a row, a re-insert
-// continuing after the tombstone; a command applies whole or not at all.
+// model applies commands by SPEC §2 and §4's semantics, independently of
+// the projector: versions from 0, one per applied command on a row (its
+// ops on one row apply in order, and the state after the last is the
+// version), a re-insert continuing after the tombstone; a row inserted and
+// deleted by one command gets no version; a command applies whole or not
+// at all.
 type model struct {
 	table string
 	rows  map[key][]mver
@@ -236,9 +244,14 @@ func (m *model) apply(seq uint64, c *events.Command) bool {
 	if c.Table != m.table {
 		return false
 	}
+	// state is a row as the command's ops leave it.
 	type state struct {
-		latest *mver
-		added  []mver
+		before *mver // the newest version before the command
+		exists bool
+		props  events.Entity
+		v      int64 // the row's version now: before's, or the one the command makes
+		next   int64 // the version the command makes
+		op     events.OpKind
 	}
 	work := make(map[key]*state)
 	var order []key
@@ -246,44 +259,49 @@ func (m *model) apply(seq uint64, c *events.Command) bool {
 		k := key{c.PK, op.RK}
 		s, ok := work[k]
 		if !ok {
-			s = &state{latest: m.latest(k)}
+			s = &state{before: m.latest(k)}
+			if s.before != nil {
+				s.exists, s.props, s.v, s.next = !s.before.deleted, s.before.props, s.before.v, s.before.v+1
+			}
 			work[k] = s
 			order = append(order, k)
 		}
-		exists := s.latest != nil && !s.latest.deleted
-		if op.IfVersion != nil && (!exists || s.latest.v != *op.IfVersion) {
+		if op.IfVersion != nil && (!s.exists || s.v != *op.IfVersion) {
 			return false
 		}
 		switch op.Op {
 		case events.OpInsert:
-			if exists {
+			if s.exists {
 				return false
 			}
 		case events.OpReplace, events.OpMerge, events.OpDelete:
-			if !exists {
+			if !s.exists {
 				return false
 			}
 		}
-		next := mver{seq: seq, cmd: c.ID, op: op.Op}
-		if s.latest != nil {
-			next.v = s.latest.v + 1
-		}
 		switch {
 		case op.Op == events.OpDelete:
-			next.props, next.deleted = s.latest.props, true
-		case exists && (op.Op == events.OpMerge || op.Op == events.OpUpsertMerge):
-			next.props = s.latest.props.Clone()
+			s.exists, s.props = false, nil
+		case s.exists && (op.Op == events.OpMerge || op.Op == events.OpUpsertMerge):
+			merged := s.props.Clone()
 			for n, v := range op.Entity {
-				next.props[n] = v
+				merged[n] = v
 			}
+			s.props = merged
 		default:
-			next.props = op.Entity.Clone()
+			s.exists, s.props = true, op.Entity.Clone()
 		}
-		s.added = append(s.added, next)
-		s.latest = &s.added[len(s.added)-1]
+		s.v, s.op = s.next, op.Op
 	}
 	for _, k := range order {
-		m.rows[k] = append(m.rows[k], work[k].added...)
+		s := work[k]
+		was := s.before != nil && !s.before.deleted
+		switch {
+		case s.exists:
+			m.rows[k] = append(m.rows[k], mver{v: s.next, seq: seq, cmd: c.ID, op: s.op, props: s.props})
+		case was:
+			m.rows[k] = append(m.rows[k], mver{v: s.next, seq: seq, cmd: c.ID, op: events.OpDelete, props: s.before.props, deleted: true})
+		}
 	}
 	return true
 }

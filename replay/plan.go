@@ -49,8 +49,8 @@ type Step struct {
 	// zero).
 	Target       projection.Row
 	TargetExists bool
-	// Undone is, for undo, the last version the undone command produced on
-	// this row.
+	// Undone is, for undo, the version the undone command produced on this
+	// row.
 	Undone *projection.Row
 	// Conflict marks, for undo, a row that commands after the undone one
 	// changed again (Current.Cmd changed it last). It is left out of the

@@ -338,13 +338,13 @@ func (r *Replayer) countMessages(ctx context.Context, filter string) (int64, err
 
 // checkEmpty fails with ErrNotEmpty if table has a row.
 func checkEmpty(ctx context.Context, st store.Store, table string) error {
-	page, err := st.Query(ctx, table, store.Query{AllPartitions: true, Limit: 1})
+	_, any, err := store.First(ctx, st, table, store.Query{AllPartitions: true, Limit: 1})
 	switch {
 	case errors.Is(err, store.ErrTableNotFound):
 		return nil
 	case err != nil:
 		return err
-	case len(page.Entities) > 0:
+	case any:
 		return fmt.Errorf("%w: %s holds rows; choose a new table or delete it", ErrNotEmpty, table)
 	}
 	return nil

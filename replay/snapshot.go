@@ -210,10 +210,13 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 		if err := inOrder(e); err != nil {
 			return err
 		}
-		rk, v, _, ok := projection.ParseKey(e.RK)
-		if !ok {
-			return fmt.Errorf("row key %q is not a version row", e.RK)
+		rk, keySeq, _, ok := projection.ParseKey(e.RK)
+		if !ok || keySeq != uint64(e.Props[projection.ColSeq].Int) {
+			// Not a row of the layout keyed by sequence: a snapshot of it
+			// (format 2) would load as something else.
+			return fmt.Errorf("%w: row %q/%q (move a table of the version-keyed layout with replay rebuild --into)", projection.ErrLayout, e.PK, e.RK)
 		}
+		v := e.Props[projection.ColVersion].Int
 		k := key{e.PK, rk}
 		newest := first || k != last
 		first, last = false, k
@@ -401,6 +404,10 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 			}
 		}()
 	}
+	var old *format1
+	if stats.Header.Format == 1 {
+		old = newFormat1()
+	}
 	readErr := func() error {
 		defer close(txs)
 		var read uint64
@@ -423,6 +430,12 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 			var ops []store.Op
 			bytes := 0
 			for _, e := range es {
+				if old != nil {
+					var keep bool
+					if e, keep = old.move(e); !keep {
+						continue
+					}
+				}
 				sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
 				if len(ops) > 0 && bytes+sz > txBudget {
 					select {
@@ -434,6 +447,9 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 				}
 				ops = append(ops, store.Op{Kind: kind, RK: e.RK, Props: e.Props})
 				bytes += sz
+			}
+			if len(ops) == 0 {
+				continue
 			}
 			select {
 			case txs <- tx{pk, ops}:

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
 )
 
 // UndoOptions configure PlanUndo.
@@ -37,40 +39,31 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 	if o.Status != journal.StatusApplied {
 		return p, nil
 	}
-	// The versions the command produced, per row, in op order. A row named
-	// twice by one command got two versions: undo goes back before the first.
-	type span struct{ first, last int64 }
-	var order []string
-	spans := make(map[string]*span)
-	for _, rv := range o.Rows {
-		sp, ok := spans[rv.RK]
-		if !ok {
-			spans[rv.RK] = &span{rv.Version, rv.Version}
-			order = append(order, rv.RK)
-			continue
-		}
-		sp.first, sp.last = min(sp.first, rv.Version), max(sp.last, rv.Version)
-	}
+	// The version the command produced on each row it changed (one per
+	// row, keyed by its sequence), and the row's state just before it.
 	prefix := idPrefix(KindUndo, id)
-	for _, rk := range order {
-		sp := spans[rk]
-		s := Step{Table: o.Table, PK: o.PK, RK: rk}
-		if s.Current, s.Exists, err = currentRow(ctx, r.st, o.Table, o.PK, rk); err != nil {
+	seen := make(map[string]bool)
+	for _, rv := range o.Rows {
+		if seen[rv.RK] {
+			continue // an outcome published before a command made one version per row
+		}
+		seen[rv.RK] = true
+		s := Step{Table: o.Table, PK: o.PK, RK: rv.RK}
+		if s.Current, s.Exists, err = currentRow(ctx, r.st, o.Table, o.PK, rv.RK); err != nil {
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
-		undone, err := readVersion(ctx, r.st, o.Table, o.PK, rk, sp.last)
+		undone, ok, err := projection.VersionBySeq(ctx, r.st, o.Table, o.PK, rv.RK, o.Seq)
+		if err == nil && !ok {
+			err = fmt.Errorf("the version of %q it wrote at %d: %w", rv.RK, o.Seq, store.ErrNotFound)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
 		s.Undone = &undone
-		if sp.first > 0 {
-			if s.Target, err = readVersion(ctx, r.st, o.Table, o.PK, rk, sp.first-1); err != nil {
-				return nil, fmt.Errorf("undo %s: %w", id, err)
-			}
-			s.TargetExists = !s.Target.Deleted
-			s.Target.Tip, s.Target.ETag = s.TargetExists, ""
+		if s.Target, s.TargetExists, err = rowAt(ctx, r.st, o.Table, o.PK, rv.RK, o.Seq-1); err != nil {
+			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
-		s.Conflict = s.Current.Version != sp.last
+		s.Conflict = s.Current.Version != undone.Version
 		if s.Conflict && planCommand(prefix, s.Current.Cmd) {
 			s.Conflict, s.Reverted = false, true
 		}

@@ -34,3 +34,24 @@ func Collect(ctx context.Context, s Store, table string, q Query) ([]Entity, err
 	})
 	return out, err
 }
+
+// First returns the first entity q selects, following continuation tokens
+// through empty pages, as Azure may return them (a scan that reached its
+// time or entity budget answers what it has, possibly nothing). ok is false
+// when the range holds none. It reads pages of q.Limit; give Limit 1 for
+// a single row.
+func First(ctx context.Context, s Store, table string, q Query) (e Entity, ok bool, err error) {
+	for {
+		page, err := s.Query(ctx, table, q)
+		if err != nil {
+			return Entity{}, false, err
+		}
+		if len(page.Entities) > 0 {
+			return page.Entities[0], true, nil
+		}
+		if page.Continuation == "" {
+			return Entity{}, false, nil
+		}
+		q.Continuation = page.Continuation
+	}
+}

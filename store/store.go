@@ -23,9 +23,11 @@ type Store interface {
 	Get(ctx context.Context, table, pk, rk string) (Entity, error)
 	// Query returns the next page of entities matching q, in
 	// (PartitionKey, RowKey) order. A page holds at most q.Limit entities.
-	// Backends follow the store's continuation tokens themselves until they
-	// have at least one entity or the range is exhausted, so a page is empty
-	// only at the end; Page.Continuation is "" there.
+	// A page may be empty while the range goes on (Page.Continuation not
+	// ""), as on Azure, where a query that reached its time budget answers
+	// what it found, possibly nothing: callers follow the continuation
+	// until it is "" (All, First). The backends of this module happen to
+	// answer an empty page only at the end; storetest.Paging does not.
 	Query(ctx context.Context, table string, q Query) (Page, error)
 	// Transact applies ops atomically: all of them or none. Every op is in
 	// partition pk; at most MaxOps ops and MaxTxBytes bytes; no row twice.

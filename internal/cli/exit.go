@@ -28,6 +28,9 @@ func Exit(err error, stderr io.Writer) int {
 	case errors.Is(err, ErrUsage):
 		fmt.Fprintln(stderr, "error:", err, "(see --help)")
 		return ExitUsage
+	case errors.Is(err, ErrDrift):
+		fmt.Fprintln(stderr, "drift:", err)
+		return ExitRejected
 	case errors.Is(err, ErrRejected):
 		fmt.Fprintln(stderr, "rejected:", err)
 		return ExitRejected

@@ -41,6 +41,8 @@ Commands:
                                                   the commands that return a table to a point
   snapshot  --table T --out FILE [--at SEQ]       export tips and versions consistent at a sequence
   load      --in FILE --into NEW                  load a snapshot into a fresh table
+  verify    --table T [--to POINT]                check a live table against its journal, row for row
+  diff      --table A --against B [--to POINT]    compare two tables row for row (blue/green rebuilds)
 
 Every command takes --json, the connection flags (--nats, --creds, --nkey,
 --user, --password, --tls-*; env TABLEJOURNAL_NATS...) and the table store
@@ -49,7 +51,7 @@ asof and history at a sequence, and load, need no NATS server.
 Run 'replay <command> --help' for its flags.
 
 Exit status: 0 done, 1 error, 2 usage, 3 refused (conflicts, or a command
-rejected by the projector).
+rejected by the projector) or, for verify and diff, the tables differ.
 `
 
 // Replay runs the replay command.
@@ -103,7 +105,7 @@ func replaySubcommand(args []string, stdout io.Writer) (string, []string, error)
 		printVersion(stdout, "replay")
 		return "", nil, nil
 	}
-	names := "asof, history, blame, rebuild, undo, restore, snapshot or load"
+	names := "asof, history, blame, rebuild, undo, restore, snapshot, load, verify or diff"
 	if global.NArg() == 0 {
 		return "", nil, usageError(fmt.Errorf("no command given: want %s", names))
 	}
@@ -152,6 +154,8 @@ func init() {
 		"restore":  restoreCommand,
 		"snapshot": snapshotCommand,
 		"load":     loadCommand,
+		"verify":   verifyCommand,
+		"diff":     diffCommand,
 	}
 }
 
@@ -177,6 +181,7 @@ type replayCmd struct {
 	atSeq               uint64
 	durable             string
 	timeout             time.Duration
+	df                  diffFlags
 
 	nc      *nats.Conn
 	js      jetstream.JetStream

@@ -20,6 +20,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
 
@@ -31,6 +32,7 @@ type replayEnv struct {
 	js          jetstream.JetStream
 	ctx         context.Context
 	stop        func() // stops the projector
+	st          store.Store
 }
 
 func startReplayEnv(t *testing.T) *replayEnv {
@@ -54,7 +56,7 @@ func startReplayEnv(t *testing.T) *replayEnv {
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
-	return &replayEnv{url: srv.ClientURL(), tables: "sqlite:" + path, w: journal.NewWriter(js, ""), js: js, ctx: ctx, stop: stop}
+	return &replayEnv{url: srv.ClientURL(), tables: "sqlite:" + path, w: journal.NewWriter(js, ""), js: js, ctx: ctx, stop: stop, st: st}
 }
 
 // publish publishes one command and waits for its outcome.

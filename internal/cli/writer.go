@@ -459,6 +459,9 @@ func (w *writerCmd) runOp(ctx context.Context, cmd *events.Command, stdout io.Wr
 // retry until its budget is spent. Other errors, such as a user without the
 // right to read stream information, are left to the publish to report.
 func (w *writerCmd) checkStreams(ctx context.Context, js jetstream.JetStream) error {
+	if err := journal.CheckMaxPayload(js.Conn()); err != nil {
+		return err
+	}
 	_, err := journal.Open(ctx, js, w.stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):

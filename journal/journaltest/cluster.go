@@ -163,19 +163,17 @@ func (c *Cluster) Stop(i int) {
 	}
 }
 
-// Start starts the stopped node i again on its ports and store.
-func (c *Cluster) Start(i int) {
-	c.t.Helper()
-	if err := c.start(i); err != nil {
-		c.t.Fatal(err)
-	}
-}
+// Start starts the stopped node i again on its ports and store, and
+// returns once it accepts clients (it may still be catching up: see
+// WaitReady and WaitStreamCurrent). It returns an error rather than fail
+// the test, so that a chaos goroutine can call it.
+func (c *Cluster) Start(i int) error { return c.start(i) }
 
-// Restart stops node i and starts it again.
-func (c *Cluster) Restart(i int) {
-	c.t.Helper()
+// Restart stops node i and starts it again, as an operator restarts one
+// server of a cluster (a clean shutdown: its leaders step down first).
+func (c *Cluster) Restart(i int) error {
 	c.Stop(i)
-	c.Start(i)
+	return c.start(i)
 }
 
 // Server returns node i's server, nil while it is stopped.
@@ -197,12 +195,13 @@ func (c *Cluster) Shutdown() {
 // after 40 s.
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
-	if err := c.waitReady(context.Background(), 40*time.Second); err != nil {
+	if err := c.WaitReadyErr(context.Background(), 40*time.Second); err != nil {
 		c.t.Fatal(err)
 	}
 }
 
-func (c *Cluster) waitReady(ctx context.Context, d time.Duration) error {
+// WaitReadyErr is WaitReady returning its error, waiting at most d.
+func (c *Cluster) WaitReadyErr(ctx context.Context, d time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for {

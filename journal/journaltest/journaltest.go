@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -86,4 +87,26 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// StartDefaultServer starts nats-server in this process with its defaults,
+// as an operator who installed it would run it (max_payload 1 MiB, fsync
+// every two minutes), plus JetStream on a random loopback port with its
+// store in a temporary folder; it shuts it down when the test ends. It
+// returns the client URL.
+func StartDefaultServer(t testing.TB) string {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(),
+		NoSigs: true, NoLog: true,
+	})
+	if err != nil {
+		t.Fatalf("nats-server: %v", err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(30 * time.Second) {
+		t.Fatal("nats-server: not ready after 30s")
+	}
+	return ns.ClientURL()
 }

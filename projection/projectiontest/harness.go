@@ -68,9 +68,10 @@ type Harness struct {
 	Writer  *journal.Writer
 	Store   store.Store
 
-	stop func() error
-	done chan error
-	sent map[string]bool
+	stop  func() error
+	done  chan error
+	sent  map[string]bool
+	acked map[string]uint64 // command ID → the sequence the journal acknowledged
 }
 
 // Options configure Start.
@@ -186,16 +187,39 @@ func (h *Harness) PublishAll(ctx context.Context, cmds []*events.Command) {
 		}
 		fs = append(fs, f)
 	}
+	if h.acked == nil {
+		h.acked = make(map[string]uint64)
+	}
 	for _, f := range fs {
-		if _, err := f.Result(ctx); err != nil {
+		res, err := f.Result(ctx)
+		if err != nil {
 			h.t.Fatalf("publish %s: %v", f.ID(), err)
 		}
+		h.acked[res.ID] = res.Seq
 	}
 	select {
 	case <-h.JS.PublishAsyncComplete():
 	case <-ctx.Done():
 		h.t.Fatal("re-sends not acknowledged")
 	}
+}
+
+// CheckAcknowledged checks that every command PublishAll published with
+// the Writer and saw acknowledged is in the journal, under its ID at the
+// sequence the acknowledgement named.
+func (h *Harness) CheckAcknowledged(ctx context.Context) {
+	h.t.Helper()
+	for id, seq := range h.acked {
+		m, err := h.Journal.Get(ctx, seq)
+		if err != nil {
+			h.t.Errorf("acknowledged command %s at seq %d: %v", id, seq, err)
+			continue
+		}
+		if got := m.Header.Get(jetstream.MsgIDHeader); got != id {
+			h.t.Errorf("seq %d holds %q, acknowledged as %s", seq, got, id)
+		}
+	}
+	h.t.Logf("%d acknowledged commands are in the journal", len(h.acked))
 }
 
 // WaitProjected waits until every journal message up to the journal's head

@@ -85,63 +85,80 @@ func (m *Model) apply(seq uint64, c *events.Command) string {
 	if _, ok := m.Applied[c.ID]; ok {
 		return "duplicate"
 	}
-	// Work on copies of the histories the command touches.
-	work := make(map[string][]Version)
-	for _, op := range c.Ops {
-		if _, ok := work[op.RK]; !ok {
-			work[op.RK] = append([]Version(nil), m.Rows[RowID{c.Table, c.PK, op.RK}]...)
-		}
+	// A command makes at most one version of each row it names: its ops
+	// on a row apply in order to the row's state, and the state after the
+	// last one is the version (SPEC §4). A row inserted and deleted by one
+	// command gets none.
+	type state struct {
+		before *Version // the newest version before the command
+		exists bool
+		props  events.Entity
+		v      int64 // the row's version now
+		next   int64 // the version the command makes
+		op     events.OpKind
 	}
+	work := make(map[string]*state)
+	var order []string
 	for _, op := range c.Ops {
-		h := work[op.RK]
-		var cur *Version
-		if len(h) > 0 && !h[len(h)-1].Deleted {
-			cur = &h[len(h)-1]
+		s, ok := work[op.RK]
+		if !ok {
+			s = &state{}
+			if h := m.Rows[RowID{c.Table, c.PK, op.RK}]; len(h) > 0 {
+				s.before = &h[len(h)-1]
+				s.exists, s.props, s.v, s.next = !s.before.Deleted, s.before.Props, s.before.Version, s.before.Version+1
+			}
+			work[op.RK] = s
+			order = append(order, op.RK)
 		}
-		if op.IfVersion != nil && (cur == nil || cur.Version != *op.IfVersion) {
+		if op.IfVersion != nil && (!s.exists || s.v != *op.IfVersion) {
 			return "rejected"
-		}
-		next := Version{Cmd: c.ID, Seq: seq, Op: op.Op}
-		if len(h) > 0 {
-			next.Version = h[len(h)-1].Version + 1
 		}
 		switch op.Op {
 		case events.OpInsert:
-			if cur != nil {
+			if s.exists {
 				return "rejected"
 			}
-			next.Props = op.Entity.Clone()
+			s.props = op.Entity.Clone()
 		case events.OpReplace:
-			if cur == nil {
+			if !s.exists {
 				return "rejected"
 			}
-			next.Props = op.Entity.Clone()
+			s.props = op.Entity.Clone()
 		case events.OpUpsert:
-			next.Props = op.Entity.Clone()
+			s.props = op.Entity.Clone()
 		case events.OpMerge, events.OpUpsertMerge:
-			if cur == nil && op.Op == events.OpMerge {
+			if !s.exists && op.Op == events.OpMerge {
 				return "rejected"
 			}
-			next.Props = events.Entity{}
-			if cur != nil {
-				next.Props = cur.Props.Clone()
+			merged := events.Entity{}
+			if s.exists {
+				merged = s.props.Clone()
 			}
 			for k, v := range op.Entity {
-				next.Props[k] = v
+				merged[k] = v
 			}
+			s.props = merged
 		case events.OpDelete:
-			if cur == nil {
+			if !s.exists {
 				return "rejected"
 			}
-			next.Deleted = true
-			next.Props = cur.Props.Clone()
+			s.exists, s.props = false, nil
+			s.v, s.op = s.next, op.Op
+			continue
 		default:
 			return "rejected"
 		}
-		work[op.RK] = append(h, next)
+		s.exists, s.v, s.op = true, s.next, op.Op
 	}
-	for rk, h := range work {
-		m.Rows[RowID{c.Table, c.PK, rk}] = h
+	for _, rk := range order {
+		s := work[rk]
+		id := RowID{c.Table, c.PK, rk}
+		switch {
+		case s.exists:
+			m.Rows[id] = append(m.Rows[id], Version{Version: s.next, Cmd: c.ID, Seq: seq, Op: s.op, Props: s.props})
+		case s.before != nil && !s.before.Deleted:
+			m.Rows[id] = append(m.Rows[id], Version{Version: s.next, Cmd: c.ID, Seq: seq, Op: events.OpDelete, Deleted: true, Props: s.before.Props.Clone()})
+		}
 	}
 	return "applied"
 }

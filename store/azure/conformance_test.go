@@ -29,3 +29,10 @@ func TestConformance(t *testing.T) {
 func BenchmarkAzurite(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B) store.Store { return newStore(b) })
 }
+
+// TestConformancePaged runs the suite through a wrapper that pages like
+// Azure proper: small scan budgets and empty pages with continuations,
+// which Azurite does not produce.
+func TestConformancePaged(t *testing.T) {
+	storetest.RunPaged(t, func(t *testing.T) store.Store { return newStore(t) }, azuriteQuirks)
+}

@@ -420,3 +420,11 @@ func TestBusy(t *testing.T) {
 		t.Fatalf("Transact after the lock is released: %v", err)
 	}
 }
+
+// TestConformancePaged runs the suite through a wrapper that pages like
+// Azure: small scan budgets and empty pages with continuations.
+func TestConformancePaged(t *testing.T) {
+	storetest.RunPaged(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "store.db"))
+	}, storetest.Quirks{})
+}

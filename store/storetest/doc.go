@@ -17,4 +17,8 @@
 // A backend declares a documented difference from Azure in Quirks; the
 // embedded store passes with the zero Quirks. Bench holds the benchmark
 // bodies, likewise shared.
+//
+// Paging wraps a real store to page as Azure does (a scan budget per
+// request, pages empty but for a continuation), for the tests of every
+// reader above the seam; RunPaged runs the suite through it.
 package storetest

@@ -162,8 +162,25 @@ func (e *env) get(table, pk, rk string) store.Entity {
 	return ent
 }
 
+// page returns the first page of q that holds an entity, following
+// continuation tokens through empty pages (a store that pages like Azure
+// may answer one), or the last page when none does.
+func (e *env) page(table string, q store.Query) (store.Page, error) {
+	for pages := 0; ; pages++ {
+		p, err := e.s.Query(e.ctx, table, q)
+		if err != nil || len(p.Entities) > 0 || p.Continuation == "" {
+			return p, err
+		}
+		if pages > 100000 {
+			e.t.Fatal("query does not end")
+		}
+		q.Continuation = p.Continuation
+	}
+}
+
 // all reads every entity q selects, checking that each page respects the
-// limit, that only the last page is empty, and that keys strictly ascend.
+// limit and that keys strictly ascend. A page may be empty while the range
+// goes on, as on Azure.
 func (e *env) all(table string, q store.Query) []store.Entity {
 	e.t.Helper()
 	var out []store.Entity
@@ -175,9 +192,6 @@ func (e *env) all(table string, q store.Query) []store.Entity {
 		}
 		if len(p.Entities) > limit {
 			e.t.Fatalf("page %d holds %d entities, limit %d", pages, len(p.Entities), limit)
-		}
-		if len(p.Entities) == 0 && p.Continuation != "" {
-			e.t.Fatalf("page %d is empty but has a continuation", pages)
 		}
 		out = append(out, p.Entities...)
 		if p.Continuation == "" {

@@ -1,4 +1,0 @@
-package replay
-
-// ReadVersion exposes readVersion to the external tests.
-var ReadVersion = readVersion

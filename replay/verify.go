@@ -1,0 +1,440 @@
+package replay
+
+import (
+	"container/heap"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// DiffKind says how a stored row of the checked table differs from the
+// reference (the journal re-projected, or another table).
+type DiffKind string
+
+// The kinds of differences.
+const (
+	// Missing: the reference has the row, the checked table does not.
+	Missing DiffKind = "missing"
+	// Extra: the checked table has a row the reference does not.
+	Extra DiffKind = "extra"
+	// Changed: both have the row, with other values in some columns.
+	Changed DiffKind = "changed"
+)
+
+// Difference is one stored row that differs: a tip, a version row or a
+// row outside the layout, named by its PartitionKey and stored RowKey.
+type Difference struct {
+	Kind DiffKind
+	PK   string
+	// Key is the RowKey as stored ("tip:<rk>", "old:<rk>:<inverted seq>",
+	// or anything a writer outside the journal used).
+	Key string
+	// Got is the checked table's row and Want the reference's; nil when
+	// absent.
+	Got, Want events.Entity
+	// Columns are, for Changed, the columns that differ (Before is the
+	// reference's value, After the checked table's), by name.
+	Columns []PropChange
+}
+
+// DiffStats sums up a comparison.
+type DiffStats struct {
+	// Table is the checked table; Against the reference table (for Verify,
+	// the scratch table the journal was re-projected into).
+	Table, Against string
+	// Seq is the journal sequence both were compared at; math.MaxInt64
+	// means every row as stored.
+	Seq uint64
+	// Rows counts the stored rows compared: the rows of either side.
+	Rows                    int64
+	Missing, Extra, Changed int64
+	// Rebuild is, for Verify, what the re-projection did.
+	Rebuild *RebuildStats
+	Elapsed time.Duration
+}
+
+// Identical reports whether no difference was found.
+func (s DiffStats) Identical() bool { return s.Missing+s.Extra+s.Changed == 0 }
+
+// Differences returns the number of differences found.
+func (s DiffStats) Differences() int64 { return s.Missing + s.Extra + s.Changed }
+
+// DiffConfig configures DiffTables.
+type DiffConfig struct {
+	// Table is the checked table, Against the reference; both required and
+	// in the Replayer's store.
+	Table, Against string
+	// Seq is the journal sequence both tables are compared at: each as the
+	// projector had left it then (see Snapshot). If zero, every row as
+	// stored.
+	Seq uint64
+	// OnDiff, if set, is called with each difference, partition by
+	// partition in key order. An error it returns stops the comparison.
+	OnDiff func(Difference) error
+	// Progress, if set, is called about ten times a second and at the end
+	// with the phase ("compare") and the rows compared; total is -1.
+	Progress func(phase string, done, total int64)
+}
+
+// DiffTables compares two tables of the Replayer's store row for row,
+// tips, version rows and rows outside the layout, in every column but the
+// store's Timestamp and etag, each table as it stood at a journal sequence:
+// a blue/green rebuild (Rebuild into a shadow table, then DiffTables of
+// the live table against it at the rebuild's sequence) shows whether
+// readers can be switched to the shadow. It reads each table twice (its
+// tips, then all its rows, partition by partition when the store lists
+// partitions) and holds one partition's tip keys in memory.
+func (r *Replayer) DiffTables(ctx context.Context, cfg DiffConfig) (DiffStats, error) {
+	if cfg.Table == "" || cfg.Against == "" {
+		return DiffStats{}, errors.New("diff: name both tables")
+	}
+	if cfg.Seq == 0 {
+		cfg.Seq = math.MaxInt64
+	}
+	return compareTables(ctx, side{r.st, cfg.Table}, side{r.st, cfg.Against}, cfg.Seq, cfg.OnDiff, cfg.Progress)
+}
+
+// VerifyConfig configures Verify.
+type VerifyConfig struct {
+	// Table is the live table checked. Required.
+	Table string
+	// Seq is the journal sequence the table is checked at. If zero, the
+	// highest sequence the projector has fully applied (AppliedSeq).
+	Seq uint64
+	// Scratch is the store the journal is re-projected into, in a fresh
+	// table that is deleted afterwards. If nil, the Replayer's store. A
+	// local embedded store keeps the check from writing to the live
+	// account.
+	Scratch store.Store
+	// Workers is the number of partitions re-projected at once. If zero,
+	// the Replayer's Workers.
+	Workers int
+	// OnDiff and Progress are as in DiffConfig; Progress is called with
+	// phase "rebuild" (commands) first, then "compare" (rows).
+	OnDiff   func(Difference) error
+	Progress func(phase string, done, total int64)
+}
+
+// Verify checks that a live table still equals its journal: it
+// re-projects the journal up to Seq into a scratch table, through the
+// projector's own apply code (Rebuild), and compares it with the live table
+// as it stood at Seq, row for row (DiffTables). Any difference means the
+// table was written outside the journal, restored wrongly, or projected
+// wrongly.
+func (r *Replayer) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, error) {
+	start := time.Now()
+	if err := r.needJournal("verify"); err != nil {
+		return DiffStats{}, err
+	}
+	if cfg.Table == "" {
+		return DiffStats{}, errors.New("verify: no table")
+	}
+	seq := cfg.Seq
+	if seq == 0 {
+		var err error
+		if seq, err = r.AppliedSeq(ctx); err != nil {
+			return DiffStats{}, fmt.Errorf("verify: %w", err)
+		}
+	}
+	scratch := r
+	if cfg.Scratch != nil {
+		c := r.cfg
+		c.Store = cfg.Scratch
+		var err error
+		if scratch, err = New(ctx, c); err != nil {
+			return DiffStats{}, fmt.Errorf("verify: %w", err)
+		}
+	}
+	into := scratchName(cfg.Table)
+	defer func() {
+		// Cleanup runs even when ctx was cancelled.
+		err := scratch.st.DeleteTable(context.WithoutCancel(ctx), into)
+		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
+			r.cfg.Logger.Warn("verify: scratch table not deleted", "table", into, "err", err)
+		}
+	}()
+	rc := RebuildConfig{Table: cfg.Table, Into: into, To: seq, Workers: cfg.Workers}
+	if cfg.Progress != nil {
+		rc.Progress = func(done, total int64) { cfg.Progress("rebuild", done, total) }
+	}
+	rs, err := scratch.Rebuild(ctx, rc)
+	if err != nil {
+		return DiffStats{}, fmt.Errorf("verify %s: %w", cfg.Table, err)
+	}
+	st, err := compareTables(ctx, side{r.st, cfg.Table}, side{scratch.st, into}, seq, cfg.OnDiff, cfg.Progress)
+	st.Rebuild = &rs
+	st.Elapsed = time.Since(start)
+	if err != nil {
+		return st, fmt.Errorf("verify %s: %w", cfg.Table, err)
+	}
+	return st, nil
+}
+
+// scratchName returns a fresh table name for table's re-projection: the
+// table's name, "Verify" and 12 random hex digits, within Azure's 63.
+func scratchName(table string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := table
+	if len(name) > 63-6-12 {
+		name = name[:63-6-12]
+	}
+	return name + "Verify" + hex.EncodeToString(b)
+}
+
+// side is one table of a comparison.
+type side struct {
+	st    store.Store
+	table string
+}
+
+// compareTables compares got (the checked table) with want (the
+// reference), both as they stood at seq.
+func compareTables(ctx context.Context, got, want side, seq uint64, onDiff func(Difference) error, progress func(string, int64, int64)) (DiffStats, error) {
+	start := time.Now()
+	stats := DiffStats{Table: got.table, Against: want.table, Seq: seq}
+	for _, s := range []side{got, want} {
+		if _, _, err := store.First(ctx, s.st, s.table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
+			return stats, fmt.Errorf("diff: table %s: %w", s.table, err)
+		}
+	}
+	parts, err := unionPartitions(ctx, got, want)
+	if err != nil {
+		return stats, fmt.Errorf("diff: %w", err)
+	}
+	var rows atomic.Int64
+	stop := func() {}
+	if progress != nil {
+		stop = progressLoop(func(done, _ int64) { progress("compare", done, -1) }, &rows, 0)
+	}
+	defer stop()
+	for _, part := range parts {
+		if err := comparePartition(ctx, got, want, part, seq, &stats, &rows, onDiff); err != nil {
+			return stats, fmt.Errorf("diff %s against %s: %w", got.table, want.table, err)
+		}
+	}
+	stats.Rows, stats.Elapsed = rows.Load(), time.Since(start)
+	return stats, nil
+}
+
+// unionPartitions lists the partitions of both tables when both stores
+// list partitions, so that each is compared with one partition's tips in
+// memory; else the whole table is one scan.
+func unionPartitions(ctx context.Context, a, b side) ([]store.Partition, error) {
+	set := make(map[string]bool)
+	for _, s := range []side{a, b} {
+		pl, ok := s.st.(store.PartitionLister)
+		if !ok {
+			return []store.Partition{store.AllPartitions}, nil
+		}
+		err := pl.Partitions(ctx, s.table, func(pk string) error {
+			set[pk] = true
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("partitions of %s: %w", s.table, err)
+		}
+	}
+	pks := make([]string, 0, len(set))
+	for pk := range set {
+		pks = append(pks, pk)
+	}
+	sort.Slice(pks, func(i, j int) bool { return store.CompareKeys(pks[i], pks[j]) < 0 })
+	out := make([]store.Partition, len(pks))
+	for i, pk := range pks {
+		out[i] = store.InPartition(pk)
+	}
+	return out, nil
+}
+
+// comparePartition merges the two sides' views of one partition (or of
+// the table), both in key order.
+func comparePartition(ctx context.Context, got, want side, part store.Partition, seq uint64, stats *DiffStats, rows *atomic.Int64, onDiff func(Difference) error) error {
+	nextGot, stopGot := iter.Pull2(viewAt(ctx, got, part, seq))
+	defer stopGot()
+	nextWant, stopWant := iter.Pull2(viewAt(ctx, want, part, seq))
+	defer stopWant()
+	g, gerr, gok := nextGot()
+	w, werr, wok := nextWant()
+	report := func(d Difference) error {
+		switch d.Kind {
+		case Missing:
+			stats.Missing++
+		case Extra:
+			stats.Extra++
+		case Changed:
+			stats.Changed++
+		}
+		if onDiff == nil {
+			return nil
+		}
+		return onDiff(d)
+	}
+	for gok || wok {
+		switch {
+		case gerr != nil:
+			return gerr
+		case werr != nil:
+			return werr
+		}
+		c := 0
+		switch {
+		case !gok:
+			c = 1
+		case !wok:
+			c = -1
+		default:
+			c = compareEntityKeys(g, w)
+		}
+		var err error
+		switch {
+		case c < 0:
+			rows.Add(1)
+			err = report(Difference{Kind: Extra, PK: g.PK, Key: g.RK, Got: g.Props})
+			g, gerr, gok = nextGot()
+		case c > 0:
+			rows.Add(1)
+			err = report(Difference{Kind: Missing, PK: w.PK, Key: w.RK, Want: w.Props})
+			w, werr, wok = nextWant()
+		default:
+			rows.Add(1)
+			if cols := Diff(w.Props, g.Props); len(cols) > 0 {
+				err = report(Difference{Kind: Changed, PK: g.PK, Key: g.RK, Got: g.Props, Want: w.Props, Columns: cols})
+			}
+			g, gerr, gok = nextGot()
+			w, werr, wok = nextWant()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func compareEntityKeys(a, b store.Entity) int {
+	if c := store.CompareKeys(a.PK, b.PK); c != 0 {
+		return c
+	}
+	return store.CompareKeys(a.RK, b.RK)
+}
+
+// errStopView ends a view's scan when the consumer stops pulling.
+var errStopView = errors.New("view stopped")
+
+// viewAt yields the stored rows of a partition (or of the table) as the
+// projector had left them at seq, in (PartitionKey, RowKey) order: rows
+// written after seq are left out, and a row whose tip is newer than seq
+// has its newest version at or before seq as its tip (unless that is a
+// tombstone), as Snapshot writes it. Rows outside the layout, or without a
+// _seq, are yielded as they are.
+//
+// It reads the tips first (their keys and sequences are held), then every
+// row in one scan; versions that become tips are held until the scan
+// reaches their key.
+func viewAt(ctx context.Context, s side, part store.Partition, seq uint64) iter.Seq2[store.Entity, error] {
+	return func(yield func(store.Entity, error) bool) {
+		type key struct{ pk, rk string }
+		tipSeq := make(map[key]uint64)
+		from, to := projection.TipRange()
+		err := store.All(ctx, s.st, s.table, part.Query(store.Query{From: from, To: to}), func(e store.Entity) error {
+			if rk, _, tip, ok := projection.ParseKey(e.RK); ok && tip {
+				if v, ok := rowSeq(e); ok {
+					tipSeq[key{e.PK, rk}] = v
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			yield(store.Entity{}, err)
+			return
+		}
+		var (
+			held    entityHeap // versions shown as tips, in key order
+			lastOld key
+			found   bool // the newest version at or before seq of lastOld was met
+		)
+		emit := func(e store.Entity) error {
+			for held.Len() > 0 && compareEntityKeys(held[0], e) < 0 {
+				if !yield(heap.Pop(&held).(store.Entity), nil) {
+					return errStopView
+				}
+			}
+			if !yield(e, nil) {
+				return errStopView
+			}
+			return nil
+		}
+		err = store.All(ctx, s.st, s.table, part.Query(store.Query{}), func(e store.Entity) error {
+			rk, _, tip, ok := projection.ParseKey(e.RK)
+			at, hasSeq := rowSeq(e)
+			switch {
+			case e.RK == projection.FenceKey:
+				return nil // the projector's bookkeeping, not data: it moves on with the table
+			case !ok || !hasSeq:
+				return emit(e) // not a row of the layout: as it is
+			case at > seq:
+				return nil // written after seq
+			case tip:
+				return emit(e)
+			}
+			k := key{e.PK, rk}
+			if k != lastOld {
+				lastOld, found = k, false
+			}
+			newest := !found
+			found = true
+			if ts, hasTip := tipSeq[k]; newest && (!hasTip || ts > seq) && !e.Props[projection.ColDeleted].Bool {
+				// Its tip at seq, copied here when a later command came.
+				e.RK = projection.TipKey(rk)
+				heap.Push(&held, e)
+				return nil
+			}
+			return emit(e)
+		})
+		if err != nil {
+			if !errors.Is(err, errStopView) {
+				yield(store.Entity{}, err)
+			}
+			return
+		}
+		for held.Len() > 0 {
+			if !yield(heap.Pop(&held).(store.Entity), nil) {
+				return
+			}
+		}
+	}
+}
+
+// rowSeq returns a row's _seq when it has a valid one.
+func rowSeq(e store.Entity) (uint64, bool) {
+	v, ok := e.Props[projection.ColSeq]
+	if !ok || v.Type != events.TypeInt64 || v.Int < 0 {
+		return 0, false
+	}
+	return uint64(v.Int), true
+}
+
+// entityHeap orders entities by (PartitionKey, RowKey).
+type entityHeap []store.Entity
+
+func (h entityHeap) Len() int           { return len(h) }
+func (h entityHeap) Less(i, j int) bool { return compareEntityKeys(h[i], h[j]) < 0 }
+func (h entityHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *entityHeap) Push(x any)        { *h = append(*h, x.(store.Entity)) }
+func (h *entityHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
