@@ -85,13 +85,10 @@ func decodeFence(e store.Entity) (fence, error) {
 	c, ok2 := e.Props[ColCmd]
 	a, ok3 := e.Props[ColAt]
 	if !ok1 || !ok2 || !ok3 || s.Type != events.TypeInt64 || c.Type != events.TypeString {
-		return fence{}, fmt.Errorf("fence row of partition %q lacks its columns: %w", e.PK, errLayout)
+		return fence{}, fmt.Errorf("fence row of partition %q lacks its columns: %w", e.PK, ErrLayout)
 	}
 	return fence{exists: true, etag: e.ETag, seq: uint64(s.Int), cmd: c.Str, at: a.Time}, nil
 }
-
-// errLayout marks a stored row that does not follow the layout.
-var errLayout = errors.New("row does not follow the layout")
 
 // readFence reads a partition's fence; a missing fence (or table) is
 // reported as fence{exists: false}.

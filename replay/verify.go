@@ -261,9 +261,10 @@ func unionPartitions(ctx context.Context, a, b side) ([]store.Partition, error) 
 // comparePartition merges the two sides' views of one partition (or of
 // the table), both in key order.
 func comparePartition(ctx context.Context, got, want side, part store.Partition, seq uint64, stats *DiffStats, rows *atomic.Int64, onDiff func(Difference) error) error {
-	nextGot, stopGot := iter.Pull2(viewAt(ctx, got, part, seq))
+	gotFences, wantFences := make(map[string]*fenceAt), make(map[string]*fenceAt)
+	nextGot, stopGot := iter.Pull2(viewAt(ctx, got, part, seq, gotFences))
 	defer stopGot()
-	nextWant, stopWant := iter.Pull2(viewAt(ctx, want, part, seq))
+	nextWant, stopWant := iter.Pull2(viewAt(ctx, want, part, seq, wantFences))
 	defer stopWant()
 	g, gerr, gok := nextGot()
 	w, werr, wok := nextWant()
@@ -319,7 +320,70 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 			return err
 		}
 	}
+	// The fences, once both sides were read: each as it stood at seq.
+	pks := make([]string, 0, len(gotFences)+len(wantFences))
+	for pk := range gotFences {
+		pks = append(pks, pk)
+	}
+	for pk := range wantFences {
+		if _, ok := gotFences[pk]; !ok {
+			pks = append(pks, pk)
+		}
+	}
+	sort.Slice(pks, func(i, j int) bool { return store.CompareKeys(pks[i], pks[j]) < 0 })
+	for _, pk := range pks {
+		g, gok := gotFences[pk].at(seq)
+		w, wok := wantFences[pk].at(seq)
+		var d *Difference
+		switch {
+		case gok && !wok:
+			d = &Difference{Kind: Extra, PK: pk, Key: projection.FenceKey, Got: g}
+		case wok && !gok:
+			d = &Difference{Kind: Missing, PK: pk, Key: projection.FenceKey, Want: w}
+		case gok && wok:
+			if cols := Diff(w, g); len(cols) > 0 {
+				d = &Difference{Kind: Changed, PK: pk, Key: projection.FenceKey, Got: g, Want: w, Columns: cols}
+			}
+		}
+		if gok || wok {
+			rows.Add(1)
+		}
+		if d != nil {
+			if err := report(*d); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// fenceAt is what a view learns of a partition's fence (projection.FenceKey):
+// the stored row, and the newest row written at or before the view's
+// sequence.
+type fenceAt struct {
+	stored  events.Entity
+	newest  events.Entity
+	newestS uint64
+}
+
+// at returns the fence as the projector had left it at seq: the stored one
+// if it is not newer than seq, else the columns of the partition's newest
+// row at or before seq (the fence holds the newest command applied to the
+// partition, and every applied command writes its sequence on its rows); a
+// table without a stored fence (written before fences, or loaded from a
+// snapshot) is given the same. ok is false when there is none.
+func (f *fenceAt) at(seq uint64) (events.Entity, bool) {
+	if f == nil {
+		return nil, false
+	}
+	if s, ok := f.stored[projection.ColSeq]; ok && s.Type == events.TypeInt64 && uint64(s.Int) <= seq {
+		return f.stored, true
+	}
+	if f.newest == nil {
+		return nil, false
+	}
+	return events.Entity{projection.ColSeq: f.newest[projection.ColSeq], projection.ColCmd: f.newest[projection.ColCmd],
+		projection.ColAt: f.newest[projection.ColAt]}, true
 }
 
 func compareEntityKeys(a, b store.Entity) int {
@@ -342,7 +406,7 @@ var errStopView = errors.New("view stopped")
 // It reads the tips first (their keys and sequences are held), then every
 // row in one scan; versions that become tips are held until the scan
 // reaches their key.
-func viewAt(ctx context.Context, s side, part store.Partition, seq uint64) iter.Seq2[store.Entity, error] {
+func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fences map[string]*fenceAt) iter.Seq2[store.Entity, error] {
 	return func(yield func(store.Entity, error) bool) {
 		type key struct{ pk, rk string }
 		tipSeq := make(map[key]uint64)
@@ -364,6 +428,20 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64) iter.
 			lastOld key
 			found   bool // the newest version at or before seq of lastOld was met
 		)
+		fenceOf := func(pk string) *fenceAt {
+			f := fences[pk]
+			if f == nil {
+				f = &fenceAt{}
+				fences[pk] = f
+			}
+			return f
+		}
+		// newest notes a row of the layout at or before seq for the fence.
+		newest := func(e store.Entity, at uint64) {
+			if f := fenceOf(e.PK); f.newest == nil || at > f.newestS {
+				f.newest, f.newestS = e.Props, at
+			}
+		}
 		emit := func(e store.Entity) error {
 			for held.Len() > 0 && compareEntityKeys(held[0], e) < 0 {
 				if !yield(heap.Pop(&held).(store.Entity), nil) {
@@ -376,6 +454,10 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64) iter.
 			return nil
 		}
 		err = store.All(ctx, s.st, s.table, part.Query(store.Query{}), func(e store.Entity) error {
+			if e.RK == projection.FenceKey {
+				fenceOf(e.PK).stored = e.Props // compared once the partition is read
+				return nil
+			}
 			rk, _, tip, ok := projection.ParseKey(e.RK)
 			at, hasSeq := rowSeq(e)
 			switch {
@@ -383,16 +465,18 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64) iter.
 				return emit(e) // not a row of the layout: as it is
 			case at > seq:
 				return nil // written after seq
-			case tip:
+			}
+			newest(e, at)
+			if tip {
 				return emit(e)
 			}
 			k := key{e.PK, rk}
 			if k != lastOld {
 				lastOld, found = k, false
 			}
-			newest := !found
+			first := !found
 			found = true
-			if ts, hasTip := tipSeq[k]; newest && (!hasTip || ts > seq) && !e.Props[projection.ColDeleted].Bool {
+			if ts, hasTip := tipSeq[k]; first && (!hasTip || ts > seq) && !e.Props[projection.ColDeleted].Bool {
 				// Its tip at seq, copied here when a later command came.
 				e.RK = projection.TipKey(rk)
 				heap.Push(&held, e)

@@ -26,7 +26,7 @@ func TestVerifyAndDiffCLI(t *testing.T) {
 	seq := fmt.Sprint(o3.Seq)
 
 	out, errs, code := e.replay(t, "verify", "--table", "orders")
-	if code != 0 || !strings.Contains(out, "orders at seq "+seq+": identical to its journal (4 rows compared, 3 commands re-projected") {
+	if code != 0 || !strings.Contains(out, "orders at seq "+seq+": identical to its journal (5 rows compared, 3 commands re-projected") {
 		t.Fatalf("verify: exit %d: %s%s", code, out, errs)
 	}
 	out, errs, code = e.replay(t, "verify", "--table", "orders", "--scratch-local", "--seq", seq, "--json")
@@ -40,7 +40,7 @@ func TestVerifyAndDiffCLI(t *testing.T) {
 		Diffs     []diffJSONRow `json:"differences"`
 		Truncated bool          `json:"truncated"`
 	}
-	if err := json.Unmarshal([]byte(out), &sum); code != 0 || err != nil || !sum.Identical || sum.Rows != 4 || sum.Seq != o3.Seq || sum.Diffs == nil {
+	if err := json.Unmarshal([]byte(out), &sum); code != 0 || err != nil || !sum.Identical || sum.Rows != 5 || sum.Seq != o3.Seq || sum.Diffs == nil {
 		t.Fatalf("verify --json: exit %d, %v: %s%s", code, err, out, errs)
 	}
 	if _, errs, code = e.replay(t, "rebuild", "--table", "orders", "--into", "shadow", "--seq", seq); code != 0 {

@@ -194,7 +194,9 @@ func (a slogAdapter) log(level slog.Level, format string, v []any) {
 	}
 }
 
-func (a slogAdapter) Noticef(format string, v ...any) { a.log(slog.LevelInfo, format, v) }
+// Noticef logs at debug: the server's banner is a screen of notices, and
+// the projector's own startup line says what runs where.
+func (a slogAdapter) Noticef(format string, v ...any) { a.log(slog.LevelDebug, format, v) }
 func (a slogAdapter) Warnf(format string, v ...any)   { a.log(slog.LevelWarn, format, v) }
 func (a slogAdapter) Fatalf(format string, v ...any) {
 	a.log(slog.LevelError, format, v)
