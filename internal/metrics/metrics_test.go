@@ -200,6 +200,44 @@ func TestStoreRequests(t *testing.T) {
 	}
 }
 
+// etagStore reports etags, as store.ETagTransactor.
+type etagStore struct{ store.Store }
+
+func (e etagStore) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	return []string{"W/\"1\""}, e.Transact(ctx, table, pk, ops)
+}
+
+// The measured store keeps the optional interfaces of what it wraps, and
+// measures TransactETags as a transaction.
+func TestStoreKeepsOptionalInterfaces(t *testing.T) {
+	m, _ := newTestMetrics()
+	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
+		st := b.Open(t)
+		_, want := st.(store.PartitionLister)
+		if _, got := m.Store(st).(store.PartitionLister); got != want {
+			t.Errorf("%s: PartitionLister %v, the store's %v", b.Name, got, want)
+		}
+	}
+	s := m.Store(etagStore{nopStore{}})
+	et, ok := s.(store.ETagTransactor)
+	if !ok {
+		t.Fatal("the measured store hides ETagTransactor")
+	}
+	if _, ok := s.(store.PartitionLister); ok {
+		t.Error("the measured store claims PartitionLister the store lacks")
+	}
+	if etags, err := et.TransactETags(context.Background(), "t", "p", nil); err != nil || len(etags) != 1 {
+		t.Fatalf("TransactETags: %v %v", etags, err)
+	}
+	f, err := metricstest.Scrape(context.Background(), httptestServer(t, m)+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.Histogram(NameStoreRequest, "op", OpTransact, "result", ResultOK); n != 1 {
+		t.Errorf("TransactETags measured %d times, want 1", n)
+	}
+}
+
 func TestClassify(t *testing.T) {
 	for _, c := range []struct {
 		op   string

@@ -13,14 +13,67 @@ import (
 // Store wraps s so that its round trips are measured
 // (tablejournal_store_request_seconds by op and result) and its answers
 // feed readiness. Both backends are measured alike, above the store seam.
-func (m *Metrics) Store(s store.Store) store.Store { return &measured{Store: s, m: m} }
+//
+// The wrapper keeps the store's optional interfaces (store.ETagTransactor,
+// store.PartitionLister): hiding one would send the projector down another
+// path than it takes without metrics.
+func (m *Metrics) Store(s store.Store) store.Store {
+	w := &measured{Store: s, m: m}
+	_, etags := s.(store.ETagTransactor)
+	_, lister := s.(store.PartitionLister)
+	switch {
+	case etags && lister:
+		return measuredETagsLister{w}
+	case etags:
+		return measuredETags{w}
+	case lister:
+		return measuredLister{w}
+	}
+	return w
+}
 
 type measured struct {
 	store.Store
 	m *Metrics
 }
 
-var _ store.Store = (*measured)(nil)
+// The wrappers of stores with optional interfaces.
+type (
+	measuredETags       struct{ *measured }
+	measuredLister      struct{ *measured }
+	measuredETagsLister struct{ *measured }
+)
+
+var (
+	_ store.Store           = (*measured)(nil)
+	_ store.ETagTransactor  = measuredETags{}
+	_ store.PartitionLister = measuredLister{}
+	_ store.ETagTransactor  = measuredETagsLister{}
+	_ store.PartitionLister = measuredETagsLister{}
+)
+
+func (s measuredETags) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	return s.transactETags(ctx, table, pk, ops)
+}
+
+func (s measuredETagsLister) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	return s.transactETags(ctx, table, pk, ops)
+}
+
+func (s measuredLister) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
+	return s.Store.(store.PartitionLister).Partitions(ctx, table, fn)
+}
+
+func (s measuredETagsLister) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
+	return s.Store.(store.PartitionLister).Partitions(ctx, table, fn)
+}
+
+func (s *measured) transactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	start := s.m.now()
+	etags, err := s.Store.(store.ETagTransactor).TransactETags(ctx, table, pk, ops)
+	s.m.request(OpTransact, start, err)
+	return etags, err
+}
 
 func (s *measured) Get(ctx context.Context, table, pk, rk string) (store.Entity, error) {
 	start := s.m.now()
