@@ -410,6 +410,7 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 		}
 		p.log.Info("resuming shard", LogShard, shard, LogSeq, from)
 		if _, err := p.js.ResetConsumerToSequence(ctx, p.j.Name(), name, from); err == nil {
+			p.observeOpen(shard, old, from-1)
 			return old, from - 1, nil
 		} else if errors.Is(err, jetstream.ErrConsumerNotFound) {
 			break
