@@ -312,7 +312,10 @@ func (b *batch) add(e Entry) error {
 	b.totalOps, b.totalBytes = newOps, newBytes
 	res.Status = Applied
 	b.appliedIDs[c.ID] = e.Seq
-	if e.Seq > b.last.seq {
+	// The fence names the newest command that wrote a version (one that
+	// changed nothing, inserting and deleting a row, does not count), so
+	// that it is the same however the journal is batched.
+	if len(res.Rows) > 0 && e.Seq > b.last.seq {
 		b.last = fence{exists: true, seq: e.Seq, cmd: c.ID, at: e.At}
 	}
 	b.results = append(b.results, res)

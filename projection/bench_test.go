@@ -575,3 +575,59 @@ func countLabel(n int) string {
 	}
 	return strconv.Itoa(n)
 }
+
+// BenchmarkOutcomeLookup measures what it costs to apply a command ID at
+// most once: per fetch, one batched direct get of the fetched IDs' latest
+// outcomes. Per backend, rounds of the hot-partition workload of
+// benchProject (every ID new, so the look-up finds nothing, the common
+// case) projected with and without the look-up, each on a fresh journal
+// and store. It reports both rates and ratio-vs-no-lookup.
+func BenchmarkOutcomeLookup(b *testing.B) {
+	for _, be := range backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			n := projectCommands[be.Name]
+			var with, without time.Duration
+			b.StopTimer()
+			for range b.N {
+				with += lookupRound(b, be, n, false)
+				without += lookupRound(b, be, n, true)
+			}
+			cmds := float64(n * b.N)
+			b.ReportMetric(cmds/with.Seconds(), "cmds/s")
+			b.ReportMetric(cmds/without.Seconds(), "no-lookup-cmds/s")
+			b.ReportMetric(without.Seconds()/with.Seconds(), "ratio-vs-no-lookup")
+		})
+	}
+}
+
+// lookupRound publishes n single-row upserts to one partition, then times
+// their projection, with or without the outcomes look-up.
+func lookupRound(b *testing.B, be projectiontest.Backend, n int, noLookup bool) time.Duration {
+	ctx := journaltest.Context(b, 10*time.Minute)
+	st := be.Open(b)
+	h := projectiontest.Start(b, st, projectiontest.Options{})
+	table := benchTable(b, st, "Look")
+	cmds := make([]*events.Command, n)
+	for i := range cmds {
+		cmds[i] = upsert(fmt.Sprintf("c-%09d", i), table, "hot", i)
+	}
+	h.PublishAll(ctx, cmds)
+	p, err := projection.New(ctx, h.JS, st, projection.Config{Logger: projectiontest.QuietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if noLookup {
+		projection.DisableOutcomeLookup(p)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- p.Run(rctx) }()
+	h.WaitProjected(ctx)
+	elapsed := time.Since(start)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return elapsed
+}

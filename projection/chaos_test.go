@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +22,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
-	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/store/azure"
 )
 
 // Chaos test parameters: publishing lasts chaosPublish, with chaosEvents
@@ -31,6 +30,7 @@ import (
 const (
 	chaosPublish = 60 * time.Second
 	chaosEvents  = 34
+	chaosTable   = "chaos"
 	chaosSeedEnv = "TABLEJOURNAL_CHAOS_SEED"
 	chaosLogsEnv = "TABLEJOURNAL_CHAOS_LOGS" // a folder that keeps the projectors' logs
 )
@@ -60,14 +60,16 @@ func TestChaos(t *testing.T) {
 	t.Logf("seed %d (%s)", seed, chaosSeedEnv)
 	ctx := journaltest.Context(t, 5*time.Minute)
 	cluster := journaltest.StartCluster(t, 3)
-	dbPath := filepath.Join(t.TempDir(), "tables.db")
-	st, err := sqlite.Open(ctx, dbPath)
+	// Azurite: the embedded store is one process's file (the projector
+	// command opens it exclusively), and Azure Tables is what several
+	// projector processes share in production. Its own table, so that the
+	// other tests of this binary's Azurite never meet it.
+	st, err := azure.New(azure.Config{ConnectionString: azuriteSrv.ConnectionString()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
 	h := projectiontest.Attach(t, cluster.URL(), st, projectiontest.Options{Journal: journal.Config{Replicas: 3}})
-	args := []string{"--nats", cluster.URL(), "--tables", "sqlite:" + dbPath, "--data", t.TempDir(),
+	args := []string{"--nats", cluster.URL(), "--tables", azuriteSrv.ConnectionString(), "--data", t.TempDir(),
 		"--replicas", "3", "--log-level", "info"}
 
 	logs := t.TempDir()
@@ -78,7 +80,7 @@ func TestChaos(t *testing.T) {
 	for i := range c.core {
 		c.core[i] = c.launch()
 	}
-	w := projectiontest.NewWorkload(seed, "orders", 40, 10)
+	w := projectiontest.NewWorkload(seed, chaosTable, 40, 10)
 
 	stopChaos := make(chan struct{})
 	chaosDone := make(chan struct{})
@@ -121,11 +123,11 @@ func TestChaos(t *testing.T) {
 	}
 
 	model := h.Model(ctx)
-	projectiontest.CompareTable(t, st, "orders", model)
+	projectiontest.CompareTable(t, st, chaosTable, model)
 	got := h.Outcomes(ctx)
 	checkOutcomes(t, got, model)
 	checkOutcomeRows(t, got, model)
-	h.CheckChangeFeed(ctx, "orders", model)
+	h.CheckChangeFeed(ctx, chaosTable, model)
 	h.CheckAcknowledged(ctx)
 
 	stall, shard, at := longestStall(t, ctx, h)

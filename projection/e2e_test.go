@@ -304,3 +304,51 @@ func bigEntityJSON(t *testing.T) []byte {
 	}
 	return data
 }
+
+// TestDuplicateWithoutMsgID publishes with a raw NATS client that sets no
+// Nats-Msg-Id, so JetStream deduplicates nothing: an insert, a merge of the
+// same row, then the very same insert body again. A command ID applies at
+// most once, ever: the third message is a duplicate and the row keeps the
+// merge, though the row's newest version no longer carries the ID.
+func TestDuplicateWithoutMsgID(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := journaltest.Context(t, time.Minute)
+			h := projectiontest.Start(t, b.Open(t), projectiontest.Options{})
+			h.StartProjector(projection.Config{})
+			insert := `{"id":"ins-1","table":"orders","pk":"p","ops":[{"op":"insert","rk":"x","entity":{"a":1}}]}`
+			merge := `{"id":"mrg-1","table":"orders","pk":"p","ops":[{"op":"merge","rk":"x","entity":{"b":2}}]}`
+			for i, body := range []string{insert, merge, insert} {
+				m := nats.NewMsg(journal.Subject("orders", "p"))
+				m.Header.Set("Content-Type", events.ContentTypeJSON)
+				m.Data = []byte(body)
+				if err := h.NC.PublishMsg(m); err != nil {
+					t.Fatal(err)
+				}
+				projectiontest.WaitFor(t, ctx, "the message in the journal", func() (bool, error) {
+					head, err := h.Journal.Head(ctx)
+					return head == uint64(i+1), err
+				})
+				// Projected before the next is sent: the projector's
+				// memory of this batch is gone, only the outcomes remember.
+				h.WaitProjected(ctx)
+			}
+			got := h.Outcomes(ctx)
+			for seq, want := range map[uint64]journal.Status{1: journal.StatusApplied, 2: journal.StatusApplied, 3: journal.StatusDuplicate} {
+				if o := got[seq]; o.Status != want {
+					t.Errorf("seq %d (%s): %s (%s), want %s", seq, o.ID, o.Status, o.Reason, want)
+				}
+			}
+			t.Logf("seq 3: %s", got[3].Reason)
+			row, err := projection.Reader{Store: h.Store}.Get(ctx, "orders", "p", "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.Version != 1 || row.Cmd != "mrg-1" || len(row.Props) != 2 {
+				t.Errorf("row x: version %d by %s with %v, want version 1 by mrg-1 with a and b", row.Version, row.Cmd, row.Props)
+			}
+			m := h.Model(ctx)
+			projectiontest.CompareTable(t, h.Store, "orders", m)
+		})
+	}
+}

@@ -158,16 +158,9 @@ func TestSkippedWithoutOutcome(t *testing.T) {
 			}
 			var logs syncBuffer
 			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
-			p, err := projection.New(ctx, h.JS, st, projection.Config{Logger: log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- p.Run(rctx) }()
+			p := h.StartProjector(projection.Config{Logger: log})
 			h.WaitProjected(ctx) // every message gets an outcome
-			cancel()
-			if err := <-done; err != nil {
+			if err := h.StopProjector(); err != nil {
 				t.Fatal(err)
 			}
 			outcomes := h.Outcomes(ctx)

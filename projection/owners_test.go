@@ -222,7 +222,8 @@ func TestBalance(t *testing.T) {
 	srv := journaltest.StartServer(t)
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, 2*time.Minute)
-	args := []string{"--nats", srv.ClientURL(), "--tables", "sqlite:" + filepath.Join(t.TempDir(), "tables.db"),
+	// Azurite: the projector command opens an embedded store exclusively.
+	args := []string{"--nats", srv.ClientURL(), "--tables", azuriteSrv.ConnectionString(),
 		"--data", t.TempDir(), "--log-level", "info"}
 
 	var ins []*instance

@@ -103,7 +103,7 @@ func retryStore[T any](ctx context.Context, p *retryPolicy, what string, op func
 	b := backoff.WithContext(p.backoff(), ctx)
 	v, err := backoff.RetryNotifyWithData(func() (T, error) {
 		v, err := op()
-		if err != nil && !errors.Is(err, store.ErrBusy) {
+		if err != nil && !transient(ctx, err) {
 			return v, backoff.Permanent(err)
 		}
 		return v, err
@@ -118,4 +118,26 @@ func retryStore[T any](ctx context.Context, p *retryPolicy, what string, op func
 func retryStoreErr(ctx context.Context, p *retryPolicy, what string, op func() error) error {
 	_, err := retryStore(ctx, p, what, func() (struct{}, error) { return struct{}{}, op() })
 	return err
+}
+
+// transient reports whether a store error is worth retrying: the store's
+// own ErrBusy, or a request that timed out while the caller's context is
+// still live (a hung server: the client's per-try timeout expired).
+func transient(ctx context.Context, err error) bool {
+	return errors.Is(err, store.ErrBusy) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded))
+}
+
+// checkStore waits until the table store answers, under the retry policy
+// (a warning every few seconds while it does not), and logs that it does.
+func (p *retryPolicy) checkStore(ctx context.Context, s store.Store) error {
+	start := time.Now()
+	err := retryStoreErr(ctx, p, "list tables", func() error {
+		_, err := s.ListTables(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p.log.Info("table store reachable", "in", time.Since(start).Round(time.Millisecond))
+	return nil
 }

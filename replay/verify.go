@@ -461,6 +461,8 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 			rk, _, tip, ok := projection.ParseKey(e.RK)
 			at, hasSeq := rowSeq(e)
 			switch {
+			case e.RK == projection.FenceKey:
+				return nil // the projector's bookkeeping, not data: it moves on with the table
 			case !ok || !hasSeq:
 				return emit(e) // not a row of the layout: as it is
 			case at > seq:

@@ -133,6 +133,11 @@ func start(ctx context.Context, bin, service string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("azurite: find a free port: %w", err)
 	}
+	return startOn(ctx, bin, service, port)
+}
+
+// startOn starts the service on port.
+func startOn(ctx context.Context, bin, service string, port int) (*Server, error) {
 	dir, err := os.MkdirTemp("", "azurite-")
 	if err != nil {
 		return nil, fmt.Errorf("azurite: %w", err)
@@ -213,6 +218,61 @@ func (s *Server) waitReady(ctx context.Context) error {
 	}
 }
 
+// Halt terminates the server process but keeps its port, for Restart: the
+// service is gone as in an outage. Clients get refused connections.
+func (s *Server) Halt() error {
+	s.terminate()
+	return nil
+}
+
+// terminate ends the server process: SIGTERM, then SIGKILL after five
+// seconds. It reports whether it had to kill.
+func (s *Server) terminate() (killed bool) {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		return false
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+		return true
+	}
+}
+
+// Restart starts a new server process on the port of a halted one (it
+// halts it first if it is running). Azurite runs in memory: the new server
+// starts empty, as a store that lost everything would.
+func (s *Server) Restart(ctx context.Context) error {
+	if err := s.Halt(); err != nil {
+		return err
+	}
+	_, portStr, err := net.SplitHostPort(s.host)
+	if err != nil {
+		return fmt.Errorf("azurite: %w", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("azurite: %w", err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+	}
+	n, err := startOn(ctx, s.bin, s.service, port)
+	if err != nil {
+		return err
+	}
+	os.RemoveAll(s.dir)
+	s.dir, s.cmd, s.out, s.done, s.err = n.dir, n.cmd, n.out, n.done, n.err
+	return nil
+}
+
 // Endpoint returns the service URL of the development account, such as
 // http://127.0.0.1:41234/devstoreaccount1.
 func (s *Server) Endpoint() string { return "http://" + s.host + "/" + AccountName }
@@ -253,17 +313,7 @@ func (s *Server) Stop() error {
 				s.stopErr = err
 			}
 		}
-		select {
-		case <-s.done:
-			return
-		default:
-		}
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(5 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.done
+		if s.terminate() {
 			s.stopErr = errors.New("azurite: killed after SIGTERM timed out")
 		}
 	})

@@ -37,6 +37,9 @@ func suites(commands int) []suite {
 		// Four pairs of rounds (without and with metrics, each a quarter of
 		// the throughput workload) per run, the order alternating.
 		{Name: "projector metrics", Pkg: "./projection", Bench: "^BenchmarkProjectMetrics$", Benchtime: "1x"},
+		// One round each with and without the outcomes look-up of fetched
+		// command IDs (a command ID applies at most once).
+		{Name: "outcome lookup cost", Pkg: "./projection", Bench: "^BenchmarkOutcomeLookup$", Benchtime: "1x"},
 		// One round each against the simulated Azure account, 3 s of its
 		// limit per workload (TABLEJOURNAL_BENCH_SIM_SECONDS): raw, then 1,
 		// 2 and 4 projector instances, spread and hot.

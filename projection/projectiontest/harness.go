@@ -69,6 +69,7 @@ type Harness struct {
 	Store   store.Store
 
 	stop  func() error
+	done  chan error
 	sent  map[string]bool
 	acked map[string]uint64 // command ID → the sequence the journal acknowledged
 }
@@ -112,9 +113,9 @@ func Attach(t testing.TB, url string, st store.Store, opts Options) *Harness {
 	return h
 }
 
-// StartProjector runs a projector in the background until StopProjector or
-// the end of the test.
-func (h *Harness) StartProjector(cfg projection.Config) {
+// StartProjector runs a projector on the harness's store in the
+// background until StopProjector or the end of the test, and returns it.
+func (h *Harness) StartProjector(cfg projection.Config) *projection.Projector {
 	h.t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = QuietLogger()
@@ -127,9 +128,22 @@ func (h *Harness) StartProjector(cfg projection.Config) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
+	h.done = done
 	h.stop = func() error {
 		cancel()
 		return <-done
+	}
+	return p
+}
+
+// ProjectorExited reports whether the projector's Run returned, and what.
+func (h *Harness) ProjectorExited() (bool, error) {
+	select {
+	case err := <-h.done:
+		h.done <- err
+		return true, err
+	default:
+		return false, nil
 	}
 }
 
