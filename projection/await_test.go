@@ -1,12 +1,16 @@
 package projection
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
@@ -57,5 +61,86 @@ func TestAwaitLostAcks(t *testing.T) {
 	}
 	if info.State.Msgs != n {
 		t.Errorf("%d outcomes stored after the re-send, want %d", info.State.Msgs, n)
+	}
+}
+
+// losingJS loses the first asynchronous publish of one subject's first
+// message whose data contains marker: it is never sent and its ack never
+// comes. Everything else goes to the real server.
+type losingJS struct {
+	jetstream.JetStream
+	marker string
+	lost   bool
+}
+
+func (l *losingJS) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	if !l.lost && strings.Contains(string(m.Data), l.marker) {
+		l.lost = true
+		return lostAck{m}, nil
+	}
+	return l.JetStream.PublishMsgAsync(m, opts...)
+}
+
+// TestChangeOrderAfterLostPublish: the change event of a row's version 1 is
+// lost in transit (a leader change of the change stream) while version 2
+// of the row, from the next transaction, is published. The re-sent event
+// must still land before version 2's: events of one row are in journal
+// order (SPEC §6). Re-sending at the end of the batch put it after.
+func TestChangeOrderAfterLostPublish(t *testing.T) {
+	srv := journaltest.StartServer(t)
+	_, js := journaltest.Connect(t, srv.ClientURL())
+	ctx := journaltest.Context(t, time.Minute)
+	if _, err := EnsureChangeFeed(ctx, js, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := journal.EnsureOutcomes(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { asyncAckTimeout = d }(asyncAckTimeout)
+	asyncAckTimeout = 200 * time.Millisecond
+
+	part := partition{table: "orders", pk: "p"}
+	pub := newPublisher(&losingJS{JetStream: js, marker: `"cmd":"c1"`}, true, NopObserver{})
+	for v := int64(1); v <= 3; v++ {
+		id := fmt.Sprintf("c%d", v)
+		r := Result{Seq: uint64(v), ID: id, Status: Applied,
+			Rows:    []RowVersion{{RK: "r", Version: v, Seq: uint64(v), Op: events.OpUpsert}},
+			Changes: []Change{{RK: "r", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
+		// A second row in the same transactions keeps its own order too.
+		r.Rows = append(r.Rows, RowVersion{RK: "s", Version: v, Seq: uint64(v), Op: events.OpUpsert})
+		r.Changes = append(r.Changes, Change{RK: "s", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}})
+		if err := pub.publishResults(ctx, part, []Result{r}, []Entry{{Seq: uint64(v), ID: id}}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := js.Stream(ctx, ChangeStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 6 {
+		t.Fatalf("%d change events stored, want 6", info.State.Msgs)
+	}
+	last := map[string]int64{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		msg, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev ChangeEvent
+		if err := json.Unmarshal(msg.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Version <= last[ev.RK] {
+			t.Errorf("row %s: version %d stored after version %d", ev.RK, ev.Version, last[ev.RK])
+		}
+		last[ev.RK] = ev.Version
 	}
 }

@@ -88,9 +88,20 @@ type publisher struct {
 	obs     Observer
 
 	mu       sync.Mutex
-	futures  []jetstream.PubAckFuture // change events in flight
-	outcomes []*nats.Msg              // outcomes waiting for them
-	handled  []handled                // the outcomes' commands, reported once stored
+	inflight map[partition]*inflight // change events sent, not yet known stored
+	outcomes []*nats.Msg             // outcomes waiting for them
+	handled  []handled               // the outcomes' commands, reported once stored
+}
+
+// inflight is one partition's change events sent and not yet known to be
+// stored, and the rows they are of. An event whose ack never comes is sent
+// again, and then lands after everything sent meanwhile: so a row has at
+// most one event in flight, and a second event of a row waits until the
+// partition's events in flight are stored (see sendChange). Only the
+// goroutine applying the partition uses it until wait.
+type inflight struct {
+	futures []jetstream.PubAckFuture
+	rows    map[string]bool
 }
 
 // handled is a command whose outcome is reported to the Observer once it
@@ -101,7 +112,7 @@ type handled struct {
 }
 
 func newPublisher(js jetstream.JetStream, changes bool, obs Observer) *publisher {
-	return &publisher{js: js, changes: changes, obs: obs}
+	return &publisher{js: js, changes: changes, obs: obs, inflight: make(map[partition]*inflight)}
 }
 
 // written counts the results of a committed transaction that it wrote
@@ -141,22 +152,8 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		}
 	}
 	var hs []handled // reported once awaited (sync)
-	// sync: what is sent here is awaited before returning, all at once.
-	var changes, outcomes []jetstream.PubAckFuture
-	send := func(msg *nats.Msg, list *[]jetstream.PubAckFuture) error {
-		f, err := p.js.PublishMsgAsync(msg)
-		if err != nil {
-			return err
-		}
-		if sync {
-			*list = append(*list, f)
-			return nil
-		}
-		p.mu.Lock()
-		p.futures = append(p.futures, f)
-		p.mu.Unlock()
-		return nil
-	}
+	// sync: the outcomes sent here are awaited before returning, all at once.
+	var outcomes []jetstream.PubAckFuture
 	for _, r := range rs {
 		if r.Status == Skipped || r.Stored {
 			hs = append(hs, handled{status: Skipped}) // handled before
@@ -169,7 +166,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 					return err
 				}
 				trace[r.Seq].set(msg.Header)
-				if err := send(msg, &changes); err != nil {
+				if err := p.sendChange(ctx, part, ch.RK, msg); err != nil {
 					return fmt.Errorf("change event of %s: %w", r.ID, err)
 				}
 			}
@@ -195,22 +192,62 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 			continue
 		}
 		hs = append(hs, h)
-		if len(changes) > 0 {
-			// This outcome's change events are stored before it is sent.
-			if err := p.await(ctx, changes); err != nil {
-				return err
-			}
-			changes = nil
+		// This outcome's change events are stored before it is sent.
+		if err := p.settle(ctx, part); err != nil {
+			return err
 		}
-		if err := send(msg, &outcomes); err != nil {
+		f, err := p.js.PublishMsgAsync(msg)
+		if err != nil {
 			return fmt.Errorf("outcome of %s: %w", r.ID, err)
 		}
+		outcomes = append(outcomes, f)
 	}
 	if err := p.await(ctx, outcomes); err != nil {
 		return err
 	}
 	p.report(hs)
 	return nil
+}
+
+// sendChange publishes a change event of row rk asynchronously, first
+// waiting for the partition's events in flight if one of them is of the
+// same row: events of one row reach the stream in journal order even when
+// one of them must be sent again.
+func (p *publisher) sendChange(ctx context.Context, part partition, rk string, msg *nats.Msg) error {
+	fl := p.partition(part)
+	if fl.rows[rk] {
+		if err := p.settle(ctx, part); err != nil {
+			return err
+		}
+	}
+	f, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
+		return err
+	}
+	fl.futures = append(fl.futures, f)
+	fl.rows[rk] = true
+	return nil
+}
+
+// partition returns the change events in flight of part.
+func (p *publisher) partition(part partition) *inflight {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fl := p.inflight[part]
+	if fl == nil {
+		fl = &inflight{rows: make(map[string]bool)}
+		p.inflight[part] = fl
+	}
+	return fl
+}
+
+// settle waits until every change event of part in flight is stored.
+func (p *publisher) settle(ctx context.Context, part partition) error {
+	fl := p.partition(part)
+	fs := fl.futures
+	fl.futures = nil
+	clear(fl.rows)
+	return p.await(ctx, fs)
 }
 
 // asyncAckTimeout bounds the wait for one asynchronous publish's ack; an
@@ -228,11 +265,17 @@ var closedChan = func() <-chan time.Time {
 // wait returns once every change event and then every outcome is stored.
 func (p *publisher) wait(ctx context.Context) error {
 	p.mu.Lock()
-	changes, outcomes, hs := p.futures, p.outcomes, p.handled
-	p.futures, p.outcomes, p.handled = nil, nil, nil
+	parts := make([]partition, 0, len(p.inflight))
+	for part := range p.inflight {
+		parts = append(parts, part)
+	}
+	outcomes, hs := p.outcomes, p.handled
+	p.outcomes, p.handled = nil, nil
 	p.mu.Unlock()
-	if err := p.await(ctx, changes); err != nil {
-		return err
+	for _, part := range parts {
+		if err := p.settle(ctx, part); err != nil {
+			return err
+		}
 	}
 	fs := make([]jetstream.PubAckFuture, 0, len(outcomes))
 	for _, msg := range outcomes {
