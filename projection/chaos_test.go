@@ -28,11 +28,12 @@ import (
 // Chaos test parameters: publishing lasts chaosPublish, with chaosEvents
 // events at random times spread over it.
 const (
-	chaosPublish = 60 * time.Second
-	chaosEvents  = 34
-	chaosTable   = "chaos"
-	chaosSeedEnv = "TABLEJOURNAL_CHAOS_SEED"
-	chaosLogsEnv = "TABLEJOURNAL_CHAOS_LOGS" // a folder that keeps the projectors' logs
+	chaosPublish   = 60 * time.Second
+	chaosEvents    = 34
+	chaosMinEvents = 30
+	chaosTable     = "chaos"
+	chaosSeedEnv   = "TABLEJOURNAL_CHAOS_SEED"
+	chaosLogsEnv   = "TABLEJOURNAL_CHAOS_LOGS" // a folder that keeps the projectors' logs
 )
 
 // TestChaos runs three projector processes, started with identical flags,
@@ -90,7 +91,9 @@ func TestChaos(t *testing.T) {
 	start := time.Now()
 	tick := time.NewTicker(100 * time.Millisecond)
 	published := 0
-	for time.Since(start) < chaosPublish && ctx.Err() == nil {
+	// At least a minute, and until the chaos has had its events (a slow
+	// machine, -race, makes each event take longer).
+	for (time.Since(start) < chaosPublish || c.count() < chaosMinEvents) && time.Since(start) < 3*chaosPublish && ctx.Err() == nil {
 		cmds := make([]*events.Command, 20)
 		for i := range cmds {
 			cmds[i] = w.Next()
@@ -106,8 +109,8 @@ func TestChaos(t *testing.T) {
 	for _, err := range c.errs {
 		t.Error(err)
 	}
-	if len(c.events) < 30 {
-		t.Errorf("%d chaos events, want at least 30", len(c.events))
+	if len(c.events) < chaosMinEvents {
+		t.Errorf("%d chaos events, want at least %d", len(c.events), chaosMinEvents)
 	}
 
 	// The three instances finish the journal, then stop cleanly.
@@ -171,6 +174,12 @@ func (c *chaos) fail(err error) {
 	c.mu.Lock()
 	c.errs = append(c.errs, err)
 	c.mu.Unlock()
+}
+
+func (c *chaos) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.events)
 }
 
 func (c *chaos) all() []*instance {
