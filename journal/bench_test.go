@@ -15,13 +15,14 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 
 // benchEnv starts a server (fsync on or off) with a journal.
 func benchEnv(b *testing.B, noSync bool) (jetstream.JetStream, context.Context) {
 	b.Helper()
-	srv := journaltest.StartServerConfig(b, journal.ServerConfig{Dir: b.TempDir(), Listen: "127.0.0.1:-1", NoSync: noSync})
+	srv := journaltest.StartServerConfig(b, embedded.Config{Dir: b.TempDir(), Listen: "127.0.0.1:-1", NoSync: noSync})
 	_, js := journaltest.Connect(b, srv.ClientURL())
 	ctx := journaltest.Context(b, 10*time.Minute)
 	if _, err := journal.Ensure(ctx, js, journal.Config{}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 
@@ -31,7 +32,7 @@ func TestHelperServerProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("the embedded server of TestCrashLosesNoAcknowledgedPublish's child process")
 	}
-	s, err := journal.StartServer(journal.ServerConfig{
+	s, err := embedded.Start(embedded.Config{
 		Dir:    dir,
 		Listen: os.Getenv(helperListenEnv),
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),

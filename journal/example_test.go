@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
 )
 
 // A client in any language publishes a command to journal.<table>.<pk-token>,
@@ -40,7 +41,7 @@ func ExampleWriter() {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	srv, err := journal.StartServer(journal.ServerConfig{Dir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	srv, err := embedded.Start(embedded.Config{Dir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}

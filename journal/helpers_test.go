@@ -11,12 +11,13 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 
 // env is one test's server, connection and journal.
 type env struct {
-	srv *journal.Server
+	srv *embedded.Server
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	j   *journal.Journal

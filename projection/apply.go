@@ -26,6 +26,9 @@ type Entry struct {
 	// once, ever: if Prior says it applied (or was a duplicate) at an
 	// earlier sequence, the entry is a duplicate.
 	Prior Prior
+	// Trace is the message's W3C trace context, copied onto the outcome
+	// and change events.
+	Trace TraceContext
 }
 
 // Prior is an outcome stored for a command ID, as Entry.Prior.

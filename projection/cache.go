@@ -150,3 +150,14 @@ func (c *rowCache) dropPartition(k partKey) {
 		delete(c.parts, k)
 	}
 }
+
+// clear forgets every cached row.
+func (c *rowCache) clear() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ll.Init()
+	clear(c.items)
+}

@@ -85,21 +85,62 @@ func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream, maxAge time.D
 type publisher struct {
 	js      jetstream.JetStream
 	changes bool
+	obs     Observer
 
 	mu       sync.Mutex
 	futures  []jetstream.PubAckFuture // change events in flight
 	outcomes []*nats.Msg              // outcomes waiting for them
+	handled  []handled                // the outcomes' commands, reported once stored
 }
 
-func newPublisher(js jetstream.JetStream, changes bool) *publisher {
-	return &publisher{js: js, changes: changes}
+// handled is a command whose outcome is reported to the Observer once it
+// is stored.
+type handled struct {
+	status Status
+	at     time.Time // journal time
+}
+
+func newPublisher(js jetstream.JetStream, changes bool, obs Observer) *publisher {
+	return &publisher{js: js, changes: changes, obs: obs}
+}
+
+// written counts the results of a committed transaction that it wrote
+// (not found applied before).
+func written(rs []Result) int {
+	n := 0
+	for _, r := range rs {
+		if !r.Stored {
+			n++
+		}
+	}
+	return n
+}
+
+// report tells the Observer that the outcomes of hs are stored.
+func (p *publisher) report(hs []handled) {
+	now := time.Now()
+	for _, h := range hs {
+		if h.status == Skipped {
+			p.obs.Handled(h.status, 0)
+			continue
+		}
+		p.obs.Handled(h.status, now.Sub(h.at))
+	}
 }
 
 func (p *publisher) publishResults(ctx context.Context, part partition, rs []Result, entries []Entry, sync bool) error {
+	if !sync {
+		p.obs.Transaction(written(rs)) // one committed transaction's commands
+	}
 	at := make(map[uint64]time.Time, len(entries))
+	trace := make(map[uint64]TraceContext)
 	for _, e := range entries {
 		at[e.Seq] = e.At
+		if e.Trace.Parent != "" {
+			trace[e.Seq] = e.Trace
+		}
 	}
+	var hs []handled // reported once awaited (sync)
 	// sync: what is sent here is awaited before returning, all at once.
 	var changes, outcomes []jetstream.PubAckFuture
 	send := func(msg *nats.Msg, list *[]jetstream.PubAckFuture) error {
@@ -118,6 +159,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 	}
 	for _, r := range rs {
 		if r.Status == Skipped || r.Stored {
+			hs = append(hs, handled{status: Skipped}) // handled before
 			continue
 		}
 		if p.changes && r.Status == Applied {
@@ -126,6 +168,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 				if err != nil {
 					return err
 				}
+				trace[r.Seq].set(msg.Header)
 				if err := send(msg, &changes); err != nil {
 					return fmt.Errorf("change event of %s: %w", r.ID, err)
 				}
@@ -142,12 +185,16 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		if err != nil {
 			return err
 		}
+		trace[r.Seq].set(msg.Header)
+		h := handled{status: r.Status, at: at[r.Seq]}
 		if !sync {
 			p.mu.Lock()
 			p.outcomes = append(p.outcomes, msg)
+			p.handled = append(p.handled, h)
 			p.mu.Unlock()
 			continue
 		}
+		hs = append(hs, h)
 		if len(changes) > 0 {
 			// This outcome's change events are stored before it is sent.
 			if err := p.await(ctx, changes); err != nil {
@@ -159,19 +206,30 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 			return fmt.Errorf("outcome of %s: %w", r.ID, err)
 		}
 	}
-	return p.await(ctx, outcomes)
+	if err := p.await(ctx, outcomes); err != nil {
+		return err
+	}
+	p.report(hs)
+	return nil
 }
 
 // asyncAckTimeout bounds the wait for one asynchronous publish's ack; an
 // async publish can be dropped under load, so after it the message is sent
 // again synchronously (its Nats-Msg-Id makes that idempotent).
-const asyncAckTimeout = 10 * time.Second
+var asyncAckTimeout = 10 * time.Second
+
+// closedChan is always ready.
+var closedChan = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
 
 // wait returns once every change event and then every outcome is stored.
 func (p *publisher) wait(ctx context.Context) error {
 	p.mu.Lock()
-	changes, outcomes := p.futures, p.outcomes
-	p.futures, p.outcomes = nil, nil
+	changes, outcomes, hs := p.futures, p.outcomes, p.handled
+	p.futures, p.outcomes, p.handled = nil, nil, nil
 	p.mu.Unlock()
 	if err := p.await(ctx, changes); err != nil {
 		return err
@@ -184,21 +242,27 @@ func (p *publisher) wait(ctx context.Context) error {
 		}
 		fs = append(fs, f)
 	}
-	return p.await(ctx, fs)
+	if err := p.await(ctx, fs); err != nil {
+		return err
+	}
+	p.report(hs)
+	return nil
 }
 
+// await waits for fs. The timeout is for all of them together: acks lost
+// in a reconnect are lost together, and waiting for each in turn held a
+// shard for ten seconds per message.
 func (p *publisher) await(ctx context.Context, fs []jetstream.PubAckFuture) error {
 	var errs []error
-	timer := time.NewTimer(asyncAckTimeout)
-	defer timer.Stop()
+	expired := time.After(asyncAckTimeout)
 	for _, f := range fs {
-		timer.Reset(asyncAckTimeout)
 		var failed error
 		select {
 		case <-f.Ok():
 			continue
 		case failed = <-f.Err():
-		case <-timer.C:
+		case <-expired:
+			expired = closedChan // every later future without its ack is re-sent at once
 			failed = fmt.Errorf("no ack within %v", asyncAckTimeout)
 		case <-ctx.Done():
 			return ctx.Err()

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/internal/projectorcmd"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -33,7 +34,7 @@ const projectorChildEnv = "TABLEJOURNAL_PROJECTOR_CHILD"
 func projectorChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return cli.Exit(cli.Projector(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
+	return cli.Exit(projectorcmd.Projector(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
 }
 
 // instance is one projector process.

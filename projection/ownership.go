@@ -2,6 +2,7 @@ package projection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -46,6 +47,32 @@ func (p *Projector) InstanceID() string {
 		return ""
 	}
 	return p.group.ID()
+}
+
+// runOwnedShard applies a shard whose lease this instance just took. While
+// it did not own the shard another instance may have written the shard's
+// rows, so every cached row state is forgotten first: the cache holds rows
+// of many partitions and does not know their shards, and acquisitions are
+// rare (membership changes), so all of it goes.
+func (p *Projector) runOwnedShard(ctx context.Context, shard int) error {
+	p.applier.cache.clear()
+	return p.observedShard(ctx, shard)
+}
+
+// drainContext is the context a shard finishes its in-flight batch with
+// once ctx is cancelled: it outlives ctx (a handoff or a shutdown finishes
+// the batch) unless the lease was lost, when the batch is abandoned as if
+// the process had crashed (the next owner redoes it), so that an ex-owner
+// stops writing as soon as it knows.
+// Call done when the batch is over.
+func drainContext(ctx context.Context) (drain context.Context, done func()) {
+	drain, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if cause := context.Cause(ctx); errors.Is(cause, shards.ErrNotOwner) {
+			cancel(cause)
+		}
+	})
+	return drain, func() { stop(); cancel(nil) }
 }
 
 // joinOwners joins the ownership group when no static shards were given.

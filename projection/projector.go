@@ -70,6 +70,9 @@ type Config struct {
 	Applier ApplierConfig
 	// Logger receives the projector's logs. If nil, slog.Default().
 	Logger *slog.Logger
+	// Observer receives what the projector does, for metrics. If nil,
+	// nothing does.
+	Observer Observer
 }
 
 func (c *Config) setDefaults() {
@@ -88,6 +91,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
 }
 
 // Projector applies the journal to a table store continuously.
@@ -103,6 +109,8 @@ type Projector struct {
 	// replicated: the journal has replicas, so fetches avoid byte limits
 	// (fetchReplicated).
 	replicated bool
+	obs        Observer
+	idle       idleChecks // observe.go
 }
 
 // Stats returns the projector's counters (see Stats), for metrics.
@@ -152,7 +160,7 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 	if cfg.Applier.Logger == nil {
 		cfg.Applier.Logger = cfg.Logger
 	}
-	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats}
+	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats, obs: cfg.Observer}
 	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
 		return nil, err
 	}
@@ -174,7 +182,7 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 // them all.
 func (p *Projector) Run(ctx context.Context) error {
 	if p.group != nil {
-		return p.group.Run(ctx, p.runShard)
+		return p.group.Run(ctx, p.runOwnedShard)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -185,7 +193,7 @@ func (p *Projector) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.runShard(ctx, sh); err != nil {
+			if err := p.observedShard(ctx, sh); err != nil {
 				p.log.Error("shard stopped", LogShard, sh, "err", err)
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("shard %d: %w", sh, err))
@@ -225,12 +233,14 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 				continue
 			}
 			p.log.Warn("fetch failed; retrying", LogShard, shard, "err", err)
+			p.obs.Retry(RetryFetch)
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
 			}
 			continue
 		}
+		p.observeFetch(ctx, shard, cons, msgs)
 		var todo []jetstream.Msg
 		gap := false
 		for _, m := range msgs {
@@ -255,9 +265,11 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 			}
 			md, _ := todo[len(todo)-1].Metadata()
 			last = md.Sequence.Stream
+			p.observeBatch(shard, todo)
 		}
 		if gap && ctx.Err() == nil {
 			p.log.Warn("deliveries lost; resuming in journal order", LogShard, shard, LogSeq, last+1)
+			p.obs.Retry(RetryDeliveryGap)
 			if cons, last = p.reopenConsumer(ctx, shard, last+1); cons == nil {
 				return nil // ctx ended
 			}
@@ -284,6 +296,7 @@ func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) 
 		}
 		wait := b.NextBackOff()
 		p.log.Warn("recreating the consumer failed; retrying", LogShard, shard, LogSeq, from, "in", wait, "err", err)
+		p.obs.Retry(RetryConsumer)
 		select {
 		case <-ctx.Done():
 			return nil, 0
@@ -293,22 +306,28 @@ func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) 
 }
 
 // processRetrying processes one fetched batch. A batch once fetched is
-// finished even if ctx is cancelled (drain on shutdown). When publishing to
+// finished even if ctx is cancelled (drain on shutdown or handoff), unless
+// the shard's lease is lost (drainContext). When publishing to
 // JetStream fails (a server restart, a network blip) the same batch is
 // processed again with backoff: what already applied is skipped by the
 // rows' _seq, so the retry is idempotent. A store failure that survived the
 // applier's own retries stops the shard: its commands are never skipped.
 func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetstream.Msg) error {
-	drain := context.WithoutCancel(ctx)
+	drain, done := drainContext(ctx)
+	defer done()
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
 	for {
 		err := p.process(drain, msgs)
+		if drain.Err() != nil {
+			return nil // the lease is lost: abandoned, not acknowledged
+		}
 		if err == nil || !errors.Is(err, ErrPublish) {
 			return err
 		}
 		wait := b.NextBackOff()
 		p.log.Warn("publishing outcomes failed; retrying the batch", LogShard, shard, "in", wait, "err", err)
+		p.obs.Retry(RetryPublish)
 		select {
 		case <-ctx.Done():
 			// Not acknowledged: redelivered, in order, when the projector restarts.
@@ -318,19 +337,23 @@ func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetst
 	}
 }
 
-// openConsumer (re)creates the shard's durable consumer so that it delivers
-// in journal order from stream sequence from, or, when from is 0, from its
-// ack floor. It returns the consumer and the sequence before the first it
-// will deliver.
+// openConsumer resets (or creates) the shard's durable consumer so that it
+// delivers in journal order from stream sequence from, or, when from is 0,
+// from its ack floor, with delivery sequence 1. It returns the consumer and
+// the sequence before the first it will deliver. Only the shard's owner
+// does so (ownerMetadata).
 //
 // A durable consumer left by a crashed projector still holds that process's
 // unacknowledged messages, and would redeliver them only when their ack wait
 // expires — after delivering later messages of the same partitions to the
 // new process. A partition's commands must apply strictly in order (and a
 // command seen after a later one of its rows looks already applied), so the
-// consumer is recreated to start at the first message not contiguously
+// consumer is reset to start at the first message not contiguously
 // acknowledged. Messages after it that were acknowledged come again and are
-// skipped by the rows' _seq.
+// skipped by the rows' _seq. The reset (JetStream's consumer reset, which
+// forgets pending deliveries) keeps the consumer and, on a cluster, its
+// replica group; where the server has no reset, the consumer is deleted and
+// created again.
 func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (jetstream.Consumer, uint64, error) {
 	name := fmt.Sprintf("%s-%d", p.cfg.Durable, shard)
 	cfg := jetstream.ConsumerConfig{
@@ -355,10 +378,17 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 		if from == 0 {
 			from = info.AckFloor.Stream + 1
 		}
+		p.log.Info("resuming shard", LogShard, shard, LogSeq, from)
+		if _, err := p.js.ResetConsumerToSequence(ctx, p.j.Name(), name, from); err == nil {
+			return old, from - 1, nil
+		} else if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			break
+		} else {
+			p.log.Debug("resetting the consumer failed; recreating it", LogShard, shard, "err", err)
+		}
 		if err := p.js.DeleteConsumer(ctx, p.j.Name(), name); err != nil {
 			return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
 		}
-		p.log.Info("resuming shard", LogShard, shard, LogSeq, from)
 	case !errors.Is(err, jetstream.ErrConsumerNotFound):
 		return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
 	default:
@@ -377,6 +407,7 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 	if from == 0 {
 		from = 1
 	}
+	p.observeOpen(shard, cons, from-1)
 	return cons, from - 1, nil
 }
 
@@ -456,7 +487,7 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 	if err := p.lookupPriors(ctx, groups); err != nil {
 		return fmt.Errorf("%w: %w", ErrPublish, err)
 	}
-	pub := newPublisher(p.js, !p.cfg.NoChangeFeed)
+	pub := newPublisher(p.js, !p.cfg.NoChangeFeed, p.obs)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -546,6 +577,7 @@ func (p *Projector) entry(m jetstream.Msg) (partition, Entry) {
 func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 	e.Seq, e.At = m.Seq, m.Time.UTC()
 	e.ID = m.Header.Get(jetstream.MsgIDHeader)
+	e.Trace = traceFrom(m.Header)
 	table, _, pk, err := journal.ParseSubject(m.Subject)
 	if err != nil {
 		e.Err = err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
@@ -28,7 +29,7 @@ func BenchmarkReplay(b *testing.B) {
 				n, npk = 1000, 16
 			}
 			st := be.open(b)
-			srv := journaltest.StartServerConfig(b, journal.ServerConfig{Dir: b.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
+			srv := journaltest.StartServerConfig(b, embedded.Config{Dir: b.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
 			_, js := journaltest.Connect(b, srv.ClientURL())
 			ctx := journaltest.Context(b, 10*time.Minute)
 			j, err := journal.Ensure(ctx, js, journal.Config{})

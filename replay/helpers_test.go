@@ -19,6 +19,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
@@ -118,7 +119,7 @@ func newEnv(t testing.TB, st store.Store, jcfg ...journal.Config) *env {
 	if len(jcfg) > 0 {
 		jc = jcfg[0]
 	}
-	srv := journaltest.StartServerConfig(t, journal.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
+	srv := journaltest.StartServerConfig(t, embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, 5*time.Minute)
 	j, err := journal.Ensure(ctx, js, jc)

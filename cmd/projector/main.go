@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/internal/projectorcmd"
 )
 
-func main() { os.Exit(cli.Main(cli.Projector, os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(cli.Main(projectorcmd.Projector, os.Args[1:], os.Stdout, os.Stderr)) }

@@ -34,6 +34,9 @@ func suites(commands int) []suite {
 		{Name: "store azurite", Pkg: "./store/azure", Bench: ".", Benchtime: "1s"},
 		// One round each: publish, then time the projection of the workload.
 		{Name: "projector throughput", Pkg: "./projection", Bench: "^BenchmarkProject(Spread|Hot)$", Benchtime: "1x"},
+		// Four pairs of rounds (without and with metrics, each a quarter of
+		// the throughput workload) per run, the order alternating.
+		{Name: "projector metrics", Pkg: "./projection", Bench: "^BenchmarkProjectMetrics$", Benchtime: "1x"},
 		// One round each against the simulated Azure account, 3 s of its
 		// limit per workload (TABLEJOURNAL_BENCH_SIM_SECONDS): raw, then 1,
 		// 2 and 4 projector instances, spread and hot.

@@ -13,10 +13,15 @@ const (
 	ExitFailure  = 1 // an error: the server, the store, the network
 	ExitUsage    = 2 // a command-line mistake
 	ExitRejected = 3 // the command was refused (invalid, or rejected by the projector)
+	ExitUnowned  = 4 // projector status: a shard has pending commands and no owner
 )
 
 // ErrRejected marks a command refused by validation or by the projector.
 var ErrRejected = errors.New("rejected")
+
+// ErrUnowned marks shards with pending commands and no projector applying
+// them.
+var ErrUnowned = errors.New("unowned shards")
 
 // Exit prints err (if any) and returns the process exit code for it.
 func Exit(err error, stderr io.Writer) int {
@@ -28,6 +33,9 @@ func Exit(err error, stderr io.Writer) int {
 	case errors.Is(err, ErrUsage):
 		fmt.Fprintln(stderr, "error:", err, "(see --help)")
 		return ExitUsage
+	case errors.Is(err, ErrUnowned):
+		fmt.Fprintln(stderr, "error:", err)
+		return ExitUnowned
 	case errors.Is(err, ErrDrift):
 		fmt.Fprintln(stderr, "drift:", err)
 		return ExitRejected

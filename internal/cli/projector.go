@@ -13,13 +13,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/internal/metrics"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	shardsconf "github.com/tablejournal/tablejournal/projection/shards"
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
 )
 
 const projectorUsage = `Usage: projector [flags]
+       projector status [--json] [--watch] [flags]   (see projector status --help)
 
 Applies the journal to tables, continuously, until SIGINT or SIGTERM.
 
@@ -28,6 +35,7 @@ storage, fsync before every acknowledgement) listening on --nats-listen so
 writers in other processes can publish, and the embedded table store, both
 under --data. With --nats it uses that server and starts none; with --tables
 it uses that table store (an Azure connection string, or sqlite:PATH).
+With --metrics-addr it serves Prometheus /metrics, /healthz and /readyz.
 
 Flags:
 `
@@ -52,8 +60,30 @@ func intFromEnv(fs *flag.FlagSet, name, env string, v *int) error {
 	return nil
 }
 
-// Projector runs the projector command.
-func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// EmbeddedServer is a running embedded JetStream server.
+type EmbeddedServer interface {
+	ClientURL() string
+	Shutdown()
+}
+
+// StartEmbedded starts the projector's embedded JetStream server on the
+// store folder dir, listening on listen, with fsync unless noSync.
+type StartEmbedded func(dir, listen string, noSync bool, log *slog.Logger) (EmbeddedServer, error)
+
+// NewProjector returns the projector command; it starts its embedded
+// server, when it needs one, with start. cmd/projector passes one built on
+// journal/embedded: this package holds the writer and replay commands too,
+// and they must not link nats-server.
+func NewProjector(start StartEmbedded) Command {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return projector(ctx, start, args, stdout, stderr)
+	}
+}
+
+func projector(ctx context.Context, start StartEmbedded, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "status" {
+		return ProjectorStatus(ctx, args[1:], stdout, stderr)
+	}
 	fs := quietFlagSet("projector")
 	var (
 		nf         natsFlags
@@ -76,6 +106,7 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		allowTrim  = fs.Bool("journal-allow-trim", false, "create the journal without deny-purge and deny-delete, so an operator may trim it (default: the journal refuses both; JetStream cannot lift that later)")
 		outMaxAge  = fs.Duration("outcomes-max-age", 0, "how long the OUTCOMES stream keeps outcomes (default forever, or as the stream is; negative removes a limit)")
 		chgMaxAge  = fs.Duration("changes-max-age", 0, "how long the CHANGES stream keeps change events (default forever, or as the stream is; negative removes a limit)")
+		metricsAt  = fs.String("metrics-addr", os.Getenv(EnvMetricsAddr), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464; off when empty (env "+EnvMetricsAddr+")")
 	)
 	nf.register(fs, "")
 	version := versionFlag(fs)
@@ -140,15 +171,12 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer l.Release()
 	}
 	if url == "" {
-		srv, err := journal.StartServer(journal.ServerConfig{
-			Dir: filepath.Join(*data, "jetstream"), Listen: *listen, NoSync: *noSync, Logger: log,
-		})
+		srv, err := start(filepath.Join(*data, "jetstream"), *listen, *noSync, log)
 		if err != nil {
 			return fmt.Errorf("embedded JetStream server: %w", err)
 		}
 		defer srv.Shutdown()
 		url = srv.ClientURL()
-		log.Info("embedded JetStream server started", "url", url, "dir", filepath.Join(*data, "jetstream"), "fsync", !*noSync)
 	}
 	nc, js, err := connectURL(&nf, url, "tablejournal-projector")
 	if err != nil {
@@ -156,27 +184,81 @@ func Projector(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer nc.Close()
 
-	st, closeStore, err := stores.Open(ctx, *tables, *data, stores.Exclusive())
+	// With its own embedded server this projector's journal is private:
+	// a second projector with a server of its own on the same store file
+	// would project another journal into the same tables, so the store is
+	// held exclusively. Instances that share a NATS server may share a
+	// store file; they split the shards between them.
+	var storeOpts []stores.Option
+	if nf.url == "" {
+		storeOpts = append(storeOpts, stores.Exclusive())
+	}
+	st, closeStore, err := stores.Open(ctx, *tables, *data, storeOpts...)
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
 	defer closeStore.Close()
-	log.Info("table store opened", "tables", stores.Describe(*tables))
+	// The instance's name in the ownership bucket is also its name in the
+	// status reports, static shards or not.
+	instance := *instanceID
+	if instance == "" {
+		instance = shardsconf.DefaultInstanceID()
+	}
+	if cfg.Shards == nil {
+		cfg.InstanceID = instance
+	}
+	ops, st, err := metrics.Start(ctx, metrics.OpsConfig{Addr: *metricsAt, Instance: instance, Journal: *stream, NATS: nc, JS: js, Store: st, Logger: log, Replicas: *replicas})
+	if err != nil {
+		return fmt.Errorf("--metrics-addr: %w", err)
+	}
+	defer ops.Close()
+	cfg.Observer = ops
 
-	p, err := projection.New(ctx, js, st, cfg)
+	p, err := newProjector(ctx, js, st, cfg, log)
 	if err != nil {
 		return err
 	}
-	if id := p.InstanceID(); id != "" {
-		log.Info("projector running; sharing the shards with the other instances", "instance", id, "bucket", projection.OwnersBucketFor(cfg.Journal.Stream, cfg.Durable))
-	} else {
-		log.Info("projector running", "shards", p.OwnedShards())
-	}
-	if err := p.Run(ctx); err != nil {
+	ops.SetJournalShards(p.JournalShards())
+	ops.SetStats(p.Stats())
+	ops.Running()
+	log.Info("projector running", startupAttrs(instance, nf.url, url, *data, !*noSync, *tables, cfg, ops)...)
+	err = p.Run(ctx)
+	ops.Stopped(err)
+	if err != nil {
 		return err
 	}
 	log.Info("projector stopped")
 	return nil
+}
+
+// newProjector is projection.New, retried for up to two minutes while
+// JetStream is only temporarily unavailable (a cluster electing a leader, a
+// node restarting), so that a projector started at that moment does not
+// exit.
+func newProjector(ctx context.Context, js jetstream.JetStream, st store.Store, cfg projection.Config, log *slog.Logger) (*projection.Projector, error) {
+	b := backoff.NewExponentialBackOff()
+	b.MaxElapsedTime = 2 * time.Minute
+	var p *projection.Projector
+	err := backoff.RetryNotify(func() error {
+		var err error
+		if p, err = projection.New(ctx, js, st, cfg); err != nil && !transientJetStream(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(b, ctx), func(err error, wait time.Duration) {
+		log.Warn("JetStream unavailable; retrying", "in", wait, "err", err)
+	})
+	return p, err
+}
+
+// transientJetStream reports whether err is JetStream being briefly
+// unavailable rather than refusing.
+func transientJetStream(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
 }
 
 func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {

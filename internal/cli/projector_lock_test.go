@@ -75,9 +75,11 @@ func startProjectorProcess(t *testing.T, args ...string) (*exec.Cmd, string) {
 
 // A second projector on the data folder of a running one refuses to start,
 // naming the folder and the holder's pid, whether it would start its own
-// embedded server there or only use the embedded store; one that names the
-// running one's store file with --tables is refused too. After the first
-// is killed with SIGKILL, the folder is free at once.
+// embedded server there or only use the embedded store; one with a server
+// of its own that names the running one's store file with --tables is
+// refused too (it would project another journal into the same tables),
+// while an instance on the first one's server may share it. After the
+// first is killed with SIGKILL, the folder is free at once.
 func TestSecondProjector(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a projector process")
@@ -98,7 +100,7 @@ func TestSecondProjector(t *testing.T) {
 	}{
 		{"own embedded server", []string{"--data", data, "--nats-listen", "127.0.0.1:0"}, lockfile.ErrLocked, []string{data, pid}},
 		{"embedded store only", []string{"--data", data, "--nats", url}, lockfile.ErrLocked, []string{data, pid}},
-		{"the store file by name", []string{"--data", t.TempDir(), "--nats", url, "--tables", "sqlite:" + filepath.Join(data, "tables.db")},
+		{"the store file, with a server of its own", []string{"--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--tables", "sqlite:" + filepath.Join(data, "tables.db")},
 			sqlite.ErrLocked, []string{filepath.Join(data, "tables.db"), pid}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,6 +119,14 @@ func TestSecondProjector(t *testing.T) {
 			}
 		})
 	}
+
+	// An instance on the first one's server may share its store file: the
+	// two split the shards (startProjectorProcess fails unless it runs).
+	shared, _ := startProjectorProcess(t, "--data", t.TempDir(), "--nats", url, "--tables", "sqlite:"+filepath.Join(data, "tables.db"))
+	if err := shared.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = shared.Wait()
 
 	if err := first.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/journal"
 )
 
 // TestProjectorUsage: ownership and replica flags that cannot work are
@@ -34,5 +40,27 @@ func TestProjectorUsage(t *testing.T) {
 				t.Fatalf("err = %v, want a usage error about %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestTransientJetStream: the projector retries its start while JetStream
+// is briefly unavailable (503 during a cluster's leader election, timeouts)
+// and stops at once when it refuses.
+func TestTransientJetStream(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
+		{fmt.Errorf("create stream JOURNAL: %w", &jetstream.APIError{Code: 503}), true},
+		{fmt.Errorf("consumer: %w", context.DeadlineExceeded), true},
+		{nats.ErrNoResponders, true},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"}, false},
+		{fmt.Errorf("%w: stream JOURNAL has 1 replicas", journal.ErrReplicasMismatch), false},
+	}
+	for _, tt := range tests {
+		if got := transientJetStream(tt.err); got != tt.want {
+			t.Errorf("transientJetStream(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
 )
 
 // Cluster is an in-process JetStream cluster: nodes with routes to each
@@ -102,7 +102,7 @@ func (c *Cluster) options(i int) *server.Options {
 		StoreDir:               nd.dir,
 		JetStreamMaxMemory:     256 << 20,
 		JetStreamMaxStore:      4 << 30,
-		MaxPayload:             journal.MaxPayload,
+		MaxPayload:             embedded.MaxPayload,
 		NoSigs:                 true,
 		DisableJetStreamBanner: true,
 		Cluster:                server.ClusterOpts{Name: c.name, Host: "127.0.0.1", Port: nd.route},
@@ -119,7 +119,7 @@ func (c *Cluster) start(i int) error {
 		var ns *server.Server
 		ns, err = server.NewServer(c.options(i))
 		if err == nil {
-			ns.SetLoggerV2(journal.ServerLogger(clusterLogger().With("node", nd.name)), false, false, false)
+			ns.SetLoggerV2(embedded.ServerLogger(clusterLogger().With("node", nd.name)), false, false, false)
 			ns.Start()
 			if ns.ReadyForConnections(10 * time.Second) {
 				c.mu.Lock()

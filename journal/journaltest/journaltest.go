@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
 )
 
 // Logger is the server log used by StartServer: warnings and errors on
@@ -32,19 +32,19 @@ func Logger() *slog.Logger {
 
 // StartServer starts an embedded server on a random loopback port with its
 // store in a temporary folder, and shuts it down when the test ends.
-func StartServer(t testing.TB) *journal.Server {
+func StartServer(t testing.TB) *embedded.Server {
 	t.Helper()
-	return StartServerConfig(t, journal.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1"})
+	return StartServerConfig(t, embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1"})
 }
 
 // StartServerConfig starts an embedded server with cfg (its Logger defaulting
 // to Logger()) and shuts it down when the test ends.
-func StartServerConfig(t testing.TB, cfg journal.ServerConfig) *journal.Server {
+func StartServerConfig(t testing.TB, cfg embedded.Config) *embedded.Server {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = Logger()
 	}
-	s, err := journal.StartServer(cfg)
+	s, err := embedded.Start(cfg)
 	if err != nil {
 		t.Fatalf("start nats-server: %v", err)
 	}
@@ -54,7 +54,7 @@ func StartServerConfig(t testing.TB, cfg journal.ServerConfig) *journal.Server {
 
 // Restart shuts s down and starts a new server on the same store folder and
 // address; clients connected with Connect reconnect to it.
-func Restart(t testing.TB, s *journal.Server) *journal.Server {
+func Restart(t testing.TB, s *embedded.Server) *embedded.Server {
 	t.Helper()
 	s.Shutdown()
 	return StartServerConfig(t, s.Config())

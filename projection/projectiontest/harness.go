@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/store"
@@ -60,7 +61,7 @@ func SQLite(t testing.TB) store.Store {
 // the journal, a Writer, a table store and, once started, a projector.
 type Harness struct {
 	t       testing.TB
-	Server  *journal.Server
+	Server  *embedded.Server
 	NC      *nats.Conn
 	JS      jetstream.JetStream
 	Journal *journal.Journal
@@ -83,7 +84,7 @@ type Options struct {
 // projection, the journal's own tests crash the server) and the journal.
 func Start(t testing.TB, st store.Store, opts Options) *Harness {
 	t.Helper()
-	srv := journaltest.StartServerConfig(t, journal.ServerConfig{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
+	srv := journaltest.StartServerConfig(t, embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
 	h := Attach(t, srv.ClientURL(), st, opts)
 	h.Server = srv
 	return h

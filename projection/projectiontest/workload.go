@@ -32,6 +32,15 @@ func NewWorkload(seed uint64, table string, partitions, rowsPer int) *Workload {
 	}
 }
 
+// Take returns the next n commands.
+func (w *Workload) Take(n int) []*events.Command {
+	cmds := make([]*events.Command, n)
+	for i := range cmds {
+		cmds[i] = w.Next()
+	}
+	return cmds
+}
+
 // PK returns the partition key of partition i.
 func (w *Workload) PK(i int) string { return fmt.Sprintf("part-%02d", i) }
 

@@ -173,9 +173,12 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Worker applies one shard until ctx is cancelled (lease lost, released,
-// or the group stopping), then finishes its in-flight batch and returns. A
-// non-nil error while ctx is live stops the whole group.
+// Worker applies one shard until ctx is cancelled, then returns. When the
+// lease was released (a handoff, the group stopping) it finishes its
+// in-flight batch first; when the lease is lost or could not be renewed in
+// time, context.Cause(ctx) is ErrNotOwner and it should abandon the batch
+// (another instance may have the shard already). A non-nil error while ctx
+// is live stops the whole group.
 type Worker func(ctx context.Context, shard int) error
 
 // Group is this instance's membership in the ownership bucket. Run it
@@ -602,7 +605,10 @@ func (g *Group) claim(ctx context.Context, shard int, rev uint64, since time.Tim
 		rev, err = g.write(cctx, ShardKey(shard), l, rev, true)
 	}
 	if err != nil {
-		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && ctx.Err() == nil {
+		// A lost race: the key exists, or it changed between Create's
+		// attempts (its second attempt reports the raw wrong-last-sequence).
+		lost := errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err)
+		if !lost && ctx.Err() == nil {
 			g.log.Warn("claiming a shard failed", LogShard, shard, "err", err)
 		}
 		return false

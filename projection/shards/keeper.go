@@ -83,12 +83,12 @@ func (k *keeper) run() {
 	log := g.log.With(LogShard, k.shard)
 
 	var (
-		cancel context.CancelFunc
+		cancel context.CancelCauseFunc
 		done   chan error
 	)
 	start := func() {
 		var ctx context.Context
-		ctx, cancel = context.WithCancel(g.runCtx)
+		ctx, cancel = context.WithCancelCause(g.runCtx)
 		done = make(chan error, 1)
 		k.mu.Lock()
 		k.working, k.fenced = true, false
@@ -102,8 +102,11 @@ func (k *keeper) run() {
 		k.mu.Lock()
 		released, lostWhy, fenced := k.released, k.lostWhy, k.fenced
 		k.mu.Unlock()
-		if (released != "" || lostWhy != "") && cancel != nil {
-			cancel() // the worker finishes its batch; done says when
+		switch {
+		case lostWhy != "" && cancel != nil:
+			cancel(ErrNotOwner) // the worker abandons its batch; done says when
+		case released != "" && cancel != nil:
+			cancel(nil) // the worker finishes its batch; done says when
 		}
 		if done == nil {
 			switch {
@@ -134,10 +137,10 @@ func (k *keeper) run() {
 			k.mu.Lock()
 			k.fenced = true
 			k.mu.Unlock()
-			cancel()
+			cancel(ErrNotOwner)
 			log.Warn("shard fenced: its lease was not renewed in time; stopped applying it until renewed", "after", g.fenceAfter)
 		case err := <-done:
-			cancel()
+			cancel(nil)
 			cancel, done = nil, nil
 			k.mu.Lock()
 			k.working = false

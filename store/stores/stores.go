@@ -60,8 +60,9 @@ type options struct{ exclusive bool }
 
 // Exclusive opens the embedded store as its one owner (sqlite.Exclusive):
 // a second Exclusive open of the same file, in any process, fails with
-// sqlite.ErrLocked naming the holder. The projector opens its store so.
-// It changes nothing for Azure, which any number of processes may share.
+// sqlite.ErrLocked naming the holder. A projector with its own embedded
+// server opens its store so. It changes nothing for Azure, which any
+// number of processes may share.
 func Exclusive() Option { return func(o *options) { o.exclusive = true } }
 
 // Open opens the table store spec selects (see the package doc). The closer

@@ -1,4 +1,4 @@
-package journal
+package embedded
 
 import (
 	"context"
@@ -6,24 +6,26 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/tablejournal/tablejournal/internal/lockfile"
 )
 
 // DefaultListen is the embedded server's default address.
 const DefaultListen = "127.0.0.1:4222"
 
-// MaxPayload is the embedded server's message size limit. A command's
-// transaction may hold 4 MiB of entity data (events.MaxCommandBytes), which
-// JSON with base64 binaries inflates by a third; NATS's default of 1 MiB
-// would refuse it. An external server needs max_payload of at least this.
+// MaxPayload is the embedded server's message size limit, above
+// journal.MinMaxPayload (what the largest command and its change events
+// need); NATS's default of 1 MiB would refuse them.
 const MaxPayload = 8 << 20
 
-// ServerConfig configures the embedded NATS server.
-type ServerConfig struct {
+// Config configures the embedded NATS server.
+type Config struct {
 	// Dir is the folder of the JetStream file store. Required.
 	Dir string
 	// Listen is the client address, host:port. The host must be a loopback
@@ -45,13 +47,18 @@ type ServerConfig struct {
 
 // Server is an embedded nats-server with JetStream.
 type Server struct {
-	ns  *server.Server
-	cfg ServerConfig
+	ns   *server.Server
+	cfg  Config
+	lock *lockfile.Lock
 }
 
-// StartServer starts a nats-server in this process with JetStream and a
-// file store under cfg.Dir, and returns once it accepts clients.
-func StartServer(cfg ServerConfig) (*Server, error) {
+// Start starts a nats-server in this process with JetStream and a file
+// store under cfg.Dir, and returns once it accepts clients. It holds the
+// lock file cfg.Dir + ".lock" until Shutdown (or the process's end): a
+// second server on the same store, in this process or another, would hand
+// out the same sequences to different commands, so Start refuses it with
+// an error wrapping ErrLocked that names the holder.
+func Start(cfg Config) (*Server, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("start server: no store dir")
 	}
@@ -79,6 +86,23 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start server: %w", err)
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	lock, err := lockfile.Acquire(dir + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("start server: JetStream store %s: %w", dir, err)
+	}
+	srv, err := start(cfg, dir, host, port)
+	if err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
+	srv.lock = lock
+	return srv, nil
+}
+
+func start(cfg Config, dir, host string, port int) (*Server, error) {
 	opts := &server.Options{
 		ServerName:             "tablejournal",
 		Host:                   host,
@@ -134,15 +158,21 @@ func isLoopback(host string) bool {
 func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 
 // Config returns the server's configuration, with Dir made absolute and
-// Listen naming the port actually bound; StartServer(s.Config()) restarts
-// it on the same store and address.
-func (s *Server) Config() ServerConfig { return s.cfg }
+// Listen naming the port actually bound; Start(s.Config()) restarts it on
+// the same store and address.
+func (s *Server) Config() Config { return s.cfg }
 
-// Shutdown stops the server and waits until it has stopped.
+// Shutdown stops the server, waits until it has stopped and releases its
+// store's lock.
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
+	_ = s.lock.Release()
 }
+
+// ErrLocked is wrapped by Start's error when another server holds the
+// store folder. Checked with errors.Is.
+var ErrLocked = lockfile.ErrLocked
 
 // ServerLogger adapts l to nats-server's logger, for servers started
 // elsewhere (the test kit's clusters); Debug and Trace map to slog's Debug.
@@ -164,7 +194,9 @@ func (a slogAdapter) log(level slog.Level, format string, v []any) {
 	}
 }
 
-func (a slogAdapter) Noticef(format string, v ...any) { a.log(slog.LevelInfo, format, v) }
+// Noticef logs at debug: the server's banner is a screen of notices, and
+// the projector's own startup line says what runs where.
+func (a slogAdapter) Noticef(format string, v ...any) { a.log(slog.LevelDebug, format, v) }
 func (a slogAdapter) Warnf(format string, v ...any)   { a.log(slog.LevelWarn, format, v) }
 func (a slogAdapter) Fatalf(format string, v ...any) {
 	a.log(slog.LevelError, format, v)

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
+)
+
+const projectorStatusUsage = `Usage: projector status [--json] [--watch] [flags]
+
+Shows each shard of the journal from NATS alone (no table credentials): the
+instance applying it, the journal sequence it is applied up to, the commands
+pending, the age of the oldest of them, and the rate over the last minute,
+with totals at the bottom. --watch refreshes in place until interrupted.
+
+Exits with status 4 when a shard has pending commands and no owner.
+
+Flags:
+`
+
+// ProjectorStatus runs `projector status`.
+func ProjectorStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := quietFlagSet("projector status")
+	var nf natsFlags
+	nf.register(fs, DefaultNATSURL)
+	stream := fs.String("stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
+	asJSON := fs.Bool("json", false, "print JSON (with --watch, one object per line)")
+	watch := fs.Bool("watch", false, "refresh in place until interrupted")
+	every := fs.Duration("interval", 2*time.Second, "refresh interval of --watch")
+	if err := parseArgs(fs, args, stdout, projectorStatusUsage); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError(fmt.Errorf("unexpected argument %q; projector status takes only flags", fs.Arg(0)))
+	}
+	if *every <= 0 {
+		return usageError(fmt.Errorf("--interval must be positive, not %v", *every))
+	}
+	nc, js, err := nf.connect(ctx, "tablejournal-projector-status")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	read := func() (projection.Overview, error) {
+		rctx, cancel := context.WithTimeout(ctx, waitTimeout)
+		defer cancel()
+		return projection.ReadStatus(rctx, js, projection.StatusConfig{Journal: *stream})
+	}
+	if !*watch {
+		ov, err := read()
+		if err != nil {
+			return err
+		}
+		if err := writeStatus(stdout, ov, *asJSON); err != nil {
+			return err
+		}
+		if len(ov.Totals.Unowned) > 0 {
+			return fmt.Errorf("%w: shards %v have pending commands and no owner", ErrUnowned, ov.Totals.Unowned)
+		}
+		return nil
+	}
+	f, isFile := stdout.(*os.File)
+	inPlace := !*asJSON && isFile && term.IsTerminal(int(f.Fd()))
+	t := time.NewTicker(*every)
+	defer t.Stop()
+	for {
+		var buf bytes.Buffer
+		if inPlace {
+			buf.WriteString("\x1b[H\x1b[2J") // cursor home, clear screen
+		}
+		ov, err := read()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && *asJSON:
+			// One object per line, still: the error in place of a status.
+			line, _ := json.Marshal(map[string]string{"error": err.Error()})
+			buf.Write(append(line, '\n'))
+		case err != nil:
+			fmt.Fprintf(&buf, "%s  error: %v\n", time.Now().Format(time.TimeOnly), err)
+		default:
+			if err := writeStatus(&buf, ov, *asJSON); err != nil {
+				return err
+			}
+			if !*asJSON {
+				fmt.Fprintf(&buf, "\n%s, every %v; Ctrl-C to stop\n", ov.At.Local().Format(time.TimeOnly), *every)
+			}
+		}
+		if !inPlace && !*asJSON {
+			buf.WriteString("\n")
+		}
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// writeStatus prints an overview as a table with totals, or as JSON.
+func writeStatus(w io.Writer, ov projection.Overview, asJSON bool) error {
+	if asJSON {
+		if ov.Totals.Unowned == nil {
+			ov.Totals.Unowned = []int{}
+		}
+		data, err := json.Marshal(ov)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(data, '\n'))
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHARD\tOWNER\tAPPLIED\tPENDING\tLAG\tRATE/S\t")
+	for _, s := range ov.Shards {
+		owner, applied := s.Owner, strconv.FormatUint(s.Applied, 10)
+		if owner == "" {
+			owner = "-"
+		}
+		if !s.Consumer {
+			applied = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%.1f\t\n", s.Shard, owner, applied, s.Pending, lag(s.LagSeconds), s.Rate)
+	}
+	t := ov.Totals
+	fmt.Fprintf(tw, "total\t%d/%d owned\t\t%d\t%s\t%.1f\t\n", t.Owned, t.Shards, t.Pending, lag(t.MaxLagSeconds), t.Rate)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(t.Unowned) > 0 {
+		_, err := fmt.Fprintf(w, "shards %v have pending commands and no owner\n", t.Unowned)
+		return err
+	}
+	return nil
+}
+
+// lag formats seconds of lag to a tenth of a second.
+func lag(secs float64) string {
+	if secs == 0 {
+		return "0s"
+	}
+	return (time.Duration(secs * float64(time.Second))).Round(100 * time.Millisecond).String()
+}

@@ -1,0 +1,300 @@
+package projection
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/shards"
+)
+
+// StatusBucket is the JetStream key-value bucket where running projectors
+// report each shard they apply (key StatusKey, value a [ShardReport]),
+// rewritten every few seconds. Its entries expire after StatusTTL, so a
+// dead instance's reports go away by themselves.
+const StatusBucket = "TABLEJOURNAL_STATUS"
+
+// StatusTTL is how long a shard report lives without being rewritten.
+const StatusTTL = 30 * time.Second
+
+// ShardReport is what an instance reports of one shard it applies.
+type ShardReport struct {
+	Instance   string    `json:"instance"`
+	Applied    uint64    `json:"applied"`
+	Pending    uint64    `json:"pending"`
+	LagSeconds float64   `json:"lagSeconds"`
+	Rate       float64   `json:"rate"` // commands per second over the last minute
+	At         time.Time `json:"at"`
+}
+
+// StatusKey is the key of a shard's report for the consumers named
+// durable on journal stream.
+func StatusKey(stream, durable string, shard int) string {
+	return stream + "." + durable + ".shard." + strconv.Itoa(shard)
+}
+
+// EnsureStatusBucket creates the status bucket if it does not exist and
+// returns it.
+func EnsureStatusBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, StatusBucket)
+	if err == nil {
+		return kv, nil
+	}
+	if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("status bucket: %w", err)
+	}
+	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: StatusBucket, Description: "tablejournal projector shard reports",
+		TTL: StatusTTL, History: 1, Storage: jetstream.MemoryStorage, Replicas: max(replicas, 1),
+	})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, StatusBucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("status bucket: %w", err)
+	}
+	return kv, nil
+}
+
+// ShardStatus is the state of one shard as NATS tells it.
+type ShardStatus struct {
+	Shard int `json:"shard"`
+	// Owner is the instance applying the shard, "" when none does: the
+	// holder of its lease when instances share the shards, else the
+	// instance that reports it (one started with static shards).
+	Owner string `json:"owner"`
+	// OwnerSince is when the owner claimed the lease; nil without one.
+	OwnerSince *time.Time `json:"ownerSince,omitempty"`
+	// Applied is the journal sequence up to which the shard is applied:
+	// its consumer's ack floor.
+	Applied uint64 `json:"applied"`
+	// Pending counts the shard's messages not yet applied (not delivered,
+	// or delivered and not acknowledged).
+	Pending uint64 `json:"pending"`
+	// LagSeconds is the age of the oldest of them; 0 when none.
+	LagSeconds float64 `json:"lagSeconds"`
+	// Rate is the commands per second applied over the last minute, as
+	// the owner reports it; 0 without a report.
+	Rate float64 `json:"rate"`
+	// Consumer says whether the shard's durable consumer exists (a shard
+	// never projected has none).
+	Consumer bool `json:"consumer"`
+}
+
+// Overview is the state of every shard of the journal.
+type Overview struct {
+	At     time.Time      `json:"at"`
+	Shards []ShardStatus  `json:"shards"`
+	Totals OverviewTotals `json:"totals"`
+}
+
+// OverviewTotals sums an Overview up.
+type OverviewTotals struct {
+	Shards        int     `json:"shards"`
+	Owned         int     `json:"owned"`
+	Pending       uint64  `json:"pending"`
+	MaxLagSeconds float64 `json:"maxLagSeconds"`
+	Rate          float64 `json:"rate"`
+	// Unowned lists the shards with pending commands and no owner.
+	Unowned []int `json:"unowned"`
+}
+
+// StatusConfig says which journal and consumers ReadStatus looks at.
+type StatusConfig struct {
+	// Journal names the journal stream. If zero, the default.
+	Journal string
+	// Durable is the consumers' name prefix. If zero, "projector".
+	Durable string
+}
+
+// ReadStatus reads the state of every shard from NATS alone: the durable
+// consumers (applied sequence, pending), the oldest pending message (lag),
+// the owners' leases and the running instances' reports (owner, rate). It
+// needs no table store. A shard whose consumer does not exist yet counts
+// every message of the shard as pending (through a short-lived ephemeral
+// consumer, the only way to count a subject filter's messages).
+func ReadStatus(ctx context.Context, js jetstream.JetStream, cfg StatusConfig) (Overview, error) {
+	if cfg.Durable == "" {
+		cfg.Durable = "projector"
+	}
+	j, err := journal.Open(ctx, js, cfg.Journal)
+	if err != nil {
+		return Overview{}, err
+	}
+	stream, err := js.Stream(ctx, j.Name())
+	if err != nil {
+		return Overview{}, fmt.Errorf("journal stream: %w", err)
+	}
+	owners, err := openBucket(ctx, js, OwnersBucketFor(j.Name(), cfg.Durable))
+	if err != nil {
+		return Overview{}, err
+	}
+	reports, err := openBucket(ctx, js, StatusBucket)
+	if err != nil {
+		return Overview{}, err
+	}
+	st := Overview{At: time.Now().UTC()}
+	list := make([]ShardStatus, j.Shards())
+	errs := make([]error, j.Shards())
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8) // a few requests at once, not one per shard
+	for shard := range list {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			list[shard], errs[shard] = readShardStatus(ctx, stream, owners, reports, j.Name(), cfg.Durable, shard, st.At)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Overview{}, err
+	}
+	for _, s := range list {
+		st.add(s)
+	}
+	return st, nil
+}
+
+func readShardStatus(ctx context.Context, stream jetstream.Stream, owners, reports jetstream.KeyValue, journalName, durable string, shard int, now time.Time) (ShardStatus, error) {
+	s, err := readShard(ctx, stream, durable, shard, now)
+	if err != nil {
+		return s, fmt.Errorf("shard %d: %w", shard, err)
+	}
+	rep, err := readReport(ctx, reports, StatusKey(journalName, durable, shard))
+	if err != nil {
+		return s, fmt.Errorf("shard %d: %w", shard, err)
+	}
+	s.Owner, s.Rate = rep.Instance, rep.Rate
+	if owners != nil {
+		lease, err := readLease(ctx, owners, shard)
+		if err != nil {
+			return s, fmt.Errorf("shard %d: %w", shard, err)
+		}
+		if lease.Owner != "" { // else an instance with static shards may report it
+			s.Owner, s.OwnerSince = lease.Owner, &lease.Since
+		}
+	}
+	return s, nil
+}
+
+func (st *Overview) add(s ShardStatus) {
+	st.Shards = append(st.Shards, s)
+	t := &st.Totals
+	t.Shards++
+	if s.Owner != "" {
+		t.Owned++
+	} else if s.Pending > 0 {
+		t.Unowned = append(t.Unowned, s.Shard)
+	}
+	t.Pending += s.Pending
+	t.MaxLagSeconds = max(t.MaxLagSeconds, s.LagSeconds)
+	t.Rate += s.Rate
+}
+
+// readShard reads a shard's position from its consumer and, when it has
+// pending messages, the journal time of the first.
+func readShard(ctx context.Context, stream jetstream.Stream, durable string, shard int, now time.Time) (ShardStatus, error) {
+	s := ShardStatus{Shard: shard}
+	filter := journal.ShardFilter(shard)
+	cons, err := stream.Consumer(ctx, fmt.Sprintf("%s-%d", durable, shard))
+	switch {
+	case err == nil:
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return s, fmt.Errorf("consumer: %w", err)
+		}
+		s.Consumer = true
+		s.Applied = info.AckFloor.Stream
+		s.Pending = info.NumPending + uint64(info.NumAckPending)
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		if s.Pending, err = countFilter(ctx, stream, filter); err != nil {
+			return s, err
+		}
+	default:
+		return s, fmt.Errorf("consumer: %w", err)
+	}
+	if s.Pending == 0 {
+		return s, nil
+	}
+	m, err := stream.GetMsg(ctx, s.Applied+1, jetstream.WithGetMsgSubject(filter))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return s, nil // trimmed or acknowledged meanwhile
+	case err != nil:
+		return s, fmt.Errorf("oldest pending message: %w", err)
+	}
+	s.LagSeconds = max(now.Sub(m.Time).Seconds(), 0)
+	return s, nil
+}
+
+// countFilter counts the stream's messages on filter with an ephemeral
+// consumer that is deleted at once (and expires by itself if not).
+func countFilter(ctx context.Context, stream jetstream.Stream, filter string) (uint64, error) {
+	c, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		FilterSubject: filter, AckPolicy: jetstream.AckNonePolicy,
+		InactiveThreshold: 10 * time.Second, MemoryStorage: true,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count messages: %w", err)
+	}
+	defer func() { _ = stream.DeleteConsumer(context.WithoutCancel(ctx), c.CachedInfo().Name) }()
+	return c.CachedInfo().NumPending, nil
+}
+
+func openBucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// readReport reads a shard's report; the zero report when there is none
+// or it is older than StatusTTL.
+func readReport(ctx context.Context, kv jetstream.KeyValue, key string) (ShardReport, error) {
+	var r ShardReport
+	if kv == nil {
+		return r, nil
+	}
+	e, err := kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return r, nil
+	case err != nil:
+		return r, fmt.Errorf("status report: %w", err)
+	}
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return ShardReport{}, fmt.Errorf("status report %s: %w", key, err)
+	}
+	if time.Since(e.Created()) > StatusTTL {
+		return ShardReport{}, nil
+	}
+	return r, nil
+}
+
+// readLease reads a shard's lease; the zero lease when none holds it.
+func readLease(ctx context.Context, kv jetstream.KeyValue, shard int) (shards.Lease, error) {
+	var lease shards.Lease
+	e, err := kv.Get(ctx, shards.ShardKeyPrefix+strconv.Itoa(shard))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return lease, nil
+	case err != nil:
+		return lease, fmt.Errorf("lease: %w", err)
+	}
+	if err := json.Unmarshal(e.Value(), &lease); err != nil {
+		return shards.Lease{}, fmt.Errorf("lease of shard %d: %w", shard, err)
+	}
+	return lease, nil
+}
