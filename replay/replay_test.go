@@ -598,20 +598,21 @@ func testVerify(t *testing.T, e *env, s *seeded) {
 	}
 
 	// Writes that bypass the journal.
-	var tip, version, prev store.Entity
+	live := currentRows(t, e.ctx, e.st, s.table)
+	deadTomb := func(en store.Entity) bool {
+		rk, _, _, _ := projection.ParseKey(en.RK)
+		_, alive := live[key{en.PK, rk}]
+		return en.Props[projection.ColDeleted].Bool && !alive
+	}
+	var tip, version store.Entity
 	err = store.All(e.ctx, e.st, s.table, store.Query{AllPartitions: true}, func(en store.Entity) error {
 		switch {
 		case tip.RK == "" && strings.HasPrefix(en.RK, projection.TipPrefix):
 			tip = en
-		case version.RK == "" && strings.HasPrefix(en.RK, projection.OldPrefix):
-			// Not a row's newest version: deleting that one (a tombstone,
-			// or the copy of the tip at an earlier point) changes how the
-			// row reads at the point, not just one version row.
-			rk, _, _, _ := projection.ParseKey(en.RK)
-			if prk, _, _, ok := projection.ParseKey(prev.RK); ok && prev.PK == en.PK && prk == rk {
-				version = en
-			}
-			prev = en
+		case strings.HasPrefix(en.RK, projection.OldPrefix) && !deadTomb(version):
+			// The tombstone of a deleted row if there is one: deleting it
+			// must not make the row look alive at the point (it did once).
+			version = en
 		}
 		return nil
 	})

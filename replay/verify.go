@@ -427,6 +427,7 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 			held    entityHeap // versions shown as tips, in key order
 			lastOld key
 			found   bool // the newest version at or before seq of lastOld was met
+			later   bool // lastOld has a version row written after seq
 		)
 		fenceOf := func(pk string) *fenceAt {
 			f := fences[pk]
@@ -460,25 +461,30 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 			}
 			rk, _, tip, ok := projection.ParseKey(e.RK)
 			at, hasSeq := rowSeq(e)
-			switch {
-			case e.RK == projection.FenceKey:
-				return nil // the projector's bookkeeping, not data: it moves on with the table
-			case !ok || !hasSeq:
+			if !ok || !hasSeq {
 				return emit(e) // not a row of the layout: as it is
-			case at > seq:
+			}
+			k := key{e.PK, rk}
+			if !tip && k != lastOld {
+				lastOld, found, later = k, false, false
+			}
+			if at > seq {
+				later = later || !tip
 				return nil // written after seq
 			}
 			newest(e, at)
 			if tip {
 				return emit(e)
 			}
-			k := key{e.PK, rk}
-			if k != lastOld {
-				lastOld, found = k, false
-			}
 			first := !found
 			found = true
-			if ts, hasTip := tipSeq[k]; first && (!hasTip || ts > seq) && !e.Props[projection.ColDeleted].Bool {
+			// The newest version at or before seq was the tip at seq when a
+			// later command replaced the tip (a newer tip) or deleted the row
+			// (a newer version row, its tombstone). Without either, a live
+			// version row without a tip is what the table holds, and shows
+			// as it is.
+			ts, hasTip := tipSeq[k]
+			if first && (hasTip && ts > seq || !hasTip && later) && !e.Props[projection.ColDeleted].Bool {
 				// Its tip at seq, copied here when a later command came.
 				e.RK = projection.TipKey(rk)
 				heap.Push(&held, e)
