@@ -54,13 +54,13 @@ func writeCommands(w io.Writer, prog string, specs []spec) {
 	}
 }
 
-// subUsage is the --help head of one subcommand.
+// subUsage is the --help head of one subcommand: its usage line, then
+// more, or else its summary as a sentence.
 func subUsage(prog string, s spec, more string) string {
-	text := "Usage: " + s.line(prog) + "\n\n" + s.summary + ".\n"
-	if more != "" {
-		text += "\n" + more
+	if more == "" {
+		more = strings.ToUpper(s.summary[:1]) + s.summary[1:] + ".\n"
 	}
-	return text + "\nFlags:\n"
+	return "Usage: " + s.line(prog) + "\n\n" + more + "\nFlags:\n"
 }
 
 // orList renders names as "a, b or c".
