@@ -110,6 +110,9 @@ type Projector struct {
 	replicated bool
 	obs        Observer
 	idle       idleChecks // observe.go
+	// wrapConsumer, when set, wraps each shard consumer the projector
+	// pulls from: tests inject lost deliveries with it.
+	wrapConsumer func(jetstream.Consumer) jetstream.Consumer
 	// noOutcomeLookup skips the outcomes look-up of fetched IDs; only for
 	// the benchmark that measures what it costs.
 	noOutcomeLookup bool
@@ -242,7 +245,11 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 				return false
 			}
 			var err error
-			if pl, err = p.newPuller(cons); err != nil {
+			pull := cons
+			if p.wrapConsumer != nil {
+				pull = p.wrapConsumer(cons)
+			}
+			if pl, err = p.newPuller(pull); err != nil {
 				p.log.Warn("pulling from the consumer failed; recreating it", LogShard, shard, LogSeq, last+1, "err", err)
 				p.obs.Retry(RetryFetch)
 				from = last + 1
@@ -290,7 +297,7 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 			case n > 0:
 				// Delivered and not taken yet: the pull may still be
 				// receiving them.
-				if msgs, err = pl.next(ctx, restWait); err == nil && len(msgs) == 0 {
+				if msgs, err = pl.next(ctx, tailGrace); err == nil && len(msgs) == 0 {
 					why = fmt.Sprintf("%d deliveries never arrived", n)
 				}
 			}

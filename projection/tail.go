@@ -16,6 +16,10 @@ import (
 // per idle shard every tailCheckEvery.
 const tailCheckEvery = 2 * time.Second
 
+// tailGrace is how long an idle shard waits for deliveries its consumer
+// made and it has not received before it calls them lost.
+const tailGrace = time.Second
+
 // tailWatch remembers what a shard's consumer looked like when it was
 // opened, and when it was last checked.
 type tailWatch struct {
