@@ -38,7 +38,7 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := js.PublishMsgAsync(msg)
+			f, err := js.PublishMsgAsync(msg, jetstream.WithStallWait(time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -431,7 +431,7 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 		FilterSubject: journal.ShardFilter(shard),
 		AckPolicy:     jetstream.AckAllPolicy, // one ack per batch
 		AckWait:       5 * time.Minute,
-		MaxAckPending: 4 * p.cfg.FetchBatch,
+		MaxAckPending: p.maxAckPending(),
 		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
@@ -447,6 +447,15 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 		}
 		if from == 0 {
 			from = info.AckFloor.Stream + 1
+		}
+		if info.Config.MaxAckPending != cfg.MaxAckPending {
+			// Made by an earlier version: the pull's buffer relies on it
+			// (newPuller).
+			up := info.Config
+			up.MaxAckPending = cfg.MaxAckPending
+			if _, err := p.js.UpdateConsumer(ctx, p.j.Name(), up); err != nil {
+				return nil, 0, fmt.Errorf("consumer %s: %w", name, err)
+			}
 		}
 		p.log.Info("resuming shard", LogShard, shard, LogSeq, from)
 		if r, err := p.js.ResetConsumerToSequence(ctx, p.j.Name(), name, from); err == nil {

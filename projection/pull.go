@@ -22,15 +22,23 @@ type puller struct {
 	it jetstream.MessagesContext
 }
 
-// newPuller starts the pull. It asks for up to FetchBatch messages and
-// FetchBytes at a time; on a replicated journal without the byte limit: a
-// replicated consumer ends a byte-limited request with a status that
-// overtakes its messages (nats-server 2.15, consumer.replicateDeliveries),
-// which a Fetch lost. A batch still keeps to FetchBytes in next.
+// newPuller starts the pull. It asks for up to FetchBytes at a time; on a
+// replicated journal without the byte limit: a replicated consumer ends a
+// byte-limited request with a status that overtakes its messages
+// (nats-server 2.15, consumer.replicateDeliveries), which a Fetch lost. A
+// batch still keeps to FetchBatch messages and FetchBytes in next.
+//
+// The iterator's buffer is a channel as long as the messages it asks for;
+// a message that finds it full is dropped by the client (a slow consumer),
+// which the shard sees as a gap. Its own bookkeeping of what it asked for
+// can lapse (a missed heartbeat resets it), so the consumer's
+// MaxAckPending bounds what the server sends instead: the buffer holds
+// that many messages and room for status messages besides.
 func (p *Projector) newPuller(cons jetstream.Consumer) (*puller, error) {
-	var limit jetstream.PullMessagesOpt = jetstream.PullMaxMessagesWithBytesLimit(p.cfg.FetchBatch, p.cfg.FetchBytes)
+	n := p.maxAckPending() + pullStatusRoom
+	var limit jetstream.PullMessagesOpt = jetstream.PullMaxMessagesWithBytesLimit(n, p.cfg.FetchBytes)
 	if p.replicated {
-		limit = jetstream.PullMaxMessages(p.cfg.FetchBatch)
+		limit = jetstream.PullMaxMessages(n)
 	}
 	it, err := cons.Messages(limit)
 	if err != nil {
@@ -38,6 +46,14 @@ func (p *Projector) newPuller(cons jetstream.Consumer) (*puller, error) {
 	}
 	return &puller{p: p, it: it}, nil
 }
+
+// maxAckPending is the consumer's limit of unacknowledged deliveries: a
+// batch being applied and the next one, pulled meanwhile.
+func (p *Projector) maxAckPending() int { return 2 * p.cfg.FetchBatch }
+
+// pullStatusRoom is the room in the pull's buffer for heartbeats and the
+// statuses that end pull requests.
+const pullStatusRoom = 64
 
 // stop ends the pull; a nil puller is stopped.
 func (pl *puller) stop() {

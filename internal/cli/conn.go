@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	neturl "net/url"
 	"os"
 	"strings"
@@ -81,11 +82,12 @@ func (n *natsFlags) connect(ctx context.Context, name string) (*nats.Conn, jetst
 	return connectURL(n, n.url, name)
 }
 
-func connectURL(n *natsFlags, url, name string) (*nats.Conn, jetstream.JetStream, error) {
+func connectURL(n *natsFlags, url, name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	opts, err := n.options(name)
 	if err != nil {
 		return nil, nil, err
 	}
+	opts = append(opts, extra...)
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		// The client's errors may quote the URL (a parse error does).
@@ -97,6 +99,19 @@ func connectURL(n *natsFlags, url, name string) (*nats.Conn, jetstream.JetStream
 		return nil, nil, n.redact(err, url)
 	}
 	return nc, js, nil
+}
+
+// logAsyncErrors makes the client's asynchronous errors — a slow consumer
+// dropping messages, a permission violation — log lines instead of
+// nothing (the client's default).
+func logAsyncErrors(log *slog.Logger) nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		subject := ""
+		if sub != nil {
+			subject = sub.Subject
+		}
+		log.Warn("NATS client error", "subject", subject, "err", err)
+	})
 }
 
 // redacted is the text that stands for a secret.

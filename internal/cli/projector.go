@@ -202,7 +202,7 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio IO) error {
 		defer srv.Shutdown()
 		url = srv.ClientURL()
 	}
-	nc, js, err := connectURL(&c.nf, url, "tablejournal-projector")
+	nc, js, err := connectURL(&c.nf, url, "tablejournal-projector", logAsyncErrors(log))
 	if err != nil {
 		return err
 	}
