@@ -158,11 +158,11 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 	count := func(_ context.Context, rs []projection.Result) error {
 		for _, res := range rs {
 			switch res.Status {
-			case projection.Applied:
+			case journal.StatusApplied:
 				applied.Add(1)
-			case projection.Rejected:
+			case journal.StatusRejected:
 				rejected.Add(1)
-			case projection.Duplicate:
+			case journal.StatusDuplicate:
 				dups.Add(1)
 			case projection.Skipped:
 				skipped.Add(1)
