@@ -11,6 +11,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
@@ -521,17 +522,16 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 		}
 	}
 	pub := newPublisher(p.js, !p.cfg.NoChangeFeed, p.obs)
+	// A plain group, not WithContext: a failing partition does not cancel
+	// the others, whose outcomes are still published; every error is kept.
 	var (
-		wg   sync.WaitGroup
+		g    errgroup.Group
 		mu   sync.Mutex
 		errs []error
-		sem  = make(chan struct{}, p.cfg.Concurrency)
 	)
+	g.SetLimit(p.cfg.Concurrency)
 	for _, part := range order {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			err := p.applier.Apply(ctx, part.table, part.pk, groups[part], Hooks{
 				BeforeCommit: func(ctx context.Context, rs []Result) error {
 					for i := range rs {
@@ -564,9 +564,10 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 				errs = append(errs, fmt.Errorf("%s/%q: %w", part.table, part.pk, err))
 				mu.Unlock()
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the goroutines return nil: their errors are in errs
 	// Even when a partition failed, the outcomes of what committed before
 	// are published: less to rebuild when the batch comes again.
 	if err := pub.wait(ctx); err != nil {
