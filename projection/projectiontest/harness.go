@@ -29,7 +29,8 @@ type Backend struct {
 }
 
 // Backends returns the embedded store and, when azuriteConn is not empty,
-// Azure Tables on that Azurite.
+// Azure Tables on that Azurite. Every store opened has its tables' layout
+// checked when the test ends (CheckLayout).
 func Backends(azuriteConn string) []Backend {
 	bs := []Backend{{Name: "sqlite", Open: SQLite}}
 	if azuriteConn != "" {
@@ -40,13 +41,16 @@ func Backends(azuriteConn string) []Backend {
 			}
 			// One Azurite serves the whole test binary: give each store its
 			// own tables.
-			return newNamespaced(s)
+			ns := newNamespaced(s)
+			CheckLayout(t, ns)
+			return ns
 		}})
 	}
 	return bs
 }
 
-// SQLite opens the embedded store in a fresh file of the test.
+// SQLite opens the embedded store in a fresh file of the test, its
+// tables' layout checked when the test ends (CheckLayout).
 func SQLite(t testing.TB) store.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "tables.db"))
@@ -54,6 +58,7 @@ func SQLite(t testing.TB) store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	CheckLayout(t, s)
 	return s
 }
 
