@@ -212,9 +212,11 @@ func NewOutcomes(js jetstream.JetStream) *Outcomes {
 }
 
 // Latest returns the latest outcome of command id, or an error wrapping
-// ErrNotFound if it has none yet. It is one direct get.
+// ErrNotFound if it has none yet. It is one request to the stream's
+// leader, so it sees every outcome stored before the call (a direct get
+// may be answered by a replica that is behind).
 func (o *Outcomes) Latest(ctx context.Context, id string) (Outcome, error) {
-	m, err := directGet(ctx, o.js, o.stream, OutcomeSubject(id), nil)
+	m, err := leaderGet(ctx, o.js, o.stream, msgGetReq{LastFor: OutcomeSubject(id)})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("outcome of %s: %w", id, err)
 	}

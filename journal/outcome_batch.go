@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -26,8 +27,9 @@ type directBatchReq struct {
 
 // LatestOutcomes returns the latest outcome of each of ids that has one,
 // by command ID, with one batched direct get per thousand IDs (JetStream's
-// multi_last) instead of one request per command. IDs without an outcome
-// are absent from the map.
+// multi_last) instead of one request per command, and one request to the
+// leader that makes the answer include every outcome stored before the
+// call (freshDirectBatch). IDs without an outcome are absent from the map.
 func LatestOutcomes(ctx context.Context, js jetstream.JetStream, ids []string) (map[string]Outcome, error) {
 	out := make(map[string]Outcome, len(ids))
 	seen := make(map[string]bool, len(ids))
@@ -36,7 +38,7 @@ func LatestOutcomes(ctx context.Context, js jetstream.JetStream, ids []string) (
 		if len(subjects) == 0 {
 			return nil
 		}
-		err := directBatch(ctx, js, OutcomesStream, directBatchReq{MultiLast: subjects}, func(m rawMsg) error {
+		err := freshDirectBatch(ctx, js, OutcomesStream, OutcomesPrefix+".>", subjects, func(m rawMsg) error {
 			var o Outcome
 			if err := json.Unmarshal(m.data, &o); err != nil {
 				return fmt.Errorf("outcome at %d: %w", m.seq, err)
@@ -53,7 +55,7 @@ func LatestOutcomes(ctx context.Context, js jetstream.JetStream, ids []string) (
 		}
 		seen[id] = true
 		subjects = append(subjects, OutcomeSubject(id))
-		if len(subjects) == multiLastMax {
+		if len(subjects) == multiLastMax-1 { // and the sentinel
 			if err := flush(); err != nil {
 				return nil, fmt.Errorf("latest outcomes: %w", err)
 			}
@@ -66,22 +68,26 @@ func LatestOutcomes(ctx context.Context, js jetstream.JetStream, ids []string) (
 }
 
 // ScanOutcomes returns every outcome stored for command id, oldest first:
-// one per journal message that carried the ID. It reads the ID's subject
-// with batched direct gets.
+// one per journal message that carried the ID. It reads them from the
+// stream's leader, one request per outcome (an ID has one or two), so it
+// sees every outcome stored before the call.
 func ScanOutcomes(ctx context.Context, js jetstream.JetStream, id string) ([]Outcome, error) {
 	var out []Outcome
-	err := directBatch(ctx, js, OutcomesStream, directBatchReq{Seq: 1, NextFor: OutcomeSubject(id), Batch: 1000}, func(m rawMsg) error {
+	for seq := uint64(1); ; {
+		m, err := leaderGet(ctx, js, OutcomesStream, msgGetReq{Seq: seq, NextFor: OutcomeSubject(id)})
+		if errors.Is(err, ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("outcomes of %s: %w", id, err)
+		}
 		var o Outcome
 		if err := json.Unmarshal(m.data, &o); err != nil {
-			return fmt.Errorf("outcome at %d: %w", m.seq, err)
+			return nil, fmt.Errorf("outcomes of %s: outcome at %d: %w", id, m.seq, err)
 		}
 		out = append(out, o)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("outcomes of %s: %w", id, err)
+		seq = m.seq + 1
 	}
-	return out, nil
 }
 
 // directBatch sends one batched direct get (a request answered by several
@@ -90,7 +96,10 @@ func ScanOutcomes(ctx context.Context, js jetstream.JetStream, id string) ([]Out
 // messages and the last sequence sent); the rest is asked for again from
 // there, bounded to the same last sequence. No match at all is not an
 // error.
-func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req directBatchReq, fn func(rawMsg) error) error {
+//
+// It returns the replica's last sequence when it answered (the end
+// marker's Nats-UpTo-Sequence of the first reply), 0 when nothing matched.
+func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req directBatchReq, fn func(rawMsg) error) (uint64, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
@@ -98,20 +107,24 @@ func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req
 	}
 	nc := js.Conn()
 	subj := apiPrefix(js) + "DIRECT.GET." + stream
+	var first uint64
 	for {
 		body, err := json.Marshal(req)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		inbox := nc.NewRespInbox()
 		sub, err := nc.SubscribeSync(inbox)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		pending, last, upTo, err := readBatch(ctx, nc, sub, subj, inbox, body, fn)
 		_ = sub.Unsubscribe()
+		if first == 0 {
+			first = upTo
+		}
 		if err != nil || pending == 0 || last == 0 {
-			return err
+			return first, err
 		}
 		req.Seq = last + 1
 		if len(req.MultiLast) > 0 {

@@ -1,0 +1,133 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Direct gets are fast and batched, but on a replicated stream any replica
+// answers them, and a follower starts answering once it is 90% caught up
+// (nats-server, monitorStream): it can miss what was stored a moment ago.
+// An outcome published by another instance just before a shard changed
+// hands then looks absent, and a command ID could apply twice. So the
+// projector's look-ups are read-your-writes:
+//
+//   - single messages come from the stream's leader (STREAM.MSG.GET, which
+//     only the leader answers): leaderGet;
+//   - a batched multi_last direct get carries a sentinel, the subject of
+//     the newest message the leader had before the request; the answer
+//     counts only if the replica's last sequence (in the batch's end
+//     marker) reaches it, else it is asked again: freshDirectBatch.
+
+// msgGetReq is the part of JetStream's JSApiMsgGetRequest leaderGet sends.
+type msgGetReq struct {
+	Seq     uint64 `json:"seq,omitempty"`
+	LastFor string `json:"last_by_subj,omitempty"`
+	NextFor string `json:"next_by_subj,omitempty"`
+}
+
+// leaderGet asks the stream's leader for one message (JetStream's
+// STREAM.MSG.GET): consistent with every publish acknowledged before it. It
+// answers an error wrapping ErrNotFound when there is no such message.
+func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, req msgGetReq) (rawMsg, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
+		defer cancel()
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return rawMsg{}, err
+	}
+	resp, err := js.Conn().RequestWithContext(ctx, apiPrefix(js)+"STREAM.MSG.GET."+stream, body)
+	if err != nil {
+		return rawMsg{}, fmt.Errorf("get from %s: %w", stream, err)
+	}
+	var r struct {
+		Message *struct {
+			Subject string    `json:"subject"`
+			Seq     uint64    `json:"seq"`
+			Data    []byte    `json:"data"`
+			Time    time.Time `json:"time"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return rawMsg{}, fmt.Errorf("get from %s: %w", stream, err)
+	}
+	switch {
+	case r.Error != nil && r.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
+		return rawMsg{}, ErrNotFound
+	case r.Error != nil:
+		return rawMsg{}, fmt.Errorf("get from %s: %s (%d)", stream, r.Error.Description, r.Error.ErrCode)
+	case r.Message == nil:
+		return rawMsg{}, fmt.Errorf("get from %s: empty answer", stream)
+	}
+	return rawMsg{seq: r.Message.Seq, subject: r.Message.Subject, data: r.Message.Data}, nil
+}
+
+// errStale says a direct get was answered by a replica behind the leader.
+var errStale = errors.New("answered by a replica that is behind")
+
+// freshTries bounds how often a stale answer is asked again; a follower
+// within reach of the leader catches up in milliseconds.
+const freshTries = 50
+
+// freshDirectBatch runs a multi_last direct get of subjects (at most
+// multiLastMax-1 of them) whose answer includes everything stored on the
+// stream before the call, whichever replica answers. See the comment at the
+// top of this file.
+func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream, all string, subjects []string, fn func(rawMsg) error) error {
+	newest, err := leaderGet(ctx, js, stream, msgGetReq{LastFor: all})
+	if errors.Is(err, ErrNotFound) {
+		return nil // the stream is empty
+	}
+	if err != nil {
+		return err
+	}
+	req := directBatchReq{MultiLast: append(subjects[:len(subjects):len(subjects)], newest.subject)}
+	for try := 1; ; try++ {
+		var got []rawMsg
+		upTo, err := directBatch(ctx, js, stream, req, func(m rawMsg) error {
+			got = append(got, m)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if upTo >= newest.seq {
+			for _, m := range got {
+				if err := fn(m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if try == freshTries {
+			return fmt.Errorf("direct get of %s: %w (at %d, the leader at %d)", stream, errStale, upTo, newest.seq)
+		}
+		if err := sleep(ctx, time.Duration(try)*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
