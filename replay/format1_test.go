@@ -99,12 +99,12 @@ func TestLoadFormat1(t *testing.T) {
 						t.Fatal(err)
 					}
 					want, wok := m.at(k, seq)
-					if d, ok := want.props["d"]; ok && strings.HasPrefix(b.name, "azurite") {
+					if d, ok := want.Props["d"]; ok && strings.HasPrefix(b.name, "azurite") {
 						// Azurite writes Double -0 as 0 (storetest.Quirks.NegativeZeroLost).
-						want.props = want.props.Clone()
-						want.props["d"] = events.Double(math.Abs(d.Float))
+						want.Props = want.Props.Clone()
+						want.Props["d"] = events.Double(math.Abs(d.Float))
 					}
-					if ok != wok || ok && (got.Seq != want.seq || got.Cmd != want.cmd || !got.Props.Equal(want.props)) {
+					if ok != wok || ok && (got.Seq != want.Seq || got.Cmd != want.Cmd || !got.Props.Equal(want.Props)) {
 						t.Fatalf("%q/%q at %d: %v %+v, want %v %+v", k.pk, k.rk, seq, ok, got, wok, want)
 					}
 				}

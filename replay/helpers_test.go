@@ -22,6 +22,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/azure"
@@ -199,140 +200,57 @@ func (e *env) awaitOutcomes(ids []string) map[string]journal.Outcome {
 // key names a logical row.
 type key struct{ pk, rk string }
 
-// mver is one version of a row in the model.
-type mver struct {
-	v       int64
-	seq     uint64
-	cmd     string
-	op      events.OpKind
-	props   events.Entity
-	deleted bool
-}
-
-// model applies commands by SPEC §2 and §4's semantics, independently of
-// the projector: versions from 0, one per applied command on a row (its
-// ops on one row apply in order, and the state after the last is the
-// version), a re-insert continuing after the tombstone; a row inserted and
-// deleted by one command gets no version; a command applies whole or not
-// at all.
-type model struct {
+// tableModel is projectiontest's model of SPEC §2 and §4 seen from one
+// table, its rows named by key as the replay tests name stored rows.
+type tableModel struct {
+	*projectiontest.Model
 	table string
-	rows  map[key][]mver
 }
 
-func newModel(table string) *model { return &model{table: table, rows: make(map[key][]mver)} }
+func newModel(table string) tableModel {
+	return tableModel{Model: projectiontest.NewModel(), table: table}
+}
 
-func (m *model) latest(k key) *mver {
-	vs := m.rows[k]
-	if len(vs) == 0 {
-		return nil
-	}
-	return &vs[len(vs)-1]
+func (m tableModel) id(k key) projectiontest.RowID {
+	return projectiontest.RowID{Table: m.table, PK: k.pk, RK: k.rk}
 }
 
 // apply applies c at seq and reports whether it applied.
-func (m *model) apply(seq uint64, c *events.Command) bool {
-	if c.Table != m.table {
-		return false
+func (m tableModel) apply(seq uint64, c *events.Command) bool { return m.Apply(seq, c) == "applied" }
+
+// history returns every version of a row, oldest first.
+func (m tableModel) history(k key) []projectiontest.Version { return m.Rows[m.id(k)] }
+
+// latest returns the row's newest version, a tombstone included; nil if
+// it never existed.
+func (m tableModel) latest(k key) *projectiontest.Version {
+	h := m.history(k)
+	if len(h) == 0 {
+		return nil
 	}
-	// state is a row as the command's ops leave it.
-	type state struct {
-		before *mver // the newest version before the command
-		exists bool
-		props  events.Entity
-		v      int64 // the row's version now: before's, or the one the command makes
-		next   int64 // the version the command makes
-		op     events.OpKind
-	}
-	work := make(map[key]*state)
-	var order []key
-	for _, op := range c.Ops {
-		k := key{c.PK, op.RK}
-		s, ok := work[k]
-		if !ok {
-			s = &state{before: m.latest(k)}
-			if s.before != nil {
-				s.exists, s.props, s.v, s.next = !s.before.deleted, s.before.props, s.before.v, s.before.v+1
-			}
-			work[k] = s
-			order = append(order, k)
-		}
-		if op.IfVersion != nil && (!s.exists || s.v != *op.IfVersion) {
-			return false
-		}
-		switch op.Op {
-		case events.OpInsert:
-			if s.exists {
-				return false
-			}
-		case events.OpReplace, events.OpMerge, events.OpDelete:
-			if !s.exists {
-				return false
-			}
-		}
-		switch {
-		case op.Op == events.OpDelete:
-			s.exists, s.props = false, nil
-		case s.exists && (op.Op == events.OpMerge || op.Op == events.OpUpsertMerge):
-			merged := s.props.Clone()
-			for n, v := range op.Entity {
-				merged[n] = v
-			}
-			s.props = merged
-		default:
-			s.exists, s.props = true, op.Entity.Clone()
-		}
-		s.v, s.op = s.next, op.Op
-	}
-	for _, k := range order {
-		s := work[k]
-		was := s.before != nil && !s.before.deleted
-		switch {
-		case s.exists:
-			m.rows[k] = append(m.rows[k], mver{v: s.next, seq: seq, cmd: c.ID, op: s.op, props: s.props})
-		case was:
-			m.rows[k] = append(m.rows[k], mver{v: s.next, seq: seq, cmd: c.ID, op: events.OpDelete, props: s.before.props, deleted: true})
-		}
-	}
-	return true
+	return &h[len(h)-1]
 }
 
-// at returns the row's state at seq: its newest version at or before seq.
-func (m *model) at(k key, seq uint64) (mver, bool) {
-	vs := m.rows[k]
-	for i := len(vs) - 1; i >= 0; i-- {
-		if vs[i].seq <= seq {
-			return vs[i], !vs[i].deleted
-		}
-	}
-	return mver{}, false
-}
+// at returns the row's newest version at or before seq and whether the
+// row exists then.
+func (m tableModel) at(k key, seq uint64) (projectiontest.Version, bool) { return m.At(m.id(k), seq) }
 
-// keys returns every row the model knows, sorted.
-func (m *model) keys() []key {
-	ks := make([]key, 0, len(m.rows))
-	for k := range m.rows {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].pk != ks[j].pk {
-			return store.CompareKeys(ks[i].pk, ks[j].pk) < 0
+// keys returns every row of the table the model knows, sorted.
+func (m tableModel) keys() []key {
+	var ks []key
+	for _, id := range m.IDs() {
+		if id.Table == m.table {
+			ks = append(ks, key{id.PK, id.RK})
 		}
-		return store.CompareKeys(ks[i].rk, ks[j].rk) < 0
-	})
+	}
 	return ks
 }
 
 // stateAt returns the live rows of a partition (or all) at seq.
-func (m *model) stateAt(part store.Partition, seq uint64) map[key]mver {
-	out := make(map[key]mver)
-	for k := range m.rows {
-		if !part.All && k.pk != part.PK {
-			continue
-		}
-		if v, ok := m.at(k, seq); ok {
-			out[k] = v
-		}
+func (m tableModel) stateAt(part store.Partition, seq uint64) map[key]projectiontest.Version {
+	out := make(map[key]projectiontest.Version)
+	for id, v := range m.StateAt(m.table, part, seq) {
+		out[key{id.PK, id.RK}] = v
 	}
 	return out
 }
@@ -349,7 +267,7 @@ func workload(rng *rand.Rand, table, prefix string, n int, pks, rks []string) []
 		for range nops {
 			rk := rks[rng.IntN(len(rks))]
 			l := gen.latest(key{c.PK, rk})
-			exists := l != nil && !l.deleted
+			exists := l != nil && !l.Deleted
 			var op events.OpKind
 			switch x := rng.IntN(10); {
 			case !exists && x < 5:
@@ -378,7 +296,7 @@ func workload(rng *rand.Rand, table, prefix string, n int, pks, rks []string) []
 			if op != events.OpInsert && rng.IntN(6) == 0 {
 				v := int64(rng.IntN(4))
 				if exists && rng.IntN(3) > 0 {
-					v = l.v
+					v = l.Version
 				}
 				ro.IfVersion = &v
 			}
@@ -421,7 +339,7 @@ func randomEntity(rng *rand.Rand, i int) events.Entity {
 // command's outcome and journal time.
 type seeded struct {
 	table, other string
-	model        *model
+	model        tableModel
 	cmds         []*events.Command
 	seqs         []uint64
 	outcomes     map[string]journal.Outcome
@@ -478,16 +396,16 @@ func (e *env) seed(rng *rand.Rand, n int, pks, rks []string) *seeded {
 }
 
 // sameRow compares a row read by replay with a model version.
-func sameRow(got projection.Row, want mver) error {
+func sameRow(got projection.Row, want projectiontest.Version) error {
 	switch {
-	case got.Version != want.v:
-		return fmt.Errorf("version %d, want %d", got.Version, want.v)
-	case got.Seq != want.seq || got.Cmd != want.cmd || got.Op != want.op:
-		return fmt.Errorf("written by %s (%s) at %d, want %s (%s) at %d", got.Cmd, got.Op, got.Seq, want.cmd, want.op, want.seq)
-	case got.Deleted != want.deleted:
-		return fmt.Errorf("deleted %v, want %v", got.Deleted, want.deleted)
-	case !got.Props.Equal(want.props):
-		return fmt.Errorf("props %#v, want %#v", got.Props, want.props)
+	case got.Version != want.Version:
+		return fmt.Errorf("version %d, want %d", got.Version, want.Version)
+	case got.Seq != want.Seq || got.Cmd != want.Cmd || got.Op != want.Op:
+		return fmt.Errorf("written by %s (%s) at %d, want %s (%s) at %d", got.Cmd, got.Op, got.Seq, want.Cmd, want.Op, want.Seq)
+	case got.Deleted != want.Deleted:
+		return fmt.Errorf("deleted %v, want %v", got.Deleted, want.Deleted)
+	case !got.Props.Equal(want.Props):
+		return fmt.Errorf("props %#v, want %#v", got.Props, want.Props)
 	}
 	return nil
 }
