@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 )
 
@@ -82,6 +83,9 @@ func TestLoadFormat1(t *testing.T) {
 				t.Fatal(err)
 			}
 			into := uniqueTable("Format1")
+			// A format-1 table keeps its _v numbers, with the gaps of the
+			// intermediate versions left out (format1.go).
+			projectiontest.SkipLayoutCheck(t, into)
 			ls, err := rp.Load(ctx, bytes.NewReader(snap), replay.LoadConfig{Into: into})
 			if err != nil {
 				t.Fatal(err)

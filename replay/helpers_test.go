@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,14 +17,11 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/store/azure"
-	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/store/storetest"
 )
 
@@ -44,25 +39,14 @@ type backend struct {
 	open         func(t testing.TB) store.Store
 }
 
-// stores returns the two real backends.
+// stores returns the two real backends of projectiontest, each store with
+// its tables' layout checked when the test ends.
 func stores() []backend {
-	return []backend{
-		{name: "sqlite", open: func(t testing.TB) store.Store {
-			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "tables.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}},
-		{name: "azurite", small: true, open: func(t testing.TB) store.Store {
-			s, err := azure.New(azure.Config{ConnectionString: azuriteSrv.ConnectionString()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}},
+	var out []backend
+	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
+		out = append(out, backend{name: b.Name, small: b.Name == "azurite", open: b.Open})
 	}
+	return out
 }
 
 // backends returns the two real backends, and each again through the
@@ -98,9 +82,10 @@ func uniqueTable(prefix string) string {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// env is one pipeline: an in-process JetStream server, the journal, a
-// writer, a table store and a projector running in the background.
+// env is one pipeline (projectiontest's harness, its projector running in
+// the background) and a Replayer on its store.
 type env struct {
+	*projectiontest.Harness
 	t    testing.TB
 	ctx  context.Context
 	js   jetstream.JetStream
@@ -120,33 +105,17 @@ func newEnv(t testing.TB, st store.Store, jcfg ...journal.Config) *env {
 	if len(jcfg) > 0 {
 		jc = jcfg[0]
 	}
-	srv := journaltest.StartServerConfig(t, embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
-	_, js := journaltest.Connect(t, srv.ClientURL())
+	h := projectiontest.Start(t, st, projectiontest.Options{Journal: jc})
+	h.StartProjector(projection.Config{Journal: jc, Logger: quiet})
 	ctx := journaltest.Context(t, 5*time.Minute)
-	j, err := journal.Ensure(ctx, js, jc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: ctx, js: js, url: srv.ClientURL(), j: j, w: journal.NewWriter(js, j.Name()), st: st}
-	pctx, cancel := context.WithCancel(context.Background())
-	p, err := projection.New(pctx, js, st, projection.Config{Journal: jc, Logger: quiet})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
-	var once sync.Once
+	e := &env{Harness: h, t: t, ctx: ctx, js: h.JS, url: h.Server.ClientURL(), j: h.Journal, w: h.Writer, st: st}
 	e.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("projector: %v", err)
-			}
-		})
+		if err := h.StopProjector(); err != nil {
+			t.Errorf("projector: %v", err)
+		}
 	}
-	t.Cleanup(e.stop)
-	e.rp, err = replay.New(ctx, replay.Config{Store: st, JetStream: js, Logger: quiet})
+	var err error
+	e.rp, err = replay.New(ctx, replay.Config{Store: st, JetStream: h.JS, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,47 +123,12 @@ func newEnv(t testing.TB, st store.Store, jcfg ...journal.Config) *env {
 }
 
 // publish publishes cmds in order, pipelined, and returns their sequences.
-func (e *env) publish(cmds []*events.Command) []uint64 {
-	e.t.Helper()
-	fs := make([]*journal.Future, len(cmds))
-	for i, c := range cmds {
-		f, err := e.w.PublishAsync(e.ctx, c)
-		if err != nil {
-			e.t.Fatalf("publish %s: %v", c.ID, err)
-		}
-		fs[i] = f
-	}
-	seqs := make([]uint64, len(cmds))
-	for i, f := range fs {
-		r, err := f.Result(e.ctx)
-		if err != nil {
-			e.t.Fatalf("publish %s: %v", cmds[i].ID, err)
-		}
-		seqs[i] = r.Seq
-	}
-	return seqs
-}
+func (e *env) publish(cmds []*events.Command) []uint64 { return e.PublishAll(e.ctx, cmds) }
 
 // awaitOutcomes waits, with the env's deadline, until every id has an
-// outcome: it follows the outcomes stream from its start, without polling.
+// outcome.
 func (e *env) awaitOutcomes(ids []string) map[string]journal.Outcome {
-	e.t.Helper()
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
-	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
-	defer cancel()
-	got := make(map[string]journal.Outcome, len(ids))
-	err := journal.NewOutcomes(e.js).Follow(ctx, 1, func(_ uint64, o journal.Outcome) bool {
-		got[o.ID] = o
-		delete(want, o.ID)
-		return len(want) == 0
-	})
-	if err != nil {
-		e.t.Fatalf("awaiting %d outcomes: %v", len(want), err)
-	}
-	return got
+	return e.AwaitOutcomes(e.ctx, ids)
 }
 
 // key names a logical row.

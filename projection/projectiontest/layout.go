@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,8 +16,11 @@ import (
 	"github.com/tablejournal/tablejournal/store"
 )
 
-// layoutOptOuts holds, per test, what SkipLayoutCheck exempted.
-var layoutOptOuts sync.Map // testing.TB → optOut
+// layoutOptOuts holds, per test name, what SkipLayoutCheck exempted.
+var (
+	layoutMu      sync.Mutex
+	layoutOptOuts = make(map[string]optOut)
+)
 
 type optOut struct {
 	all    bool
@@ -35,13 +39,8 @@ func CheckLayout(t testing.TB, st store.Store) {
 		return
 	}
 	t.Cleanup(func() {
-		defer layoutOptOuts.Delete(t)
-		if t.Failed() {
-			return
-		}
-		v, _ := layoutOptOuts.Load(t)
-		skip, _ := v.(optOut)
-		if skip.all {
+		skip := optedOut(t.Name())
+		if t.Failed() || skip.all {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -62,15 +61,33 @@ func CheckLayout(t testing.TB, st store.Store) {
 	})
 }
 
-// SkipLayoutCheck exempts the tables named (every table when none is) of
-// the stores t opened from CheckLayout: for tests that tamper with tables
-// on purpose (verify and diff tests, layout tests).
+// SkipLayoutCheck exempts the tables named (every table when none is)
+// from CheckLayout: for tests that tamper with tables on purpose (verify
+// and diff tests, layout tests). It covers the stores opened by t, by the
+// tests t is a subtest of (a subtest tampering with its parent's table),
+// and by t's subtests.
 func SkipLayoutCheck(t testing.TB, tables ...string) {
-	v, _ := layoutOptOuts.Load(t)
-	o, _ := v.(optOut)
+	layoutMu.Lock()
+	defer layoutMu.Unlock()
+	o := layoutOptOuts[t.Name()]
 	o.all = o.all || len(tables) == 0
 	o.tables = append(slices.Clip(o.tables), tables...)
-	layoutOptOuts.Store(t, o)
+	layoutOptOuts[t.Name()] = o
+}
+
+// optedOut returns what SkipLayoutCheck exempted for the check of the
+// test named name: its own opt-outs, its subtests' and its parents'.
+func optedOut(name string) optOut {
+	layoutMu.Lock()
+	defer layoutMu.Unlock()
+	var o optOut
+	for n, x := range layoutOptOuts {
+		if n == name || strings.HasPrefix(n, name+"/") || strings.HasPrefix(name, n+"/") {
+			o.all = o.all || x.all
+			o.tables = append(o.tables, x.tables...)
+		}
+	}
+	return o
 }
 
 // LayoutErrors checks table against the layout of SPEC §4 and returns every
