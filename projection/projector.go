@@ -693,7 +693,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 		return nil
 	}
 	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]journal.RowVersion, error) {
-		return VersionsBySeq(ctx, p.store, part.table, part.pk, e.Cmd, r.Seq)
+		return versionsBySeq(ctx, p.store, part.table, part.pk, e.Cmd, r.Seq)
 	})
 	if err != nil {
 		return err
@@ -718,7 +718,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 		return nil
 	}
 	r.Changes, err = retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
-		return ChangesOf(ctx, p.store, part.table, part.pk, r.Seq, rows)
+		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, rows)
 	})
 	if err != nil {
 		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)

@@ -65,9 +65,9 @@ func (r Reader) Versions(ctx context.Context, table, pk, rk string, fn func(Row)
 	})
 }
 
-// VersionsBySeq finds the versions a command (at journal sequence seq)
+// versionsBySeq finds the versions a command (at journal sequence seq)
 // produced on the rows it names; see RowsBySeq.
-func VersionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]journal.RowVersion, error) {
+func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]journal.RowVersion, error) {
 	rows, err := RowsBySeq(ctx, s, table, pk, cmd, seq)
 	out := make([]journal.RowVersion, len(rows))
 	for i, row := range rows {
@@ -134,12 +134,12 @@ func VersionAt(ctx context.Context, s store.Store, table, pk, rk string, seq uin
 	return row, err == nil, err
 }
 
-// ChangesOf rebuilds the change-feed events of the row versions the
+// changesOf rebuilds the change-feed events of the row versions the
 // command at journal sequence seq produced, from the stored rows: the after image is the version itself (read by its sequence), the
 // before image the row's newest version before that sequence (a version
 // row, since it was superseded), absent when that is a tombstone or there
 // is none.
-func ChangesOf(ctx context.Context, s store.Store, table, pk string, seq uint64, rows []journal.RowVersion) ([]Change, error) {
+func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64, rows []journal.RowVersion) ([]Change, error) {
 	var out []Change
 	for _, rv := range rows {
 		cur, ok, err := VersionBySeq(ctx, s, table, pk, rv.RK, seq)
