@@ -193,7 +193,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		if err := p.settle(ctx, part); err != nil {
 			return err
 		}
-		f, err := p.js.PublishMsgAsync(msg)
+		f, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(asyncStallWait))
 		if err != nil {
 			return fmt.Errorf("outcome of %s: %w", r.ID, err)
 		}
@@ -217,7 +217,7 @@ func (p *publisher) sendChange(ctx context.Context, part partition, rk string, m
 			return err
 		}
 	}
-	f, err := p.js.PublishMsgAsync(msg)
+	f, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(asyncStallWait))
 	if err != nil {
 		return err
 	}
@@ -246,6 +246,15 @@ func (p *publisher) settle(ctx context.Context, part partition) error {
 	clear(fl.rows)
 	return p.await(ctx, fs)
 }
+
+// asyncStallWait is how long a publish waits for room in the connection's
+// window of outstanding async publishes (jetstream's PublishAsyncMaxPending,
+// 4,000 by default) before failing. Sixteen shards of up to 1,024 commands,
+// each with an outcome and change events, fill that window at once under
+// load; waiting for acks to free it is the flow control between fetch
+// size, shards and the window, where the library's default of 200 ms made
+// whole batches fail and be retried with a warning (issue 8, item 9).
+const asyncStallWait = 30 * time.Second
 
 // asyncAckTimeout bounds the wait for one asynchronous publish's ack; an
 // async publish can be dropped under load, so after it the message is sent
@@ -276,7 +285,7 @@ func (p *publisher) wait(ctx context.Context) error {
 	}
 	fs := make([]jetstream.PubAckFuture, 0, len(outcomes))
 	for _, msg := range outcomes {
-		f, err := p.js.PublishMsgAsync(msg)
+		f, err := p.js.PublishMsgAsync(msg, jetstream.WithStallWait(asyncStallWait))
 		if err != nil {
 			return err
 		}

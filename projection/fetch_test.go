@@ -16,75 +16,70 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 
-var errInjected = errors.New("injected fetch failure")
+var errInjected = errors.New("injected pull failure")
 
-// failingRest wraps a real consumer: every fetch of more than one message
-// (the second fetch of a batch) fails, as the request or as the batch's
-// error once its messages are in.
-type failingRest struct {
-	jetstream.Consumer
-	inBatch bool
-}
+// failingRest wraps a real consumer: its pull fails after the first
+// message, as a dropped connection would end it mid-batch.
+type failingRest struct{ jetstream.Consumer }
 
-func (f failingRest) Fetch(n int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
-	if n <= 1 {
-		return f.Consumer.Fetch(n, opts...)
-	}
-	if !f.inBatch {
-		return nil, errInjected
-	}
-	b, err := f.Consumer.Fetch(n, opts...)
+func (f failingRest) Messages(opts ...jetstream.PullMessagesOpt) (jetstream.MessagesContext, error) {
+	it, err := f.Consumer.Messages(opts...)
 	if err != nil {
 		return nil, err
 	}
-	return failingBatch{b}, nil
+	return &failingIter{MessagesContext: it}, nil
 }
 
-type failingBatch struct{ jetstream.MessageBatch }
+type failingIter struct {
+	jetstream.MessagesContext
+	n int
+}
 
-func (failingBatch) Error() error { return errInjected }
+func (f *failingIter) Next(opts ...jetstream.NextOpt) (jetstream.Msg, error) {
+	if f.n++; f.n > 1 {
+		return nil, errInjected
+	}
+	return f.MessagesContext.Next(opts...)
+}
 
-// TestFetchReportsSecondFetchError: when the fetch of the rest of a batch
-// fails, the messages that arrived are still returned and the failure is
-// logged, not dropped.
-func TestFetchReportsSecondFetchError(t *testing.T) {
-	for _, inBatch := range []bool{false, true} {
-		t.Run(fmt.Sprintf("inBatch=%v", inBatch), func(t *testing.T) {
-			srv := journaltest.StartServer(t)
-			_, js := journaltest.Connect(t, srv.ClientURL())
-			ctx := journaltest.Context(t, time.Minute)
-			j, err := journal.Ensure(ctx, js, journal.Config{Shards: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := journal.NewWriter(js, j.Name())
-			for i := range 3 {
-				c := &events.Command{ID: fmt.Sprintf("c%d", i), Table: "orders", PK: "p",
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}
-				if _, err := w.Publish(ctx, c); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cons, err := js.CreateConsumer(ctx, j.Name(), jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var logs bytes.Buffer
-			p := &Projector{cfg: Config{FetchBatch: 10, FetchBytes: 1 << 20}, log: slog.New(slog.NewTextHandler(&logs, nil))}
-			msgs, err := p.fetch(ctx, failingRest{Consumer: cons, inBatch: inBatch})
-			if err != nil {
-				t.Fatalf("fetch: %v", err)
-			}
-			want := 1
-			if inBatch {
-				want = 3
-			}
-			if len(msgs) != want {
-				t.Errorf("fetch returned %d messages, want %d", len(msgs), want)
-			}
-			if !strings.Contains(logs.String(), errInjected.Error()) {
-				t.Errorf("the second fetch's failure is not reported; log:\n%s", logs.String())
-			}
-		})
+// TestPullReportsRestError: when the pull of the rest of a batch fails, the
+// messages that arrived are still returned and the failure is logged, not
+// dropped.
+func TestPullReportsRestError(t *testing.T) {
+	srv := journaltest.StartServer(t)
+	_, js := journaltest.Connect(t, srv.ClientURL())
+	ctx := journaltest.Context(t, time.Minute)
+	j, err := journal.Ensure(ctx, js, journal.Config{Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := journal.NewWriter(js, j.Name())
+	for i := range 3 {
+		c := &events.Command{ID: fmt.Sprintf("c%d", i), Table: "orders", PK: "p",
+			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}
+		if _, err := w.Publish(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := js.CreateConsumer(ctx, j.Name(), jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	p := &Projector{cfg: Config{FetchBatch: 10, FetchBytes: 1 << 20}, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	pl, err := p.newPuller(failingRest{Consumer: cons})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.stop()
+	msgs, err := pl.next(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if len(msgs) != 1 {
+		t.Errorf("pull returned %d messages, want the 1 that arrived", len(msgs))
+	}
+	if !strings.Contains(logs.String(), errInjected.Error()) {
+		t.Errorf("the failure of the rest is not reported; log:\n%s", logs.String())
 	}
 }

@@ -83,9 +83,14 @@ func TestObserveIdle(t *testing.T) {
 		t.Errorf("a second empty fetch within %v reported %+v, want nothing", idleCheck, got)
 	}
 
-	msgs, err := p.fetch(ctx, cons)
+	pl, err := p.newPuller(cons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.stop()
+	msgs, err := pl.next(ctx, 10*time.Second)
 	if err != nil || len(msgs) != 3 {
-		t.Fatalf("fetch: %d messages, %v", len(msgs), err)
+		t.Fatalf("pull: %d messages, %v", len(msgs), err)
 	}
 	if err := msgs[2].DoubleAck(ctx); err != nil {
 		t.Fatal(err)

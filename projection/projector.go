@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
@@ -107,8 +106,8 @@ type Projector struct {
 	log     *slog.Logger
 	group   *shards.Group // nil with static Config.Shards
 	stats   *Stats
-	// replicated: the journal has replicas, so fetches avoid byte limits
-	// (fetchReplicated).
+	// replicated: the journal has replicas, so pulls avoid byte limits
+	// (newPuller).
 	replicated bool
 	obs        Observer
 	idle       idleChecks // observe.go
@@ -220,41 +219,83 @@ func (p *Projector) Run(ctx context.Context) error {
 }
 
 func (p *Projector) runShard(ctx context.Context, shard int) error {
-	cons, last := p.reopenConsumer(ctx, shard, 0)
-	if cons == nil {
-		return nil // ctx ended
-	}
 	// expect is the consumer delivery sequence of the next message. JetStream
 	// numbers every delivery; a gap means deliveries were lost in transit (a
 	// server restart, a dropped connection). Those messages would come back
 	// only after their ack wait, behind later messages of their partitions,
 	// so the shard applies what came before the gap and then recreates its
 	// consumer just after the last sequence it applied.
-	expect := uint64(1)
-	tail := newTailWatch(cons)
+	var (
+		cons   jetstream.Consumer
+		last   uint64
+		expect uint64
+		tail   tailWatch
+		pl     *puller
+	)
+	defer func() { pl.stop() }()
+	// reopen (re)opens the consumer at stream sequence from (0: its ack
+	// floor) with a new pull on it; false when ctx ended.
+	reopen := func(from uint64) bool {
+		pl.stop()
+		pl = nil
+		for pl == nil {
+			if cons, last = p.reopenConsumer(ctx, shard, from); cons == nil {
+				return false
+			}
+			var err error
+			if pl, err = p.newPuller(cons); err != nil {
+				p.log.Warn("pulling from the consumer failed; recreating it", LogShard, shard, LogSeq, last+1, "err", err)
+				p.obs.Retry(RetryFetch)
+				from = last + 1
+				if sleepCtx(ctx, time.Second) != nil {
+					return false
+				}
+			}
+		}
+		expect, tail = 1, newTailWatch(cons)
+		return true
+	}
+	if !reopen(0) {
+		return nil
+	}
 	for ctx.Err() == nil {
-		msgs, err := p.fetch(ctx, cons)
+		msgs, err := pl.next(ctx, time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
 				p.log.Warn("consumer gone; recreating it", LogShard, shard, LogSeq, last+1, "err", err)
-				if cons, last = p.reopenConsumer(ctx, shard, last+1); cons == nil {
-					return nil // ctx ended
-				}
-				expect, tail = 1, newTailWatch(cons)
-				continue
+			} else {
+				p.log.Warn("pulling failed; recreating the consumer", LogShard, shard, LogSeq, last+1, "err", err)
+				p.obs.Retry(RetryFetch)
 			}
-			p.log.Warn("fetch failed; retrying", LogShard, shard, "err", err)
-			p.obs.Retry(RetryFetch)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
+			if !reopen(last + 1) {
+				return nil
 			}
 			continue
 		}
 		p.observeFetch(ctx, shard, cons, msgs)
+		why := ""
+		if len(msgs) == 0 && tail.due() {
+			// Idle: were deliveries lost at the tail, with nothing after
+			// them to show a gap?
+			n, replaced, err := tail.check(ctx, cons, expect-1)
+			switch {
+			case err != nil:
+				if ctx.Err() == nil {
+					p.log.Debug("checking the consumer failed", LogShard, shard, "err", err)
+				}
+			case replaced:
+				why = "the consumer was replaced"
+			case n > 0:
+				// Delivered and not taken yet: the pull may still be
+				// receiving them.
+				if msgs, err = pl.next(ctx, restWait); err == nil && len(msgs) == 0 {
+					why = fmt.Sprintf("%d deliveries never arrived", n)
+				}
+			}
+		}
 		var todo []jetstream.Msg
 		gap := false
 		for _, m := range msgs {
@@ -287,24 +328,16 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 			last = md.Sequence.Stream
 			p.observeBatch(shard, todo)
 		}
-		why := ""
 		if gap {
 			why = "a gap in the delivery sequence"
-		} else if len(msgs) == 0 && tail.due() {
-			// Idle: were deliveries lost at the tail, with nothing after
-			// them to show a gap?
-			if why, err = tail.lost(ctx, cons, expect-1); err != nil && ctx.Err() == nil {
-				p.log.Debug("checking the consumer failed", LogShard, shard, "err", err)
-			}
 		}
 		if why != "" && ctx.Err() == nil {
 			p.stats.LostDeliveries.Add(1)
 			p.log.Warn("deliveries lost; resuming in journal order", LogShard, shard, LogSeq, last+1, "why", why)
 			p.obs.Retry(RetryDeliveryGap)
-			if cons, last = p.reopenConsumer(ctx, shard, last+1); cons == nil {
-				return nil // ctx ended
+			if !reopen(last + 1) {
+				return nil
 			}
-			expect, tail = 1, newTailWatch(cons)
 		}
 	}
 	return nil
@@ -441,56 +474,6 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 	}
 	p.observeOpen(shard, cons, from-1)
 	return cons, from - 1, nil
-}
-
-// fetch waits up to a second for one message, then takes as many of the
-// messages already waiting behind it as a batch holds, so latency stays low
-// when idle and batches grow under load. The first message's metadata says
-// how many wait; none means no second request.
-func (p *Projector) fetch(ctx context.Context, cons jetstream.Consumer) ([]jetstream.Msg, error) {
-	first, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
-	if err != nil {
-		return nil, err
-	}
-	var msgs []jetstream.Msg
-	for m := range first.Messages() {
-		msgs = append(msgs, m)
-	}
-	if err := first.Error(); err != nil && !fetchExpired(err) {
-		return nil, err
-	}
-	if len(msgs) == 0 || p.cfg.FetchBatch <= 1 {
-		return msgs, nil
-	}
-	md, err := msgs[0].Metadata()
-	if err != nil || md.NumPending == 0 {
-		return msgs, nil
-	}
-	n := min(uint64(p.cfg.FetchBatch-1), md.NumPending)
-	if p.replicated {
-		return p.fetchReplicated(cons, msgs, int(n)), nil
-	}
-	// The messages are there, so the request ends as soon as it has n of
-	// them or FetchBytes; the wait only bounds a stream trimmed meanwhile.
-	// If it fails, what arrived is still applied (a delivery lost in
-	// transit shows as a gap in the consumer sequence) and the failure is
-	// logged: the next fetch meets it again, or finds it was transient.
-	rest, err := cons.Fetch(int(n), jetstream.FetchMaxBytes(p.cfg.FetchBytes), jetstream.FetchMaxWait(100*time.Millisecond))
-	if err == nil {
-		for m := range rest.Messages() {
-			msgs = append(msgs, m)
-		}
-		err = rest.Error()
-	}
-	if err != nil && !fetchExpired(err) {
-		p.log.Warn("fetching the rest of a batch failed; applying what arrived", LogSeq, md.Sequence.Stream, "got", len(msgs), "err", err)
-	}
-	return msgs, nil
-}
-
-// fetchExpired reports whether a fetch ended only because its wait expired.
-func fetchExpired(err error) bool {
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // ErrPublish wraps a failure to publish outcomes or change events, or to
@@ -816,6 +799,10 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 		return nil
 	}
 	p.stats.OutcomeLookups.Add(1)
+	// The library's default request timeout (5 s) is short for a loaded
+	// server; the batch waits for this answer in any case.
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
 	latest, err := journal.LatestOutcomes(ctx, p.js, ids)
 	if err != nil {
 		return err
@@ -849,6 +836,9 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 	}
 	return nil
 }
+
+// lookupTimeout bounds the outcomes look-up of one fetched batch.
+const lookupTimeout = 30 * time.Second
 
 // priorFrom picks from an ID's outcomes the one that decides the message at
 // seq: the newest earlier one that applied or was a duplicate, else none.

@@ -2,7 +2,6 @@ package projection
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,22 +30,22 @@ func newTailWatch(cons jetstream.Consumer) tailWatch {
 // due reports whether an idle shard should check its consumer now.
 func (w *tailWatch) due() bool { return time.Since(w.checked) >= tailCheckEvery }
 
-// lost asks the consumer whether it delivered more than the shard
-// received (received is the delivery sequence of the last message that
-// arrived), or is not the consumer the shard opened (another process
-// replaced it, so its delivery sequence says nothing about this shard's
-// run). It returns why, or "" when nothing was lost.
-func (w *tailWatch) lost(ctx context.Context, cons jetstream.Consumer, received uint64) (string, error) {
+// check asks the consumer how many deliveries it made beyond received
+// (the delivery sequence of the last message that arrived), and whether it
+// is still the consumer the shard opened (another process may have
+// replaced it, and then its delivery sequence says nothing about this
+// shard's run).
+func (w *tailWatch) check(ctx context.Context, cons jetstream.Consumer, received uint64) (beyond uint64, replaced bool, err error) {
 	w.checked = time.Now()
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return "", err
+		return 0, false, err
 	}
-	switch {
-	case !info.Created.Equal(w.created):
-		return "the consumer was replaced", nil
-	case info.Delivered.Consumer > received:
-		return fmt.Sprintf("%d deliveries never arrived", info.Delivered.Consumer-received), nil
+	if !info.Created.Equal(w.created) {
+		return 0, true, nil
 	}
-	return "", nil
+	if info.Delivered.Consumer > received {
+		return info.Delivered.Consumer - received, false, nil
+	}
+	return 0, false, nil
 }

@@ -9,4 +9,4 @@ import (
 	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
-func main() { os.Exit(cli.Main(cli.Replay, os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(cli.Main(cli.Replay, os.Args[1:], cli.StdIO())) }

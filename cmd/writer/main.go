@@ -8,4 +8,4 @@ import (
 	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
-func main() { os.Exit(cli.Main(cli.Writer, os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(cli.Main(cli.Writer, os.Args[1:], cli.StdIO())) }

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"io"
 	"strings"
 	"testing"
 )
@@ -16,7 +15,7 @@ func TestHelpHidesSecrets(t *testing.T) {
 	t.Setenv(EnvNATSPassword, "s3cret-pw")
 	tests := []struct {
 		name string
-		run  func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+		run  Command
 		args []string
 	}{
 		{"projector", Projector, []string{"--help"}},
@@ -26,7 +25,7 @@ func TestHelpHidesSecrets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := tt.run(context.Background(), tt.args, &stdout, &stderr)
+			err := tt.run(context.Background(), tt.args, IO{Stdout: &stdout, Stderr: &stderr})
 			if code := Exit(err, &stderr); code != ExitOK {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}

@@ -25,13 +25,13 @@ func TestMainStopsSignalRelay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var seen context.Context
-		code := Main(func(ctx context.Context, _ []string, _, _ io.Writer) error {
+		code := Main(func(ctx context.Context, _ []string, _ IO) error {
 			seen = ctx
 			if ctx.Err() != nil {
 				t.Error("context done before the command ran")
 			}
 			return tt.err
-		}, nil, io.Discard, io.Discard)
+		}, nil, IO{Stdout: io.Discard, Stderr: io.Discard})
 		if code != tt.want {
 			t.Errorf("%v: exit %d, want %d", tt.err, code, tt.want)
 		}

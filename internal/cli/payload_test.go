@@ -19,7 +19,7 @@ func TestSmallMaxPayload(t *testing.T) {
 	url := journaltest.StartDefaultServer(t)
 	ctx := journaltest.Context(t, time.Minute)
 	var stderr bytes.Buffer
-	err := Projector(ctx, []string{"--nats", url, "--tables", "sqlite:" + filepath.Join(t.TempDir(), "t.db"), "--log-level", "error"}, io.Discard, &stderr)
+	err := Projector(ctx, []string{"--nats", url, "--tables", "sqlite:" + filepath.Join(t.TempDir(), "t.db"), "--log-level", "error"}, IO{Stdout: io.Discard, Stderr: &stderr})
 	if !errors.Is(err, journal.ErrMaxPayload) || Exit(err, &stderr) != ExitFailure || !strings.Contains(stderr.String(), "set max_payload: 8MB in nats-server.conf") {
 		t.Fatalf("projector: %v\n%s", err, stderr.String())
 	}

@@ -25,9 +25,17 @@ import (
 	"github.com/tablejournal/tablejournal/store/stores"
 )
 
-const projectorUsage = `Usage: projector [flags]
-       projector status [--json] [--watch] [flags]   (see projector status --help)
+// projectorCommands is the command table of the projector: the
+// projector itself, and status.
+var projectorCommands = []spec{
+	{"", "[flags]", "apply the journal to tables, continuously, until SIGINT or SIGTERM"},
+	{"status", "[--json] [--watch] [flags]", "show each shard of the journal: its owner, how far it is applied, what is pending"},
+}
 
+// projectorUsage is the projector's --help, generated from the table.
+func projectorUsage() string {
+	run, status := projectorCommands[0], projectorCommands[1]
+	return "Usage: " + run.line("projector") + "\n       " + status.line("projector") + "   (see projector status --help)\n" + `
 Applies the journal to tables, continuously, until SIGINT or SIGTERM.
 
 With no flags it runs everything locally: an embedded JetStream server (file
@@ -39,6 +47,7 @@ With --metrics-addr it serves Prometheus /metrics, /healthz and /readyz.
 
 Flags:
 `
+}
 
 // EnvReplicas is the environment variable of the projector's --replicas.
 const EnvReplicas = "TABLEJOURNAL_REPLICAS"
@@ -75,110 +84,125 @@ type StartEmbedded func(dir, listen string, noSync bool, log *slog.Logger) (Embe
 // journal/embedded: this package holds the writer and replay commands too,
 // and they must not link nats-server.
 func NewProjector(start StartEmbedded) Command {
-	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		return projector(ctx, start, args, stdout, stderr)
+	return func(ctx context.Context, args []string, stdio IO) error {
+		if len(args) > 0 && args[0] == projectorCommands[1].name {
+			return projectorStatus(ctx, args[1:], stdio)
+		}
+		c := &projectCmd{start: start}
+		return c.run(ctx, args, stdio)
 	}
 }
 
-func projector(ctx context.Context, start StartEmbedded, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "status" {
-		return ProjectorStatus(ctx, args[1:], stdout, stderr)
-	}
+// projectCmd is the projector itself. Its flags are written into the
+// projection package's config, but for where things live and how to log.
+type projectCmd struct {
+	start StartEmbedded
+	cfg   projection.Config
+	nf    natsFlags
+
+	data, listen, tables, shards string
+	noSync, logJSON              bool
+	logLevel, metricsAt          string
+}
+
+func (c *projectCmd) flags(fs *flag.FlagSet) {
+	cfg := &c.cfg
+	fs.StringVar(&c.data, "data", envOr(EnvData, "./data"), "data folder for the embedded server and store (env "+EnvData+")")
+	fs.StringVar(&c.listen, "nats-listen", "127.0.0.1:4222", "address of the embedded JetStream server (when --nats is not set)")
+	fs.BoolVar(&c.noSync, "no-fsync", false, "embedded server: do not fsync before acknowledging (faster, can lose acknowledged commands on power loss)")
+	fs.StringVar(&c.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+EnvTables+")")
+	fs.StringVar(&c.shards, "shards", "", "comma-separated shards this instance applies, a static assignment; default: share the shards with the other projectors of the journal")
+	fs.StringVar(&cfg.InstanceID, "instance-id", "", "this instance's name in the ownership bucket and logs (letters, digits, - and _); default hostname-pid-random")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 0, "how long a shard's lease outlives a dead owner, whole seconds >= 2s (default 5s)")
+	fs.IntVar(&cfg.Replicas, "replicas", 0, "replica count of every stream and bucket the projector creates, and that existing ones must have; 0: 1 when created, any when they exist (env "+EnvReplicas+")")
+	fs.IntVar(&cfg.Journal.Shards, "journal-shards", 0, "shard count when creating the journal stream (default 16); must match an existing stream")
+	fs.DurationVar(&cfg.Journal.Duplicates, "dup-window", 0, "journal duplicate window when creating the stream (default 2m)")
+	fs.BoolVar(&cfg.NoChangeFeed, "no-change-feed", false, "do not publish the change feed")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&c.logJSON, "log-json", false, "log as JSON lines")
+	fs.IntVar(&cfg.Applier.CacheRows, "cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
+	fs.IntVar(&cfg.FetchBatch, "fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
+	fs.StringVar(&cfg.Journal.Stream, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
+	fs.BoolVar(&cfg.Journal.AllowTrim, "journal-allow-trim", false, "create the journal without deny-purge and deny-delete, so an operator may trim it (default: the journal refuses both; JetStream cannot lift that later)")
+	fs.DurationVar(&cfg.OutcomesMaxAge, "outcomes-max-age", 0, "how long the OUTCOMES stream keeps outcomes (default forever, or as the stream is; negative removes a limit)")
+	fs.DurationVar(&cfg.ChangesMaxAge, "changes-max-age", 0, "how long the CHANGES stream keeps change events (default forever, or as the stream is; negative removes a limit)")
+	fs.StringVar(&c.metricsAt, "metrics-addr", os.Getenv(EnvMetricsAddr), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464; off when empty (env "+EnvMetricsAddr+")")
+	c.nf.register(fs, "")
+}
+
+// parse parses args into the config and checks it; a nil logger with a
+// nil error means --help or --version was handled.
+func (c *projectCmd) parse(args []string, stdio IO) (*slog.Logger, error) {
 	fs := quietFlagSet("projector")
-	var (
-		nf         natsFlags
-		data       = fs.String("data", envOr(EnvData, "./data"), "data folder for the embedded server and store (env "+EnvData+")")
-		listen     = fs.String("nats-listen", "127.0.0.1:4222", "address of the embedded JetStream server (when --nats is not set)")
-		noSync     = fs.Bool("no-fsync", false, "embedded server: do not fsync before acknowledging (faster, can lose acknowledged commands on power loss)")
-		tables     = fs.String("tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+EnvTables+")")
-		shards     = fs.String("shards", "", "comma-separated shards this instance applies, a static assignment; default: share the shards with the other projectors of the journal")
-		instanceID = fs.String("instance-id", "", "this instance's name in the ownership bucket and logs (letters, digits, - and _); default hostname-pid-random")
-		leaseTTL   = fs.Duration("lease-ttl", 0, "how long a shard's lease outlives a dead owner, whole seconds >= 2s (default 5s)")
-		replicas   = fs.Int("replicas", 0, "replica count of every stream and bucket the projector creates, and that existing ones must have; 0: 1 when created, any when they exist (env "+EnvReplicas+")")
-		jshards    = fs.Int("journal-shards", 0, "shard count when creating the journal stream (default 16); must match an existing stream")
-		dupWindow  = fs.Duration("dup-window", 0, "journal duplicate window when creating the stream (default 2m)")
-		noChanges  = fs.Bool("no-change-feed", false, "do not publish the change feed")
-		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
-		logJSON    = fs.Bool("log-json", false, "log as JSON lines")
-		cacheRows  = fs.Int("cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
-		fetchBatch = fs.Int("fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
-		stream     = fs.String("stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
-		allowTrim  = fs.Bool("journal-allow-trim", false, "create the journal without deny-purge and deny-delete, so an operator may trim it (default: the journal refuses both; JetStream cannot lift that later)")
-		outMaxAge  = fs.Duration("outcomes-max-age", 0, "how long the OUTCOMES stream keeps outcomes (default forever, or as the stream is; negative removes a limit)")
-		chgMaxAge  = fs.Duration("changes-max-age", 0, "how long the CHANGES stream keeps change events (default forever, or as the stream is; negative removes a limit)")
-		metricsAt  = fs.String("metrics-addr", os.Getenv(EnvMetricsAddr), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464; off when empty (env "+EnvMetricsAddr+")")
-	)
-	nf.register(fs, "")
+	c.flags(fs)
 	version := versionFlag(fs)
-	if err := parseArgs(fs, args, stdout, projectorUsage); err != nil {
-		return err
+	if err := parseArgs(fs, args, stdio.Stdout, projectorUsage()); err != nil {
+		return nil, err
 	}
 	if *version {
-		printVersion(stdout, "projector")
-		return nil
+		printVersion(stdio.Stdout, "projector")
+		return nil, nil
 	}
 	if fs.NArg() > 0 {
-		return usageError(fmt.Errorf("unexpected argument %q; the projector takes only flags", fs.Arg(0)))
+		return nil, usageError(fmt.Errorf("unexpected argument %q; the projector takes only flags", fs.Arg(0)))
 	}
-	if *tables == "" {
-		*tables = envOr(EnvTables, "")
+	if c.tables == "" {
+		c.tables = envOr(EnvTables, "")
 	}
-	if err := intFromEnv(fs, "replicas", EnvReplicas, replicas); err != nil {
-		return usageError(err)
+	cfg := &c.cfg
+	if err := intFromEnv(fs, "replicas", EnvReplicas, &cfg.Replicas); err != nil {
+		return nil, usageError(err)
 	}
-	log, err := newLogger(stderr, *logLevel, *logJSON)
+	log, err := newLogger(stdio.Stderr, c.logLevel, c.logJSON)
 	if err != nil {
-		return usageError(err)
+		return nil, usageError(err)
 	}
-	cfg := projection.Config{
-		Journal:        journal.Config{Stream: *stream, Shards: *jshards, Duplicates: *dupWindow, AllowTrim: *allowTrim},
-		InstanceID:     *instanceID,
-		LeaseTTL:       *leaseTTL,
-		Replicas:       *replicas,
-		NoChangeFeed:   *noChanges,
-		OutcomesMaxAge: *outMaxAge,
-		ChangesMaxAge:  *chgMaxAge,
-		FetchBatch:     *fetchBatch,
-		Applier:        projection.ApplierConfig{CacheRows: *cacheRows},
-		Logger:         log,
+	cfg.Logger = log
+	if err := (shardsconf.Config{Shards: 1, InstanceID: cfg.InstanceID, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.Replicas}).Validate(); err != nil {
+		return nil, usageError(err)
 	}
-	if err := (shardsconf.Config{Shards: 1, InstanceID: *instanceID, LeaseTTL: *leaseTTL, Replicas: *replicas}).Validate(); err != nil {
-		return usageError(err)
+	if c.shards != "" && (cfg.InstanceID != "" || cfg.LeaseTTL != 0) {
+		return nil, usageError(errors.New("--instance-id and --lease-ttl apply to shared shards; with --shards the assignment is static"))
 	}
-	if *shards != "" && (*instanceID != "" || *leaseTTL != 0) {
-		return usageError(errors.New("--instance-id and --lease-ttl apply to shared shards; with --shards the assignment is static"))
+	if c.nf.url == "" && cfg.Replicas > 1 {
+		return nil, usageError(fmt.Errorf("--replicas %d needs a JetStream cluster (--nats with every node's URL); the embedded server is a single node", cfg.Replicas))
 	}
-	if nf.url == "" && *replicas > 1 {
-		return usageError(fmt.Errorf("--replicas %d needs a JetStream cluster (--nats with every node's URL); the embedded server is a single node", *replicas))
-	}
-	if *shards != "" {
-		for _, s := range strings.Split(*shards, ",") {
+	if c.shards != "" {
+		for _, s := range strings.Split(c.shards, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err != nil {
-				return usageError(fmt.Errorf("--shards: %q is not a shard number", s))
+				return nil, usageError(fmt.Errorf("--shards: %q is not a shard number", s))
 			}
 			cfg.Shards = append(cfg.Shards, n)
 		}
 	}
+	return log, nil
+}
 
-	url := nf.url
-	if url == "" || *tables == "" {
+func (c *projectCmd) run(ctx context.Context, args []string, stdio IO) error {
+	log, err := c.parse(args, stdio)
+	if log == nil || err != nil {
+		return err
+	}
+	cfg := c.cfg
+	url := c.nf.url
+	if url == "" || c.tables == "" {
 		// The embedded server or the embedded store lives in --data.
-		l, err := lockData(*data)
+		l, err := lockData(c.data)
 		if err != nil {
 			return err
 		}
 		defer l.Release()
 	}
 	if url == "" {
-		srv, err := start(filepath.Join(*data, "jetstream"), *listen, *noSync, log)
+		srv, err := c.start(filepath.Join(c.data, "jetstream"), c.listen, c.noSync, log)
 		if err != nil {
 			return fmt.Errorf("embedded JetStream server: %w", err)
 		}
 		defer srv.Shutdown()
 		url = srv.ClientURL()
 	}
-	nc, js, err := connectURL(&nf, url, "tablejournal-projector")
+	nc, js, err := connectURL(&c.nf, url, "tablejournal-projector")
 	if err != nil {
 		return err
 	}
@@ -190,24 +214,24 @@ func projector(ctx context.Context, start StartEmbedded, args []string, stdout, 
 	// held exclusively. Instances that share a NATS server may share a
 	// store file; they split the shards between them.
 	var storeOpts []stores.Option
-	if nf.url == "" {
+	if c.nf.url == "" {
 		storeOpts = append(storeOpts, stores.Exclusive())
 	}
-	st, closeStore, err := stores.Open(ctx, *tables, *data, storeOpts...)
+	st, closeStore, err := stores.Open(ctx, c.tables, c.data, storeOpts...)
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
 	defer closeStore.Close()
 	// The instance's name in the ownership bucket is also its name in the
 	// status reports, static shards or not.
-	instance := *instanceID
+	instance := cfg.InstanceID
 	if instance == "" {
 		instance = shardsconf.DefaultInstanceID()
 	}
 	if cfg.Shards == nil {
 		cfg.InstanceID = instance
 	}
-	ops, st, err := metrics.Start(ctx, metrics.OpsConfig{Addr: *metricsAt, Instance: instance, Journal: *stream, NATS: nc, JS: js, Store: st, Logger: log, Replicas: *replicas})
+	ops, st, err := metrics.Start(ctx, metrics.OpsConfig{Addr: c.metricsAt, Instance: instance, Journal: cfg.Journal.Stream, NATS: nc, JS: js, Store: st, Logger: log, Replicas: cfg.Replicas})
 	if err != nil {
 		return fmt.Errorf("--metrics-addr: %w", err)
 	}
@@ -221,7 +245,7 @@ func projector(ctx context.Context, start StartEmbedded, args []string, stdout, 
 	ops.SetJournalShards(p.JournalShards())
 	ops.SetStats(p.Stats())
 	ops.Running()
-	log.Info("projector running", startupAttrs(instance, nf.url, url, *data, !*noSync, *tables, cfg, ops)...)
+	log.Info("projector running", startupAttrs(instance, c.nf.url, url, c.data, !c.noSync, c.tables, cfg, ops)...)
 	err = p.Run(ctx)
 	ops.Stopped(err)
 	if err != nil {

@@ -36,7 +36,7 @@ func TestProjectorChild(t *testing.T) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	if err := Projector(ctx, strings.Split(args, "\n"), os.Stdout, os.Stderr); err != nil {
+	if err := Projector(ctx, strings.Split(args, "\n"), StdIO()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -105,7 +105,7 @@ func TestSecondProjector(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr strings.Builder
-			err := Projector(ctx, append(tc.args, "--log-level", "error"), io.Discard, &stderr)
+			err := Projector(ctx, append(tc.args, "--log-level", "error"), IO{Stdout: io.Discard, Stderr: &stderr})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("second projector: %v, want %v", err, tc.want)
 			}

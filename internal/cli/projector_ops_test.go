@@ -59,7 +59,7 @@ func startProjectorCmd(t *testing.T, args ...string) *projectorCmd {
 	args = append(args, "--metrics-addr", "127.0.0.1:0")
 	exited := make(chan struct{})
 	var runErr error
-	go func() { runErr = Projector(ctx, args, io.Discard, p.stderr); close(exited) }()
+	go func() { runErr = Projector(ctx, args, IO{Stdout: io.Discard, Stderr: p.stderr}); close(exited) }()
 	p.stop = func() error {
 		cancel()
 		select {

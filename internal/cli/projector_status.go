@@ -3,51 +3,62 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 )
 
-const projectorStatusUsage = `Usage: projector status [--json] [--watch] [flags]
+// statusCmd is projector status.
+type statusCmd struct {
+	nf     natsFlags
+	cfg    projection.StatusConfig
+	asJSON bool
+	watch  bool
+	every  time.Duration
+}
 
-Shows each shard of the journal from NATS alone (no table credentials): the
+func (c *statusCmd) flags(fs *flag.FlagSet) {
+	c.nf.register(fs, DefaultNATSURL)
+	fs.StringVar(&c.cfg.Journal, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON (with --watch, one object per line)")
+	fs.BoolVar(&c.watch, "watch", false, "refresh in place until interrupted")
+	fs.DurationVar(&c.every, "interval", 2*time.Second, "refresh interval of --watch")
+}
+
+const statusMore = `Shows each shard of the journal from NATS alone (no table credentials): the
 instance applying it, the journal sequence it is applied up to, the commands
 pending, the age of the oldest of them, and the rate over the last minute,
 with totals at the bottom. --watch refreshes in place until interrupted.
 
 Exits with status 4 when a shard has pending commands and no owner.
-
-Flags:
 `
 
-// ProjectorStatus runs `projector status`.
-func ProjectorStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// projectorStatus runs projector status.
+func projectorStatus(ctx context.Context, args []string, stdio IO) error {
+	var c statusCmd
 	fs := quietFlagSet("projector status")
-	var nf natsFlags
-	nf.register(fs, DefaultNATSURL)
-	stream := fs.String("stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
-	asJSON := fs.Bool("json", false, "print JSON (with --watch, one object per line)")
-	watch := fs.Bool("watch", false, "refresh in place until interrupted")
-	every := fs.Duration("interval", 2*time.Second, "refresh interval of --watch")
-	if err := parseArgs(fs, args, stdout, projectorStatusUsage); err != nil {
+	c.flags(fs)
+	if err := parseArgs(fs, args, stdio.Stdout, subUsage("projector", projectorCommands[1], statusMore)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError(fmt.Errorf("unexpected argument %q; projector status takes only flags", fs.Arg(0)))
 	}
-	if *every <= 0 {
-		return usageError(fmt.Errorf("--interval must be positive, not %v", *every))
+	if c.every <= 0 {
+		return usageError(fmt.Errorf("--interval must be positive, not %v", c.every))
 	}
-	nc, js, err := nf.connect(ctx, "tablejournal-projector-status")
+	return c.run(ctx, stdio)
+}
+
+func (c *statusCmd) run(ctx context.Context, stdio IO) error {
+	stdout := stdio.Stdout
+	nc, js, err := c.nf.connect(ctx, "tablejournal-projector-status")
 	if err != nil {
 		return err
 	}
@@ -55,14 +66,14 @@ func ProjectorStatus(ctx context.Context, args []string, stdout, stderr io.Write
 	read := func() (projection.Overview, error) {
 		rctx, cancel := context.WithTimeout(ctx, waitTimeout)
 		defer cancel()
-		return projection.ReadStatus(rctx, js, projection.StatusConfig{Journal: *stream})
+		return projection.ReadStatus(rctx, js, c.cfg)
 	}
-	if !*watch {
+	if !c.watch {
 		ov, err := read()
 		if err != nil {
 			return err
 		}
-		if err := writeStatus(stdout, ov, *asJSON); err != nil {
+		if err := writeStatus(stdout, ov, c.asJSON); err != nil {
 			return err
 		}
 		if len(ov.Totals.Unowned) > 0 {
@@ -70,9 +81,8 @@ func ProjectorStatus(ctx context.Context, args []string, stdout, stderr io.Write
 		}
 		return nil
 	}
-	f, isFile := stdout.(*os.File)
-	inPlace := !*asJSON && isFile && term.IsTerminal(int(f.Fd()))
-	t := time.NewTicker(*every)
+	inPlace := !c.asJSON && stdio.terminal(stdout)
+	t := time.NewTicker(c.every)
 	defer t.Stop()
 	for {
 		var buf bytes.Buffer
@@ -83,21 +93,20 @@ func ProjectorStatus(ctx context.Context, args []string, stdout, stderr io.Write
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err != nil && *asJSON:
+		case err != nil && c.asJSON:
 			// One object per line, still: the error in place of a status.
-			line, _ := json.Marshal(map[string]string{"error": err.Error()})
-			buf.Write(append(line, '\n'))
+			printJSON(&buf, errorJSON{Error: err.Error()})
 		case err != nil:
-			fmt.Fprintf(&buf, "%s  error: %v\n", time.Now().Format(time.TimeOnly), err)
+			fmt.Fprintf(&buf, "%s  error: %v\n", stdio.now().Format(time.TimeOnly), err)
 		default:
-			if err := writeStatus(&buf, ov, *asJSON); err != nil {
+			if err := writeStatus(&buf, ov, c.asJSON); err != nil {
 				return err
 			}
-			if !*asJSON {
-				fmt.Fprintf(&buf, "\n%s, every %v; Ctrl-C to stop\n", ov.At.Local().Format(time.TimeOnly), *every)
+			if !c.asJSON {
+				fmt.Fprintf(&buf, "\n%s, every %v; Ctrl-C to stop\n", ov.At.Local().Format(time.TimeOnly), c.every)
 			}
 		}
-		if !inPlace && !*asJSON {
+		if !inPlace && !c.asJSON {
 			buf.WriteString("\n")
 		}
 		if _, err := stdout.Write(buf.Bytes()); err != nil {
@@ -117,12 +126,8 @@ func writeStatus(w io.Writer, ov projection.Overview, asJSON bool) error {
 		if ov.Totals.Unowned == nil {
 			ov.Totals.Unowned = []int{}
 		}
-		data, err := json.Marshal(ov)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(data, '\n'))
-		return err
+		printJSON(w, ov)
+		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SHARD\tOWNER\tAPPLIED\tPENDING\tLAG\tRATE/S\t")

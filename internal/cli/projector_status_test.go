@@ -21,7 +21,7 @@ import (
 func runStatus(t *testing.T, ctx context.Context, url string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := Projector(ctx, append(append([]string{"status"}, args...), "--nats", url), &out, &errb)
+	err := Projector(ctx, append(append([]string{"status"}, args...), "--nats", url), IO{Stdout: &out, Stderr: &errb})
 	code = Exit(err, &errb)
 	return out.String(), errb.String(), code
 }
@@ -141,7 +141,7 @@ func TestProjectorStatus(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- Projector(wctx, []string{"status", "--watch", "--json", "--interval", "20ms", "--nats", url}, &out, &out)
+		done <- Projector(wctx, []string{"status", "--watch", "--json", "--interval", "20ms", "--nats", url}, IO{Stdout: &out, Stderr: &out})
 	}()
 	projectiontest.WaitFor(t, ctx, "--watch printed three statuses", func() (bool, error) {
 		return strings.Count(out.String(), "\n") >= 3, nil

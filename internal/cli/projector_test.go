@@ -35,7 +35,7 @@ func TestProjectorUsage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(EnvReplicas, tt.env)
 			var stdout, stderr bytes.Buffer
-			err := Projector(context.Background(), append([]string{"--data", t.TempDir()}, tt.args...), &stdout, &stderr)
+			err := Projector(context.Background(), append([]string{"--data", t.TempDir()}, tt.args...), IO{Stdout: &stdout, Stderr: &stderr})
 			if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want a usage error about %q", err, tt.want)
 			}

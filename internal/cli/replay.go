@@ -7,14 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/snapfile"
@@ -24,27 +20,62 @@ import (
 	"github.com/tablejournal/tablejournal/store/stores"
 )
 
-const replayUsage = `Usage: replay <command> [flags]
+// replayEntry is one replay subcommand of the table: its usage and a
+// fresh value of its type.
+type replayEntry struct {
+	spec
+	new func() replaySub
+}
+
+// replaySub is one replay subcommand: a type holding its flags, which it
+// binds into the replay package's configs, on top of replayBase.
+type replaySub interface {
+	base() *replayBase
+	// flags registers the subcommand's own flags.
+	flags(fs *flag.FlagSet)
+	// check reports a command-line mistake before anything is opened.
+	check() error
+	// nats says whether the subcommand needs the journal.
+	nats() natsNeed
+	run(ctx context.Context, stdio IO) error
+}
+
+// replayCommands is the command table of replay, in the order of --help.
+var replayCommands = []replayEntry{
+	{spec{"asof", "--table T [--pk P [--rk R]] [--seq N | --time T | --cmd ID]", "a row, partition or table as it stood at a point"}, func() replaySub { return &asofCmd{} }},
+	{spec{"history", "--table T --pk P --rk R [--diff]", "every version of a row"}, func() replaySub { return &historyCmd{} }},
+	{spec{"blame", "--cmd ID", "the rows and versions a command produced, its outcome"}, func() replaySub { return &blameCmd{} }},
+	{spec{"rebuild", "--table T --into NEW [--to POINT | --seq N | --time T] [--from-snapshot FILE] [--workers N] [--resume]", "re-project the journal into a fresh table"}, func() replaySub { return &rebuildCmd{} }},
+	{spec{"undo", "--cmd ID [--apply] [--force]", "the commands that revert one command (dry run by default)"}, func() replaySub { return &undoCmd{} }},
+	{spec{"restore", "--table T [--pk P] (--to POINT | --seq N | --time T) [--apply]", "the commands that return a table to a point"}, func() replaySub { return &restoreCmd{} }},
+	{spec{"snapshot", "--table T --out FILE [--at SEQ] [--workers N]", "export tips and versions consistent at a sequence"}, func() replaySub { return &snapshotCmd{} }},
+	{spec{"load", "--in FILE --into NEW [--workers N] [--resume]", "load a snapshot into a fresh table"}, func() replaySub { return &loadCmd{} }},
+	{spec{"verify", "--table T [--to POINT | --seq N | --time T] [--scratch-local] [--max N] [--workers N]", "check a live table against its journal, row for row"}, func() replaySub { return &verifyCmd{} }},
+	{spec{"diff", "--table A --against B [--to POINT | --seq N | --time T] [--max N]", "compare two tables row for row (blue/green rebuilds)"}, func() replaySub { return &diffCmd{} }},
+}
+
+func findReplay(name string) (replayEntry, bool) {
+	for _, e := range replayCommands {
+		if e.name == name {
+			return e, true
+		}
+	}
+	return replayEntry{}, false
+}
+
+// replayUsage is the overview of replay --help, generated from the table.
+func replayUsage() string {
+	var b strings.Builder
+	b.WriteString(`Usage: replay <command> [flags]
 
 Time travel over the projected tables (SPEC §6). A point is a journal
 sequence (--seq N), a time (--time RFC3339: the state as of that instant) or
 a command ID (--cmd ID: just after it); --to POINT takes any of them as
 seq:N, time:T, cmd:ID, or a bare number, time or ID.
 
-Commands:
-  asof      --table T [--pk P [--rk R]] [POINT]   a row, partition or table as it stood at a point
-  history   --table T --pk P --rk R [--diff]      every version of a row
-  blame     --cmd ID                              the rows and versions a command produced, its outcome
-  rebuild   --table T --into NEW [--to POINT] [--from-snapshot FILE]
-                                                  re-project the journal into a fresh table
-  undo      --cmd ID [--apply] [--force]          the commands that revert one command (dry run by default)
-  restore   --table T [--pk P] --to POINT [--apply]
-                                                  the commands that return a table to a point
-  snapshot  --table T --out FILE [--at SEQ]       export tips and versions consistent at a sequence
-  load      --in FILE --into NEW                  load a snapshot into a fresh table
-  verify    --table T [--to POINT]                check a live table against its journal, row for row
-  diff      --table A --against B [--to POINT]    compare two tables row for row (blue/green rebuilds)
-
+`)
+	writeCommands(&b, "replay", specsOf(replayCommands))
+	b.WriteString(`
 Every command takes --json, the connection flags (--nats, --creds, --nkey,
 --user, --password, --tls-*; env TABLEJOURNAL_NATS...) and the table store
 flags (--tables, --data; env TABLEJOURNAL_TABLES, TABLEJOURNAL_DATA).
@@ -53,40 +84,44 @@ Run 'replay <command> --help' for its flags.
 
 Exit status: 0 done, 1 error, 2 usage, 3 refused (conflicts, or a command
 rejected by the projector) or, for verify and diff, the tables differ.
-`
+`)
+	return b.String()
+}
 
 // Replay runs the replay command.
-func Replay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	name, args, err := replaySubcommand(args, stdout)
+func Replay(ctx context.Context, args []string, stdio IO) error {
+	name, args, err := replaySubcommand(args, stdio.Stdout)
 	if name == "" || err != nil {
 		return err
 	}
-	cmd := replayCommands[name]
-	rc := &replayCmd{name: name, stdout: stdout, stderr: stderr}
-	fs := rc.flagSet()
-	cmd.flags(rc, fs)
-	if err := parseArgs(fs, args, stdout, fmt.Sprintf("Usage: replay %s %s\n\nFlags:\n", name, cmd.usage)); err != nil {
+	e, _ := findReplay(name)
+	sub := e.new()
+	b := sub.base()
+	b.name = name
+	fs := b.flagSet()
+	sub.flags(fs)
+	if err := parseArgs(fs, args, stdio.Stdout, subUsage("replay", e.spec, "")); err != nil {
 		return err
 	}
-	if *rc.version {
-		printVersion(stdout, "replay")
+	if *b.version {
+		printVersion(stdio.Stdout, "replay")
 		return nil
 	}
 	if fs.NArg() > 0 {
 		return usageError(fmt.Errorf("unexpected argument %q; %s takes only flags", fs.Arg(0), name))
 	}
-	fs.Visit(func(f *flag.Flag) { rc.set[f.Name] = true })
-	if err := checkValues(rc); err != nil {
+	fs.Visit(func(f *flag.Flag) { b.set[f.Name] = true })
+	if err := checkValues(fs); err != nil {
 		return usageError(err)
 	}
-	if err := cmd.check(rc); err != nil {
+	if err := sub.check(); err != nil {
 		return usageError(err)
 	}
-	if err := rc.open(ctx, cmd.nats(rc)); err != nil {
+	if err := b.open(ctx, sub.nats()); err != nil {
 		return err
 	}
-	defer rc.close()
-	return cmd.run(ctx, rc)
+	defer b.close()
+	return sub.run(ctx, stdio)
 }
 
 // replaySubcommand finds the subcommand in args, which may follow the
@@ -94,11 +129,11 @@ func Replay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // it with its arguments, those flags included. It returns "" when it
 // handled args itself: --help, --version, or a mistake (err).
 func replaySubcommand(args []string, stdout io.Writer) (string, []string, error) {
-	g := &replayCmd{}
+	g := &replayBase{}
 	global := g.flagSet()
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, replayUsage)
+			fmt.Fprint(stdout, replayUsage())
 		}
 		return "", nil, flagError(err)
 	}
@@ -106,33 +141,22 @@ func replaySubcommand(args []string, stdout io.Writer) (string, []string, error)
 		printVersion(stdout, "replay")
 		return "", nil, nil
 	}
-	names := "asof, history, blame, rebuild, undo, restore, snapshot, load, verify or diff"
 	if global.NArg() == 0 {
-		return "", nil, usageError(fmt.Errorf("no command given: want %s", names))
+		return "", nil, usageError(fmt.Errorf("no command given: want %s", nameList(specsOf(replayCommands))))
 	}
 	name := global.Arg(0)
 	flags := args[:len(args)-global.NArg()]
 	if n := len(flags); n > 0 && flags[n-1] == "--" {
 		flags = flags[:n-1]
 	}
-	switch _, ok := replayCommands[name]; {
+	switch _, ok := findReplay(name); {
 	case name == "help":
-		fmt.Fprint(stdout, replayUsage)
+		fmt.Fprint(stdout, replayUsage())
 		return "", nil, flag.ErrHelp
 	case !ok:
-		return "", nil, usageError(fmt.Errorf("unknown command %q: want %s", name, names))
+		return "", nil, usageError(fmt.Errorf("unknown command %q: want %s", name, nameList(specsOf(replayCommands))))
 	}
 	return name, append(append([]string(nil), flags...), global.Args()[1:]...), nil
-}
-
-// replayCommand is one subcommand: its flags, its checks, whether it needs
-// NATS, and its body.
-type replayCommand struct {
-	usage string
-	flags func(*replayCmd, *flag.FlagSet)
-	check func(*replayCmd) error
-	nats  func(*replayCmd) natsNeed
-	run   func(context.Context, *replayCmd) error
 }
 
 type natsNeed int
@@ -143,96 +167,156 @@ const (
 	natsYes
 )
 
-var replayCommands map[string]replayCommand
-
-func init() {
-	replayCommands = map[string]replayCommand{
-		"asof":     asofCommand,
-		"history":  historyCommand,
-		"blame":    blameCommand,
-		"rebuild":  rebuildCommand,
-		"undo":     undoCommand,
-		"restore":  restoreCommand,
-		"snapshot": snapshotCommand,
-		"load":     loadCommand,
-		"verify":   verifyCommand,
-		"diff":     diffCommand,
-	}
-}
-
-// replayCmd holds the flags and connections of one replay run.
-type replayCmd struct {
-	name           string
-	stdout, stderr io.Writer
-	set            map[string]bool
+// replayBase is what every replay subcommand shares: the connection and
+// table store flags, --json, the replayer's config, and the connections
+// once open.
+type replayBase struct {
+	name string
+	set  map[string]bool // the flags given
 
 	version      *bool
 	nf           natsFlags
 	tables, data string
-	stream       string
+	cfg          replay.Config // --stream, and the subcommands' --durable and --workers
 	asJSON       bool
 
-	table, pk, rk, into string
-	seq                 uint64
-	at, cmdID, to       string
-	diff, apply, force  bool
-	resume              bool
-	workers             int
-	file                string
-	atSeq               uint64
-	durable             string
-	timeout             time.Duration
-	df                  diffFlags
-
 	nc      *nats.Conn
-	js      jetstream.JetStream
 	closeSt io.Closer
 	rp      *replay.Replayer
-	st      store.Store
 }
 
+func (b *replayBase) base() *replayBase { return b }
+
 // flagSet returns a flag set with the flags every subcommand takes.
-func (rc *replayCmd) flagSet() *flag.FlagSet {
-	fs := quietFlagSet("replay " + rc.name)
-	rc.set = make(map[string]bool)
-	rc.version = versionFlag(fs)
-	rc.nf.register(fs, DefaultNATSURL)
-	fs.StringVar(&rc.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+EnvTables+")")
-	fs.StringVar(&rc.data, "data", envOr(EnvData, "./data"), "data folder of the embedded store (env "+EnvData+")")
-	fs.StringVar(&rc.stream, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
-	fs.BoolVar(&rc.asJSON, "json", false, "print JSON instead of text")
+func (b *replayBase) flagSet() *flag.FlagSet {
+	fs := quietFlagSet(strings.TrimSpace("replay " + b.name))
+	b.set = make(map[string]bool)
+	b.version = versionFlag(fs)
+	b.nf.register(fs, DefaultNATSURL)
+	fs.StringVar(&b.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+EnvTables+")")
+	fs.StringVar(&b.data, "data", envOr(EnvData, "./data"), "data folder of the embedded store (env "+EnvData+")")
+	fs.StringVar(&b.cfg.Journal, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
+	fs.BoolVar(&b.asJSON, "json", false, "print JSON instead of text")
 	return fs
 }
 
-// pointFlags registers --seq, --time and --cmd.
-func (rc *replayCmd) pointFlags(fs *flag.FlagSet) {
-	fs.Uint64Var(&rc.seq, "seq", 0, "the point: just after journal sequence N")
-	fs.StringVar(&rc.at, "time", "", "the point: the state as of this RFC 3339 time")
-	fs.StringVar(&rc.cmdID, "cmd", "", "the point: just after this command")
+// workersFlag binds --workers into the replayer's config: the operations
+// take their Workers from it.
+func (b *replayBase) workersFlag(fs *flag.FlagSet, usage string) {
+	fs.IntVar(&b.cfg.Workers, "workers", 0, usage)
+}
+
+// durableFlag binds --durable into the replayer's config.
+func (b *replayBase) durableFlag(fs *flag.FlagSet, usage string) {
+	fs.StringVar(&b.cfg.Durable, "durable", "", usage)
+}
+
+// tableFlags are the flags that name a table the store must accept.
+var tableFlags = map[string]bool{"table": true, "into": true}
+
+// valueFlags are the flags that name something: an empty value is a
+// mistake (--cmd ” would look up no command).
+var valueFlags = map[string]bool{"cmd": true, "table": true, "into": true, "to": true, "time": true, "in": true, "out": true, "from-snapshot": true}
+
+// checkValues refuses, before anything is read, a flag given an empty
+// value where it names something, and a table name the store would refuse.
+func checkValues(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		v := f.Value.String()
+		switch {
+		case err != nil:
+		case valueFlags[f.Name] && v == "":
+			err = fmt.Errorf("--%s needs a value", f.Name)
+		case tableFlags[f.Name] && !store.ValidTableName(v):
+			err = fmt.Errorf("--%s %q: rule %s: a table name is 3 to 63 letters and digits, starting with a letter (^[A-Za-z][A-Za-z0-9]{2,62}$), and not \"tables\"", f.Name, v, events.RuleTableName)
+		}
+	})
+	return err
+}
+
+// need reports the required flags that were not given.
+func (b *replayBase) need(flags ...string) error {
+	var missing []string
+	for _, f := range flags {
+		if !b.set[f] {
+			missing = append(missing, "--"+f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("replay %s needs %s", b.name, strings.Join(missing, " and "))
+	}
+	return nil
+}
+
+// open connects to the table store and, as needed, to NATS.
+func (b *replayBase) open(ctx context.Context, nn natsNeed) error {
+	if b.tables == "" {
+		b.tables = envOr(EnvTables, "")
+	}
+	if nn != natsNo {
+		nc, js, err := connectURL(&b.nf, b.nf.url, "tablejournal-replay")
+		switch {
+		case err == nil:
+			b.nc, b.cfg.JetStream = nc, js
+		case nn == natsYes:
+			return err
+		}
+	}
+	st, closer, err := stores.Open(ctx, b.tables, b.data)
+	if err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	b.cfg.Store, b.closeSt = st, closer
+	b.rp, err = replay.New(ctx, b.cfg)
+	if err != nil && nn == natsIfUp && b.cfg.JetStream != nil {
+		// NATS is up but holds no journal: read the tables alone.
+		cfg := b.cfg
+		cfg.JetStream = nil
+		b.rp, err = replay.New(ctx, cfg)
+	}
+	return err
+}
+
+func (b *replayBase) close() {
+	if b.nc != nil {
+		b.nc.Close()
+	}
+	if b.closeSt != nil {
+		b.closeSt.Close()
+	}
+}
+
+// pointFlags are --seq, --time, --cmd and --to: the point a subcommand
+// reads, writes or checks at. Each subcommand registers those it takes.
+type pointFlags struct {
+	seq         uint64
+	at, cmd, to string
+	set         map[string]bool
 }
 
 // point returns the point the flags name, and whether one was named.
-func (rc *replayCmd) point() (replay.Point, bool, error) {
+func (p *pointFlags) point() (replay.Point, bool, error) {
 	var ps []replay.Point
-	if rc.set["seq"] {
-		ps = append(ps, replay.Seq(rc.seq))
+	if p.set["seq"] {
+		ps = append(ps, replay.Seq(p.seq))
 	}
-	if rc.set["time"] {
-		t, err := time.Parse(time.RFC3339Nano, rc.at)
+	if p.set["time"] {
+		t, err := time.Parse(time.RFC3339Nano, p.at)
 		if err != nil {
-			return replay.Point{}, false, fmt.Errorf("--time %q: want RFC 3339, as in 2026-11-21T10:00:00Z", rc.at)
+			return replay.Point{}, false, fmt.Errorf("--time %q: want RFC 3339, as in 2026-11-21T10:00:00Z", p.at)
 		}
 		ps = append(ps, replay.Time(t))
 	}
-	if rc.set["cmd"] && rc.name == "asof" {
-		ps = append(ps, replay.Cmd(rc.cmdID))
+	if p.set["cmd"] {
+		ps = append(ps, replay.Cmd(p.cmd))
 	}
-	if rc.set["to"] {
-		p, err := replay.ParsePoint(rc.to)
+	if p.set["to"] {
+		pt, err := replay.ParsePoint(p.to)
 		if err != nil {
 			return replay.Point{}, false, fmt.Errorf("--to: %w", err)
 		}
-		ps = append(ps, p)
+		ps = append(ps, pt)
 	}
 	switch len(ps) {
 	case 0:
@@ -243,125 +327,52 @@ func (rc *replayCmd) point() (replay.Point, bool, error) {
 	return replay.Point{}, false, errors.New("name one point: --seq, --time, --cmd or --to")
 }
 
-// checkValues refuses, before anything is read, a flag given an empty
-// value where it names something (--cmd ” would look up no command), and
-// a table name the store would refuse.
-func checkValues(rc *replayCmd) error {
-	for _, f := range []struct{ name, value string }{
-		{"cmd", rc.cmdID}, {"table", rc.table}, {"into", rc.into}, {"to", rc.to}, {"time", rc.at},
-		{"in", rc.file}, {"out", rc.file}, {"from-snapshot", rc.file},
-	} {
-		if rc.set[f.name] && f.value == "" {
-			return fmt.Errorf("--%s needs a value", f.name)
-		}
-	}
-	for _, f := range []struct{ name, value string }{{"table", rc.table}, {"into", rc.into}} {
-		if rc.set[f.name] && !store.ValidTableName(f.value) {
-			return fmt.Errorf("--%s %q: rule %s: a table name is 3 to 63 letters and digits, starting with a letter (^[A-Za-z][A-Za-z0-9]{2,62}$), and not \"tables\"", f.name, f.value, events.RuleTableName)
-		}
-	}
-	return nil
-}
-
-func need(rc *replayCmd, flags ...string) error {
-	var missing []string
-	for _, f := range flags {
-		if !rc.set[f] {
-			missing = append(missing, "--"+f)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("replay %s needs %s", rc.name, strings.Join(missing, " and "))
-	}
-	return nil
-}
-
-// open connects to the table store and, as needed, to NATS.
-func (rc *replayCmd) open(ctx context.Context, nn natsNeed) error {
-	if rc.tables == "" {
-		rc.tables = envOr(EnvTables, "")
-	}
-	if nn != natsNo {
-		nc, js, err := connectURL(&rc.nf, rc.nf.url, "tablejournal-replay")
-		switch {
-		case err == nil:
-			rc.nc, rc.js = nc, js
-		case nn == natsYes:
-			return err
-		}
-	}
-	st, closer, err := stores.Open(ctx, rc.tables, rc.data)
-	if err != nil {
-		return fmt.Errorf("table store: %w", err)
-	}
-	rc.st, rc.closeSt = st, closer
-	cfg := replay.Config{Store: st, JetStream: rc.js, Journal: rc.stream, Durable: rc.durable, Workers: rc.workers}
-	rc.rp, err = replay.New(ctx, cfg)
-	if err != nil && nn == natsIfUp && rc.js != nil {
-		// NATS is up but holds no journal: read the tables alone.
-		cfg.JetStream = nil
-		rc.rp, err = replay.New(ctx, cfg)
-	}
-	return err
-}
-
-func (rc *replayCmd) close() {
-	if rc.nc != nil {
-		rc.nc.Close()
-	}
-	if rc.closeSt != nil {
-		rc.closeSt.Close()
-	}
+// rangeFlags registers --to, --seq and --time with usages that end the
+// given phrases.
+func (p *pointFlags) rangeFlags(fs *flag.FlagSet, to, seq, at string) {
+	fs.StringVar(&p.to, "to", "", to)
+	fs.Uint64Var(&p.seq, "seq", 0, seq)
+	fs.StringVar(&p.at, "time", "", at)
 }
 
 // resolve turns the point flags into a sequence; without a point and
 // without NATS it is "now": every version there is.
-func (rc *replayCmd) resolve(ctx context.Context) (uint64, replay.Point, error) {
-	p, named, err := rc.point()
+func (b *replayBase) resolve(ctx context.Context, pf *pointFlags) (uint64, replay.Point, error) {
+	p, named, err := pf.point()
 	if err != nil {
 		return 0, p, err
 	}
-	if !named && rc.rp.Journal() == nil {
+	if !named && b.rp.Journal() == nil {
 		return math.MaxInt64, p, nil
 	}
-	seq, err := rc.rp.Resolve(ctx, p)
+	seq, err := b.rp.Resolve(ctx, p)
 	return seq, p, err
 }
 
-// progress returns a progress callback drawing a bar on stderr when it is
-// a terminal, and nil otherwise.
-func (rc *replayCmd) progress(what, unit string) (func(done, total int64), func()) {
-	f, ok := rc.stderr.(*os.File)
-	if !ok || rc.asJSON || !replayTerminal(f) {
-		return nil, func() {}
+// namedSeq resolves the point the flags name; 0 and false when they name
+// none.
+func (b *replayBase) namedSeq(ctx context.Context, pf *pointFlags) (uint64, bool, error) {
+	if _, named, _ := pf.point(); !named {
+		return 0, false, nil
 	}
-	var bar *progressbar.ProgressBar
-	return func(done, total int64) {
-			if bar == nil {
-				bar = progressbar.NewOptions64(max(total, 1),
-					progressbar.OptionSetWriter(rc.stderr),
-					progressbar.OptionSetDescription(what),
-					progressbar.OptionShowCount(),
-					progressbar.OptionShowIts(),
-					progressbar.OptionSetItsString(unit),
-					progressbar.OptionSetWidth(30),
-					progressbar.OptionThrottle(100*time.Millisecond),
-				)
-			}
-			if total > bar.GetMax64() {
-				bar.ChangeMax64(total)
-			}
-			_ = bar.Set64(done)
-		}, func() {
-			if bar != nil {
-				_ = bar.Finish()
-				fmt.Fprintln(rc.stderr)
-			}
-		}
+	seq, _, err := b.resolve(ctx, pf)
+	return seq, true, err
 }
 
-// replayTerminal is a seam for tests.
-var replayTerminal = func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+// progress returns a progress callback that draws a bar on stderr when it
+// is a terminal (and not with --json), and the function that ends it.
+func (b *replayBase) progress(stdio IO, what, unit string) (func(done, total int64), func()) {
+	if b.asJSON || !stdio.terminal(stdio.Stderr) {
+		return nil, func() {}
+	}
+	var bar *progress
+	return func(done, total int64) {
+		if bar == nil {
+			bar = newProgress(stdio, stdio.Stderr, max(total, 1), what, unit)
+		}
+		bar.set(done, total)
+	}, func() { bar.finish() }
+}
 
 // refused marks a refusal (conflicts, rejected commands): exit status 3.
 func refused(err error) error {
@@ -377,19 +388,11 @@ type replayRefusal struct{ err error }
 func (r replayRefusal) Error() string   { return r.err.Error() }
 func (r replayRefusal) Unwrap() []error { return []error{ErrRejected, r.err} }
 
-// plural renders "1 row", "2 rows".
-func plural[N int | int64 | uint64](n N, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// writeSnapshot writes a snapshot to rc.file, a local file or a blob
+// writeSnapshot writes a snapshot to file, a local file or a blob
 // (internal/snapfile), visible only once complete: a failed snapshot
 // leaves no partial file or blob behind.
-func writeSnapshot(ctx context.Context, rc *replayCmd, write func(io.Writer) error) error {
-	w, err := snapfile.Create(ctx, rc.file, rc.tables)
+func writeSnapshot(ctx context.Context, file, tables string, write func(io.Writer) error) error {
+	w, err := snapfile.Create(ctx, file, tables)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func TestReplayUserFacing(t *testing.T) {
 	t.Run("flags before the command", func(t *testing.T) {
 		var out, errb bytes.Buffer
 		args := []string{"--nats", e.url, "--tables", e.tables, "--json", "asof", "--table", "orders", "--pk", "customer-42", "--rk", "r2"}
-		if code := Exit(Replay(e.ctx, args, &out, &errb), &errb); code != ExitOK || !strings.Contains(out.String(), `"exists":true`) {
+		if code := Exit(Replay(e.ctx, args, IO{Stdout: &out, Stderr: &errb}), &errb); code != ExitOK || !strings.Contains(out.String(), `"exists":true`) {
 			t.Fatalf("exit %d: %s%s", code, out.String(), errb.String())
 		}
 	})

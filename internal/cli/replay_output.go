@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/internal/snapfile"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
 )
+
+// The typed results of replay's subcommands. Each is printed by render:
+// as text by its text method, as JSON by its fields. JSON members are in
+// alphabetical order, as they always were.
 
 // replayRow is a row version in JSON output; entity is in the OData JSON
 // form commands use, so every EDM type survives.
@@ -33,6 +34,20 @@ type replayRow struct {
 	Entity  json.RawMessage `json:"entity"`
 	// Diff is, for history --diff, what changed from the version before.
 	Diff *diffJSON `json:"diff,omitempty"`
+}
+
+func rowOut(r projection.Row) replayRow {
+	return replayRow{PK: r.PK, RK: r.RK, Version: r.Version, Op: string(r.Op), Cmd: r.Cmd, Seq: r.Seq,
+		At: timeText(r.At), Deleted: r.Deleted, Tip: r.Tip, Entity: entityJSON(r.Props)}
+}
+
+// rowPtr is rowOut of r when ok, else nil.
+func rowPtr(r projection.Row, ok bool) *replayRow {
+	if !ok {
+		return nil
+	}
+	out := rowOut(r)
+	return &out
 }
 
 // diffJSON is what changed between two versions of a row, each part an
@@ -64,14 +79,7 @@ func diffOut(before, after events.Entity) *diffJSON {
 			put(&now, c.Name, c.After)
 		}
 	}
-	enc := func(e events.Entity) json.RawMessage {
-		if e == nil {
-			return nil
-		}
-		b, _ := events.MarshalEntityJSON(e)
-		return b
-	}
-	return &diffJSON{Added: enc(added), Removed: enc(removed), Before: enc(was), After: enc(now)}
+	return &diffJSON{Added: entityJSON(added), Removed: entityJSON(removed), Before: entityJSON(was), After: entityJSON(now)}
 }
 
 // outcomeJSON is an outcome as the commands print it: its time with 7
@@ -86,85 +94,49 @@ func (o outcomeJSON) MarshalJSON() ([]byte, error) {
 	}{plain(o), timeText(o.At)})
 }
 
-func rowOut(r projection.Row) replayRow {
-	ent, _ := events.MarshalEntityJSON(r.Props)
-	return replayRow{PK: r.PK, RK: r.RK, Version: r.Version, Op: string(r.Op), Cmd: r.Cmd, Seq: r.Seq,
-		At: timeText(r.At), Deleted: r.Deleted, Tip: r.Tip, Entity: ent}
+// asofRow is replay asof of one row.
+type asofRow struct {
+	Exists    bool       `json:"exists"`
+	PK        string     `json:"pk"`
+	Point     string     `json:"point"`
+	RK        string     `json:"rk"`
+	Row       *replayRow `json:"row,omitempty"`
+	Seq       *uint64    `json:"seq,omitempty"` // absent for "now"
+	Table     string     `json:"table"`
+	Tombstone *replayRow `json:"tombstone,omitempty"`
+
+	row projection.Row
 }
 
-func replayJSON(w io.Writer, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		fmt.Fprintf(w, "{\"error\":%q}\n", err.Error())
-		return
+func newAsOfRow(table, pk, rk, at string, seq uint64, row projection.Row, ok bool) asofRow {
+	r := asofRow{Exists: ok, PK: pk, Point: at, RK: rk, Table: table, row: row,
+		Row: rowPtr(row, ok), Tombstone: rowPtr(row, !ok && row.Deleted)}
+	if seq != math.MaxInt64 {
+		r.Seq = &seq
 	}
-	w.Write(append(b, '\n'))
+	return r
 }
 
-// valueText renders a value with its EDM type: Edm.Int64(9007199254740993),
-// strings quoted.
-func valueText(v events.Value) string {
-	if v.Type == events.TypeString {
-		return v.Type.String() + "(" + strconv.Quote(v.Str) + ")"
-	}
-	return v.GoString()
-}
-
-// propsText renders properties as name=Edm.Type(value), by name.
-func propsText(e events.Entity) string {
-	names := make([]string, 0, len(e))
-	for n := range e {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = n + "=" + valueText(e[n])
-	}
-	return strings.Join(parts, " ")
-}
-
-func timeText(t time.Time) string { return t.UTC().Format(events.DateTimeLayout) }
-
-func printAsOfRow(rc *replayCmd, at string, seq uint64, row projection.Row, ok bool) {
-	if rc.asJSON {
-		out := map[string]any{"table": rc.table, "pk": rc.pk, "rk": rc.rk, "point": at, "exists": ok}
-		if seq != math.MaxInt64 {
-			out["seq"] = seq
-		}
-		switch {
-		case ok:
-			out["row"] = rowOut(row)
-		case row.Deleted:
-			out["tombstone"] = rowOut(row)
-		}
-		replayJSON(rc.stdout, out)
-		return
-	}
-	w := rc.stdout
+func (r asofRow) text(w io.Writer) {
+	row := r.row
 	switch {
-	case !ok && row.Deleted:
+	case !r.Exists && row.Deleted:
 		fmt.Fprintf(w, "%s %q/%q at %s: deleted (version %d, by %s at seq %d, %s)\n",
-			rc.table, rc.pk, rc.rk, at, row.Version, row.Cmd, row.Seq, timeText(row.At))
+			r.Table, r.PK, r.RK, r.Point, row.Version, row.Cmd, row.Seq, timeText(row.At))
 		return
-	case !ok:
-		fmt.Fprintf(w, "%s %q/%q at %s: did not exist\n", rc.table, rc.pk, rc.rk, at)
+	case !r.Exists:
+		fmt.Fprintf(w, "%s %q/%q at %s: did not exist\n", r.Table, r.PK, r.RK, r.Point)
 		return
 	}
 	fmt.Fprintf(w, "%s %q/%q at %s: version %d, %s by %s at seq %d, %s\n",
-		rc.table, rc.pk, rc.rk, at, row.Version, row.Op, row.Cmd, row.Seq, timeText(row.At))
+		r.Table, r.PK, r.RK, r.Point, row.Version, row.Op, row.Cmd, row.Seq, timeText(row.At))
 	printProps(w, row.Props)
 }
 
 func printProps(w io.Writer, e events.Entity) {
-	names := make([]string, 0, len(e))
-	for n := range e {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	tw := newTab(w)
 	fmt.Fprintln(tw, "  PROPERTY\tTYPE\tVALUE")
-	for _, n := range names {
+	for _, n := range sortedNames(e) {
 		v := e[n]
 		text := v.Text()
 		if v.Type == events.TypeString {
@@ -175,16 +147,28 @@ func printProps(w io.Writer, e events.Entity) {
 	tw.Flush()
 }
 
-// printAsOfRows streams the rows of a table or partition at seq. Nothing
-// is printed when the read fails before the first row (no table, say):
-// only the error. JSON that fails later ends with an "error" member.
-func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) error {
-	w := rc.stdout
+// asofHead opens the JSON of asof over a table or partition; its rows
+// follow as they are read.
+type asofHead struct {
+	Point string  `json:"point"`
+	PK    *string `json:"pk"` // null: the whole table
+	Table string  `json:"table"`
+}
+
+// rows streams the rows of a table or partition at seq. Nothing is printed
+// when the read fails before the first row (no table, say): only the
+// error. JSON that fails later ends with an "error" member.
+func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) error {
+	part := partition(c.set, c.pk)
 	n := 0
-	if rc.asJSON {
-		head, _ := json.Marshal(map[string]any{"table": rc.table, "pk": pkJSON(rc.pk, !rc.set["pk"]), "point": at})
+	if c.asJSON {
+		h := asofHead{Point: at, Table: c.table}
+		if c.set["pk"] {
+			h.PK = &c.pk
+		}
+		head, _ := json.Marshal(h)
 		open := func() { fmt.Fprintf(w, "%s,\"rows\":[", head[:len(head)-1]) }
-		err := rc.rp.AsOf(ctx, rc.table, rc.partition(), seq, func(r projection.Row) error {
+		err := c.rp.AsOf(ctx, c.table, part, seq, func(r projection.Row) error {
 			b, _ := json.Marshal(rowOut(r))
 			if n == 0 {
 				open()
@@ -212,7 +196,7 @@ func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) er
 	// The tab writer holds every line until Flush: on an error none is shown.
 	tw := newTab(w)
 	fmt.Fprintln(tw, "PK\tRK\tV\tOP\tCMD\tSEQ\tAT\tPROPERTIES")
-	err := rc.rp.AsOf(ctx, rc.table, rc.partition(), seq, func(r projection.Row) error {
+	err := c.rp.AsOf(ctx, c.table, part, seq, func(r projection.Row) error {
 		n++
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", r.PK, r.RK, r.Version, r.Op, r.Cmd, r.Seq, timeText(r.At), propsText(r.Props))
 		return nil
@@ -220,9 +204,9 @@ func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) er
 	if err != nil {
 		return err
 	}
-	scope := rc.table
-	if rc.set["pk"] {
-		scope += fmt.Sprintf(" %q", rc.pk)
+	scope := c.table
+	if c.set["pk"] {
+		scope += fmt.Sprintf(" %q", c.pk)
 	}
 	fmt.Fprintf(w, "%s at %s\n", scope, at)
 	tw.Flush()
@@ -230,107 +214,133 @@ func printAsOfRows(ctx context.Context, rc *replayCmd, at string, seq uint64) er
 	return nil
 }
 
-func printHistory(rc *replayCmd, rows []projection.Row) {
-	if rc.asJSON {
-		out := make([]replayRow, len(rows))
-		var prev events.Entity // nil: the row did not exist
-		for i, r := range rows {
-			out[i] = rowOut(r)
-			if rc.diff {
-				now := r.Props
-				if r.Deleted {
-					now = nil
-				}
-				out[i].Diff = diffOut(prev, now)
-				prev = now
-			}
+// history is replay history.
+type history struct {
+	PK       string      `json:"pk"`
+	RK       string      `json:"rk"`
+	Table    string      `json:"table"`
+	Versions []replayRow `json:"versions"`
+
+	rows []projection.Row
+	diff bool
+}
+
+func newHistory(table, pk, rk string, rows []projection.Row, diff bool) history {
+	h := history{PK: pk, RK: rk, Table: table, Versions: make([]replayRow, len(rows)), rows: rows, diff: diff}
+	var prev events.Entity // nil: the row did not exist
+	for i, r := range rows {
+		h.Versions[i] = rowOut(r)
+		if diff {
+			now := liveProps(r)
+			h.Versions[i].Diff = diffOut(prev, now)
+			prev = now
 		}
-		replayJSON(rc.stdout, map[string]any{"table": rc.table, "pk": rc.pk, "rk": rc.rk, "versions": out})
+	}
+	return h
+}
+
+// liveProps is a version's properties, nil for a tombstone.
+func liveProps(r projection.Row) events.Entity {
+	if r.Deleted {
+		return nil
+	}
+	return r.Props
+}
+
+func (h history) text(w io.Writer) {
+	if len(h.rows) == 0 {
+		fmt.Fprintf(w, "%s %q/%q has no versions\n", h.Table, h.PK, h.RK)
 		return
 	}
-	w := rc.stdout
-	if len(rows) == 0 {
-		fmt.Fprintf(w, "%s %q/%q has no versions\n", rc.table, rc.pk, rc.rk)
-		return
-	}
-	fmt.Fprintf(w, "%s %q/%q: %s\n", rc.table, rc.pk, rc.rk, plural(len(rows), "version"))
+	fmt.Fprintf(w, "%s %q/%q: %s\n", h.Table, h.PK, h.RK, plural(len(h.rows), "version"))
 	tw := newTab(w)
 	what := "PROPERTIES"
-	if rc.diff {
+	if h.diff {
 		what = "CHANGES"
 	}
 	fmt.Fprintf(tw, "V\tOP\tCMD\tSEQ\tAT\tSTATE\t%s\n", what)
 	var prev events.Entity // nil: the row did not exist
-	for _, r := range rows {
-		state := ""
-		switch {
-		case r.Deleted:
-			state = "tombstone"
-		case r.Tip:
-			state = "current"
-		}
+	for _, r := range h.rows {
 		props := propsText(r.Props)
-		if rc.diff {
-			now := r.Props
-			if r.Deleted {
-				now = nil
-			}
+		if h.diff {
+			now := liveProps(r)
 			props = diffText(prev, now)
 			prev = now
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Version, r.Op, r.Cmd, r.Seq, timeText(r.At), state, props)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Version, r.Op, r.Cmd, r.Seq, timeText(r.At), stateText(r, ""), props)
 	}
 	tw.Flush()
+}
+
+// stateText names a version's state: a tombstone, the current version, or
+// other.
+func stateText(r projection.Row, other string) string {
+	switch {
+	case r.Deleted:
+		return "tombstone"
+	case r.Tip:
+		return "current"
+	}
+	return other
 }
 
 // diffText renders what changed from before to after: +added, -removed,
 // ~changed (old → new); a nil side is an absent row.
 func diffText(before, after events.Entity) string {
-	var parts []string
+	text := ""
 	for _, c := range replay.Diff(before, after) {
+		if text != "" {
+			text += " "
+		}
 		switch {
 		case !c.HadBefore:
-			parts = append(parts, "+"+c.Name+"="+valueText(c.After))
+			text += "+" + c.Name + "=" + valueText(c.After)
 		case !c.HasNow:
-			parts = append(parts, "-"+c.Name+"="+valueText(c.Before))
+			text += "-" + c.Name + "=" + valueText(c.Before)
 		default:
-			parts = append(parts, "~"+c.Name+": "+valueText(c.Before)+" → "+valueText(c.After))
+			text += "~" + c.Name + ": " + valueText(c.Before) + " → " + valueText(c.After)
 		}
 	}
-	if len(parts) == 0 {
+	if text == "" {
 		return "(no change)"
 	}
-	return strings.Join(parts, " ")
+	return text
 }
 
-func printBlame(rc *replayCmd, b *replay.Blame) {
-	o := b.Outcome
-	if rc.asJSON {
-		out := map[string]any{"outcome": outcomeJSON(o), "subject": b.Subject, "shard": b.Shard}
-		if !b.Time.IsZero() {
-			out["time"] = timeText(b.Time)
-		}
-		if b.DecodeErr != "" {
-			out["decodeError"] = b.DecodeErr
-		}
-		if b.Command != nil {
-			out["issuer"], out["meta"] = b.Command.Issuer, b.Command.Meta
-		}
-		vs := make([]replayRow, len(b.Versions))
-		for i, r := range b.Versions {
-			vs[i] = rowOut(r)
-		}
-		out["versions"] = vs
-		replayJSON(rc.stdout, out)
-		return
+// blame is replay blame.
+type blame struct {
+	DecodeError string             `json:"decodeError,omitempty"`
+	Issuer      *string            `json:"issuer,omitempty"`
+	Meta        *map[string]string `json:"meta,omitempty"` // present (maybe null) when the command decoded
+	Outcome     outcomeJSON        `json:"outcome"`
+	Shard       int                `json:"shard"`
+	Subject     string             `json:"subject"`
+	Time        string             `json:"time,omitempty"`
+	Versions    []replayRow        `json:"versions"`
+
+	b *replay.Blame
+}
+
+func newBlame(b *replay.Blame) blame {
+	out := blame{DecodeError: b.DecodeErr, Outcome: outcomeJSON(b.Outcome), Shard: b.Shard, Subject: b.Subject,
+		Versions: make([]replayRow, len(b.Versions)), b: b}
+	if !b.Time.IsZero() {
+		out.Time = timeText(b.Time)
 	}
-	w := newTab(rc.stdout)
+	if b.Command != nil {
+		out.Issuer, out.Meta = &b.Command.Issuer, &b.Command.Meta
+	}
+	for i, r := range b.Versions {
+		out.Versions[i] = rowOut(r)
+	}
+	return out
+}
+
+func (bl blame) text(out io.Writer) {
+	b, o := bl.b, bl.b.Outcome
+	w := newTab(out)
 	fmt.Fprintf(w, "command\t%s\n", o.ID)
-	status := string(o.Status)
-	if o.Reason != "" {
-		status += ": " + o.Reason
-	}
-	fmt.Fprintf(w, "status\t%s\n", status)
+	fmt.Fprintf(w, "status\t%s\n", statusText(o))
 	fmt.Fprintf(w, "journal\tseq %d, %s\n", o.Seq, timeText(o.At))
 	if b.Subject != "" {
 		shard := fmt.Sprintf("shard %d", b.Shard)
@@ -344,7 +354,7 @@ func printBlame(rc *replayCmd, b *replay.Blame) {
 		if b.Command.Issuer != "" {
 			fmt.Fprintf(w, "issuer\t%s\n", b.Command.Issuer)
 		}
-		for _, k := range sortedKeys(b.Command.Meta) {
+		for _, k := range sortedNames(b.Command.Meta) {
 			fmt.Fprintf(w, "meta\t%s=%s\n", k, b.Command.Meta[k])
 		}
 	}
@@ -355,280 +365,108 @@ func printBlame(rc *replayCmd, b *replay.Blame) {
 	if len(b.Versions) == 0 {
 		return
 	}
-	fmt.Fprintln(rc.stdout)
-	w = newTab(rc.stdout)
+	fmt.Fprintln(out)
+	w = newTab(out)
 	fmt.Fprintln(w, "RK\tV\tOP\tSTATE\tPROPERTIES")
 	for _, r := range b.Versions {
-		state := "superseded"
-		switch {
-		case r.Deleted:
-			state = "tombstone"
-		case r.Tip:
-			state = "current"
-		}
-		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", r.RK, r.Version, r.Op, state, propsText(r.Props))
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", r.RK, r.Version, r.Op, stateText(r, "superseded"), propsText(r.Props))
 	}
 	w.Flush()
 }
 
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
+// statusText is an outcome's status with its reason.
+func statusText(o journal.Outcome) string {
+	if o.Reason != "" {
+		return string(o.Status) + ": " + o.Reason
 	}
-	sort.Strings(ks)
-	return ks
+	return string(o.Status)
 }
 
-func printRebuild(rc *replayCmd, st replay.RebuildStats) {
-	rate := float64(st.Commands) / max(st.Elapsed.Seconds(), 1e-9)
-	if rc.asJSON {
-		replayJSON(rc.stdout, map[string]any{"table": st.Table, "into": st.Into, "from": st.From, "to": st.To,
-			"loaded": st.Loaded, "commands": st.Commands, "applied": st.Applied, "rejected": st.Rejected,
-			"duplicates": st.Duplicates, "skipped": st.Skipped, "seconds": st.Elapsed.Seconds(), "commandsPerSecond": rate})
-		return
-	}
-	w := rc.stdout
-	if st.Loaded > 0 {
-		fmt.Fprintf(w, "loaded %s of %s from the snapshot\n", plural(st.Loaded, "row"), st.Table)
+// perSecond is n over d, for the rates of the summaries.
+func perSecond[N int64 | uint64](n N, d time.Duration) float64 {
+	return float64(n) / max(d.Seconds(), 1e-9)
+}
+
+// rebuild is replay rebuild.
+type rebuild struct {
+	Applied           int64   `json:"applied"`
+	Commands          int64   `json:"commands"`
+	CommandsPerSecond float64 `json:"commandsPerSecond"`
+	Duplicates        int64   `json:"duplicates"`
+	From              uint64  `json:"from"`
+	Into              string  `json:"into"`
+	Loaded            int64   `json:"loaded"`
+	Rejected          int64   `json:"rejected"`
+	Seconds           float64 `json:"seconds"`
+	Skipped           int64   `json:"skipped"`
+	Table             string  `json:"table"`
+	To                uint64  `json:"to"`
+
+	elapsed time.Duration
+}
+
+func newRebuild(st replay.RebuildStats) rebuild {
+	return rebuild{Applied: st.Applied, Commands: st.Commands, CommandsPerSecond: perSecond(st.Commands, st.Elapsed),
+		Duplicates: st.Duplicates, From: st.From, Into: st.Into, Loaded: st.Loaded, Rejected: st.Rejected,
+		Seconds: st.Elapsed.Seconds(), Skipped: st.Skipped, Table: st.Table, To: st.To, elapsed: st.Elapsed}
+}
+
+func (r rebuild) text(w io.Writer) {
+	if r.Loaded > 0 {
+		fmt.Fprintf(w, "loaded %s of %s from the snapshot\n", plural(r.Loaded, "row"), r.Table)
 	}
 	fmt.Fprintf(w, "rebuilt %s into %s from seq %d to %d: %s (%d applied, %d rejected, %s, %d skipped) in %s, %.0f commands/s\n",
-		st.Table, st.Into, st.From, st.To, plural(st.Commands, "command"), st.Applied, st.Rejected, plural(st.Duplicates, "duplicate"), st.Skipped,
-		st.Elapsed.Round(time.Millisecond), rate)
+		r.Table, r.Into, r.From, r.To, plural(r.Commands, "command"), r.Applied, r.Rejected, plural(r.Duplicates, "duplicate"), r.Skipped,
+		r.elapsed.Round(time.Millisecond), r.CommandsPerSecond)
 }
 
-func printSnapshot(rc *replayCmd, w io.Writer, st replay.SnapshotStats) {
-	rate := float64(st.Entities) / max(st.Elapsed.Seconds(), 1e-9)
-	if rc.asJSON {
-		replayJSON(w, map[string]any{"table": st.Header.Table, "seq": st.Header.Seq, "file": snapfile.Describe(rc.file),
-			"entities": st.Entities, "partitions": st.Partitions, "seconds": st.Elapsed.Seconds(), "entitiesPerSecond": rate})
-		return
-	}
-	from := plural(st.Partitions, "partition")
-	if st.Partitions == 0 {
+// snapshotResult is replay snapshot.
+type snapshotResult struct {
+	Entities          int64   `json:"entities"`
+	EntitiesPerSecond float64 `json:"entitiesPerSecond"`
+	File              string  `json:"file"`
+	Partitions        int64   `json:"partitions"`
+	Seconds           float64 `json:"seconds"`
+	Seq               uint64  `json:"seq"`
+	Table             string  `json:"table"`
+
+	elapsed time.Duration
+}
+
+func newSnapshotResult(st replay.SnapshotStats, file string) snapshotResult {
+	return snapshotResult{Entities: st.Entities, EntitiesPerSecond: perSecond(st.Entities, st.Elapsed), File: file,
+		Partitions: st.Partitions, Seconds: st.Elapsed.Seconds(), Seq: st.Header.Seq, Table: st.Header.Table, elapsed: st.Elapsed}
+}
+
+func (s snapshotResult) text(w io.Writer) {
+	from := plural(s.Partitions, "partition")
+	if s.Partitions == 0 {
 		from = "one scan of the table"
 	}
 	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips and versions) from %s in %s, %.0f rows/s, written to %s\n",
-		st.Header.Table, st.Header.Seq, plural(st.Entities, "row"), from, st.Elapsed.Round(time.Millisecond), rate, snapfile.Describe(rc.file))
+		s.Table, s.Seq, plural(s.Entities, "row"), from, s.elapsed.Round(time.Millisecond), s.EntitiesPerSecond, s.File)
 }
 
-func printLoad(rc *replayCmd, st replay.LoadStats) {
-	rate := float64(st.Entities) / max(st.Elapsed.Seconds(), 1e-9)
-	if rc.asJSON {
-		replayJSON(rc.stdout, map[string]any{"table": st.Header.Table, "seq": st.Header.Seq, "into": rc.into,
-			"entities": st.Entities, "transactions": st.Transactions, "seconds": st.Elapsed.Seconds(), "entitiesPerSecond": rate})
-		return
-	}
-	fmt.Fprintf(rc.stdout, "loaded %s of %s at seq %d into %s in %s, %s, %.0f rows/s\n",
-		plural(st.Entities, "row"), st.Header.Table, st.Header.Seq, rc.into, plural(st.Transactions, "transaction"), st.Elapsed.Round(time.Millisecond), rate)
-	fmt.Fprintf(rc.stdout, "(the journal after seq %d is not applied; rebuild --from-snapshot loads and applies it in one step)\n", st.Header.Seq)
+// loadResult is replay load.
+type loadResult struct {
+	Entities          int64   `json:"entities"`
+	EntitiesPerSecond float64 `json:"entitiesPerSecond"`
+	Into              string  `json:"into"`
+	Seconds           float64 `json:"seconds"`
+	Seq               uint64  `json:"seq"`
+	Table             string  `json:"table"`
+	Transactions      int64   `json:"transactions"`
+
+	elapsed time.Duration
 }
 
-// planStep is a plan step in JSON output.
-type planStep struct {
-	PK        string        `json:"pk"`
-	RK        string        `json:"rk"`
-	Op        events.OpKind `json:"op,omitempty"`
-	IfVersion *int64        `json:"ifVersion,omitempty"`
-	Conflict  bool          `json:"conflict,omitempty"`
-	Reverted  bool          `json:"reverted,omitempty"`
-	Current   *replayRow    `json:"current,omitempty"`
-	Undone    *replayRow    `json:"undone,omitempty"`
-	Target    *replayRow    `json:"target,omitempty"`
-	Command   string        `json:"command,omitempty"`
-	Outcome   *outcomeJSON  `json:"outcome,omitempty"`
+func newLoadResult(st replay.LoadStats, into string) loadResult {
+	return loadResult{Entities: st.Entities, EntitiesPerSecond: perSecond(st.Entities, st.Elapsed), Into: into,
+		Seconds: st.Elapsed.Seconds(), Seq: st.Header.Seq, Table: st.Header.Table, Transactions: st.Transactions, elapsed: st.Elapsed}
 }
 
-func printPlan(rc *replayCmd, p *replay.Plan, res []replay.Applied) {
-	// Which command carries each row.
-	carrier := make(map[[2]string]int)
-	for i, c := range p.Commands {
-		for _, op := range c.Ops {
-			carrier[[2]string{c.PK, op.RK}] = i
-		}
-	}
-	if rc.asJSON {
-		steps := make([]planStep, len(p.Steps))
-		for i, s := range p.Steps {
-			ps := planStep{PK: s.PK, RK: s.RK, Op: s.Op, IfVersion: s.IfVersion, Conflict: s.Conflict, Reverted: s.Reverted}
-			if s.Exists || s.Current.Deleted {
-				r := rowOut(s.Current)
-				ps.Current = &r
-			}
-			if s.Undone != nil {
-				r := rowOut(*s.Undone)
-				ps.Undone = &r
-			}
-			if s.TargetExists || s.Target.Deleted {
-				r := rowOut(s.Target)
-				ps.Target = &r
-			}
-			if ci, ok := carrier[[2]string{s.PK, s.RK}]; ok && s.Op != "" {
-				ps.Command = p.Commands[ci].ID
-				if res != nil {
-					ps.Outcome = (*outcomeJSON)(&res[ci].Outcome)
-				}
-			}
-			steps[i] = ps
-		}
-		out := map[string]any{"kind": p.Kind, "table": p.Table, "pk": pkJSON(p.PK, p.AllPartitions), "seq": p.Seq, "steps": steps,
-			"commands": len(p.Commands), "conflicts": len(p.Conflicts()), "applied": res != nil}
-		if p.Kind == replay.KindUndo {
-			// The undone command's outcome; "applied" above is this plan's.
-			out["undoes"], out["undoneStatus"] = p.Of, p.Status
-			if p.Reason != "" {
-				out["undoneReason"] = p.Reason
-			}
-		}
-		if res != nil {
-			cs := make([]map[string]any, len(res))
-			for i, a := range res {
-				cs[i] = map[string]any{"id": a.Command.ID, "seq": a.Publish.Seq, "duplicate": a.Publish.Duplicate, "outcome": outcomeJSON(a.Outcome)}
-			}
-			out["published"] = cs
-		}
-		replayJSON(rc.stdout, out)
-		return
-	}
-
-	w := rc.stdout
-	switch p.Kind {
-	case replay.KindUndo:
-		fmt.Fprintf(w, "undo of %s (seq %d, %s %q)", p.Of, p.Seq, p.Table, p.PK)
-		if p.Status != journal.StatusApplied {
-			fmt.Fprintf(w, ": the command was %s", p.Status)
-			if p.Reason != "" {
-				fmt.Fprintf(w, " (%s)", p.Reason)
-			}
-			fmt.Fprintln(w, "; nothing to undo")
-			return
-		}
-	case replay.KindRestore:
-		scope := p.Table
-		if !p.AllPartitions {
-			scope += fmt.Sprintf(" %q", p.PK)
-		}
-		fmt.Fprintf(w, "restore of %s to seq %d", scope, p.Seq)
-	}
-	fmt.Fprintf(w, ": %s, %s, %s\n", plural(len(p.Steps), "row"), plural(len(p.Conflicts()), "conflict"), plural(len(p.Commands), "command"))
-	for _, s := range p.Steps {
-		fmt.Fprintln(w)
-		fmt.Fprint(w, stepTitle(s))
-		if ci, ok := carrier[[2]string{s.PK, s.RK}]; ok && s.Op != "" {
-			fmt.Fprintf(w, "  [%s]", p.Commands[ci].ID)
-		}
-		fmt.Fprintln(w)
-		if s.Conflict {
-			fmt.Fprintf(w, "    now:      %s\n", versionText(s.Current, s.Exists))
-			if s.Undone != nil {
-				fmt.Fprintf(w, "    %s wrote: %s\n", p.Of, versionText(*s.Undone, !s.Undone.Deleted))
-			}
-			fmt.Fprintf(w, "    back to:  %s\n", versionText(s.Target, s.TargetExists))
-		}
-		var now, target events.Entity
-		if s.Exists {
-			now = s.Current.Props
-		}
-		if s.TargetExists {
-			target = s.Target.Props
-		}
-		if s.Op != "" {
-			for _, c := range replay.Diff(now, target) {
-				switch {
-				case !c.HadBefore:
-					fmt.Fprintf(w, "    + %s = %s\n", c.Name, valueText(c.After))
-				case !c.HasNow:
-					fmt.Fprintf(w, "    - %s = %s\n", c.Name, valueText(c.Before))
-				default:
-					fmt.Fprintf(w, "    ~ %s: %s → %s\n", c.Name, valueText(c.Before), valueText(c.After))
-				}
-			}
-		}
-	}
-	fmt.Fprintln(w)
-	if res == nil {
-		switch {
-		case p.Blocked():
-			fmt.Fprintf(w, "refused: %s changed by later commands; --force puts them back too. Nothing published.\n", plural(len(p.Conflicts()), "row"))
-		case len(p.Commands) == 0 && reverted(p):
-			fmt.Fprintf(w, "already undone by %s: nothing to do\n", p.Steps[0].Current.Cmd)
-		case len(p.Commands) == 0:
-			fmt.Fprintln(w, "nothing to do")
-		default:
-			fmt.Fprintf(w, "dry run: nothing published; --apply publishes %s\n", plural(len(p.Commands), "command"))
-		}
-		return
-	}
-	tw := newTab(w)
-	fmt.Fprintln(tw, "COMMAND\tSEQ\tSTATUS")
-	for _, a := range res {
-		status := string(a.Outcome.Status)
-		if a.Outcome.Reason != "" {
-			status += ": " + a.Outcome.Reason
-		}
-		if a.Publish.Duplicate {
-			status += " (published before; deduplicated)"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", a.Command.ID, a.Publish.Seq, status)
-	}
-	tw.Flush()
-}
-
-// reverted reports whether a plan's rows were all put back by the plan's
-// own commands: an undo applied before.
-func reverted(p *replay.Plan) bool {
-	for _, s := range p.Steps {
-		if !s.Reverted {
-			return false
-		}
-	}
-	return len(p.Steps) > 0
-}
-
-// stepTitle is one line naming a step: row, operation and guard.
-func stepTitle(s replay.Step) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%q/%q: ", s.PK, s.RK)
-	switch {
-	case s.Conflict:
-		fmt.Fprintf(&b, "CONFLICT, changed later by %s (now version %d)", s.Current.Cmd, s.Current.Version)
-		if s.Op != "" {
-			fmt.Fprintf(&b, "; %s", opText(s))
-		} else {
-			b.WriteString("; already at the target")
-		}
-	case s.Reverted:
-		fmt.Fprintf(&b, "already undone by %s (now version %d); nothing to do", s.Current.Cmd, s.Current.Version)
-	case s.Op == "":
-		b.WriteString("already at the target; nothing to do")
-	default:
-		b.WriteString(opText(s))
-	}
-	return b.String()
-}
-
-func opText(s replay.Step) string {
-	t := string(s.Op)
-	if s.IfVersion != nil {
-		t += fmt.Sprintf(" ifVersion %d", *s.IfVersion)
-	}
-	switch {
-	case s.TargetExists:
-		t += fmt.Sprintf(" → values of version %d (%s at seq %d)", s.Target.Version, s.Target.Cmd, s.Target.Seq)
-	case s.Target.Deleted:
-		t += fmt.Sprintf(" → deleted, as at version %d", s.Target.Version)
-	default:
-		t += " → absent"
-	}
-	return t
-}
-
-func versionText(r projection.Row, exists bool) string {
-	switch {
-	case exists:
-		return fmt.Sprintf("version %d by %s: %s", r.Version, r.Cmd, propsText(r.Props))
-	case r.Deleted:
-		return fmt.Sprintf("deleted (version %d by %s)", r.Version, r.Cmd)
-	}
-	return "absent"
+func (l loadResult) text(w io.Writer) {
+	fmt.Fprintf(w, "loaded %s of %s at seq %d into %s in %s, %s, %.0f rows/s\n",
+		plural(l.Entities, "row"), l.Table, l.Seq, l.Into, plural(l.Transactions, "transaction"), l.elapsed.Round(time.Millisecond), l.EntitiesPerSecond)
+	fmt.Fprintf(w, "(the journal after seq %d is not applied; rebuild --from-snapshot loads and applies it in one step)\n", l.Seq)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -81,7 +80,7 @@ func (e *replayEnv) replay(t *testing.T, args ...string) (stdout, stderr string,
 	t.Helper()
 	full := append([]string{args[0], "--nats", e.url, "--tables", e.tables}, args[1:]...)
 	var out, errb bytes.Buffer
-	code = Exit(Replay(e.ctx, full, &out, &errb), &errb)
+	code = Exit(Replay(e.ctx, full, IO{Stdout: &out, Stderr: &errb}), &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -191,7 +190,7 @@ func TestReplayCLI(t *testing.T) {
 			{"frobnicate"},
 		} {
 			var out, errb bytes.Buffer
-			if code := Exit(Replay(e.ctx, args, &out, &errb), &errb); code != ExitUsage {
+			if code := Exit(Replay(e.ctx, args, IO{Stdout: &out, Stderr: &errb}), &errb); code != ExitUsage {
 				t.Errorf("%v: exit %d, want %d: %s", args, code, ExitUsage, errb.String())
 			}
 		}
@@ -206,22 +205,14 @@ func TestReplayProgress(t *testing.T) {
 		e.publish(t, fmt.Sprintf("p%d", i), upsert(fmt.Sprintf("r%d", i%3), events.Entity{"n": events.Int32(int32(i))}))
 	}
 	for _, tty := range []bool{true, false} {
-		f, err := os.CreateTemp(t.TempDir(), "stderr")
+		var out, bar bytes.Buffer
+		stdio := IO{Stdout: &out, Stderr: &bar, IsTerminal: func(w io.Writer) bool { return tty && w == &bar }}
+		err := Replay(e.ctx, []string{"rebuild", "--nats", e.url, "--tables", e.tables, "--table", "orders", "--into", fmt.Sprintf("copy%v", tty)}, stdio)
 		if err != nil {
 			t.Fatal(err)
 		}
-		saved := replayTerminal
-		replayTerminal = func(*os.File) bool { return tty }
-		var out bytes.Buffer
-		err = Replay(e.ctx, []string{"rebuild", "--nats", e.url, "--tables", e.tables, "--table", "orders", "--into", fmt.Sprintf("copy%v", tty)}, &out, f)
-		replayTerminal = saved
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		bar, _ := os.ReadFile(f.Name())
-		if tty != strings.Contains(string(bar), "rebuild") || tty != strings.Contains(string(bar), "cmd/s") {
-			t.Fatalf("tty %v: stderr %q", tty, bar)
+		if tty != strings.Contains(bar.String(), "rebuild") || tty != strings.Contains(bar.String(), "cmd/s") {
+			t.Fatalf("tty %v: stderr %q", tty, bar.String())
 		}
 		if !strings.Contains(out.String(), "20 commands (20 applied") {
 			t.Fatalf("stdout: %s", out.String())

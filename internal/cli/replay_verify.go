@@ -6,12 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/replay"
@@ -22,128 +21,135 @@ import (
 // it was compared with: exit status 3.
 var ErrDrift = errors.New("tables differ")
 
-// diffFlags are the flags verify and diff add to the common ones.
-type diffFlags struct {
-	against      string
-	max          int
+// verifyCmd is replay verify.
+type verifyCmd struct {
+	replayBase
+	cfg          replay.VerifyConfig
+	pt           pointFlags
 	scratchLocal bool
+	max          int
 }
 
-var verifyCommand = replayCommand{
-	usage: "--table T [--to POINT | --seq N | --time T] [--scratch-local] [--max N] [--workers N]",
-	flags: func(rc *replayCmd, fs *flag.FlagSet) {
-		fs.StringVar(&rc.table, "table", "", "the live table to check against its journal (required)")
-		fs.StringVar(&rc.to, "to", "", "the point checked: seq:N, time:T, cmd:ID (default: what the projector has fully applied)")
-		fs.Uint64Var(&rc.seq, "seq", 0, "the point checked: journal sequence N")
-		fs.StringVar(&rc.at, "time", "", "the point checked: as of this RFC 3339 time")
-		fs.IntVar(&rc.workers, "workers", 0, "partitions re-projected at once (default 8)")
-		fs.StringVar(&rc.durable, "durable", "", "prefix of the projector's durable consumers, read for the default point (default \"projector\")")
-		fs.BoolVar(&rc.df.scratchLocal, "scratch-local", false, "re-project into a temporary embedded store on this machine instead of a scratch table beside the live one (no writes to the table store)")
-		fs.IntVar(&rc.df.max, "max", 100, "differences listed at most (0: all); the counts are always complete")
-	},
-	check: func(rc *replayCmd) error {
-		if err := need(rc, "table"); err != nil {
-			return err
-		}
-		_, _, err := rc.point()
+func (c *verifyCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.cfg.Table, "table", "", "the live table to check against its journal (required)")
+	c.pt.rangeFlags(fs, "the point checked: seq:N, time:T, cmd:ID (default: what the projector has fully applied)",
+		"the point checked: journal sequence N", "the point checked: as of this RFC 3339 time")
+	c.workersFlag(fs, "partitions re-projected at once (default 8)")
+	c.durableFlag(fs, "prefix of the projector's durable consumers, read for the default point (default \"projector\")")
+	fs.BoolVar(&c.scratchLocal, "scratch-local", false, "re-project into a temporary embedded store on this machine instead of a scratch table beside the live one (no writes to the table store)")
+	maxFlag(fs, &c.max)
+	c.pt.set = c.set
+}
+
+func maxFlag(fs *flag.FlagSet, v *int) {
+	fs.IntVar(v, "max", 100, "differences listed at most (0: all); the counts are always complete")
+}
+
+func (c *verifyCmd) check() error {
+	if err := c.need("table"); err != nil {
 		return err
-	},
-	nats: func(*replayCmd) natsNeed { return natsYes },
-	run: func(ctx context.Context, rc *replayCmd) error {
-		seq, named, err := namedSeq(ctx, rc)
-		if err != nil {
-			return err
-		}
-		if named && seq == 0 {
-			return fmt.Errorf("verify: %w: the point is before the first command; nothing to check", replay.ErrBadPoint)
-		}
-		cfg := replay.VerifyConfig{Table: rc.table, Seq: seq, Workers: rc.workers}
-		if rc.df.scratchLocal {
-			dir, err := os.MkdirTemp("", "tablejournal-verify-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(dir)
-			st, err := sqlite.Open(ctx, filepath.Join(dir, "scratch.db"))
-			if err != nil {
-				return fmt.Errorf("scratch store: %w", err)
-			}
-			defer st.Close()
-			cfg.Scratch = st
-		}
-		out := newDiffPrinter(rc)
-		cfg.OnDiff, cfg.Progress = out.add, out.progress
-		st, err := rc.rp.Verify(ctx, cfg)
-		out.done()
-		if err != nil {
-			return err
-		}
-		return out.summary(st, "")
-	},
-}
-
-var diffCommand = replayCommand{
-	usage: "--table A --against B [--to POINT | --seq N | --time T] [--max N]",
-	flags: func(rc *replayCmd, fs *flag.FlagSet) {
-		fs.StringVar(&rc.table, "table", "", "the table checked, such as the live one (required)")
-		fs.StringVar(&rc.df.against, "against", "", "the reference table, such as a rebuilt shadow (required)")
-		fs.StringVar(&rc.to, "to", "", "compare both as they stood at this point: seq:N, time:T, cmd:ID (default every row as stored)")
-		fs.Uint64Var(&rc.seq, "seq", 0, "compare both as they stood at journal sequence N")
-		fs.StringVar(&rc.at, "time", "", "compare both as they stood at this RFC 3339 time")
-		fs.IntVar(&rc.df.max, "max", 100, "differences listed at most (0: all); the counts are always complete")
-	},
-	check: func(rc *replayCmd) error {
-		if err := need(rc, "table", "against"); err != nil {
-			return err
-		}
-		if rc.table == rc.df.against {
-			return errors.New("--table and --against name the same table")
-		}
-		_, _, err := rc.point()
-		return err
-	},
-	nats: func(rc *replayCmd) natsNeed {
-		if rc.set["time"] || rc.set["to"] {
-			return natsYes
-		}
-		return natsNo
-	},
-	run: func(ctx context.Context, rc *replayCmd) error {
-		seq, _, err := namedSeq(ctx, rc)
-		if err != nil {
-			return err
-		}
-		out := newDiffPrinter(rc)
-		st, err := rc.rp.DiffTables(ctx, replay.DiffConfig{Table: rc.table, Against: rc.df.against, Seq: seq, OnDiff: out.add, Progress: out.progress})
-		out.done()
-		if err != nil {
-			return err
-		}
-		return out.summary(st, rc.df.against)
-	},
-}
-
-// namedSeq resolves the point the flags name; 0 and false when they name
-// none.
-func namedSeq(ctx context.Context, rc *replayCmd) (uint64, bool, error) {
-	if _, named, _ := rc.point(); !named {
-		return 0, false, nil
 	}
-	seq, _, err := rc.resolve(ctx)
-	return seq, true, err
+	_, _, err := c.pt.point()
+	return err
+}
+
+func (c *verifyCmd) nats() natsNeed { return natsYes }
+
+func (c *verifyCmd) run(ctx context.Context, stdio IO) error {
+	seq, named, err := c.namedSeq(ctx, &c.pt)
+	if err != nil {
+		return err
+	}
+	if named && seq == 0 {
+		return fmt.Errorf("verify: %w: the point is before the first command; nothing to check", replay.ErrBadPoint)
+	}
+	c.cfg.Seq = seq
+	if c.scratchLocal {
+		dir, err := os.MkdirTemp("", "tablejournal-verify-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		st, err := sqlite.Open(ctx, filepath.Join(dir, "scratch.db"))
+		if err != nil {
+			return fmt.Errorf("scratch store: %w", err)
+		}
+		defer st.Close()
+		c.cfg.Scratch = st
+	}
+	out := newDiffPrinter(stdio, c.asJSON, c.max)
+	c.cfg.OnDiff, c.cfg.Progress = out.add, out.progress
+	st, err := c.rp.Verify(ctx, c.cfg)
+	out.bar.finish()
+	if err != nil {
+		return err
+	}
+	return out.summary(st, "")
+}
+
+// diffCmd is replay diff.
+type diffCmd struct {
+	replayBase
+	cfg replay.DiffConfig
+	pt  pointFlags
+	max int
+}
+
+func (c *diffCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.cfg.Table, "table", "", "the table checked, such as the live one (required)")
+	fs.StringVar(&c.cfg.Against, "against", "", "the reference table, such as a rebuilt shadow (required)")
+	c.pt.rangeFlags(fs, "compare both as they stood at this point: seq:N, time:T, cmd:ID (default every row as stored)",
+		"compare both as they stood at journal sequence N", "compare both as they stood at this RFC 3339 time")
+	maxFlag(fs, &c.max)
+	c.pt.set = c.set
+}
+
+func (c *diffCmd) check() error {
+	if err := c.need("table", "against"); err != nil {
+		return err
+	}
+	if c.cfg.Table == c.cfg.Against {
+		return errors.New("--table and --against name the same table")
+	}
+	_, _, err := c.pt.point()
+	return err
+}
+
+func (c *diffCmd) nats() natsNeed {
+	if c.set["time"] || c.set["to"] {
+		return natsYes
+	}
+	return natsNo
+}
+
+func (c *diffCmd) run(ctx context.Context, stdio IO) error {
+	seq, _, err := c.namedSeq(ctx, &c.pt)
+	if err != nil {
+		return err
+	}
+	out := newDiffPrinter(stdio, c.asJSON, c.max)
+	c.cfg.Seq, c.cfg.OnDiff, c.cfg.Progress = seq, out.add, out.progress
+	st, err := c.rp.DiffTables(ctx, c.cfg)
+	out.bar.finish()
+	if err != nil {
+		return err
+	}
+	return out.summary(st, c.cfg.Against)
 }
 
 // diffPrinter prints the differences of verify and diff as they are
 // found (text), or collects them for one JSON object; it draws a progress
 // bar per phase on a terminal.
 type diffPrinter struct {
-	rc        *replayCmd
+	stdio     IO
+	asJSON    bool
+	max       int
 	listed    []diffJSONRow
 	shown     int
 	truncated bool
 
 	phase string
-	bar   *progressbar.ProgressBar
+	bar   *progress
 }
 
 // diffJSONRow is one difference in JSON output: the rows (or, for a
@@ -157,41 +163,36 @@ type diffJSONRow struct {
 	Want    json.RawMessage `json:"want,omitempty"`
 }
 
-func newDiffPrinter(rc *replayCmd) *diffPrinter { return &diffPrinter{rc: rc} }
+func newDiffPrinter(stdio IO, asJSON bool, max int) *diffPrinter {
+	return &diffPrinter{stdio: stdio, asJSON: asJSON, max: max}
+}
 
 func (p *diffPrinter) add(d replay.Difference) error {
-	if p.rc.df.max > 0 && p.shown >= p.rc.df.max {
+	if p.max > 0 && p.shown >= p.max {
 		p.truncated = true
 		return nil
 	}
 	p.shown++
-	got, want := d.Got, d.Want
-	var cols []string
-	if d.Kind == replay.Changed {
-		got, want = events.Entity{}, events.Entity{}
-		for _, c := range d.Columns {
-			cols = append(cols, c.Name)
-			if c.HasNow {
-				got[c.Name] = c.After
-			}
-			if c.HadBefore {
-				want[c.Name] = c.Before
+	if p.asJSON {
+		got, want := d.Got, d.Want
+		var cols []string
+		if d.Kind == replay.Changed {
+			got, want = events.Entity{}, events.Entity{}
+			for _, c := range d.Columns {
+				cols = append(cols, c.Name)
+				if c.HasNow {
+					got[c.Name] = c.After
+				}
+				if c.HadBefore {
+					want[c.Name] = c.Before
+				}
 			}
 		}
-	}
-	if p.rc.asJSON {
-		enc := func(e events.Entity) json.RawMessage {
-			if e == nil {
-				return nil
-			}
-			b, _ := events.MarshalEntityJSON(e)
-			return b
-		}
-		p.listed = append(p.listed, diffJSONRow{Kind: string(d.Kind), PK: d.PK, Key: d.Key, Columns: cols, Got: enc(got), Want: enc(want)})
+		p.listed = append(p.listed, diffJSONRow{Kind: string(d.Kind), PK: d.PK, Key: d.Key, Columns: cols, Got: entityJSON(got), Want: entityJSON(want)})
 		return nil
 	}
-	p.clearBar()
-	w := p.rc.stdout
+	p.bar.clear()
+	w := p.stdio.Stdout
 	switch d.Kind {
 	case replay.Changed:
 		fmt.Fprintf(w, "changed  %q %q\n", d.PK, d.Key)
@@ -216,12 +217,11 @@ func optValue(v events.Value, ok bool) string {
 // progress draws one bar per phase: the re-projection in commands, then
 // the comparison in rows (a spinner: the total is not known).
 func (p *diffPrinter) progress(phase string, done, total int64) {
-	f, ok := p.rc.stderr.(*os.File)
-	if !ok || p.rc.asJSON || !replayTerminal(f) {
+	if p.asJSON || !p.stdio.terminal(p.stdio.Stderr) {
 		return
 	}
 	if phase != p.phase {
-		p.done()
+		p.bar.finish()
 		p.phase = phase
 		unit := "row"
 		if phase == "rebuild" {
@@ -231,84 +231,82 @@ func (p *diffPrinter) progress(phase string, done, total int64) {
 		if total >= 0 {
 			size = max(total, 1)
 		}
-		p.bar = progressbar.NewOptions64(size,
-			progressbar.OptionSetWriter(p.rc.stderr),
-			progressbar.OptionSetDescription(phase),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString(unit),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(100*time.Millisecond),
-		)
+		p.bar = newProgress(p.stdio, p.stdio.Stderr, size, phase, unit)
 	}
-	if total > p.bar.GetMax64() {
-		p.bar.ChangeMax64(total)
-	}
-	_ = p.bar.Set64(done)
+	p.bar.set(done, total)
 }
 
-// clearBar takes the bar off its line before a difference is printed.
-func (p *diffPrinter) clearBar() {
-	if p.bar != nil {
-		_ = p.bar.Clear()
-	}
-}
+// diffSummary is the result of verify and diff.
+type diffSummary struct {
+	Against        string        `json:"against,omitempty"` // the reference table; none for the journal
+	Changed        int64         `json:"changed"`
+	Commands       *int64        `json:"commands,omitempty"` // re-projected by verify
+	Differences    []diffJSONRow `json:"differences"`
+	Extra          int64         `json:"extra"`
+	Identical      bool          `json:"identical"`
+	Missing        int64         `json:"missing"`
+	RebuildSeconds *float64      `json:"rebuildSeconds,omitempty"`
+	Rows           int64         `json:"rows"`
+	Seconds        float64       `json:"seconds"`
+	Seq            uint64        `json:"seq"`
+	Table          string        `json:"table"`
+	Truncated      bool          `json:"truncated"`
 
-// done ends the current bar.
-func (p *diffPrinter) done() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
-		fmt.Fprintln(p.rc.stderr)
-		p.bar = nil
-	}
+	st    replay.DiffStats
+	shown int
+	max   int
 }
 
 // summary prints the counts, and returns ErrDrift when there are
 // differences. against is the reference table; "" for the journal.
 func (p *diffPrinter) summary(st replay.DiffStats, against string) error {
-	reference := against
-	if against == "" {
-		reference = "its journal"
+	s := diffSummary{Against: against, Changed: st.Changed, Differences: p.listed, Extra: st.Extra, Identical: st.Identical(),
+		Missing: st.Missing, Rows: st.Rows, Seconds: st.Elapsed.Seconds(), Seq: st.Seq, Table: st.Table, Truncated: p.truncated,
+		st: st, shown: p.shown, max: p.max}
+	if s.Differences == nil {
+		s.Differences = []diffJSONRow{}
 	}
-	at := fmt.Sprintf("seq %d", st.Seq)
-	if st.Seq == math.MaxInt64 {
-		at = "every row as stored"
+	if rb := st.Rebuild; rb != nil {
+		secs := rb.Elapsed.Seconds()
+		s.Commands, s.RebuildSeconds = &rb.Commands, &secs
 	}
-	if p.rc.asJSON {
-		v := map[string]any{"table": st.Table, "seq": st.Seq, "rows": st.Rows,
-			"identical": st.Identical(), "missing": st.Missing, "extra": st.Extra, "changed": st.Changed,
-			"differences": p.listed, "truncated": p.truncated, "seconds": st.Elapsed.Seconds()}
-		if p.listed == nil {
-			v["differences"] = []diffJSONRow{}
-		}
-		if against != "" {
-			v["against"] = against
-		}
-		if st.Rebuild != nil {
-			v["commands"] = st.Rebuild.Commands
-			v["rebuildSeconds"] = st.Rebuild.Elapsed.Seconds()
-		}
-		replayJSON(p.rc.stdout, v)
-	} else {
-		w := p.rc.stdout
-		if p.truncated {
-			fmt.Fprintf(w, "... %d more (--max %d)\n", st.Differences()-int64(p.shown), p.rc.df.max)
-		}
-		how := ""
-		if st.Rebuild != nil {
-			how = fmt.Sprintf(", %s re-projected in %s", plural(st.Rebuild.Commands, "command"), st.Rebuild.Elapsed.Round(time.Millisecond))
-		}
-		if st.Identical() {
-			fmt.Fprintf(w, "%s at %s: identical to %s (%s compared%s)\n", st.Table, at, reference, plural(st.Rows, "row"), how)
-		} else {
-			fmt.Fprintf(w, "%s at %s: %s from %s in %s compared: %d missing, %d extra, %d changed%s\n", st.Table, at,
-				plural(st.Differences(), "difference"), reference, plural(st.Rows, "row"), st.Missing, st.Extra, st.Changed, how)
-		}
-	}
+	render(p.stdio.Stdout, p.asJSON, s)
 	if st.Identical() {
 		return nil
 	}
-	return driftError(fmt.Sprintf("%s differs from %s at %s: %s", st.Table, reference, at, plural(st.Differences(), "row")))
+	return driftError(fmt.Sprintf("%s differs from %s at %s: %s", st.Table, s.reference(), s.at(), plural(st.Differences(), "row")))
+}
+
+// reference names what the table was compared with.
+func (s diffSummary) reference() string {
+	if s.Against == "" {
+		return "its journal"
+	}
+	return s.Against
+}
+
+func (s diffSummary) at() string {
+	if s.Seq == math.MaxInt64 {
+		return "every row as stored"
+	}
+	return fmt.Sprintf("seq %d", s.Seq)
+}
+
+func (s diffSummary) text(w io.Writer) {
+	st := s.st
+	if s.Truncated {
+		fmt.Fprintf(w, "... %d more (--max %d)\n", st.Differences()-int64(s.shown), s.max)
+	}
+	how := ""
+	if st.Rebuild != nil {
+		how = fmt.Sprintf(", %s re-projected in %s", plural(st.Rebuild.Commands, "command"), st.Rebuild.Elapsed.Round(time.Millisecond))
+	}
+	if st.Identical() {
+		fmt.Fprintf(w, "%s at %s: identical to %s (%s compared%s)\n", st.Table, s.at(), s.reference(), plural(st.Rows, "row"), how)
+		return
+	}
+	fmt.Fprintf(w, "%s at %s: %s from %s in %s compared: %d missing, %d extra, %d changed%s\n", st.Table, s.at(),
+		plural(st.Differences(), "difference"), s.reference(), plural(st.Rows, "row"), st.Missing, st.Extra, st.Changed, how)
 }
 
 // driftError is ErrDrift without repeating it in the message.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 	"testing"
 
@@ -95,18 +95,10 @@ func TestVerifyAndDiffCLI(t *testing.T) {
 	}
 
 	// On a terminal, one progress bar per phase.
-	f, err := os.CreateTemp(t.TempDir(), "stderr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := replayTerminal
-	replayTerminal = func(*os.File) bool { return true }
-	var stdout bytes.Buffer
-	err = Replay(e.ctx, []string{"verify", "--nats", e.url, "--tables", e.tables, "--table", "orders"}, &stdout, f)
-	replayTerminal = saved
-	f.Close()
-	bar, _ := os.ReadFile(f.Name())
-	if Exit(err, &bytes.Buffer{}) != ExitRejected || !strings.Contains(string(bar), "rebuild") || !strings.Contains(string(bar), "compare") {
-		t.Fatalf("verify on a terminal: %v, stderr %q", err, bar)
+	var stdout, bar bytes.Buffer
+	err := Replay(e.ctx, []string{"verify", "--nats", e.url, "--tables", e.tables, "--table", "orders"},
+		IO{Stdout: &stdout, Stderr: &bar, IsTerminal: func(w io.Writer) bool { return w == &bar }})
+	if Exit(err, &bytes.Buffer{}) != ExitRejected || !strings.Contains(bar.String(), "rebuild") || !strings.Contains(bar.String(), "compare") {
+		t.Fatalf("verify on a terminal: %v, stderr %q", err, bar.String())
 	}
 }

@@ -68,7 +68,7 @@ func TestCommandsHideSecrets(t *testing.T) {
 					}
 					t.Setenv(EnvNATSPassword, "pw-flag")
 					var stdout, stderr bytes.Buffer
-					code := Exit(c.run(context.Background(), args, &stdout, &stderr), &stderr)
+					code := Exit(c.run(context.Background(), args, IO{Stdout: &stdout, Stderr: &stderr}), &stderr)
 					if code != ExitFailure {
 						t.Errorf("%s: exit %d, want %d: %s", list, code, ExitFailure, stderr.String())
 					}
@@ -84,7 +84,7 @@ func TestCommandsHideSecrets(t *testing.T) {
 					if c.name != "projector" {
 						help = []string{c.args[0], "--help"}
 					}
-					if code := Exit(c.run(context.Background(), help, &stdout, &stderr), &stderr); code != ExitOK {
+					if code := Exit(c.run(context.Background(), help, IO{Stdout: &stdout, Stderr: &stderr}), &stderr); code != ExitOK {
 						t.Errorf("--help: exit %d: %s", code, stderr.String())
 					}
 					check(t, "--help", stdout.String()+stderr.String())

@@ -30,7 +30,7 @@ func TestProjectorStreamFlags(t *testing.T) {
 		var log strings.Builder
 		done := make(chan error, 1)
 		go func() {
-			done <- Projector(pctx, append([]string{"--nats", srv.ClientURL(), "--tables", tables, "--log-level", "warn"}, args...), io.Discard, &log)
+			done <- Projector(pctx, append([]string{"--nats", srv.ClientURL(), "--tables", tables, "--log-level", "warn"}, args...), IO{Stdout: io.Discard, Stderr: &log})
 		}()
 		// Wait for the projector to run: a command through the writer,
 		// which finds the journal by the same variable, gets applied (it

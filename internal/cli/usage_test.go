@@ -24,12 +24,13 @@ func TestHelpUsageVersion(t *testing.T) {
 		{"writer", Writer, []string{"apply"}},
 		{"replay", Replay, nil},
 	}
-	for name := range replayCommands {
+	for _, rc := range replayCommands {
+		name := rc.name
 		cmds = append(cmds, cmd{"replay", Replay, []string{name}})
 	}
 	run := func(c cmd, args ...string) (string, string, int) {
 		var stdout, stderr bytes.Buffer
-		code := Exit(c.run(context.Background(), append(append([]string(nil), c.pre...), args...), &stdout, &stderr), &stderr)
+		code := Exit(c.run(context.Background(), append(append([]string(nil), c.pre...), args...), IO{Stdout: &stdout, Stderr: &stderr}), &stderr)
 		return stdout.String(), stderr.String(), code
 	}
 	for _, c := range cmds {

@@ -20,23 +20,56 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 )
 
-const writerUsage = `Usage:
-  writer OP --table T --pk P --rk R [--set name[:type]=value]... [flags]
-  writer apply [flags] FILE
+// writerEntry is one writer subcommand: a row operation, or apply.
+type writerEntry struct {
+	spec
+	op    events.OpKind // "" for apply
+	alias string        // another name of the operation
+}
 
+// opUsage is the usage line of every operation.
+const opUsage = "--table T --pk P --rk R [--set name[:type]=value]... [flags]"
+
+// writerCommands is the command table of the writer, in the order of
+// --help.
+var writerCommands = []writerEntry{
+	{spec{"insert", opUsage, "create the row; rejected if it exists"}, events.OpInsert, ""},
+	{spec{"replace", opUsage, "replace the row's properties; rejected if it does not exist"}, events.OpReplace, ""},
+	{spec{"merge", opUsage, "merge properties into the row; rejected if it does not exist"}, events.OpMerge, ""},
+	{spec{"upsert", opUsage, "insert or replace"}, events.OpUpsert, ""},
+	{spec{"upsert-merge", opUsage, "insert or merge (also upsertMerge)"}, events.OpUpsertMerge, "upsertMerge"},
+	{spec{"delete", opUsage, "delete the row; rejected if it does not exist; takes no --set"}, events.OpDelete, ""},
+	{spec{"apply", "[flags] FILE", "publish the commands of FILE, JSON lines"}, "", ""},
+}
+
+func findWriter(name string) (writerEntry, bool) {
+	for _, e := range writerCommands {
+		if e.name == name || (e.alias != "" && e.alias == name) {
+			return e, true
+		}
+	}
+	return writerEntry{}, false
+}
+
+// writerUsage is the writer's --help, generated from the table.
+func writerUsage() string {
+	var b strings.Builder
+	apply, _ := findWriter("apply")
+	b.WriteString("Usage:\n  " + (spec{"OP", opUsage, ""}).line("writer") + "\n  " + apply.line("writer") + "\n")
+	b.WriteString(`
 Publishes commands into the tablejournal journal and prints each command's ID
 and journal sequence once the journal stored it. With --wait it also waits for
 the projector's outcome: applied (with the row versions), rejected (with the
 reason) or duplicate.
 
 Operations, one row operation per command (use apply for several):
-  insert        create the row; rejected if it exists
-  replace       replace the row's properties; rejected if it does not exist
-  merge         merge properties into the row; rejected if it does not exist
-  upsert        insert or replace
-  upsert-merge  insert or merge (also upsertMerge)
-  delete        delete the row; rejected if it does not exist; takes no --set
-
+`)
+	for _, e := range writerCommands {
+		if e.op != "" {
+			fmt.Fprintf(&b, "  %-13s %s\n", e.name, e.summary)
+		}
+	}
+	b.WriteString(`
 Property values, --set (repeatable, one property each):
   name=value              String
   name:string=value       String (the value may hold '=' and ':')
@@ -82,48 +115,76 @@ Environment:
   ` + EnvNATSPassword + `  NATS password (never shown)
 
 Flags:
-`
-
-// writerOps maps the command-line operation names to the wire names.
-var writerOps = map[string]events.OpKind{
-	"insert":       events.OpInsert,
-	"replace":      events.OpReplace,
-	"merge":        events.OpMerge,
-	"upsert":       events.OpUpsert,
-	"upsert-merge": events.OpUpsertMerge,
-	"upsertMerge":  events.OpUpsertMerge,
-	"delete":       events.OpDelete,
+`)
+	return b.String()
 }
 
-// Flags that only one form of the command takes.
-var (
-	opOnlyFlags    = []string{"table", "pk", "rk", "set", "if-version", "id", "issuer", "meta"}
-	applyOnlyFlags = []string{"verbose", "max-in-flight"}
-)
-
-// writerNow is the clock that stamps issuedAt; a seam for tests.
-var writerNow = time.Now
-
-// writerCmd holds the parsed flags of the writer command.
-type writerCmd struct {
-	nats     natsFlags
+// writerBase holds the flags both forms of the writer take.
+type writerBase struct {
+	nf       natsFlags
 	stream   string
 	jsonOut  bool
 	wait     bool
 	timeout  time.Duration
 	encoding string
 
-	table, pk, rk, id, issuer string
-	ifVersion                 int64
-	sets, metas               stringList
+	version *bool
+	set     map[string]bool // flags given on the command line
+	cmdID   string          // the ID of the command an operation built
+}
 
+func (w *writerBase) register(fs *flag.FlagSet) {
+	w.version = versionFlag(fs)
+	w.nf.register(fs, DefaultNATSURL)
+	fs.StringVar(&w.stream, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
+	fs.BoolVar(&w.jsonOut, "json", false, "print one JSON object per command instead of text")
+	fs.BoolVar(&w.wait, "wait", false, "wait for the projector's outcome of each command")
+	fs.DurationVar(&w.timeout, "timeout", waitTimeout, "how long to wait for the journal's acknowledgement and, with --wait, the outcome (apply: for the outcomes after the last line)")
+	fs.StringVar(&w.encoding, "encoding", "msgpack", "payload encoding: msgpack or json")
+}
+
+// opCmd is a row operation: writer insert, replace, merge, upsert,
+// upsert-merge or delete. Its flags are written into the command it
+// publishes.
+type opCmd struct {
+	*writerBase
+	cmd         events.Command
+	row         events.RowOp
+	ifVersion   int64
+	sets, metas stringList
+}
+
+func (c *opCmd) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.cmd.Table, "table", "", "OP: table name (required)")
+	fs.StringVar(&c.cmd.PK, "pk", "", "OP: partition key (required; may be empty: --pk '')")
+	fs.StringVar(&c.row.RK, "rk", "", "OP: row key (required; may be empty: --rk '')")
+	fs.Var(&c.sets, "set", "OP: a property, `name[:type]=value`; repeatable (see above)")
+	fs.Int64Var(&c.ifVersion, "if-version", 0, "OP: apply only if the row exists at exactly this logical `version`")
+	fs.StringVar(&c.cmd.ID, "id", "", "OP: command ID (default a fresh UUIDv7)")
+	fs.StringVar(&c.cmd.Issuer, "issuer", "", "OP: name of the issuing service, recorded in the command")
+	fs.Var(&c.metas, "meta", "OP: metadata `key=value` recorded in the command; repeatable")
+}
+
+// applyCmd is writer apply.
+type applyCmd struct {
+	*writerBase
 	verbose     bool
 	maxInFlight int
+	path        string
+}
 
-	version *bool
-	cmdID   string // the ID of the command built from the flags
+func (c *applyCmd) flags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.verbose, "verbose", false, "apply: print one line per command")
+	fs.IntVar(&c.maxInFlight, "max-in-flight", journal.DefaultMaxInFlight, "apply: most commands awaiting the journal's acknowledgement at once")
+}
 
-	set map[string]bool // flags given on the command line
+// flagNames returns the names of the flags register registers.
+func flagNames(register func(*flag.FlagSet)) []string {
+	fs := quietFlagSet("")
+	register(fs)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return names
 }
 
 type stringList []string
@@ -131,41 +192,18 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-func (w *writerCmd) flagSet() *flag.FlagSet {
-	fs := quietFlagSet("writer")
-	w.version = versionFlag(fs)
-	w.nats.register(fs, DefaultNATSURL)
-	fs.StringVar(&w.stream, "stream", envOr(EnvStream, journal.DefaultStream), "journal stream name (env "+EnvStream+")")
-	fs.BoolVar(&w.jsonOut, "json", false, "print one JSON object per command instead of text")
-	fs.BoolVar(&w.wait, "wait", false, "wait for the projector's outcome of each command")
-	fs.DurationVar(&w.timeout, "timeout", waitTimeout, "how long to wait for the journal's acknowledgement and, with --wait, the outcome (apply: for the outcomes after the last line)")
-	fs.StringVar(&w.encoding, "encoding", "msgpack", "payload encoding: msgpack or json")
-
-	fs.StringVar(&w.table, "table", "", "OP: table name (required)")
-	fs.StringVar(&w.pk, "pk", "", "OP: partition key (required; may be empty: --pk '')")
-	fs.StringVar(&w.rk, "rk", "", "OP: row key (required; may be empty: --rk '')")
-	fs.Var(&w.sets, "set", "OP: a property, `name[:type]=value`; repeatable (see above)")
-	fs.Int64Var(&w.ifVersion, "if-version", 0, "OP: apply only if the row exists at exactly this logical `version`")
-	fs.StringVar(&w.id, "id", "", "OP: command ID (default a fresh UUIDv7)")
-	fs.StringVar(&w.issuer, "issuer", "", "OP: name of the issuing service, recorded in the command")
-	fs.Var(&w.metas, "meta", "OP: metadata `key=value` recorded in the command; repeatable")
-
-	fs.BoolVar(&w.verbose, "verbose", false, "apply: print one line per command")
-	fs.IntVar(&w.maxInFlight, "max-in-flight", journal.DefaultMaxInFlight, "apply: most commands awaiting the journal's acknowledgement at once")
-	return fs
-}
-
-// Writer runs the writer command: args are the command-line arguments
-// without the program name. With --json, an error that printed nothing on
-// stdout (a usage error, an invalid command) is printed there as
-// {"error":MSG[,"id":ID][,"rule":RULE][,"usage":true]} too.
-func Writer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var w writerCmd
-	out := &watchedWriter{w: stdout}
-	err := w.run(ctx, args, out, stderr)
+// Writer runs the writer command. With --json, an error that printed
+// nothing on stdout (a usage error, an invalid command) is printed there
+// as {"error":MSG[,"id":ID][,"rule":RULE][,"usage":true]} too.
+func Writer(ctx context.Context, args []string, stdio IO) error {
+	out := &watchedWriter{w: stdio.Stdout}
+	wio := stdio
+	wio.Stdout = out
+	b := &writerBase{}
+	err := writer(ctx, args, wio, b)
 	if err != nil && !out.wrote && !errors.Is(err, flag.ErrHelp) &&
-		(w.jsonOut || slices.Contains(args, "--json") || slices.Contains(args, "-json")) {
-		printJSON(stdout, errorResult(err, w.cmdID))
+		(b.jsonOut || slices.Contains(args, "--json") || slices.Contains(args, "-json")) {
+		printJSON(stdio.Stdout, errorResult(err, b.cmdID))
 	}
 	return err
 }
@@ -206,29 +244,42 @@ func errorResult(err error, id string) errorJSON {
 	return e
 }
 
-func (w *writerCmd) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := w.flagSet()
+// writerFlagSet returns the flag set of the writer, with the flags of
+// both forms bound into b and the two forms' types: --help lists them all,
+// and a flag of the other form is named as such rather than unknown.
+func writerFlagSet(b *writerBase) (*flag.FlagSet, *opCmd, *applyCmd) {
+	op, apply := &opCmd{writerBase: b}, &applyCmd{writerBase: b}
+	fs := quietFlagSet("writer")
+	b.register(fs)
+	op.flags(fs)
+	apply.flags(fs)
+	return fs, op, apply
+}
+
+// writer parses args into b and the subcommand's type and runs it.
+func writer(ctx context.Context, args []string, stdio IO, b *writerBase) error {
+	fs, op, apply := writerFlagSet(b)
 	help := func() error {
-		printHelp(stdout, writerUsage, fs)
+		printHelp(stdio.Stdout, writerUsage(), fs)
 		return flag.ErrHelp
 	}
 	if len(args) == 0 {
-		return usageError(errors.New("no operation: want insert, replace, merge, upsert, upsert-merge, delete or apply"))
+		return usageError(fmt.Errorf("no operation: want %s", nameList(specsOf(writerCommands))))
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		return help()
 	case "-version", "--version", "version":
-		printVersion(stdout, "writer")
+		printVersion(stdio.Stdout, "writer")
 		return nil
 	}
 	if strings.HasPrefix(args[0], "-") {
-		return usageError(fmt.Errorf("no operation before %q: write writer OP [flags], OP one of insert, replace, merge, upsert, upsert-merge, delete or apply", args[0]))
+		return usageError(fmt.Errorf("no operation before %q: write writer OP [flags], OP one of %s", args[0], nameList(specsOf(writerCommands))))
 	}
 	name := args[0]
-	op, isOp := writerOps[name]
-	if !isOp && name != "apply" {
-		return usageError(fmt.Errorf("unknown operation %q: want insert, replace, merge, upsert, upsert-merge, delete or apply", name))
+	e, ok := findWriter(name)
+	if !ok {
+		return usageError(fmt.Errorf("unknown operation %q: want %s", name, nameList(specsOf(writerCommands))))
 	}
 	pos, err := parseInterleaved(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
@@ -237,41 +288,42 @@ func (w *writerCmd) run(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return flagError(err)
 	}
-	if *w.version {
-		printVersion(stdout, "writer")
+	if *b.version {
+		printVersion(stdio.Stdout, "writer")
 		return nil
 	}
-	w.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { w.set[f.Name] = true })
-	if err := w.check(); err != nil {
+	b.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { b.set[f.Name] = true })
+	if err := b.check(apply.maxInFlight); err != nil {
 		return usageError(err)
 	}
 
-	if isOp {
-		for _, f := range applyOnlyFlags {
-			if w.set[f] {
+	if e.op != "" {
+		for _, f := range flagNames(apply.flags) {
+			if b.set[f] {
 				return usageError(fmt.Errorf("--%s is for apply only", f))
 			}
 		}
 		if len(pos) > 0 {
 			return usageError(fmt.Errorf("unexpected argument %q: %s takes only flags", pos[0], name))
 		}
-		cmd, err := w.command(op)
+		cmd, err := op.build(e.op, stdio.now())
 		if err != nil {
 			return usageError(err)
 		}
-		w.cmdID = cmd.ID
-		return w.runOp(ctx, cmd, stdout)
+		b.cmdID = cmd.ID
+		return op.run(ctx, cmd, stdio)
 	}
-	for _, f := range opOnlyFlags {
-		if w.set[f] {
+	for _, f := range flagNames(op.flags) {
+		if b.set[f] {
 			return usageError(fmt.Errorf("--%s is not for apply: each line of FILE holds the whole command", f))
 		}
 	}
 	if len(pos) != 1 {
 		return usageError(errors.New("apply takes one FILE of JSON lines (\"-\" for standard input)"))
 	}
-	return w.runApply(ctx, pos[0], stdout, stderr)
+	apply.path = pos[0]
+	return apply.run(ctx, stdio)
 }
 
 // parseInterleaved parses flags placed before, between and after positional
@@ -292,11 +344,11 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // check reports mistakes in the flags shared by both forms.
-func (w *writerCmd) check() error {
+func (w *writerBase) check(maxInFlight int) error {
 	if w.timeout <= 0 {
 		return errors.New("--timeout must be positive")
 	}
-	if w.maxInFlight < 1 {
+	if maxInFlight < 1 {
 		return errors.New("--max-in-flight must be at least 1")
 	}
 	if _, err := w.contentType(); err != nil {
@@ -305,7 +357,7 @@ func (w *writerCmd) check() error {
 	return nil
 }
 
-func (w *writerCmd) contentType() (string, error) {
+func (w *writerBase) contentType() (string, error) {
 	switch w.encoding {
 	case "msgpack":
 		return events.ContentTypeMsgpack, nil
@@ -315,22 +367,24 @@ func (w *writerCmd) contentType() (string, error) {
 	return "", fmt.Errorf("--encoding %q: want msgpack or json", w.encoding)
 }
 
-// command builds the command of an operation from the flags. Its errors are
-// command-line mistakes; the limits of the wire format are left to Validate.
-func (w *writerCmd) command(op events.OpKind) (*events.Command, error) {
+// build completes the command of operation op from the flags, issued at
+// now. Its errors are command-line mistakes; the limits of the wire format
+// are left to Validate.
+func (c *opCmd) build(op events.OpKind, now time.Time) (*events.Command, error) {
 	for _, f := range []string{"table", "pk", "rk"} {
-		if !w.set[f] {
+		if !c.set[f] {
 			return nil, fmt.Errorf("--%s is required", f)
 		}
 	}
-	row := events.RowOp{Op: op, RK: w.rk}
+	row := c.row
+	row.Op = op
 	if op == events.OpDelete {
-		if len(w.sets) > 0 {
+		if len(c.sets) > 0 {
 			return nil, errors.New("--set: delete takes no properties")
 		}
 	} else {
-		row.Entity = make(events.Entity, len(w.sets))
-		for _, s := range w.sets {
+		row.Entity = make(events.Entity, len(c.sets))
+		for _, s := range c.sets {
 			name, v, err := parseSet(s, os.ReadFile)
 			if err != nil {
 				return nil, fmt.Errorf("--set %q: %w", s, err)
@@ -341,39 +395,34 @@ func (w *writerCmd) command(op events.OpKind) (*events.Command, error) {
 			row.Entity[name] = v
 		}
 	}
-	if w.set["if-version"] {
-		v := w.ifVersion
+	if c.set["if-version"] {
+		v := c.ifVersion
 		row.IfVersion = &v
 	}
-	cmd := &events.Command{
-		ID:       w.id,
-		Table:    w.table,
-		PK:       w.pk,
-		Ops:      []events.RowOp{row},
-		Issuer:   w.issuer,
-		IssuedAt: writerNow().UTC(),
-	}
-	for _, m := range w.metas {
+	cmd := c.cmd
+	cmd.Ops = []events.RowOp{row}
+	cmd.IssuedAt = now.UTC()
+	for _, m := range c.metas {
 		k, v, ok := strings.Cut(m, "=")
 		if !ok {
 			return nil, fmt.Errorf("--meta %q: want key=value", m)
 		}
 		if cmd.Meta == nil {
-			cmd.Meta = make(map[string]string, len(w.metas))
+			cmd.Meta = make(map[string]string, len(c.metas))
 		}
 		if _, dup := cmd.Meta[k]; dup {
 			return nil, fmt.Errorf("--meta %q: key %q is set twice", m, k)
 		}
 		cmd.Meta[k] = v
 	}
-	if !w.set["id"] {
+	if !c.set["id"] {
 		id, err := uuid.NewV7()
 		if err != nil {
 			return nil, fmt.Errorf("generate a command ID: %w", err)
 		}
 		cmd.ID = id.String()
 	}
-	return cmd, nil
+	return &cmd, nil
 }
 
 // rejection is an error that exits with ExitRejected: an invalid command or
@@ -402,13 +451,14 @@ func (r writeResult) MarshalJSON() ([]byte, error) {
 	}{plain(r), (*outcomeJSON)(r.Outcome)})
 }
 
-// runOp publishes one command and, with --wait, waits for its outcome.
-func (w *writerCmd) runOp(ctx context.Context, cmd *events.Command, stdout io.Writer) error {
+// run publishes one command and, with --wait, waits for its outcome.
+func (w *opCmd) run(ctx context.Context, cmd *events.Command, stdio IO) error {
+	stdout := stdio.Stdout
 	if err := cmd.Validate(); err != nil {
 		return rejection{fmt.Errorf("invalid command %s: %w", cmd.ID, err)}
 	}
 	ct, _ := w.contentType()
-	nc, js, err := w.nats.connect(ctx, "tablejournal-writer")
+	nc, js, err := w.nf.connect(ctx, "tablejournal-writer")
 	if err != nil {
 		return err
 	}
@@ -458,7 +508,7 @@ func (w *writerCmd) runOp(ctx context.Context, cmd *events.Command, stdout io.Wr
 // --wait, the outcomes stream) does not exist: a publish would otherwise
 // retry until its budget is spent. Other errors, such as a user without the
 // right to read stream information, are left to the publish to report.
-func (w *writerCmd) checkStreams(ctx context.Context, js jetstream.JetStream) error {
+func (w *writerBase) checkStreams(ctx context.Context, js jetstream.JetStream) error {
 	if err := journal.CheckMaxPayload(js.Conn()); err != nil {
 		return err
 	}
@@ -478,21 +528,11 @@ func (w *writerCmd) checkStreams(ctx context.Context, js jetstream.JetStream) er
 }
 
 // waitError explains a failed wait for an outcome.
-func (w *writerCmd) waitError(ctx context.Context, err error, what string) error {
+func (w *writerBase) waitError(ctx context.Context, err error, what string) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("no outcome for %s within --timeout %s: is a projector running?", what, w.timeout)
 	}
 	return fmt.Errorf("wait for the outcome of %s: %w", what, err)
-}
-
-func printJSON(w io.Writer, v any) {
-	b, err := json.Marshal(v)
-	if err != nil { // cannot happen: plain structs
-		fmt.Fprintf(w, "{\"error\":%q}\n", err.Error())
-		return
-	}
-	b = append(b, '\n')
-	w.Write(b)
 }
 
 // printPublished prints the text line of a published command; prefix is

@@ -10,10 +10,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"time"
-
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
@@ -25,15 +21,6 @@ const maxApplyLine = 32 << 20
 
 // maxListed is how many invalid lines or rejections the summary lists.
 const maxListed = 100
-
-// Seams for tests.
-var (
-	writerStdin io.Reader = os.Stdin
-	isTerminal            = func(w io.Writer) bool {
-		f, ok := w.(interface{ Fd() uintptr })
-		return ok && term.IsTerminal(int(f.Fd()))
-	}
-)
 
 // badLine is a line of apply's input that is not a valid command, or whose
 // command could not be published or was rejected.
@@ -73,7 +60,7 @@ func plainID(id string) bool {
 
 // applyRun is the state of one apply.
 type applyRun struct {
-	w              *writerCmd
+	w              *applyCmd
 	stdout, stderr io.Writer
 	perCommand     bool
 
@@ -92,15 +79,16 @@ type entry struct {
 	bad *badLine
 }
 
-// runApply publishes the commands of the JSON-lines file path.
-func (w *writerCmd) runApply(ctx context.Context, path string, stdout, stderr io.Writer) error {
-	in, size, err := openApplyInput(path)
+// run publishes the commands of the JSON-lines file w.path.
+func (w *applyCmd) run(ctx context.Context, stdio IO) error {
+	stdout, stderr := stdio.Stdout, stdio.Stderr
+	in, size, err := openApplyInput(w.path, stdio.stdin())
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	ct, _ := w.contentType()
-	nc, js, err := w.nats.connect(ctx, "tablejournal-writer")
+	nc, js, err := w.nf.connect(ctx, "tablejournal-writer")
 	if err != nil {
 		return err
 	}
@@ -122,17 +110,9 @@ func (w *writerCmd) runApply(ctx context.Context, path string, stdout, stderr io
 	}
 
 	a := &applyRun{w: w, stdout: stdout, stderr: stderr, perCommand: w.jsonOut || w.verbose}
-	var bar *progressbar.ProgressBar
-	if isTerminal(stderr) && !(a.perCommand && isTerminal(unwrapWriter(stdout))) {
-		bar = progressbar.NewOptions64(size,
-			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("apply"),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionSetSpinnerChangeInterval(0),
-			progressbar.OptionClearOnFinish(),
-		)
+	var bar *progress
+	if !(a.perCommand && stdio.terminal(unwrapWriter(stdout))) {
+		bar = newProgress(stdio, stderr, size, "apply", unitBytes)
 	}
 
 	jw := journal.NewWriter(js, w.stream, journal.WithContentType(ct), journal.WithMaxInFlight(w.maxInFlight))
@@ -142,9 +122,7 @@ func (w *writerCmd) runApply(ctx context.Context, path string, stdout, stderr io
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	a.settle(sctx, true)
 	cancel()
-	if bar != nil {
-		_ = bar.Finish()
-	}
+	bar.finish()
 
 	var waitErr error
 	if w.wait {
@@ -165,9 +143,9 @@ func (w *writerCmd) runApply(ctx context.Context, path string, stdout, stderr io
 
 // openApplyInput opens apply's input and returns its size, or -1 if it is
 // not known.
-func openApplyInput(path string) (io.ReadCloser, int64, error) {
+func openApplyInput(path string, stdin io.Reader) (io.ReadCloser, int64, error) {
 	if path == "-" {
-		return io.NopCloser(writerStdin), -1, nil
+		return io.NopCloser(stdin), -1, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -182,15 +160,13 @@ func openApplyInput(path string) (io.ReadCloser, int64, error) {
 
 // load reads, checks and publishes every line. It returns an error only when
 // the load cannot go on: the input cannot be read, or ctx ended.
-func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader, bar *progressbar.ProgressBar) error {
+func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader, bar *progress) error {
 	for {
 		line, n, err := lr.next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		if bar != nil {
-			_ = bar.Add(n)
-		}
+		bar.add(n)
 		if err != nil && !errors.Is(err, errLineTooLong) {
 			return fmt.Errorf("read line %d: %w", lr.line, err)
 		}

@@ -143,14 +143,12 @@ func TestWriterApply(t *testing.T) {
 	}
 }
 
-// Standard input, --verbose, and the progress bar. Not parallel: it sets
-// the package's stdin and terminal seams.
+// Standard input, --verbose, and the progress bar.
 func TestWriterApplyStdinProgress(t *testing.T) {
+	t.Parallel()
 	e := startWriterEnv(t, false)
 	input := `{"id":"s-1","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"r","entity":{"a":"b"}}]}` + "\n" +
 		`{"id":"s-2","table":"orders","pk":"p","ops":[{"op":"nope","rk":"r"}]}` + "\n"
-	oldStdin, oldTerm := writerStdin, isTerminal
-	t.Cleanup(func() { writerStdin, isTerminal = oldStdin, oldTerm })
 
 	tests := []struct {
 		name        string
@@ -168,9 +166,7 @@ func TestWriterApplyStdinProgress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			writerStdin = strings.NewReader(input)
-			isTerminal = func(w io.Writer) bool { _, ok := w.(*termBuffer); return ok }
-			stdout, stderr, code := e.runTerm(t, tt.stdoutTerm, tt.args...)
+			stdout, stderr, code := e.runTerm(t, strings.NewReader(input), tt.stdoutTerm, tt.args...)
 			if code != ExitRejected {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
@@ -192,19 +188,20 @@ func TestWriterApplyStdinProgress(t *testing.T) {
 	}
 }
 
-// termBuffer is a buffer the terminal seam takes for a terminal.
+// termBuffer is a buffer the terminal check takes for a terminal.
 type termBuffer struct{ bytes.Buffer }
 
-// runTerm runs the writer with stderr, and stdout if stdoutTerm, passing
-// for terminals.
-func (e *writerEnv) runTerm(t *testing.T, stdoutTerm bool, args ...string) (stdout, stderr string, code int) {
+// runTerm runs the writer with stdin, and with stderr, and stdout if
+// stdoutTerm, passing for terminals.
+func (e *writerEnv) runTerm(t *testing.T, stdin io.Reader, stdoutTerm bool, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb termBuffer
 	var stdoutW io.Writer = &out.Buffer
 	if stdoutTerm {
 		stdoutW = &out
 	}
-	err := Writer(journaltest.Context(t, time.Minute), append(args, "--nats", e.url), stdoutW, &errb)
+	err := Writer(journaltest.Context(t, time.Minute), append(args, "--nats", e.url), IO{Stdin: stdin, Stdout: stdoutW, Stderr: &errb,
+		IsTerminal: func(w io.Writer) bool { _, ok := w.(*termBuffer); return ok }})
 	code = Exit(err, &errb)
 	return out.String(), errb.String(), code
 }

@@ -85,7 +85,7 @@ func startWriterEnv(t *testing.T, withProjector bool) *writerEnv {
 func runWriter(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	err := Writer(journaltest.Context(t, time.Minute), args, &out, &errb)
+	err := Writer(journaltest.Context(t, time.Minute), args, IO{Stdout: &out, Stderr: &errb})
 	code = Exit(err, &errb)
 	return out.String(), errb.String(), code
 }
@@ -444,8 +444,7 @@ func TestWriterHelp(t *testing.T) {
 	t.Setenv(EnvNATSPassword, "s3cret-pw")
 	t.Setenv(EnvNATS, "nats://bob:hunter2@nats.example:4222")
 	t.Setenv(EnvNATSUser, "alice")
-	var w writerCmd
-	fs := w.flagSet()
+	fs, _, _ := writerFlagSet(&writerBase{})
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"upsert", "--help"}, {"apply", "-h"}} {
 		stdout, stderr, code := runWriter(t, args...)
 		if code != ExitOK {
