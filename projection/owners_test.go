@@ -34,7 +34,7 @@ const projectorChildEnv = "TABLEJOURNAL_PROJECTOR_CHILD"
 func projectorChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return cli.Exit(projectorcmd.Projector(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr)
+	return cli.Exit(projectorcmd.Projector(ctx, os.Args[1:], cli.StdIO()), os.Stderr)
 }
 
 // instance is one projector process.
