@@ -2,7 +2,9 @@ package events
 
 import "time"
 
-// OpKind names a row operation. The strings are the wire names.
+// OpKind names a row operation of a command, on a logical row. The strings
+// are the wire names. store.OpKind, the store's write of one stored row, is
+// another thing with similar names; see there.
 type OpKind string
 
 // The six row operations of SPEC §2.

@@ -148,7 +148,9 @@ func (v Value) Text() string {
 	return ""
 }
 
-// Entity is the set of properties of one row, without its keys.
+// Entity is the set of properties of one row, without its keys: what a
+// command writes. store.Entity is a stored row: keys, an Entity and the
+// store's etag and timestamp.
 type Entity map[string]Value
 
 // Equal reports whether two entities hold the same properties with equal

@@ -37,12 +37,16 @@ const (
 	StatusDuplicate Status = "duplicate"
 )
 
-// RowVersion is one row version a command produced.
+// RowVersion is one row version a command produced: an outcome's Rows, and
+// the projector's own record of what it applied (projection.Result). The
+// version row it names is keyed by the outcome's Seq (SPEC §4).
 type RowVersion struct {
 	RK      string `json:"rk"`
 	Version int64  `json:"version"`
-	Op      string `json:"op"`
-	Deleted bool   `json:"deleted,omitempty"`
+	// Op is the command's last operation on the row (events.OpDelete for
+	// a tombstone).
+	Op      events.OpKind `json:"op"`
+	Deleted bool          `json:"deleted,omitempty"`
 }
 
 // Outcome is the result of one journal message, published by the projector

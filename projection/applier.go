@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -164,7 +165,7 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 			return err
 		}
 		for _, r := range b.results {
-			if r.Status == Applied && r.Stored { // a skipped command found applied
+			if r.Status == journal.StatusApplied && r.Stored { // a skipped command found applied
 				seen[r.ID] = max(seen[r.ID], r.Seq)
 			}
 		}
@@ -378,7 +379,7 @@ func callHook(ctx context.Context, hook func(context.Context, []Result) error, r
 	var sel []Result
 	var idx []int
 	for i, r := range rs {
-		if (r.Status == Applied && !r.Stored) == applied {
+		if (r.Status == journal.StatusApplied && !r.Stored) == applied {
 			sel = append(sel, r)
 			idx = append(idx, i)
 		}

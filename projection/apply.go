@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -34,32 +35,25 @@ type Entry struct {
 // Prior is an outcome stored for a command ID, as Entry.Prior.
 type Prior struct {
 	Seq    uint64 // 0: none known
-	Status Status
+	Status journal.Status
 }
 
-// Status is the outcome of one command.
-type Status string
-
-// The outcomes of SPEC §5, plus Skipped for a redelivered command whose
-// effect is already in the table.
-const (
-	Applied   Status = "applied"
-	Rejected  Status = "rejected"
-	Duplicate Status = "duplicate"
-	// Skipped: the rows' _seq show this command was already handled before
-	// a crash or redelivery; its outcome was published then.
-	Skipped Status = "skipped"
-)
+// Skipped is the status of a Result beside the three outcomes of SPEC §5
+// (journal.Status): a redelivered command whose effect is already in the
+// table, because the rows' _seq show it was handled before a crash or
+// redelivery. It is never published: the command's outcome was published
+// then (or is recovered from the table).
+const Skipped journal.Status = "skipped"
 
 // Result is what applying one entry did.
 type Result struct {
 	Seq    uint64
 	ID     string
-	Status Status
-	Reason string // for Rejected and Duplicate
+	Status journal.Status // an outcome, or Skipped
+	Reason string         // for rejected and duplicate
 	// Rows are the versions an applied command produced, one per row it
 	// changed, in the order the command first names them.
-	Rows []RowVersion
+	Rows []journal.RowVersion
 	// Changes are the change-feed events of an applied command, one per
 	// row version, in the order of Rows.
 	Changes []Change
@@ -71,17 +65,6 @@ type Result struct {
 	// the message alone), which the applier validates before it is
 	// published.
 	dependsOnState bool
-}
-
-// RowVersion names one version a command produced.
-type RowVersion struct {
-	RK      string
-	Version int64
-	// Seq is the journal sequence of the command that produced it: its
-	// version row's key once superseded (SPEC §4).
-	Seq     uint64
-	Op      events.OpKind
-	Deleted bool
 }
 
 // ChangeKind is the change-feed operation: create, update or delete.
@@ -184,7 +167,7 @@ var errFull = fmt.Errorf("batch full")
 func (b *batch) add(e Entry) error {
 	res := Result{Seq: e.Seq, ID: e.ID}
 	if e.Err != nil {
-		res.Status, res.Reason = Rejected, e.Err.Error()
+		res.Status, res.Reason = journal.StatusRejected, e.Err.Error()
 		b.results = append(b.results, res)
 		return nil
 	}
@@ -218,9 +201,9 @@ func (b *batch) add(e Entry) error {
 	}
 	if dup == "" && e.Prior.Seq != 0 && e.Prior.Seq < e.Seq {
 		switch e.Prior.Status {
-		case Applied:
+		case journal.StatusApplied:
 			dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, e.Prior.Seq)
-		case Duplicate:
+		case journal.StatusDuplicate:
 			dup = fmt.Sprintf("command %s already applied (journal sequence %d was a duplicate of it)", c.ID, e.Prior.Seq)
 		}
 	}
@@ -233,7 +216,7 @@ func (b *batch) add(e Entry) error {
 		}
 	}
 	if dup != "" {
-		res.Status, res.Reason = Duplicate, dup
+		res.Status, res.Reason = journal.StatusDuplicate, dup
 		b.results = append(b.results, res)
 		return nil
 	}
@@ -259,7 +242,7 @@ func (b *batch) add(e Entry) error {
 		}
 		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
 			// Nothing of a rejected command is written, nor reported as written.
-			res.Status, res.Reason = Rejected, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
+			res.Status, res.Reason = journal.StatusRejected, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
 			res.dependsOnState = true
 			b.results = append(b.results, res)
 			return nil
@@ -283,7 +266,7 @@ func (b *batch) add(e Entry) error {
 		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.tip, all)
 		if err != nil {
 			res.Rows, res.Changes = nil, nil
-			res.Status, res.Reason = Rejected, err.Error()
+			res.Status, res.Reason = journal.StatusRejected, err.Error()
 			res.dependsOnState = true
 			b.results = append(b.results, res)
 			return nil
@@ -297,7 +280,7 @@ func (b *batch) add(e Entry) error {
 			return errFull
 		}
 		res.Rows, res.Changes = nil, nil
-		res.Status, res.dependsOnState = Rejected, true
+		res.Status, res.dependsOnState = journal.StatusRejected, true
 		res.Reason = fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
 			newOps, newBytes, store.MaxOps, store.MaxTxBytes)
 		b.results = append(b.results, res)
@@ -310,7 +293,7 @@ func (b *batch) add(e Entry) error {
 		b.ops[rk], b.bytes[rk] = cost[rk][0], cost[rk][1]
 	}
 	b.totalOps, b.totalBytes = newOps, newBytes
-	res.Status = Applied
+	res.Status = journal.StatusApplied
 	b.appliedIDs[c.ID] = e.Seq
 	// The fence names the newest command that wrote a version (one that
 	// changed nothing, inserting and deleting a row, does not count), so
@@ -394,11 +377,11 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 // gets no version: w is reset and ok is false. The tombstone holds the
 // values the row had before the command, the last it had at any journal
 // sequence.
-func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]Row) (RowVersion, Change, bool) {
+func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]Row) (journal.RowVersion, Change, bool) {
 	old := before.tip
 	if old == nil && w.tip == nil {
 		*w = *before
-		return RowVersion{}, Change{}, false
+		return journal.RowVersion{}, Change{}, false
 	}
 	if old != nil {
 		cp := *old
@@ -411,12 +394,12 @@ func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, 
 			Deleted: true, Props: old.Props}
 		(*added)[rk] = append((*added)[rk], tomb)
 		w.latest = &tomb
-		return RowVersion{RK: rk, Version: v, Seq: e.Seq, Op: events.OpDelete, Deleted: true},
+		return journal.RowVersion{RK: rk, Version: v, Op: events.OpDelete, Deleted: true},
 			Change{RK: rk, Kind: Delete, Version: v, Before: old.Props}, true
 	}
 	w.tip.Op = last
 	w.latest = w.tip
-	rv := RowVersion{RK: rk, Version: v, Seq: e.Seq, Op: last}
+	rv := journal.RowVersion{RK: rk, Version: v, Op: last}
 	if old == nil {
 		return rv, Change{RK: rk, Kind: Create, Version: v, After: w.tip.Props}, true
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -39,7 +40,19 @@ func op(kind events.OpKind, rk string, kv ...any) events.RowOp {
 
 func ifv(o events.RowOp, v int64) events.RowOp { o.IfVersion = &v; return o }
 
-func withPrior(e Entry, seq uint64, st Status) Entry { e.Prior = Prior{Seq: seq, Status: st}; return e }
+// Short names for the statuses in the tables below.
+type status = journal.Status
+
+const (
+	applied   = journal.StatusApplied
+	rejected  = journal.StatusRejected
+	duplicate = journal.StatusDuplicate
+)
+
+func withPrior(e Entry, seq uint64, st journal.Status) Entry {
+	e.Prior = Prior{Seq: seq, Status: st}
+	return e
+}
 
 // runBatch applies entries to a batch over an empty partition and returns
 // the statuses and the tip state after.
@@ -86,73 +99,73 @@ func TestBatchOperations(t *testing.T) {
 	tests := []struct {
 		name     string
 		entries  []Entry
-		statuses []Status
+		statuses []status
 		// want tip version of "a" after, -1 for no tip
 		tipVersion int64
 		added      int // version rows written for "a"
 	}{
-		{"insert", []Entry{entry(1, "c1", op(events.OpInsert, "a", "x", 1))}, []Status{Applied}, 0, 0},
+		{"insert", []Entry{entry(1, "c1", op(events.OpInsert, "a", "x", 1))}, []status{applied}, 0, 0},
 		{"insert twice rejects", []Entry{
 			entry(1, "c1", op(events.OpInsert, "a", "x", 1)),
-			entry(2, "c2", op(events.OpInsert, "a", "x", 2))}, []Status{Applied, Rejected}, 0, 0},
-		{"replace missing rejects", []Entry{entry(1, "c1", op(events.OpReplace, "a", "x", 1))}, []Status{Rejected}, -1, 0},
-		{"merge missing rejects", []Entry{entry(1, "c1", op(events.OpMerge, "a", "x", 1))}, []Status{Rejected}, -1, 0},
-		{"delete missing rejects", []Entry{entry(1, "c1", op(events.OpDelete, "a"))}, []Status{Rejected}, -1, 0},
+			entry(2, "c2", op(events.OpInsert, "a", "x", 2))}, []status{applied, rejected}, 0, 0},
+		{"replace missing rejects", []Entry{entry(1, "c1", op(events.OpReplace, "a", "x", 1))}, []status{rejected}, -1, 0},
+		{"merge missing rejects", []Entry{entry(1, "c1", op(events.OpMerge, "a", "x", 1))}, []status{rejected}, -1, 0},
+		{"delete missing rejects", []Entry{entry(1, "c1", op(events.OpDelete, "a"))}, []status{rejected}, -1, 0},
 		{"update keeps old version", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
-			entry(2, "c2", upsert("a", "x", 2))}, []Status{Applied, Applied}, 1, 1},
+			entry(2, "c2", upsert("a", "x", 2))}, []status{applied, applied}, 1, 1},
 		{"delete writes copy and tombstone", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
-			entry(2, "c2", op(events.OpDelete, "a"))}, []Status{Applied, Applied}, -1, 2},
+			entry(2, "c2", op(events.OpDelete, "a"))}, []status{applied, applied}, -1, 2},
 		{"re-insert continues after tombstone", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
 			entry(2, "c2", op(events.OpDelete, "a")),
-			entry(3, "c3", op(events.OpInsert, "a", "x", 3))}, []Status{Applied, Applied, Applied}, 2, 2},
+			entry(3, "c3", op(events.OpInsert, "a", "x", 3))}, []status{applied, applied, applied}, 2, 2},
 		{"ifVersion match", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
-			entry(2, "c2", ifv(op(events.OpReplace, "a", "x", 2), 0))}, []Status{Applied, Applied}, 1, 1},
+			entry(2, "c2", ifv(op(events.OpReplace, "a", "x", 2), 0))}, []status{applied, applied}, 1, 1},
 		{"ifVersion mismatch rejects", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
-			entry(2, "c2", ifv(op(events.OpReplace, "a", "x", 2), 5))}, []Status{Applied, Rejected}, 0, 0},
+			entry(2, "c2", ifv(op(events.OpReplace, "a", "x", 2), 5))}, []status{applied, rejected}, 0, 0},
 		{"ifVersion on missing row rejects", []Entry{
-			entry(1, "c1", ifv(upsert("a", "x", 2), 0))}, []Status{Rejected}, -1, 0},
+			entry(1, "c1", ifv(upsert("a", "x", 2), 0))}, []status{rejected}, -1, 0},
 		{"same command id again is duplicate", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
-			entry(2, "c1", upsert("a", "x", 1))}, []Status{Applied, Duplicate}, 0, 0},
+			entry(2, "c1", upsert("a", "x", 1))}, []status{applied, duplicate}, 0, 0},
 		{"same command id after the row changed is duplicate", []Entry{
 			entry(1, "c1", op(events.OpInsert, "a", "x", 1)),
 			entry(2, "c2", op(events.OpMerge, "a", "y", 2)),
-			entry(3, "c1", op(events.OpInsert, "a", "x", 1))}, []Status{Applied, Applied, Duplicate}, 1, 0},
+			entry(3, "c1", op(events.OpInsert, "a", "x", 1))}, []status{applied, applied, duplicate}, 1, 0},
 		{"an earlier outcome that applied makes a duplicate", []Entry{
-			withPrior(entry(5, "c1", upsert("a", "x", 1)), 2, Applied)}, []Status{Duplicate}, -1, 0},
+			withPrior(entry(5, "c1", upsert("a", "x", 1)), 2, applied)}, []status{duplicate}, -1, 0},
 		{"an earlier rejection does not", []Entry{
-			withPrior(entry(5, "c1", upsert("a", "x", 1)), 2, Rejected)}, []Status{Applied}, 0, 0},
+			withPrior(entry(5, "c1", upsert("a", "x", 1)), 2, rejected)}, []status{applied}, 0, 0},
 		{"same row twice in one command makes one version", []Entry{
-			entry(1, "c1", upsert("a", "x", 1), upsert("a", "x", 2))}, []Status{Applied}, 0, 0},
+			entry(1, "c1", upsert("a", "x", 1), upsert("a", "x", 2))}, []status{applied}, 0, 0},
 		{"same row twice, then again", []Entry{
 			entry(1, "c1", upsert("a", "x", 1), upsert("a", "x", 2)),
-			entry(2, "c2", op(events.OpReplace, "a", "x", 3), op(events.OpMerge, "a", "y", 3))}, []Status{Applied, Applied}, 1, 1},
+			entry(2, "c2", op(events.OpReplace, "a", "x", 3), op(events.OpMerge, "a", "y", 3))}, []status{applied, applied}, 1, 1},
 		{"inserted and deleted by one command leaves nothing", []Entry{
-			entry(1, "c1", op(events.OpInsert, "a", "x", 1), op(events.OpDelete, "a"))}, []Status{Applied}, -1, 0},
+			entry(1, "c1", op(events.OpInsert, "a", "x", 1), op(events.OpDelete, "a"))}, []status{applied}, -1, 0},
 		{"deleted and inserted by one command", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
-			entry(2, "c2", op(events.OpDelete, "a"), op(events.OpInsert, "a", "x", 2))}, []Status{Applied, Applied}, 1, 1},
+			entry(2, "c2", op(events.OpDelete, "a"), op(events.OpInsert, "a", "x", 2))}, []status{applied, applied}, 1, 1},
 		{"ifVersion after an op of the same command sees its version", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
-			entry(2, "c2", upsert("a", "x", 2), ifv(op(events.OpReplace, "a", "x", 3), 1))}, []Status{Applied, Applied}, 1, 1},
+			entry(2, "c2", upsert("a", "x", 2), ifv(op(events.OpReplace, "a", "x", 3), 1))}, []status{applied, applied}, 1, 1},
 		{"ifVersion after an op of the same command, stale", []Entry{
 			entry(1, "c1", upsert("a", "x", 1)),
-			entry(2, "c2", upsert("a", "x", 2), ifv(op(events.OpReplace, "a", "x", 3), 0))}, []Status{Applied, Rejected}, 0, 0},
+			entry(2, "c2", upsert("a", "x", 2), ifv(op(events.OpReplace, "a", "x", 3), 0))}, []status{applied, rejected}, 0, 0},
 		{"rejected op rejects the whole command", []Entry{
-			entry(1, "c1", upsert("a", "x", 1), op(events.OpReplace, "b", "x", 1))}, []Status{Rejected}, -1, 0},
+			entry(1, "c1", upsert("a", "x", 1), op(events.OpReplace, "b", "x", 1))}, []status{rejected}, -1, 0},
 		{"invalid entry rejects and goes on", []Entry{
 			{Seq: 1, ID: "bad", Err: errors.New("undecodable")},
-			entry(2, "c2", upsert("a", "x", 1))}, []Status{Rejected, Applied}, 0, 0},
+			entry(2, "c2", upsert("a", "x", 1))}, []status{rejected, applied}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := runBatch(t, map[string]*rowState{}, tt.entries...)
-			var got []Status
+			var got []status
 			for _, r := range b.results {
 				got = append(got, r.Status)
 			}
@@ -165,7 +178,7 @@ func TestBatchOperations(t *testing.T) {
 				}
 			}
 			for _, r := range b.results {
-				if r.Status != Applied && (r.Rows != nil || r.Changes != nil) {
+				if r.Status != applied && (r.Rows != nil || r.Changes != nil) {
 					t.Errorf("%s command %s reports rows %v and changes %v", r.Status, r.ID, r.Rows, r.Changes)
 				}
 			}
@@ -212,8 +225,8 @@ func TestBatchSkipsRedelivered(t *testing.T) {
 		entry(9, "c9", op(events.OpInsert, "a", "x", 9)), // handled before the crash
 		entry(10, "c10", upsert("a", "x", 1)),            // this one too
 		entry(11, "c11", upsert("a", "x", 2)))
-	got := []Status{b.results[0].Status, b.results[1].Status, b.results[2].Status}
-	if got[0] != Skipped || got[1] != Skipped || got[2] != Applied {
+	got := []status{b.results[0].Status, b.results[1].Status, b.results[2].Status}
+	if got[0] != Skipped || got[1] != Skipped || got[2] != applied {
 		t.Fatalf("statuses %v, want [skipped skipped applied]", got)
 	}
 	if v := b.state("a").tip.Version; v != 5 {
@@ -275,7 +288,7 @@ func TestBatchFullAndOversize(t *testing.T) {
 	if err := b.add(entry(1, "big", ops...)); err != nil {
 		t.Fatal(err)
 	}
-	if r := b.results[0]; r.Status != Rejected || !strings.Contains(r.Reason, "too large") {
+	if r := b.results[0]; r.Status != rejected || !strings.Contains(r.Reason, "too large") {
 		t.Fatalf("result %+v, want rejected as too large", r)
 	}
 	if len(b.txOps()) != 0 {
@@ -292,13 +305,13 @@ func TestBatchOneVersionPerCommand(t *testing.T) {
 		entry(2, "c2", op(events.OpReplace, "a", "x", 2), op(events.OpMerge, "a", "y", 2), upsert("b", "x", 2)),
 		entry(3, "c3", op(events.OpReplace, "a", "x", 3), op(events.OpDelete, "a"), op(events.OpInsert, "c", "x", 3), op(events.OpDelete, "c")))
 	r2, r3 := b.results[1], b.results[2]
-	if len(r2.Rows) != 2 || r2.Rows[0] != (RowVersion{RK: "a", Version: 1, Seq: 2, Op: events.OpMerge}) || r2.Rows[1].RK != "b" {
+	if r2.Seq != 2 || len(r2.Rows) != 2 || r2.Rows[0] != (journal.RowVersion{RK: "a", Version: 1, Op: events.OpMerge}) || r2.Rows[1].RK != "b" {
 		t.Fatalf("c2 rows %+v, want a v1 (merge) then b", r2.Rows)
 	}
 	if ch := r2.Changes[0]; ch.Kind != Update || !ch.Before.Equal(ent("x", 1)) || !ch.After.Equal(ent("x", 2, "y", 2)) {
 		t.Errorf("c2 change of a: %+v", ch)
 	}
-	if len(r3.Rows) != 1 || r3.Rows[0] != (RowVersion{RK: "a", Version: 2, Seq: 3, Op: events.OpDelete, Deleted: true}) {
+	if r3.Seq != 3 || len(r3.Rows) != 1 || r3.Rows[0] != (journal.RowVersion{RK: "a", Version: 2, Op: events.OpDelete, Deleted: true}) {
 		t.Fatalf("c3 rows %+v, want only the tombstone of a (c was inserted and deleted)", r3.Rows)
 	}
 	if ch := r3.Changes[0]; ch.Kind != Delete || !ch.Before.Equal(ent("x", 2, "y", 2)) || ch.After != nil {

@@ -103,11 +103,11 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 	pub := newPublisher(&losingJS{JetStream: js, marker: `"cmd":"c1"`}, true, NopObserver{})
 	for v := int64(1); v <= 3; v++ {
 		id := fmt.Sprintf("c%d", v)
-		r := Result{Seq: uint64(v), ID: id, Status: Applied,
-			Rows:    []RowVersion{{RK: "r", Version: v, Seq: uint64(v), Op: events.OpUpsert}},
+		r := Result{Seq: uint64(v), ID: id, Status: journal.StatusApplied,
+			Rows:    []journal.RowVersion{{RK: "r", Version: v, Op: events.OpUpsert}},
 			Changes: []Change{{RK: "r", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
 		// A second row in the same transactions keeps its own order too.
-		r.Rows = append(r.Rows, RowVersion{RK: "s", Version: v, Seq: uint64(v), Op: events.OpUpsert})
+		r.Rows = append(r.Rows, journal.RowVersion{RK: "s", Version: v, Op: events.OpUpsert})
 		r.Changes = append(r.Changes, Change{RK: "s", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}})
 		if err := pub.publishResults(ctx, part, []Result{r}, []Entry{{Seq: uint64(v), ID: id}}, false); err != nil {
 			t.Fatal(err)

@@ -107,7 +107,7 @@ type inflight struct {
 // handled is a command whose outcome is reported to the Observer once it
 // is stored.
 type handled struct {
-	status Status
+	status journal.Status
 	at     time.Time // journal time
 }
 
@@ -159,7 +159,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 			hs = append(hs, handled{status: Skipped}) // handled before
 			continue
 		}
-		if p.changes && r.Status == Applied {
+		if p.changes && r.Status == journal.StatusApplied {
 			for _, ch := range r.Changes {
 				msg, err := changeMsg(part, r, ch, at[r.Seq])
 				if err != nil {
@@ -173,10 +173,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		}
 		o := journal.Outcome{
 			ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
-			Status: journal.Status(r.Status), Reason: r.Reason, At: at[r.Seq],
-		}
-		for _, rv := range r.Rows {
-			o.Rows = append(o.Rows, journal.RowVersion{RK: rv.RK, Version: rv.Version, Op: string(rv.Op), Deleted: rv.Deleted})
+			Status: r.Status, Reason: r.Reason, Rows: r.Rows, At: at[r.Seq],
 		}
 		msg, err := journal.OutcomeMsg(o)
 		if err != nil {

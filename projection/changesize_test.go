@@ -31,7 +31,7 @@ func TestChangeEventAndOutcomeBounds(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		r := Result{Seq: 1 << 62, ID: c.ID, Status: Applied}
+		r := Result{Seq: 1 << 62, ID: c.ID, Status: journal.StatusApplied}
 		msg, err := changeMsg(partition{"orders", pk}, r, Change{RK: rk, Kind: Update, Version: 1 << 40, Before: e, After: e}, time.Now())
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
@@ -50,7 +51,7 @@ func statuses(rs *[]projection.Result, mu *sync.Mutex) projection.Hooks {
 	return projection.Hooks{BeforeCommit: rec, AfterCommit: rec}
 }
 
-func statusOf(rs []projection.Result, seq uint64) projection.Status {
+func statusOf(rs []projection.Result, seq uint64) journal.Status {
 	for _, r := range rs {
 		if r.Seq == seq {
 			return r.Status
@@ -92,7 +93,7 @@ func TestFenceLateFirstInsert(t *testing.T) {
 			if err := appA.Apply(ctx, "orders", "p", []projection.Entry{del, reinsert}, statuses(&rs, &mu)); err != nil {
 				t.Fatalf("instance A, re-insert: %v", err)
 			}
-			if got := statusOf(rs, 3); got != projection.Applied {
+			if got := statusOf(rs, 3); got != journal.StatusApplied {
 				t.Errorf("re-insert after the tombstone: %s, want applied", got)
 			}
 			m := projectiontest.NewModel()
@@ -145,8 +146,8 @@ func TestFenceStaleCache(t *testing.T) {
 			if err := appA.Apply(ctx, "orders", "p", es[1:], statuses(&rs, &mu)); err != nil {
 				t.Fatal(err)
 			}
-			want := map[uint64]projection.Status{2: projection.Skipped, 3: projection.Skipped, 4: projection.Skipped,
-				5: projection.Applied, 6: projection.Rejected}
+			want := map[uint64]journal.Status{2: projection.Skipped, 3: projection.Skipped, 4: projection.Skipped,
+				5: journal.StatusApplied, 6: journal.StatusRejected}
 			for seq, w := range want {
 				if got := statusOf(rs, seq); got != w {
 					t.Errorf("seq %d: %s, want %s", seq, got, w)

@@ -108,10 +108,6 @@ func ParseKey(key string) (rk string, seq uint64, tip bool, ok bool) {
 	return rkUnescaper.Replace(rest[:i]), uint64(math.MaxInt64 - inv), false, true
 }
 
-// EscapedRKLen is the length of rk once escaped in a version RowKey; the
-// projector and the writer check it against events.MaxKeyBytes.
-func EscapedRKLen(rk string) int { return len(escapeRK(rk)) }
-
 // Row is one version of a logical row as stored: the tip, a version row or a
 // tombstone, with its system columns decoded and the user properties apart.
 type Row struct {

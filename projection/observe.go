@@ -33,7 +33,7 @@ type Observer interface {
 	// a redelivered command was found already applied). delay is the time
 	// from the command's journal time to its outcome being stored; zero
 	// for Skipped.
-	Handled(status Status, delay time.Duration)
+	Handled(status journal.Status, delay time.Duration)
 	// Transaction reports a committed store transaction that applied
 	// commands.
 	Transaction(commands int)
@@ -83,13 +83,13 @@ type Batch struct {
 // NopObserver ignores everything. It is the default Observer.
 type NopObserver struct{}
 
-func (NopObserver) ShardStarted(int, uint64, uint64) {}
-func (NopObserver) ShardStopped(int, bool)           {}
-func (NopObserver) Fetched(int, Fetch)               {}
-func (NopObserver) BatchDone(int, Batch)             {}
-func (NopObserver) Handled(Status, time.Duration)    {}
-func (NopObserver) Transaction(int)                  {}
-func (NopObserver) Retry(string)                     {}
+func (NopObserver) ShardStarted(int, uint64, uint64)      {}
+func (NopObserver) ShardStopped(int, bool)                {}
+func (NopObserver) Fetched(int, Fetch)                    {}
+func (NopObserver) BatchDone(int, Batch)                  {}
+func (NopObserver) Handled(journal.Status, time.Duration) {}
+func (NopObserver) Transaction(int)                       {}
+func (NopObserver) Retry(string)                          {}
 
 // JournalShards is the number of shards of the journal the projector
 // applies (all instances together), for metrics.

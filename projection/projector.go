@@ -10,6 +10,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
@@ -520,17 +521,16 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 		}
 	}
 	pub := newPublisher(p.js, !p.cfg.NoChangeFeed, p.obs)
+	// A plain group, not WithContext: a failing partition does not cancel
+	// the others, whose outcomes are still published; every error is kept.
 	var (
-		wg   sync.WaitGroup
+		g    errgroup.Group
 		mu   sync.Mutex
 		errs []error
-		sem  = make(chan struct{}, p.cfg.Concurrency)
 	)
+	g.SetLimit(p.cfg.Concurrency)
 	for _, part := range order {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			err := p.applier.Apply(ctx, part.table, part.pk, groups[part], Hooks{
 				BeforeCommit: func(ctx context.Context, rs []Result) error {
 					for i := range rs {
@@ -563,9 +563,10 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 				errs = append(errs, fmt.Errorf("%s/%q: %w", part.table, part.pk, err))
 				mu.Unlock()
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the goroutines return nil: their errors are in errs
 	// Even when a partition failed, the outcomes of what committed before
 	// are published: less to rebuild when the batch comes again.
 	if err := pub.wait(ctx); err != nil {
@@ -631,11 +632,11 @@ func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 func (p *Projector) logResults(part partition, rs []Result) {
 	for _, r := range rs {
 		switch r.Status {
-		case Rejected:
+		case journal.StatusRejected:
 			p.log.Warn("command rejected", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID, "reason", r.Reason)
-		case Duplicate:
+		case journal.StatusDuplicate:
 			p.log.Info("duplicate command", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
-		case Applied:
+		case journal.StatusApplied:
 			p.log.Debug("command applied", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
 		}
 	}
@@ -658,7 +659,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
 	switch {
 	case err == nil && o.Seq == r.Seq:
-		r.Status, r.Stored = Status(o.Status), true
+		r.Status, r.Stored = o.Status, true
 		return nil
 	case err == nil:
 		// The ID has outcomes of other messages (the latest in the stream
@@ -671,7 +672,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 		}
 		for _, o := range all {
 			if o.Seq == r.Seq {
-				r.Status, r.Stored = Status(o.Status), true
+				r.Status, r.Stored = o.Status, true
 				return nil
 			}
 		}
@@ -687,11 +688,11 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	if e.Cmd == nil {
 		// Only valid commands can be skipped; an invalid one is rejected
 		// again on the message alone.
-		r.Status, r.Reason = Rejected, fmt.Sprint(e.Err)
+		r.Status, r.Reason = journal.StatusRejected, fmt.Sprint(e.Err)
 		return nil
 	}
-	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]RowVersion, error) {
-		return VersionsBySeq(ctx, p.store, part.table, part.pk, e.Cmd, r.Seq)
+	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]journal.RowVersion, error) {
+		return versionsBySeq(ctx, p.store, part.table, part.pk, e.Cmd, r.Seq)
 	})
 	if err != nil {
 		return err
@@ -699,7 +700,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	if len(rows) == 0 {
 		return p.outcomeFromHistory(ctx, part, r, e)
 	}
-	r.Status, r.Rows = Applied, rows
+	r.Status, r.Rows = journal.StatusApplied, rows
 	if p.cfg.NoChangeFeed {
 		return nil
 	}
@@ -716,7 +717,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 		return nil
 	}
 	r.Changes, err = retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
-		return ChangesOf(ctx, p.store, part.table, part.pk, rows)
+		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, rows)
 	})
 	if err != nil {
 		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
@@ -747,15 +748,15 @@ func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *R
 		return err
 	}
 	res := b.results[0]
-	if res.Status == Applied && len(res.Rows) == 0 {
+	if res.Status == journal.StatusApplied && len(res.Rows) == 0 {
 		// It applied and changed nothing (it inserted and deleted a row):
 		// no version to find, and its outcome is published after the
 		// commit of its batch, so a crash may lose it. Nothing disagrees.
 		*r = res
 		return nil
 	}
-	if res.Status == Applied {
-		res = Result{Seq: e.Seq, ID: e.ID, Status: Rejected,
+	if res.Status == journal.StatusApplied {
+		res = Result{Seq: e.Seq, ID: e.ID, Status: journal.StatusRejected,
 			Reason: "not in the table: the rows moved on past this command, but no version carries it (the store lost a confirmed write?)"}
 	}
 	p.applier.disagree(part.table, part.pk,
@@ -831,7 +832,7 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 				continue
 			}
 			if o.Seq < e.Seq {
-				e.Prior = Prior{Seq: o.Seq, Status: Status(o.Status)}
+				e.Prior = Prior{Seq: o.Seq, Status: o.Status}
 				continue
 			}
 			if o.Seq == e.Seq && o.Status != journal.StatusDuplicate {
@@ -861,7 +862,7 @@ func priorFrom(all []journal.Outcome, seq uint64) Prior {
 	var best Prior
 	for _, o := range all {
 		if o.Seq < seq && o.Seq > best.Seq && (o.Status == journal.StatusApplied || o.Status == journal.StatusDuplicate) {
-			best = Prior{Seq: o.Seq, Status: Status(o.Status)}
+			best = Prior{Seq: o.Seq, Status: o.Status}
 		}
 	}
 	return best

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -64,13 +65,13 @@ func (r Reader) Versions(ctx context.Context, table, pk, rk string, fn func(Row)
 	})
 }
 
-// VersionsBySeq finds the versions a command (at journal sequence seq)
+// versionsBySeq finds the versions a command (at journal sequence seq)
 // produced on the rows it names; see RowsBySeq.
-func VersionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]RowVersion, error) {
+func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]journal.RowVersion, error) {
 	rows, err := RowsBySeq(ctx, s, table, pk, cmd, seq)
-	out := make([]RowVersion, len(rows))
+	out := make([]journal.RowVersion, len(rows))
 	for i, row := range rows {
-		out[i] = RowVersion{RK: row.RK, Version: row.Version, Seq: row.Seq, Op: row.Op, Deleted: row.Deleted}
+		out[i] = journal.RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted}
 	}
 	return out, err
 }
@@ -133,26 +134,26 @@ func VersionAt(ctx context.Context, s store.Store, table, pk, rk string, seq uin
 	return row, err == nil, err
 }
 
-// ChangesOf rebuilds the change-feed events of row versions from the stored
-// rows: the after image is the version itself (read by its sequence), the
+// changesOf rebuilds the change-feed events of the row versions the
+// command at journal sequence seq produced, from the stored rows: the after image is the version itself (read by its sequence), the
 // before image the row's newest version before that sequence (a version
 // row, since it was superseded), absent when that is a tombstone or there
 // is none.
-func ChangesOf(ctx context.Context, s store.Store, table, pk string, rows []RowVersion) ([]Change, error) {
+func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64, rows []journal.RowVersion) ([]Change, error) {
 	var out []Change
 	for _, rv := range rows {
-		cur, ok, err := VersionBySeq(ctx, s, table, pk, rv.RK, rv.Seq)
+		cur, ok, err := VersionBySeq(ctx, s, table, pk, rv.RK, seq)
 		if err == nil && (!ok || cur.Version != rv.Version) {
-			err = fmt.Errorf("version %d of %q at %d: %w", rv.Version, rv.RK, rv.Seq, store.ErrNotFound)
+			err = fmt.Errorf("version %d of %q at %d: %w", rv.Version, rv.RK, seq, store.ErrNotFound)
 		}
 		if err != nil {
 			return nil, err
 		}
 		var before events.Entity
 		if rv.Version > 0 {
-			prev, ok, err := VersionAt(ctx, s, table, pk, rv.RK, rv.Seq-1)
+			prev, ok, err := VersionAt(ctx, s, table, pk, rv.RK, seq-1)
 			if err == nil && (!ok || prev.Version != rv.Version-1) {
-				err = fmt.Errorf("version %d of %q before %d: %w", rv.Version-1, rv.RK, rv.Seq, store.ErrNotFound)
+				err = fmt.Errorf("version %d of %q before %d: %w", rv.Version-1, rv.RK, seq, store.ErrNotFound)
 			}
 			if err != nil {
 				return nil, err

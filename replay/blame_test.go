@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -30,6 +31,7 @@ func TestVersionBySeq(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			table := uniqueTable("ReadVersion")
+			projectiontest.SkipLayoutCheck(t, table) // a history with a version missing, on purpose
 			if err := st.CreateTable(ctx, table); err != nil {
 				t.Fatal(err)
 			}

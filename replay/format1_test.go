@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 )
 
@@ -82,6 +83,9 @@ func TestLoadFormat1(t *testing.T) {
 				t.Fatal(err)
 			}
 			into := uniqueTable("Format1")
+			// A format-1 table keeps its _v numbers, with the gaps of the
+			// intermediate versions left out (format1.go).
+			projectiontest.SkipLayoutCheck(t, into)
 			ls, err := rp.Load(ctx, bytes.NewReader(snap), replay.LoadConfig{Into: into})
 			if err != nil {
 				t.Fatal(err)
@@ -99,12 +103,12 @@ func TestLoadFormat1(t *testing.T) {
 						t.Fatal(err)
 					}
 					want, wok := m.at(k, seq)
-					if d, ok := want.props["d"]; ok && strings.HasPrefix(b.name, "azurite") {
+					if d, ok := want.Props["d"]; ok && strings.HasPrefix(b.name, "azurite") {
 						// Azurite writes Double -0 as 0 (storetest.Quirks.NegativeZeroLost).
-						want.props = want.props.Clone()
-						want.props["d"] = events.Double(math.Abs(d.Float))
+						want.Props = want.Props.Clone()
+						want.Props["d"] = events.Double(math.Abs(d.Float))
 					}
-					if ok != wok || ok && (got.Seq != want.seq || got.Cmd != want.cmd || !got.Props.Equal(want.props)) {
+					if ok != wok || ok && (got.Seq != want.Seq || got.Cmd != want.Cmd || !got.Props.Equal(want.Props)) {
 						t.Fatalf("%q/%q at %d: %v %+v, want %v %+v", k.pk, k.rk, seq, ok, got, wok, want)
 					}
 				}

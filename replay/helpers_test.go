@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,13 +17,11 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/store/azure"
-	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/store/storetest"
 )
 
@@ -43,25 +39,14 @@ type backend struct {
 	open         func(t testing.TB) store.Store
 }
 
-// stores returns the two real backends.
+// stores returns the two real backends of projectiontest, each store with
+// its tables' layout checked when the test ends.
 func stores() []backend {
-	return []backend{
-		{name: "sqlite", open: func(t testing.TB) store.Store {
-			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "tables.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}},
-		{name: "azurite", small: true, open: func(t testing.TB) store.Store {
-			s, err := azure.New(azure.Config{ConnectionString: azuriteSrv.ConnectionString()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}},
+	var out []backend
+	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
+		out = append(out, backend{name: b.Name, small: b.Name == "azurite", open: b.Open})
 	}
+	return out
 }
 
 // backends returns the two real backends, and each again through the
@@ -97,9 +82,10 @@ func uniqueTable(prefix string) string {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// env is one pipeline: an in-process JetStream server, the journal, a
-// writer, a table store and a projector running in the background.
+// env is one pipeline (projectiontest's harness, its projector running in
+// the background) and a Replayer on its store.
 type env struct {
+	*projectiontest.Harness
 	t    testing.TB
 	ctx  context.Context
 	js   jetstream.JetStream
@@ -119,33 +105,17 @@ func newEnv(t testing.TB, st store.Store, jcfg ...journal.Config) *env {
 	if len(jcfg) > 0 {
 		jc = jcfg[0]
 	}
-	srv := journaltest.StartServerConfig(t, embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
-	_, js := journaltest.Connect(t, srv.ClientURL())
+	h := projectiontest.Start(t, st, projectiontest.Options{Journal: jc})
+	h.StartProjector(projection.Config{Journal: jc, Logger: quiet})
 	ctx := journaltest.Context(t, 5*time.Minute)
-	j, err := journal.Ensure(ctx, js, jc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ctx: ctx, js: js, url: srv.ClientURL(), j: j, w: journal.NewWriter(js, j.Name()), st: st}
-	pctx, cancel := context.WithCancel(context.Background())
-	p, err := projection.New(pctx, js, st, projection.Config{Journal: jc, Logger: quiet})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
-	var once sync.Once
+	e := &env{Harness: h, t: t, ctx: ctx, js: h.JS, url: h.Server.ClientURL(), j: h.Journal, w: h.Writer, st: st}
 	e.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("projector: %v", err)
-			}
-		})
+		if err := h.StopProjector(); err != nil {
+			t.Errorf("projector: %v", err)
+		}
 	}
-	t.Cleanup(e.stop)
-	e.rp, err = replay.New(ctx, replay.Config{Store: st, JetStream: js, Logger: quiet})
+	var err error
+	e.rp, err = replay.New(ctx, replay.Config{Store: st, JetStream: h.JS, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,186 +123,68 @@ func newEnv(t testing.TB, st store.Store, jcfg ...journal.Config) *env {
 }
 
 // publish publishes cmds in order, pipelined, and returns their sequences.
-func (e *env) publish(cmds []*events.Command) []uint64 {
-	e.t.Helper()
-	fs := make([]*journal.Future, len(cmds))
-	for i, c := range cmds {
-		f, err := e.w.PublishAsync(e.ctx, c)
-		if err != nil {
-			e.t.Fatalf("publish %s: %v", c.ID, err)
-		}
-		fs[i] = f
-	}
-	seqs := make([]uint64, len(cmds))
-	for i, f := range fs {
-		r, err := f.Result(e.ctx)
-		if err != nil {
-			e.t.Fatalf("publish %s: %v", cmds[i].ID, err)
-		}
-		seqs[i] = r.Seq
-	}
-	return seqs
-}
+func (e *env) publish(cmds []*events.Command) []uint64 { return e.PublishAll(e.ctx, cmds) }
 
 // awaitOutcomes waits, with the env's deadline, until every id has an
-// outcome: it follows the outcomes stream from its start, without polling.
+// outcome.
 func (e *env) awaitOutcomes(ids []string) map[string]journal.Outcome {
-	e.t.Helper()
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
-	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute)
-	defer cancel()
-	got := make(map[string]journal.Outcome, len(ids))
-	err := journal.NewOutcomes(e.js).Follow(ctx, 1, func(_ uint64, o journal.Outcome) bool {
-		got[o.ID] = o
-		delete(want, o.ID)
-		return len(want) == 0
-	})
-	if err != nil {
-		e.t.Fatalf("awaiting %d outcomes: %v", len(want), err)
-	}
-	return got
+	return e.AwaitOutcomes(e.ctx, ids)
 }
 
 // key names a logical row.
 type key struct{ pk, rk string }
 
-// mver is one version of a row in the model.
-type mver struct {
-	v       int64
-	seq     uint64
-	cmd     string
-	op      events.OpKind
-	props   events.Entity
-	deleted bool
-}
-
-// model applies commands by SPEC §2 and §4's semantics, independently of
-// the projector: versions from 0, one per applied command on a row (its
-// ops on one row apply in order, and the state after the last is the
-// version), a re-insert continuing after the tombstone; a row inserted and
-// deleted by one command gets no version; a command applies whole or not
-// at all.
-type model struct {
+// tableModel is projectiontest's model of SPEC §2 and §4 seen from one
+// table, its rows named by key as the replay tests name stored rows.
+type tableModel struct {
+	*projectiontest.Model
 	table string
-	rows  map[key][]mver
 }
 
-func newModel(table string) *model { return &model{table: table, rows: make(map[key][]mver)} }
+func newModel(table string) tableModel {
+	return tableModel{Model: projectiontest.NewModel(), table: table}
+}
 
-func (m *model) latest(k key) *mver {
-	vs := m.rows[k]
-	if len(vs) == 0 {
-		return nil
-	}
-	return &vs[len(vs)-1]
+func (m tableModel) id(k key) projectiontest.RowID {
+	return projectiontest.RowID{Table: m.table, PK: k.pk, RK: k.rk}
 }
 
 // apply applies c at seq and reports whether it applied.
-func (m *model) apply(seq uint64, c *events.Command) bool {
-	if c.Table != m.table {
-		return false
+func (m tableModel) apply(seq uint64, c *events.Command) bool { return m.Apply(seq, c) == "applied" }
+
+// history returns every version of a row, oldest first.
+func (m tableModel) history(k key) []projectiontest.Version { return m.Rows[m.id(k)] }
+
+// latest returns the row's newest version, a tombstone included; nil if
+// it never existed.
+func (m tableModel) latest(k key) *projectiontest.Version {
+	h := m.history(k)
+	if len(h) == 0 {
+		return nil
 	}
-	// state is a row as the command's ops leave it.
-	type state struct {
-		before *mver // the newest version before the command
-		exists bool
-		props  events.Entity
-		v      int64 // the row's version now: before's, or the one the command makes
-		next   int64 // the version the command makes
-		op     events.OpKind
-	}
-	work := make(map[key]*state)
-	var order []key
-	for _, op := range c.Ops {
-		k := key{c.PK, op.RK}
-		s, ok := work[k]
-		if !ok {
-			s = &state{before: m.latest(k)}
-			if s.before != nil {
-				s.exists, s.props, s.v, s.next = !s.before.deleted, s.before.props, s.before.v, s.before.v+1
-			}
-			work[k] = s
-			order = append(order, k)
-		}
-		if op.IfVersion != nil && (!s.exists || s.v != *op.IfVersion) {
-			return false
-		}
-		switch op.Op {
-		case events.OpInsert:
-			if s.exists {
-				return false
-			}
-		case events.OpReplace, events.OpMerge, events.OpDelete:
-			if !s.exists {
-				return false
-			}
-		}
-		switch {
-		case op.Op == events.OpDelete:
-			s.exists, s.props = false, nil
-		case s.exists && (op.Op == events.OpMerge || op.Op == events.OpUpsertMerge):
-			merged := s.props.Clone()
-			for n, v := range op.Entity {
-				merged[n] = v
-			}
-			s.props = merged
-		default:
-			s.exists, s.props = true, op.Entity.Clone()
-		}
-		s.v, s.op = s.next, op.Op
-	}
-	for _, k := range order {
-		s := work[k]
-		was := s.before != nil && !s.before.deleted
-		switch {
-		case s.exists:
-			m.rows[k] = append(m.rows[k], mver{v: s.next, seq: seq, cmd: c.ID, op: s.op, props: s.props})
-		case was:
-			m.rows[k] = append(m.rows[k], mver{v: s.next, seq: seq, cmd: c.ID, op: events.OpDelete, props: s.before.props, deleted: true})
-		}
-	}
-	return true
+	return &h[len(h)-1]
 }
 
-// at returns the row's state at seq: its newest version at or before seq.
-func (m *model) at(k key, seq uint64) (mver, bool) {
-	vs := m.rows[k]
-	for i := len(vs) - 1; i >= 0; i-- {
-		if vs[i].seq <= seq {
-			return vs[i], !vs[i].deleted
-		}
-	}
-	return mver{}, false
-}
+// at returns the row's newest version at or before seq and whether the
+// row exists then.
+func (m tableModel) at(k key, seq uint64) (projectiontest.Version, bool) { return m.At(m.id(k), seq) }
 
-// keys returns every row the model knows, sorted.
-func (m *model) keys() []key {
-	ks := make([]key, 0, len(m.rows))
-	for k := range m.rows {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].pk != ks[j].pk {
-			return store.CompareKeys(ks[i].pk, ks[j].pk) < 0
+// keys returns every row of the table the model knows, sorted.
+func (m tableModel) keys() []key {
+	var ks []key
+	for _, id := range m.IDs() {
+		if id.Table == m.table {
+			ks = append(ks, key{id.PK, id.RK})
 		}
-		return store.CompareKeys(ks[i].rk, ks[j].rk) < 0
-	})
+	}
 	return ks
 }
 
 // stateAt returns the live rows of a partition (or all) at seq.
-func (m *model) stateAt(part store.Partition, seq uint64) map[key]mver {
-	out := make(map[key]mver)
-	for k := range m.rows {
-		if !part.All && k.pk != part.PK {
-			continue
-		}
-		if v, ok := m.at(k, seq); ok {
-			out[k] = v
-		}
+func (m tableModel) stateAt(part store.Partition, seq uint64) map[key]projectiontest.Version {
+	out := make(map[key]projectiontest.Version)
+	for id, v := range m.StateAt(m.table, part, seq) {
+		out[key{id.PK, id.RK}] = v
 	}
 	return out
 }
@@ -349,7 +201,7 @@ func workload(rng *rand.Rand, table, prefix string, n int, pks, rks []string) []
 		for range nops {
 			rk := rks[rng.IntN(len(rks))]
 			l := gen.latest(key{c.PK, rk})
-			exists := l != nil && !l.deleted
+			exists := l != nil && !l.Deleted
 			var op events.OpKind
 			switch x := rng.IntN(10); {
 			case !exists && x < 5:
@@ -378,7 +230,7 @@ func workload(rng *rand.Rand, table, prefix string, n int, pks, rks []string) []
 			if op != events.OpInsert && rng.IntN(6) == 0 {
 				v := int64(rng.IntN(4))
 				if exists && rng.IntN(3) > 0 {
-					v = l.v
+					v = l.Version
 				}
 				ro.IfVersion = &v
 			}
@@ -421,7 +273,7 @@ func randomEntity(rng *rand.Rand, i int) events.Entity {
 // command's outcome and journal time.
 type seeded struct {
 	table, other string
-	model        *model
+	model        tableModel
 	cmds         []*events.Command
 	seqs         []uint64
 	outcomes     map[string]journal.Outcome
@@ -478,16 +330,16 @@ func (e *env) seed(rng *rand.Rand, n int, pks, rks []string) *seeded {
 }
 
 // sameRow compares a row read by replay with a model version.
-func sameRow(got projection.Row, want mver) error {
+func sameRow(got projection.Row, want projectiontest.Version) error {
 	switch {
-	case got.Version != want.v:
-		return fmt.Errorf("version %d, want %d", got.Version, want.v)
-	case got.Seq != want.seq || got.Cmd != want.cmd || got.Op != want.op:
-		return fmt.Errorf("written by %s (%s) at %d, want %s (%s) at %d", got.Cmd, got.Op, got.Seq, want.cmd, want.op, want.seq)
-	case got.Deleted != want.deleted:
-		return fmt.Errorf("deleted %v, want %v", got.Deleted, want.deleted)
-	case !got.Props.Equal(want.props):
-		return fmt.Errorf("props %#v, want %#v", got.Props, want.props)
+	case got.Version != want.Version:
+		return fmt.Errorf("version %d, want %d", got.Version, want.Version)
+	case got.Seq != want.Seq || got.Cmd != want.Cmd || got.Op != want.Op:
+		return fmt.Errorf("written by %s (%s) at %d, want %s (%s) at %d", got.Cmd, got.Op, got.Seq, want.Cmd, want.Op, want.Seq)
+	case got.Deleted != want.Deleted:
+		return fmt.Errorf("deleted %v, want %v", got.Deleted, want.Deleted)
+	case !got.Props.Equal(want.Props):
+		return fmt.Errorf("props %#v, want %#v", got.Props, want.Props)
 	}
 	return nil
 }

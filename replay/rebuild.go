@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
@@ -148,8 +148,6 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 		total = n
 	}
 
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	// RememberIDs: a command ID applies at most once however far apart its
 	// copies are in the journal, as the projector decides it from the
 	// outcomes stream.
@@ -158,11 +156,11 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 	count := func(_ context.Context, rs []projection.Result) error {
 		for _, res := range rs {
 			switch res.Status {
-			case projection.Applied:
+			case journal.StatusApplied:
 				applied.Add(1)
-			case projection.Rejected:
+			case journal.StatusRejected:
 				rejected.Add(1)
-			case projection.Duplicate:
+			case journal.StatusDuplicate:
 				dups.Add(1)
 			case projection.Skipped:
 				skipped.Add(1)
@@ -172,22 +170,23 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 	}
 	hooks := projection.Hooks{BeforeCommit: count, AfterCommit: count}
 
+	// One worker per channel; a message goes to the worker of its
+	// partition, so that a partition is applied in journal order.
 	chans := make([]chan journal.Msg, workers)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
 	for i := range chans {
 		chans[i] = make(chan journal.Msg, 1024)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := r.rebuildWorker(ctx, applier, cfg.Into, chans[i], hooks, &done); err != nil {
-				cancel(err)
+		g.Go(func() error {
+			err := r.rebuildWorker(gctx, applier, cfg.Into, chans[i], hooks, &done)
+			if err != nil {
 				for range chans[i] { // unblock the reader
 				}
 			}
-		}()
+			return err
+		})
 	}
 	stopProgress := progressLoop(cfg.Progress, &done, total)
-	readErr := r.j.Read(ctx, st.From, st.To, filter, func(m journal.Msg) error {
+	readErr := r.j.Read(gctx, st.From, st.To, filter, func(m journal.Msg) error {
 		i := 0
 		if _, _, pk, err := journal.ParseSubject(m.Subject); err == nil {
 			h := fnv.New32a()
@@ -197,18 +196,18 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 		select {
 		case chans[i] <- m:
 			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
+		case <-gctx.Done():
+			return context.Cause(gctx)
 		}
 	})
 	for _, ch := range chans {
 		close(ch)
 	}
-	wg.Wait()
+	err := wait(ctx, g)
 	stopProgress()
 	st.Commands, st.Applied, st.Rejected, st.Duplicates, st.Skipped =
 		done.Load(), applied.Load(), rejected.Load(), dups.Load(), skipped.Load()
-	if err := context.Cause(ctx); err != nil {
+	if err != nil {
 		return fmt.Errorf("rebuild %s into %s: %w", st.Table, cfg.Into, err)
 	}
 	if readErr != nil {

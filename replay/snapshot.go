@@ -14,6 +14,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/projection"
@@ -288,32 +289,25 @@ func (b *blockWriter) flush() error {
 // parallel runs fn for every item on at most n goroutines and returns the
 // first error, cancelling the others.
 func parallel[T any](ctx context.Context, n int, items []T, fn func(context.Context, T) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	work := make(chan T)
-	var wg sync.WaitGroup
-	for range max(1, min(n, len(items))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range work {
-				if err := fn(ctx, it); err != nil {
-					cancel(err)
-				}
-			}
-		}()
-	}
-feed:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, n))
 	for _, it := range items {
-		select {
-		case work <- it:
-		case <-ctx.Done():
-			break feed
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error { return fn(gctx, it) })
 	}
-	close(work)
-	wg.Wait()
-	return context.Cause(ctx)
+	return wait(ctx, g)
+}
+
+// wait waits for g and returns the first error of its goroutines, or the
+// cause of ctx (the context g was derived from) when ctx ended.
+func wait(ctx context.Context, g *errgroup.Group) error {
+	err := g.Wait()
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	return err
 }
 
 // LoadConfig configures Load.
@@ -381,35 +375,29 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 		pk  string
 		ops []store.Op
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	txs := make(chan tx, workers)
-	var (
-		wg            sync.WaitGroup
-		entities, nTx atomic.Int64
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for t := range txs {
-				if err := transact(ctx, r.st, cfg.Into, t.pk, t.ops); err != nil {
-					cancel(err)
-					for range txs {
-					}
-					return
-				}
-				entities.Add(int64(len(t.ops)))
-				nTx.Add(1)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, workers))
+	var entities, nTx atomic.Int64
+	// send runs one transaction on the group, once fewer than workers run.
+	send := func(t tx) error {
+		if gctx.Err() != nil {
+			return context.Cause(gctx)
+		}
+		g.Go(func() error {
+			if err := transact(gctx, r.st, cfg.Into, t.pk, t.ops); err != nil {
+				return err
 			}
-		}()
+			entities.Add(int64(len(t.ops)))
+			nTx.Add(1)
+			return nil
+		})
+		return nil
 	}
 	var old *format1
 	if stats.Header.Format == 1 {
 		old = newFormat1()
 	}
 	readErr := func() error {
-		defer close(txs)
 		var read uint64
 		for {
 			pk, es, err := d.block()
@@ -438,10 +426,8 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 				}
 				sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
 				if len(ops) > 0 && bytes+sz > txBudget {
-					select {
-					case txs <- tx{pk, ops}:
-					case <-ctx.Done():
-						return context.Cause(ctx)
+					if err := send(tx{pk, ops}); err != nil {
+						return err
 					}
 					ops, bytes = nil, 0
 				}
@@ -451,16 +437,14 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 			if len(ops) == 0 {
 				continue
 			}
-			select {
-			case txs <- tx{pk, ops}:
-			case <-ctx.Done():
-				return context.Cause(ctx)
+			if err := send(tx{pk, ops}); err != nil {
+				return err
 			}
 		}
 	}()
-	wg.Wait()
+	err = wait(ctx, g)
 	stats.Entities, stats.Transactions, stats.Elapsed = entities.Load(), nTx.Load(), time.Since(start)
-	if err := context.Cause(ctx); err != nil {
+	if err != nil {
 		return stats, fmt.Errorf("load into %s: %w", cfg.Into, err)
 	}
 	if readErr != nil {

@@ -48,7 +48,10 @@ type PartitionLister interface {
 	Partitions(ctx context.Context, table string, fn func(pk string) error) error
 }
 
-// Entity is one stored row.
+// Entity is one stored row: its keys, its properties (an events.Entity,
+// which is the properties alone, as a command carries them) and what the
+// store keeps of it (etag, timestamp). projection.Row is the same row
+// decoded by the versioned layout of SPEC §4.
 type Entity struct {
 	PK, RK string
 	Props  events.Entity
@@ -59,7 +62,12 @@ type Entity struct {
 	Timestamp time.Time
 }
 
-// OpKind is the kind of a transaction operation.
+// OpKind is the kind of a transaction operation: a physical write of one
+// stored row, conditioned on its etag. It is not events.OpKind, the
+// logical operation of a command, conditioned on the row's logical version:
+// the projector turns the commands on a row into several of these (the
+// tip, a version row or tombstone, the fence): an events.OpDelete is a
+// Delete of the tip and an Insert of a tombstone.
 type OpKind uint8
 
 // The transaction operations of Azure Tables.

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 )
 
@@ -55,7 +56,7 @@ const (
 )
 
 var (
-	statuses = []projection.Status{projection.Applied, projection.Rejected, projection.Duplicate, projection.Skipped}
+	statuses = []journal.Status{journal.StatusApplied, journal.StatusRejected, journal.StatusDuplicate, projection.Skipped}
 	storeOps = []string{OpGet, OpQuery, OpTransact}
 	results  = []string{ResultOK, ResultBusy, ResultConflict, ResultError}
 	reasons  = []string{projection.RetryPublish, projection.RetryFetch, projection.RetryConsumer, projection.RetryDeliveryGap}
@@ -68,8 +69,8 @@ type Metrics struct {
 	reg *prometheus.Registry
 	now func() time.Time
 
-	commands      map[projection.Status]prometheus.Counter
-	counts        map[projection.Status]*atomic.Uint64
+	commands      map[journal.Status]prometheus.Counter
+	counts        map[journal.Status]*atomic.Uint64
 	batchCommands prometheus.Histogram
 	batchSeconds  prometheus.Histogram
 	applyDelay    prometheus.Histogram
@@ -101,8 +102,8 @@ func New() *Metrics {
 	m := &Metrics{
 		reg:      prometheus.NewRegistry(),
 		now:      time.Now,
-		commands: make(map[projection.Status]prometheus.Counter),
-		counts:   make(map[projection.Status]*atomic.Uint64),
+		commands: make(map[journal.Status]prometheus.Counter),
+		counts:   make(map[journal.Status]*atomic.Uint64),
 		shards:   make(map[int]*shardState),
 		retries:  make(map[string]*atomic.Uint64),
 	}
@@ -225,7 +226,7 @@ func (m *Metrics) BatchDone(shard int, b projection.Batch) {
 }
 
 // Handled implements projection.Observer.
-func (m *Metrics) Handled(status projection.Status, delay time.Duration) {
+func (m *Metrics) Handled(status journal.Status, delay time.Duration) {
 	c, ok := m.commands[status]
 	if !ok {
 		return

@@ -29,7 +29,8 @@ type Backend struct {
 }
 
 // Backends returns the embedded store and, when azuriteConn is not empty,
-// Azure Tables on that Azurite.
+// Azure Tables on that Azurite. Every store opened has its tables' layout
+// checked when the test ends (CheckLayout).
 func Backends(azuriteConn string) []Backend {
 	bs := []Backend{{Name: "sqlite", Open: SQLite}}
 	if azuriteConn != "" {
@@ -40,13 +41,16 @@ func Backends(azuriteConn string) []Backend {
 			}
 			// One Azurite serves the whole test binary: give each store its
 			// own tables.
-			return newNamespaced(s)
+			ns := newNamespaced(s)
+			CheckLayout(t, ns)
+			return ns
 		}})
 	}
 	return bs
 }
 
-// SQLite opens the embedded store in a fresh file of the test.
+// SQLite opens the embedded store in a fresh file of the test, its
+// tables' layout checked when the test ends (CheckLayout).
 func SQLite(t testing.TB) store.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "tables.db"))
@@ -54,6 +58,7 @@ func SQLite(t testing.TB) store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	CheckLayout(t, s)
 	return s
 }
 
@@ -157,17 +162,19 @@ func (h *Harness) StopProjector() error {
 	return stop()
 }
 
-// PublishAll publishes cmds in order, pipelined. A command whose ID was
-// published before is re-sent as a plain NATS client would, without a
-// Nats-Msg-Id header, so JetStream does not deduplicate it and the
-// projector's own duplicate detection has to.
-func (h *Harness) PublishAll(ctx context.Context, cmds []*events.Command) {
+// PublishAll publishes cmds in order, pipelined, and returns the journal
+// sequence of each (0 for a re-send). A command whose ID was published
+// before is re-sent as a plain NATS client would, without a Nats-Msg-Id
+// header, so JetStream does not deduplicate it and the projector's own
+// duplicate detection has to.
+func (h *Harness) PublishAll(ctx context.Context, cmds []*events.Command) []uint64 {
 	h.t.Helper()
 	if h.sent == nil {
 		h.sent = make(map[string]bool)
 	}
 	var fs []*journal.Future
-	for _, c := range cmds {
+	var at []int // the index in cmds of each of fs
+	for i, c := range cmds {
 		if h.sent[c.ID] {
 			data, err := events.MarshalMsgpack(c)
 			if err != nil {
@@ -185,23 +192,49 @@ func (h *Harness) PublishAll(ctx context.Context, cmds []*events.Command) {
 		if err != nil {
 			h.t.Fatalf("publish %s: %v", c.ID, err)
 		}
-		fs = append(fs, f)
+		fs, at = append(fs, f), append(at, i)
 	}
 	if h.acked == nil {
 		h.acked = make(map[string]uint64)
 	}
-	for _, f := range fs {
+	seqs := make([]uint64, len(cmds))
+	for i, f := range fs {
 		res, err := f.Result(ctx)
 		if err != nil {
 			h.t.Fatalf("publish %s: %v", f.ID(), err)
 		}
 		h.acked[res.ID] = res.Seq
+		seqs[at[i]] = res.Seq
 	}
 	select {
 	case <-h.JS.PublishAsyncComplete():
 	case <-ctx.Done():
 		h.t.Fatal("re-sends not acknowledged")
 	}
+	return seqs
+}
+
+// AwaitOutcomes waits until every command ID in ids has an outcome, and
+// returns the newest of each: it follows the outcomes stream from its
+// start, without polling, for at most two minutes within ctx.
+func (h *Harness) AwaitOutcomes(ctx context.Context, ids []string) map[string]journal.Outcome {
+	h.t.Helper()
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	got := make(map[string]journal.Outcome, len(ids))
+	err := journal.NewOutcomes(h.JS).Follow(ctx, 1, func(_ uint64, o journal.Outcome) bool {
+		got[o.ID] = o
+		delete(want, o.ID)
+		return len(want) == 0
+	})
+	if err != nil {
+		h.t.Fatalf("awaiting %d outcomes: %v", len(want), err)
+	}
+	return got
 }
 
 // CheckAcknowledged checks that every command PublishAll published with

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
 )
 
 // Version is one version of a logical row in the model.
@@ -54,16 +55,39 @@ func (m *Model) Current(id RowID) *Version {
 
 // AsOf returns the version of a row current at journal sequence seq, or nil.
 func (m *Model) AsOf(id RowID, seq uint64) *Version {
+	if v, ok := m.At(id, seq); ok {
+		return &v
+	}
+	return nil
+}
+
+// At returns the newest version of a row written at or before journal
+// sequence seq, a tombstone included (the zero Version when there is
+// none), and whether the row exists at seq.
+func (m *Model) At(id RowID, seq uint64) (Version, bool) {
 	h := m.Rows[id]
 	for i := len(h) - 1; i >= 0; i-- {
 		if h[i].Seq <= seq {
-			if h[i].Deleted {
-				return nil
-			}
-			return &h[i]
+			return h[i], !h[i].Deleted
 		}
 	}
-	return nil
+	return Version{}, false
+}
+
+// StateAt returns the rows of table, in part, that exist at journal
+// sequence seq, with their versions then: what an as-of read of the table
+// at seq returns, and what a rebuild up to seq holds.
+func (m *Model) StateAt(table string, part store.Partition, seq uint64) map[RowID]Version {
+	out := make(map[RowID]Version)
+	for id := range m.Rows {
+		if id.Table != table || !part.All && id.PK != part.PK {
+			continue
+		}
+		if v, ok := m.At(id, seq); ok {
+			out[id] = v
+		}
+	}
+	return out
 }
 
 // Apply applies the command at journal sequence seq and returns its status

@@ -3,12 +3,15 @@ package projectiontest
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"strings"
 
 	"github.com/tablejournal/tablejournal/store"
 )
 
-// namespaced wraps a real store so that each test sees its own tables on a
+var _ store.PartitionLister = (*namespaced)(nil)
+
+// namespaced wraps a real store (Azure Tables, which lists partitions) so that each test sees its own tables on a
 // server shared by the whole test binary (one Azurite): every table name
 // gets a prefix unique to the store value.
 type namespaced struct {
@@ -58,4 +61,15 @@ func (n *namespaced) Query(ctx context.Context, table string, q store.Query) (st
 
 func (n *namespaced) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
 	return n.Store.Transact(ctx, n.prefix+table, pk, ops)
+}
+
+// Partitions keeps the wrapped store's store.PartitionLister, so that what
+// reads partitions in parallel (replay's snapshot and verify) does so on
+// Azurite too.
+func (n *namespaced) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
+	pl, ok := n.Store.(store.PartitionLister)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return pl.Partitions(ctx, n.prefix+table, fn)
 }

@@ -2,8 +2,6 @@ package azure
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +11,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/tablejournal/tablejournal/internal/pagetoken"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -296,21 +296,14 @@ type continuation struct {
 	RK *string `json:"rk,omitempty"`
 }
 
-func (c continuation) encode() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func (c continuation) encode() string { return pagetoken.Encode(c) }
 
 func decodeContinuation(s string) (continuation, error) {
 	var c continuation
 	if s == "" {
 		return c, nil
 	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &c)
-	}
-	if err != nil || (c.PK == nil && c.RK == nil) {
+	if err := pagetoken.Decode(s, &c); err != nil || (c.PK == nil && c.RK == nil) {
 		return continuation{}, fmt.Errorf("azure: continuation token %q is not one of this store's: %w", s, store.ErrInvalid)
 	}
 	return c, nil

@@ -2,12 +2,11 @@ package storetest
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/internal/pagetoken"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -73,21 +72,11 @@ type pagingPos struct {
 	PK, RK string
 }
 
-func (pos pagingPos) token() string {
-	b, _ := json.Marshal(pos)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func (pos pagingPos) token() string { return pagetoken.Encode(pos) }
 
 func parsePos(tok string) (pagingPos, error) {
 	var pos pagingPos
-	if tok == "" {
-		return pos, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err == nil {
-		err = json.Unmarshal(b, &pos)
-	}
-	if err != nil {
+	if err := pagetoken.Decode(tok, &pos); err != nil {
 		return pos, fmt.Errorf("continuation token %q: %w", tok, store.ErrInvalid)
 	}
 	return pos, nil
