@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/internal/ctxtime"
 )
 
 // Direct gets are fast and batched, but on a replicated stream any replica
@@ -115,19 +117,8 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream, all s
 		if try == freshTries {
 			return fmt.Errorf("direct get of %s: %w (at %d, the leader at %d)", stream, errStale, upTo, newest.seq)
 		}
-		if err := sleep(ctx, time.Duration(try)*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, time.Duration(try)*time.Millisecond); err != nil {
 			return err
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

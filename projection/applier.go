@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablejournal/tablejournal/internal/ctxtime"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -177,7 +178,7 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 				// Another writer committed first: reload and decide again.
 				contention++
 				a.stats.FenceConflicts.Add(1)
-				if err := sleepCtx(ctx, min(time.Duration(contention)*10*time.Millisecond, time.Second)); err != nil {
+				if err := ctxtime.Sleep(ctx, min(time.Duration(contention)*10*time.Millisecond, time.Second)); err != nil {
 					return err
 				}
 				continue
@@ -239,17 +240,6 @@ func dependsOnState(rs []Result) bool {
 		}
 	}
 	return false
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // begin makes sure v holds the partition's fence with its etag: from the

@@ -31,7 +31,6 @@ const (
 	chaosPublish   = 60 * time.Second
 	chaosEvents    = 34
 	chaosMinEvents = 30
-	chaosTable     = "chaos"
 	chaosSeedEnv   = "TABLEJOURNAL_CHAOS_SEED"
 	chaosLogsEnv   = "TABLEJOURNAL_CHAOS_LOGS" // a folder that keeps the projectors' logs
 )
@@ -81,6 +80,8 @@ func TestChaos(t *testing.T) {
 	for i := range c.core {
 		c.core[i] = c.launch()
 	}
+	// A table of its own per run: Azurite outlives a run (go test -count).
+	chaosTable := fmt.Sprintf("chaos%d", time.Now().UnixNano()%1e9)
 	w := projectiontest.NewWorkload(seed, chaosTable, 40, 10)
 
 	stopChaos := make(chan struct{})

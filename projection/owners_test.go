@@ -2,6 +2,7 @@ package projection_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,6 +110,13 @@ func (in *instance) running() bool {
 // exit cleanly within 30 s.
 func (in *instance) stop(t *testing.T, sig syscall.Signal) error {
 	t.Helper()
+	if sig == syscall.SIGTERM {
+		// A process still starting (a -race binary on a busy machine takes
+		// seconds) has no handler yet, and SIGTERM would kill it outright.
+		if err := in.awaitRunning(time.Minute); err != nil {
+			return err
+		}
+	}
 	if err := in.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
@@ -123,6 +131,25 @@ func (in *instance) stop(t *testing.T, sig syscall.Signal) error {
 		return fmt.Errorf("%s after SIGTERM: %v", in.name, in.err)
 	}
 	return nil
+}
+
+// awaitRunning waits until the instance logs that it runs (its signal
+// handler is installed before), or it exits.
+func (in *instance) awaitRunning(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		data, _ := os.ReadFile(in.log)
+		if bytes.Contains(data, []byte(`msg="projector running`)) || !in.running() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not start within %v", in.name, d)
+		}
+		select {
+		case <-in.done:
+		case <-time.After(50 * time.Millisecond): // polling its log
+		}
+	}
 }
 
 var instanceRE = regexp.MustCompile(`msg="projector running[^"]*".* instance=(\S+)`)

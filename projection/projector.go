@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/ctxtime"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/store"
@@ -254,7 +255,7 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 				p.log.Warn("pulling from the consumer failed; recreating it", LogShard, shard, LogSeq, last+1, "err", err)
 				p.obs.Retry(RetryFetch)
 				from = last + 1
-				if sleepCtx(ctx, time.Second) != nil {
+				if ctxtime.Sleep(ctx, time.Second) != nil {
 					return false
 				}
 			}
@@ -631,6 +632,9 @@ func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 
 func (p *Projector) logResults(part partition, rs []Result) {
 	for _, r := range rs {
+		if r.Stored {
+			continue // logged when its outcome was published
+		}
 		switch r.Status {
 		case journal.StatusRejected:
 			p.log.Warn("command rejected", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID, "reason", r.Reason)
@@ -659,7 +663,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
 	switch {
 	case err == nil && o.Seq == r.Seq:
-		r.Status, r.Stored = o.Status, true
+		r.Status, r.Reason, r.Stored = o.Status, o.Reason, true
 		return nil
 	case err == nil:
 		// The ID has outcomes of other messages (the latest in the stream
@@ -672,7 +676,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 		}
 		for _, o := range all {
 			if o.Seq == r.Seq {
-				r.Status, r.Stored = o.Status, true
+				r.Status, r.Reason, r.Stored = o.Status, o.Reason, true
 				return nil
 			}
 		}
