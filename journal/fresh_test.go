@@ -23,41 +23,9 @@ import (
 // the chaos test met it, this test asks at the moment it is most likely.)
 func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 	c := journaltest.StartCluster(t, 3)
-	_, js := journaltest.Connect(t, c.URL())
+	_, cjs := journaltest.Connect(t, c.URL())
 	ctx := journaltest.Context(t, 2*time.Minute)
-	if _, err := journal.EnsureOutcomes(ctx, js, journal.WithReplicas(3)); err != nil {
-		t.Fatal(err)
-	}
-	publish := func(from, to int) []string {
-		var ids []string
-		var fs []jetstream.PubAckFuture
-		for i := from; i < to; i++ {
-			id := fmt.Sprintf("cmd-%05d", i)
-			ids = append(ids, id)
-			msg, err := journal.OutcomeMsg(journal.Outcome{ID: id, Seq: uint64(i + 1), Status: journal.StatusApplied})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := js.PublishMsgAsync(msg, jetstream.WithStallWait(time.Minute))
-			if err != nil {
-				t.Fatal(err)
-			}
-			fs = append(fs, f)
-		}
-		for _, f := range fs {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				t.Fatal(err)
-			case <-ctx.Done():
-				t.Fatal(ctx.Err())
-			}
-		}
-		return ids
-	}
-	publish(0, 5000)
-	// A node that is not the stream's leader goes down while more is stored.
-	s, err := js.Stream(ctx, journal.OutcomesStream)
+	s, _, err := journal.EnsureOutcomesConfig(ctx, cjs, journal.OutcomesConfig{}, journal.WithReplicas(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,12 +33,52 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	down := -1
-	for i := 0; i < c.Size() && down < 0; i++ {
-		if c.Server(i).Name() != info.Cluster.Leader {
+	// Outcomes are published through the stream's leader, which stays up;
+	// a node that is not the leader goes down while more are stored.
+	leader, down := -1, -1
+	for i := 0; i < c.Size(); i++ {
+		if c.Server(i).Name() == info.Cluster.Leader {
+			leader = i
+		} else if down < 0 {
 			down = i
 		}
 	}
+	nodeURL := func(i int) string {
+		return "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Server(i).Addr().(*net.TCPAddr).Port))
+	}
+	_, js := journaltest.Connect(t, nodeURL(leader))
+	// publish stores outcomes from..to-1, 500 awaited at a time (a burst
+	// of thousands overran a -race client's connection in CI).
+	publish := func(from, to int) []string {
+		var ids []string
+		for lo := from; lo < to; lo += 500 {
+			var fs []jetstream.PubAckFuture
+			for i := lo; i < min(lo+500, to); i++ {
+				id := fmt.Sprintf("cmd-%05d", i)
+				ids = append(ids, id)
+				msg, err := journal.OutcomeMsg(journal.Outcome{ID: id, Seq: uint64(i + 1), Status: journal.StatusApplied})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := js.PublishMsgAsync(msg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fs = append(fs, f)
+			}
+			for _, f := range fs {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					t.Fatal(err)
+				case <-ctx.Done():
+					t.Fatal(ctx.Err())
+				}
+			}
+		}
+		return ids
+	}
+	publish(0, 5000)
 	for round := 0; round < 3; round++ {
 		c.Stop(down)
 		ids := publish(5000+round*500, 5500+round*500)
@@ -78,8 +86,7 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Through the node that was down, at once.
-		url := "nats://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Server(down).Addr().(*net.TCPAddr).Port))
-		_, njs := journaltest.Connect(t, url)
+		_, njs := journaltest.Connect(t, nodeURL(down))
 		deadline := time.Now().Add(2 * time.Second)
 		for n := 0; time.Now().Before(deadline); n++ {
 			got, err := journal.LatestOutcomes(ctx, njs, ids)
