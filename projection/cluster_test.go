@@ -27,6 +27,11 @@ func TestCluster(t *testing.T) {
 	var logs syncBuffer
 	start := time.Now()
 	h.StartProjector(projection.Config{Replicas: 3, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("projector warnings:\n%s", logs.String())
+		}
+	})
 	h.WaitProjected(ctx)
 	t.Logf("3,000 commands projected in %s", time.Since(start).Round(time.Millisecond))
 	if n := strings.Count(logs.String(), "deliveries lost"); n > 0 {

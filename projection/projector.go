@@ -288,19 +288,22 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		if len(msgs) == 0 && tail.due() {
 			// Idle: were deliveries lost at the tail, with nothing after
 			// them to show a gap?
-			n, replaced, err := tail.check(ctx, cons, expect-1)
+			st, err := tail.check(ctx, cons, expect-1)
 			switch {
 			case err != nil:
 				if ctx.Err() == nil {
 					p.log.Debug("checking the consumer failed", LogShard, shard, "err", err)
 				}
-			case replaced:
+			case st.replaced:
 				why = "the consumer was replaced"
-			case n > 0:
-				// Delivered and not taken yet: the pull may still be
-				// receiving them.
+			case st.beyond > 0 || st.waiting > 0:
+				// Delivered and not taken yet, or a pull request on its
+				// way: wait a moment for them.
 				if msgs, err = pl.next(ctx, tailGrace); err == nil && len(msgs) == 0 {
-					why = fmt.Sprintf("%d deliveries never arrived", n)
+					why = fmt.Sprintf("%d deliveries never arrived", st.beyond)
+					if st.beyond == 0 {
+						why = fmt.Sprintf("%d messages wait and no pull request reached the server", st.waiting)
+					}
 				}
 			}
 		}

@@ -34,22 +34,35 @@ func newTailWatch(cons jetstream.Consumer) tailWatch {
 // due reports whether an idle shard should check its consumer now.
 func (w *tailWatch) due() bool { return time.Since(w.checked) >= tailCheckEvery }
 
-// check asks the consumer how many deliveries it made beyond received
-// (the delivery sequence of the last message that arrived), and whether it
-// is still the consumer the shard opened (another process may have
-// replaced it, and then its delivery sequence says nothing about this
-// shard's run).
-func (w *tailWatch) check(ctx context.Context, cons jetstream.Consumer, received uint64) (beyond uint64, replaced bool, err error) {
+// tailState is what an idle shard's consumer says of it.
+type tailState struct {
+	// beyond counts deliveries made after the last one that arrived.
+	beyond uint64
+	// waiting counts messages not delivered while the server holds no
+	// pull request of the shard: its pull was lost (a leader change of a
+	// replicated consumer, a reconnect) and nothing will come.
+	waiting uint64
+	// replaced: it is not the consumer the shard opened (another process
+	// replaced it, so its delivery sequence says nothing of this run).
+	replaced bool
+}
+
+// check asks the consumer about an idle shard, whose last delivery to
+// arrive had delivery sequence received.
+func (w *tailWatch) check(ctx context.Context, cons jetstream.Consumer, received uint64) (tailState, error) {
 	w.checked = time.Now()
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return 0, false, err
+		return tailState{}, err
 	}
-	if !info.Created.Equal(w.created) {
-		return 0, true, nil
+	var st tailState
+	switch {
+	case !info.Created.Equal(w.created):
+		st.replaced = true
+	case info.Delivered.Consumer > received:
+		st.beyond = info.Delivered.Consumer - received
+	case info.NumPending > 0 && info.NumWaiting == 0:
+		st.waiting = info.NumPending
 	}
-	if info.Delivered.Consumer > received {
-		return info.Delivered.Consumer - received, false, nil
-	}
-	return 0, false, nil
+	return st, nil
 }

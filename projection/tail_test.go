@@ -105,3 +105,86 @@ func TestTailLoss(t *testing.T) {
 		t.Error("no lost delivery counted")
 	}
 }
+
+// deadPullConsumer wraps a shard's real consumer: the first pull it starts
+// never reaches the server, as a pull request lost in a leader change of a
+// replicated consumer is; nothing is delivered to it, ever.
+type deadPullConsumer struct {
+	jetstream.Consumer
+	once *sync.Once
+}
+
+func (c deadPullConsumer) Messages(opts ...jetstream.PullMessagesOpt) (jetstream.MessagesContext, error) {
+	dead := false
+	c.once.Do(func() { dead = true })
+	if !dead {
+		return c.Consumer.Messages(opts...)
+	}
+	return &deadIter{stopped: make(chan struct{})}, nil
+}
+
+// deadIter is a pull with no request at the server: Next never has a
+// message. It answers as an expired wait every 100 ms (the options that
+// carry the caller's deadline are the library's own).
+type deadIter struct {
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func (d *deadIter) Next(...jetstream.NextOpt) (jetstream.Msg, error) {
+	select {
+	case <-d.stopped:
+		return nil, jetstream.ErrMsgIteratorClosed
+	case <-time.After(100 * time.Millisecond):
+		return nil, context.DeadlineExceeded
+	}
+}
+func (d *deadIter) Stop()  { d.once.Do(func() { close(d.stopped) }) }
+func (d *deadIter) Drain() { d.Stop() }
+
+// TestLostPullRequest: the shard's pull request never reaches the server,
+// so nothing is delivered while commands wait (no delivery is missing, so
+// no gap shows). The projector notices within seconds and pulls again.
+func TestLostPullRequest(t *testing.T) {
+	ctx := journaltest.Context(t, time.Minute)
+	srv := journaltest.StartServer(t)
+	_, js := journaltest.Connect(t, srv.ClientURL())
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tables.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p, err := New(ctx, js, st, Config{Journal: journal.Config{Shards: 1}, Shards: []int{0}, NoChangeFeed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := &sync.Once{}
+	p.wrapConsumer = func(c jetstream.Consumer) jetstream.Consumer { return deadPullConsumer{Consumer: c, once: once} }
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	start := time.Now()
+	c := &events.Command{ID: "c1", Table: "orders", PK: "p",
+		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: events.Entity{}}}}
+	if _, err := journal.NewWriter(js, journal.DefaultStream).Publish(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		row, err := Reader{Store: st}.Get(ctx, "orders", "p", "x")
+		if err == nil && row.Cmd == "c1" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("c1 never applied: row by %q (%v)", row.Cmd, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the table, not synchronising
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("applied after %s, want within seconds", took)
+	}
+	if p.Stats().LostDeliveries.Load() == 0 {
+		t.Error("the lost pull was not counted")
+	}
+}
