@@ -711,17 +711,22 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	if p.cfg.NoChangeFeed {
 		return nil
 	}
-	// Change events are published in journal order per partition, before
-	// outcomes: if the partition's newest event is of a later command, this
-	// command's events are stored. Otherwise they are rebuilt; republishing
-	// one already stored is deduplicated by its Nats-Msg-Id within the
-	// stream's window.
-	last, err := lastChangeSeq(ctx, p.js, part)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPublish, err)
-	}
-	if last > r.Seq {
-		return nil
+	// The events are rebuilt and published again: one already stored is
+	// deduplicated by its Nats-Msg-Id, as long as it was stored within the
+	// stream's duplicate window, which a command journaled less than
+	// changeRepublishAge ago is sure of. An older command's events are
+	// taken as stored when the partition's newest event is of a later
+	// command: events are sent in journal order per row, and only one
+	// lost in flight (then re-sent) could be missing — and that is
+	// settled long before such an age.
+	if time.Since(e.At) > changeRepublishAge {
+		last, err := lastChangeSeq(ctx, p.js, part)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrPublish, err)
+		}
+		if last > r.Seq {
+			return nil
+		}
 	}
 	r.Changes, err = retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
 		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, rows)
@@ -859,6 +864,11 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 	}
 	return nil
 }
+
+// changeRepublishAge is how old (by journal time) a recovered command may
+// be for its change events to be published again without looking: well
+// inside the change stream's 2-minute duplicate window.
+const changeRepublishAge = 90 * time.Second
 
 // lookupTimeout bounds the outcomes look-up of one fetched batch.
 const lookupTimeout = 30 * time.Second
