@@ -86,10 +86,13 @@ const freshTries = 50
 
 // freshDirectBatch runs a multi_last direct get of subjects (at most
 // multiLastMax-1 of them) whose answer includes everything stored on the
-// stream before the call, whichever replica answers. See the comment at the
-// top of this file.
-func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream, all string, subjects []string, fn func(rawMsg) error) error {
-	newest, err := leaderGet(ctx, js, stream, msgGetReq{LastFor: all})
+// stream before the call, whichever replica answers, and passes fn the
+// messages of those subjects. See the comment at the top of this file.
+func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, fn func(rawMsg) error) error {
+	// ">" is the stream's newest message, whatever its subject: the
+	// server reads it by sequence. (Its own subject filter would make the
+	// leader match every subject of the stream, one per command ID.)
+	newest, err := leaderGet(ctx, js, stream, msgGetReq{LastFor: ">"})
 	if errors.Is(err, ErrNotFound) {
 		return nil // the stream is empty
 	}
@@ -107,7 +110,14 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream, all s
 			return err
 		}
 		if upTo >= newest.seq {
+			asked := make(map[string]bool, len(subjects))
+			for _, subj := range subjects {
+				asked[subj] = true
+			}
 			for _, m := range got {
+				if !asked[m.subject] {
+					continue // the sentinel
+				}
 				if err := fn(m); err != nil {
 					return err
 				}

@@ -38,7 +38,7 @@ func LatestOutcomes(ctx context.Context, js jetstream.JetStream, ids []string) (
 		if len(subjects) == 0 {
 			return nil
 		}
-		err := freshDirectBatch(ctx, js, OutcomesStream, OutcomesPrefix+".>", subjects, func(m rawMsg) error {
+		err := freshDirectBatch(ctx, js, OutcomesStream, subjects, func(m rawMsg) error {
 			var o Outcome
 			if err := json.Unmarshal(m.data, &o); err != nil {
 				return fmt.Errorf("outcome at %d: %w", m.seq, err)

@@ -205,3 +205,51 @@ func TestOutcomesAwaitAll(t *testing.T) {
 		t.Fatalf("AwaitAll with one missing: %+v, %v", got, err)
 	}
 }
+
+// TestLatestOutcomes: one batched look-up returns the latest outcome of
+// each ID asked for that has one, and nothing else — not the stream's
+// newest outcome, which the look-up reads as its freshness sentinel.
+func TestLatestOutcomes(t *testing.T) {
+	e := newEnv(t, journal.Config{})
+	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := journal.LatestOutcomes(e.ctx, e.js, []string{"a"}); err != nil || len(got) != 0 {
+		t.Fatalf("on an empty stream: %v, %v; want none", got, err)
+	}
+	for _, o := range []journal.Outcome{
+		{ID: "a", Seq: 1, Status: journal.StatusApplied},
+		{ID: "a", Seq: 4, Status: journal.StatusDuplicate},
+		{ID: "b", Seq: 2, Status: journal.StatusRejected, Reason: "row exists"},
+		{ID: "newest", Seq: 9, Status: journal.StatusApplied},
+	} {
+		if err := journal.PublishOutcome(e.ctx, e.js, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		ids  []string
+		want map[string]uint64 // ID → seq of its latest outcome
+	}{
+		{"latest of each", []string{"a", "b"}, map[string]uint64{"a": 4, "b": 2}},
+		{"without an outcome", []string{"b", "none"}, map[string]uint64{"b": 2}},
+		{"the sentinel is not asked for", []string{"none"}, map[string]uint64{}},
+		{"repeated IDs", []string{"a", "a"}, map[string]uint64{"a": 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := journal.LatestOutcomes(e.ctx, e.js, tt.ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs := make(map[string]uint64)
+			for id, o := range got {
+				seqs[id] = o.Seq
+			}
+			if !reflect.DeepEqual(seqs, tt.want) {
+				t.Fatalf("LatestOutcomes(%v) = %v, want %v", tt.ids, seqs, tt.want)
+			}
+		})
+	}
+}
