@@ -30,6 +30,11 @@ type Entry struct {
 	// Trace is the message's W3C trace context, copied onto the outcome
 	// and change events.
 	Trace TraceContext
+
+	// own is this message's own outcome, when the projector's look-up of
+	// the batch's IDs found it stored (a redelivery): recovering a skipped
+	// command needs no request of its own then.
+	own *journal.Outcome
 }
 
 // Prior is an outcome stored for a command ID, as Entry.Prior.

@@ -663,6 +663,17 @@ func (p *Projector) logResults(part partition, rs []Result) {
 // outcome is rebuilt from the rows' history as they stood before the
 // command.
 func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
+	var e Entry
+	for _, x := range entries {
+		if x.Seq == r.Seq {
+			e = x
+		}
+	}
+	if e.own != nil {
+		// The batch's look-up found it.
+		r.Status, r.Reason, r.Stored = e.own.Status, e.own.Reason, true
+		return nil
+	}
 	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
 	switch {
 	case err == nil && o.Seq == r.Seq:
@@ -685,12 +696,6 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 		}
 	case err != nil && !errors.Is(err, journal.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrPublish, err)
-	}
-	var e Entry
-	for _, x := range entries {
-		if x.Seq == r.Seq {
-			e = x
-		}
 	}
 	if e.Cmd == nil {
 		// Only valid commands can be skipped; an invalid one is rejected
@@ -850,6 +855,7 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 			if o.Seq == e.Seq && o.Status != journal.StatusDuplicate {
 				// Its own outcome (a redelivery): it applied or was
 				// rejected, so no earlier message with its ID applied.
+				e.own = &o
 				continue
 			}
 			all, ok := histories[e.ID]
@@ -860,6 +866,11 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 				histories[e.ID] = all
 			}
 			e.Prior = priorFrom(all, e.Seq)
+			for i := range all {
+				if all[i].Seq == e.Seq {
+					e.own = &all[i]
+				}
+			}
 		}
 	}
 	return nil

@@ -1,0 +1,66 @@
+package projection
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+)
+
+// TestRecoverUsesBatchLookup: the batch's one look-up of its IDs finds the
+// own outcomes of redelivered messages, and recovering such a skipped
+// command asks NATS nothing more (after a crash, a batch of a thousand
+// redelivered rejections made a thousand requests to the stream leader).
+func TestRecoverUsesBatchLookup(t *testing.T) {
+	srv := journaltest.StartServer(t)
+	_, js := journaltest.Connect(t, srv.ClientURL())
+	ctx := journaltest.Context(t, time.Minute)
+	if _, err := journal.EnsureOutcomes(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	stored := []journal.Outcome{
+		{ID: "rejected", Seq: 5, Status: journal.StatusRejected, Reason: "row exists"},
+		{ID: "again", Seq: 3, Status: journal.StatusApplied},
+		{ID: "again", Seq: 6, Status: journal.StatusDuplicate, Reason: "already applied"},
+		{ID: "again", Seq: 9, Status: journal.StatusDuplicate, Reason: "already applied"},
+	}
+	for _, o := range stored {
+		if err := journal.PublishOutcome(ctx, js, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := func(id string) *events.Command {
+		return &events.Command{ID: id, Table: "orders", PK: "p", Ops: []events.RowOp{{Op: events.OpDelete, RK: "r"}}}
+	}
+	part := partition{table: "orders", pk: "p"}
+	groups := map[partition][]Entry{part: {
+		{Seq: 5, ID: "rejected", Cmd: cmd("rejected")},
+		{Seq: 6, ID: "again", Cmd: cmd("again")}, // its latest outcome is a later message's
+	}}
+	p := &Projector{js: js, stats: &Stats{}}
+	if err := p.lookupPriors(ctx, groups); err != nil {
+		t.Fatal(err)
+	}
+
+	p.js = nil // any request from here on fails the test with a panic
+	tests := []struct {
+		seq        uint64
+		id         string
+		wantStatus journal.Status
+		wantReason string
+	}{
+		{5, "rejected", journal.StatusRejected, "row exists"},
+		{6, "again", journal.StatusDuplicate, "already applied"},
+	}
+	for _, tt := range tests {
+		r := Result{Seq: tt.seq, ID: tt.id, Status: Skipped}
+		if err := p.recoverOutcome(ctx, part, &r, groups[part]); err != nil {
+			t.Fatal(err)
+		}
+		if !r.Stored || r.Status != tt.wantStatus || r.Reason != tt.wantReason {
+			t.Errorf("seq %d: recovered %+v, want its stored %s outcome (%q)", tt.seq, r, tt.wantStatus, tt.wantReason)
+		}
+	}
+}
