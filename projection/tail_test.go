@@ -58,6 +58,17 @@ func (l losingIter) Next(opts ...jetstream.NextOpt) (jetstream.Msg, error) {
 // notices within seconds, not after the five-minute ack wait, and applies
 // it.
 func TestTailLoss(t *testing.T) {
+	once := &sync.Once{} // lost once: the consumer recreated delivers it
+	testLoss(t, func(c jetstream.Consumer) jetstream.Consumer {
+		return losingConsumer{Consumer: c, lose: 2, once: once}
+	}, "c1", "c2")
+}
+
+// testLoss runs a one-shard projector whose consumers wrap wraps, publishes
+// upserts of one row with ids, and checks that the last of them is applied
+// within seconds and that the projector counted a loss.
+func testLoss(t *testing.T, wrap func(jetstream.Consumer) jetstream.Consumer, ids ...string) {
+	t.Helper()
 	ctx := journaltest.Context(t, time.Minute)
 	srv := journaltest.StartServer(t)
 	_, js := journaltest.Connect(t, srv.ClientURL())
@@ -70,10 +81,7 @@ func TestTailLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	once := &sync.Once{} // lost once: the consumer recreated delivers it
-	p.wrapConsumer = func(c jetstream.Consumer) jetstream.Consumer {
-		return losingConsumer{Consumer: c, lose: 2, once: once}
-	}
+	p.wrapConsumer = wrap
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(runCtx) }()
@@ -81,28 +89,29 @@ func TestTailLoss(t *testing.T) {
 
 	w := journal.NewWriter(js, journal.DefaultStream)
 	start := time.Now()
-	for i, id := range []string{"c1", "c2"} {
+	for i, id := range ids {
 		c := &events.Command{ID: id, Table: "orders", PK: "p",
 			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: events.Entity{"n": events.Int32(int32(i))}}}}
 		if _, err := w.Publish(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
+	last := ids[len(ids)-1]
 	for {
 		row, err := Reader{Store: st}.Get(ctx, "orders", "p", "x")
-		if err == nil && row.Cmd == "c2" {
+		if err == nil && row.Cmd == last {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("c2 never applied: row by %q (%v)", row.Cmd, err)
+			t.Fatalf("%s never applied: row by %q (%v)", last, row.Cmd, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the table, not synchronising
 	}
 	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("the lost delivery was applied after %s, want within seconds", took)
+		t.Errorf("%s was applied after %s, want within seconds", last, took)
 	}
 	if p.Stats().LostDeliveries.Load() == 0 {
-		t.Error("no lost delivery counted")
+		t.Error("no loss counted")
 	}
 }
 
@@ -146,45 +155,6 @@ func (d *deadIter) Drain() { d.Stop() }
 // so nothing is delivered while commands wait (no delivery is missing, so
 // no gap shows). The projector notices within seconds and pulls again.
 func TestLostPullRequest(t *testing.T) {
-	ctx := journaltest.Context(t, time.Minute)
-	srv := journaltest.StartServer(t)
-	_, js := journaltest.Connect(t, srv.ClientURL())
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tables.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	p, err := New(ctx, js, st, Config{Journal: journal.Config{Shards: 1}, Shards: []int{0}, NoChangeFeed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	once := &sync.Once{}
-	p.wrapConsumer = func(c jetstream.Consumer) jetstream.Consumer { return deadPullConsumer{Consumer: c, once: once} }
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
-
-	start := time.Now()
-	c := &events.Command{ID: "c1", Table: "orders", PK: "p",
-		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: events.Entity{}}}}
-	if _, err := journal.NewWriter(js, journal.DefaultStream).Publish(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		row, err := Reader{Store: st}.Get(ctx, "orders", "p", "x")
-		if err == nil && row.Cmd == "c1" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("c1 never applied: row by %q (%v)", row.Cmd, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the table, not synchronising
-	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("applied after %s, want within seconds", took)
-	}
-	if p.Stats().LostDeliveries.Load() == 0 {
-		t.Error("the lost pull was not counted")
-	}
+	testLoss(t, func(c jetstream.Consumer) jetstream.Consumer { return deadPullConsumer{Consumer: c, once: once} }, "c1")
 }
