@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools
 AZURITE_BIN := $(TOOLS)/azurite/node_modules/.bin/azurite-table
 export TABLEJOURNAL_AZURITE := $(AZURITE_BIN)
 
-.PHONY: test lint tidy-check bench demo azurite build vet fuzz
+.PHONY: test lint tidy-check no-binaries bench demo azurite build vet fuzz
 
 build:
 	go build ./...
@@ -29,8 +29,14 @@ tidy-check:
 # this tree it reports only idiomatic unchecked calls (fmt.Fprint to the
 # output, Close of read-only files, deferred Rollback), and silencing them
 # takes an exclude list larger than what it finds.
-lint: tidy-check vet
+lint: tidy-check vet no-binaries
 	go tool staticcheck ./...
+
+# No tracked file may be a compiled binary (ELF) or larger than 1 MiB: build
+# outputs belong in .gitignore, not in the history.
+no-binaries:
+	@bad=$$(git ls-files -z 2>/dev/null | xargs -0 -r sh -c 'for f; do [ -f "$$f" ] || continue; if [ "$$(head -c 4 "$$f" | od -An -c | tr -d " ")" = "177ELF" ] || [ $$(stat -c %s "$$f") -gt 1048576 ]; then echo "$$f"; fi; done' sh); \
+	if [ -n "$$bad" ]; then echo "tracked binaries or files over 1 MiB: $$bad" >&2; exit 1; fi
 
 test: azurite lint
 	go test -race -timeout 20m ./...
