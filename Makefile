@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools
 AZURITE_BIN := $(TOOLS)/azurite/node_modules/.bin/azurite-table
 export TABLEJOURNAL_AZURITE := $(AZURITE_BIN)
 
-.PHONY: test lint tidy-check no-binaries bench demo azurite build vet fuzz
+.PHONY: test lint tidy-check no-binaries bench demo azurite build vet fuzz flaky
 
 build:
 	go build ./...
@@ -55,6 +55,14 @@ fuzz:
 TABLEJOURNAL_BENCH_COMMANDS ?= 1000000
 bench: azurite
 	TABLEJOURNAL_BENCH_COMMANDS=$(TABLEJOURNAL_BENCH_COMMANDS) go run ./internal/benchreport $(BENCHFLAGS)
+
+# The flakiness census (scripts/flaky.sh, docs/testing.md): every package's
+# tests COUNT times under -race, two packages at once and at -cpu 1,2; prints
+# each test that failed with its failure rate and first error. Narrow it with
+# PKGS (go list patterns), SKIP (regexp of import paths) and COUNT, e.g.
+# `make flaky PKGS=./journal COUNT=50`.
+flaky: azurite
+	bash scripts/flaky.sh
 
 # The walkthrough: projector on embedded defaults, writer, replay.
 demo:
