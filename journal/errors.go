@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/tablejournal/tablejournal/events"
 )
 
@@ -41,6 +43,22 @@ var (
 	// replica count than the one asked for. The count is never changed
 	// silently; the error says how to change it.
 	ErrReplicasMismatch = errors.New("replica count mismatch")
+)
+
+// Publishing.
+var (
+	// ErrAckTimeout means one attempt of a publish got no acknowledgement
+	// within the ack timeout (WithAckTimeout). It wraps nats.ErrTimeout.
+	// The attempt may still have been stored: a retry carries the same
+	// Nats-Msg-Id, so it is deduplicated rather than stored twice.
+	ErrAckTimeout = fmt.Errorf("no acknowledgement within the ack timeout: %w", nats.ErrTimeout)
+
+	// ErrRetryBudget means a publish failed for good because its retry
+	// budget (WithRetryBudget), counted from its first send, was spent
+	// while attempts kept failing. The error also wraps the last attempt's
+	// error. No attempt is sent after the budget; the command may still
+	// have been stored by an attempt whose acknowledgement was lost.
+	ErrRetryBudget = errors.New("retry budget spent")
 )
 
 // Reading.

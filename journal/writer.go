@@ -233,8 +233,12 @@ func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, sent tim
 		}
 		actx, cancel := context.WithTimeout(ctx, w.ackTimeout)
 		ack, err := w.pub.PublishMsg(actx, msg)
+		timedOut := actx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if err != nil {
+			if timedOut && !errors.Is(err, ErrAckTimeout) {
+				err = fmt.Errorf("%w: %w", ErrAckTimeout, err)
+			}
 			last = err
 			return retryable(ctx, err)
 		}
@@ -248,7 +252,7 @@ func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, sent tim
 	}
 	err := backoff.RetryNotify(op, backoff.WithContext(w.newBackOff(), ctx), w.notify)
 	if err != nil && parent.Err() == nil && ctx.Err() != nil && last != nil {
-		return PublishResult{}, fmt.Errorf("publish %s: retries stopped after the %v budget: %w", id, w.retryBudget, last)
+		return PublishResult{}, fmt.Errorf("publish %s: %w (%v from the first send), last attempt: %w", id, ErrRetryBudget, w.retryBudget, last)
 	}
 	if err != nil {
 		if last != nil && !errors.Is(err, last) {
@@ -435,10 +439,10 @@ func (w *Writer) collect() {
 	}
 }
 
-// errAckLost is an async attempt that got no acknowledgement in time.
-var errAckLost = fmt.Errorf("no acknowledgement: %w", nats.ErrTimeout)
-
-// await waits for the outcome of f's first attempt.
+// await waits for the outcome of f's first attempt. An outcome already in
+// wins over the ack timeout and ctx: the goroutine may come to f only after
+// both expired (a batch behind a slow one, a loaded machine), and then which
+// error f reports must not depend on which ready channel select picks.
 func (f *Future) await(timer *time.Timer, ackTimeout time.Duration) {
 	if f.awaited {
 		return
@@ -447,20 +451,33 @@ func (f *Future) await(timer *time.Timer, ackTimeout time.Duration) {
 	if f.paf == nil {
 		return // the send failed: f.err says why
 	}
-	ok := f.paf.Ok()
-	select { // the common case, cheaply: the ack is in
-	case f.ack = <-ok:
+	if f.arrived() { // the common case, cheaply: the ack is in
 		return
-	default:
 	}
 	timer.Reset(time.Until(f.sent.Add(ackTimeout)))
 	select {
-	case f.ack = <-ok:
+	case f.ack = <-f.paf.Ok():
 	case f.err = <-f.paf.Err():
 	case <-timer.C:
-		f.err = errAckLost
+		if !f.arrived() {
+			f.err = ErrAckTimeout
+		}
 	case <-f.ctx.Done():
-		f.err = f.ctx.Err()
+		if !f.arrived() {
+			f.err = f.ctx.Err()
+		}
+	}
+}
+
+// arrived takes f's acknowledgement or async error if it is in.
+func (f *Future) arrived() bool {
+	select {
+	case f.ack = <-f.paf.Ok():
+		return true
+	case f.err = <-f.paf.Err():
+		return true
+	default:
+		return false
 	}
 }
 
