@@ -89,7 +89,7 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 		_, njs := journaltest.Connect(t, nodeURL(down))
 		deadline := time.Now().Add(2 * time.Second)
 		for n := 0; time.Now().Before(deadline); n++ {
-			got, err := journal.LatestOutcomes(ctx, njs, ids)
+			got, err := journal.NewOutcomes(njs).LatestAll(ctx, ids)
 			if err != nil {
 				if ctx.Err() != nil {
 					t.Fatal(err)
@@ -102,6 +102,9 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 			o, err := journal.NewOutcomes(njs).Latest(ctx, ids[len(ids)-1])
 			if err != nil || o.ID != ids[len(ids)-1] {
 				t.Fatalf("round %d: latest outcome of %s through the restarted node: %+v, %v", round, ids[len(ids)-1], o, err)
+			}
+			if h, err := journal.NewOutcomes(njs).History(ctx, ids[0]); err != nil || len(h) != 1 || h[0].ID != ids[0] {
+				t.Fatalf("round %d: outcome history of %s through the restarted node: %+v, %v", round, ids[0], h, err)
 			}
 		}
 		if err := c.WaitStreamCurrent(context.Background(), journal.OutcomesStream); err != nil {

@@ -220,30 +220,74 @@ func (o *Outcomes) Latest(ctx context.Context, id string) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, fmt.Errorf("outcome of %s: %w", id, err)
 	}
-	return decodeOutcome(OutcomeSubject(id), m.data)
+	x, err := decodeOutcome(m.seq, m.data)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("outcome of %s: %w", id, err)
+	}
+	return x, nil
 }
 
-// History returns every outcome of command id, oldest first; none if it
-// has no outcome yet.
+// History returns every outcome of command id, oldest first (one per
+// journal message that carried the ID); none if it has no outcome yet. It
+// reads them from the stream's leader, one request per outcome (an ID has
+// one or two), so it sees every outcome stored before the call.
 func (o *Outcomes) History(ctx context.Context, id string) ([]Outcome, error) {
-	// A consumer on a subject without messages would wait: look first.
-	if _, err := o.Latest(ctx, id); errors.Is(err, ErrNotFound) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-	}
 	var out []Outcome
-	err := o.read(ctx, OutcomeSubject(id), 0, func(_ uint64, x Outcome, pending uint64) bool {
+	for seq := uint64(1); ; {
+		m, err := leaderGet(ctx, o.js, o.stream, msgGetReq{Seq: seq, NextFor: OutcomeSubject(id)})
+		if errors.Is(err, ErrNotFound) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("outcomes of %s: %w", id, err)
+		}
+		x, err := decodeOutcome(m.seq, m.data)
+		if err != nil {
+			return nil, fmt.Errorf("outcomes of %s: %w", id, err)
+		}
 		out = append(out, x)
-		return pending == 0 // the end of what is stored
-	})
-	if err != nil {
-		return nil, fmt.Errorf("outcomes of %s: %w", id, err)
+		seq = m.seq + 1
+	}
+}
+
+// LatestAll returns the latest outcome of each of ids that has one, by
+// command ID, with one batched direct get per thousand IDs (JetStream's
+// multi_last) instead of one request per command, and one request to the
+// leader that makes the answer include every outcome stored before the
+// call (freshDirectBatch). IDs without an outcome are absent from the map.
+func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]Outcome, error) {
+	out := make(map[string]Outcome, len(ids))
+	seen := make(map[string]bool, len(ids))
+	var subjects []string
+	flush := func() error {
+		if len(subjects) == 0 {
+			return nil
+		}
+		err := freshDirectBatch(ctx, o.js, o.stream, subjects, func(m rawMsg) error {
+			x, err := decodeOutcome(m.seq, m.data)
+			if err != nil {
+				return err
+			}
+			out[x.ID] = x
+			return nil
+		})
+		subjects = subjects[:0]
+		return err
+	}
+	for _, id := range ids {
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		subjects = append(subjects, OutcomeSubject(id))
+		if len(subjects) == multiLastMax-1 { // and the sentinel
+			if err := flush(); err != nil {
+				return nil, fmt.Errorf("latest outcomes: %w", err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, fmt.Errorf("latest outcomes: %w", err)
 	}
 	return out, nil
 }
@@ -359,7 +403,7 @@ func (o *Outcomes) read(ctx context.Context, filter string, from uint64, fn func
 		if err != nil {
 			return err
 		}
-		x, err := decodeOutcome(m.Subject(), m.Data())
+		x, err := decodeOutcome(md.Sequence.Stream, m.Data())
 		if err != nil {
 			return err
 		}
@@ -369,10 +413,12 @@ func (o *Outcomes) read(ctx context.Context, filter string, from uint64, fn func
 	}
 }
 
-func decodeOutcome(subject string, data []byte) (Outcome, error) {
+// decodeOutcome decodes the outcome stored at OUTCOMES sequence seq: the
+// one place that reads the encoding OutcomeMsg writes.
+func decodeOutcome(seq uint64, data []byte) (Outcome, error) {
 	var o Outcome
 	if err := json.Unmarshal(data, &o); err != nil {
-		return Outcome{}, fmt.Errorf("outcome on %s: %w", subject, err)
+		return Outcome{}, fmt.Errorf("outcome at %s sequence %d: %w", OutcomesStream, seq, err)
 	}
 	return o, nil
 }

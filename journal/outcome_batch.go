@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -25,69 +24,16 @@ type directBatchReq struct {
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
 }
 
-// LatestOutcomes returns the latest outcome of each of ids that has one,
-// by command ID, with one batched direct get per thousand IDs (JetStream's
-// multi_last) instead of one request per command, and one request to the
-// leader that makes the answer include every outcome stored before the
-// call (freshDirectBatch). IDs without an outcome are absent from the map.
+// LatestOutcomes is NewOutcomes(js).LatestAll(ctx, ids), for callers not
+// yet moved to Outcomes.
 func LatestOutcomes(ctx context.Context, js jetstream.JetStream, ids []string) (map[string]Outcome, error) {
-	out := make(map[string]Outcome, len(ids))
-	seen := make(map[string]bool, len(ids))
-	var subjects []string
-	flush := func() error {
-		if len(subjects) == 0 {
-			return nil
-		}
-		err := freshDirectBatch(ctx, js, OutcomesStream, subjects, func(m rawMsg) error {
-			var o Outcome
-			if err := json.Unmarshal(m.data, &o); err != nil {
-				return fmt.Errorf("outcome at %d: %w", m.seq, err)
-			}
-			out[o.ID] = o
-			return nil
-		})
-		subjects = subjects[:0]
-		return err
-	}
-	for _, id := range ids {
-		if id == "" || seen[id] {
-			continue
-		}
-		seen[id] = true
-		subjects = append(subjects, OutcomeSubject(id))
-		if len(subjects) == multiLastMax-1 { // and the sentinel
-			if err := flush(); err != nil {
-				return nil, fmt.Errorf("latest outcomes: %w", err)
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return nil, fmt.Errorf("latest outcomes: %w", err)
-	}
-	return out, nil
+	return NewOutcomes(js).LatestAll(ctx, ids)
 }
 
-// ScanOutcomes returns every outcome stored for command id, oldest first:
-// one per journal message that carried the ID. It reads them from the
-// stream's leader, one request per outcome (an ID has one or two), so it
-// sees every outcome stored before the call.
+// ScanOutcomes is NewOutcomes(js).History(ctx, id), for callers not yet
+// moved to Outcomes.
 func ScanOutcomes(ctx context.Context, js jetstream.JetStream, id string) ([]Outcome, error) {
-	var out []Outcome
-	for seq := uint64(1); ; {
-		m, err := leaderGet(ctx, js, OutcomesStream, msgGetReq{Seq: seq, NextFor: OutcomeSubject(id)})
-		if errors.Is(err, ErrNotFound) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("outcomes of %s: %w", id, err)
-		}
-		var o Outcome
-		if err := json.Unmarshal(m.data, &o); err != nil {
-			return nil, fmt.Errorf("outcomes of %s: outcome at %d: %w", id, m.seq, err)
-		}
-		out = append(out, o)
-		seq = m.seq + 1
-	}
+	return NewOutcomes(js).History(ctx, id)
 }
 
 // directBatch sends one batched direct get (a request answered by several

@@ -206,15 +206,16 @@ func TestOutcomesAwaitAll(t *testing.T) {
 	}
 }
 
-// TestLatestOutcomes: one batched look-up returns the latest outcome of
-// each ID asked for that has one, and nothing else — not the stream's
-// newest outcome, which the look-up reads as its freshness sentinel.
+// TestLatestOutcomes: Outcomes.LatestAll, one batched look-up, returns the
+// latest outcome of each ID asked for that has one, and nothing else — not
+// the stream's newest outcome, which the look-up reads as its freshness
+// sentinel.
 func TestLatestOutcomes(t *testing.T) {
 	e := newEnv(t, journal.Config{})
 	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := journal.LatestOutcomes(e.ctx, e.js, []string{"a"}); err != nil || len(got) != 0 {
+	if got, err := journal.NewOutcomes(e.js).LatestAll(e.ctx, []string{"a"}); err != nil || len(got) != 0 {
 		t.Fatalf("on an empty stream: %v, %v; want none", got, err)
 	}
 	for _, o := range []journal.Outcome{
@@ -239,7 +240,7 @@ func TestLatestOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := journal.LatestOutcomes(e.ctx, e.js, tt.ids)
+			got, err := journal.NewOutcomes(e.js).LatestAll(e.ctx, tt.ids)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +249,7 @@ func TestLatestOutcomes(t *testing.T) {
 				seqs[id] = o.Seq
 			}
 			if !reflect.DeepEqual(seqs, tt.want) {
-				t.Fatalf("LatestOutcomes(%v) = %v, want %v", tt.ids, seqs, tt.want)
+				t.Fatalf("LatestAll(%v) = %v, want %v", tt.ids, seqs, tt.want)
 			}
 		})
 	}
