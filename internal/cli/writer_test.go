@@ -432,7 +432,11 @@ func TestWriterConnectionErrors(t *testing.T) {
 		if _, err := journal.EnsureOutcomes(journaltest.Context(t, 5*time.Second), e.js); err != nil {
 			t.Fatal(err)
 		}
-		stdout, stderr, code := e.run(t, append(key, "--wait", "--timeout", "300ms")...)
+		// --timeout bounds the publish too: it must be long enough for
+		// the publish to be acknowledged on a loaded machine (-race, other
+		// packages testing at once: 300ms was not), so that what runs out
+		// is the wait for the outcome no projector will publish.
+		stdout, stderr, code := e.run(t, append(key, "--wait", "--timeout", "3s")...)
 		if code != ExitFailure || !strings.Contains(stderr, "no outcome for command") || !strings.Contains(stdout, "published ") {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
