@@ -10,6 +10,7 @@ import (
 	"iter"
 	"math"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,7 +84,8 @@ type DiffConfig struct {
 	// partition in key order. An error it returns stops the comparison.
 	OnDiff func(Difference) error
 	// Progress, if set, is called about ten times a second and at the end
-	// with the phase ("compare") and the rows compared; total is -1.
+	// with the phase ("compare") and the rows compared; total is -1. It is
+	// called from another goroutine, but never while OnDiff runs.
 	Progress func(phase string, done, total int64)
 }
 
@@ -216,7 +218,23 @@ func compareTables(ctx context.Context, got, want side, seq uint64, onDiff func(
 	var rows atomic.Int64
 	stop := func() {}
 	if progress != nil {
-		stop = progressLoop(func(done, _ int64) { progress("compare", done, -1) }, &rows, 0)
+		// progress runs on a ticker goroutine and onDiff on this one:
+		// never both at once, so that a caller's two callbacks may share
+		// state (a terminal line) without a lock of their own.
+		var mu sync.Mutex
+		if onDiff != nil {
+			diff := onDiff
+			onDiff = func(d Difference) error {
+				mu.Lock()
+				defer mu.Unlock()
+				return diff(d)
+			}
+		}
+		stop = progressLoop(func(done, _ int64) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress("compare", done, -1)
+		}, &rows, 0)
 	}
 	defer stop()
 	for _, part := range parts {
