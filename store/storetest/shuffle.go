@@ -2,9 +2,11 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -19,9 +21,17 @@ import (
 // Seed and the query that asked for it (table, bounds, filter, limit,
 // continuation), so the same query answers the same order every time.
 // Everything else, and which rows a page holds, is the inner store's.
+//
+// With Scatter set, a page holds any rows of the range, not the next ones
+// in key order: each query reads the whole range from the inner store,
+// shuffles it and answers the next page of the shuffled range; the
+// continuation is an offset into it. That is the whole of what Cosmos DB
+// for Table promises, but it is only sound for a range not written between
+// its pages, and costs a read of the range per page.
 type Shuffle struct {
 	store.Store
-	Seed uint64
+	Seed    uint64
+	Scatter bool
 
 	shuffled atomic.Int64
 }
@@ -34,9 +44,47 @@ func (s *Shuffle) ShuffledPages() int64 { return s.shuffled.Load() }
 
 // Query answers the inner store's page with its rows shuffled.
 func (s *Shuffle) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
+	if s.Scatter {
+		return s.scatter(ctx, table, q)
+	}
 	p, err := s.Store.Query(ctx, table, q)
 	if err != nil || len(p.Entities) < 2 {
 		return p, err
+	}
+	p.Entities = s.shuffle(table, q, p.Entities)
+	return p, nil
+}
+
+// scatter answers a page of the whole range, shuffled; see Shuffle.
+func (s *Shuffle) scatter(ctx context.Context, table string, q store.Query) (store.Page, error) {
+	off := 0
+	if q.Continuation != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(q.Continuation, "scatter:"))
+		if err != nil || n < 0 || !strings.HasPrefix(q.Continuation, "scatter:") {
+			return store.Page{}, fmt.Errorf("continuation token %q: %w", q.Continuation, store.ErrInvalid)
+		}
+		off = n
+	}
+	whole := q
+	whole.Limit, whole.Continuation = 0, ""
+	all, err := store.Collect(ctx, s.Store, table, whole)
+	if err != nil {
+		return store.Page{}, err
+	}
+	all = s.shuffle(table, whole, all)
+	off = min(off, len(all))
+	end := min(off+store.PageSize(q.Limit), len(all))
+	p := store.Page{Entities: all[off:end]}
+	if end < len(all) {
+		p.Continuation = "scatter:" + strconv.Itoa(end)
+	}
+	return p, nil
+}
+
+// shuffle returns ents in an order drawn from Seed and the query.
+func (s *Shuffle) shuffle(table string, q store.Query, in []store.Entity) []store.Entity {
+	if len(in) < 2 {
+		return in
 	}
 	h := fnv.New64a()
 	for _, part := range []string{table, q.PK, strconv.FormatBool(q.AllPartitions), q.From, q.To, strconv.Itoa(q.Limit), q.Continuation} {
@@ -47,16 +95,15 @@ func (s *Shuffle) Query(ctx context.Context, table string, q store.Query) (store
 		h.Write([]byte(c.Prop + "\x00" + strconv.Itoa(int(c.Cmp)) + "\x00" + c.Value.GoString() + "\x00"))
 	}
 	r := rand.New(rand.NewPCG(s.Seed, h.Sum64()))
-	ents := append([]store.Entity(nil), p.Entities...)
+	ents := append([]store.Entity(nil), in...)
 	r.Shuffle(len(ents), func(i, j int) { ents[i], ents[j] = ents[j], ents[i] })
 	for i := range ents {
-		if ents[i].PK != p.Entities[i].PK || ents[i].RK != p.Entities[i].RK {
+		if ents[i].PK != in[i].PK || ents[i].RK != in[i].RK {
 			s.shuffled.Add(1)
 			break
 		}
 	}
-	p.Entities = ents
-	return p, nil
+	return ents
 }
 
 // RunShuffled runs the conformance suite against newStore's stores wrapped

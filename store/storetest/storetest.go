@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, q Quirks) {
 		{"QueryPartitionBounds", testQueryPartitionBounds},
 		{"QueryWholeTable", testQueryWholeTable},
 		{"QueryErrors", testQueryErrors},
+		{"Least", testLeast},
 		{"Filter", testFilter},
 		{"FilterDeepMatch", testFilterDeepMatch},
 		{"Paging", testPaging},
