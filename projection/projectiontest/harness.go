@@ -27,7 +27,10 @@ import (
 // Backend opens a fresh table store for one test.
 type Backend struct {
 	Name string
+	// Open opens the store answering pages shuffled (Shuffled).
 	Open func(t testing.TB) store.Store
+	// Ordered opens the store as it answers, in key order.
+	Ordered func(t testing.TB) store.Store
 }
 
 // Backends returns the embedded store and, when azuriteConn is not empty,
@@ -38,9 +41,9 @@ type Backend struct {
 // Every store opened has its tables' layout checked when the test ends
 // (CheckLayout).
 func Backends(azuriteConn string) []Backend {
-	bs := []Backend{{Name: "sqlite", Open: func(t testing.TB) store.Store { return Shuffled(t, SQLite(t)) }}}
+	bs := []Backend{{Name: "sqlite", Ordered: SQLite}}
 	if azuriteConn != "" {
-		bs = append(bs, Backend{Name: "azurite", Open: func(t testing.TB) store.Store {
+		bs = append(bs, Backend{Name: "azurite", Ordered: func(t testing.TB) store.Store {
 			s, err := azure.New(azure.Config{ConnectionString: azuriteConn})
 			if err != nil {
 				t.Fatal(err)
@@ -49,8 +52,12 @@ func Backends(azuriteConn string) []Backend {
 			// own tables.
 			ns := newNamespaced(s)
 			CheckLayout(t, ns)
-			return Shuffled(t, ns)
+			return ns
 		}})
+	}
+	for i := range bs {
+		ordered := bs[i].Ordered
+		bs[i].Open = func(t testing.TB) store.Store { return Shuffled(t, ordered(t)) }
 	}
 	return bs
 }
