@@ -59,6 +59,7 @@ type Writer struct {
 	newBackOff  func() backoff.BackOff
 	retryBudget time.Duration
 	notify      backoff.Notify
+	limits      events.Limits
 	slots       chan struct{} // one per async publish in flight
 
 	hdrContentType, hdrStream []string // shared header values
@@ -98,6 +99,15 @@ func WithRetryBudget(d time.Duration) WriterOption {
 		}
 		w.retryBudget = d
 	}
+}
+
+// WithLimits checks every command against the limits of the table service
+// it goes to beyond SPEC §2 (events.CosmosLimits for Cosmos DB for Table;
+// see store.Store.Limits), so that a command the projector would reject by
+// one of them is refused before it is published, by the same rule. The
+// default is none.
+func WithLimits(l events.Limits) WriterOption {
+	return func(w *Writer) { w.limits = l }
 }
 
 // WithRetryNotify sets a function called before each retry with the error
@@ -169,7 +179,7 @@ func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 	if cmd == nil {
 		return nil, fmt.Errorf("publish: %w: nil command", events.ErrInvalid)
 	}
-	if err := cmd.Validate(); err != nil {
+	if err := w.limits.Validate(cmd); err != nil {
 		return nil, fmt.Errorf("publish %s: %w", cmd.ID, err)
 	}
 	data, err := events.Encode(cmd, w.contentType)

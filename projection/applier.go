@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/ctxtime"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
@@ -142,7 +143,7 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 		if err := a.loadView(ctx, part, &v, touchedRKs(entries[i:])); err != nil {
 			return err
 		}
-		b := newBatch(pk, v.rows)
+		b := newBatch(pk, v.rows, a.store.Limits())
 		b.seen = seen
 		j := i
 		for ; j < len(entries); j++ {
@@ -224,7 +225,7 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 // reading the partition's rows or fence — its table may not even be a
 // valid name — and nothing is written.
 func rejectInvalid(ctx context.Context, pk string, entries []Entry, h Hooks) error {
-	b := newBatch(pk, map[string]*rowState{})
+	b := newBatch(pk, map[string]*rowState{}, events.Limits{})
 	for _, e := range entries {
 		if err := b.add(e); err != nil {
 			return err
@@ -426,7 +427,7 @@ func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *batch) e
 	// The fence goes first: a stale view fails on it, whatever else differs.
 	ops := append([]store.Op{v.f.op(next)}, rowOps...)
 	etags, err := retryStore(ctx, a.policy, "transaction in "+part.table, func() ([]string, error) {
-		etags, err := transact(ctx, a.store, part.table, part.pk, ops)
+		etags, err := store.TransactETags(ctx, a.store, part.table, part.pk, ops)
 		if errors.Is(err, store.ErrTableNotFound) {
 			a.forgetTable(part.table)
 			if cerr := a.ensureTable(ctx, part.table); cerr != nil {
@@ -472,15 +473,6 @@ func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *batch) e
 	v.f = next
 	a.cache.setFence(part, v.f, v.epoch)
 	return nil
-}
-
-// transact runs a transaction, returning the etags of what it wrote when
-// the store reports them.
-func transact(ctx context.Context, s store.Store, table, pk string, ops []store.Op) ([]string, error) {
-	if et, ok := s.(store.ETagTransactor); ok {
-		return et.TransactETags(ctx, table, pk, ops)
-	}
-	return nil, s.Transact(ctx, table, pk, ops)
 }
 
 // load reads the state of rows: from the cache, else a point read of the
@@ -536,10 +528,11 @@ const rangeLoadMin = 2
 // loadRanges reads the state of many rows of one partition with two range
 // queries: the tips between the least and the greatest row, then, for the
 // rows without a tip, the version rows over their histories, of which each
-// row's first is its newest (a deleted row's tombstone). Each query reads one page of a
+// row's least key is its newest (a deleted row's tombstone). Each query reads one page of a
 // bounded size, so rows scattered over a large partition cost at most two
-// wasted requests: the rows a page did not cover are returned in rest and
-// read one by one.
+// wasted requests: a tip found is the row's, but what a page lacks is known
+// absent only when the page holds the whole range; the rows it cannot settle
+// are returned in rest and read one by one.
 func loadRanges(ctx context.Context, s store.Store, table, pk string, rks []string, state map[string]*rowState) (rest []string, err error) {
 	limit := min(4*len(rks), store.PageSize(0))
 	from, to := TipKey(rks[0]), TipKey(rks[0])
@@ -558,7 +551,7 @@ func loadRanges(ctx context.Context, s store.Store, table, pk string, rks []stri
 		switch r, ok := tips.rows[rk]; {
 		case ok:
 			state[rk] = &rowState{tip: r, latest: r}
-		case tips.covers(TipKey(rk) + " "):
+		case tips.complete:
 			tipless = append(tipless, rk)
 		default:
 			rest = append(rest, rk)
@@ -580,30 +573,26 @@ func loadRanges(ctx context.Context, s store.Store, table, pk string, rks []stri
 		return nil, err
 	}
 	for _, rk := range tipless {
-		_, to := HistoryRange(rk)
 		switch r, ok := tombs.rows[rk]; {
-		case ok: // the first of a row's versions read is its newest
-			state[rk] = &rowState{latest: r}
-		case tombs.covers(to):
-			state[rk] = &rowState{}
-		default:
+		case !tombs.complete:
 			rest = append(rest, rk)
+		case ok: // the least key of a row's versions is its newest
+			state[rk] = &rowState{latest: r}
+		default:
+			state[rk] = &rowState{}
 		}
 	}
 	return rest, nil
 }
 
-// rowPage is one page of rows read by loadRanges: the first row read of
-// each natural RowKey, and how far the page reached.
+// rowPage is one page of rows read by loadRanges: the row with the least
+// key of each natural RowKey, and whether the page holds the whole range.
+// A page that does not is no proof that a row it lacks is absent, nor that
+// the versions it holds of a row are the newest: Cosmos DB for Table
+// answers a page with any rows of the range (docs/cosmos.md).
 type rowPage struct {
-	rows map[string]*Row
-	last string // the greatest key read
-	more bool   // the range goes on after last
-}
-
-// covers reports whether every key before bound was read.
-func (p rowPage) covers(bound string) bool {
-	return !p.more || (p.last != "" && store.CompareKeys(p.last, bound) >= 0)
+	rows     map[string]*Row
+	complete bool
 }
 
 func queryPage(ctx context.Context, s store.Store, table string, q store.Query) (rowPage, error) {
@@ -614,9 +603,9 @@ func queryPage(ctx context.Context, s store.Store, table string, q store.Query) 
 	case err != nil:
 		return rowPage{}, fmt.Errorf("read rows %s/%q: %w", table, q.PK, err)
 	}
-	p := rowPage{rows: make(map[string]*Row, len(page.Entities)), more: page.Continuation != ""}
+	p := rowPage{rows: make(map[string]*Row, len(page.Entities)), complete: page.Continuation == ""}
+	store.SortEntities(page.Entities)
 	for _, e := range page.Entities {
-		p.last = e.RK
 		r, err := DecodeRow(e)
 		if err != nil {
 			return rowPage{}, err
@@ -643,7 +632,8 @@ func maxKey(a, b string) string {
 }
 
 // readRowState reads what the apply needs to know of one row with at most
-// two requests: the tip, and when there is none, the newest version row.
+// three requests: the tip, and when there is none, the newest version row
+// (store.Least: one request when the row has no history).
 func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*rowState, error) {
 	st, err := func() (*rowState, error) {
 		e, err := s.Get(ctx, table, pk, TipKey(rk))
@@ -660,7 +650,7 @@ func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*ro
 			return nil, err
 		}
 		from, to := HistoryRange(rk)
-		newest, ok, err := store.First(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
+		newest, ok, err := store.Least(ctx, s, table, store.Query{PK: pk, From: from, To: to})
 		if err != nil {
 			return nil, err
 		}

@@ -141,11 +141,15 @@ type batch struct {
 	by map[string]opSource
 	// wrote is set once the batch committed a transaction.
 	wrote bool
+	// limits are the store's beyond Azure's (store.Store.Limits): a
+	// command that breaks one is rejected by its rule, and transactions
+	// stay within limits.TxBytes().
+	limits events.Limits
 }
 
-func newBatch(pk string, state map[string]*rowState) *batch {
+func newBatch(pk string, state map[string]*rowState, limits events.Limits) *batch {
 	return &batch{
-		pk: pk, base: state, cur: make(map[string]*rowState),
+		pk: pk, limits: limits, base: state, cur: make(map[string]*rowState),
 		added: make(map[string][]Row), ops: make(map[string]int), bytes: make(map[string]int),
 		appliedIDs: make(map[string]uint64), skippedIDs: make(map[string]bool), by: make(map[string]opSource),
 		// Room for the fence write every transaction carries.
@@ -177,6 +181,11 @@ func (b *batch) add(e Entry) error {
 		return nil
 	}
 	c := e.Cmd
+	if err := b.limits.Check(c); err != nil {
+		res.Status, res.Reason = journal.StatusRejected, err.Error()
+		b.results = append(b.results, res)
+		return nil
+	}
 	// Whether this ID applied earlier is known only once the commands of
 	// this batch are: an earlier message with the same ID that this batch
 	// applies, or skips without knowing whether it applied, is settled by
@@ -280,14 +289,14 @@ func (b *batch) add(e Entry) error {
 		newOps += n - b.ops[rk]
 		newBytes += sz - b.bytes[rk]
 	}
-	if newOps > store.MaxOps || newBytes > store.MaxTxBytes {
+	if newOps > store.MaxOps || newBytes > b.limits.TxBytes() {
 		if len(b.results) > 0 {
 			return errFull
 		}
 		res.Rows, res.Changes = nil, nil
 		res.Status, res.dependsOnState = journal.StatusRejected, true
 		res.Reason = fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
-			newOps, newBytes, store.MaxOps, store.MaxTxBytes)
+			newOps, newBytes, store.MaxOps, b.limits.TxBytes())
 		b.results = append(b.results, res)
 		return nil
 	}

@@ -760,7 +760,7 @@ func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *R
 		}
 		state[rk] = s
 	}
-	b := newBatch(part.pk, state)
+	b := newBatch(part.pk, state, p.store.Limits())
 	if err := b.add(e); err != nil {
 		return err
 	}

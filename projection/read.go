@@ -121,12 +121,14 @@ func VersionBySeq(ctx context.Context, s store.Store, table, pk, rk string, seq 
 }
 
 // VersionAt reads the newest version row of rk written at or before
-// journal sequence seq, tombstones included: the first row of the range
-// HistoryAt(rk, seq), one range read of one row at any history depth. ok
-// is false when there is none.
+// journal sequence seq, tombstones included: the row with the least key of
+// the range HistoryAt(rk, seq), found by store.Least whatever order the
+// store answers in: two requests at any history depth where the store
+// sorts (one when there is none), at most 2 + depth/1,000 where it does
+// not (Cosmos DB for Table). ok is false when there is none.
 func VersionAt(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (Row, bool, error) {
 	from, to := HistoryAt(rk, seq)
-	e, ok, err := store.First(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
+	e, ok, err := store.Least(ctx, s, table, store.Query{PK: pk, From: from, To: to})
 	if err != nil || !ok {
 		return Row{}, false, err
 	}

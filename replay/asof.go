@@ -22,12 +22,15 @@ func seqAtMost(seq uint64) []store.Cond {
 // seq. ok is false when the row did not exist then; the Row is then zero if
 // it had never existed, or its tombstone (Deleted set) if it was deleted.
 //
-// It costs at most two store requests and scans nothing, whatever the depth
-// of the row's history: the point read of the tip, and only if the tip is
-// newer than seq (or gone), one read of the first row of the range that
-// starts at the version key of seq (version rows are keyed by inverted
-// journal sequence, SPEC §4). On a store that pages like Azure, an empty
-// page with a continuation is followed.
+// It costs at most three store requests and scans nothing, whatever the
+// depth of the row's history: the point read of the tip, and only if the
+// tip is newer than seq (or gone), a read of the first row of the range
+// that starts at the version key of seq (version rows are keyed by inverted
+// journal sequence, SPEC §4) and a read of the range between that key and
+// the row found, empty on a store that sorts, which shows that the row is
+// the newest at seq on a store that does not (projection.VersionAt,
+// store.Least; Cosmos DB for Table, docs/cosmos.md). On a store that pages
+// like Azure, an empty page with a continuation is followed.
 //
 // A returned live row has Tip set: it was the current version at seq, even
 // when it is read from a version row. Its ETag is empty.

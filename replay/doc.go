@@ -10,7 +10,7 @@
 //     connection to the journal and its outcomes. [New] makes one.
 //   - [Point] names a position of the journal: a sequence, a time, a
 //     command ID, or the head. [Replayer.Resolve] turns it into a sequence.
-//   - Reads: [Replayer.AsOfRow] (at most two store requests whatever the
+//   - Reads: [Replayer.AsOfRow] (at most three store requests whatever the
 //     row's history depth), [Replayer.AsOf] (one range scan for a partition
 //     or a table), [Replayer.History], [Diff] and [Replayer.Blame]. They
 //     read version rows only, never replay the journal: the state of a row

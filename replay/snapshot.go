@@ -29,8 +29,7 @@ type SnapshotConfig struct {
 	// the highest sequence the projector has fully applied (AppliedSeq).
 	Seq uint64
 	// Workers is the number of partitions read at once. If zero, the
-	// Replayer's Workers. With 1, or on a store that cannot list its
-	// partitions (store.PartitionLister), the table is read in one scan.
+	// Replayer's Workers. With 1, the table is read in one scan.
 	Workers int
 }
 
@@ -54,11 +53,10 @@ type SnapshotStats struct {
 // as it stands if it is a tombstone. The result is the table exactly as the
 // projector had left it at Seq.
 //
-// The partitions come from the table itself (store.PartitionLister, one
+// The partitions come from the table itself (store.Store.Partitions, one
 // index seek per partition), never from the journal: a subject in the
 // journal says only that a message was published there, perhaps one that
-// was rejected. On a store that cannot list them, the table is read in one
-// sequential scan instead.
+// was rejected.
 //
 // Snapshot checks what it writes against what it read: every row must come
 // from the partition asked for, in strictly ascending key order, and the
@@ -153,15 +151,10 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 }
 
 // partitions returns the partition keys of table, listed by the store from
-// the table itself, in key order; nil when the store cannot list them and
-// the table must be read in one scan instead.
+// the table itself, in key order.
 func (r *Replayer) partitions(ctx context.Context, table string) ([]string, error) {
-	pl, ok := r.st.(store.PartitionLister)
-	if !ok {
-		return nil, nil
-	}
 	pks := []string{}
-	err := pl.Partitions(ctx, table, func(pk string) error {
+	err := r.st.Partitions(ctx, table, func(pk string) error {
 		if n := len(pks); n > 0 && store.CompareKeys(pks[n-1], pk) >= 0 {
 			return fmt.Errorf("the store listed partition %q after %q", pk, pks[n-1])
 		}

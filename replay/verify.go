@@ -246,17 +246,12 @@ func compareTables(ctx context.Context, got, want side, seq uint64, onDiff func(
 	return stats, nil
 }
 
-// unionPartitions lists the partitions of both tables when both stores
-// list partitions, so that each is compared with one partition's tips in
-// memory; else the whole table is one scan.
+// unionPartitions lists the partitions of both tables, so that each is
+// compared with one partition's tips in memory.
 func unionPartitions(ctx context.Context, a, b side) ([]store.Partition, error) {
 	set := make(map[string]bool)
 	for _, s := range []side{a, b} {
-		pl, ok := s.st.(store.PartitionLister)
-		if !ok {
-			return []store.Partition{store.AllPartitions}, nil
-		}
-		err := pl.Partitions(ctx, s.table, func(pk string) error {
+		err := s.st.Partitions(ctx, s.table, func(pk string) error {
 			set[pk] = true
 			return nil
 		})
@@ -314,7 +309,7 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 		case !wok:
 			c = -1
 		default:
-			c = compareEntityKeys(g, w)
+			c = store.CompareEntities(g, w)
 		}
 		var err error
 		switch {
@@ -404,13 +399,6 @@ func (f *fenceAt) at(seq uint64) (events.Entity, bool) {
 		projection.ColAt: f.newest[projection.ColAt]}, true
 }
 
-func compareEntityKeys(a, b store.Entity) int {
-	if c := store.CompareKeys(a.PK, b.PK); c != 0 {
-		return c
-	}
-	return store.CompareKeys(a.RK, b.RK)
-}
-
 // errStopView ends a view's scan when the consumer stops pulling.
 var errStopView = errors.New("view stopped")
 
@@ -462,7 +450,7 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 			}
 		}
 		emit := func(e store.Entity) error {
-			for held.Len() > 0 && compareEntityKeys(held[0], e) < 0 {
+			for held.Len() > 0 && store.CompareEntities(held[0], e) < 0 {
 				if !yield(heap.Pop(&held).(store.Entity), nil) {
 					return errStopView
 				}
@@ -537,7 +525,7 @@ func rowSeq(e store.Entity) (uint64, bool) {
 type entityHeap []store.Entity
 
 func (h entityHeap) Len() int           { return len(h) }
-func (h entityHeap) Less(i, j int) bool { return compareEntityKeys(h[i], h[j]) < 0 }
+func (h entityHeap) Less(i, j int) bool { return store.CompareEntities(h[i], h[j]) < 0 }
 func (h entityHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *entityHeap) Push(x any)        { *h = append(*h, x.(store.Entity)) }
 func (h *entityHeap) Pop() any {

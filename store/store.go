@@ -34,18 +34,21 @@ type Store interface {
 	// When an op fails, the error is a *TxError naming it and wrapping the
 	// cause (ErrNotFound, ErrExists, ErrPrecondition, ...).
 	Transact(ctx context.Context, table, pk string, ops []Op) error
-}
 
-// PartitionLister is an optional interface of a Store: it lists the
-// partitions of a table without reading their rows, so that replay can read
-// a table's partitions in parallel. Both backends implement it; a wrapper
-// that embeds Store hides it, and callers then read the table in one scan.
-type PartitionLister interface {
 	// Partitions calls fn with the key of every partition of table that
-	// holds at least one entity, in key order, the empty key included. It
-	// returns ErrTableNotFound if the table does not exist, and fn's error.
-	// A partition created or emptied meanwhile may be listed or not.
+	// holds at least one entity, in key order, the empty key included,
+	// without reading their rows, so that replay can read a table's
+	// partitions in parallel. It returns ErrTableNotFound if the table does
+	// not exist, and fn's error. A partition created or emptied meanwhile
+	// may be listed or not.
 	Partitions(ctx context.Context, table string, fn func(pk string) error) error
+
+	// Limits returns the limits of the service beyond Azure Tables' own
+	// (the zero events.Limits for Azure Tables, Azurite and the embedded
+	// store; events.CosmosLimits for Cosmos DB for Table), which Transact
+	// enforces (ValidateTxLimits) and the projector checks commands
+	// against, so that it rejects by rule what the store would refuse.
+	Limits() events.Limits
 }
 
 // Entity is one stored row: its keys, its properties (an events.Entity,

@@ -229,6 +229,33 @@ func ValidateTx(pk string, ops []Op) error {
 	return nil
 }
 
+// ValidateTxLimits checks a transaction that passed ValidateTx against the
+// tighter limits of a service (events.Limits; the zero value checks
+// nothing): each stored RowKey at most l.MaxRowKeyBytes of UTF-8 and no
+// property l reserves (a *TxError naming the op, wrapping ErrInvalid), the
+// entities at most l.TxBytes() together (ErrTooLarge).
+func ValidateTxLimits(pk string, ops []Op, l events.Limits) error {
+	if l.MaxRowKeyBytes == 0 && l.MaxTxBytes == 0 && len(l.ReservedProperties) == 0 {
+		return nil
+	}
+	total := 0
+	for i, op := range ops {
+		if l.MaxRowKeyBytes > 0 && len(op.RK) > l.MaxRowKeyBytes {
+			return &TxError{Index: i, RK: op.RK, Err: fmt.Errorf("row key of %d bytes, %s's limit %d: %w", len(op.RK), l.Service, l.MaxRowKeyBytes, ErrInvalid)}
+		}
+		for name := range op.Props {
+			if l.Reserved(name) {
+				return &TxError{Index: i, RK: op.RK, Err: fmt.Errorf("property %s is reserved by %s: %w", name, l.Service, ErrInvalid)}
+			}
+		}
+		total += events.EntitySize(pk, op.RK, op.Props)
+	}
+	if total > l.TxBytes() {
+		return fmt.Errorf("transaction of %d bytes, %s's limit %d: %w", total, l.Service, l.TxBytes(), ErrTooLarge)
+	}
+	return nil
+}
+
 func validateOp(pk string, op Op, seen map[string]struct{}) error {
 	if err := ValidateKey(op.RK); err != nil {
 		return fmt.Errorf("row key: %w", err)

@@ -14,22 +14,11 @@ import (
 // (tablejournal_store_request_seconds by op and result) and its answers
 // feed readiness. Both backends are measured alike, above the store seam.
 //
-// The wrapper keeps the store's optional interfaces (store.ETagTransactor,
-// store.PartitionLister): hiding one would send the projector down another
-// path than it takes without metrics.
+// The wrapper passes on the etags s reports (store.ETagTransactor), so
+// that the projector commits without reading its fence back, as it does
+// without metrics.
 func (m *Metrics) Store(s store.Store) store.Store {
-	w := &measured{Store: s, m: m}
-	_, etags := s.(store.ETagTransactor)
-	_, lister := s.(store.PartitionLister)
-	switch {
-	case etags && lister:
-		return measuredETagsLister{w}
-	case etags:
-		return measuredETags{w}
-	case lister:
-		return measuredLister{w}
-	}
-	return w
+	return &measured{Store: s, m: m}
 }
 
 type measured struct {
@@ -37,40 +26,15 @@ type measured struct {
 	m *Metrics
 }
 
-// The wrappers of stores with optional interfaces.
-type (
-	measuredETags       struct{ *measured }
-	measuredLister      struct{ *measured }
-	measuredETagsLister struct{ *measured }
-)
-
 var (
-	_ store.Store           = (*measured)(nil)
-	_ store.ETagTransactor  = measuredETags{}
-	_ store.PartitionLister = measuredLister{}
-	_ store.ETagTransactor  = measuredETagsLister{}
-	_ store.PartitionLister = measuredETagsLister{}
+	_ store.Store          = (*measured)(nil)
+	_ store.ETagTransactor = (*measured)(nil)
 )
 
-func (s measuredETags) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	return s.transactETags(ctx, table, pk, ops)
-}
-
-func (s measuredETagsLister) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	return s.transactETags(ctx, table, pk, ops)
-}
-
-func (s measuredLister) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
-	return s.Store.(store.PartitionLister).Partitions(ctx, table, fn)
-}
-
-func (s measuredETagsLister) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
-	return s.Store.(store.PartitionLister).Partitions(ctx, table, fn)
-}
-
-func (s *measured) transactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+// TransactETags is measured as a transaction.
+func (s *measured) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	start := s.m.now()
-	etags, err := s.Store.(store.ETagTransactor).TransactETags(ctx, table, pk, ops)
+	etags, err := store.TransactETags(ctx, s.Store, table, pk, ops)
 	s.m.request(OpTransact, start, err)
 	return etags, err
 }

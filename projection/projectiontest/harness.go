@@ -2,6 +2,7 @@ package projectiontest
 
 import (
 	"context"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,21 +21,29 @@ import (
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/azure"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/store/storetest"
 )
 
 // Backend opens a fresh table store for one test.
 type Backend struct {
 	Name string
+	// Open opens the store answering pages shuffled (Shuffled).
 	Open func(t testing.TB) store.Store
+	// Ordered opens the store as it answers, in key order.
+	Ordered func(t testing.TB) store.Store
 }
 
 // Backends returns the embedded store and, when azuriteConn is not empty,
-// Azure Tables on that Azurite. Every store opened has its tables' layout
-// checked when the test ends (CheckLayout).
+// Azure Tables on that Azurite, each answering every page of a query with
+// its rows shuffled (Shuffled), as Cosmos DB for Table does: every
+// store-backed test of the projector and replay runs on unsorted pages.
+// (The stores answer in key order in SQLite and in the conformance suite.)
+// Every store opened has its tables' layout checked when the test ends
+// (CheckLayout).
 func Backends(azuriteConn string) []Backend {
-	bs := []Backend{{Name: "sqlite", Open: SQLite}}
+	bs := []Backend{{Name: "sqlite", Ordered: SQLite}}
 	if azuriteConn != "" {
-		bs = append(bs, Backend{Name: "azurite", Open: func(t testing.TB) store.Store {
+		bs = append(bs, Backend{Name: "azurite", Ordered: func(t testing.TB) store.Store {
 			s, err := azure.New(azure.Config{ConnectionString: azuriteConn})
 			if err != nil {
 				t.Fatal(err)
@@ -46,7 +55,28 @@ func Backends(azuriteConn string) []Backend {
 			return ns
 		}})
 	}
+	for i := range bs {
+		ordered := bs[i].Ordered
+		bs[i].Open = func(t testing.TB) store.Store { return Shuffled(t, ordered(t)) }
+	}
 	return bs
+}
+
+// Shuffled wraps st so that every page of a query comes back with its rows
+// shuffled (storetest.Shuffle), seeded by the test's name so that a failure
+// repeats. It passes on the etags st reports (store.ETagTransactor).
+func Shuffled(t testing.TB, st store.Store) store.Store {
+	h := fnv.New64a()
+	h.Write([]byte(t.Name()))
+	return shuffled{&storetest.Shuffle{Store: st, Seed: h.Sum64()}}
+}
+
+type shuffled struct{ *storetest.Shuffle }
+
+var _ store.ETagTransactor = shuffled{}
+
+func (s shuffled) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	return store.TransactETags(ctx, s.Store, table, pk, ops)
 }
 
 // SQLite opens the embedded store in a fresh file of the test, its

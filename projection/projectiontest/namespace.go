@@ -3,13 +3,15 @@ package projectiontest
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"strings"
 
 	"github.com/tablejournal/tablejournal/store"
 )
 
-var _ store.PartitionLister = (*namespaced)(nil)
+var (
+	_ store.Store          = (*namespaced)(nil)
+	_ store.ETagTransactor = (*namespaced)(nil)
+)
 
 // namespaced wraps a real store (Azure Tables, which lists partitions) so that each test sees its own tables on a
 // server shared by the whole test binary (one Azurite): every table name
@@ -63,13 +65,13 @@ func (n *namespaced) Transact(ctx context.Context, table, pk string, ops []store
 	return n.Store.Transact(ctx, n.prefix+table, pk, ops)
 }
 
-// Partitions keeps the wrapped store's store.PartitionLister, so that what
-// reads partitions in parallel (replay's snapshot and verify) does so on
-// Azurite too.
+// Partitions lists the partitions of the test's table.
 func (n *namespaced) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
-	pl, ok := n.Store.(store.PartitionLister)
-	if !ok {
-		return errors.ErrUnsupported
-	}
-	return pl.Partitions(ctx, n.prefix+table, fn)
+	return n.Store.Partitions(ctx, n.prefix+table, fn)
+}
+
+// TransactETags passes on the etags the wrapped store reports, so that the
+// projector commits on Azurite as it does on Azure.
+func (n *namespaced) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	return store.TransactETags(ctx, n.Store, n.prefix+table, pk, ops)
 }

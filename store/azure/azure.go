@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/pagetoken"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -23,7 +24,8 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	svc      *aztables.ServiceClient
 	emulator bool
-	secrets  []string // never to appear in an error
+	limits   events.Limits // the zero Limits, or events.CosmosLimits
+	secrets  []string      // never to appear in an error
 }
 
 // New returns a Store for the service cfg selects. It does not contact the
@@ -57,6 +59,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		emulator: cfg.Emulator || acct.name == devAccountName,
+		limits:   limitsOf(cfg.Cosmos),
 		secrets:  secretsOf(acct),
 	}
 	if acct.key != "" {
@@ -247,12 +250,26 @@ func (s *Store) queryPage(ctx context.Context, op, table, filter, sel string, to
 	return ents, cont, nil
 }
 
-var _ store.PartitionLister = (*Store)(nil)
+// limitsOf returns the limits of Cosmos DB for Table when cosmos is set,
+// else none beyond Azure's.
+func limitsOf(cosmos bool) events.Limits {
+	if cosmos {
+		return events.CosmosLimits
+	}
+	return events.Limits{}
+}
 
-// Partitions implements store.PartitionLister with a skip scan: per
-// partition, one query for the first key after the last one listed
-// (PartitionKey gt '…', $top=1, only the keys selected), which the service
-// answers from its index. Continuations of empty pages are followed.
+// Limits implements store.Store.
+func (s *Store) Limits() events.Limits { return s.limits }
+
+// Partitions implements store.Store with a skip scan: per partition, one
+// query for the first key after the last one listed (PartitionKey gt '…',
+// $top=1, only the keys selected), which the service answers from its
+// index. Continuations of empty pages are followed. On Cosmos DB for
+// Table, whose answers are not sorted, the query reads a page of up to
+// 1,000 keys and takes the least, then asks again below it until nothing
+// is left there (store.Least's form): correct in any order, one request
+// more per partition.
 func (s *Store) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
 	if err := store.ValidateTableName(table); err != nil {
 		return err
@@ -260,16 +277,35 @@ func (s *Store) Partitions(ctx context.Context, table string, fn func(pk string)
 	op := "partitions " + table
 	filter := ""
 	for {
+		pk, ok, err := s.nextPartition(ctx, op, table, filter)
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(pk); err != nil {
+			return err
+		}
+		filter = "PartitionKey gt " + quote(pk)
+	}
+}
+
+// nextPartition returns the least PartitionKey of the entities filter
+// selects; ok is false when there are none.
+func (s *Store) nextPartition(ctx context.Context, op, table, filter string) (pk string, ok bool, err error) {
+	unsorted := s.limits.Service != ""
+	top := int32(1)
+	if unsorted {
+		top = store.DefaultPageSize
+	}
+	for {
 		var (
 			ents     []store.Entity
 			npk, nrk *string
 		)
 		for {
 			var cont *continuation
-			var err error
-			ents, cont, err = s.queryPage(ctx, op, table, filter, "PartitionKey,RowKey", 1, npk, nrk)
+			ents, cont, err = s.queryPage(ctx, op, table, filter, "PartitionKey,RowKey", top, npk, nrk)
 			if err != nil {
-				return err
+				return "", false, err
 			}
 			if len(ents) > 0 || cont == nil {
 				break
@@ -277,13 +313,23 @@ func (s *Store) Partitions(ctx context.Context, table string, fn func(pk string)
 			npk, nrk = cont.PK, cont.RK
 		}
 		if len(ents) == 0 {
-			return nil
+			return pk, ok, nil
 		}
-		pk := ents[0].PK
-		if err := fn(pk); err != nil {
-			return err
+		least := ents[0].PK
+		for _, e := range ents[1:] {
+			if store.CompareKeys(e.PK, least) < 0 {
+				least = e.PK
+			}
 		}
-		filter = "PartitionKey gt " + quote(pk)
+		pk, ok = least, true
+		if !unsorted {
+			return pk, ok, nil
+		}
+		below := "PartitionKey lt " + quote(least)
+		if filter != "" {
+			below = "(" + filter + ") and " + below
+		}
+		filter = below
 	}
 }
 

@@ -46,6 +46,13 @@ type Config struct {
 	// emulator's devstoreaccount1.
 	Emulator bool
 
+	// Cosmos says the service is Azure Cosmos DB for Table, which speaks
+	// Azure Tables' API with tighter limits and unsorted query results
+	// (docs/cosmos.md): the store then refuses what Cosmos would
+	// (Store.Limits, events.CosmosLimits) and lists partitions without
+	// relying on key order. store/stores sets it from the endpoint.
+	Cosmos bool
+
 	// Transport replaces the HTTP client; for tests. If nil, the SDK's.
 	Transport policy.Transporter
 }

@@ -36,3 +36,9 @@ func BenchmarkAzurite(b *testing.B) {
 func TestConformancePaged(t *testing.T) {
 	storetest.RunPaged(t, func(t *testing.T) store.Store { return newStore(t) }, azuriteQuirks)
 }
+
+// TestConformanceShuffled runs the suite with every page's rows shuffled,
+// as Cosmos DB for Table answers them.
+func TestConformanceShuffled(t *testing.T) {
+	storetest.RunShuffled(t, func(t *testing.T) store.Store { return newStore(t) }, azuriteQuirks)
+}

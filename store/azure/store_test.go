@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/storetest"
 )
 
 // table creates a fresh table on the test Azurite, dropped at the end.
@@ -372,4 +373,98 @@ func noSecret(t *testing.T, err error, secret string) {
 		}
 	}
 	walk(err)
+}
+
+// TestTransactETags: the etags a transaction reports, read from the $batch
+// response, are those the entities then have; a delete reports none.
+func TestTransactETags(t *testing.T) {
+	s := newStore(t)
+	table := storetest.TableName("etags")
+	if err := s.CreateTable(bg, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.DeleteTable(bg, table) })
+	seed := []store.Op{{Kind: store.Insert, RK: "b", Props: events.Entity{}}, {Kind: store.Insert, RK: "c", Props: events.Entity{}}, {Kind: store.Insert, RK: "f", Props: events.Entity{}}}
+	if err := s.Transact(bg, table, "it's", seed); err != nil {
+		t.Fatal(err)
+	}
+	ops := []store.Op{
+		{Kind: store.Insert, RK: "a", Props: events.Entity{"x": events.Int32(1)}},
+		{Kind: store.Replace, RK: "b", Props: events.Entity{"x": events.Int32(2)}},
+		{Kind: store.Delete, RK: "c"},
+		{Kind: store.Upsert, RK: "d", Props: events.Entity{}},
+		{Kind: store.UpsertMerge, RK: "e", Props: events.Entity{}},
+		{Kind: store.Merge, RK: "f", Props: events.Entity{"y": events.Bool(true)}},
+	}
+	etags, err := s.TransactETags(bg, table, "it's", ops)
+	if err != nil || len(etags) != len(ops) {
+		t.Fatalf("TransactETags: %q, %v", etags, err)
+	}
+	for i, op := range ops {
+		if op.Kind == store.Delete {
+			if etags[i] != "" {
+				t.Errorf("delete of %s reported etag %q", op.RK, etags[i])
+			}
+			continue
+		}
+		e, err := s.Get(bg, table, "it's", op.RK)
+		if err != nil || e.ETag != etags[i] || e.ETag == "" {
+			t.Errorf("%s %s: reported etag %q, stored %q (%v)", op.Kind, op.RK, etags[i], e.ETag, err)
+		}
+	}
+	// The reported etag is good for the next conditional write.
+	if err := s.Transact(bg, table, "it's", []store.Op{{Kind: store.Replace, RK: "a", Props: events.Entity{}, IfMatch: etags[0]}}); err != nil {
+		t.Fatalf("replace on the reported etag: %v", err)
+	}
+}
+
+// TestCosmosPartitions: with Cosmos set, the store lists partitions in a
+// form that does not rely on the service's order, and lists the same ones
+// in the same order as the skip scan; and it refuses a transaction beyond
+// Cosmos DB for Table's limits before sending it.
+func TestCosmosPartitions(t *testing.T) {
+	plain := newStore(t)
+	cosmos, err := New(Config{ConnectionString: srv.ConnectionString(), Cosmos: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cosmos.Limits().Service == "" || plain.Limits().Service != "" {
+		t.Fatalf("limits: cosmos %+v, plain %+v", cosmos.Limits(), plain.Limits())
+	}
+	table := storetest.TableName("cosmosparts")
+	if err := plain.CreateTable(bg, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.DeleteTable(bg, table) })
+	for _, pk := range []string{"m", "", "a", "it's", "z", "b"} {
+		if err := plain.Transact(bg, table, pk, []store.Op{{Kind: store.Upsert, RK: "r", Props: events.Entity{}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(s *Store) []string {
+		var pks []string
+		if err := s.Partitions(bg, table, func(pk string) error { pks = append(pks, pk); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return pks
+	}
+	want := []string{"", "a", "b", "it's", "m", "z"}
+	for _, s := range []*Store{plain, cosmos} {
+		if got := list(s); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("cosmos %v: partitions %q, want %q", s == cosmos, got, want)
+		}
+	}
+	long := strings.Repeat("k", 256)
+	err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: events.Entity{}}})
+	var te *store.TxError
+	if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &te) || te.Index != 0 {
+		t.Errorf("a 256-byte row key on Cosmos: %v", err)
+	}
+	if err := plain.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: events.Entity{}}}); err != nil {
+		t.Errorf("a 256-byte row key on Azure: %v", err)
+	}
+	err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: "x", Props: events.Entity{"etag": events.Int32(1)}}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a property Cosmos reserves: %v", err)
+	}
 }

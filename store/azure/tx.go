@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 	"github.com/tablejournal/tablejournal/store"
@@ -23,30 +24,99 @@ import (
 // Transact implements store.Store: one entity-group transaction through the
 // SDK's SubmitTransaction, after store.ValidateTx.
 func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+	_, err := s.TransactETags(ctx, table, pk, ops)
+	return err
+}
+
+var _ store.ETagTransactor = (*Store)(nil)
+
+// TransactETags implements store.ETagTransactor: Transact, returning the
+// etag of each op's entity as the service reports it in the op's response
+// inside the $batch response (an ETag header per insert, update or merge;
+// none for a delete). The SDK discards that response; it is read here from
+// the raw response. An op whose etag the response does not carry gets "",
+// which a caller treats as unknown.
+func (s *Store) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	if err := store.ValidateTableName(table); err != nil {
-		return err
+		return nil, err
 	}
 	if err := store.ValidateTx(pk, ops); err != nil {
-		return err
+		return nil, err
+	}
+	if err := store.ValidateTxLimits(pk, ops, s.limits); err != nil {
+		return nil, err
 	}
 	keys, err := newBatchKeys()
 	if err != nil {
-		return fmt.Errorf("azure: transact %s: %w", table, err)
+		return nil, fmt.Errorf("azure: transact %s: %w", table, err)
 	}
 	actions := make([]aztables.TransactionAction, len(ops))
 	for i, op := range ops {
 		epk, erk := keys.keysFor(pk, op, i)
 		a, err := action(epk, erk, op)
 		if err != nil {
-			return &store.TxError{Index: i, RK: op.RK, Err: err}
+			return nil, &store.TxError{Index: i, RK: op.RK, Err: err}
 		}
 		actions[i] = a
 	}
-	_, err = s.svc.NewClient(table).SubmitTransaction(withBatchKeys(ctx, keys), actions, nil)
+	var resp *http.Response
+	_, err = s.svc.NewClient(table).SubmitTransaction(policy.WithCaptureResponse(withBatchKeys(ctx, keys), &resp), actions, nil)
 	if err != nil {
-		return s.txError("transact "+table, err, ops)
+		return nil, s.txError("transact "+table, err, ops)
 	}
-	return nil
+	return batchETags(resp, len(ops)), nil
+}
+
+// batchETags reads the ETag header of each op's response in a successful
+// $batch response, in op order (Azure and Azurite answer the ops in the
+// order sent, SPEC of OData batches); nil if the body cannot be read as
+// one response per op.
+func batchETags(resp *http.Response, n int) []string {
+	if resp == nil {
+		return nil
+	}
+	body, err := runtime.Payload(resp)
+	if err != nil {
+		return nil
+	}
+	boundary, ok := multipartBoundary(resp.Header.Get("Content-Type"), body)
+	if !ok {
+		return nil
+	}
+	var etags []string
+	var walk func(mr *multipart.Reader, depth int) bool
+	walk = func(mr *multipart.Reader, depth int) bool {
+		for {
+			part, err := mr.NextPart()
+			if errors.Is(err, io.EOF) {
+				return true
+			}
+			if err != nil {
+				return false
+			}
+			data, err := io.ReadAll(part)
+			if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return false
+			}
+			if ct := part.Header.Get("Content-Type"); strings.HasPrefix(ct, "multipart/") {
+				b, ok := multipartBoundary(ct, data)
+				if !ok || depth >= 2 || !walk(multipart.NewReader(bytes.NewReader(data), b), depth+1) {
+					return false
+				}
+				continue
+			}
+			r, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(data)), nil)
+			if err != nil {
+				return false
+			}
+			r.Body.Close()
+			etags = append(etags, r.Header.Get("ETag"))
+		}
+	}
+	if !walk(multipart.NewReader(bytes.NewReader(body), boundary), 0) || len(etags) != n {
+		return nil
+	}
+	return etags
 }
 
 // action translates one op, with the keys to give the SDK (see

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -84,9 +85,10 @@ func (s *Store) Get(ctx context.Context, table, pk, rk string) (store.Entity, er
 	return store.Entity{PK: pk, RK: rk, Props: props, ETag: ts.V.etag(), Timestamp: ts.V.time()}, nil
 }
 
-var _ store.PartitionLister = (*Store)(nil)
+// Limits implements store.Store: Azure Tables' own, no more.
+func (s *Store) Limits() events.Limits { return events.Limits{} }
 
-// Partitions implements store.PartitionLister: one index seek per
+// Partitions implements store.Store: one index seek per
 // partition.
 func (s *Store) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
 	if err := store.ValidateTableName(table); err != nil {

@@ -41,6 +41,14 @@ func TestConformance(t *testing.T) {
 	}, storetest.Quirks{})
 }
 
+// TestConformanceShuffled runs the suite with every page's rows shuffled,
+// as Cosmos DB for Table answers them.
+func TestConformanceShuffled(t *testing.T) {
+	storetest.RunShuffled(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "store.db"))
+	}, storetest.Quirks{})
+}
+
 func BenchmarkStore(b *testing.B) {
 	storetest.Bench(b, func(b *testing.B) store.Store {
 		return open(b, filepath.Join(b.TempDir(), "store.db"))

@@ -28,6 +28,7 @@ type Kind int
 const (
 	Embedded Kind = iota // the embedded SQLite store
 	Azure                // Azure Tables
+	Cosmos               // Azure Cosmos DB for Table: Azure Tables' API with its own limits
 )
 
 // Parse reports which backend spec selects, and for the embedded store the
@@ -48,6 +49,9 @@ func Parse(spec, dataDir string) (kind Kind, path string, err error) {
 		}
 		return Embedded, path, nil
 	case isURL(spec), strings.Contains(spec, "="):
+		if IsCosmos(spec) {
+			return Cosmos, "", nil
+		}
 		return Azure, "", nil
 	}
 	return 0, "", fmt.Errorf("stores: %q is neither sqlite:PATH nor an Azure Tables connection string or URL", Describe(spec))
@@ -83,11 +87,49 @@ func Open(ctx context.Context, spec, dataDir string, opts ...Option) (store.Stor
 	if isURL(spec) {
 		cfg = azure.Config{Endpoint: strings.TrimSpace(spec)}
 	}
+	cfg.Cosmos = kind == Cosmos
 	s, err := azure.New(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("stores: %s: %w", Describe(spec), err)
 	}
 	return s, s, nil
+}
+
+// IsCosmos reports whether spec, a connection string or URL, names an
+// Azure Cosmos DB for Table endpoint: a URL, or a connection string's
+// TableEndpoint, whose host ends in .table.cosmos.azure.com (or the older
+// .table.cosmosdb.azure.com, or those of the national clouds, as
+// .table.cosmos.azure.cn), or a connection string whose EndpointSuffix is
+// such a domain.
+func IsCosmos(spec string) bool {
+	spec = strings.TrimSpace(spec)
+	if isURL(spec) {
+		return cosmosHost(spec)
+	}
+	for _, part := range strings.Split(spec, ";") {
+		k, v, _ := strings.Cut(part, "=")
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "tableendpoint":
+			if cosmosHost(strings.TrimSpace(v)) {
+				return true
+			}
+		case "endpointsuffix":
+			if isCosmosDomain("account.table." + strings.TrimSpace(v)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func cosmosHost(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	return err == nil && isCosmosDomain(u.Hostname())
+}
+
+func isCosmosDomain(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	return strings.Contains(host, ".table.cosmos.") || strings.Contains(host, ".table.cosmosdb.")
 }
 
 func isURL(spec string) bool {

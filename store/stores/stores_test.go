@@ -53,6 +53,8 @@ func TestParse(t *testing.T) {
 		{"UseDevelopmentStorage=true", "", Azure, "", true},
 		{"AccountName=a;AccountKey=" + key, "", Azure, "", true},
 		{"https://acct.table.core.windows.net/?sig=" + sig, "", Azure, "", true},
+		{"https://acct.table.cosmos.azure.com:443/", "", Cosmos, "", true},
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";TableEndpoint=https://acct.table.cosmos.azure.com:443/;", "", Cosmos, "", true},
 		{"postgres", dir, 0, "", false},
 	} {
 		kind, path, err := Parse(tc.spec, tc.dataDir)
@@ -103,5 +105,52 @@ func TestOpenEmbedded(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, EmbeddedFile)); err != nil {
 		t.Errorf("the empty spec did not use <dataDir>/%s: %v", EmbeddedFile, err)
+	}
+}
+
+// TestIsCosmos: a Cosmos DB for Table endpoint is told from the URL or the
+// connection string's TableEndpoint or EndpointSuffix; Azure Storage,
+// Azurite and look-alikes elsewhere in the spec are not.
+func TestIsCosmos(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want bool
+	}{
+		{"https://acct.table.cosmos.azure.com:443/", true},
+		{"https://ACCT.Table.Cosmos.Azure.Com/?sig=" + sig, true},
+		{"https://acct.table.cosmosdb.azure.com", true},
+		{"https://acct.table.cosmos.azure.cn/", true},
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";TableEndpoint=https://acct.table.cosmos.azure.com:443/;", true},
+		{"AccountName=acct;AccountKey=" + key + ";EndpointSuffix=cosmos.azure.com", true},
+		{"https://acct.table.core.windows.net", false},
+		{"DefaultEndpointsProtocol=https;AccountName=cosmos;AccountKey=" + key + ";EndpointSuffix=core.windows.net", false},
+		{"TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;AccountName=devstoreaccount1;AccountKey=" + key, false},
+		{"UseDevelopmentStorage=true", false},
+		{"https://acct.table.core.windows.net/?x=.table.cosmos.azure.com", false},
+	} {
+		if got := IsCosmos(tc.spec); got != tc.want {
+			t.Errorf("IsCosmos(%q) = %v, want %v", Describe(tc.spec), got, tc.want)
+		}
+	}
+}
+
+// TestOpenCosmos: Open gives a Cosmos DB for Table endpoint a store with
+// Cosmos's limits, and Azure's none beyond its own.
+func TestOpenCosmos(t *testing.T) {
+	for _, tc := range []struct {
+		spec   string
+		cosmos bool
+	}{
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";TableEndpoint=https://acct.table.cosmos.azure.com:443/;", true},
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";EndpointSuffix=core.windows.net", false},
+	} {
+		s, c, err := Open(context.Background(), tc.spec, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		if got := s.Limits().Service != ""; got != tc.cosmos {
+			t.Errorf("Open(%s): limits %+v, want Cosmos's %v", Describe(tc.spec), s.Limits(), tc.cosmos)
+		}
 	}
 }

@@ -23,9 +23,9 @@ import (
 // The continuation names the last key examined and the inner store's page
 // it is on, so a page resumes exactly after it even when rows were written
 // in between, like Azure's NextPartitionKey/NextRowKey. Gets and
-// transactions go to the inner store unchanged; like every wrapper it hides
-// store.PartitionLister, so replay reads a table through it in one scan. Requests counts every call
-// that reaches the store, for tests that bound what a read costs.
+// transactions go to the inner store unchanged, and so does the listing of
+// partitions. Requests counts every Get, Query and Transact that reaches
+// the store, for tests that bound what a read costs.
 type Paging struct {
 	store.Store
 	// Budget is the number of entities one query request examines before

@@ -289,3 +289,28 @@ func testPaging(t *testing.T, e *env) {
 		t.Fatalf("store.All: %d rows, err %v", n, err)
 	}
 }
+
+// testLeast: store.Least finds the entity with the least key of a range,
+// through pages in any order (also through Shuffle with Scatter, where a
+// page of one row is any row of the range), and nothing in an empty range.
+func testLeast(t *testing.T, e *env) {
+	name := e.table()
+	rks := rowKeys("r", 250)
+	e.fill(name, "p", rks, func(int) events.Entity { return nil })
+	for _, s := range []store.Store{e.s, &Shuffle{Store: e.s, Seed: 1, Scatter: true}} {
+		leastOf(t, e, s, name, rks)
+	}
+	_, _, err := store.Least(e.ctx, e.s, name, store.Query{AllPartitions: true})
+	e.wantErr(err, store.ErrInvalid, "Least of every partition")
+}
+
+func leastOf(t *testing.T, e *env, s store.Store, name string, rks []string) {
+	for _, r := range []struct{ from, to, want string }{
+		{"", "", rks[0]}, {rks[17], "", rks[17]}, {rks[17] + " ", rks[200], rks[18]}, {rks[249], "s", rks[249]}, {"s", "", ""}, {"a", rks[0], ""},
+	} {
+		got, ok, err := store.Least(e.ctx, s, name, store.Query{PK: "p", From: r.from, To: r.to, Limit: 7})
+		if err != nil || ok != (r.want != "") || got.RK != r.want {
+			t.Fatalf("%T: Least of [%q, %q): %q %v %v, want %q", s, r.from, r.to, got.RK, ok, err, r.want)
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package projection
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// TestCosmosLimitsInBatch: with the limits of Cosmos DB for Table, the
+// projector rejects a command that breaks one by its rule, as the writer
+// does (events.Limits), applies the rest, and keeps each transaction
+// within Cosmos's 2 MB: commands that fit Azure's 4 MiB together go to two
+// transactions.
+func TestCosmosLimitsInBatch(t *testing.T) {
+	big := func(rk string) events.RowOp {
+		return events.RowOp{Op: events.OpUpsert, RK: rk, Entity: events.Entity{
+			"a": events.Binary(make([]byte, 60<<10)), "b": events.Binary(make([]byte, 60<<10)),
+			"c": events.Binary(make([]byte, 60<<10)), "d": events.Binary(make([]byte, 60<<10)),
+			"e": events.Binary(make([]byte, 60<<10)), "f": events.Binary(make([]byte, 60<<10)),
+			"g": events.Binary(make([]byte, 60<<10)), "h": events.Binary(make([]byte, 60<<10))}}
+	}
+	b := newBatch("p", map[string]*rowState{}, events.CosmosLimits)
+	b.seen = map[string]uint64{}
+	entries := []Entry{
+		entry(1, "c1", upsert(strings.Repeat("k", 255-events.RowKeyOverhead+1), "n", 1)),
+		entry(2, "c2", upsert("ok", "etag", 1)),
+		entry(3, "c3", upsert("ok", "n", 3)),
+		entry(4, "c4", big("r1"), big("r2")),
+		entry(5, "c5", big("r3"), big("r4")),
+	}
+	var full int
+	for _, e := range entries {
+		if err := b.add(e); err != nil {
+			if err != errFull {
+				t.Fatal(err)
+			}
+			full = int(e.Seq)
+			break
+		}
+	}
+	want := []struct {
+		status journal.Status
+		reason string
+	}{{journal.StatusRejected, string(events.RuleKeyTooLong)}, {journal.StatusRejected, string(events.RulePropertySystem)}, {journal.StatusApplied, ""}, {journal.StatusApplied, ""}}
+	if len(b.results) != len(want) {
+		t.Fatalf("%d results, want %d: %+v", len(b.results), len(want), b.results)
+	}
+	for i, w := range want {
+		r := b.results[i]
+		if r.Status != w.status || !strings.Contains(r.Reason, w.reason) || w.reason != "" && !strings.Contains(r.Reason, "Cosmos DB for Table") {
+			t.Errorf("seq %d: %s %q, want %s by rule %q", r.Seq, r.Status, r.Reason, w.status, w.reason)
+		}
+	}
+	if full != 5 || b.totalBytes > events.CosmosLimits.TxBytes() {
+		t.Errorf("batch full at seq %d with %d bytes, want full at 5 within %d", full, b.totalBytes, events.CosmosLimits.TxBytes())
+	}
+	// The same commands fit one transaction on Azure.
+	az := newBatch("p", map[string]*rowState{}, events.Limits{})
+	az.seen = map[string]uint64{}
+	for _, e := range entries[3:] {
+		if err := az.add(e); err != nil {
+			t.Fatalf("Azure: seq %d: %v", e.Seq, err)
+		}
+	}
+}
