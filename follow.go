@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
@@ -47,10 +48,9 @@ type Change struct {
 type FollowOption func(*followOptions)
 
 type followOptions struct {
-	pk     string
-	onePK  bool
-	from   uint64
-	maxAck time.Duration
+	pk    string
+	onePK bool
+	from  uint64
 }
 
 // FollowPartition follows one partition of the table instead of all.
@@ -122,6 +122,9 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 		if ctx.Err() != nil {
 			return nil
 		}
+		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) {
+			continue // the pull request expired before ctx's deadline
+		}
 		if err != nil {
 			return fmt.Errorf("tablejournal: follow %s: %w", name, err)
 		}
@@ -130,21 +133,19 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 			_ = msg.Term() // never decodes: redelivering it would stop the feed for good
 			return fmt.Errorf("tablejournal: follow %s: %w", name, err)
 		}
-		if ch.Seq < o.from {
-			if err := msg.DoubleAck(ctx); err != nil {
-				return fmt.Errorf("tablejournal: follow %s: checkpoint: %w", name, err)
+		if ch.Seq >= o.from {
+			hctx := c.o.prop.Extract(ctx, headerCarrier(msg.Headers()))
+			if err := fn(hctx, ch); err != nil {
+				_ = msg.Nak()
+				return err
 			}
-			continue
 		}
-		hctx := c.o.prop.Extract(ctx, headerCarrier(msg.Headers()))
-		if err := fn(hctx, ch); err != nil {
-			_ = msg.Nak()
-			return err
-		}
-		if err := msg.DoubleAck(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		// The change is taken: checkpoint it even if ctx ended meanwhile
+		// (fn may have ended it), else it would be delivered again.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err = msg.DoubleAck(actx)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("tablejournal: follow %s: checkpoint: %w", name, err)
 		}
 	}
