@@ -400,3 +400,20 @@ func TestTraceContext(t *testing.T) {
 		t.Fatalf("change event's trace context: %v %v", got.TraceID(), got.SpanID())
 	}
 }
+
+// TestRejectionWithoutCode: an outcome stored before rejections had codes
+// is a rejection of unknown kind: ErrRejected, and no sentinel of a code.
+func TestRejectionWithoutCode(t *testing.T) {
+	err := error(&tj.Rejection{Reason: "row exists at version 0", ID: "old", Seq: 3})
+	if !errors.Is(err, tj.ErrRejected) {
+		t.Fatal("not ErrRejected")
+	}
+	for _, s := range []error{tj.ErrVersionMismatch, tj.ErrExists, tj.ErrNotFound, tj.ErrInvalid, tj.ErrTooLarge} {
+		if errors.Is(err, s) {
+			t.Errorf("a rejection without code matches %v", s)
+		}
+	}
+	if got := err.Error(); got != "command old (seq 3) rejected: row exists at version 0" {
+		t.Errorf("Error() = %q", got)
+	}
+}

@@ -592,12 +592,12 @@ func ExampleQuery() {
 	c, ctx, done := setup()
 	defer done()
 	table := fmt.Sprintf("q%d", time.Now().UnixNano())
-	c.Publish(ctx, tj.NewCommand(table, "a").Upsert("1", tj.Entity{}))
-	pos, _ := c.Publish(ctx, tj.NewCommand(table, "b").Upsert("2", tj.Entity{}))
-	// An earlier command of another partition may still be in flight:
-	// wait for it too before reading the whole table.
-	c.WaitApplied(ctx, pos.Seq-1)
-	for r, err := range c.Query(ctx, table, tj.Query{AllPartitions: true}, tj.AfterSeq(pos.Seq)) {
+	a, _ := c.Publish(ctx, tj.NewCommand(table, "a").Upsert("1", tj.Entity{}))
+	b, _ := c.Publish(ctx, tj.NewCommand(table, "b").Upsert("2", tj.Entity{}))
+	// AfterSeq waits for the shard of its command: a read across
+	// partitions waits for each write it must see.
+	c.WaitApplied(ctx, a.Seq)
+	for r, err := range c.Query(ctx, table, tj.Query{AllPartitions: true}, tj.AfterSeq(b.Seq)) {
 		fmt.Println(r.PK, r.RK, err)
 	}
 	// Output:

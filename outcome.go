@@ -94,13 +94,13 @@ type Rejection struct {
 	Table, PK string
 }
 
-// Error reads "command ID (seq N) rejected: code: reason".
+// Error reads "command ID (seq N) rejected: code: reason" (without
+// "code: " when there is none).
 func (r *Rejection) Error() string {
-	code := r.Code
-	if code == "" {
-		code = "rejected"
+	if r.Code == "" {
+		return fmt.Sprintf("command %s (seq %d) rejected: %s", r.ID, r.Seq, r.Reason)
 	}
-	return fmt.Sprintf("command %s (seq %d) rejected: %s: %s", r.ID, r.Seq, code, r.Reason)
+	return fmt.Sprintf("command %s (seq %d) rejected: %s: %s", r.ID, r.Seq, r.Code, r.Reason)
 }
 
 // Is matches ErrRejected and the sentinel error of r's code.

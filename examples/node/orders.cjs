@@ -76,6 +76,7 @@ async function main() {
     durable_name: "node-" + b64url(customer).replace(/[^A-Za-z0-9]/g, ""),
     filter_subject: `changes.orders.${b64url(customer)}`,
     ack_policy: AckPolicy.Explicit,
+    max_ack_pending: 1, // one change in flight: a row's changes stay in order through redeliveries
   });
   const feed = await js.consumers.get("CHANGES", "node-" + b64url(customer).replace(/[^A-Za-z0-9]/g, ""));
   const changes = [];
