@@ -102,8 +102,9 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 				return fmt.Errorf("tablejournal: follow from seq %d: %w", o.from, err)
 			}
 			// A change event is stored after its command: start at the
-			// command's journal time and skip what is older.
-			start := m.Time
+			// command's journal time, less a margin for the clocks of
+			// two stream leaders, and skip the older changes by Seq.
+			start := m.Time.Add(-time.Minute)
 			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
 		}
 		cons, err = c.js.CreateConsumer(ctx, changeStream, cfg)

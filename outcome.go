@@ -128,16 +128,9 @@ func (r *Rejection) Is(target error) bool {
 // duplicate is not an error (the command had applied before). ctx bounds
 // the wait.
 func (c *Client) Wait(ctx context.Context, pos Position) (Outcome, error) {
-	var o journal.Outcome
-	var err error
-	if pos.Duplicate {
-		o, err = c.outcomes.Latest(ctx, pos.ID)
-		if errors.Is(err, journal.ErrNotFound) {
-			o, err = c.outcomes.Await(ctx, pos.ID, pos.Seq)
-		}
-	} else {
-		o, err = c.outcomes.Await(ctx, pos.ID, pos.Seq)
-	}
+	// For a Duplicate publish, pos.Seq is the stored command's: its
+	// outcome is the one to wait for too.
+	o, err := c.outcomes.Await(ctx, pos.ID, pos.Seq)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("tablejournal: %w", err)
 	}

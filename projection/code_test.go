@@ -42,7 +42,7 @@ func TestRejectionCodes(t *testing.T) {
 		{"transaction too large", nil, entry(2, "b", events.RowOp{Op: events.OpUpsert, RK: "r", Entity: big},
 			events.RowOp{Op: events.OpUpsert, RK: "s", Entity: big}, events.RowOp{Op: events.OpUpsert, RK: "t", Entity: big},
 			events.RowOp{Op: events.OpUpsert, RK: "u", Entity: big}, events.RowOp{Op: events.OpUpsert, RK: "v", Entity: big}),
-			journal.CodeTooLarge, "", "limit"},
+			journal.CodeTooLarge, journal.RuleTransactionTooLarge, "limit"},
 		{"undecodable", nil, Entry{Seq: 2, ID: "b", Err: fmt.Errorf("decode: %w", &events.ValidationError{Field: "pk", Rule: events.RuleKeyForbiddenChar, Detail: "#"})},
 			journal.CodeInvalid, string(events.RuleKeyForbiddenChar), "key-forbidden-char"},
 		{"subject mismatch", nil, Entry{Seq: 2, ID: "b", Err: fmt.Errorf("decode: %w: x", journal.ErrSubjectMismatch)},
