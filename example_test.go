@@ -688,3 +688,18 @@ func ExampleFollowFrom() {
 	}, tj.FollowPartition(pk), tj.FollowFrom(from.Seq))
 	// Output: new
 }
+
+func ExampleOption() {
+	ctx, cancel := exampleContext()
+	defer cancel()
+	// Options from a service's configuration.
+	opts := []tj.Option{tj.WithTables(tables), tj.WithIssuer("orders-svc")}
+	c, err := tj.Connect(ctx, natsURL, opts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Partition(ctx, "orders", newPK("c"))
+	fmt.Println(err)
+	// Output: <nil>
+}
