@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools
 AZURITE_BIN := $(TOOLS)/azurite/node_modules/.bin/azurite-table
 export TABLEJOURNAL_AZURITE := $(AZURITE_BIN)
 
-.PHONY: test lint tidy-check no-binaries bench demo azurite build vet fuzz flaky
+.PHONY: test lint tidy-check no-binaries bench demo azurite node-example build vet fuzz flaky
 
 build:
 	go build ./...
@@ -15,6 +15,16 @@ azurite: $(AZURITE_BIN)
 $(AZURITE_BIN):
 	mkdir -p $(TOOLS)/azurite
 	cd $(TOOLS)/azurite && npm install --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION)
+
+# The Node packages examples/node uses (nats.js, @azure/data-tables),
+# pinned, into a folder git ignores; its test finds them there.
+NODE_EXAMPLE_PKGS := nats@2.29.3 @azure/data-tables@13.3.2
+NODE_EXAMPLE := $(TOOLS)/node-example/node_modules/.installed
+node-example: $(NODE_EXAMPLE)
+$(NODE_EXAMPLE):
+	mkdir -p $(TOOLS)/node-example
+	cd $(TOOLS)/node-example && npm install --no-audit --no-fund --loglevel=error $(NODE_EXAMPLE_PKGS)
+	touch $@
 
 vet:
 	go vet ./...
@@ -38,7 +48,7 @@ no-binaries:
 	@bad=$$(git ls-files -z 2>/dev/null | xargs -0 -r sh -c 'for f; do [ -f "$$f" ] || continue; if [ "$$(head -c 4 "$$f" | od -An -c | tr -d " ")" = "177ELF" ] || [ $$(stat -c %s "$$f") -gt 1048576 ]; then echo "$$f"; fi; done' sh); \
 	if [ -n "$$bad" ]; then echo "tracked binaries or files over 1 MiB: $$bad" >&2; exit 1; fi
 
-test: azurite lint
+test: azurite node-example lint
 	go test -race -timeout 20m ./...
 
 # Short fuzz runs of the decoders; run longer by hand with FUZZTIME=5m.

@@ -37,6 +37,53 @@ const (
 	StatusDuplicate Status = "duplicate"
 )
 
+// Code is the stable, machine-readable kind of a rejected outcome (SPEC
+// §5). Codes are never renamed: clients in any language branch on them.
+type Code string
+
+// The rejection codes of SPEC §5.
+const (
+	// CodeInvalid: the command breaks a rule of SPEC §2 whatever the rows
+	// hold (Rule names it), or its message does not decode, or its subject
+	// and body disagree.
+	CodeInvalid Code = "invalid"
+	// CodeVersionMismatch: an ifVersion guard failed: the row is at
+	// another version, or does not exist.
+	CodeVersionMismatch Code = "version-mismatch"
+	// CodeExists: an insert found the row existing.
+	CodeExists Code = "exists"
+	// CodeNotFound: a replace, merge or delete found no row.
+	CodeNotFound Code = "not-found"
+	// CodeTooLarge: applied to the rows as they are, the command exceeds a
+	// store limit (Rule names it: RuleTooManyProperties after a merge,
+	// RuleEntityTooLarge for a version row, RuleTransactionTooLarge).
+	CodeTooLarge Code = "too-large"
+	// CodeLostWrite: the projector found the rows moved past the command
+	// without a version of it: the store lost a write it had confirmed.
+	CodeLostWrite Code = "lost-write"
+)
+
+// Rules of rejections found beside those of events.Rule.
+const (
+	// RuleSubjectMismatch: the table or partition key of the body differ
+	// from the subject the command is stored under (ErrSubjectMismatch).
+	RuleSubjectMismatch = "subject-mismatch"
+	// RuleIDMismatch: the Nats-Msg-Id header differs from the command ID
+	// (ErrIDMismatch).
+	RuleIDMismatch = "id-mismatch"
+	// RuleBadSubject: the subject is not a journal subject (ErrBadSubject).
+	RuleBadSubject = "bad-subject"
+	// RuleTooManyProperties: a merge leaves more properties than an entity
+	// may hold (events.MaxProperties).
+	RuleTooManyProperties = "too-many-properties"
+	// RuleEntityTooLarge: a row with its system columns would be over the
+	// store's entity limit.
+	RuleEntityTooLarge = "entity-too-large"
+	// RuleTransactionTooLarge: the command's rows with their version rows
+	// exceed the store's transaction limits.
+	RuleTransactionTooLarge = "transaction-too-large"
+)
+
 // RowVersion is one row version a command produced: an outcome's Rows, and
 // the projector's own record of what it applied (projection.Result). The
 // version row it names is keyed by the outcome's Seq (SPEC §4).
@@ -60,7 +107,16 @@ type Outcome struct {
 	PK     string `json:"pk"`
 	Status Status `json:"status"`
 	// Reason explains a rejection (or a duplicate); empty when applied.
+	// It is for people: programs branch on Code and Rule.
 	Reason string `json:"reason,omitempty"`
+	// Code is the stable, machine-readable kind of a rejection (SPEC §5);
+	// empty for other statuses, and in outcomes stored before codes
+	// existed.
+	Code Code `json:"code,omitempty"`
+	// Rule names the rule an invalid command broke (an events.Rule, or
+	// one of the Rule* constants of this package), or the limit a
+	// too-large one exceeds; empty when there is none.
+	Rule string `json:"rule,omitempty"`
 	// Rows are the row versions an applied command produced.
 	Rows []RowVersion `json:"rows,omitempty"`
 	// At is the journal time of the command, not the projector's clock.

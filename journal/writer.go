@@ -70,6 +70,23 @@ type Writer struct {
 	last       *Future   // most recently queued
 	failed     int       // async failures since the last Flush
 	firstErr   error
+
+	headers func(context.Context, nats.Header) // WithHeaders
+}
+
+// WithHeaders has fn add headers from the publish's context to every
+// message published, such as the W3C trace context (traceparent), which
+// the projector copies onto the command's outcome and change events. fn
+// must not set the headers the Writer sets itself.
+func WithHeaders(fn func(ctx context.Context, h nats.Header)) WriterOption {
+	return func(w *Writer) { w.headers = fn }
+}
+
+// addHeaders runs the WithHeaders hook on msg.
+func (w *Writer) addHeaders(ctx context.Context, msg *nats.Msg) {
+	if w.headers != nil {
+		w.headers(ctx, msg.Header)
+	}
 }
 
 // WriterOption configures a Writer.
@@ -215,6 +232,7 @@ func (w *Writer) Publish(ctx context.Context, cmd *events.Command) (PublishResul
 	if err != nil {
 		return PublishResult{}, err
 	}
+	w.addHeaders(ctx, msg)
 	return w.publish(ctx, cmd.ID, msg, time.Now(), nil)
 }
 
@@ -354,6 +372,7 @@ func (w *Writer) PublishAsync(ctx context.Context, cmd *events.Command) (*Future
 	if err != nil {
 		return nil, err
 	}
+	w.addHeaders(ctx, msg)
 	select {
 	case w.slots <- struct{}{}:
 	case <-ctx.Done():

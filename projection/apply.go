@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -56,6 +57,9 @@ type Result struct {
 	ID     string
 	Status journal.Status // an outcome, or Skipped
 	Reason string         // for rejected and duplicate
+	// Code and Rule say, for a rejection, what kind it is (SPEC §5).
+	Code journal.Code
+	Rule string
 	// Rows are the versions an applied command produced, one per row it
 	// changed, in the order the command first names them.
 	Rows []journal.RowVersion
@@ -107,12 +111,45 @@ func (s *rowState) nextVersion() int64 {
 	return s.latest.Version + 1
 }
 
-// rejectError is why a command is rejected.
-type rejectError struct{ msg string }
+// rejectError is why a command is rejected, with its code (SPEC §5).
+type rejectError struct {
+	msg  string
+	code journal.Code
+	rule string
+}
 
 func (e *rejectError) Error() string { return e.msg }
 
-func reject(format string, args ...any) error { return &rejectError{fmt.Sprintf(format, args...)} }
+func reject(code journal.Code, rule, format string, args ...any) error {
+	return &rejectError{fmt.Sprintf(format, args...), code, rule}
+}
+
+// rejection returns the code and rule of err, why a command is rejected:
+// a *rejectError's own, or for a message that does not decode or
+// validate, CodeInvalid with the rule it broke.
+func rejection(err error) (journal.Code, string) {
+	var re *rejectError
+	var ve *events.ValidationError
+	switch {
+	case errors.As(err, &re):
+		return re.code, re.rule
+	case errors.As(err, &ve):
+		return journal.CodeInvalid, string(ve.Rule)
+	case errors.Is(err, journal.ErrSubjectMismatch):
+		return journal.CodeInvalid, journal.RuleSubjectMismatch
+	case errors.Is(err, journal.ErrIDMismatch):
+		return journal.CodeInvalid, journal.RuleIDMismatch
+	case errors.Is(err, journal.ErrBadSubject):
+		return journal.CodeInvalid, journal.RuleBadSubject
+	}
+	return journal.CodeInvalid, ""
+}
+
+// reject sets res to a rejection for err, with reason.
+func (res *Result) reject(reason string, err error) {
+	res.Status, res.Reason = journal.StatusRejected, reason
+	res.Code, res.Rule = rejection(err)
+}
 
 // batch accumulates the effect of consecutive commands of one partition
 // into one transaction. It is pure: it reads no clock and does no I/O.
@@ -176,7 +213,7 @@ var errFull = fmt.Errorf("batch full")
 func (b *batch) add(e Entry) error {
 	res := Result{Seq: e.Seq, ID: e.ID}
 	if e.Err != nil {
-		res.Status, res.Reason = journal.StatusRejected, e.Err.Error()
+		res.reject(e.Err.Error(), e.Err)
 		b.results = append(b.results, res)
 		return nil
 	}
@@ -256,7 +293,7 @@ func (b *batch) add(e Entry) error {
 		}
 		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
 			// Nothing of a rejected command is written, nor reported as written.
-			res.Status, res.Reason = journal.StatusRejected, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
+			res.reject(fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err), err)
 			res.dependsOnState = true
 			b.results = append(b.results, res)
 			return nil
@@ -280,7 +317,7 @@ func (b *batch) add(e Entry) error {
 		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.tip, all)
 		if err != nil {
 			res.Rows, res.Changes = nil, nil
-			res.Status, res.Reason = journal.StatusRejected, err.Error()
+			res.reject(err.Error(), err)
 			res.dependsOnState = true
 			b.results = append(b.results, res)
 			return nil
@@ -294,9 +331,10 @@ func (b *batch) add(e Entry) error {
 			return errFull
 		}
 		res.Rows, res.Changes = nil, nil
-		res.Status, res.dependsOnState = journal.StatusRejected, true
-		res.Reason = fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
-			newOps, newBytes, store.MaxOps, b.limits.TxBytes())
+		res.dependsOnState = true
+		res.reject(fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
+			newOps, newBytes, store.MaxOps, b.limits.TxBytes()),
+			reject(journal.CodeTooLarge, journal.RuleTransactionTooLarge, ""))
 		b.results = append(b.results, res)
 		return nil
 	}
@@ -345,24 +383,24 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 	if op.IfVersion != nil {
 		switch {
 		case !exists:
-			return reject("ifVersion %d: row does not exist", *op.IfVersion)
+			return reject(journal.CodeVersionMismatch, "", "ifVersion %d: row does not exist", *op.IfVersion)
 		case s.tip.Version != *op.IfVersion:
-			return reject("ifVersion %d: row is at version %d", *op.IfVersion, s.tip.Version)
+			return reject(journal.CodeVersionMismatch, "", "ifVersion %d: row is at version %d", *op.IfVersion, s.tip.Version)
 		}
 	}
 	kind := op.Op
 	switch kind {
 	case events.OpInsert:
 		if exists {
-			return reject("row exists at version %d", s.tip.Version)
+			return reject(journal.CodeExists, "", "row exists at version %d", s.tip.Version)
 		}
 	case events.OpReplace, events.OpMerge, events.OpDelete:
 		if !exists {
-			return reject("row does not exist")
+			return reject(journal.CodeNotFound, "", "row does not exist")
 		}
 	case events.OpUpsert, events.OpUpsertMerge:
 	default:
-		return reject("unknown op %q", kind)
+		return reject(journal.CodeInvalid, string(events.RuleUnknownOp), "unknown op %q", kind)
 	}
 	if kind == events.OpDelete {
 		s.tip = nil
@@ -375,7 +413,7 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 			next.Props[k] = v
 		}
 		if len(next.Props) > events.MaxProperties {
-			return reject("merge leaves %d properties, more than %d", len(next.Props), events.MaxProperties)
+			return reject(journal.CodeTooLarge, journal.RuleTooManyProperties, "merge leaves %d properties, more than %d", len(next.Props), events.MaxProperties)
 		}
 	} else {
 		next.Props = op.Entity.Clone()
@@ -450,7 +488,7 @@ func entityCost(pk string, r Row) (int, error) {
 	props := r.Encode()
 	sz := events.EntitySize(pk, r.StoreKey(), props)
 	if sz > store.MaxEntityBytes {
-		return 0, reject("version %d of %q would be %d bytes, over the %d-byte entity limit", r.Version, r.RK, sz, store.MaxEntityBytes)
+		return 0, reject(journal.CodeTooLarge, journal.RuleEntityTooLarge, "version %d of %q would be %d bytes, over the %d-byte entity limit", r.Version, r.RK, sz, store.MaxEntityBytes)
 	}
 	return wireCost(sz, props), nil
 }

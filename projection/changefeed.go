@@ -173,7 +173,7 @@ func (p *publisher) publishResults(ctx context.Context, part partition, rs []Res
 		}
 		o := journal.Outcome{
 			ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
-			Status: r.Status, Reason: r.Reason, Rows: r.Rows, At: at[r.Seq],
+			Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, At: at[r.Seq],
 		}
 		msg, err := journal.OutcomeMsg(o)
 		if err != nil {

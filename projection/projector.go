@@ -700,7 +700,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	if e.Cmd == nil {
 		// Only valid commands can be skipped; an invalid one is rejected
 		// again on the message alone.
-		r.Status, r.Reason = journal.StatusRejected, fmt.Sprint(e.Err)
+		r.reject(fmt.Sprint(e.Err), e.Err)
 		return nil
 	}
 	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]journal.RowVersion, error) {
@@ -773,7 +773,7 @@ func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *R
 		return nil
 	}
 	if res.Status == journal.StatusApplied {
-		res = Result{Seq: e.Seq, ID: e.ID, Status: journal.StatusRejected,
+		res = Result{Seq: e.Seq, ID: e.ID, Status: journal.StatusRejected, Code: journal.CodeLostWrite,
 			Reason: "not in the table: the rows moved on past this command, but no version carries it (the store lost a confirmed write?)"}
 	}
 	p.applier.disagree(part.table, part.pk,

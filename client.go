@@ -1,0 +1,190 @@
+package tablejournal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/stores"
+)
+
+// Client publishes commands, waits for their outcomes, reads current rows
+// and follows the change feed. It is safe for concurrent use. Close it when
+// done.
+type Client struct {
+	nc       *nats.Conn
+	ownConn  bool
+	js       jetstream.JetStream
+	w        *journal.Writer
+	outcomes *journal.Outcomes
+	o        options
+
+	tables      store.Store
+	tablesClose io.Closer
+
+	mu      sync.Mutex
+	journal *journal.Journal // opened on first use
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	tables, dataDir string
+	haveTables      bool
+	stream          string
+	durable         string
+	prop            propagation.TextMapPropagator
+	issuer          string
+	natsOpts        []nats.Option
+}
+
+// WithTables names the table store to read, in the form of the
+// projector's --tables flag: an Azure Tables connection string or
+// endpoint URL, "sqlite:PATH" for an embedded store file, or "" for the
+// embedded store in the data folder (WithDataDir). Without it (nor
+// WithDataDir) the Client publishes and follows, and its reads fail with
+// ErrNoTables.
+func WithTables(spec string) Option {
+	return func(o *options) { o.tables, o.haveTables = spec, true }
+}
+
+// WithDataDir is the projector's data folder, where the embedded table
+// store lives when WithTables is "" or not given.
+func WithDataDir(dir string) Option {
+	return func(o *options) { o.dataDir, o.haveTables = dir, true }
+}
+
+// WithStream names the journal stream; the default is the projector's
+// ("JOURNAL").
+func WithStream(name string) Option { return func(o *options) { o.stream = name } }
+
+// WithDurable is the projector's --durable consumer name prefix (default
+// "projector"), which AfterSeq reads the applied position from.
+func WithDurable(prefix string) Option { return func(o *options) { o.durable = prefix } }
+
+// WithPropagator sets how the trace context of a publish's context.Context
+// reaches the command's message, and how Follow restores it from a change
+// event. The default is W3C Trace Context (propagation.TraceContext).
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(o *options) { o.prop = p }
+}
+
+// WithIssuer names the service in every command it publishes (the
+// command's "issuer" field).
+func WithIssuer(name string) Option { return func(o *options) { o.issuer = name } }
+
+// WithNATSOptions passes options (credentials, TLS, name) to the NATS
+// connection Connect opens.
+func WithNATSOptions(opts ...nats.Option) Option {
+	return func(o *options) { o.natsOpts = append(o.natsOpts, opts...) }
+}
+
+// ErrNoTables is returned by reads of a Client opened without a table
+// store (WithTables, WithDataDir).
+var ErrNoTables = errors.New("tablejournal: no table store configured")
+
+// Connect connects to the NATS server at url and returns a Client of the
+// journal there, with the table store of WithTables / WithDataDir opened
+// for reading.
+func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.stream == "" {
+		o.stream = journal.DefaultStream
+	}
+	if o.durable == "" {
+		o.durable = "projector"
+	}
+	if o.prop == nil {
+		o.prop = propagation.TraceContext{}
+	}
+	nc, err := nats.Connect(url, o.natsOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("tablejournal: connect: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("tablejournal: %w", err)
+	}
+	c := &Client{nc: nc, ownConn: true, js: js, o: o, outcomes: journal.NewOutcomes(js)}
+	c.w = journal.NewWriter(js, o.stream, journal.WithHeaders(c.inject))
+	if o.haveTables {
+		c.tables, c.tablesClose, err = stores.Open(ctx, o.tables, o.dataDir)
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("tablejournal: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Close closes the table store and the NATS connection.
+func (c *Client) Close() error {
+	var err error
+	if c.tablesClose != nil {
+		err = c.tablesClose.Close()
+	}
+	if c.ownConn {
+		c.nc.Close()
+	}
+	return err
+}
+
+// openJournal opens the journal stream once.
+func (c *Client) openJournal(ctx context.Context) (*journal.Journal, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.journal != nil {
+		return c.journal, nil
+	}
+	j, err := journal.Open(ctx, c.js, c.o.stream)
+	if err != nil {
+		return nil, fmt.Errorf("tablejournal: %w", err)
+	}
+	c.journal = j
+	return j, nil
+}
+
+// inject writes the trace context of ctx onto a command's headers.
+func (c *Client) inject(ctx context.Context, h nats.Header) {
+	c.o.prop.Inject(ctx, headerCarrier(h))
+}
+
+// headerCarrier is a propagation.TextMapCarrier over NATS headers, which,
+// unlike HTTP's, keep the case of their names: W3C's are lower case.
+type headerCarrier nats.Header
+
+func (h headerCarrier) Get(key string) string {
+	if v := nats.Header(h).Get(key); v != "" {
+		return v
+	}
+	for k, v := range h {
+		if len(v) > 0 && strings.EqualFold(k, key) {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+func (h headerCarrier) Set(key, value string) { h[key] = []string{value} }
+
+func (h headerCarrier) Keys() []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	return keys
+}

@@ -1,0 +1,197 @@
+package tablejournal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// changeStream is the projector's change-feed stream; its subjects are
+// changes.<table>.<pk-token>.
+const changeStream = "CHANGES"
+
+// ChangeOp is the kind of a row change.
+type ChangeOp string
+
+// Row change kinds, as the change feed spells them.
+const (
+	Created ChangeOp = "c"
+	Updated ChangeOp = "u"
+	Deleted ChangeOp = "d"
+)
+
+// Change is one applied row change of the change feed, with the row's
+// properties before and after it.
+type Change struct {
+	Table, PK, RK string
+	Op            ChangeOp
+	// Version is the row's version after the change (the tombstone's for
+	// a delete).
+	Version int64
+	// Command, Seq and At are the command that made the change.
+	Command string
+	Seq     uint64
+	At      time.Time
+	// Before is nil for Created, After nil for Deleted.
+	Before, After Entity
+}
+
+// FollowOption configures Follow.
+type FollowOption func(*followOptions)
+
+type followOptions struct {
+	pk    string
+	onePK bool
+	from  uint64
+}
+
+// FollowPartition follows one partition of the table instead of all.
+func FollowPartition(pk string) FollowOption {
+	return func(o *followOptions) { o.pk, o.onePK = pk, true }
+}
+
+// FollowFrom starts a new checkpoint at the changes of the command at
+// journal sequence seq (a Position's Seq): earlier changes are not
+// delivered. Without it a new checkpoint starts at the oldest change kept.
+// A checkpoint that exists resumes where it is, whatever FollowFrom says.
+func FollowFrom(seq uint64) FollowOption { return func(o *followOptions) { o.from = seq } }
+
+// Follow delivers the changes of table to fn, in order (the changes of a
+// row in the order of its versions), each once, and waits for new ones
+// until ctx ends (it then returns nil) or fn fails (it returns fn's error,
+// and that change is delivered first when Follow runs again).
+//
+// name is a durable checkpoint (a JetStream durable consumer on the
+// change feed): a change is checkpointed once fn returned nil for it, so
+// Follow with the same name resumes after the last change fn took, in
+// this process or another. Only one Follow should run per name at a time.
+// ctx passed to fn carries the trace context of the command that made
+// the change.
+func (c *Client) Follow(ctx context.Context, name, table string, fn func(context.Context, Change) error, opts ...FollowOption) error {
+	var o followOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	filter := "changes." + table + ".>"
+	if o.onePK {
+		filter = "changes." + table + "." + journal.PKToken(o.pk)
+	}
+	cons, err := c.js.Consumer(ctx, changeStream, name)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		cfg := jetstream.ConsumerConfig{
+			Durable: name, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy,
+			MaxAckPending: 1, AckWait: 30 * time.Second, DeliverPolicy: jetstream.DeliverAllPolicy,
+			Description: "tablejournal client checkpoint of " + filter,
+		}
+		if o.from > 0 {
+			j, err := c.openJournal(ctx)
+			if err != nil {
+				return err
+			}
+			m, err := j.Get(ctx, o.from)
+			if err != nil {
+				return fmt.Errorf("tablejournal: follow from seq %d: %w", o.from, err)
+			}
+			// A change event is stored after its command: start at the
+			// command's journal time, less a margin for the clocks of
+			// two stream leaders, and skip the older changes by Seq.
+			start := m.Time.Add(-time.Minute)
+			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+		}
+		cons, err = c.js.CreateConsumer(ctx, changeStream, cfg)
+		if err != nil {
+			return fmt.Errorf("tablejournal: follow %s: %w", name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("tablejournal: follow %s: %w", name, err)
+	default:
+		if f := cons.CachedInfo().Config.FilterSubject; f != filter {
+			return fmt.Errorf("tablejournal: follow %s: %w: the checkpoint follows %s, not %s", name, ErrInvalid, f, filter)
+		}
+	}
+	for {
+		msg, err := cons.Next(jetstream.FetchContext(ctx))
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) {
+			continue // the pull request expired before ctx's deadline
+		}
+		if err != nil {
+			return fmt.Errorf("tablejournal: follow %s: %w", name, err)
+		}
+		ch, err := decodeChange(msg.Data())
+		if err != nil {
+			_ = msg.Term() // never decodes: redelivering it would stop the feed for good
+			return fmt.Errorf("tablejournal: follow %s: %w", name, err)
+		}
+		if ch.Seq >= o.from {
+			hctx := c.o.prop.Extract(ctx, headerCarrier(msg.Headers()))
+			if err := fn(hctx, ch); err != nil {
+				_ = msg.Nak()
+				return err
+			}
+		}
+		// The change is taken: checkpoint it even if ctx ended meanwhile
+		// (fn may have ended it), else it would be delivered again.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err = msg.DoubleAck(actx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("tablejournal: follow %s: checkpoint: %w", name, err)
+		}
+	}
+}
+
+// changeEvent is a change event as the projector publishes it.
+type changeEvent struct {
+	Table   string          `json:"table"`
+	PK      string          `json:"pk"`
+	RK      string          `json:"rk"`
+	Op      ChangeOp        `json:"op"`
+	Version int64           `json:"version"`
+	Cmd     string          `json:"cmd"`
+	Seq     uint64          `json:"seq"`
+	At      time.Time       `json:"at"`
+	Before  json.RawMessage `json:"before,omitempty"`
+	After   json.RawMessage `json:"after,omitempty"`
+}
+
+func decodeChange(data []byte) (Change, error) {
+	var ev changeEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return Change{}, fmt.Errorf("change event: %w", err)
+	}
+	ch := Change{Table: ev.Table, PK: ev.PK, RK: ev.RK, Op: ev.Op, Version: ev.Version, Command: ev.Cmd, Seq: ev.Seq, At: ev.At}
+	var err error
+	if ch.Before, err = decodeImage(ev.Before); err != nil {
+		return Change{}, err
+	}
+	if ch.After, err = decodeImage(ev.After); err != nil {
+		return Change{}, err
+	}
+	return ch, nil
+}
+
+// decodeImage decodes an entity in OData JSON form by the command decoder,
+// so that its types are read exactly as a command's.
+func decodeImage(raw json.RawMessage) (Entity, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	doc := `{"id":"x","table":"img","pk":"p","ops":[{"op":"upsert","rk":"r","entity":` + string(raw) + `}]}`
+	c, err := events.UnmarshalJSON([]byte(doc))
+	if err != nil {
+		return nil, fmt.Errorf("change event image: %w", err)
+	}
+	return c.Ops[0].Entity, nil
+}

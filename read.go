@@ -1,0 +1,245 @@
+package tablejournal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// The row layout of docs/SPEC.md §4, as far as reading current rows needs
+// it: the tip rows are the RowKeys from tipPrefix to tipEnd, and their
+// columns beginning with "_" are system columns.
+const (
+	tipPrefix = "tip:"
+	tipEnd    = "tip;"
+	colV      = "_v"
+	colCmd    = "_cmd"
+	colSeq    = "_seq"
+	colAt     = "_at"
+	colOp     = "_op"
+)
+
+// Row is the current version of one row.
+type Row struct {
+	Table, PK, RK string
+	// Entity is the row's properties.
+	Entity Entity
+	// Version counts the commands applied to the row, from 0; IfVersion
+	// takes it.
+	Version int64
+	// Command and Seq are the ID and journal sequence of the command that
+	// wrote this version; At is its journal time.
+	Command string
+	Seq     uint64
+	At      time.Time
+	// Op is the operation that wrote it ("insert", "upsert", …).
+	Op string
+}
+
+// ReadOption configures a read.
+type ReadOption func(*readOptions)
+
+type readOptions struct{ after uint64 }
+
+// AfterSeq makes a read wait until the projector has applied the journal
+// up to sequence seq (a Position's Seq): read-your-writes. ctx's deadline
+// bounds the wait.
+func AfterSeq(seq uint64) ReadOption { return func(o *readOptions) { o.after = seq } }
+
+func (c *Client) prepareRead(ctx context.Context, opts []ReadOption) error {
+	if c.tables == nil {
+		return ErrNoTables
+	}
+	var o readOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.after > 0 {
+		return c.WaitApplied(ctx, o.after)
+	}
+	return nil
+}
+
+// Get reads the current version of row rk of partition pk of table. A row
+// that does not exist (or is deleted) is an error matching ErrNotFound.
+func (c *Client) Get(ctx context.Context, table, pk, rk string, opts ...ReadOption) (Row, error) {
+	if err := c.prepareRead(ctx, opts); err != nil {
+		return Row{}, err
+	}
+	e, err := c.tables.Get(ctx, table, pk, tipPrefix+rk)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
+		return Row{}, fmt.Errorf("tablejournal: %s %q/%q: %w", table, pk, rk, ErrNotFound)
+	}
+	if err != nil {
+		return Row{}, fmt.Errorf("tablejournal: %w", err)
+	}
+	return rowOf(table, e)
+}
+
+// Partition reads the current rows of partition pk of table, in RowKey
+// order.
+func (c *Client) Partition(ctx context.Context, table, pk string, opts ...ReadOption) ([]Row, error) {
+	var rows []Row
+	for r, err := range c.Query(ctx, table, Query{PK: pk}, opts...) {
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// Query selects current rows of a table.
+type Query struct {
+	// PK is the partition read, unless AllPartitions is set.
+	PK            string
+	AllPartitions bool
+	// Where keeps the rows whose properties match every condition; the
+	// store evaluates it where it can.
+	Where []Cond
+}
+
+// Cond compares one property with a value. A row without the property,
+// or with a value of another type, does not match.
+type Cond struct {
+	Prop  string
+	Op    CompareOp
+	Value Value
+}
+
+// CompareOp is a comparison of a Cond.
+type CompareOp uint8
+
+// Comparisons, as in OData.
+const (
+	Eq CompareOp = CompareOp(store.Eq)
+	Ne CompareOp = CompareOp(store.Ne)
+	Lt CompareOp = CompareOp(store.Lt)
+	Le CompareOp = CompareOp(store.Le)
+	Gt CompareOp = CompareOp(store.Gt)
+	Ge CompareOp = CompareOp(store.Ge)
+)
+
+// Query returns the current rows q selects, in (PartitionKey, RowKey)
+// order, following the store's continuation pages. Iteration stops at the
+// first error, which it yields.
+func (c *Client) Query(ctx context.Context, table string, q Query, opts ...ReadOption) iter.Seq2[Row, error] {
+	return func(yield func(Row, error) bool) {
+		if err := c.prepareRead(ctx, opts); err != nil {
+			yield(Row{}, err)
+			return
+		}
+		sq := store.Query{PK: q.PK, AllPartitions: q.AllPartitions, From: tipPrefix, To: tipEnd}
+		for _, w := range q.Where {
+			if strings.HasPrefix(w.Prop, "_") {
+				yield(Row{}, fmt.Errorf("tablejournal: query %s: property %q: %w: names beginning with _ are system columns", table, w.Prop, ErrInvalid))
+				return
+			}
+			sq.Filter = append(sq.Filter, store.Cond{Prop: w.Prop, Cmp: store.Cmp(w.Op), Value: w.Value})
+		}
+		for {
+			page, err := c.tables.Query(ctx, table, sq)
+			if errors.Is(err, store.ErrTableNotFound) {
+				return
+			}
+			if err != nil {
+				yield(Row{}, fmt.Errorf("tablejournal: query %s: %w", table, err))
+				return
+			}
+			for _, e := range page.Entities {
+				r, err := rowOf(table, e)
+				if !yield(r, err) || err != nil {
+					return
+				}
+			}
+			if page.Continuation == "" {
+				return
+			}
+			sq.Continuation = page.Continuation
+		}
+	}
+}
+
+// rowOf reads a stored tip row.
+func rowOf(table string, e store.Entity) (Row, error) {
+	r := Row{Table: table, PK: e.PK, RK: strings.TrimPrefix(e.RK, tipPrefix), Entity: make(Entity, len(e.Props))}
+	for k, v := range e.Props {
+		if !strings.HasPrefix(k, "_") {
+			r.Entity[k] = v
+		}
+	}
+	v, ok1 := e.Props[colV]
+	cmd, ok2 := e.Props[colCmd]
+	seq, ok3 := e.Props[colSeq]
+	at, ok4 := e.Props[colAt]
+	op, ok5 := e.Props[colOp]
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) || !strings.HasPrefix(e.RK, tipPrefix) {
+		return Row{}, fmt.Errorf("tablejournal: %s %q/%q is not a tip row of docs/SPEC.md §4", table, e.PK, e.RK)
+	}
+	r.Version, r.Command, r.Seq, r.At, r.Op = v.Int, cmd.Str, uint64(seq.Int), at.Time, op.Str
+	return r, nil
+}
+
+// WaitApplied waits until the projector has applied the journal up to
+// sequence seq in the shard that holds it, so that a read started after it
+// returns sees the effect of the command at seq and of every command of
+// its partition before it. ctx bounds the wait.
+func (c *Client) WaitApplied(ctx context.Context, seq uint64) error {
+	j, err := c.openJournal(ctx)
+	if err != nil {
+		return err
+	}
+	m, err := j.Get(ctx, seq)
+	if err != nil {
+		return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
+	}
+	id := m.Header.Get(jetstream.MsgIDHeader)
+	if id == "" {
+		if cmd, err := journal.DecodeMsg(m); cmd != nil && err == nil {
+			id = cmd.ID
+		}
+	}
+	o, err := c.outcomes.Await(ctx, id, seq)
+	if err != nil {
+		return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
+	}
+	if o.Status == journal.StatusApplied {
+		// Published once its transaction committed.
+		return nil
+	}
+	// An outcome that wrote nothing is stored before the transaction of
+	// the commands batched with it commits: the shard's consumer has
+	// acknowledged seq once it has.
+	_, shard, _, err := journal.ParseSubject(m.Subject)
+	if err != nil {
+		return nil // never applied to any row
+	}
+	cons, err := c.js.Consumer(ctx, c.o.stream, fmt.Sprintf("%s-%d", c.o.durable, shard))
+	if err != nil {
+		return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
+	}
+	pause := 2 * time.Millisecond
+	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
+		}
+		if info.AckFloor.Stream >= seq {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
