@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	tj "github.com/tablejournal/tablejournal"
+	"github.com/tablejournal/tablejournal/internal/azurite"
+	"github.com/tablejournal/tablejournal/tablejournaltest"
 )
 
 func connect(t *testing.T) *tj.Client {
@@ -33,7 +35,7 @@ func connect(t *testing.T) *tj.Client {
 }
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -256,7 +258,31 @@ func TestReadYourWrites(t *testing.T) {
 // TestQuery: a filtered query over current rows skips deleted rows and
 // system columns.
 func TestQuery(t *testing.T) {
-	c := connect(t)
+	t.Run("embedded", func(t *testing.T) { testQuery(t, connect(t)) })
+	t.Run("azurite", func(t *testing.T) { testQuery(t, connectAzurite(t)) })
+}
+
+// connectAzurite starts Azurite and a pipeline on it, and connects a
+// Client to them.
+func connectAzurite(t *testing.T) *tj.Client {
+	ctx := testContext(t)
+	// Azurite's start has its own deadline (60 s): on a loaded machine
+	// it may take most of it.
+	az, err := azurite.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { az.Stop() })
+	p := tablejournaltest.New(t, az.ConnectionString())
+	c, err := tj.Connect(ctx, p.URL(), tj.WithTables(p.Tables()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func testQuery(t *testing.T, c *tj.Client) {
 	ctx := testContext(t)
 	table := fmt.Sprintf("query%d", time.Now().UnixNano())
 	cmd := tj.NewCommand(table, "p")

@@ -44,7 +44,7 @@ func setup() (*tj.Client, context.Context, func()) {
 }
 
 func exampleContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 30*time.Second)
+	return context.WithTimeout(context.Background(), 2*time.Minute)
 }
 
 // A service creates an order, updates it under optimistic concurrency,

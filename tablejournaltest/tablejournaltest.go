@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -120,4 +122,23 @@ func (p *Pipeline) Close() error {
 	}
 	p.srv.Shutdown()
 	return err
+}
+
+// New starts a pipeline for test t on the table store tables ("" for the
+// embedded one) in a temporary folder, and closes it when the test ends,
+// failing the test if the projector failed.
+func New(t testing.TB, tables string) *Pipeline {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := Start(ctx, Config{Dir: t.TempDir(), Tables: tables})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
 }

@@ -50,15 +50,7 @@ func TestNodeOrders(t *testing.T) {
 	mods := nodeModules(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := tablejournaltest.Start(ctx, tablejournaltest.Config{Dir: t.TempDir(), Tables: az.ConnectionString()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	p := tablejournaltest.New(t, az.ConnectionString())
 	customer := fmt.Sprintf("customer-%d", time.Now().UnixNano())
 	cmd := exec.CommandContext(ctx, "node", "orders.cjs", p.URL(), az.ConnectionString(), customer)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+mods)

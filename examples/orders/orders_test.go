@@ -2,7 +2,6 @@ package orders_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,17 +56,7 @@ func TestOrdersService(t *testing.T) {
 		{"azurite", az.ConnectionString()},
 	} {
 		t.Run(backend.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			p, err := tablejournaltest.Start(ctx, tablejournaltest.Config{Dir: t.TempDir(), Tables: backend.tables})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if err := p.Close(); err != nil {
-					t.Error(err)
-				}
-			})
+			p := tablejournaltest.New(t, backend.tables)
 			svc := startService(t, build(t), p.URL(), p.Tables())
 			customer := fmt.Sprintf("customer-%d", time.Now().UnixNano())
 			base := svc.url + "/orders/" + customer
