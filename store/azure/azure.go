@@ -12,7 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
-	"github.com/tablejournal/tablejournal/internal/pagetoken"
+	"github.com/tablejournal/tablejournal/store/internal/pagetoken"
 	"github.com/tablejournal/tablejournal/store"
 )
 

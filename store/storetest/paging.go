@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/internal/pagetoken"
+	"github.com/tablejournal/tablejournal/store/internal/pagetoken"
 	"github.com/tablejournal/tablejournal/store"
 )
 
