@@ -12,8 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
-	"github.com/tablejournal/tablejournal/store/internal/pagetoken"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/internal/pagetoken"
 )
 
 var _ store.Store = (*Store)(nil)
