@@ -59,12 +59,12 @@ fuzz:
 	go test ./events -run '^$$' -fuzz FuzzReadBinary -fuzztime $(FUZZTIME)
 
 # Every benchmark suite, as one table of medians over 3 runs with the ratios
-# against their targets (internal/benchreport; about 10 minutes on 2 cores).
+# against their targets (cmd/benchreport; about 10 minutes on 2 cores).
 # TABLEJOURNAL_BENCH_COMMANDS sizes the projector memory benchmark;
 # BENCHFLAGS go to benchreport, e.g. BENCHFLAGS='-count 1 -suites projector'.
 TABLEJOURNAL_BENCH_COMMANDS ?= 1000000
 bench: azurite
-	TABLEJOURNAL_BENCH_COMMANDS=$(TABLEJOURNAL_BENCH_COMMANDS) go run ./internal/benchreport $(BENCHFLAGS)
+	TABLEJOURNAL_BENCH_COMMANDS=$(TABLEJOURNAL_BENCH_COMMANDS) go run ./cmd/benchreport $(BENCHFLAGS)
 
 # The flakiness census (scripts/flaky.sh, docs/testing.md): every package's
 # tests COUNT times under -race, two packages at once and at -cpu 1,2; prints

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
@@ -630,4 +631,17 @@ func lookupRound(b *testing.B, be projectiontest.Backend, n int, noLookup bool) 
 		b.Fatal(err)
 	}
 	return elapsed
+}
+
+func connect(url string) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
 }

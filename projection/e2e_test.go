@@ -22,12 +22,6 @@ import (
 var azuriteSrv *azurite.Server
 
 func TestMain(m *testing.M) {
-	if os.Getenv(crashChildEnv) != "" {
-		os.Exit(crashChild())
-	}
-	if os.Getenv(projectorChildEnv) != "" {
-		os.Exit(projectorChild())
-	}
 	os.Exit(azurite.Run(m, &azuriteSrv))
 }
 
@@ -96,7 +90,7 @@ func TestModel(t *testing.T) {
 				t.Fatalf("workload touched %d rows, want at least 200", n)
 			}
 			projectiontest.CompareTable(t, h.Store, "orders", model)
-			checkOutcomes(t, h.Outcomes(ctx), model)
+			projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
 			h.CheckChangeFeed(ctx, "orders", model)
 
 			// Determinism: the same journal into a fresh store.
@@ -111,77 +105,16 @@ func TestModel(t *testing.T) {
 			want := projectiontest.TableVersions(t, h.Store, "orders")
 			projectiontest.WaitFor(t, ctx, "the second projection catches up", func() (bool, error) {
 				got, err := projectiontest.ReadVersions(ctx, second, "orders")
-				return err == nil && sameVersionCount(got, want), err
+				return err == nil && projectiontest.SameVersionCount(got, want), err
 			})
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
 			projectiontest.CompareTable(t, second, "orders", model)
-			compareStores(t, h.Store, second, "orders")
+			projectiontest.CompareStores(t, h.Store, second, "orders")
 		})
 	}
-}
-
-func sameVersionCount(a, b map[projectiontest.RowID][]projection.Row) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for id, rows := range b {
-		if len(a[id]) != len(rows) {
-			return false
-		}
-	}
-	return true
-}
-
-// compareStores checks two stores hold the same entities in table, every
-// column but the store's own Timestamp and etag.
-func compareStores(t *testing.T, a, b store.Store, table string) {
-	t.Helper()
-	ea, err := store.Collect(context.Background(), a, table, store.Query{AllPartitions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eb, err := store.Collect(context.Background(), b, table, store.Query{AllPartitions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ea) != len(eb) {
-		t.Fatalf("%d entities vs %d", len(ea), len(eb))
-	}
-	for i := range ea {
-		if ea[i].PK != eb[i].PK || ea[i].RK != eb[i].RK || !ea[i].Props.Equal(eb[i].Props) {
-			t.Fatalf("entity %d differs:\n%+v\n%+v", i, ea[i], eb[i])
-		}
-	}
-}
-
-func checkOutcomes(t *testing.T, got map[uint64]journal.Outcome, model *projectiontest.Model) {
-	t.Helper()
-	counts := map[string]int{}
-	for seq, want := range model.Status {
-		o, ok := got[seq]
-		switch {
-		case !ok:
-			t.Errorf("seq %d: no outcome, model says %s", seq, want)
-		case string(o.Status) != want:
-			t.Errorf("seq %d (%s): outcome %s (%s), model says %s", seq, o.ID, o.Status, o.Reason, want)
-		case o.Status == journal.StatusRejected && o.Reason == "":
-			t.Errorf("seq %d: rejected without a reason", seq)
-		}
-		counts[want]++
-	}
-	if len(got) != len(model.Status) {
-		t.Errorf("%d outcomes for %d journal messages", len(got), len(model.Status))
-	}
-	// The workload must exercise every outcome, or the test proves little.
-	for _, st := range []string{"applied", "rejected", "duplicate"} {
-		if counts[st] == 0 {
-			t.Errorf("workload produced no %s command: %v", st, counts)
-		}
-	}
-	t.Logf("outcomes: %v", counts)
 }
 
 // TestPoison publishes garbage with a raw NATS client in the middle of a

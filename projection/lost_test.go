@@ -1,7 +1,6 @@
 package projection_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -39,24 +38,6 @@ func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store
 	return l.Store.Transact(ctx, table, pk, ops)
 }
 
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func oneRow(id string, kind events.OpKind, n int, ifVersion *int64) *events.Command {
 	op := events.RowOp{Op: kind, RK: "x", IfVersion: ifVersion}
 	if kind != events.OpDelete {
@@ -79,7 +60,7 @@ func TestLostWrite(t *testing.T) {
 			real := b.Open(t)
 			lossy := &lossyStore{Store: real, lose: "c3"}
 			h := projectiontest.Start(t, lossy, projectiontest.Options{})
-			var logs syncBuffer
+			var logs projectiontest.SyncBuffer
 			h.StartProjector(projection.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))})
 			two := int64(2)
 			cmds := []*events.Command{
@@ -156,7 +137,7 @@ func TestSkippedWithoutOutcome(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var logs syncBuffer
+			var logs projectiontest.SyncBuffer
 			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
 			p := h.StartProjector(projection.Config{Logger: log})
 			h.WaitProjected(ctx) // every message gets an outcome

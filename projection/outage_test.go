@@ -39,7 +39,7 @@ func TestStoreOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := projectiontest.Start(t, st, projectiontest.Options{})
-	var logs syncBuffer
+	var logs projectiontest.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	p := h.StartProjector(projection.Config{Logger: log})
 	running := func() {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -22,28 +21,10 @@ import (
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // projectorCmd is the projector command running in the background.
 type projectorCmd struct {
 	base   string // http://host:port of --metrics-addr
-	stderr *syncBuffer
+	stderr *projectiontest.SyncBuffer
 	stop   func() error
 }
 
@@ -55,7 +36,7 @@ var metricsLine = regexp.MustCompile(`metrics=http://([^ ]+)/metrics`)
 func startProjectorCmd(t *testing.T, args ...string) *projectorCmd {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &projectorCmd{stderr: &syncBuffer{}}
+	p := &projectorCmd{stderr: &projectiontest.SyncBuffer{}}
 	args = append(args, "--metrics-addr", "127.0.0.1:0")
 	exited := make(chan struct{})
 	var runErr error

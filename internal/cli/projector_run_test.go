@@ -25,7 +25,7 @@ func TestProjectorInProcess(t *testing.T) {
 	data := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stderr := &syncBuffer{}
+	stderr := &projectiontest.SyncBuffer{}
 	exited := make(chan error, 1)
 	go func() {
 		exited <- Projector(ctx, []string{"--data", data, "--nats-listen", "127.0.0.1:-1", "--no-fsync"}, IO{Stdout: &bytes.Buffer{}, Stderr: stderr})

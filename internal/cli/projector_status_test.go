@@ -138,7 +138,7 @@ func TestProjectorStatus(t *testing.T) {
 
 	// --watch --json: one status per line until interrupted.
 	wctx, cancel := context.WithCancel(ctx)
-	var out syncBuffer
+	var out projectiontest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- Projector(wctx, []string{"status", "--watch", "--json", "--interval", "20ms", "--nats", url}, IO{Stdout: &out, Stderr: &out})

@@ -8,27 +8,28 @@ import (
 	"testing"
 )
 
-// TestReadmeExampleApplies publishes the README's example command exactly
-// as written (its first JSON block, folded onto one line) through `writer
-// apply --wait` against a real projector: a user who copies it must see it
-// applied, not rejected.
+// TestReadmeExampleApplies publishes the example command of
+// docs/publishing.md exactly as written (its first JSON block, folded onto
+// one line) through `writer apply --wait` against a real projector: a user
+// who copies it must see it applied, not rejected.
 func TestReadmeExampleApplies(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	const doc = "../../docs/publishing.md"
+	text, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "```json\n")
+	_, rest, ok := strings.Cut(string(text), "```json\n")
 	if !ok {
-		t.Fatal("README has no ```json block")
+		t.Fatalf("%s has no ```json block", doc)
 	}
 	block, _, ok := strings.Cut(rest, "```")
 	if !ok {
-		t.Fatal("README's ```json block does not end")
+		t.Fatalf("%s: the ```json block does not end", doc)
 	}
 	var line bytes.Buffer
 	if err := json.Compact(&line, []byte(block)); err != nil {
-		t.Fatalf("README's example is not JSON: %v", err)
+		t.Fatalf("%s: the example is not JSON: %v", doc, err)
 	}
 
 	e := startWriterEnv(t, true)

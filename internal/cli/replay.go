@@ -249,6 +249,30 @@ func (b *replayBase) need(flags ...string) error {
 	return nil
 }
 
+// needPoint checks a command that takes a point: the required flags, then
+// the command's own rule (broken, with the message why), then the point.
+func (b *replayBase) needPoint(pf *pointFlags, broken bool, why string, flags ...string) error {
+	if err := b.need(flags...); err != nil {
+		return err
+	}
+	if broken {
+		return errors.New(why)
+	}
+	_, _, err := pf.point()
+	return err
+}
+
+// natsIf is natsYes when any of flags was given (a point that only the
+// journal resolves), else otherwise.
+func (b *replayBase) natsIf(otherwise natsNeed, flags ...string) natsNeed {
+	for _, f := range flags {
+		if b.set[f] {
+			return natsYes
+		}
+	}
+	return otherwise
+}
+
 // open connects to the table store and, as needed, to NATS.
 func (b *replayBase) open(ctx context.Context, nn natsNeed) error {
 	if b.tables == "" {

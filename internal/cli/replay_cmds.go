@@ -40,22 +40,10 @@ func (c *asofCmd) flags(fs *flag.FlagSet) {
 }
 
 func (c *asofCmd) check() error {
-	if err := c.need("table"); err != nil {
-		return err
-	}
-	if c.set["rk"] && !c.set["pk"] {
-		return errors.New("--rk needs --pk")
-	}
-	_, _, err := c.pt.point()
-	return err
+	return c.needPoint(&c.pt, c.set["rk"] && !c.set["pk"], "--rk needs --pk", "table")
 }
 
-func (c *asofCmd) nats() natsNeed {
-	if c.set["time"] || c.set["cmd"] {
-		return natsYes
-	}
-	return natsIfUp
-}
+func (c *asofCmd) nats() natsNeed { return c.natsIf(natsIfUp, "time", "cmd") }
 
 func (c *asofCmd) run(ctx context.Context, stdio IO) error {
 	seq, p, err := c.resolve(ctx, &c.pt)

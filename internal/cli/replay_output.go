@@ -420,53 +420,51 @@ func (r rebuild) text(w io.Writer) {
 		r.elapsed.Round(time.Millisecond), r.CommandsPerSecond)
 }
 
-// snapshotResult is replay snapshot.
-type snapshotResult struct {
+// rowsResult is replay snapshot (File and Partitions set) and replay load
+// (Into and Transactions set): rows of one table at one sequence, written
+// to a file or loaded from one. Its JSON keys stay in alphabetical order.
+type rowsResult struct {
 	Entities          int64   `json:"entities"`
 	EntitiesPerSecond float64 `json:"entitiesPerSecond"`
-	File              string  `json:"file"`
-	Partitions        int64   `json:"partitions"`
+	File              string  `json:"file,omitempty"`
+	Into              string  `json:"into,omitempty"`
+	Partitions        *int64  `json:"partitions,omitempty"`
 	Seconds           float64 `json:"seconds"`
 	Seq               uint64  `json:"seq"`
 	Table             string  `json:"table"`
+	Transactions      *int64  `json:"transactions,omitempty"`
 
 	elapsed time.Duration
 }
 
-func newSnapshotResult(st replay.SnapshotStats, file string) snapshotResult {
-	return snapshotResult{Entities: st.Entities, EntitiesPerSecond: perSecond(st.Entities, st.Elapsed), File: file,
-		Partitions: st.Partitions, Seconds: st.Elapsed.Seconds(), Seq: st.Header.Seq, Table: st.Header.Table, elapsed: st.Elapsed}
+func newRowsResult(entities int64, h replay.Header, elapsed time.Duration) rowsResult {
+	return rowsResult{Entities: entities, EntitiesPerSecond: perSecond(entities, elapsed),
+		Seconds: elapsed.Seconds(), Seq: h.Seq, Table: h.Table, elapsed: elapsed}
 }
 
-func (s snapshotResult) text(w io.Writer) {
-	from := plural(s.Partitions, "partition")
-	if s.Partitions == 0 {
+func newSnapshotResult(st replay.SnapshotStats, file string) rowsResult {
+	r := newRowsResult(st.Entities, st.Header, st.Elapsed)
+	r.File, r.Partitions = file, &st.Partitions
+	return r
+}
+
+func newLoadResult(st replay.LoadStats, into string) rowsResult {
+	r := newRowsResult(st.Entities, st.Header, st.Elapsed)
+	r.Into, r.Transactions = into, &st.Transactions
+	return r
+}
+
+func (r rowsResult) text(w io.Writer) {
+	if r.Transactions != nil {
+		fmt.Fprintf(w, "loaded %s of %s at seq %d into %s in %s, %s, %.0f rows/s\n",
+			plural(r.Entities, "row"), r.Table, r.Seq, r.Into, plural(*r.Transactions, "transaction"), r.elapsed.Round(time.Millisecond), r.EntitiesPerSecond)
+		fmt.Fprintf(w, "(the journal after seq %d is not applied; rebuild --from-snapshot loads and applies it in one step)\n", r.Seq)
+		return
+	}
+	from := plural(*r.Partitions, "partition")
+	if *r.Partitions == 0 {
 		from = "one scan of the table"
 	}
 	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips and versions) from %s in %s, %.0f rows/s, written to %s\n",
-		s.Table, s.Seq, plural(s.Entities, "row"), from, s.elapsed.Round(time.Millisecond), s.EntitiesPerSecond, s.File)
-}
-
-// loadResult is replay load.
-type loadResult struct {
-	Entities          int64   `json:"entities"`
-	EntitiesPerSecond float64 `json:"entitiesPerSecond"`
-	Into              string  `json:"into"`
-	Seconds           float64 `json:"seconds"`
-	Seq               uint64  `json:"seq"`
-	Table             string  `json:"table"`
-	Transactions      int64   `json:"transactions"`
-
-	elapsed time.Duration
-}
-
-func newLoadResult(st replay.LoadStats, into string) loadResult {
-	return loadResult{Entities: st.Entities, EntitiesPerSecond: perSecond(st.Entities, st.Elapsed), Into: into,
-		Seconds: st.Elapsed.Seconds(), Seq: st.Header.Seq, Table: st.Header.Table, Transactions: st.Transactions, elapsed: st.Elapsed}
-}
-
-func (l loadResult) text(w io.Writer) {
-	fmt.Fprintf(w, "loaded %s of %s at seq %d into %s in %s, %s, %.0f rows/s\n",
-		plural(l.Entities, "row"), l.Table, l.Seq, l.Into, plural(l.Transactions, "transaction"), l.elapsed.Round(time.Millisecond), l.EntitiesPerSecond)
-	fmt.Fprintf(w, "(the journal after seq %d is not applied; rebuild --from-snapshot loads and applies it in one step)\n", l.Seq)
+		r.Table, r.Seq, plural(r.Entities, "row"), from, r.elapsed.Round(time.Millisecond), r.EntitiesPerSecond, r.File)
 }

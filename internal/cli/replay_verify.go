@@ -105,22 +105,10 @@ func (c *diffCmd) flags(fs *flag.FlagSet) {
 }
 
 func (c *diffCmd) check() error {
-	if err := c.need("table", "against"); err != nil {
-		return err
-	}
-	if c.cfg.Table == c.cfg.Against {
-		return errors.New("--table and --against name the same table")
-	}
-	_, _, err := c.pt.point()
-	return err
+	return c.needPoint(&c.pt, c.cfg.Table == c.cfg.Against, "--table and --against name the same table", "table", "against")
 }
 
-func (c *diffCmd) nats() natsNeed {
-	if c.set["time"] || c.set["to"] {
-		return natsYes
-	}
-	return natsNo
-}
+func (c *diffCmd) nats() natsNeed { return c.natsIf(natsNo, "time", "to") }
 
 func (c *diffCmd) run(ctx context.Context, stdio IO) error {
 	seq, _, err := c.namedSeq(ctx, &c.pt)

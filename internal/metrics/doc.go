@@ -18,5 +18,5 @@
 //     warning while the store throttles; [Metrics.PublishStatus] writes each
 //     running shard's rate and position to the status bucket.
 //
-// The metric names are a contract (SPEC §9); README.md lists them.
+// The metric names are a contract (SPEC §9); docs/operating.md lists them.
 package metrics

@@ -13,8 +13,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/internal/pagetoken"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/internal/pagetoken"
 )
 
 var _ store.Store = (*Store)(nil)

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/internal/pagetoken"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/internal/pagetoken"
 )
 
 // Paging wraps a real store so that its queries page the way Azure Tables

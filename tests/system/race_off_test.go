@@ -1,6 +1,9 @@
 //go:build !race
 
-package projection_test
+package system_test
+
+// raceBuild: see race_on_test.go.
+const raceBuild = false
 
 // raceSlowdown: see race_on_test.go.
 const raceSlowdown = 1

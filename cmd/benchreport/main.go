@@ -4,7 +4,7 @@
 // absolute figures next to the baselines their benchmarks measured in the
 // same runs.
 //
-//	go run ./internal/benchreport [-count 3] [-commands 1000000] [-suites regexp] [-raw file]
+//	go run ./cmd/benchreport [-count 3] [-commands 1000000] [-suites regexp] [-raw file]
 //
 // It runs one `go test -run '^$' -bench ...` per suite (suites.go) in the
 // module's root, echoes their output to stderr as it comes, keeps all of it
@@ -47,7 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 || *count < 1 {
-		fmt.Fprintln(stderr, "usage: go run ./internal/benchreport [-count N] [-commands N] [-suites regexp] [-raw file]")
+		fmt.Fprintln(stderr, "usage: go run ./cmd/benchreport [-count N] [-commands N] [-suites regexp] [-raw file]")
 		return 2
 	}
 	if _, err := time.ParseDuration(*timeout); err != nil {

@@ -1,4 +1,4 @@
-package projection_test
+package system_test
 
 import (
 	"log/slog"
@@ -22,9 +22,9 @@ func TestCluster(t *testing.T) {
 	ctx := journaltest.Context(t, 2*time.Minute)
 	cluster := journaltest.StartCluster(t, 3)
 	h := projectiontest.Attach(t, cluster.URL(), projectiontest.SQLite(t), projectiontest.Options{Journal: journal.Config{Replicas: 3}})
-	h.PublishAll(ctx, workload(7, 3000))
+	h.PublishAll(ctx, projectiontest.NewWorkload(7, "orders", 20, 10).Take(3000))
 
-	var logs syncBuffer
+	var logs projectiontest.SyncBuffer
 	start := time.Now()
 	h.StartProjector(projection.Config{Replicas: 3, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	t.Cleanup(func() {
@@ -48,6 +48,6 @@ func TestCluster(t *testing.T) {
 	}
 	model := h.Model(ctx)
 	projectiontest.CompareTable(t, h.Store, "orders", model)
-	checkOutcomes(t, h.Outcomes(ctx), model)
+	projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
 	h.CheckChangeFeed(ctx, "orders", model)
 }

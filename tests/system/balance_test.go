@@ -1,4 +1,4 @@
-package projection_test
+package system_test
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,23 +19,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/projectorcmd"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/projection/shards"
 )
-
-// projectorChildEnv makes TestMain run the projector command, as
-// cmd/projector does, with this process's arguments instead of the tests.
-const projectorChildEnv = "TABLEJOURNAL_PROJECTOR_CHILD"
-
-func projectorChild() int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	return cli.Exit(projectorcmd.Projector(ctx, os.Args[1:], cli.StdIO()), os.Stderr)
-}
 
 // instance is one projector process.
 type instance struct {
@@ -71,8 +58,7 @@ func launch(t *testing.T, dir, name string, args ...string) (*instance, error) {
 	}
 	defer f.Close()
 	in := &instance{name: name, log: logPath, done: make(chan struct{})}
-	in.cmd = exec.Command(os.Args[0], args...)
-	in.cmd.Env = append(os.Environ(), projectorChildEnv+"=1")
+	in.cmd = exec.Command(projectorBin, args...)
 	in.cmd.Stdout, in.cmd.Stderr = f, f
 	in.cmd.SysProcAttr = childAttr()
 	if err := in.cmd.Start(); err != nil {

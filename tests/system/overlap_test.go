@@ -1,4 +1,4 @@
-package projection_test
+package system_test
 
 import (
 	"context"
@@ -100,7 +100,7 @@ var overlapSize = map[string]int{"sqlite": 3000, "azurite": 600}
 // change feed holds exactly one event per version, and every outcome either
 // instance published — not just the one JetStream kept — equals the model's.
 func TestOverlap(t *testing.T) {
-	for _, b := range backends() {
+	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := journaltest.Context(t, 5*time.Minute)
 			st := b.Open(t)
@@ -152,7 +152,7 @@ func TestOverlap(t *testing.T) {
 
 			model := h.Model(ctx)
 			projectiontest.CompareTable(t, h.Store, "orders", model)
-			checkOutcomes(t, h.Outcomes(ctx), model)
+			projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
 			h.CheckChangeFeed(ctx, "orders", model)
 			for _, js := range []*recordingJS{jsA, jsB} {
 				bad := 0

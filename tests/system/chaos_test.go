@@ -1,4 +1,4 @@
-package projection_test
+package system_test
 
 import (
 	"context"
@@ -129,7 +129,7 @@ func TestChaos(t *testing.T) {
 	model := h.Model(ctx)
 	projectiontest.CompareTable(t, st, chaosTable, model)
 	got := h.Outcomes(ctx)
-	checkOutcomes(t, got, model)
+	projectiontest.CheckOutcomes(t, got, model)
 	checkOutcomeRows(t, got, model)
 	h.CheckChangeFeed(ctx, chaosTable, model)
 	h.CheckAcknowledged(ctx)

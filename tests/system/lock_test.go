@@ -1,53 +1,32 @@
 //go:build linux
 
-package cli
+package system_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/internal/cli"
 	"github.com/tablejournal/tablejournal/internal/lockfile"
+	"github.com/tablejournal/tablejournal/internal/projectorcmd"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
 
-// envProjectorChild holds the arguments (one per line) of the projector
-// process TestProjectorChild runs for TestSecondProjector.
-const envProjectorChild = "TABLEJOURNAL_CLI_PROJECTOR_CHILD"
-
-// TestProjectorChild is the first projector of TestSecondProjector, in its
-// own process: the projector command, until SIGTERM.
-func TestProjectorChild(t *testing.T) {
-	args := os.Getenv(envProjectorChild)
-	if args == "" {
-		t.Skip("the projector process of TestSecondProjector")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	if err := Projector(ctx, strings.Split(args, "\n"), StdIO()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// startProjectorProcess runs the projector command in a child process and
-// returns once it logged that it runs, with the embedded server's URL.
+// startProjectorProcess runs the projector binary and returns once it
+// logged that it runs, with the embedded server's URL.
 func startProjectorProcess(t *testing.T, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestProjectorChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envProjectorChild+"="+strings.Join(args, "\n"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd := exec.Command(projectorBin, args...)
+	cmd.SysProcAttr = childAttr()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +84,7 @@ func TestSecondProjector(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr strings.Builder
-			err := Projector(ctx, append(tc.args, "--log-level", "error"), IO{Stdout: io.Discard, Stderr: &stderr})
+			err := projectorcmd.Projector(ctx, append(tc.args, "--log-level", "error"), cli.IO{Stdout: io.Discard, Stderr: &stderr})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("second projector: %v, want %v", err, tc.want)
 			}
@@ -114,8 +93,8 @@ func TestSecondProjector(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, s)
 				}
 			}
-			if code := Exit(err, io.Discard); code != ExitFailure {
-				t.Errorf("exit code %d, want %d", code, ExitFailure)
+			if code := cli.Exit(err, io.Discard); code != cli.ExitFailure {
+				t.Errorf("exit code %d, want %d", code, cli.ExitFailure)
 			}
 		})
 	}

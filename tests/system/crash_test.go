@@ -1,4 +1,4 @@
-package projection_test
+package system_test
 
 import (
 	"context"
@@ -6,14 +6,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
@@ -22,50 +18,6 @@ import (
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
-
-// The crash test runs the projector in a child process: this test binary,
-// re-executed with crashChildEnv set, which TestMain turns into a call of
-// crashChild instead of the tests.
-const (
-	crashChildEnv = "TABLEJOURNAL_CRASH_CHILD"
-	crashNATSEnv  = "TABLEJOURNAL_CRASH_NATS"
-	crashDBEnv    = "TABLEJOURNAL_CRASH_DB"
-)
-
-// crashChild runs a projector on the parent's JetStream server and the
-// parent's SQLite file until it is killed.
-func crashChild() int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	st, err := sqlite.Open(ctx, os.Getenv(crashDBEnv))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer st.Close()
-	nc, js, err := connect(os.Getenv(crashNATSEnv))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer nc.Close()
-	// Small fetches and no cache make a kill land inside a batch often. The
-	// same instance ID every time: a restarted child takes its killed
-	// predecessor's shard leases back at once.
-	p, err := projection.New(ctx, js, st, projection.Config{
-		FetchBatch: 64, Applier: projection.ApplierConfig{CacheRows: -1}, Logger: projectiontest.QuietLogger(),
-		InstanceID: "crash-child",
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := p.Run(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
 
 // TestCrash hard-kills (SIGKILL) a projector process at random moments at
 // least 20 times while a workload is being published and projected,
@@ -78,6 +30,7 @@ func TestCrash(t *testing.T) {
 	}
 	ctx := journaltest.Context(t, 10*time.Minute)
 	dbPath := filepath.Join(t.TempDir(), "tables.db")
+	data := t.TempDir()
 	st, err := sqlite.Open(ctx, dbPath)
 	if err != nil {
 		t.Fatal(err)
@@ -92,8 +45,11 @@ func TestCrash(t *testing.T) {
 		return n
 	}
 	start := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"=1", crashNATSEnv+"="+h.Server.ClientURL(), crashDBEnv+"="+dbPath)
+		// Small fetches and no cache make a kill land inside a batch often.
+		// The same instance ID every time: a restarted process takes its
+		// killed predecessor's shard leases back at once.
+		cmd := exec.Command(projectorBin, "--nats", h.Server.ClientURL(), "--tables", "sqlite:"+dbPath, "--data", data,
+			"--fetch-batch", "64", "--cache-rows", "-1", "--instance-id", "crash-child", "--log-level", "error")
 		cmd.Stderr = os.Stderr
 		cmd.SysProcAttr = childAttr()
 		if err := cmd.Start(); err != nil {
@@ -151,7 +107,7 @@ func TestCrash(t *testing.T) {
 
 	model := h.Model(ctx)
 	projectiontest.CompareTable(t, st, "orders", model)
-	checkOutcomes(t, h.Outcomes(ctx), model)
+	projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
 	h.CheckChangeFeed(ctx, "orders", model)
 
 	// The same journal projected without interruption, into a fresh store.
@@ -166,24 +122,11 @@ func TestCrash(t *testing.T) {
 	want := projectiontest.TableVersions(t, st, "orders")
 	projectiontest.WaitFor(t, ctx, "the uninterrupted projection catches up", func() (bool, error) {
 		got, err := projectiontest.ReadVersions(ctx, fresh, "orders")
-		return err == nil && sameVersionCount(got, want), err
+		return err == nil && projectiontest.SameVersionCount(got, want), err
 	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	compareStores(t, st, fresh, "orders")
-}
-
-func connect(url string) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, js, nil
+	projectiontest.CompareStores(t, st, fresh, "orders")
 }
