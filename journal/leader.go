@@ -28,9 +28,10 @@ import (
 
 // msgGetReq is the part of JetStream's JSApiMsgGetRequest leaderGet sends.
 type msgGetReq struct {
-	Seq     uint64 `json:"seq,omitempty"`
-	LastFor string `json:"last_by_subj,omitempty"`
-	NextFor string `json:"next_by_subj,omitempty"`
+	Seq       uint64     `json:"seq,omitempty"`
+	LastFor   string     `json:"last_by_subj,omitempty"`
+	NextFor   string     `json:"next_by_subj,omitempty"`
+	StartTime *time.Time `json:"start_time,omitempty"`
 }
 
 // leaderGet asks the stream's leader for one message (JetStream's
@@ -75,6 +76,29 @@ func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, req m
 		return rawMsg{}, fmt.Errorf("get from %s: empty answer", stream)
 	}
 	return rawMsg{seq: r.Message.Seq, subject: r.Message.Subject, data: r.Message.Data}, nil
+}
+
+// ScanSubject passes fn, in stream order, the messages of subject stored at
+// or after from, read one by one from the stream's leader (read-your-writes,
+// like leaderGet), until fn answers false or there are no more. It costs one
+// request per message: for the rare look-ups of crash recovery, not for
+// reading a stream.
+func ScanSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, from time.Time, fn func(seq uint64, data []byte) (bool, error)) error {
+	req := msgGetReq{NextFor: subject, StartTime: &from}
+	for {
+		m, err := leaderGet(ctx, js, stream, req)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		more, err := fn(m.seq, m.data)
+		if err != nil || !more {
+			return err
+		}
+		req = msgGetReq{NextFor: subject, Seq: m.seq + 1}
+	}
 }
 
 // errStale says a direct get was answered by a replica behind the leader.
