@@ -37,12 +37,14 @@ type msgGetReq struct {
 // leaderGet asks the stream's leader for one message (JetStream's
 // STREAM.MSG.GET): consistent with every publish acknowledged before it. It
 // answers an error wrapping ErrNotFound when there is no such message.
+//
+// The request is bounded by js's DefaultTimeout even when ctx allows longer
+// (requestCtx): a request lost on its way (sent through a node that has
+// just restarted and has no route to the leader yet) gets no answer, and
+// must fail as a timeout rather than hold the caller until ctx ends.
 func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, req msgGetReq) (rawMsg, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
-		defer cancel()
-	}
+	ctx, cancel := requestCtx(ctx, js)
+	defer cancel()
 	body, err := json.Marshal(req)
 	if err != nil {
 		return rawMsg{}, err
@@ -155,4 +157,11 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string
 			return err
 		}
 	}
+}
+
+// requestCtx bounds one JetStream API request by js's DefaultTimeout, or
+// ctx's deadline if that is sooner: the server answers such a request at
+// once, so no answer by then means it was lost.
+func requestCtx(ctx context.Context, js jetstream.JetStream) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, js.Options().DefaultTimeout)
 }

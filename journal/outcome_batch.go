@@ -46,26 +46,13 @@ func ScanOutcomes(ctx context.Context, js jetstream.JetStream, id string) ([]Out
 // It returns the replica's last sequence when it answered (the end
 // marker's Nats-UpTo-Sequence of the first reply), 0 when nothing matched.
 func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req directBatchReq, fn func(rawMsg) error) (uint64, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
-		defer cancel()
-	}
 	nc := js.Conn()
 	subj := apiPrefix(js) + "DIRECT.GET." + stream
 	var first uint64
 	for {
-		body, err := json.Marshal(req)
-		if err != nil {
-			return 0, err
-		}
-		inbox := nc.NewRespInbox()
-		sub, err := nc.SubscribeSync(inbox)
-		if err != nil {
-			return 0, err
-		}
-		pending, last, upTo, err := readBatch(ctx, nc, sub, subj, inbox, body, fn)
-		_ = sub.Unsubscribe()
+		rctx, cancel := requestCtx(ctx, js) // see leaderGet
+		pending, last, upTo, err := directRequest(rctx, nc, subj, req, fn)
+		cancel()
 		if first == 0 {
 			first = upTo
 		}
@@ -77,6 +64,21 @@ func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req
 			req.UpToSeq = upTo
 		}
 	}
+}
+
+// directRequest sends one request of directBatch and reads its answer.
+func directRequest(ctx context.Context, nc *nats.Conn, subj string, req directBatchReq, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer sub.Unsubscribe()
+	return readBatch(ctx, nc, sub, subj, inbox, body, fn)
 }
 
 func readBatch(ctx context.Context, nc *nats.Conn, sub *nats.Subscription, subj, inbox string, body []byte, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {

@@ -233,11 +233,8 @@ type rawMsg struct {
 // jetstream package does not expose). It needs AllowDirect on the stream
 // and answers ErrNotFound when there is no such message.
 func directGet(ctx context.Context, js jetstream.JetStream, stream, lastBySubject string, req any) (rawMsg, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, js.Options().DefaultTimeout)
-		defer cancel()
-	}
+	ctx, cancel := requestCtx(ctx, js) // see leaderGet
+	defer cancel()
 	subj := apiPrefix(js) + "DIRECT.GET." + stream
 	var body []byte
 	if lastBySubject != "" {

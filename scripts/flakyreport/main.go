@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -142,23 +143,38 @@ func (c *census) finish(k key, action string) {
 	}
 }
 
+// assertion is a line a failing test prints: file.go:line: message.
+var assertion = regexp.MustCompile(`^[\w.-]+\.go:\d+: `)
+
 // firstError is the first line of a failed run's output that says what went
-// wrong: not the framework's own === / --- lines.
+// wrong: a test's own failure message (file.go:line:), a panic or a data race,
+// else the first line that is not the framework's own (=== / --- lines) nor
+// a log line.
 func firstError(out []string) string {
+	var other string
 	for _, l := range out {
 		s := strings.TrimSpace(l)
 		switch {
-		case s == "", strings.HasPrefix(s, "=== "), strings.HasPrefix(s, "--- "),
+		case assertion.MatchString(s), strings.HasPrefix(s, "panic: "), s == "WARNING: DATA RACE":
+			return clip(s)
+		case other != "", s == "", strings.Trim(s, "=") == "", strings.HasPrefix(s, "=== "), strings.HasPrefix(s, "--- "),
 			s == "FAIL", s == "PASS", strings.HasPrefix(s, "FAIL\t"), strings.HasPrefix(s, "ok "),
-			strings.HasPrefix(s, "exit status"):
+			strings.HasPrefix(s, "exit status"), strings.HasPrefix(s, "time="):
 			continue
 		}
-		if len(s) > 200 {
-			s = s[:200] + "…"
-		}
-		return s
+		other = s
 	}
-	return "(no output)"
+	if other == "" {
+		return "(no output)"
+	}
+	return clip(other)
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
 }
 
 // print writes the table and reports whether anything failed.
