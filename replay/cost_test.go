@@ -63,7 +63,9 @@ func deepRow(t testing.TB, st store.Store, table, pk, rk string, depth int, base
 func TestAsOfRowCost(t *testing.T) {
 	for _, b := range stores() {
 		t.Run(b.name, func(t *testing.T) {
-			cs := &storetest.Paging{Store: b.open(t)}
+			// The bound holds where the store sorts; docs/cosmos.md says
+			// what the read costs where it does not.
+			cs := &storetest.Paging{Store: b.ordered(t)}
 			ctx := context.Background()
 			rp, err := replay.New(ctx, replay.Config{Store: cs})
 			if err != nil {

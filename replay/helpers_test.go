@@ -37,6 +37,8 @@ type backend struct {
 	name         string
 	small, paged bool
 	open         func(t testing.TB) store.Store
+	// ordered opens the store without the shuffle of projectiontest.
+	ordered func(t testing.TB) store.Store
 }
 
 // stores returns the two real backends of projectiontest, each store with
@@ -44,7 +46,7 @@ type backend struct {
 func stores() []backend {
 	var out []backend
 	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
-		out = append(out, backend{name: b.Name, small: b.Name == "azurite", open: b.Open})
+		out = append(out, backend{name: b.Name, small: b.Name == "azurite", open: b.Open, ordered: b.Ordered})
 	}
 	return out
 }
@@ -61,13 +63,15 @@ func backends() []backend {
 			budget = 100 // fewer round trips to Azurite, the same paths
 		}
 		out = append(out, b, backend{name: b.name + "-paged", small: b.small, paged: true, open: func(t testing.TB) store.Store {
-			p := &storetest.Paging{Store: b.open(t), Budget: budget, EmptyEvery: 3, EmptyFirst: true}
+			// Paged like Azure, then shuffled: Paging needs its store's
+			// order.
+			p := &storetest.Paging{Store: b.ordered(t), Budget: budget, EmptyEvery: 3, EmptyFirst: true}
 			t.Cleanup(func() {
 				if p.EmptyPages() == 0 {
 					t.Errorf("%s: no empty page met: the paging wrapper was not exercised", b.name)
 				}
 			})
-			return p
+			return projectiontest.Shuffled(t, p)
 		}})
 	}
 	return out

@@ -5,6 +5,9 @@
 // management), with the semantics and limits of Azure Tables.
 //
 // Two backends implement Store and pass the one conformance suite in
-// store/storetest: store/azure (Azure Storage, Cosmos DB Table API, Azurite)
-// and store/sqlite (the embedded zero-setup default, one local file).
+// store/storetest: store/azure (Azure Storage, Cosmos DB for Table with its
+// own limits and unsorted answers (docs/cosmos.md), Azurite) and
+// store/sqlite (the embedded zero-setup default, one local file). The suite
+// runs again through storetest.Shuffle, which answers pages unsorted as
+// Cosmos does.
 package store

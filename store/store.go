@@ -22,7 +22,11 @@ type Store interface {
 	// and ErrTableNotFound if the table does not.
 	Get(ctx context.Context, table, pk, rk string) (Entity, error)
 	// Query returns the next page of entities matching q, in
-	// (PartitionKey, RowKey) order. A page holds at most q.Limit entities.
+	// (PartitionKey, RowKey) order on Azure Tables and both backends'
+	// emulations of it, but in no particular order on Cosmos DB for Table
+	// (docs/cosmos.md): a reader that needs the order uses All (which sorts
+	// each page) or Least (the least key of a range, in any order). A page
+	// holds at most q.Limit entities.
 	// A page may be empty while the range goes on (Page.Continuation not
 	// ""), as on Azure, where a query that reached its time budget answers
 	// what it found, possibly nothing: callers follow the continuation

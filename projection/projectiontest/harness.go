@@ -37,11 +37,12 @@ type Backend struct {
 // Azure Tables on that Azurite, each answering every page of a query with
 // its rows shuffled (Shuffled), as Cosmos DB for Table does: every
 // store-backed test of the projector and replay runs on unsorted pages.
-// (The stores answer in key order in SQLite and in the conformance suite.)
+// (The stores are tested answering in key order by the conformance suite,
+// and by the tests that open Backend.Ordered.)
 // Every store opened has its tables' layout checked when the test ends
 // (CheckLayout).
 func Backends(azuriteConn string) []Backend {
-	bs := []Backend{{Name: "sqlite", Ordered: SQLite}}
+	bs := []Backend{{Name: "sqlite", Ordered: orderedSQLite}}
 	if azuriteConn != "" {
 		bs = append(bs, Backend{Name: "azurite", Ordered: func(t testing.TB) store.Store {
 			s, err := azure.New(azure.Config{ConnectionString: azuriteConn})
@@ -79,9 +80,16 @@ func (s shuffled) TransactETags(ctx context.Context, table, pk string, ops []sto
 	return store.TransactETags(ctx, s.Store, table, pk, ops)
 }
 
-// SQLite opens the embedded store in a fresh file of the test, its
-// tables' layout checked when the test ends (CheckLayout).
+// SQLite opens the embedded store in a fresh file of the test, answering
+// every page of a query shuffled (Shuffled), as Cosmos DB for Table does,
+// its tables' layout checked when the test ends (CheckLayout).
 func SQLite(t testing.TB) store.Store {
+	t.Helper()
+	return Shuffled(t, orderedSQLite(t))
+}
+
+// orderedSQLite is SQLite without the shuffle.
+func orderedSQLite(t testing.TB) store.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "tables.db"))
 	if err != nil {

@@ -20,6 +20,9 @@ import (
 // EmptyEvery or EmptyFirst set, some pages are empty with a continuation
 // whatever the range holds, so that every reader meets empty pages.
 //
+// The inner store must answer in key order: to shuffle pages as well, wrap
+// Shuffle around Paging, not Paging around Shuffle.
+//
 // The continuation names the last key examined and the inner store's page
 // it is on, so a page resumes exactly after it even when rows were written
 // in between, like Azure's NextPartitionKey/NextRowKey. Gets and

@@ -1,0 +1,65 @@
+package projection_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// fenceReads counts point reads of fence rows, passing on the etags of
+// what it wraps.
+type fenceReads struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (f *fenceReads) Get(ctx context.Context, table, pk, rk string) (store.Entity, error) {
+	if rk == projection.FenceKey {
+		f.n.Add(1)
+	}
+	return f.Store.Get(ctx, table, pk, rk)
+}
+
+func (f *fenceReads) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	return store.TransactETags(ctx, f.Store, table, pk, ops)
+}
+
+// TestFenceETagFromCommit: on Azure Tables, whose transactions report the
+// etag of each entity written (store.ETagTransactor), the applier commits
+// the next batch of a partition on the fence's etag from the last commit,
+// without reading the fence back; on a store that reports none it reads
+// it once per batch.
+func TestFenceETagFromCommit(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
+		t.Run(b.Name, func(t *testing.T) {
+			st := &fenceReads{Store: b.Ordered(t)}
+			_, etags := b.Ordered(t).(store.ETagTransactor)
+			a := projection.NewApplier(st, projection.ApplierConfig{})
+			for i := range 3 {
+				seq := uint64(i + 1)
+				id := fmt.Sprintf("c%d", seq)
+				e := projection.Entry{Seq: seq, At: time.Unix(int64(seq), 0).UTC(), ID: id, Cmd: &events.Command{ID: id, Table: "orders", PK: "p",
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int32(int32(i))}}}}}
+				if err := a.Apply(ctx, "orders", "p", []projection.Entry{e}, projection.Hooks{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The first batch reads the fence (there is none) once.
+			want := int64(1)
+			if !etags {
+				want = 3
+			}
+			if got := st.n.Load(); got != want {
+				t.Errorf("%d reads of the fence over 3 batches, want %d (store reports etags: %v)", got, want, etags)
+			}
+		})
+	}
+}
