@@ -116,7 +116,7 @@ func reject(format string, args ...any) error { return &rejectError{fmt.Sprintf(
 
 // batch accumulates the effect of consecutive commands of one partition
 // into one transaction. It is pure: it reads no clock and does no I/O.
-type batch struct {
+type txn struct {
 	pk   string
 	base map[string]*rowState // committed state at the start of the batch
 	cur  map[string]*rowState // state after the commands taken so far
@@ -143,8 +143,8 @@ type batch struct {
 	wrote bool
 }
 
-func newBatch(pk string, state map[string]*rowState) *batch {
-	return &batch{
+func newTxn(pk string, state map[string]*rowState) *txn {
+	return &txn{
 		pk: pk, base: state, cur: make(map[string]*rowState),
 		added: make(map[string][]Row), ops: make(map[string]int), bytes: make(map[string]int),
 		appliedIDs: make(map[string]uint64), skippedIDs: make(map[string]bool), by: make(map[string]opSource),
@@ -153,7 +153,7 @@ func newBatch(pk string, state map[string]*rowState) *batch {
 	}
 }
 
-func (b *batch) state(rk string) *rowState {
+func (b *txn) state(rk string) *rowState {
 	if s, ok := b.cur[rk]; ok {
 		return s
 	}
@@ -169,7 +169,7 @@ var errFull = fmt.Errorf("batch full")
 // add applies e to the batch. It returns errFull, leaving the batch as it
 // was, when the command's rows would push the transaction over the store's
 // limits; the caller then commits the batch and adds e to a fresh one.
-func (b *batch) add(e Entry) error {
+func (b *txn) add(e Entry) error {
 	res := Result{Seq: e.Seq, ID: e.ID}
 	if e.Err != nil {
 		res.Status, res.Reason = journal.StatusRejected, e.Err.Error()
@@ -184,134 +184,169 @@ func (b *batch) add(e Entry) error {
 	if _, ok := b.appliedIDs[c.ID]; ok || b.skippedIDs[c.ID] {
 		return errFull
 	}
-	// Redelivery: a row already carrying this or a later sequence means the
-	// command was handled before.
-	for _, op := range c.Ops {
-		if l := b.state(op.RK).latest; l != nil && l.Seq >= e.Seq {
-			res.Status = Skipped
-			if l.Seq == e.Seq && l.Cmd == c.ID {
-				b.appliedIDs[c.ID] = e.Seq // it applied: its own version says so
-			} else {
-				b.skippedIDs[c.ID] = true
-			}
-			b.results = append(b.results, res)
-			return nil
-		}
+	if b.skip(e) {
+		res.Status = Skipped
+		b.results = append(b.results, res)
+		return nil
 	}
-	// A command ID applies at most once, ever: a republish after
-	// JetStream's duplicate window, or one published without Nats-Msg-Id.
-	var dup string
-	if s, ok := b.seen[c.ID]; ok && s < e.Seq {
-		dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, s)
-	}
-	if dup == "" && e.Prior.Seq != 0 && e.Prior.Seq < e.Seq {
-		switch e.Prior.Status {
-		case journal.StatusApplied:
-			dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, e.Prior.Seq)
-		case journal.StatusDuplicate:
-			dup = fmt.Sprintf("command %s already applied (journal sequence %d was a duplicate of it)", c.ID, e.Prior.Seq)
-		}
-	}
-	if dup == "" {
-		for _, op := range c.Ops {
-			if l := b.state(op.RK).latest; l != nil && l.Cmd == c.ID {
-				dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, l.Seq)
-				break
-			}
-		}
-	}
-	if dup != "" {
+	if dup := b.duplicate(e); dup != "" {
 		res.Status, res.Reason = journal.StatusDuplicate, dup
 		b.results = append(b.results, res)
 		return nil
 	}
-
-	// Simulate on copies so a rejected or oversized command leaves no trace.
-	// A command makes at most one new version of each row it names (SPEC
-	// §4: versions grow by one per applied command on a row, and a version
-	// row is keyed by the command's sequence): its ops on one row apply in
-	// order to a working copy, and only the row's state after the last one
-	// is written.
-	touched := make(map[string]*rowState)
-	var order []string
-	version := make(map[string]int64)
-	lastOp := make(map[string]events.OpKind)
-	for i, op := range c.Ops {
-		s, ok := touched[op.RK]
-		if !ok {
-			cp := *b.state(op.RK)
-			s = &cp
-			touched[op.RK] = s
-			order = append(order, op.RK)
-			version[op.RK] = s.nextVersion()
-		}
-		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
-			// Nothing of a rejected command is written, nor reported as written.
-			res.Status, res.Reason = journal.StatusRejected, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
-			res.dependsOnState = true
-			b.results = append(b.results, res)
-			return nil
-		}
-		lastOp[op.RK] = op.Op
-	}
-	added := make(map[string][]Row)
-	for _, rk := range order {
-		rv, ch, ok := finishRow(rk, b.pk, e, b.state(rk), touched[rk], lastOp[rk], &added)
-		if ok {
-			res.Rows = append(res.Rows, rv)
-			res.Changes = append(res.Changes, ch)
+	eff, reason := b.simulate(e)
+	if reason == "" {
+		var err error
+		if reason, err = b.price(&eff); err != nil {
+			return err
 		}
 	}
-
-	// Cost of the touched rows after this command, against the limits.
-	newOps, newBytes := b.totalOps, b.totalBytes
-	cost := make(map[string][2]int, len(touched))
-	for rk, s := range touched {
-		all := append(append([]Row(nil), b.added[rk]...), added[rk]...)
-		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.tip, all)
-		if err != nil {
-			res.Rows, res.Changes = nil, nil
-			res.Status, res.Reason = journal.StatusRejected, err.Error()
-			res.dependsOnState = true
-			b.results = append(b.results, res)
-			return nil
-		}
-		cost[rk] = [2]int{n, sz}
-		newOps += n - b.ops[rk]
-		newBytes += sz - b.bytes[rk]
-	}
-	if newOps > store.MaxOps || newBytes > store.MaxTxBytes {
-		if len(b.results) > 0 {
-			return errFull
-		}
-		res.Rows, res.Changes = nil, nil
-		res.Status, res.dependsOnState = journal.StatusRejected, true
-		res.Reason = fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
-			newOps, newBytes, store.MaxOps, store.MaxTxBytes)
+	if reason != "" {
+		// Nothing of a rejected command is written, nor reported as written.
+		res.Status, res.Reason, res.dependsOnState = journal.StatusRejected, reason, true
 		b.results = append(b.results, res)
 		return nil
 	}
-	for rk, s := range touched {
-		b.by[rk] = opSource{rk: rk, seq: e.Seq, cmd: c.ID}
-		b.cur[rk] = s
-		b.added[rk] = append(b.added[rk], added[rk]...)
-		b.ops[rk], b.bytes[rk] = cost[rk][0], cost[rk][1]
-	}
-	b.totalOps, b.totalBytes = newOps, newBytes
-	res.Status = journal.StatusApplied
-	b.appliedIDs[c.ID] = e.Seq
-	// The fence names the newest command that wrote a version (one that
-	// changed nothing, inserting and deleting a row, does not count), so
-	// that it is the same however the journal is batched.
-	if len(res.Rows) > 0 && e.Seq > b.last.seq {
-		b.last = fence{exists: true, seq: e.Seq, cmd: c.ID, at: e.At}
-	}
+	b.take(e, eff)
+	res.Status, res.Rows, res.Changes = journal.StatusApplied, eff.rows, eff.changes
 	b.results = append(b.results, res)
 	return nil
 }
 
+// skip reports whether e was handled before (a redelivery): a row it
+// names already carries its or a later sequence.
+func (b *txn) skip(e Entry) bool {
+	for _, op := range e.Cmd.Ops {
+		if l := b.state(op.RK).latest; l != nil && l.Seq >= e.Seq {
+			if l.Seq == e.Seq && l.Cmd == e.Cmd.ID {
+				b.appliedIDs[e.Cmd.ID] = e.Seq // it applied: its own version says so
+			} else {
+				b.skippedIDs[e.Cmd.ID] = true
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// duplicate says why e is a duplicate, or "": a command ID applies at most
+// once, ever (a republish after JetStream's duplicate window, or one
+// published without Nats-Msg-Id).
+func (b *txn) duplicate(e Entry) string {
+	id := e.Cmd.ID
+	if s, ok := b.seen[id]; ok && s < e.Seq {
+		return fmt.Sprintf("command %s already applied at journal sequence %d", id, s)
+	}
+	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq {
+		switch e.Prior.Status {
+		case journal.StatusApplied:
+			return fmt.Sprintf("command %s already applied at journal sequence %d", id, e.Prior.Seq)
+		case journal.StatusDuplicate:
+			return fmt.Sprintf("command %s already applied (journal sequence %d was a duplicate of it)", id, e.Prior.Seq)
+		}
+	}
+	for _, op := range e.Cmd.Ops {
+		if l := b.state(op.RK).latest; l != nil && l.Cmd == id {
+			return fmt.Sprintf("command %s already applied at journal sequence %d", id, l.Seq)
+		}
+	}
+	return ""
+}
+
+// effect is what one command would do to the batch: the rows' working
+// state after it, the version rows it adds, what it reports, and what the
+// transaction costs with it.
+type effect struct {
+	touched map[string]*rowState
+	added   map[string][]Row
+	rows    []journal.RowVersion
+	changes []Change
+	// cost of each touched row, and the transaction's totals, with it.
+	cost              map[string][2]int
+	totalOps, totalBy int
+}
+
+// simulate runs e's ops on copies of its rows, so a rejected or oversized
+// command leaves no trace; it returns the rejection reason, or "". A
+// command makes at most one new version of each row it names (SPEC §4:
+// versions grow by one per applied command on a row, and a version row is
+// keyed by the command's sequence): its ops on one row apply in order to a
+// working copy, and only the row's state after the last one is written.
+func (b *txn) simulate(e Entry) (effect, string) {
+	eff := effect{touched: make(map[string]*rowState), added: make(map[string][]Row)}
+	var order []string
+	version := make(map[string]int64)
+	lastOp := make(map[string]events.OpKind)
+	for i, op := range e.Cmd.Ops {
+		s, ok := eff.touched[op.RK]
+		if !ok {
+			cp := *b.state(op.RK)
+			s = &cp
+			eff.touched[op.RK] = s
+			order = append(order, op.RK)
+			version[op.RK] = s.nextVersion()
+		}
+		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
+			return effect{}, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
+		}
+		lastOp[op.RK] = op.Op
+	}
+	for _, rk := range order {
+		rv, ch, ok := finishRow(rk, b.pk, e, b.state(rk), eff.touched[rk], lastOp[rk], &eff.added)
+		if ok {
+			eff.rows = append(eff.rows, rv)
+			eff.changes = append(eff.changes, ch)
+		}
+	}
+	return eff, ""
+}
+
+// price sets the cost of the touched rows after the command, and checks it
+// against the store's limits: it returns a rejection reason, or errFull
+// when the command may fit a batch of its own.
+func (b *txn) price(eff *effect) (string, error) {
+	eff.totalOps, eff.totalBy = b.totalOps, b.totalBytes
+	eff.cost = make(map[string][2]int, len(eff.touched))
+	for rk, s := range eff.touched {
+		all := append(append([]Row(nil), b.added[rk]...), eff.added[rk]...)
+		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.tip, all)
+		if err != nil {
+			return err.Error(), nil
+		}
+		eff.cost[rk] = [2]int{n, sz}
+		eff.totalOps += n - b.ops[rk]
+		eff.totalBy += sz - b.bytes[rk]
+	}
+	if eff.totalOps <= store.MaxOps && eff.totalBy <= store.MaxTxBytes {
+		return "", nil
+	}
+	if len(b.results) > 0 {
+		return "", errFull
+	}
+	return fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
+		eff.totalOps, eff.totalBy, store.MaxOps, store.MaxTxBytes), nil
+}
+
+// take adds an applied command's effect to the batch.
+func (b *txn) take(e Entry, eff effect) {
+	for rk, s := range eff.touched {
+		b.by[rk] = opSource{rk: rk, seq: e.Seq, cmd: e.Cmd.ID}
+		b.cur[rk] = s
+		b.added[rk] = append(b.added[rk], eff.added[rk]...)
+		b.ops[rk], b.bytes[rk] = eff.cost[rk][0], eff.cost[rk][1]
+	}
+	b.totalOps, b.totalBytes = eff.totalOps, eff.totalBy
+	b.appliedIDs[e.Cmd.ID] = e.Seq
+	// The fence names the newest command that wrote a version (one that
+	// changed nothing, inserting and deleting a row, does not count), so
+	// that it is the same however the journal is batched.
+	if len(eff.rows) > 0 && e.Seq > b.last.seq {
+		b.last = fence{exists: true, seq: e.Seq, cmd: e.Cmd.ID, at: e.At}
+	}
+}
+
 // source names the row and command a store op of the batch is for.
-func (b *batch) source(storeKey string) opSource {
+func (b *txn) source(storeKey string) opSource {
 	rk, _, _, ok := ParseKey(storeKey)
 	if !ok {
 		return opSource{key: storeKey}
@@ -321,7 +356,7 @@ func (b *batch) source(storeKey string) opSource {
 	return src
 }
 
-func (b *batch) baseTip(rk string) *Row {
+func (b *txn) baseTip(rk string) *Row {
 	if s, ok := b.base[rk]; ok {
 		return s.tip
 	}
@@ -466,7 +501,7 @@ func wireCost(size int, props events.Entity) int {
 // (never overwritten: a conflict means someone else wrote this history), the
 // tip is inserted, replaced or deleted against the state the batch started
 // from.
-func (b *batch) txOps() []store.Op {
+func (b *txn) txOps() []store.Op {
 	var ops []store.Op
 	for rk, s := range b.cur {
 		for _, r := range b.added[rk] {

@@ -61,9 +61,9 @@ func withPrior(e Entry, seq uint64, st journal.Status) Entry {
 // first (the same command ID again) is "committed" as the Applier does: a
 // fresh batch continues from its state, knowing the IDs it applied. The
 // batch returned carries the results of all.
-func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *batch {
+func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *txn {
 	t.Helper()
-	b := newBatch("p", state)
+	b := newTxn("p", state)
 	b.seen = map[string]uint64{}
 	var results []Result
 	for i := 0; i < len(entries); i++ {
@@ -82,7 +82,7 @@ func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *batch
 			}
 			results = append(results, b.results...)
 			state = next
-			b = newBatch("p", state)
+			b = newTxn("p", state)
 			b.seen = seen
 			i--
 			continue
@@ -265,7 +265,7 @@ func TestBatchTxOps(t *testing.T) {
 }
 
 func TestBatchFullAndOversize(t *testing.T) {
-	b := newBatch("p", map[string]*rowState{})
+	b := newTxn("p", map[string]*rowState{})
 	seq := uint64(0)
 	var err error
 	for err == nil {
@@ -280,7 +280,7 @@ func TestBatchFullAndOversize(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		big["p"+string(rune('a'+i))] = events.Binary(make([]byte, 60<<10))
 	}
-	b = newBatch("p", map[string]*rowState{})
+	b = newTxn("p", map[string]*rowState{})
 	var ops []events.RowOp
 	for i := 0; i < 20; i++ {
 		ops = append(ops, events.RowOp{Op: events.OpUpsert, RK: "r" + strings.Repeat("x", i), Entity: big})
