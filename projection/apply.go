@@ -6,6 +6,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -91,20 +92,16 @@ type Change struct {
 	After   events.Entity // nil for Delete
 }
 
-// rowState is what the apply knows of one logical row.
-type rowState struct {
-	// tip is the current version; nil when the row does not exist.
-	tip *Row
-	// latest is the newest version of any kind: tip when the row exists,
-	// else its tombstone; nil when the row never existed.
-	latest *Row
-}
+// rowState is what the apply knows of one logical row: its tip and its
+// newest version of any kind (rows.State).
+type rowState = rows.State
 
-func (s *rowState) nextVersion() int64 {
-	if s.latest == nil {
+// nextVersion is the version the next command that changes the row makes.
+func nextVersion(s *rowState) int64 {
+	if s.Latest == nil {
 		return 0
 	}
-	return s.latest.Version + 1
+	return s.Latest.Version + 1
 }
 
 // rejectError is why a command is rejected.
@@ -121,7 +118,7 @@ type txn struct {
 	base map[string]*rowState // committed state at the start of the batch
 	cur  map[string]*rowState // state after the commands taken so far
 	// added are the version rows written in this batch, per RK.
-	added map[string][]Row
+	added map[string][]rows.Row
 	// cost of each touched RK in the transaction: ops and bytes.
 	ops, bytes map[string]int
 	totalOps   int
@@ -146,7 +143,7 @@ type txn struct {
 func newTxn(pk string, state map[string]*rowState) *txn {
 	return &txn{
 		pk: pk, base: state, cur: make(map[string]*rowState),
-		added: make(map[string][]Row), ops: make(map[string]int), bytes: make(map[string]int),
+		added: make(map[string][]rows.Row), ops: make(map[string]int), bytes: make(map[string]int),
 		appliedIDs: make(map[string]uint64), skippedIDs: make(map[string]bool), by: make(map[string]opSource),
 		// Room for the fence write every transaction carries.
 		totalOps: 1, totalBytes: fenceWireCost,
@@ -217,7 +214,7 @@ func (b *txn) add(e Entry) error {
 // names already carries its or a later sequence.
 func (b *txn) skip(e Entry) bool {
 	for _, op := range e.Cmd.Ops {
-		if l := b.state(op.RK).latest; l != nil && l.Seq >= e.Seq {
+		if l := b.state(op.RK).Latest; l != nil && l.Seq >= e.Seq {
 			if l.Seq == e.Seq && l.Cmd == e.Cmd.ID {
 				b.appliedIDs[e.Cmd.ID] = e.Seq // it applied: its own version says so
 			} else {
@@ -246,7 +243,7 @@ func (b *txn) duplicate(e Entry) string {
 		}
 	}
 	for _, op := range e.Cmd.Ops {
-		if l := b.state(op.RK).latest; l != nil && l.Cmd == id {
+		if l := b.state(op.RK).Latest; l != nil && l.Cmd == id {
 			return fmt.Sprintf("command %s already applied at journal sequence %d", id, l.Seq)
 		}
 	}
@@ -258,7 +255,7 @@ func (b *txn) duplicate(e Entry) string {
 // transaction costs with it.
 type effect struct {
 	touched map[string]*rowState
-	added   map[string][]Row
+	added   map[string][]rows.Row
 	rows    []journal.RowVersion
 	changes []Change
 	// cost of each touched row, and the transaction's totals, with it.
@@ -273,7 +270,7 @@ type effect struct {
 // keyed by the command's sequence): its ops on one row apply in order to a
 // working copy, and only the row's state after the last one is written.
 func (b *txn) simulate(e Entry) (effect, string) {
-	eff := effect{touched: make(map[string]*rowState), added: make(map[string][]Row)}
+	eff := effect{touched: make(map[string]*rowState), added: make(map[string][]rows.Row)}
 	var order []string
 	version := make(map[string]int64)
 	lastOp := make(map[string]events.OpKind)
@@ -284,7 +281,7 @@ func (b *txn) simulate(e Entry) (effect, string) {
 			s = &cp
 			eff.touched[op.RK] = s
 			order = append(order, op.RK)
-			version[op.RK] = s.nextVersion()
+			version[op.RK] = nextVersion(s)
 		}
 		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
 			return effect{}, fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err)
@@ -308,8 +305,8 @@ func (b *txn) price(eff *effect) (string, error) {
 	eff.totalOps, eff.totalBy = b.totalOps, b.totalBytes
 	eff.cost = make(map[string][2]int, len(eff.touched))
 	for rk, s := range eff.touched {
-		all := append(append([]Row(nil), b.added[rk]...), eff.added[rk]...)
-		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.tip, all)
+		all := append(append([]rows.Row(nil), b.added[rk]...), eff.added[rk]...)
+		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.Tip, all)
 		if err != nil {
 			return err.Error(), nil
 		}
@@ -347,7 +344,7 @@ func (b *txn) take(e Entry, eff effect) {
 
 // source names the row and command a store op of the batch is for.
 func (b *txn) source(storeKey string) opSource {
-	rk, _, _, ok := ParseKey(storeKey)
+	rk, _, _, ok := rows.ParseKey(storeKey)
 	if !ok {
 		return opSource{key: storeKey}
 	}
@@ -356,9 +353,9 @@ func (b *txn) source(storeKey string) opSource {
 	return src
 }
 
-func (b *txn) baseTip(rk string) *Row {
+func (b *txn) baseTip(rk string) *rows.Row {
 	if s, ok := b.base[rk]; ok {
-		return s.tip
+		return s.Tip
 	}
 	return nil
 }
@@ -367,20 +364,20 @@ func (b *txn) baseTip(rk string) *Row {
 // version v: the version the command makes of the row, whatever the number
 // of its ops on it. It writes nothing; finishRow does, once per row.
 func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
-	exists := s.tip != nil
+	exists := s.Tip != nil
 	if op.IfVersion != nil {
 		switch {
 		case !exists:
 			return reject("ifVersion %d: row does not exist", *op.IfVersion)
-		case s.tip.Version != *op.IfVersion:
-			return reject("ifVersion %d: row is at version %d", *op.IfVersion, s.tip.Version)
+		case s.Tip.Version != *op.IfVersion:
+			return reject("ifVersion %d: row is at version %d", *op.IfVersion, s.Tip.Version)
 		}
 	}
 	kind := op.Op
 	switch kind {
 	case events.OpInsert:
 		if exists {
-			return reject("row exists at version %d", s.tip.Version)
+			return reject("row exists at version %d", s.Tip.Version)
 		}
 	case events.OpReplace, events.OpMerge, events.OpDelete:
 		if !exists {
@@ -391,12 +388,12 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 		return reject("unknown op %q", kind)
 	}
 	if kind == events.OpDelete {
-		s.tip = nil
+		s.Tip = nil
 		return nil
 	}
-	next := Row{PK: pk, RK: op.RK, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: kind, Tip: true}
+	next := rows.Row{PK: pk, RK: op.RK, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: kind, Tip: true}
 	if exists && (kind == events.OpMerge || kind == events.OpUpsertMerge) {
-		next.Props = s.tip.Props.Clone()
+		next.Props = s.Tip.Props.Clone()
 		for k, v := range op.Entity {
 			next.Props[k] = v
 		}
@@ -406,7 +403,7 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 	} else {
 		next.Props = op.Entity.Clone()
 	}
-	s.tip, s.latest = &next, &next
+	s.Tip, s.Latest = &next, &next
 	return nil
 }
 
@@ -417,9 +414,9 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 // gets no version: w is reset and ok is false. The tombstone holds the
 // values the row had before the command, the last it had at any journal
 // sequence.
-func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]Row) (journal.RowVersion, Change, bool) {
-	old := before.tip
-	if old == nil && w.tip == nil {
+func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]rows.Row) (journal.RowVersion, Change, bool) {
+	old := before.Tip
+	if old == nil && w.Tip == nil {
 		*w = *before
 		return journal.RowVersion{}, Change{}, false
 	}
@@ -428,27 +425,27 @@ func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, 
 		cp.Tip, cp.ETag = false, ""
 		(*added)[rk] = append((*added)[rk], cp)
 	}
-	v := before.nextVersion()
-	if w.tip == nil {
-		tomb := Row{PK: pk, RK: rk, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: events.OpDelete,
+	v := nextVersion(before)
+	if w.Tip == nil {
+		tomb := rows.Row{PK: pk, RK: rk, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: events.OpDelete,
 			Deleted: true, Props: old.Props}
 		(*added)[rk] = append((*added)[rk], tomb)
-		w.latest = &tomb
+		w.Latest = &tomb
 		return journal.RowVersion{RK: rk, Version: v, Op: events.OpDelete, Deleted: true},
 			Change{RK: rk, Kind: Delete, Version: v, Before: old.Props}, true
 	}
-	w.tip.Op = last
-	w.latest = w.tip
+	w.Tip.Op = last
+	w.Latest = w.Tip
 	rv := journal.RowVersion{RK: rk, Version: v, Op: last}
 	if old == nil {
-		return rv, Change{RK: rk, Kind: Create, Version: v, After: w.tip.Props}, true
+		return rv, Change{RK: rk, Kind: Create, Version: v, After: w.Tip.Props}, true
 	}
-	return rv, Change{RK: rk, Kind: Update, Version: v, Before: old.Props, After: w.tip.Props}, true
+	return rv, Change{RK: rk, Kind: Update, Version: v, Before: old.Props, After: w.Tip.Props}, true
 }
 
 // rowCost is the transaction cost of one row's writes in a batch: each
 // added version row is one insert, and the tip is one op when it changed.
-func rowCost(pk string, baseTip, tip *Row, added []Row) (ops, bytes int, err error) {
+func rowCost(pk string, baseTip, tip *rows.Row, added []rows.Row) (ops, bytes int, err error) {
 	for _, r := range added {
 		sz, err := entityCost(pk, r)
 		if err != nil {
@@ -467,12 +464,12 @@ func rowCost(pk string, baseTip, tip *Row, added []Row) (ops, bytes int, err err
 		bytes += sz
 	case tip == nil && baseTip != nil:
 		ops++
-		bytes += wireCost(events.EntitySize(pk, TipKey(baseTip.RK), nil), nil)
+		bytes += wireCost(events.EntitySize(pk, rows.TipKey(baseTip.RK), nil), nil)
 	}
 	return ops, bytes, nil
 }
 
-func entityCost(pk string, r Row) (int, error) {
+func entityCost(pk string, r rows.Row) (int, error) {
 	props := r.Encode()
 	sz := events.EntitySize(pk, r.StoreKey(), props)
 	if sz > store.MaxEntityBytes {
@@ -509,12 +506,12 @@ func (b *txn) txOps() []store.Op {
 		}
 		base := b.baseTip(rk)
 		switch {
-		case s.tip != nil && s.tip != base && base == nil:
-			ops = append(ops, store.Op{Kind: store.Insert, RK: TipKey(rk), Props: s.tip.Encode()})
-		case s.tip != nil && s.tip != base:
-			ops = append(ops, store.Op{Kind: store.Replace, RK: TipKey(rk), Props: s.tip.Encode(), IfMatch: etagOrAny(base.ETag)})
-		case s.tip == nil && base != nil:
-			ops = append(ops, store.Op{Kind: store.Delete, RK: TipKey(rk), IfMatch: etagOrAny(base.ETag)})
+		case s.Tip != nil && s.Tip != base && base == nil:
+			ops = append(ops, store.Op{Kind: store.Insert, RK: rows.TipKey(rk), Props: s.Tip.Encode()})
+		case s.Tip != nil && s.Tip != base:
+			ops = append(ops, store.Op{Kind: store.Replace, RK: rows.TipKey(rk), Props: s.Tip.Encode(), IfMatch: etagOrAny(base.ETag)})
+		case s.Tip == nil && base != nil:
+			ops = append(ops, store.Op{Kind: store.Delete, RK: rows.TipKey(rk), IfMatch: etagOrAny(base.ETag)})
 		}
 	}
 	return ops

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -191,16 +193,16 @@ func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *R
 // stateBefore reads the state of a row just before journal sequence seq
 // from its tip and history.
 func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (*rowState, error) {
-	var newest *Row
-	if tip, err := (Reader{Store: s}).Get(ctx, table, pk, rk); err == nil && tip.Seq < seq {
+	var newest *rows.Row
+	if tip, err := (rows.Reader{Store: s}).Get(ctx, table, pk, rk); err == nil && tip.Seq < seq {
 		newest = &tip
-	} else if err != nil && !errors.Is(err, ErrRowNotFound) {
+	} else if err != nil && !errors.Is(err, rows.ErrRowNotFound) {
 		return nil, err
 	}
 	if newest == nil && seq > 0 {
 		// Version rows are keyed by sequence: the newest before seq is the
 		// first row at or after the key of seq-1, read without a scan.
-		r, ok, err := VersionAt(ctx, s, table, pk, rk, seq-1)
+		r, ok, err := rows.VersionAt(ctx, s, table, pk, rk, seq-1)
 		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
 			return nil, err
 		}
@@ -212,9 +214,62 @@ func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq u
 		return &rowState{}, nil
 	}
 	if newest.Deleted {
-		return &rowState{latest: newest}, nil
+		return &rowState{Latest: newest}, nil
 	}
 	t := *newest
 	t.Tip, t.ETag = true, ""
-	return &rowState{tip: &t, latest: &t}, nil
+	return &rowState{Tip: &t, Latest: &t}, nil
+}
+
+// versionsBySeq finds the versions a command (at journal sequence seq)
+// produced on the rows it names; see RowsBySeq.
+func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]journal.RowVersion, error) {
+	versions, err := rows.RowsBySeq(ctx, s, table, pk, cmd, seq)
+	out := make([]journal.RowVersion, len(versions))
+	for i, row := range versions {
+		out[i] = journal.RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted}
+	}
+	return out, err
+}
+
+// changesOf rebuilds the change-feed events of the row versions the
+// command at journal sequence seq produced, from the stored rows: the after image is the version itself (read by
+// its sequence), the before image the row's newest version before that sequence (a version
+// row, since it was superseded), absent when that is a tombstone or there
+// is none.
+func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64, versions []journal.RowVersion) ([]Change, error) {
+	var out []Change
+	for _, rv := range versions {
+		cur, ok, err := rows.VersionBySeq(ctx, s, table, pk, rv.RK, seq)
+		if err == nil && (!ok || cur.Version != rv.Version) {
+			err = fmt.Errorf("version %d of %q at %d: %w", rv.Version, rv.RK, seq, store.ErrNotFound)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var before events.Entity
+		if rv.Version > 0 {
+			prev, ok, err := rows.VersionAt(ctx, s, table, pk, rv.RK, seq-1)
+			if err == nil && (!ok || prev.Version != rv.Version-1) {
+				err = fmt.Errorf("version %d of %q before %d: %w", rv.Version-1, rv.RK, seq, store.ErrNotFound)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !prev.Deleted {
+				before = prev.Props
+			}
+		}
+		ch := Change{RK: rv.RK, Version: rv.Version, Before: before}
+		switch {
+		case cur.Deleted:
+			ch.Kind = Delete
+		case before == nil:
+			ch.Kind, ch.After = Create, cur.Props
+		default:
+			ch.Kind, ch.After = Update, cur.Props
+		}
+		out = append(out, ch)
+	}
+	return out, nil
 }
