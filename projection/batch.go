@@ -7,12 +7,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/ctxtime"
 	"github.com/tablejournal/tablejournal/journal"
 )
 
@@ -49,8 +49,7 @@ var ErrPublish = errors.New("publish outcomes")
 func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetstream.Msg) error {
 	drain, done := drainContext(ctx)
 	defer done()
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	b := journalBackoff()
 	for {
 		err := p.process(drain, msgs)
 		if drain.Err() != nil {
@@ -62,11 +61,9 @@ func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetst
 		wait := b.NextBackOff()
 		p.log.Warn("publishing outcomes failed; retrying the batch", LogShard, shard, "in", wait, "err", err)
 		p.obs.Retry(RetryPublish)
-		select {
-		case <-ctx.Done():
+		if ctxtime.Sleep(ctx, wait) != nil {
 			// Not acknowledged: redelivered, in order, when the projector restarts.
 			return nil
-		case <-time.After(wait):
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/internal/ctxtime"
+	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/store"
@@ -401,8 +402,7 @@ func (s *shardRun) resume(ctx context.Context, why string) bool {
 // from a server restart, and the server may still be starting). It returns
 // a nil consumer only when ctx ends.
 func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) (jetstream.Consumer, uint64) {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	b := journalBackoff()
 	for {
 		cons, last, err := p.openConsumer(ctx, shard, from)
 		if err == nil {
@@ -414,13 +414,15 @@ func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) 
 		wait := b.NextBackOff()
 		p.log.Warn("recreating the consumer failed; retrying", LogShard, shard, LogSeq, from, "in", wait, "err", err)
 		p.obs.Retry(RetryConsumer)
-		select {
-		case <-ctx.Done():
+		if ctxtime.Sleep(ctx, wait) != nil {
 			return nil, 0
-		case <-time.After(wait):
 		}
 	}
 }
+
+// journalBackoff is the backoff of the projector's retries against
+// JetStream: recreating a consumer, processing a batch again.
+func journalBackoff() backoff.BackOff { return retry.Backoff(100*time.Millisecond, 5*time.Second, 0) }
 
 // openConsumer resets (or creates) the shard's durable consumer so that it
 // delivers in journal order from stream sequence from, or, when from is 0,

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -462,7 +463,7 @@ func transact(ctx context.Context, st store.Store, table, pk string, ops []store
 		}
 		return backoff.Permanent(err)
 	}
-	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxElapsedTime(time.Minute))
+	b := retry.Backoff(50*time.Millisecond, time.Minute, time.Minute)
 	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
 		return fmt.Errorf("transaction on %s/%q: %w", table, pk, err)
 	}
