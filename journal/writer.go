@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/retry"
 )
 
 // publisher is the part of jetstream.JetStream the Writer publishes through.
@@ -157,11 +158,7 @@ func WithAckTimeout(d time.Duration) WriterOption {
 }
 
 func defaultBackOff() backoff.BackOff {
-	return backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(50*time.Millisecond),
-		backoff.WithMaxInterval(2*time.Second),
-		backoff.WithMaxElapsedTime(0), // the retry budget bounds it
-	)
+	return retry.Backoff(50*time.Millisecond, 2*time.Second, 0) // the retry budget bounds it
 }
 
 // NewWriter returns a Writer that publishes to the journal stream named

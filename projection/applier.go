@@ -13,6 +13,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/ctxtime"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -82,7 +83,9 @@ func NewApplier(s store.Store, cfg ApplierConfig) *Applier {
 // Stats returns the Applier's counters.
 func (a *Applier) Stats() *Stats { return a.stats }
 
-// Hooks let the caller publish outcomes at the points exactly-once needs.
+// Hooks let a caller of Apply (replay's rebuild) see the results of each
+// transaction at the points exactly-once needs. The projector takes the
+// same steps itself, without hooks (partitionRun, batch.go).
 type Hooks struct {
 	// BeforeCommit receives the results that wrote nothing (rejected,
 	// duplicate, skipped) before the transaction of their batch commits, so
@@ -111,127 +114,195 @@ type view struct {
 	fresh bool
 }
 
-// Apply applies entries, all of table and pk and in journal order. It
-// returns nil once every entry has a result handed to hooks; an error means
-// a persistent store failure, and entries from the failed batch on were not
-// applied.
+// Apply applies entries, all of table and pk and in journal order, handing
+// the results of each transaction to h. It returns nil once every entry
+// has a result handed to hooks; an error means a persistent store failure,
+// and entries from the failed batch on were not applied. The projector
+// takes the same steps itself, without hooks (batch.go).
 func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, h Hooks) error {
-	if len(touchedRKs(entries)) == 0 {
-		return rejectInvalid(ctx, pk, entries, h)
-	}
-	// Only valid commands name a valid table.
-	if err := a.ensureTable(ctx, table); err != nil {
+	run, err := a.partition(ctx, table, pk, entries)
+	if err != nil {
 		return err
 	}
-	part := partKey{table, pk}
-	var v view
-	// seen: IDs applied before, by sequence (this call's, and with
-	// RememberIDs every call's).
-	seen := make(map[string]uint64)
-	if a.rememberIDs {
-		for _, e := range entries {
-			if s, ok := a.ids.Load(e.ID); ok {
-				seen[e.ID] = s.(uint64)
-			}
-		}
-	}
-	contention, wedged := 0, 0
-	for i := 0; i < len(entries); {
-		if err := a.begin(ctx, part, &v); err != nil {
+	for run.more() {
+		if err := run.decide(ctx); err != nil {
 			return err
 		}
-		if err := a.loadView(ctx, part, &v, touchedRKs(entries[i:])); err != nil {
+		if err := callHook(ctx, h.BeforeCommit, run.results(), false); err != nil {
 			return err
 		}
-		b := newBatch(pk, v.rows, a.store.Limits())
-		b.seen = seen
-		j := i
-		for ; j < len(entries); j++ {
-			if err := b.add(entries[j]); errors.Is(err, errFull) {
-				break
-			}
-		}
-		// A rejection is decided on the rows' state: publish it only if
-		// that state was the table's at one moment. Rows read under a fence
-		// that has not moved since were.
-		if v.fresh && dependsOnState(b.results) {
-			ok, err := a.check(ctx, part, &v)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-		}
-		if err := callHook(ctx, h.BeforeCommit, b.results, false); err != nil {
-			return err
-		}
-		for _, r := range b.results {
-			if r.Status == journal.StatusApplied && r.Stored { // a skipped command found applied
-				seen[r.ID] = max(seen[r.ID], r.Seq)
-			}
-		}
-		err := a.commit(ctx, part, &v, b)
-		var ce *conflictError
-		if errors.As(err, &ce) {
-			a.forget(part, &v)
-			if ce.fence {
-				// Another writer committed first: reload and decide again.
-				contention++
-				a.stats.FenceConflicts.Add(1)
-				if err := ctxtime.Sleep(ctx, min(time.Duration(contention)*10*time.Millisecond, time.Second)); err != nil {
-					return err
-				}
-				continue
-			}
-			// A row was not as the fence said: the table was changed by
-			// something other than a fenced projector. Read it again; if it
-			// still cannot apply, stop and say where.
-			wedged++
-			a.disagree(table, pk, "a row is not as its partition's fence says", ce.err)
-			if wedged > 1 {
-				return ce.applyError(table, pk)
-			}
-			continue
-		}
+		committed, err := run.commit(ctx)
 		if err != nil {
 			return err
 		}
-		if b.wrote {
-			a.confirm(part, &v)
-		}
-		for rk, s := range b.cur {
-			v.rows[rk] = s
-			if !v.fresh {
-				a.cache.put(rowKey{table, pk, rk}, *s, v.epoch)
+		if committed {
+			if err := callHook(ctx, h.AfterCommit, run.results(), true); err != nil {
+				return err
 			}
 		}
-		for id, s := range b.appliedIDs {
-			seen[id] = s
-			if a.rememberIDs {
-				a.ids.Store(id, s)
-			}
-		}
-		if err := callHook(ctx, h.AfterCommit, b.results, true); err != nil {
-			return err
-		}
-		i = j
 	}
 	return nil
 }
 
-// rejectInvalid handles entries that are all invalid (undecodable, or on a
-// subject that names no valid table): each is rejected on its own, without
-// reading the partition's rows or fence — its table may not even be a
-// valid name — and nothing is written.
-func rejectInvalid(ctx context.Context, pk string, entries []Entry, h Hooks) error {
-	b := newBatch(pk, map[string]*rowState{}, events.Limits{})
-	for _, e := range entries {
-		if err := b.add(e); err != nil {
+// partitionRun is one partition's entries on their way into the table, one
+// transaction at a time: decide the next transaction against the table
+// (decide), then commit it (commit), until every entry is committed
+// (more). Between the two the caller settles and publishes the results
+// that wrote nothing; after commit, the applied ones.
+type partitionRun struct {
+	a       *Applier
+	part    partKey
+	entries []Entry
+	// invalid: every entry is invalid (undecodable, or on a subject that
+	// names no valid table): each is rejected on its own, without reading
+	// the partition's rows or fence — its table may not even be a valid
+	// name — and nothing is written.
+	invalid bool
+	next    int // the first entry not committed
+	end     int // after decide: tx holds entries[next:end]
+	v       view
+	tx      *txn
+	// seen: IDs applied before, by sequence (this call's, and with
+	// RememberIDs every call's).
+	seen               map[string]uint64
+	contention, wedged int
+}
+
+// partition starts applying entries, all of table and pk and in journal
+// order.
+func (a *Applier) partition(ctx context.Context, table, pk string, entries []Entry) (*partitionRun, error) {
+	r := &partitionRun{a: a, part: partKey{table, pk}, entries: entries, seen: make(map[string]uint64)}
+	if len(touchedRKs(entries)) == 0 {
+		r.invalid = true
+		return r, nil
+	}
+	// Only valid commands name a valid table.
+	if err := a.ensureTable(ctx, table); err != nil {
+		return nil, err
+	}
+	if a.rememberIDs {
+		for _, e := range entries {
+			if s, ok := a.ids.Load(e.ID); ok {
+				r.seen[e.ID] = s.(uint64)
+			}
+		}
+	}
+	return r, nil
+}
+
+// more reports whether entries remain to be decided and committed.
+func (r *partitionRun) more() bool { return r.next < len(r.entries) }
+
+// results are the results of the transaction decided last, in journal
+// order; the caller may settle skipped ones in place before commit.
+func (r *partitionRun) results() []Result { return r.tx.results }
+
+// decide decides the next transaction on the partition's rows as the table
+// holds them: the fence (rule 4) and the rows under it, from the cache
+// when cached under the same fence (rule 5). A rejection is decided on the
+// rows' state, so when rows were read since the fence was last checked the
+// fence is read again, and the transaction decided again if it moved (rule
+// 6).
+func (r *partitionRun) decide(ctx context.Context) error {
+	if r.invalid {
+		r.tx = newTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
+		for _, e := range r.entries {
+			if err := r.tx.add(e); err != nil {
+				return err
+			}
+		}
+		r.end = len(r.entries)
+		return nil
+	}
+	for {
+		if err := r.a.begin(ctx, r.part, &r.v); err != nil {
+			return err
+		}
+		if err := r.a.loadView(ctx, r.part, &r.v, touchedRKs(r.entries[r.next:])); err != nil {
+			return err
+		}
+		r.tx = newTxn(r.part.pk, r.v.rows, r.a.store.Limits())
+		r.tx.seen = r.seen
+		for r.end = r.next; r.end < len(r.entries); r.end++ {
+			if err := r.tx.add(r.entries[r.end]); errors.Is(err, errFull) {
+				break
+			}
+		}
+		if !r.v.fresh || !dependsOnState(r.tx.results) {
+			return nil
+		}
+		if ok, err := r.a.check(ctx, r.part, &r.v); err != nil || ok {
 			return err
 		}
 	}
-	return callHook(ctx, h.BeforeCommit, b.results, false)
+}
+
+// commit commits the transaction decided last, with the fence. It returns
+// false when the table was not as the view said: the transaction must be
+// decided again (decide), on the rows the table holds now.
+func (r *partitionRun) commit(ctx context.Context) (bool, error) {
+	if r.invalid {
+		r.next = r.end
+		return true, nil
+	}
+	for _, res := range r.tx.results {
+		if res.Status == journal.StatusApplied && res.Stored { // a skipped command found applied
+			r.seen[res.ID] = max(r.seen[res.ID], res.Seq)
+		}
+	}
+	err := r.a.commit(ctx, r.part, &r.v, r.tx)
+	var ce *conflictError
+	if errors.As(err, &ce) {
+		return false, r.conflict(ctx, ce)
+	}
+	if err != nil {
+		return false, err
+	}
+	r.committed()
+	return true, nil
+}
+
+// conflict handles a transaction the table refused: the partition's view
+// and cache are dropped (the store wins) and it is decided again.
+func (r *partitionRun) conflict(ctx context.Context, ce *conflictError) error {
+	r.a.forget(r.part, &r.v)
+	if ce.fence {
+		// Another writer committed first: reload and decide again.
+		r.contention++
+		r.a.stats.FenceConflicts.Add(1)
+		return ctxtime.Sleep(ctx, min(time.Duration(r.contention)*10*time.Millisecond, time.Second))
+	}
+	// A row was not as the fence said: the table was changed by something
+	// other than a fenced projector. Read it again; if it still cannot
+	// apply, stop and say where.
+	r.wedged++
+	r.a.disagree(r.part.table, r.part.pk, "a row is not as its partition's fence says", ce.err)
+	if r.wedged > 1 {
+		return ce.applyError(r.part.table, r.part.pk)
+	}
+	return nil
+}
+
+// committed takes a committed transaction into the view, the cache and the
+// IDs applied.
+func (r *partitionRun) committed() {
+	a, v, b := r.a, &r.v, r.tx
+	if b.wrote {
+		a.confirm(r.part, v)
+	}
+	for rk, s := range b.cur {
+		v.rows[rk] = s
+		if !v.fresh {
+			a.cache.put(rowKey{r.part.table, r.part.pk, rk}, *s, v.epoch)
+		}
+	}
+	for id, s := range b.appliedIDs {
+		r.seen[id] = s
+		if a.rememberIDs {
+			a.ids.Store(id, s)
+		}
+	}
+	r.next = r.end
 }
 
 func dependsOnState(rs []Result) bool {
@@ -414,7 +485,7 @@ type opSource struct {
 // commit writes the batch in one transaction with the fence, retrying
 // transient errors under the one retry policy. A batch that writes nothing
 // commits nothing. On success the view's fence is the one written.
-func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *batch) error {
+func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *txn) error {
 	rowOps := b.txOps()
 	if len(rowOps) == 0 {
 		return nil
@@ -437,33 +508,8 @@ func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *batch) e
 		}
 		return etags, err
 	})
-	switch {
-	case err == nil:
-	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrPrecondition):
-		ce := &conflictError{fence: true, err: err}
-		var te *store.TxError
-		switch {
-		case errors.As(err, &te) && te.Index == 0:
-		case errors.As(err, &te) && te.Index < len(ops):
-			ce.fence = false
-			ce.op = b.source(ops[te.Index].RK)
-		default:
-			// The store did not say which op failed: the fence did if it
-			// moved.
-			f, ferr := a.readFence(ctx, part.table, part.pk)
-			if ferr != nil {
-				return ferr
-			}
-			held := f.exists == v.f.exists && (!f.exists || f.etag == v.f.etag)
-			ce.fence = !held
-		}
-		return ce
-	default:
-		var te *store.TxError
-		if errors.As(err, &te) && te.Index > 0 && te.Index < len(ops) {
-			return (&conflictError{op: b.source(ops[te.Index].RK), err: err}).applyError(part.table, part.pk)
-		}
-		return fmt.Errorf("transaction on %s/%q: %w", part.table, part.pk, err)
+	if err != nil {
+		return a.commitFailed(ctx, part, v, b, ops, err)
 	}
 	b.wrote = true
 	next.etag = ""
@@ -475,198 +521,44 @@ func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *batch) e
 	return nil
 }
 
+// commitFailed says why a transaction failed: a conflictError when the
+// table was not as the view said (the fence moved, or a row op failed
+// while the fence held), an ApplyError when a row op failed otherwise,
+// else the store's error.
+func (a *Applier) commitFailed(ctx context.Context, part partKey, v *view, b *txn, ops []store.Op, err error) error {
+	var te *store.TxError
+	rowOp := errors.As(err, &te) && te.Index > 0 && te.Index < len(ops)
+	if !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPrecondition) {
+		if rowOp {
+			return (&conflictError{op: b.source(ops[te.Index].RK), err: err}).applyError(part.table, part.pk)
+		}
+		return fmt.Errorf("transaction on %s/%q: %w", part.table, part.pk, err)
+	}
+	ce := &conflictError{fence: true, err: err}
+	switch {
+	case te != nil && te.Index == 0:
+	case rowOp:
+		ce.fence = false
+		ce.op = b.source(ops[te.Index].RK)
+	default:
+		// The store did not say which op failed: the fence did if it
+		// moved.
+		f, ferr := a.readFence(ctx, part.table, part.pk)
+		if ferr != nil {
+			return ferr
+		}
+		held := f.exists == v.f.exists && (!f.exists || f.etag == v.f.etag)
+		ce.fence = !held
+	}
+	return ce
+}
+
 // load reads the state of rows: from the cache, else a point read of the
 // tip and, for a row without one, the newest version row (its tombstone).
 func (a *Applier) load(ctx context.Context, table, pk string, rks []string) (map[string]*rowState, error) {
 	return retryStore(ctx, a.policy, "read rows of "+table, func() (map[string]*rowState, error) {
-		return loadRows(ctx, a.store, table, pk, rks)
+		return rows.Load(ctx, a.store, table, pk, rks)
 	})
-}
-
-// loadRows reads the state of rows from the table, once: with two range
-// queries when there are several, then point reads for the rows the ranges
-// did not cover.
-func loadRows(ctx context.Context, s store.Store, table, pk string, missing []string) (map[string]*rowState, error) {
-	state := make(map[string]*rowState, len(missing))
-	if len(missing) >= rangeLoadMin {
-		var err error
-		if missing, err = loadRanges(ctx, s, table, pk, missing, state); err != nil {
-			return nil, err
-		}
-	}
-	var (
-		mu       sync.Mutex
-		wg       sync.WaitGroup
-		firstErr error
-		sem      = make(chan struct{}, 8)
-	)
-	for _, rk := range missing {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			st, err := readRowState(ctx, s, table, pk, rk)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
-			state[rk] = st
-		}()
-	}
-	wg.Wait()
-	return state, firstErr
-}
-
-// rangeLoadMin is the number of rows of one partition from which load
-// reads them with two range queries instead of point reads per row.
-const rangeLoadMin = 2
-
-// loadRanges reads the state of many rows of one partition with two range
-// queries: the tips between the least and the greatest row, then, for the
-// rows without a tip, the version rows over their histories, of which each
-// row's least key is its newest (a deleted row's tombstone). Each query reads one page of a
-// bounded size, so rows scattered over a large partition cost at most two
-// wasted requests: a tip found is the row's, but what a page lacks is known
-// absent only when the page holds the whole range; the rows it cannot settle
-// are returned in rest and read one by one.
-func loadRanges(ctx context.Context, s store.Store, table, pk string, rks []string, state map[string]*rowState) (rest []string, err error) {
-	limit := min(4*len(rks), store.PageSize(0))
-	from, to := TipKey(rks[0]), TipKey(rks[0])
-	for _, rk := range rks {
-		from = minKey(from, TipKey(rk))
-		to = maxKey(to, TipKey(rk))
-	}
-	// No key holds a control character, so nothing sorts between a key and
-	// the key followed by a space.
-	tips, err := queryPage(ctx, s, table, store.Query{PK: pk, From: from, To: to + " ", Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	var tipless []string
-	for _, rk := range rks {
-		switch r, ok := tips.rows[rk]; {
-		case ok:
-			state[rk] = &rowState{tip: r, latest: r}
-		case tips.complete:
-			tipless = append(tipless, rk)
-		default:
-			rest = append(rest, rk)
-		}
-	}
-	if len(tipless) == 0 {
-		return rest, nil
-	}
-	from, to = HistoryRange(tipless[0])
-	for _, rk := range tipless {
-		f, t := HistoryRange(rk)
-		from, to = minKey(from, f), maxKey(to, t)
-	}
-	// No filter on _deleted: the store would read the histories of the
-	// live rows in the range anyway, all of them, to find the few matches;
-	// unfiltered, the bounded page stops it and the rest is read per row.
-	tombs, err := queryPage(ctx, s, table, store.Query{PK: pk, From: from, To: to, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	for _, rk := range tipless {
-		switch r, ok := tombs.rows[rk]; {
-		case !tombs.complete:
-			rest = append(rest, rk)
-		case ok: // the least key of a row's versions is its newest
-			state[rk] = &rowState{latest: r}
-		default:
-			state[rk] = &rowState{}
-		}
-	}
-	return rest, nil
-}
-
-// rowPage is one page of rows read by loadRanges: the row with the least
-// key of each natural RowKey, and whether the page holds the whole range.
-// A page that does not is no proof that a row it lacks is absent, nor that
-// the versions it holds of a row are the newest: Cosmos DB for Table
-// answers a page with any rows of the range (docs/cosmos.md).
-type rowPage struct {
-	rows     map[string]*Row
-	complete bool
-}
-
-func queryPage(ctx context.Context, s store.Store, table string, q store.Query) (rowPage, error) {
-	page, err := s.Query(ctx, table, q)
-	switch {
-	case errors.Is(err, store.ErrTableNotFound):
-		return rowPage{rows: map[string]*Row{}}, nil
-	case err != nil:
-		return rowPage{}, fmt.Errorf("read rows %s/%q: %w", table, q.PK, err)
-	}
-	p := rowPage{rows: make(map[string]*Row, len(page.Entities)), complete: page.Continuation == ""}
-	store.SortEntities(page.Entities)
-	for _, e := range page.Entities {
-		r, err := DecodeRow(e)
-		if err != nil {
-			return rowPage{}, err
-		}
-		if _, seen := p.rows[r.RK]; !seen {
-			p.rows[r.RK] = &r
-		}
-	}
-	return p, nil
-}
-
-func minKey(a, b string) string {
-	if store.CompareKeys(a, b) <= 0 {
-		return a
-	}
-	return b
-}
-
-func maxKey(a, b string) string {
-	if store.CompareKeys(a, b) >= 0 {
-		return a
-	}
-	return b
-}
-
-// readRowState reads what the apply needs to know of one row with at most
-// three requests: the tip, and when there is none, the newest version row
-// (store.Least: one request when the row has no history).
-func readRowState(ctx context.Context, s store.Store, table, pk, rk string) (*rowState, error) {
-	st, err := func() (*rowState, error) {
-		e, err := s.Get(ctx, table, pk, TipKey(rk))
-		switch {
-		case err == nil:
-			r, err := DecodeRow(e)
-			if err != nil {
-				return nil, err
-			}
-			return &rowState{tip: &r, latest: &r}, nil
-		case errors.Is(err, store.ErrTableNotFound):
-			return &rowState{}, nil
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, err
-		}
-		from, to := HistoryRange(rk)
-		newest, ok, err := store.Least(ctx, s, table, store.Query{PK: pk, From: from, To: to})
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return &rowState{}, nil
-		}
-		r, err := DecodeRow(newest)
-		if err != nil {
-			return nil, err
-		}
-		return &rowState{latest: &r}, nil
-	}()
-	if err != nil {
-		return nil, fmt.Errorf("read row %s/%q/%q: %w", table, pk, rk, err)
-	}
-	return st, nil
 }
 
 func (a *Applier) ensureTable(ctx context.Context, table string) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -95,20 +96,16 @@ type Change struct {
 	After   events.Entity // nil for Delete
 }
 
-// rowState is what the apply knows of one logical row.
-type rowState struct {
-	// tip is the current version; nil when the row does not exist.
-	tip *Row
-	// latest is the newest version of any kind: tip when the row exists,
-	// else its tombstone; nil when the row never existed.
-	latest *Row
-}
+// rowState is what the apply knows of one logical row: its tip and its
+// newest version of any kind (rows.State).
+type rowState = rows.State
 
-func (s *rowState) nextVersion() int64 {
-	if s.latest == nil {
+// nextVersion is the version the next command that changes the row makes.
+func nextVersion(s *rowState) int64 {
+	if s.Latest == nil {
 		return 0
 	}
-	return s.latest.Version + 1
+	return s.Latest.Version + 1
 }
 
 // rejectError is why a command is rejected, with its code (SPEC §5).
@@ -153,12 +150,12 @@ func (res *Result) reject(reason string, err error) {
 
 // batch accumulates the effect of consecutive commands of one partition
 // into one transaction. It is pure: it reads no clock and does no I/O.
-type batch struct {
+type txn struct {
 	pk   string
 	base map[string]*rowState // committed state at the start of the batch
 	cur  map[string]*rowState // state after the commands taken so far
 	// added are the version rows written in this batch, per RK.
-	added map[string][]Row
+	added map[string][]rows.Row
 	// cost of each touched RK in the transaction: ops and bytes.
 	ops, bytes map[string]int
 	totalOps   int
@@ -184,17 +181,17 @@ type batch struct {
 	limits events.Limits
 }
 
-func newBatch(pk string, state map[string]*rowState, limits events.Limits) *batch {
-	return &batch{
+func newTxn(pk string, state map[string]*rowState, limits events.Limits) *txn {
+	return &txn{
 		pk: pk, limits: limits, base: state, cur: make(map[string]*rowState),
-		added: make(map[string][]Row), ops: make(map[string]int), bytes: make(map[string]int),
+		added: make(map[string][]rows.Row), ops: make(map[string]int), bytes: make(map[string]int),
 		appliedIDs: make(map[string]uint64), skippedIDs: make(map[string]bool), by: make(map[string]opSource),
 		// Room for the fence write every transaction carries.
 		totalOps: 1, totalBytes: fenceWireCost,
 	}
 }
 
-func (b *batch) state(rk string) *rowState {
+func (b *txn) state(rk string) *rowState {
 	if s, ok := b.cur[rk]; ok {
 		return s
 	}
@@ -210,7 +207,7 @@ var errFull = fmt.Errorf("batch full")
 // add applies e to the batch. It returns errFull, leaving the batch as it
 // was, when the command's rows would push the transaction over the store's
 // limits; the caller then commits the batch and adds e to a fresh one.
-func (b *batch) add(e Entry) error {
+func (b *txn) add(e Entry) error {
 	res := Result{Seq: e.Seq, ID: e.ID}
 	if e.Err != nil {
 		res.reject(e.Err.Error(), e.Err)
@@ -219,7 +216,7 @@ func (b *batch) add(e Entry) error {
 	}
 	c := e.Cmd
 	if err := b.limits.Check(c); err != nil {
-		res.Status, res.Reason = journal.StatusRejected, err.Error()
+		res.reject(err.Error(), err)
 		b.results = append(b.results, res)
 		return nil
 	}
@@ -230,136 +227,171 @@ func (b *batch) add(e Entry) error {
 	if _, ok := b.appliedIDs[c.ID]; ok || b.skippedIDs[c.ID] {
 		return errFull
 	}
-	// Redelivery: a row already carrying this or a later sequence means the
-	// command was handled before.
-	for _, op := range c.Ops {
-		if l := b.state(op.RK).latest; l != nil && l.Seq >= e.Seq {
-			res.Status = Skipped
-			if l.Seq == e.Seq && l.Cmd == c.ID {
-				b.appliedIDs[c.ID] = e.Seq // it applied: its own version says so
-			} else {
-				b.skippedIDs[c.ID] = true
-			}
-			b.results = append(b.results, res)
-			return nil
-		}
+	if b.skip(e) {
+		res.Status = Skipped
+		b.results = append(b.results, res)
+		return nil
 	}
-	// A command ID applies at most once, ever: a republish after
-	// JetStream's duplicate window, or one published without Nats-Msg-Id.
-	var dup string
-	if s, ok := b.seen[c.ID]; ok && s < e.Seq {
-		dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, s)
-	}
-	if dup == "" && e.Prior.Seq != 0 && e.Prior.Seq < e.Seq {
-		switch e.Prior.Status {
-		case journal.StatusApplied:
-			dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, e.Prior.Seq)
-		case journal.StatusDuplicate:
-			dup = fmt.Sprintf("command %s already applied (journal sequence %d was a duplicate of it)", c.ID, e.Prior.Seq)
-		}
-	}
-	if dup == "" {
-		for _, op := range c.Ops {
-			if l := b.state(op.RK).latest; l != nil && l.Cmd == c.ID {
-				dup = fmt.Sprintf("command %s already applied at journal sequence %d", c.ID, l.Seq)
-				break
-			}
-		}
-	}
-	if dup != "" {
+	if dup := b.duplicate(e); dup != "" {
 		res.Status, res.Reason = journal.StatusDuplicate, dup
 		b.results = append(b.results, res)
 		return nil
 	}
-
-	// Simulate on copies so a rejected or oversized command leaves no trace.
-	// A command makes at most one new version of each row it names (SPEC
-	// §4: versions grow by one per applied command on a row, and a version
-	// row is keyed by the command's sequence): its ops on one row apply in
-	// order to a working copy, and only the row's state after the last one
-	// is written.
-	touched := make(map[string]*rowState)
-	var order []string
-	version := make(map[string]int64)
-	lastOp := make(map[string]events.OpKind)
-	for i, op := range c.Ops {
-		s, ok := touched[op.RK]
-		if !ok {
-			cp := *b.state(op.RK)
-			s = &cp
-			touched[op.RK] = s
-			order = append(order, op.RK)
-			version[op.RK] = s.nextVersion()
-		}
-		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
-			// Nothing of a rejected command is written, nor reported as written.
-			res.reject(fmt.Sprintf("ops[%d] %s %q: %v", i, op.Op, op.RK, err), err)
-			res.dependsOnState = true
-			b.results = append(b.results, res)
-			return nil
-		}
-		lastOp[op.RK] = op.Op
-	}
-	added := make(map[string][]Row)
-	for _, rk := range order {
-		rv, ch, ok := finishRow(rk, b.pk, e, b.state(rk), touched[rk], lastOp[rk], &added)
-		if ok {
-			res.Rows = append(res.Rows, rv)
-			res.Changes = append(res.Changes, ch)
+	eff, why := b.simulate(e)
+	if why == nil {
+		var err error
+		if why, err = b.price(&eff); err != nil {
+			return err
 		}
 	}
-
-	// Cost of the touched rows after this command, against the limits.
-	newOps, newBytes := b.totalOps, b.totalBytes
-	cost := make(map[string][2]int, len(touched))
-	for rk, s := range touched {
-		all := append(append([]Row(nil), b.added[rk]...), added[rk]...)
-		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.tip, all)
-		if err != nil {
-			res.Rows, res.Changes = nil, nil
-			res.reject(err.Error(), err)
-			res.dependsOnState = true
-			b.results = append(b.results, res)
-			return nil
-		}
-		cost[rk] = [2]int{n, sz}
-		newOps += n - b.ops[rk]
-		newBytes += sz - b.bytes[rk]
-	}
-	if newOps > store.MaxOps || newBytes > b.limits.TxBytes() {
-		if len(b.results) > 0 {
-			return errFull
-		}
-		res.Rows, res.Changes = nil, nil
+	if why != nil {
+		// Nothing of a rejected command is written, nor reported as written.
+		res.reject(why.Error(), why)
 		res.dependsOnState = true
-		res.reject(fmt.Sprintf("too large after versioning: %d store operations, %d bytes (limits %d, %d)",
-			newOps, newBytes, store.MaxOps, b.limits.TxBytes()),
-			reject(journal.CodeTooLarge, journal.RuleTransactionTooLarge, ""))
 		b.results = append(b.results, res)
 		return nil
 	}
-	for rk, s := range touched {
-		b.by[rk] = opSource{rk: rk, seq: e.Seq, cmd: c.ID}
-		b.cur[rk] = s
-		b.added[rk] = append(b.added[rk], added[rk]...)
-		b.ops[rk], b.bytes[rk] = cost[rk][0], cost[rk][1]
-	}
-	b.totalOps, b.totalBytes = newOps, newBytes
-	res.Status = journal.StatusApplied
-	b.appliedIDs[c.ID] = e.Seq
-	// The fence names the newest command that wrote a version (one that
-	// changed nothing, inserting and deleting a row, does not count), so
-	// that it is the same however the journal is batched.
-	if len(res.Rows) > 0 && e.Seq > b.last.seq {
-		b.last = fence{exists: true, seq: e.Seq, cmd: c.ID, at: e.At}
-	}
+	b.take(e, eff)
+	res.Status, res.Rows, res.Changes = journal.StatusApplied, eff.rows, eff.changes
 	b.results = append(b.results, res)
 	return nil
 }
 
+// skip reports whether e was handled before (a redelivery): a row it
+// names already carries its or a later sequence.
+func (b *txn) skip(e Entry) bool {
+	for _, op := range e.Cmd.Ops {
+		if l := b.state(op.RK).Latest; l != nil && l.Seq >= e.Seq {
+			if l.Seq == e.Seq && l.Cmd == e.Cmd.ID {
+				b.appliedIDs[e.Cmd.ID] = e.Seq // it applied: its own version says so
+			} else {
+				b.skippedIDs[e.Cmd.ID] = true
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// duplicate says why e is a duplicate, or "": a command ID applies at most
+// once, ever (a republish after JetStream's duplicate window, or one
+// published without Nats-Msg-Id).
+func (b *txn) duplicate(e Entry) string {
+	id := e.Cmd.ID
+	if s, ok := b.seen[id]; ok && s < e.Seq {
+		return fmt.Sprintf("command %s already applied at journal sequence %d", id, s)
+	}
+	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq {
+		switch e.Prior.Status {
+		case journal.StatusApplied:
+			return fmt.Sprintf("command %s already applied at journal sequence %d", id, e.Prior.Seq)
+		case journal.StatusDuplicate:
+			return fmt.Sprintf("command %s already applied (journal sequence %d was a duplicate of it)", id, e.Prior.Seq)
+		}
+	}
+	for _, op := range e.Cmd.Ops {
+		if l := b.state(op.RK).Latest; l != nil && l.Cmd == id {
+			return fmt.Sprintf("command %s already applied at journal sequence %d", id, l.Seq)
+		}
+	}
+	return ""
+}
+
+// effect is what one command would do to the batch: the rows' working
+// state after it, the version rows it adds, what it reports, and what the
+// transaction costs with it.
+type effect struct {
+	touched map[string]*rowState
+	added   map[string][]rows.Row
+	rows    []journal.RowVersion
+	changes []Change
+	// cost of each touched row, and the transaction's totals, with it.
+	cost              map[string][2]int
+	totalOps, totalBy int
+}
+
+// simulate runs e's ops on copies of its rows, so a rejected or oversized
+// command leaves no trace; it returns why it is rejected, or nil. A
+// command makes at most one new version of each row it names (SPEC §4:
+// versions grow by one per applied command on a row, and a version row is
+// keyed by the command's sequence): its ops on one row apply in order to a
+// working copy, and only the row's state after the last one is written.
+func (b *txn) simulate(e Entry) (effect, error) {
+	eff := effect{touched: make(map[string]*rowState), added: make(map[string][]rows.Row)}
+	var order []string
+	version := make(map[string]int64)
+	lastOp := make(map[string]events.OpKind)
+	for i, op := range e.Cmd.Ops {
+		s, ok := eff.touched[op.RK]
+		if !ok {
+			cp := *b.state(op.RK)
+			s = &cp
+			eff.touched[op.RK] = s
+			order = append(order, op.RK)
+			version[op.RK] = nextVersion(s)
+		}
+		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
+			return effect{}, fmt.Errorf("ops[%d] %s %q: %w", i, op.Op, op.RK, err)
+		}
+		lastOp[op.RK] = op.Op
+	}
+	for _, rk := range order {
+		rv, ch, ok := finishRow(rk, b.pk, e, b.state(rk), eff.touched[rk], lastOp[rk], &eff.added)
+		if ok {
+			eff.rows = append(eff.rows, rv)
+			eff.changes = append(eff.changes, ch)
+		}
+	}
+	return eff, nil
+}
+
+// price sets the cost of the touched rows after the command, and checks it
+// against the store's limits: it returns why the command is rejected, or
+// errFull when the command may fit a batch of its own.
+func (b *txn) price(eff *effect) (why, err error) {
+	eff.totalOps, eff.totalBy = b.totalOps, b.totalBytes
+	eff.cost = make(map[string][2]int, len(eff.touched))
+	for rk, s := range eff.touched {
+		all := append(append([]rows.Row(nil), b.added[rk]...), eff.added[rk]...)
+		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.Tip, all)
+		if err != nil {
+			return err, nil
+		}
+		eff.cost[rk] = [2]int{n, sz}
+		eff.totalOps += n - b.ops[rk]
+		eff.totalBy += sz - b.bytes[rk]
+	}
+	if eff.totalOps <= store.MaxOps && eff.totalBy <= b.limits.TxBytes() {
+		return nil, nil
+	}
+	if len(b.results) > 0 {
+		return nil, errFull
+	}
+	return reject(journal.CodeTooLarge, journal.RuleTransactionTooLarge, "too large after versioning: %d store operations, %d bytes (limits %d, %d)",
+		eff.totalOps, eff.totalBy, store.MaxOps, b.limits.TxBytes()), nil
+}
+
+// take adds an applied command's effect to the batch.
+func (b *txn) take(e Entry, eff effect) {
+	for rk, s := range eff.touched {
+		b.by[rk] = opSource{rk: rk, seq: e.Seq, cmd: e.Cmd.ID}
+		b.cur[rk] = s
+		b.added[rk] = append(b.added[rk], eff.added[rk]...)
+		b.ops[rk], b.bytes[rk] = eff.cost[rk][0], eff.cost[rk][1]
+	}
+	b.totalOps, b.totalBytes = eff.totalOps, eff.totalBy
+	b.appliedIDs[e.Cmd.ID] = e.Seq
+	// The fence names the newest command that wrote a version (one that
+	// changed nothing, inserting and deleting a row, does not count), so
+	// that it is the same however the journal is batched.
+	if len(eff.rows) > 0 && e.Seq > b.last.seq {
+		b.last = fence{exists: true, seq: e.Seq, cmd: e.Cmd.ID, at: e.At}
+	}
+}
+
 // source names the row and command a store op of the batch is for.
-func (b *batch) source(storeKey string) opSource {
-	rk, _, _, ok := ParseKey(storeKey)
+func (b *txn) source(storeKey string) opSource {
+	rk, _, _, ok := rows.ParseKey(storeKey)
 	if !ok {
 		return opSource{key: storeKey}
 	}
@@ -368,9 +400,9 @@ func (b *batch) source(storeKey string) opSource {
 	return src
 }
 
-func (b *batch) baseTip(rk string) *Row {
+func (b *txn) baseTip(rk string) *rows.Row {
 	if s, ok := b.base[rk]; ok {
-		return s.tip
+		return s.Tip
 	}
 	return nil
 }
@@ -379,20 +411,20 @@ func (b *batch) baseTip(rk string) *Row {
 // version v: the version the command makes of the row, whatever the number
 // of its ops on it. It writes nothing; finishRow does, once per row.
 func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
-	exists := s.tip != nil
+	exists := s.Tip != nil
 	if op.IfVersion != nil {
 		switch {
 		case !exists:
 			return reject(journal.CodeVersionMismatch, "", "ifVersion %d: row does not exist", *op.IfVersion)
-		case s.tip.Version != *op.IfVersion:
-			return reject(journal.CodeVersionMismatch, "", "ifVersion %d: row is at version %d", *op.IfVersion, s.tip.Version)
+		case s.Tip.Version != *op.IfVersion:
+			return reject(journal.CodeVersionMismatch, "", "ifVersion %d: row is at version %d", *op.IfVersion, s.Tip.Version)
 		}
 	}
 	kind := op.Op
 	switch kind {
 	case events.OpInsert:
 		if exists {
-			return reject(journal.CodeExists, "", "row exists at version %d", s.tip.Version)
+			return reject(journal.CodeExists, "", "row exists at version %d", s.Tip.Version)
 		}
 	case events.OpReplace, events.OpMerge, events.OpDelete:
 		if !exists {
@@ -403,12 +435,12 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 		return reject(journal.CodeInvalid, string(events.RuleUnknownOp), "unknown op %q", kind)
 	}
 	if kind == events.OpDelete {
-		s.tip = nil
+		s.Tip = nil
 		return nil
 	}
-	next := Row{PK: pk, RK: op.RK, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: kind, Tip: true}
+	next := rows.Row{PK: pk, RK: op.RK, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: kind, Tip: true}
 	if exists && (kind == events.OpMerge || kind == events.OpUpsertMerge) {
-		next.Props = s.tip.Props.Clone()
+		next.Props = s.Tip.Props.Clone()
 		for k, v := range op.Entity {
 			next.Props[k] = v
 		}
@@ -418,7 +450,7 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 	} else {
 		next.Props = op.Entity.Clone()
 	}
-	s.tip, s.latest = &next, &next
+	s.Tip, s.Latest = &next, &next
 	return nil
 }
 
@@ -429,9 +461,9 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 // gets no version: w is reset and ok is false. The tombstone holds the
 // values the row had before the command, the last it had at any journal
 // sequence.
-func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]Row) (journal.RowVersion, Change, bool) {
-	old := before.tip
-	if old == nil && w.tip == nil {
+func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]rows.Row) (journal.RowVersion, Change, bool) {
+	old := before.Tip
+	if old == nil && w.Tip == nil {
 		*w = *before
 		return journal.RowVersion{}, Change{}, false
 	}
@@ -440,27 +472,27 @@ func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, 
 		cp.Tip, cp.ETag = false, ""
 		(*added)[rk] = append((*added)[rk], cp)
 	}
-	v := before.nextVersion()
-	if w.tip == nil {
-		tomb := Row{PK: pk, RK: rk, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: events.OpDelete,
+	v := nextVersion(before)
+	if w.Tip == nil {
+		tomb := rows.Row{PK: pk, RK: rk, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: events.OpDelete,
 			Deleted: true, Props: old.Props}
 		(*added)[rk] = append((*added)[rk], tomb)
-		w.latest = &tomb
+		w.Latest = &tomb
 		return journal.RowVersion{RK: rk, Version: v, Op: events.OpDelete, Deleted: true},
 			Change{RK: rk, Kind: Delete, Version: v, Before: old.Props}, true
 	}
-	w.tip.Op = last
-	w.latest = w.tip
+	w.Tip.Op = last
+	w.Latest = w.Tip
 	rv := journal.RowVersion{RK: rk, Version: v, Op: last}
 	if old == nil {
-		return rv, Change{RK: rk, Kind: Create, Version: v, After: w.tip.Props}, true
+		return rv, Change{RK: rk, Kind: Create, Version: v, After: w.Tip.Props}, true
 	}
-	return rv, Change{RK: rk, Kind: Update, Version: v, Before: old.Props, After: w.tip.Props}, true
+	return rv, Change{RK: rk, Kind: Update, Version: v, Before: old.Props, After: w.Tip.Props}, true
 }
 
 // rowCost is the transaction cost of one row's writes in a batch: each
 // added version row is one insert, and the tip is one op when it changed.
-func rowCost(pk string, baseTip, tip *Row, added []Row) (ops, bytes int, err error) {
+func rowCost(pk string, baseTip, tip *rows.Row, added []rows.Row) (ops, bytes int, err error) {
 	for _, r := range added {
 		sz, err := entityCost(pk, r)
 		if err != nil {
@@ -479,12 +511,12 @@ func rowCost(pk string, baseTip, tip *Row, added []Row) (ops, bytes int, err err
 		bytes += sz
 	case tip == nil && baseTip != nil:
 		ops++
-		bytes += wireCost(events.EntitySize(pk, TipKey(baseTip.RK), nil), nil)
+		bytes += wireCost(events.EntitySize(pk, rows.TipKey(baseTip.RK), nil), nil)
 	}
 	return ops, bytes, nil
 }
 
-func entityCost(pk string, r Row) (int, error) {
+func entityCost(pk string, r rows.Row) (int, error) {
 	props := r.Encode()
 	sz := events.EntitySize(pk, r.StoreKey(), props)
 	if sz > store.MaxEntityBytes {
@@ -513,7 +545,7 @@ func wireCost(size int, props events.Entity) int {
 // (never overwritten: a conflict means someone else wrote this history), the
 // tip is inserted, replaced or deleted against the state the batch started
 // from.
-func (b *batch) txOps() []store.Op {
+func (b *txn) txOps() []store.Op {
 	var ops []store.Op
 	for rk, s := range b.cur {
 		for _, r := range b.added[rk] {
@@ -521,12 +553,12 @@ func (b *batch) txOps() []store.Op {
 		}
 		base := b.baseTip(rk)
 		switch {
-		case s.tip != nil && s.tip != base && base == nil:
-			ops = append(ops, store.Op{Kind: store.Insert, RK: TipKey(rk), Props: s.tip.Encode()})
-		case s.tip != nil && s.tip != base:
-			ops = append(ops, store.Op{Kind: store.Replace, RK: TipKey(rk), Props: s.tip.Encode(), IfMatch: etagOrAny(base.ETag)})
-		case s.tip == nil && base != nil:
-			ops = append(ops, store.Op{Kind: store.Delete, RK: TipKey(rk), IfMatch: etagOrAny(base.ETag)})
+		case s.Tip != nil && s.Tip != base && base == nil:
+			ops = append(ops, store.Op{Kind: store.Insert, RK: rows.TipKey(rk), Props: s.Tip.Encode()})
+		case s.Tip != nil && s.Tip != base:
+			ops = append(ops, store.Op{Kind: store.Replace, RK: rows.TipKey(rk), Props: s.Tip.Encode(), IfMatch: etagOrAny(base.ETag)})
+		case s.Tip == nil && base != nil:
+			ops = append(ops, store.Op{Kind: store.Delete, RK: rows.TipKey(rk), IfMatch: etagOrAny(base.ETag)})
 		}
 	}
 	return ops

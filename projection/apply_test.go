@@ -8,6 +8,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -61,9 +62,9 @@ func withPrior(e Entry, seq uint64, st journal.Status) Entry {
 // first (the same command ID again) is "committed" as the Applier does: a
 // fresh batch continues from its state, knowing the IDs it applied. The
 // batch returned carries the results of all.
-func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *batch {
+func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *txn {
 	t.Helper()
-	b := newBatch("p", state, events.Limits{})
+	b := newTxn("p", state, events.Limits{})
 	b.seen = map[string]uint64{}
 	var results []Result
 	for i := 0; i < len(entries); i++ {
@@ -82,7 +83,7 @@ func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *batch
 			}
 			results = append(results, b.results...)
 			state = next
-			b = newBatch("p", state, events.Limits{})
+			b = newTxn("p", state, events.Limits{})
 			b.seen = seen
 			i--
 			continue
@@ -184,10 +185,10 @@ func TestBatchOperations(t *testing.T) {
 			}
 			s := b.state("a")
 			switch {
-			case tt.tipVersion < 0 && s.tip != nil:
-				t.Errorf("tip at version %d, want none", s.tip.Version)
-			case tt.tipVersion >= 0 && (s.tip == nil || s.tip.Version != tt.tipVersion):
-				t.Errorf("tip %+v, want version %d", s.tip, tt.tipVersion)
+			case tt.tipVersion < 0 && s.Tip != nil:
+				t.Errorf("tip at version %d, want none", s.Tip.Version)
+			case tt.tipVersion >= 0 && (s.Tip == nil || s.Tip.Version != tt.tipVersion):
+				t.Errorf("tip %+v, want version %d", s.Tip, tt.tipVersion)
 			}
 			if n := len(b.added["a"]); n != tt.added {
 				t.Errorf("%d version rows added, want %d", n, tt.added)
@@ -219,8 +220,8 @@ func TestBatchMergeAndTombstoneValues(t *testing.T) {
 }
 
 func TestBatchSkipsRedelivered(t *testing.T) {
-	committed := &Row{RK: "a", Version: 4, Seq: 10, Cmd: "c10", Tip: true, Props: ent("x", 1)}
-	state := map[string]*rowState{"a": {tip: committed, latest: committed}}
+	committed := &rows.Row{RK: "a", Version: 4, Seq: 10, Cmd: "c10", Tip: true, Props: ent("x", 1)}
+	state := map[string]*rowState{"a": {Tip: committed, Latest: committed}}
 	b := runBatch(t, state,
 		entry(9, "c9", op(events.OpInsert, "a", "x", 9)), // handled before the crash
 		entry(10, "c10", upsert("a", "x", 1)),            // this one too
@@ -229,14 +230,14 @@ func TestBatchSkipsRedelivered(t *testing.T) {
 	if got[0] != Skipped || got[1] != Skipped || got[2] != applied {
 		t.Fatalf("statuses %v, want [skipped skipped applied]", got)
 	}
-	if v := b.state("a").tip.Version; v != 5 {
+	if v := b.state("a").Tip.Version; v != 5 {
 		t.Errorf("tip version %d, want 5", v)
 	}
 }
 
 func TestBatchTxOps(t *testing.T) {
-	base := &Row{PK: "p", RK: "a", Version: 0, Seq: 11, Cmd: "c11", Tip: true, Props: ent("x", 1), ETag: "e1"}
-	state := map[string]*rowState{"a": {tip: base, latest: base}}
+	base := &rows.Row{PK: "p", RK: "a", Version: 0, Seq: 11, Cmd: "c11", Tip: true, Props: ent("x", 1), ETag: "e1"}
+	state := map[string]*rowState{"a": {Tip: base, Latest: base}}
 	b := runBatch(t, state, entry(12, "c12", upsert("a", "x", 2)), entry(13, "c13", op(events.OpDelete, "a")))
 	ops := b.txOps()
 	kinds := map[string]store.OpKind{}
@@ -246,8 +247,8 @@ func TestBatchTxOps(t *testing.T) {
 	// Version rows are keyed by the sequence that wrote them: v0 by 11,
 	// v1 by 12, the tombstone v2 by 13.
 	want := map[string]store.OpKind{
-		VersionKey("a", 11): store.Insert, VersionKey("a", 12): store.Insert,
-		VersionKey("a", 13): store.Insert, TipKey("a"): store.Delete,
+		rows.VersionKey("a", 11): store.Insert, rows.VersionKey("a", 12): store.Insert,
+		rows.VersionKey("a", 13): store.Insert, rows.TipKey("a"): store.Delete,
 	}
 	if len(kinds) != len(want) || len(ops) != len(want) {
 		t.Fatalf("ops %v, want %v", kinds, want)
@@ -258,14 +259,14 @@ func TestBatchTxOps(t *testing.T) {
 		}
 	}
 	for _, o := range ops {
-		if o.RK == TipKey("a") && o.IfMatch != "e1" {
+		if o.RK == rows.TipKey("a") && o.IfMatch != "e1" {
 			t.Errorf("tip delete IfMatch %q, want the etag read", o.IfMatch)
 		}
 	}
 }
 
 func TestBatchFullAndOversize(t *testing.T) {
-	b := newBatch("p", map[string]*rowState{}, events.Limits{})
+	b := newTxn("p", map[string]*rowState{}, events.Limits{})
 	seq := uint64(0)
 	var err error
 	for err == nil {
@@ -280,7 +281,7 @@ func TestBatchFullAndOversize(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		big["p"+string(rune('a'+i))] = events.Binary(make([]byte, 60<<10))
 	}
-	b = newBatch("p", map[string]*rowState{}, events.Limits{})
+	b = newTxn("p", map[string]*rowState{}, events.Limits{})
 	var ops []events.RowOp
 	for i := 0; i < 20; i++ {
 		ops = append(ops, events.RowOp{Op: events.OpUpsert, RK: "r" + strings.Repeat("x", i), Entity: big})
@@ -324,7 +325,7 @@ func TestBatchOneVersionPerCommand(t *testing.T) {
 	if tomb := rows[2]; !tomb.Deleted || tomb.Version != 2 || tomb.Seq != 3 || !tomb.Props.Equal(ent("x", 2, "y", 2)) {
 		t.Errorf("tombstone %+v, want v2 at 3 with the values before c3", tomb)
 	}
-	if s := b.state("c"); s.latest != nil || s.tip != nil || len(b.added["c"]) != 0 {
+	if s := b.state("c"); s.Latest != nil || s.Tip != nil || len(b.added["c"]) != 0 {
 		t.Errorf("row c inserted and deleted in one command left %+v and %d version rows", s, len(b.added["c"]))
 	}
 	keys := map[string]bool{}

@@ -3,6 +3,7 @@ package projection
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestAwaitLostAcks(t *testing.T) {
 		fs = append(fs, lostAck{msg})
 	}
 	start := time.Now()
-	if err := newPublisher(js, false, NopObserver{}).await(ctx, fs); err != nil {
+	if err := awaitAcks(ctx, js, fs); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > n*asyncAckTimeout/2 {
@@ -100,7 +101,9 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 	asyncAckTimeout = 200 * time.Millisecond
 
 	part := partition{table: "orders", pk: "p"}
-	pub := newPublisher(&losingJS{JetStream: js, marker: `"cmd":"c1"`}, true, NopObserver{})
+	lossy := &losingJS{JetStream: js, marker: `"cmd":"c1"`}
+	b := &batch{p: &Projector{obs: NopObserver{}, log: slog.New(slog.DiscardHandler)}, bySeq: make(map[uint64]*Entry),
+		outcomes: newOutcomePublisher(lossy, NopObserver{}), changes: newChangeFeed(lossy)}
 	for v := int64(1); v <= 3; v++ {
 		id := fmt.Sprintf("c%d", v)
 		r := Result{Seq: uint64(v), ID: id, Status: journal.StatusApplied,
@@ -109,11 +112,12 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 		// A second row in the same transactions keeps its own order too.
 		r.Rows = append(r.Rows, journal.RowVersion{RK: "s", Version: v, Op: events.OpUpsert})
 		r.Changes = append(r.Changes, Change{RK: "s", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}})
-		if err := pub.publishResults(ctx, part, []Result{r}, []Entry{{Seq: uint64(v), ID: id}}, false); err != nil {
+		b.bySeq[r.Seq] = &Entry{Seq: uint64(v), ID: id}
+		if err := b.publishApplied(ctx, part, []*Result{&r}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := pub.wait(ctx); err != nil {
+	if err := b.finish(ctx); err != nil {
 		t.Fatal(err)
 	}
 

@@ -26,6 +26,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
@@ -116,14 +117,14 @@ func projectRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 		b.Fatal(err)
 	}
 	// Every command applied: one new row (tip) each.
-	rows := 0
-	from, to := projection.TipRange()
+	count := 0
+	from, to := rows.TipRange()
 	q := store.Query{AllPartitions: true, From: from, To: to}
-	if err := store.All(ctx, st.Store, table, q, func(store.Entity) error { rows++; return nil }); err != nil {
+	if err := store.All(ctx, st.Store, table, q, func(store.Entity) error { count++; return nil }); err != nil {
 		b.Fatal(err)
 	}
-	if rows != n {
-		b.Fatalf("%d rows projected from %d commands", rows, n)
+	if count != n {
+		b.Fatalf("%d rows projected from %d commands", count, n)
 	}
 	return projectResult{projection: elapsed, batched: batched(b, st.Store, n, pk), txs: st.txs.Load(), reads: st.reads.Load()}
 }
@@ -404,7 +405,7 @@ func memoryRun(b *testing.B, points []int) []memStats {
 		h.WaitProjected(ctx)
 		stats = append(stats, child.measure(b))
 	}
-	if _, err := st.Get(ctx, "memory", fmt.Sprintf("p%04d", (next-1)%spreadPartitions), projection.TipKey(benchRK(next-1))); err != nil {
+	if _, err := st.Get(ctx, "memory", fmt.Sprintf("p%04d", (next-1)%spreadPartitions), rows.TipKey(benchRK(next-1))); err != nil {
 		b.Fatalf("last row: %v", err)
 	}
 	child.stop(b)

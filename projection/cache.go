@@ -75,12 +75,12 @@ func (c *rowCache) put(k rowKey, s rowState, epoch uint64) {
 	if c == nil || c.max <= 0 {
 		return
 	}
-	if s.tip != nil && s.tip.ETag != "" {
-		t := *s.tip
+	if s.Tip != nil && s.Tip.ETag != "" {
+		t := *s.Tip
 		t.ETag = ""
-		s.tip = &t
-		if s.latest != nil && s.latest.Tip {
-			s.latest = &t
+		s.Tip = &t
+		if s.Latest != nil && s.Latest.Tip {
+			s.Latest = &t
 		}
 	}
 	c.mu.Lock()

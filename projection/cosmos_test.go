@@ -21,7 +21,7 @@ func TestCosmosLimitsInBatch(t *testing.T) {
 			"e": events.Binary(make([]byte, 60<<10)), "f": events.Binary(make([]byte, 60<<10)),
 			"g": events.Binary(make([]byte, 60<<10)), "h": events.Binary(make([]byte, 60<<10))}}
 	}
-	b := newBatch("p", map[string]*rowState{}, events.CosmosLimits)
+	b := newTxn("p", map[string]*rowState{}, events.CosmosLimits)
 	b.seen = map[string]uint64{}
 	entries := []Entry{
 		entry(1, "c1", upsert(strings.Repeat("k", 255-events.RowKeyOverhead+1), "n", 1)),
@@ -57,7 +57,7 @@ func TestCosmosLimitsInBatch(t *testing.T) {
 		t.Errorf("batch full at seq %d with %d bytes, want full at 5 within %d", full, b.totalBytes, events.CosmosLimits.TxBytes())
 	}
 	// The same commands fit one transaction on Azure.
-	az := newBatch("p", map[string]*rowState{}, events.Limits{})
+	az := newTxn("p", map[string]*rowState{}, events.Limits{})
 	az.seen = map[string]uint64{}
 	for _, e := range entries[3:] {
 		if err := az.add(e); err != nil {

@@ -1,22 +1,25 @@
 // Package projection applies journal commands to tables with in-place
 // versioning (SPEC §4, §5): each logical row is a tip row plus version and
 // tombstone rows in the same partition, written in one transaction and
-// tagged with the command ID and journal sequence that produced them.
+// tagged with the command ID and journal sequence that produced them. The
+// layout itself and its readers are package rows.
 //
 // The files follow the cut between deciding and doing:
 //
-//   - layout.go is the row layout: RowKeys, system columns, [Row].
-//   - apply.go is the pure versioned apply of a batch of one partition's
-//     commands: results and store operations, no clock, no I/O.
-//   - applier.go is the [Applier]: it loads row state (through the bounded
-//     row cache of cache.go), runs the pure batch, commits it with retries,
-//     and calls [Hooks] where outcomes must be published. The projector and
-//     replay's rebuild both use it.
-//   - projector.go is the [Projector]: one durable JetStream consumer per
-//     shard, partitions in parallel, each in journal order, with
-//     exactly-once effect; changefeed.go publishes outcomes and the change
-//     feed before messages are acknowledged.
-//   - read.go is the [Reader] over the layout.
+//   - apply.go is the pure versioned apply of one transaction of a
+//     partition's commands: results and store operations, no clock, no I/O.
+//   - applier.go is the [Applier]: for each transaction of a partition it
+//     decides on the rows as the table holds them (through the fence of
+//     fence.go and the bounded row cache of cache.go) and commits with
+//     retries. The projector drives its steps; replay's rebuild calls
+//     [Applier.Apply] with [Hooks].
+//   - projector.go is the [Projector] and its shards: one durable JetStream
+//     consumer per shard, each fetched batch handed over in delivery order.
+//   - batch.go takes one fetched batch through the exactly-once order, top
+//     to bottom; recover.go is its crash-recovery stage and publish.go its
+//     two publishers, of outcomes and of change events (changefeed.go
+//     defines the change feed).
 //
-// docs/ARCHITECTURE.md explains the exactly-once argument.
+// docs/ARCHITECTURE.md ("Exactly once") explains the order and what proves
+// each stage.
 package projection

@@ -15,6 +15,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/storetest"
 )
@@ -274,7 +275,7 @@ func TestDuplicateWithoutMsgID(t *testing.T) {
 				}
 			}
 			t.Logf("seq 3: %s", got[3].Reason)
-			row, err := projection.Reader{Store: h.Store}.Get(ctx, "orders", "p", "x")
+			row, err := rows.Reader{Store: h.Store}.Get(ctx, "orders", "p", "x")
 			if err != nil {
 				t.Fatal(err)
 			}

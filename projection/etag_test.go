@@ -10,6 +10,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -21,7 +22,7 @@ type fenceReads struct {
 }
 
 func (f *fenceReads) Get(ctx context.Context, table, pk, rk string) (store.Entity, error) {
-	if rk == projection.FenceKey {
+	if rk == rows.FenceKey {
 		f.n.Add(1)
 	}
 	return f.Store.Get(ctx, table, pk, rk)

@@ -13,6 +13,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -28,7 +29,7 @@ type lossyStore struct {
 
 func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
 	for _, op := range ops {
-		if v, ok := op.Props[projection.ColCmd]; ok && v.Str == l.lose && op.RK != projection.FenceKey {
+		if v, ok := op.Props[rows.ColCmd]; ok && v.Str == l.lose && op.RK != rows.FenceKey {
 			l.mu.Lock()
 			l.lost++
 			l.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -123,14 +124,14 @@ func metricsRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 	if err := h.StopProjector(); err != nil {
 		b.Fatal(err)
 	}
-	rows := 0 // tips: one per command
-	from, to := projection.TipRange()
+	count := 0 // tips: one per command
+	from, to := rows.TipRange()
 	q := store.Query{AllPartitions: true, From: from, To: to}
-	if err := store.All(ctx, st, table, q, func(store.Entity) error { rows++; return nil }); err != nil {
+	if err := store.All(ctx, st, table, q, func(store.Entity) error { count++; return nil }); err != nil {
 		b.Fatal(err)
 	}
-	if rows != n {
-		b.Fatalf("%d rows projected from %d commands", rows, n)
+	if count != n {
+		b.Fatalf("%d rows projected from %d commands", count, n)
 	}
 	return cost
 }

@@ -10,10 +10,9 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/ctxtime"
+	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/store"
@@ -222,136 +221,180 @@ func (p *Projector) Run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// runShard applies one shard until ctx ends: it pulls the shard's
+// consumer and hands each fetched batch, in delivery order, to
+// processRetrying (batch.go).
 func (p *Projector) runShard(ctx context.Context, shard int) error {
-	// expect is the consumer delivery sequence of the next message. JetStream
-	// numbers every delivery; a gap means deliveries were lost in transit (a
-	// server restart, a dropped connection). Those messages would come back
-	// only after their ack wait, behind later messages of their partitions,
-	// so the shard applies what came before the gap and then recreates its
-	// consumer just after the last sequence it applied.
-	var (
-		cons   jetstream.Consumer
-		last   uint64
-		expect uint64
-		tail   tailWatch
-		pl     *puller
-	)
-	defer func() { pl.stop() }()
-	// reopen (re)opens the consumer at stream sequence from (0: its ack
-	// floor) with a new pull on it; false when ctx ended.
-	reopen := func(from uint64) bool {
-		pl.stop()
-		pl = nil
-		for pl == nil {
-			if cons, last = p.reopenConsumer(ctx, shard, from); cons == nil {
-				return false
-			}
-			var err error
-			pull := cons
-			if p.wrapConsumer != nil {
-				pull = p.wrapConsumer(cons)
-			}
-			if pl, err = p.newPuller(pull); err != nil {
-				p.log.Warn("pulling from the consumer failed; recreating it", LogShard, shard, LogSeq, last+1, "err", err)
-				p.obs.Retry(RetryFetch)
-				from = last + 1
-				if ctxtime.Sleep(ctx, time.Second) != nil {
-					return false
-				}
-			}
-		}
-		expect, tail = 1, newTailWatch(cons)
-		return true
-	}
-	if !reopen(0) {
+	s := &shardRun{p: p, shard: shard}
+	defer func() { s.pl.stop() }()
+	if !s.reopen(ctx, 0) {
 		return nil
 	}
 	for ctx.Err() == nil {
-		msgs, err := pl.next(ctx, time.Second)
+		msgs, err := s.pl.next(ctx, time.Second)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
-				p.log.Warn("consumer gone; recreating it", LogShard, shard, LogSeq, last+1, "err", err)
-			} else {
-				p.log.Warn("pulling failed; recreating the consumer", LogShard, shard, LogSeq, last+1, "err", err)
-				p.obs.Retry(RetryFetch)
-			}
-			if !reopen(last + 1) {
+			if ctx.Err() != nil || !s.pullFailed(ctx, err) {
 				return nil
 			}
 			continue
 		}
-		p.observeFetch(ctx, shard, cons, msgs)
+		p.observeFetch(ctx, shard, s.cons, msgs)
 		why := ""
-		if len(msgs) == 0 && tail.due() {
-			// Idle: were deliveries lost at the tail, with nothing after
-			// them to show a gap?
-			st, err := tail.check(ctx, cons, expect-1)
-			switch {
-			case err != nil:
-				if ctx.Err() == nil {
-					p.log.Debug("checking the consumer failed", LogShard, shard, "err", err)
-				}
-			case st.replaced:
-				why = "the consumer was replaced"
-			case st.beyond > 0 || st.waiting > 0:
-				// Delivered and not taken yet, or a pull request on its
-				// way: wait a moment for them.
-				if msgs, err = pl.next(ctx, tailGrace); err == nil && len(msgs) == 0 {
-					why = fmt.Sprintf("%d deliveries never arrived", st.beyond)
-					if st.beyond == 0 {
-						why = fmt.Sprintf("%d messages wait and no pull request reached the server", st.waiting)
-					}
-				}
-			}
+		if len(msgs) == 0 && s.tail.due() {
+			msgs, why = s.idle(ctx)
 		}
-		var todo []jetstream.Msg
-		gap := false
-		for _, m := range msgs {
-			md, err := m.Metadata()
-			if err != nil || md.Sequence.Consumer != expect {
-				// Unreadable metadata (not a JetStream delivery) is treated
-				// as a gap too: skipping the message would let the
-				// cumulative ack of a later one acknowledge it unapplied.
-				gap = true
-				break
-			}
-			expect++
-			if md.Sequence.Stream <= last {
-				_ = m.Ack() // a redelivery of a message already applied
-				continue
-			}
-			todo = append(todo, m)
-		}
-		if len(todo) > 0 {
-			if err := p.processRetrying(ctx, shard, todo); err != nil {
-				var ae *ApplyError
-				if errors.As(err, &ae) {
-					p.log.Error("cannot apply a row; the shard stops (see README, \"When a shard stops\")",
-						LogShard, shard, LogTable, ae.Table, LogPK, ae.PK, "rk", ae.RK, "key", ae.StoreKey,
-						LogSeq, ae.Seq, LogCmd, ae.Cmd, "err", ae.Err)
-				}
-				return err
-			}
-			md, _ := todo[len(todo)-1].Metadata()
-			last = md.Sequence.Stream
-			p.observeBatch(shard, todo)
+		todo, gap := s.inOrder(msgs)
+		if err := s.apply(ctx, todo); err != nil {
+			return err
 		}
 		if gap {
 			why = "a gap in the delivery sequence"
 		}
-		if why != "" && ctx.Err() == nil {
-			p.stats.LostDeliveries.Add(1)
-			p.log.Warn("deliveries lost; resuming in journal order", LogShard, shard, LogSeq, last+1, "why", why)
-			p.obs.Retry(RetryDeliveryGap)
-			if !reopen(last + 1) {
-				return nil
-			}
+		if why != "" && ctx.Err() == nil && !s.resume(ctx, why) {
+			return nil
 		}
 	}
 	return nil
+}
+
+// shardRun is one shard's consumer as runShard pulls from it.
+//
+// expect is the consumer delivery sequence of the next message. JetStream
+// numbers every delivery; a gap means deliveries were lost in transit (a
+// server restart, a dropped connection). Those messages would come back
+// only after their ack wait, behind later messages of their partitions, so
+// the shard applies what came before the gap and then recreates its
+// consumer just after the last sequence it applied.
+type shardRun struct {
+	p      *Projector
+	shard  int
+	cons   jetstream.Consumer
+	pl     *puller
+	last   uint64 // the stream sequence of the last message applied
+	expect uint64
+	tail   tailWatch
+}
+
+// reopen (re)opens the consumer at stream sequence from (0: its ack
+// floor) with a new pull on it; false when ctx ended.
+func (s *shardRun) reopen(ctx context.Context, from uint64) bool {
+	p := s.p
+	s.pl.stop()
+	s.pl = nil
+	for s.pl == nil {
+		if s.cons, s.last = p.reopenConsumer(ctx, s.shard, from); s.cons == nil {
+			return false
+		}
+		pull := s.cons
+		if p.wrapConsumer != nil {
+			pull = p.wrapConsumer(s.cons)
+		}
+		var err error
+		if s.pl, err = p.newPuller(pull); err == nil {
+			break
+		}
+		p.log.Warn("pulling from the consumer failed; recreating it", LogShard, s.shard, LogSeq, s.last+1, "err", err)
+		p.obs.Retry(RetryFetch)
+		from = s.last + 1
+		if ctxtime.Sleep(ctx, time.Second) != nil {
+			return false
+		}
+	}
+	s.expect, s.tail = 1, newTailWatch(s.cons)
+	return true
+}
+
+// pullFailed recreates the consumer after a failed pull; false when ctx
+// ended.
+func (s *shardRun) pullFailed(ctx context.Context, err error) bool {
+	if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+		s.p.log.Warn("consumer gone; recreating it", LogShard, s.shard, LogSeq, s.last+1, "err", err)
+	} else {
+		s.p.log.Warn("pulling failed; recreating the consumer", LogShard, s.shard, LogSeq, s.last+1, "err", err)
+		s.p.obs.Retry(RetryFetch)
+	}
+	return s.reopen(ctx, s.last+1)
+}
+
+// idle checks an idle shard's consumer: were deliveries lost at the tail,
+// with nothing after them to show a gap, or is no pull request of the
+// shard on the server? It returns what came meanwhile, and why the shard
+// must resume ("" if it need not).
+func (s *shardRun) idle(ctx context.Context) ([]jetstream.Msg, string) {
+	st, err := s.tail.check(ctx, s.cons, s.expect-1)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			s.p.log.Debug("checking the consumer failed", LogShard, s.shard, "err", err)
+		}
+		return nil, ""
+	case st.replaced:
+		return nil, "the consumer was replaced"
+	case st.beyond == 0 && st.waiting == 0:
+		return nil, ""
+	}
+	// Delivered and not taken yet, or a pull request on its way: wait a
+	// moment for them.
+	msgs, err := s.pl.next(ctx, tailGrace)
+	if err != nil || len(msgs) > 0 {
+		return msgs, ""
+	}
+	if st.beyond == 0 {
+		return nil, fmt.Sprintf("%d messages wait and no pull request reached the server", st.waiting)
+	}
+	return nil, fmt.Sprintf("%d deliveries never arrived", st.beyond)
+}
+
+// inOrder takes the messages that follow the last delivery without a gap
+// and were not applied before; gap says a delivery was missing.
+func (s *shardRun) inOrder(msgs []jetstream.Msg) (todo []jetstream.Msg, gap bool) {
+	for _, m := range msgs {
+		md, err := m.Metadata()
+		if err != nil || md.Sequence.Consumer != s.expect {
+			// Unreadable metadata (not a JetStream delivery) is treated
+			// as a gap too: skipping the message would let the
+			// cumulative ack of a later one acknowledge it unapplied.
+			return todo, true
+		}
+		s.expect++
+		if md.Sequence.Stream <= s.last {
+			_ = m.Ack() // a redelivery of a message already applied
+			continue
+		}
+		todo = append(todo, m)
+	}
+	return todo, false
+}
+
+// apply processes the messages taken from one fetch as one batch.
+func (s *shardRun) apply(ctx context.Context, todo []jetstream.Msg) error {
+	if len(todo) == 0 {
+		return nil
+	}
+	p := s.p
+	if err := p.processRetrying(ctx, s.shard, todo); err != nil {
+		var ae *ApplyError
+		if errors.As(err, &ae) {
+			p.log.Error("cannot apply a row; the shard stops (see README, \"When a shard stops\")",
+				LogShard, s.shard, LogTable, ae.Table, LogPK, ae.PK, "rk", ae.RK, "key", ae.StoreKey,
+				LogSeq, ae.Seq, LogCmd, ae.Cmd, "err", ae.Err)
+		}
+		return err
+	}
+	md, _ := todo[len(todo)-1].Metadata()
+	s.last = md.Sequence.Stream
+	p.observeBatch(s.shard, todo)
+	return nil
+}
+
+// resume reopens the consumer just after the last message applied, so
+// that what was lost is delivered again in journal order; false when ctx
+// ended.
+func (s *shardRun) resume(ctx context.Context, why string) bool {
+	s.p.stats.LostDeliveries.Add(1)
+	s.p.log.Warn("deliveries lost; resuming in journal order", LogShard, s.shard, LogSeq, s.last+1, "why", why)
+	s.p.obs.Retry(RetryDeliveryGap)
+	return s.reopen(ctx, s.last+1)
 }
 
 // reopenConsumer recreates the shard's consumer at stream sequence from,
@@ -359,8 +402,7 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 // from a server restart, and the server may still be starting). It returns
 // a nil consumer only when ctx ends.
 func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) (jetstream.Consumer, uint64) {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	b := journalBackoff()
 	for {
 		cons, last, err := p.openConsumer(ctx, shard, from)
 		if err == nil {
@@ -372,45 +414,15 @@ func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) 
 		wait := b.NextBackOff()
 		p.log.Warn("recreating the consumer failed; retrying", LogShard, shard, LogSeq, from, "in", wait, "err", err)
 		p.obs.Retry(RetryConsumer)
-		select {
-		case <-ctx.Done():
+		if ctxtime.Sleep(ctx, wait) != nil {
 			return nil, 0
-		case <-time.After(wait):
 		}
 	}
 }
 
-// processRetrying processes one fetched batch. A batch once fetched is
-// finished even if ctx is cancelled (drain on shutdown or handoff), unless
-// the shard's lease is lost (drainContext). When publishing to
-// JetStream fails (a server restart, a network blip) the same batch is
-// processed again with backoff: what already applied is skipped by the
-// rows' _seq, so the retry is idempotent. A store failure that survived the
-// applier's own retries stops the shard: its commands are never skipped.
-func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetstream.Msg) error {
-	drain, done := drainContext(ctx)
-	defer done()
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
-	for {
-		err := p.process(drain, msgs)
-		if drain.Err() != nil {
-			return nil // the lease is lost: abandoned, not acknowledged
-		}
-		if err == nil || !errors.Is(err, ErrPublish) {
-			return err
-		}
-		wait := b.NextBackOff()
-		p.log.Warn("publishing outcomes failed; retrying the batch", LogShard, shard, "in", wait, "err", err)
-		p.obs.Retry(RetryPublish)
-		select {
-		case <-ctx.Done():
-			// Not acknowledged: redelivered, in order, when the projector restarts.
-			return nil
-		case <-time.After(wait):
-		}
-	}
-}
+// journalBackoff is the backoff of the projector's retries against
+// JetStream: recreating a consumer, processing a batch again.
+func journalBackoff() backoff.BackOff { return retry.Backoff(100*time.Millisecond, 5*time.Second, 0) }
 
 // openConsumer resets (or creates) the shard's durable consumer so that it
 // delivers in journal order from stream sequence from, or, when from is 0,
@@ -494,404 +506,4 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 	}
 	p.observeOpen(shard, cons, from-1)
 	return cons, from - 1, nil
-}
-
-// ErrPublish wraps a failure to publish outcomes or change events, or to
-// look one up: the journal side is unreachable, not the store. The batch is
-// safe to process again (the rows' _seq skip what already applied), so the
-// projector retries it rather than stopping the shard.
-var ErrPublish = errors.New("publish outcomes")
-
-type partition struct{ table, pk string }
-
-// process applies one fetched batch: partitions concurrently, each in
-// journal order; outcomes and changes are published before any message is
-// acknowledged.
-func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
-	groups := make(map[partition][]Entry)
-	var order []partition
-	for _, m := range msgs {
-		part, e := p.entry(m)
-		if _, ok := groups[part]; !ok {
-			order = append(order, part)
-		}
-		groups[part] = append(groups[part], e)
-	}
-	// A command ID applies at most once, ever: one batched look-up of the
-	// IDs' earlier outcomes per fetch.
-	if !p.noOutcomeLookup {
-		if err := p.lookupPriors(ctx, groups); err != nil {
-			return fmt.Errorf("%w: %w", ErrPublish, err)
-		}
-	}
-	pub := newPublisher(p.js, !p.cfg.NoChangeFeed, p.obs)
-	// A plain group, not WithContext: a failing partition does not cancel
-	// the others, whose outcomes are still published; every error is kept.
-	var (
-		g    errgroup.Group
-		mu   sync.Mutex
-		errs []error
-	)
-	g.SetLimit(p.cfg.Concurrency)
-	for _, part := range order {
-		g.Go(func() error {
-			err := p.applier.Apply(ctx, part.table, part.pk, groups[part], Hooks{
-				BeforeCommit: func(ctx context.Context, rs []Result) error {
-					for i := range rs {
-						if rs[i].Status == Skipped && !rs[i].Stored {
-							if err := p.recoverOutcome(ctx, part, &rs[i], groups[part]); err != nil {
-								return err
-							}
-						}
-					}
-					p.logResults(part, rs)
-					// Rejections must be durable before a later command's effect is.
-					if err := pub.publishResults(ctx, part, rs, groups[part], true); err != nil {
-						return fmt.Errorf("%w: %w", ErrPublish, err)
-					}
-					for i := range rs {
-						rs[i].Stored = true // never acknowledged without it: published and awaited
-					}
-					return nil
-				},
-				AfterCommit: func(ctx context.Context, rs []Result) error {
-					p.logResults(part, rs)
-					if err := pub.publishResults(ctx, part, rs, groups[part], false); err != nil {
-						return fmt.Errorf("%w: %w", ErrPublish, err)
-					}
-					return nil
-				},
-			})
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s/%q: %w", part.table, part.pk, err))
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	_ = g.Wait() // the goroutines return nil: their errors are in errs
-	// Even when a partition failed, the outcomes of what committed before
-	// are published: less to rebuild when the batch comes again.
-	if err := pub.wait(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrPublish, err))
-	}
-	// A store failure outranks publish failures: it must stop the shard.
-	var storeErrs []error
-	for _, err := range errs {
-		if !errors.Is(err, ErrPublish) {
-			storeErrs = append(storeErrs, err)
-		}
-	}
-	if len(storeErrs) > 0 {
-		return errors.Join(storeErrs...)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	// The consumer acknowledges cumulatively: the last message of the batch
-	// stands for all. A lost ack means a redelivery, which the rows' _seq skip.
-	_ = msgs[len(msgs)-1].Ack()
-	return nil
-}
-
-// entry turns a jetstream message into an Entry; see EntryFromMsg.
-func (p *Projector) entry(m jetstream.Msg) (partition, Entry) {
-	jm := journal.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
-	if md, err := m.Metadata(); err == nil {
-		jm.Seq, jm.Time = md.Sequence.Stream, md.Timestamp
-	}
-	table, pk, e := EntryFromMsg(jm)
-	return partition{table, pk}, e
-}
-
-// EntryFromMsg turns a journal message into the Entry the projector applies
-// and the table and partition key it belongs to. An undecodable or invalid
-// message becomes an entry carrying its error (it is rejected, never
-// applied); one whose subject does not parse has table "" and the subject
-// as pk. The projector and replay's rebuild both decode with it, so that
-// they project a journal identically.
-func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
-	e.Seq, e.At = m.Seq, m.Time.UTC()
-	e.ID = m.Header.Get(jetstream.MsgIDHeader)
-	e.Trace = traceFrom(m.Header)
-	table, _, pk, err := journal.ParseSubject(m.Subject)
-	if err != nil {
-		e.Err = err
-		return "", m.Subject, e
-	}
-	m.Time = e.At
-	cmd, err := journal.DecodeMsg(m)
-	switch {
-	case err != nil:
-		e.Err = err
-	case e.ID != "" && e.ID != cmd.ID:
-		e.Err = fmt.Errorf("%w: Nats-Msg-Id %q differs from command id %q", events.ErrInvalid, e.ID, cmd.ID)
-	default:
-		e.ID, e.Cmd = cmd.ID, cmd
-	}
-	return table, pk, e
-}
-
-func (p *Projector) logResults(part partition, rs []Result) {
-	for _, r := range rs {
-		if r.Stored {
-			continue // logged when its outcome was published
-		}
-		switch r.Status {
-		case journal.StatusRejected:
-			p.log.Warn("command rejected", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID, "reason", r.Reason)
-		case journal.StatusDuplicate:
-			p.log.Info("duplicate command", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
-		case journal.StatusApplied:
-			p.log.Debug("command applied", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
-		}
-	}
-}
-
-// recoverOutcome settles a redelivered command whose effect is already in
-// the table and whose outcome is not known to be stored: it sets r's
-// Status (and Rows, Changes) to the outcome to publish, or marks it Stored.
-// It never leaves r without an outcome.
-//
-// If the projector crashed between a commit and publishing the outcomes,
-// the outcome of an applied command is rebuilt from the version rows that
-// carry its sequence. A command that wrote nothing had its outcome
-// published before any later commit (BeforeCommit), so it is found in the
-// outcomes stream. If it is not, the table (or the outcomes stream) lost
-// what the projector wrote: that is logged at ERROR and counted, and the
-// outcome is rebuilt from the rows' history as they stood before the
-// command.
-func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
-	var e Entry
-	for _, x := range entries {
-		if x.Seq == r.Seq {
-			e = x
-		}
-	}
-	if e.own != nil {
-		// The batch's look-up found it.
-		r.Status, r.Reason, r.Stored = e.own.Status, e.own.Reason, true
-		return nil
-	}
-	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
-	switch {
-	case err == nil && o.Seq == r.Seq:
-		r.Status, r.Reason, r.Stored = o.Status, o.Reason, true
-		return nil
-	case err == nil:
-		// The ID has outcomes of other messages (the latest in the stream
-		// is not necessarily the newest in the journal: rejections and
-		// duplicates are published before the applied outcomes of their
-		// batch): look through all of them.
-		all, err := journal.ScanOutcomes(ctx, p.js, r.ID)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrPublish, err)
-		}
-		for _, o := range all {
-			if o.Seq == r.Seq {
-				r.Status, r.Reason, r.Stored = o.Status, o.Reason, true
-				return nil
-			}
-		}
-	case err != nil && !errors.Is(err, journal.ErrNotFound):
-		return fmt.Errorf("%w: %w", ErrPublish, err)
-	}
-	if e.Cmd == nil {
-		// Only valid commands can be skipped; an invalid one is rejected
-		// again on the message alone.
-		r.reject(fmt.Sprint(e.Err), e.Err)
-		return nil
-	}
-	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]journal.RowVersion, error) {
-		return versionsBySeq(ctx, p.store, part.table, part.pk, e.Cmd, r.Seq)
-	})
-	if err != nil {
-		return err
-	}
-	if len(rows) == 0 {
-		return p.outcomeFromHistory(ctx, part, r, e)
-	}
-	r.Status, r.Rows = journal.StatusApplied, rows
-	if p.cfg.NoChangeFeed {
-		return nil
-	}
-	// The events are rebuilt and published again: one already stored is
-	// deduplicated by its Nats-Msg-Id, as long as it was stored within the
-	// stream's duplicate window, which a command journaled less than
-	// changeRepublishAge ago is sure of. An older command's events are
-	// taken as stored when the partition's newest event is of a later
-	// command: events are sent in journal order per row, and only one
-	// lost in flight (then re-sent) could be missing — and that is
-	// settled long before such an age.
-	if time.Since(e.At) > changeRepublishAge {
-		last, err := lastChangeSeq(ctx, p.js, part)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrPublish, err)
-		}
-		if last > r.Seq {
-			return nil
-		}
-	}
-	r.Changes, err = retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
-		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, rows)
-	})
-	if err != nil {
-		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
-		r.Changes = nil
-	}
-	return nil
-}
-
-// outcomeFromHistory settles a skipped command that has neither an outcome
-// nor a version in the table, which the projector never leaves behind: it
-// evaluates the command again on its rows as they stood just before it, as
-// the version rows tell. If that says the command applied, the table lost
-// its effect, and the outcome says so as a rejection (nothing of it is in
-// the table).
-func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *Result, e Entry) error {
-	state := make(map[string]*rowState)
-	for _, rk := range touchedRKs([]Entry{e}) {
-		s, err := retryStore(ctx, p.applier.policy, "read history of "+part.table, func() (*rowState, error) {
-			return stateBefore(ctx, p.store, part.table, part.pk, rk, e.Seq)
-		})
-		if err != nil {
-			return err
-		}
-		state[rk] = s
-	}
-	b := newBatch(part.pk, state, p.store.Limits())
-	if err := b.add(e); err != nil {
-		return err
-	}
-	res := b.results[0]
-	if res.Status == journal.StatusApplied && len(res.Rows) == 0 {
-		// It applied and changed nothing (it inserted and deleted a row):
-		// no version to find, and its outcome is published after the
-		// commit of its batch, so a crash may lose it. Nothing disagrees.
-		*r = res
-		return nil
-	}
-	if res.Status == journal.StatusApplied {
-		res = Result{Seq: e.Seq, ID: e.ID, Status: journal.StatusRejected, Code: journal.CodeLostWrite,
-			Reason: "not in the table: the rows moved on past this command, but no version carries it (the store lost a confirmed write?)"}
-	}
-	p.applier.disagree(part.table, part.pk,
-		fmt.Sprintf("seq %d (command %s) was handled but has no outcome and no version; outcome rebuilt from the rows' history: %s", e.Seq, e.ID, res.Status),
-		errors.New("outcome missing"))
-	*r = res
-	return nil
-}
-
-// stateBefore reads the state of a row just before journal sequence seq
-// from its tip and history.
-func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (*rowState, error) {
-	var newest *Row
-	if tip, err := (Reader{Store: s}).Get(ctx, table, pk, rk); err == nil && tip.Seq < seq {
-		newest = &tip
-	} else if err != nil && !errors.Is(err, ErrRowNotFound) {
-		return nil, err
-	}
-	if newest == nil && seq > 0 {
-		// Version rows are keyed by sequence: the newest before seq is the
-		// first row at or after the key of seq-1, read without a scan.
-		r, ok, err := VersionAt(ctx, s, table, pk, rk, seq-1)
-		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
-			return nil, err
-		}
-		if ok {
-			newest = &r
-		}
-	}
-	if newest == nil {
-		return &rowState{}, nil
-	}
-	if newest.Deleted {
-		return &rowState{latest: newest}, nil
-	}
-	t := *newest
-	t.Tip, t.ETag = true, ""
-	return &rowState{tip: &t, latest: &t}, nil
-}
-
-// lookupPriors sets each entry's Prior from the outcomes stream: the
-// latest outcome of every fetched command ID, in one batched request. When
-// an ID's latest outcome is of a later journal message (this one is being
-// redelivered), the ID's history decides: the newest earlier outcome that
-// applied.
-func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Entry) error {
-	var ids []string
-	for _, es := range groups {
-		for _, e := range es {
-			if e.Cmd != nil {
-				ids = append(ids, e.ID)
-			}
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	p.stats.OutcomeLookups.Add(1)
-	// The library's default request timeout (5 s) is short for a loaded
-	// server; the batch waits for this answer in any case.
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
-	defer cancel()
-	latest, err := journal.LatestOutcomes(ctx, p.js, ids)
-	if err != nil {
-		return err
-	}
-	histories := make(map[string][]journal.Outcome)
-	for _, es := range groups {
-		for i := range es {
-			e := &es[i]
-			o, ok := latest[e.ID]
-			if !ok || e.Cmd == nil {
-				continue
-			}
-			if o.Seq < e.Seq {
-				e.Prior = Prior{Seq: o.Seq, Status: o.Status}
-				continue
-			}
-			if o.Seq == e.Seq && o.Status != journal.StatusDuplicate {
-				// Its own outcome (a redelivery): it applied or was
-				// rejected, so no earlier message with its ID applied.
-				e.own = &o
-				continue
-			}
-			all, ok := histories[e.ID]
-			if !ok {
-				if all, err = journal.ScanOutcomes(ctx, p.js, e.ID); err != nil {
-					return err
-				}
-				histories[e.ID] = all
-			}
-			e.Prior = priorFrom(all, e.Seq)
-			for i := range all {
-				if all[i].Seq == e.Seq {
-					e.own = &all[i]
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// changeRepublishAge is how old (by journal time) a recovered command may
-// be for its change events to be published again without looking: well
-// inside the change stream's 2-minute duplicate window.
-const changeRepublishAge = 90 * time.Second
-
-// lookupTimeout bounds the outcomes look-up of one fetched batch.
-const lookupTimeout = 30 * time.Second
-
-// priorFrom picks from an ID's outcomes the one that decides the message at
-// seq: the newest earlier one that applied or was a duplicate, else none.
-func priorFrom(all []journal.Outcome, seq uint64) Prior {
-	var best Prior
-	for _, o := range all {
-		if o.Seq < seq && o.Seq > best.Seq && (o.Status == journal.StatusApplied || o.Status == journal.StatusDuplicate) {
-			best = Prior{Seq: o.Seq, Status: o.Status}
-		}
-	}
-	return best
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -57,11 +58,7 @@ const maxBusyWait = time.Second
 // backoff is exponential from 50 ms, each wait at most maxBusyWait give or
 // take the library's ±50% jitter, for maxElapsed in all (0: forever).
 func (p *retryPolicy) backoff() backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 50 * time.Millisecond
-	b.MaxInterval = maxBusyWait
-	b.MaxElapsedTime = p.maxElapsed
-	return b
+	return retry.Backoff(50*time.Millisecond, maxBusyWait, p.maxElapsed)
 }
 
 // failed records a transient failure of what and logs it if the last

@@ -17,6 +17,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/simazure"
 	"github.com/tablejournal/tablejournal/store/sqlite"
@@ -262,14 +263,14 @@ func simProject(b *testing.B, cfg simazure.Config, instances int, static bool, n
 	b.StopTimer()
 	cancel()
 	wg.Wait()
-	rows := 0
-	from, to := projection.TipRange()
+	count := 0
+	from, to := rows.TipRange()
 	q := store.Query{AllPartitions: true, From: from, To: to}
-	if err := store.All(ctx, inner, table, q, func(store.Entity) error { rows++; return nil }); err != nil {
+	if err := store.All(ctx, inner, table, q, func(store.Entity) error { count++; return nil }); err != nil {
 		b.Fatal(err)
 	}
-	if rows != n {
-		b.Fatalf("%d rows projected from %d commands", rows, n)
+	if count != n {
+		b.Fatalf("%d rows projected from %d commands", count, n)
 	}
 	return r
 }
@@ -384,11 +385,11 @@ func batchRows(n int, pk func(int) string) []rowBatch {
 	}
 	var out []rowBatch
 	for _, p := range order {
-		rows := byPK[p]
-		for lo := 0; lo < len(rows); lo += store.MaxOps {
+		idx := byPK[p]
+		for lo := 0; lo < len(idx); lo += store.MaxOps {
 			ops := make([]store.Op, 0, store.MaxOps)
-			for _, i := range rows[lo:min(len(rows), lo+store.MaxOps)] {
-				ops = append(ops, store.Op{Kind: store.Upsert, RK: projection.TipKey(benchRK(i)), Props: storetest.BenchEntity(i)})
+			for _, i := range idx[lo:min(len(idx), lo+store.MaxOps)] {
+				ops = append(ops, store.Op{Kind: store.Upsert, RK: rows.TipKey(benchRK(i)), Props: storetest.BenchEntity(i)})
 			}
 			out = append(out, rowBatch{pk: p, ops: ops})
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
 
@@ -98,7 +99,7 @@ func testLoss(t *testing.T, wrap func(jetstream.Consumer) jetstream.Consumer, id
 	}
 	last := ids[len(ids)-1]
 	for {
-		row, err := Reader{Store: st}.Get(ctx, "orders", "p", "x")
+		row, err := rows.Reader{Store: st}.Get(ctx, "orders", "p", "x")
 		if err == nil && row.Cmd == last {
 			break
 		}

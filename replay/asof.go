@@ -7,14 +7,14 @@ import (
 	"sort"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
 // seqAtMost is the filter that keeps the rows written at or before journal
 // sequence seq.
 func seqAtMost(seq uint64) []store.Cond {
-	return []store.Cond{{Prop: projection.ColSeq, Cmp: store.Le, Value: events.Int64(int64(seq))}}
+	return []store.Cond{{Prop: rows.ColSeq, Cmp: store.Le, Value: events.Int64(int64(seq))}}
 }
 
 // AsOfRow returns row rk of partition pk as it stood at journal sequence
@@ -34,31 +34,31 @@ func seqAtMost(seq uint64) []store.Cond {
 //
 // A returned live row has Tip set: it was the current version at seq, even
 // when it is read from a version row. Its ETag is empty.
-func (r *Replayer) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row projection.Row, ok bool, err error) {
+func (r *Replayer) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row rows.Row, ok bool, err error) {
 	return rowAt(ctx, r.st, table, pk, rk, seq)
 }
 
-func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64) (projection.Row, bool, error) {
-	e, err := st.Get(ctx, table, pk, projection.TipKey(rk))
+func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64) (rows.Row, bool, error) {
+	e, err := st.Get(ctx, table, pk, rows.TipKey(rk))
 	switch {
 	case err == nil:
-		tip, err := projection.DecodeRow(e)
+		tip, err := rows.DecodeRow(e)
 		if err != nil {
-			return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
+			return rows.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
 		}
 		if tip.Seq <= seq {
 			return asCurrent(tip), true, nil
 		}
 	case errors.Is(err, store.ErrNotFound):
 	default:
-		return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
+		return rows.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
 	}
-	v, ok, err := projection.VersionAt(ctx, st, table, pk, rk, seq)
+	v, ok, err := rows.VersionAt(ctx, st, table, pk, rk, seq)
 	switch {
 	case err != nil:
-		return projection.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
+		return rows.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
 	case !ok:
-		return projection.Row{}, false, nil
+		return rows.Row{}, false, nil
 	case v.Deleted:
 		v.ETag = ""
 		return v, false, nil
@@ -67,7 +67,7 @@ func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64
 }
 
 // asCurrent marks a version as the current one at some point.
-func asCurrent(r projection.Row) projection.Row {
+func asCurrent(r rows.Row) rows.Row {
 	r.Tip, r.ETag = true, ""
 	return r
 }
@@ -79,8 +79,8 @@ func asCurrent(r projection.Row) projection.Row {
 // version of each row per partition; rows whose newest version then is a
 // tombstone are left out.
 // Rows passed to fn are as AsOfRow returns them.
-func (r *Replayer) AsOf(ctx context.Context, table string, part store.Partition, seq uint64, fn func(projection.Row) error) error {
-	return scanAt(ctx, r.st, table, part, seq, func(row projection.Row) error {
+func (r *Replayer) AsOf(ctx context.Context, table string, part store.Partition, seq uint64, fn func(rows.Row) error) error {
+	return scanAt(ctx, r.st, table, part, seq, func(row rows.Row) error {
 		if row.Deleted {
 			return nil
 		}
@@ -99,20 +99,20 @@ func (r *Replayer) AsOf(ctx context.Context, table string, part store.Partition,
 // two reads either way; in one scan, where version rows come first, a row
 // replaced behind the scan's position would be missed. The tips at seq are
 // held in memory meanwhile; the version rows stream.
-func scanAt(ctx context.Context, st store.Store, table string, part store.Partition, seq uint64, fn func(projection.Row) error) error {
+func scanAt(ctx context.Context, st store.Store, table string, part store.Partition, seq uint64, fn func(rows.Row) error) error {
 	filter := seqAtMost(seq)
-	var tips []projection.Row
-	from, to := projection.TipRange()
+	var tips []rows.Row
+	from, to := rows.TipRange()
 	err := store.All(ctx, st, table, part.Query(store.Query{From: from, To: to, Filter: filter}), func(e store.Entity) error {
-		row, err := projection.DecodeRow(e)
+		row, err := rows.DecodeRow(e)
 		tips = append(tips, row)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("asof %s/%s at %d: %w", table, part, seq, err)
 	}
-	best := make(map[string]projection.Row)
-	keep := func(row projection.Row) {
+	best := make(map[string]rows.Row)
+	keep := func(row rows.Row) {
 		if b, ok := best[row.RK]; !ok || row.Version > b.Version {
 			best[row.RK] = row
 		}
@@ -145,7 +145,7 @@ func scanAt(ctx context.Context, st store.Store, table string, part store.Partit
 		cur     string
 		started bool
 	)
-	q := part.Query(store.Query{From: projection.OldPrefix, To: "old;", Filter: filter})
+	q := part.Query(store.Query{From: rows.OldPrefix, To: "old;", Filter: filter})
 	err = store.All(ctx, st, table, q, func(e store.Entity) error {
 		if !started || e.PK != cur {
 			if started {
@@ -158,7 +158,7 @@ func scanAt(ctx context.Context, st store.Store, table string, part store.Partit
 			}
 			cur, started = e.PK, true
 		}
-		row, err := projection.DecodeRow(e)
+		row, err := rows.DecodeRow(e)
 		if err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func scanAt(ctx context.Context, st store.Store, table string, part store.Partit
 
 // emitPartition calls fn with the rows of one partition in best, in key
 // order, and empties best.
-func emitPartition(best map[string]projection.Row, fn func(projection.Row) error) error {
+func emitPartition(best map[string]rows.Row, fn func(rows.Row) error) error {
 	rks := make([]string, 0, len(best))
 	for rk := range best {
 		rks = append(rks, rk)
@@ -202,17 +202,17 @@ func emitPartition(best map[string]projection.Row, fn func(projection.Row) error
 
 // History returns every stored version of a row, oldest first: version
 // rows, tombstones (Deleted) and the tip (Tip) if the row exists now.
-func (r *Replayer) History(ctx context.Context, table, pk, rk string) ([]projection.Row, error) {
-	var rows []projection.Row
-	err := projection.Reader{Store: r.st}.Versions(ctx, table, pk, rk, func(row projection.Row) error {
-		rows = append(rows, row)
+func (r *Replayer) History(ctx context.Context, table, pk, rk string) ([]rows.Row, error) {
+	var versions []rows.Row
+	err := rows.Reader{Store: r.st}.Versions(ctx, table, pk, rk, func(row rows.Row) error {
+		versions = append(versions, row)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("history of %s/%q/%q: %w", table, pk, rk, err)
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Version < rows[j].Version })
-	return rows, nil
+	sort.SliceStable(versions, func(i, j int) bool { return versions[i].Version < versions[j].Version })
+	return versions, nil
 }
 
 // PropChange is one property that differs between two versions of a row.

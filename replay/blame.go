@@ -10,7 +10,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 )
 
 // Blame is what one command did: its outcome, its place in the journal and
@@ -31,8 +31,8 @@ type Blame struct {
 	DecodeErr string
 	// Versions are the stored versions the command produced, one per row,
 	// in the order the command first names the rows (found by
-	// projection.RowsBySeq: point reads by the command's sequence).
-	Versions []projection.Row
+	// rows.RowsBySeq: point reads by the command's sequence).
+	Versions []rows.Row
 }
 
 // Blame finds what command id did.
@@ -60,7 +60,7 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 	if o.Status != journal.StatusApplied {
 		return b, nil
 	}
-	if b.Versions, err = projection.RowsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq); err != nil {
+	if b.Versions, err = rows.RowsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}
 	return b, nil

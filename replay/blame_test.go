@@ -13,8 +13,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -37,7 +37,7 @@ func TestVersionBySeq(t *testing.T) {
 			}
 			// Versions 0 and 2 as version rows, the tip at 3, no version 1.
 			var ops []store.Op
-			for _, r := range []projection.Row{
+			for _, r := range []rows.Row{
 				{RK: "r", Version: 0, Cmd: "c0", Seq: 1, Op: events.OpInsert},
 				{RK: "r", Version: 2, Cmd: "c2", Seq: 3, Op: events.OpMerge},
 				{RK: "r", Version: 3, Cmd: "c3", Seq: 4, Op: events.OpMerge, Tip: true},
@@ -56,7 +56,7 @@ func TestVersionBySeq(t *testing.T) {
 				{1, "c0"}, {2, ""}, {3, "c2"}, {4, "c3"}, {5, ""},
 			}
 			for _, tt := range tests {
-				row, ok, err := projection.VersionBySeq(ctx, st, table, "p", "r", tt.seq)
+				row, ok, err := rows.VersionBySeq(ctx, st, table, "p", "r", tt.seq)
 				switch {
 				case err != nil:
 					t.Errorf("seq %d: %v", tt.seq, err)

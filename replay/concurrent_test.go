@@ -11,6 +11,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -24,7 +25,7 @@ type writeBeforeVersions struct {
 }
 
 func (w *writeBeforeVersions) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
-	if strings.HasPrefix(q.From, projection.OldPrefix) {
+	if strings.HasPrefix(q.From, rows.OldPrefix) {
 		w.once.Do(w.write)
 	}
 	return w.Store.Query(ctx, table, q)
@@ -67,7 +68,7 @@ func TestReadsDuringWrites(t *testing.T) {
 				t.Run("asof "+part.String(), func(t *testing.T) {
 					rp, _, table := setup(t, b)
 					got := map[string]int32{}
-					err := rp.AsOf(ctx, table, part, 2, func(r projection.Row) error {
+					err := rp.AsOf(ctx, table, part, 2, func(r rows.Row) error {
 						got[r.RK] = int32(r.Props["n"].Int)
 						return nil
 					})

@@ -1,7 +1,7 @@
 package replay
 
 import (
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -37,11 +37,11 @@ func newFormat1() *format1 {
 // move returns e in the layout keyed by sequence; keep is false for an
 // intermediate version, which is left out.
 func (f *format1) move(e store.Entity) (moved store.Entity, keep bool) {
-	rk, _, tip, ok := projection.ParseKey(e.RK) // the number is a version here; unused
+	rk, _, tip, ok := rows.ParseKey(e.RK) // the number is a version here; unused
 	if !ok {
 		return e, true // not of the layout: loaded as it is
 	}
-	seq := uint64(e.Props[projection.ColSeq].Int)
+	seq := uint64(e.Props[rows.ColSeq].Int)
 	if tip {
 		f.tips[[2]string{e.PK, rk}] = seq
 		return e, true
@@ -55,6 +55,6 @@ func (f *format1) move(e store.Entity) (moved store.Entity, keep bool) {
 	if hasNewer && newer == seq {
 		return e, false
 	}
-	e.RK = projection.VersionKey(rk, seq)
+	e.RK = rows.VersionKey(rk, seq)
 	return e, true
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/storetest"
 )
@@ -334,7 +335,7 @@ func (e *env) seed(rng *rand.Rand, n int, pks, rks []string) *seeded {
 }
 
 // sameRow compares a row read by replay with a model version.
-func sameRow(got projection.Row, want projectiontest.Version) error {
+func sameRow(got rows.Row, want projectiontest.Version) error {
 	switch {
 	case got.Version != want.Version:
 		return fmt.Errorf("version %d, want %d", got.Version, want.Version)
@@ -354,7 +355,7 @@ func allRows(t testing.TB, ctx context.Context, st store.Store, table string) ma
 	t.Helper()
 	out := make(map[key]events.Entity)
 	err := store.All(ctx, st, table, store.Query{AllPartitions: true}, func(e store.Entity) error {
-		if e.RK == projection.FenceKey {
+		if e.RK == rows.FenceKey {
 			return nil // the projector's bookkeeping; snapshots leave it out
 		}
 		out[key{e.PK, e.RK}] = e.Props
@@ -399,10 +400,10 @@ func sameTables(t testing.TB, what string, got, want map[key]events.Entity) {
 }
 
 // currentRows reads the current (tip) rows of a table as replay rows.
-func currentRows(t testing.TB, ctx context.Context, st store.Store, table string) map[key]projection.Row {
+func currentRows(t testing.TB, ctx context.Context, st store.Store, table string) map[key]rows.Row {
 	t.Helper()
-	out := make(map[key]projection.Row)
-	err := projection.Reader{Store: st}.Current(ctx, table, store.AllPartitions, func(r projection.Row) error {
+	out := make(map[key]rows.Row)
+	err := rows.Reader{Store: st}.Current(ctx, table, store.AllPartitions, func(r rows.Row) error {
 		out[key{r.PK, r.RK}] = r
 		return nil
 	})
@@ -413,11 +414,11 @@ func currentRows(t testing.TB, ctx context.Context, st store.Store, table string
 }
 
 // asofRows reads a table's rows at seq through replay.
-func asofRows(t testing.TB, ctx context.Context, rp *replay.Replayer, table string, part store.Partition, seq uint64) map[key]projection.Row {
+func asofRows(t testing.TB, ctx context.Context, rp *replay.Replayer, table string, part store.Partition, seq uint64) map[key]rows.Row {
 	t.Helper()
-	out := make(map[key]projection.Row)
-	var last *projection.Row
-	err := rp.AsOf(ctx, table, part, seq, func(r projection.Row) error {
+	out := make(map[key]rows.Row)
+	var last *rows.Row
+	err := rp.AsOf(ctx, table, part, seq, func(r rows.Row) error {
 		if last != nil && (store.CompareKeys(last.PK, r.PK) > 0 || last.PK == r.PK && store.CompareKeys(last.RK, r.RK) >= 0) {
 			t.Errorf("asof out of order: %q/%q after %q/%q", r.PK, r.RK, last.PK, last.RK)
 		}
@@ -432,7 +433,7 @@ func asofRows(t testing.TB, ctx context.Context, rp *replay.Replayer, table stri
 }
 
 // sameState compares two sets of current rows in every column.
-func sameState(t testing.TB, what string, got, want map[key]projection.Row) {
+func sameState(t testing.TB, what string, got, want map[key]rows.Row) {
 	t.Helper()
 	for k, w := range want {
 		g, ok := got[k]

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -40,16 +40,16 @@ type Step struct {
 	// Current is the row now; Exists says whether it exists. A row that
 	// does not exist has its tombstone here, or the zero Row if it never
 	// existed.
-	Current projection.Row
+	Current rows.Row
 	Exists  bool
 	// Target is the version the row goes back to; TargetExists is false
 	// when the row must not exist (Target then holds the tombstone, or is
 	// zero).
-	Target       projection.Row
+	Target       rows.Row
 	TargetExists bool
 	// Undone is, for undo, the version the undone command produced on this
 	// row.
-	Undone *projection.Row
+	Undone *rows.Row
 	// Conflict marks, for undo, a row that commands after the undone one
 	// changed again (Current.Cmd changed it last). It is left out of the
 	// published commands unless the plan is forced.
@@ -280,10 +280,10 @@ func (p *Plan) describe() string {
 
 // currentRow reads a row as it is now: its tip, else its newest version row
 // (its tombstone), else nothing.
-func currentRow(ctx context.Context, st store.Store, table, pk, rk string) (projection.Row, bool, error) {
+func currentRow(ctx context.Context, st store.Store, table, pk, rk string) (rows.Row, bool, error) {
 	row, ok, err := rowAt(ctx, st, table, pk, rk, uint64(1<<63-1))
 	if err != nil {
-		return projection.Row{}, false, err
+		return rows.Row{}, false, err
 	}
 	return row, ok, nil
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
@@ -127,7 +127,7 @@ func testAsOf(t *testing.T, e *env, s *seeded, rng *rand.Rand) {
 	}
 }
 
-func checkScan(t *testing.T, s *seeded, got map[key]projection.Row, part store.Partition, seq uint64) {
+func checkScan(t *testing.T, s *seeded, got map[key]rows.Row, part store.Partition, seq uint64) {
 	t.Helper()
 	want := s.model.stateAt(part, seq)
 	if len(got) != len(want) {
@@ -515,10 +515,10 @@ func testRestore(t *testing.T, e *env, s *seeded, rng *rand.Rand) {
 }
 
 // stripWriters keeps only what restore restores: the values.
-func stripWriters(rows map[key]projection.Row) map[key]projection.Row {
-	out := make(map[key]projection.Row, len(rows))
-	for k, r := range rows {
-		out[k] = projection.Row{PK: r.PK, RK: r.RK, Props: r.Props}
+func stripWriters(in map[key]rows.Row) map[key]rows.Row {
+	out := make(map[key]rows.Row, len(in))
+	for k, r := range in {
+		out[k] = rows.Row{PK: r.PK, RK: r.RK, Props: r.Props}
 	}
 	return out
 }
@@ -602,16 +602,16 @@ func testVerify(t *testing.T, e *env, s *seeded) {
 	projectiontest.SkipLayoutCheck(t, s.table) // tampered with on purpose
 	live := currentRows(t, e.ctx, e.st, s.table)
 	deadTomb := func(en store.Entity) bool {
-		rk, _, _, _ := projection.ParseKey(en.RK)
+		rk, _, _, _ := rows.ParseKey(en.RK)
 		_, alive := live[key{en.PK, rk}]
-		return en.Props[projection.ColDeleted].Bool && !alive
+		return en.Props[rows.ColDeleted].Bool && !alive
 	}
 	var tip, version store.Entity
 	err = store.All(e.ctx, e.st, s.table, store.Query{AllPartitions: true}, func(en store.Entity) error {
 		switch {
-		case tip.RK == "" && strings.HasPrefix(en.RK, projection.TipPrefix):
+		case tip.RK == "" && strings.HasPrefix(en.RK, rows.TipPrefix):
 			tip = en
-		case strings.HasPrefix(en.RK, projection.OldPrefix) && !deadTomb(version):
+		case strings.HasPrefix(en.RK, rows.OldPrefix) && !deadTomb(version):
 			// The tombstone of a deleted row if there is one: deleting it
 			// must not make the row look alive at the point (it did once).
 			version = en

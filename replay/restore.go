@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -24,16 +24,16 @@ import (
 // changed gets new IDs. Meta restoreTo = seq.
 func (r *Replayer) PlanRestore(ctx context.Context, table string, part store.Partition, seq uint64) (*Plan, error) {
 	type key struct{ pk, rk string }
-	target := make(map[key]projection.Row)
-	err := r.AsOf(ctx, table, part, seq, func(row projection.Row) error {
+	target := make(map[key]rows.Row)
+	err := r.AsOf(ctx, table, part, seq, func(row rows.Row) error {
 		target[key{row.PK, row.RK}] = row
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
-	current := make(map[key]projection.Row)
-	err = projection.Reader{Store: r.st}.Current(ctx, table, part, func(row projection.Row) error {
+	current := make(map[key]rows.Row)
+	err = rows.Reader{Store: r.st}.Current(ctx, table, part, func(row rows.Row) error {
 		current[key{row.PK, row.RK}] = row
 		return nil
 	})

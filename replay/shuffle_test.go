@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/storetest"
 )
@@ -71,7 +71,7 @@ func answers(t *testing.T, ctx context.Context, st store.Store, table string, de
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	row := func(r projection.Row, ok bool) string {
+	row := func(r rows.Row, ok bool) string {
 		return fmt.Sprintf("%v v%d seq %d deleted %v tip %v %v", ok, r.Version, r.Seq, r.Deleted, r.Tip, r.Props)
 	}
 	for _, depth := range depths {
@@ -101,15 +101,15 @@ func answers(t *testing.T, ctx context.Context, st store.Store, table string, de
 		return out
 	}
 	for _, at := range points {
-		var rows []string
-		err := rp.AsOf(ctx, table, store.AllPartitions, at, func(r projection.Row) error {
-			rows = append(rows, fmt.Sprintf("%s/%s ", r.PK, r.RK)+row(r, true))
+		var got []string
+		err := rp.AsOf(ctx, table, store.AllPartitions, at, func(r rows.Row) error {
+			got = append(got, fmt.Sprintf("%s/%s ", r.PK, r.RK)+row(r, true))
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[fmt.Sprintf("asof table at %d", at)] = fmt.Sprint(rows)
+		out[fmt.Sprintf("asof table at %d", at)] = fmt.Sprint(got)
 		if at == points[0] {
 			continue // before anything: a snapshot of nothing
 		}

@@ -17,7 +17,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/internal/retry"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -182,12 +183,12 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 		prev = &e
 		return nil
 	}
-	from, to := projection.TipRange()
+	from, to := rows.TipRange()
 	err := store.All(ctx, st, table, part.Query(store.Query{From: from, To: to, Filter: filter}), func(e store.Entity) error {
 		if err := inOrder(e); err != nil {
 			return err
 		}
-		tips[key{e.PK, e.RK[len(projection.TipPrefix):]}] = e.Props[projection.ColVersion].Int
+		tips[key{e.PK, e.RK[len(rows.TipPrefix):]}] = e.Props[rows.ColVersion].Int
 		kept.Add(1)
 		return emit(e)
 	})
@@ -199,18 +200,18 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 		first = true
 	)
 	prev = nil
-	q := part.Query(store.Query{From: projection.OldPrefix, To: "old;", Filter: filter})
+	q := part.Query(store.Query{From: rows.OldPrefix, To: "old;", Filter: filter})
 	return store.All(ctx, st, table, q, func(e store.Entity) error {
 		if err := inOrder(e); err != nil {
 			return err
 		}
-		rk, keySeq, _, ok := projection.ParseKey(e.RK)
-		if !ok || keySeq != uint64(e.Props[projection.ColSeq].Int) {
+		rk, keySeq, _, ok := rows.ParseKey(e.RK)
+		if !ok || keySeq != uint64(e.Props[rows.ColSeq].Int) {
 			// Not a row of the layout keyed by sequence: a snapshot of it
 			// (format 2) would load as something else.
-			return fmt.Errorf("%w: row %q/%q (move a table of the version-keyed layout with replay rebuild --into)", projection.ErrLayout, e.PK, e.RK)
+			return fmt.Errorf("%w: row %q/%q (move a table of the version-keyed layout with replay rebuild --into)", rows.ErrLayout, e.PK, e.RK)
 		}
-		v := e.Props[projection.ColVersion].Int
+		v := e.Props[rows.ColVersion].Int
 		k := key{e.PK, rk}
 		newest := first || k != last
 		first, last = false, k
@@ -220,9 +221,9 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 			// tips were read: it is in the snapshot once, as the tip.
 			return nil
 		}
-		if newest && !hasTip && !e.Props[projection.ColDeleted].Bool {
+		if newest && !hasTip && !e.Props[rows.ColDeleted].Bool {
 			// The tip at seq, copied into a version row after seq.
-			e.RK = projection.TipKey(rk)
+			e.RK = rows.TipKey(rk)
 		}
 		kept.Add(1)
 		return emit(e)
@@ -455,7 +456,7 @@ func transact(ctx context.Context, st store.Store, table, pk string, ops []store
 		}
 		return backoff.Permanent(err)
 	}
-	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxElapsedTime(time.Minute))
+	b := retry.Backoff(50*time.Millisecond, time.Minute, time.Minute)
 	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
 		return fmt.Errorf("transaction on %s/%q: %w", table, pk, err)
 	}

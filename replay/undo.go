@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -52,7 +52,7 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 		if s.Current, s.Exists, err = currentRow(ctx, r.st, o.Table, o.PK, rv.RK); err != nil {
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
-		undone, ok, err := projection.VersionBySeq(ctx, r.st, o.Table, o.PK, rv.RK, o.Seq)
+		undone, ok, err := rows.VersionBySeq(ctx, r.st, o.Table, o.PK, rv.RK, o.Seq)
 		if err == nil && !ok {
 			err = fmt.Errorf("the version of %q it wrote at %d: %w", rv.RK, o.Seq, store.ErrNotFound)
 		}

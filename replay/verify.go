@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -273,7 +273,7 @@ func unionPartitions(ctx context.Context, a, b side) ([]store.Partition, error) 
 
 // comparePartition merges the two sides' views of one partition (or of
 // the table), both in key order.
-func comparePartition(ctx context.Context, got, want side, part store.Partition, seq uint64, stats *DiffStats, rows *atomic.Int64, onDiff func(Difference) error) error {
+func comparePartition(ctx context.Context, got, want side, part store.Partition, seq uint64, stats *DiffStats, compared *atomic.Int64, onDiff func(Difference) error) error {
 	gotFences, wantFences := make(map[string]*fenceAt), make(map[string]*fenceAt)
 	nextGot, stopGot := iter.Pull2(viewAt(ctx, got, part, seq, gotFences))
 	defer stopGot()
@@ -314,15 +314,15 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 		var err error
 		switch {
 		case c < 0:
-			rows.Add(1)
+			compared.Add(1)
 			err = report(Difference{Kind: Extra, PK: g.PK, Key: g.RK, Got: g.Props})
 			g, gerr, gok = nextGot()
 		case c > 0:
-			rows.Add(1)
+			compared.Add(1)
 			err = report(Difference{Kind: Missing, PK: w.PK, Key: w.RK, Want: w.Props})
 			w, werr, wok = nextWant()
 		default:
-			rows.Add(1)
+			compared.Add(1)
 			if cols := Diff(w.Props, g.Props); len(cols) > 0 {
 				err = report(Difference{Kind: Changed, PK: g.PK, Key: g.RK, Got: g.Props, Want: w.Props, Columns: cols})
 			}
@@ -350,16 +350,16 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 		var d *Difference
 		switch {
 		case gok && !wok:
-			d = &Difference{Kind: Extra, PK: pk, Key: projection.FenceKey, Got: g}
+			d = &Difference{Kind: Extra, PK: pk, Key: rows.FenceKey, Got: g}
 		case wok && !gok:
-			d = &Difference{Kind: Missing, PK: pk, Key: projection.FenceKey, Want: w}
+			d = &Difference{Kind: Missing, PK: pk, Key: rows.FenceKey, Want: w}
 		case gok && wok:
 			if cols := Diff(w, g); len(cols) > 0 {
-				d = &Difference{Kind: Changed, PK: pk, Key: projection.FenceKey, Got: g, Want: w, Columns: cols}
+				d = &Difference{Kind: Changed, PK: pk, Key: rows.FenceKey, Got: g, Want: w, Columns: cols}
 			}
 		}
 		if gok || wok {
-			rows.Add(1)
+			compared.Add(1)
 		}
 		if d != nil {
 			if err := report(*d); err != nil {
@@ -370,7 +370,7 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 	return nil
 }
 
-// fenceAt is what a view learns of a partition's fence (projection.FenceKey):
+// fenceAt is what a view learns of a partition's fence (rows.FenceKey):
 // the stored row, and the newest row written at or before the view's
 // sequence.
 type fenceAt struct {
@@ -389,14 +389,14 @@ func (f *fenceAt) at(seq uint64) (events.Entity, bool) {
 	if f == nil {
 		return nil, false
 	}
-	if s, ok := f.stored[projection.ColSeq]; ok && s.Type == events.TypeInt64 && uint64(s.Int) <= seq {
+	if s, ok := f.stored[rows.ColSeq]; ok && s.Type == events.TypeInt64 && uint64(s.Int) <= seq {
 		return f.stored, true
 	}
 	if f.newest == nil {
 		return nil, false
 	}
-	return events.Entity{projection.ColSeq: f.newest[projection.ColSeq], projection.ColCmd: f.newest[projection.ColCmd],
-		projection.ColAt: f.newest[projection.ColAt]}, true
+	return events.Entity{rows.ColSeq: f.newest[rows.ColSeq], rows.ColCmd: f.newest[rows.ColCmd],
+		rows.ColAt: f.newest[rows.ColAt]}, true
 }
 
 // errStopView ends a view's scan when the consumer stops pulling.
@@ -416,9 +416,9 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 	return func(yield func(store.Entity, error) bool) {
 		type key struct{ pk, rk string }
 		tipSeq := make(map[key]uint64)
-		from, to := projection.TipRange()
+		from, to := rows.TipRange()
 		err := store.All(ctx, s.st, s.table, part.Query(store.Query{From: from, To: to}), func(e store.Entity) error {
-			if rk, _, tip, ok := projection.ParseKey(e.RK); ok && tip {
+			if rk, _, tip, ok := rows.ParseKey(e.RK); ok && tip {
 				if v, ok := rowSeq(e); ok {
 					tipSeq[key{e.PK, rk}] = v
 				}
@@ -461,11 +461,11 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 			return nil
 		}
 		err = store.All(ctx, s.st, s.table, part.Query(store.Query{}), func(e store.Entity) error {
-			if e.RK == projection.FenceKey {
+			if e.RK == rows.FenceKey {
 				fenceOf(e.PK).stored = e.Props // compared once the partition is read
 				return nil
 			}
-			rk, _, tip, ok := projection.ParseKey(e.RK)
+			rk, _, tip, ok := rows.ParseKey(e.RK)
 			at, hasSeq := rowSeq(e)
 			if !ok || !hasSeq {
 				return emit(e) // not a row of the layout: as it is
@@ -490,9 +490,9 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 			// version row without a tip is what the table holds, and shows
 			// as it is.
 			ts, hasTip := tipSeq[k]
-			if first && (hasTip && ts > seq || !hasTip && later) && !e.Props[projection.ColDeleted].Bool {
+			if first && (hasTip && ts > seq || !hasTip && later) && !e.Props[rows.ColDeleted].Bool {
 				// Its tip at seq, copied here when a later command came.
-				e.RK = projection.TipKey(rk)
+				e.RK = rows.TipKey(rk)
 				heap.Push(&held, e)
 				return nil
 			}
@@ -514,7 +514,7 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 
 // rowSeq returns a row's _seq when it has a valid one.
 func rowSeq(e store.Entity) (uint64, bool) {
-	v, ok := e.Props[projection.ColSeq]
+	v, ok := e.Props[rows.ColSeq]
 	if !ok || v.Type != events.TypeInt64 || v.Int < 0 {
 		return 0, false
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/internal/metrics"
+	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	shardsconf "github.com/tablejournal/tablejournal/projection/shards"
@@ -260,8 +261,7 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio IO) error {
 // node restarting), so that a projector started at that moment does not
 // exit.
 func newProjector(ctx context.Context, js jetstream.JetStream, st store.Store, cfg projection.Config, log *slog.Logger) (*projection.Projector, error) {
-	b := backoff.NewExponentialBackOff()
-	b.MaxElapsedTime = 2 * time.Minute
+	b := retry.Backoff(500*time.Millisecond, time.Minute, 2*time.Minute)
 	var p *projection.Projector
 	err := backoff.RetryNotify(func() error {
 		var err error

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/status"
 )
 
 // statusCmd is projector status.
 type statusCmd struct {
 	nf     natsFlags
-	cfg    projection.StatusConfig
+	cfg    status.Config
 	asJSON bool
 	watch  bool
 	every  time.Duration
@@ -63,10 +63,10 @@ func (c *statusCmd) run(ctx context.Context, stdio IO) error {
 		return err
 	}
 	defer nc.Close()
-	read := func() (projection.Overview, error) {
+	read := func() (status.Overview, error) {
 		rctx, cancel := context.WithTimeout(ctx, waitTimeout)
 		defer cancel()
-		return projection.ReadStatus(rctx, js, c.cfg)
+		return status.Read(rctx, js, c.cfg)
 	}
 	if !c.watch {
 		ov, err := read()
@@ -121,7 +121,7 @@ func (c *statusCmd) run(ctx context.Context, stdio IO) error {
 }
 
 // writeStatus prints an overview as a table with totals, or as JSON.
-func writeStatus(w io.Writer, ov projection.Overview, asJSON bool) error {
+func writeStatus(w io.Writer, ov status.Overview, asJSON bool) error {
 	if asJSON {
 		if ov.Totals.Unowned == nil {
 			ov.Totals.Unowned = []int{}

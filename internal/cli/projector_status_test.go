@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal/journaltest"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/projection/status"
 )
 
 // runStatus runs `projector status args... --nats url`.
@@ -26,9 +26,9 @@ func runStatus(t *testing.T, ctx context.Context, url string, args ...string) (s
 	return out.String(), errb.String(), code
 }
 
-func statusJSON(t *testing.T, stdout string) projection.Overview {
+func statusJSON(t *testing.T, stdout string) status.Overview {
 	t.Helper()
-	var ov projection.Overview
+	var ov status.Overview
 	if err := json.Unmarshal([]byte(stdout), &ov); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, stdout)
 	}
@@ -72,7 +72,7 @@ func TestProjectorStatus(t *testing.T) {
 		}
 		return info
 	}
-	var ov projection.Overview
+	var ov status.Overview
 	projectiontest.WaitFor(t, ctx, "shards 0 and 1 are caught up and reported", func() (bool, error) {
 		stdout, stderr, code := runStatus(t, ctx, url, "--json")
 		if code != ExitUnowned {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/rows"
 )
 
 // The typed results of replay's subcommands. Each is printed by render:
@@ -36,13 +36,13 @@ type replayRow struct {
 	Diff *diffJSON `json:"diff,omitempty"`
 }
 
-func rowOut(r projection.Row) replayRow {
+func rowOut(r rows.Row) replayRow {
 	return replayRow{PK: r.PK, RK: r.RK, Version: r.Version, Op: string(r.Op), Cmd: r.Cmd, Seq: r.Seq,
 		At: timeText(r.At), Deleted: r.Deleted, Tip: r.Tip, Entity: entityJSON(r.Props)}
 }
 
 // rowPtr is rowOut of r when ok, else nil.
-func rowPtr(r projection.Row, ok bool) *replayRow {
+func rowPtr(r rows.Row, ok bool) *replayRow {
 	if !ok {
 		return nil
 	}
@@ -105,10 +105,10 @@ type asofRow struct {
 	Table     string     `json:"table"`
 	Tombstone *replayRow `json:"tombstone,omitempty"`
 
-	row projection.Row
+	row rows.Row
 }
 
-func newAsOfRow(table, pk, rk, at string, seq uint64, row projection.Row, ok bool) asofRow {
+func newAsOfRow(table, pk, rk, at string, seq uint64, row rows.Row, ok bool) asofRow {
 	r := asofRow{Exists: ok, PK: pk, Point: at, RK: rk, Table: table, row: row,
 		Row: rowPtr(row, ok), Tombstone: rowPtr(row, !ok && row.Deleted)}
 	if seq != math.MaxInt64 {
@@ -168,7 +168,7 @@ func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) 
 		}
 		head, _ := json.Marshal(h)
 		open := func() { fmt.Fprintf(w, "%s,\"rows\":[", head[:len(head)-1]) }
-		err := c.rp.AsOf(ctx, c.table, part, seq, func(r projection.Row) error {
+		err := c.rp.AsOf(ctx, c.table, part, seq, func(r rows.Row) error {
 			b, _ := json.Marshal(rowOut(r))
 			if n == 0 {
 				open()
@@ -196,7 +196,7 @@ func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) 
 	// The tab writer holds every line until Flush: on an error none is shown.
 	tw := newTab(w)
 	fmt.Fprintln(tw, "PK\tRK\tV\tOP\tCMD\tSEQ\tAT\tPROPERTIES")
-	err := c.rp.AsOf(ctx, c.table, part, seq, func(r projection.Row) error {
+	err := c.rp.AsOf(ctx, c.table, part, seq, func(r rows.Row) error {
 		n++
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", r.PK, r.RK, r.Version, r.Op, r.Cmd, r.Seq, timeText(r.At), propsText(r.Props))
 		return nil
@@ -221,11 +221,11 @@ type history struct {
 	Table    string      `json:"table"`
 	Versions []replayRow `json:"versions"`
 
-	rows []projection.Row
+	rows []rows.Row
 	diff bool
 }
 
-func newHistory(table, pk, rk string, rows []projection.Row, diff bool) history {
+func newHistory(table, pk, rk string, rows []rows.Row, diff bool) history {
 	h := history{PK: pk, RK: rk, Table: table, Versions: make([]replayRow, len(rows)), rows: rows, diff: diff}
 	var prev events.Entity // nil: the row did not exist
 	for i, r := range rows {
@@ -240,7 +240,7 @@ func newHistory(table, pk, rk string, rows []projection.Row, diff bool) history 
 }
 
 // liveProps is a version's properties, nil for a tombstone.
-func liveProps(r projection.Row) events.Entity {
+func liveProps(r rows.Row) events.Entity {
 	if r.Deleted {
 		return nil
 	}
@@ -274,7 +274,7 @@ func (h history) text(w io.Writer) {
 
 // stateText names a version's state: a tombstone, the current version, or
 // other.
-func stateText(r projection.Row, other string) string {
+func stateText(r rows.Row, other string) string {
 	switch {
 	case r.Deleted:
 		return "tombstone"

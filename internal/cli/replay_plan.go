@@ -7,8 +7,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/rows"
 )
 
 // planResult is an undo or restore plan, with the outcomes of its
@@ -257,7 +257,7 @@ func opText(s replay.Step) string {
 	return t
 }
 
-func versionText(r projection.Row, exists bool) string {
+func versionText(r rows.Row, exists bool) string {
 	switch {
 	case exists:
 		return fmt.Sprintf("version %d by %s: %s", r.Version, r.Cmd, propsText(r.Props))

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -51,9 +51,9 @@ func TestVerifyAndDiffCLI(t *testing.T) {
 	}
 
 	// Writes that bypass the journal.
-	version := projection.VersionKey("order-7", 1) // order-7 v0, written by c1 at seq 1
+	version := rows.VersionKey("order-7", 1) // order-7 v0, written by c1 at seq 1
 	for _, op := range []store.Op{
-		{Kind: store.Merge, RK: projection.TipKey("order-7"), Props: events.Entity{"status": events.String("hacked")}, IfMatch: "*"},
+		{Kind: store.Merge, RK: rows.TipKey("order-7"), Props: events.Entity{"status": events.String("hacked")}, IfMatch: "*"},
 		{Kind: store.Insert, RK: "tip:order-9", Props: events.Entity{"total": events.Double(1)}},
 		{Kind: store.Delete, RK: version, IfMatch: "*"},
 	} {

@@ -2,98 +2,44 @@ package metrics
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/status"
 )
 
 // StatusConfig configures PublishStatus.
 type StatusConfig struct {
 	// Instance names this projector instance in the reports.
 	Instance string
-	// Journal is the journal stream's name. If zero, journal.DefaultStream.
-	Journal string
-	// Durable is the projector's consumer name prefix. If zero,
-	// "projector".
-	Durable string
-	// Every is how often the reports are rewritten. If zero, 5 seconds;
-	// it must stay well under projection.StatusTTL.
-	Every time.Duration
-	// Replicas of the status bucket when it is created. If zero, 1.
-	Replicas int
+	// Journal, Durable, Every and Replicas are as in status.PublishConfig.
+	Journal, Durable string
+	Every            time.Duration
+	Replicas         int
 }
 
-// PublishStatus writes, until ctx ends, a projection.ShardReport for every
-// shard this instance runs to the status bucket, every cfg.Every, and
-// deletes its reports when ctx ends or a shard stops here. Failures to
-// write are retried at the next tick; only failing to open the bucket is
-// returned.
+// PublishStatus writes, until ctx ends, a status.ShardReport for every
+// shard this instance runs to the status bucket (status.Publish), with
+// the rate of the last minute.
 func (m *Metrics) PublishStatus(ctx context.Context, js jetstream.JetStream, cfg StatusConfig) error {
-	if cfg.Durable == "" {
-		cfg.Durable = "projector"
-	}
-	if cfg.Journal == "" {
-		cfg.Journal = journal.DefaultStream
-	}
-	if cfg.Every == 0 {
-		cfg.Every = 5 * time.Second
-	}
-	kv, err := projection.EnsureStatusBucket(ctx, js, cfg.Replicas)
-	if err != nil {
-		return err
-	}
 	hist := make(map[int][]sample)
-	mine := make(map[int]uint64) // shard → revision of our report
-	// The first reports go out a second after the start, when the shards
-	// have opened their consumers; then every cfg.Every.
-	t := time.NewTimer(min(time.Second, cfg.Every))
-	defer t.Stop()
-	for {
+	pcfg := status.PublishConfig{Journal: cfg.Journal, Durable: cfg.Durable, Every: cfg.Every, Replicas: cfg.Replicas}
+	return status.Publish(ctx, js, pcfg, func() map[int]status.ShardReport {
 		snap := m.Snapshot()
-		running := make(map[int]bool, len(snap.Shards))
+		reps := make(map[int]status.ShardReport, len(snap.Shards))
 		for _, s := range snap.Shards {
-			running[s.Shard] = true
 			hist[s.Shard] = addSample(hist[s.Shard], sample{snap.At, s.Handled})
-			rep := projection.ShardReport{Instance: cfg.Instance, Applied: s.Applied, Pending: s.Pending,
+			reps[s.Shard] = status.ShardReport{Instance: cfg.Instance, Applied: s.Applied, Pending: s.Pending,
 				LagSeconds: s.LagSeconds, Rate: rate(hist[s.Shard]), At: snap.At.UTC()}
-			data, err := json.Marshal(rep)
-			if err != nil {
-				return fmt.Errorf("status report: %w", err)
-			}
-			if rev, err := kv.Put(ctx, projection.StatusKey(cfg.Journal, cfg.Durable, s.Shard), data); err == nil {
-				mine[s.Shard] = rev
-			}
 		}
-		for shard, rev := range mine {
-			if !running[shard] {
-				deleteReport(ctx, kv, projection.StatusKey(cfg.Journal, cfg.Durable, shard), rev)
-				delete(mine, shard)
+		for shard := range hist {
+			if _, ok := reps[shard]; !ok {
 				delete(hist, shard)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			for shard, rev := range mine {
-				deleteReport(dctx, kv, projection.StatusKey(cfg.Journal, cfg.Durable, shard), rev)
-			}
-			cancel()
-			return nil
-		case <-t.C:
-			t.Reset(cfg.Every)
-		}
-	}
-}
-
-// deleteReport deletes a report this instance wrote, unless another
-// instance wrote one since. A failure is left to the bucket's TTL.
-func deleteReport(ctx context.Context, kv jetstream.KeyValue, key string, rev uint64) {
-	_ = kv.Delete(ctx, key, jetstream.LastRevision(rev))
+		return reps
+	})
 }
 
 // sample is a shard's count of applied messages at one moment.

@@ -7,18 +7,18 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
 // SameVersionCount reports whether a and b hold the same rows with the same
 // number of versions each.
-func SameVersionCount(a, b map[RowID][]projection.Row) bool {
+func SameVersionCount(a, b map[RowID][]rows.Row) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	for id, rows := range b {
-		if len(a[id]) != len(rows) {
+	for id, rs := range b {
+		if len(a[id]) != len(rs) {
 			return false
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/azure"
 	"github.com/tablejournal/tablejournal/store/sqlite"
@@ -434,7 +435,7 @@ func CompareTable(t testing.TB, st store.Store, table string, m *Model) {
 
 // TableVersions reads a whole table and returns every logical row's stored
 // versions, oldest first.
-func TableVersions(t testing.TB, st store.Store, table string) map[RowID][]projection.Row {
+func TableVersions(t testing.TB, st store.Store, table string) map[RowID][]rows.Row {
 	t.Helper()
 	got, err := ReadVersions(context.Background(), st, table)
 	if err != nil {
@@ -444,13 +445,13 @@ func TableVersions(t testing.TB, st store.Store, table string) map[RowID][]proje
 }
 
 // ReadVersions is TableVersions returning its error, for polling.
-func ReadVersions(ctx context.Context, st store.Store, table string) (map[RowID][]projection.Row, error) {
-	got := make(map[RowID][]projection.Row)
+func ReadVersions(ctx context.Context, st store.Store, table string) (map[RowID][]rows.Row, error) {
+	got := make(map[RowID][]rows.Row)
 	err := store.All(ctx, st, table, store.Query{AllPartitions: true}, func(e store.Entity) error {
-		if e.RK == projection.FenceKey {
+		if e.RK == rows.FenceKey {
 			return nil // bookkeeping, not a logical row
 		}
-		r, err := projection.DecodeRow(e)
+		r, err := rows.DecodeRow(e)
 		if err != nil {
 			return err
 		}

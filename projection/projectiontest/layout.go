@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -97,7 +97,7 @@ func optedOut(name string) optOut {
 // version, a tombstone never the tip, the newest version the tip or a
 // tombstone (an older tombstone is a delete the row was re-created after:
 // SPEC §4 continues a re-insert after the tombstone's version). Fence rows (RowKey
-// projection.FenceKey) are the projector's bookkeeping and are skipped.
+// rows.FenceKey) are the projector's bookkeeping and are skipped.
 func LayoutErrors(ctx context.Context, st store.Store, table string) []error {
 	var errs []error
 	add := func(err error) {
@@ -106,36 +106,36 @@ func LayoutErrors(ctx context.Context, st store.Store, table string) []error {
 		}
 	}
 	type key struct{ pk, rk string }
-	rows := make(map[key][]projection.Row)
+	byKey := make(map[key][]rows.Row)
 	err := store.All(ctx, st, table, store.Query{AllPartitions: true}, func(e store.Entity) error {
-		if e.RK == projection.FenceKey {
+		if e.RK == rows.FenceKey {
 			return nil
 		}
 		if err := systemColumns(e); err != nil {
 			add(err)
 			return nil
 		}
-		r, err := projection.DecodeRow(e)
+		r, err := rows.DecodeRow(e)
 		if err != nil {
 			add(err)
 			return nil
 		}
 		k := key{r.PK, r.RK}
-		rows[k] = append(rows[k], r)
+		byKey[k] = append(byKey[k], r)
 		return nil
 	})
 	if err != nil {
 		return append(errs, fmt.Errorf("read: %w", err))
 	}
-	keys := make([]key, 0, len(rows))
-	for k := range rows {
+	keys := make([]key, 0, len(byKey))
+	for k := range byKey {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		return keys[i].pk < keys[j].pk || keys[i].pk == keys[j].pk && keys[i].rk < keys[j].rk
 	})
 	for _, k := range keys {
-		if err := rowHistory(rows[k]); err != nil {
+		if err := rowHistory(byKey[k]); err != nil {
 			add(fmt.Errorf("row %q/%q: %w", k.pk, k.rk, err))
 		}
 	}
@@ -149,11 +149,11 @@ func systemColumns(e store.Entity) error {
 		col string
 		typ events.Type
 	}{
-		{projection.ColVersion, events.TypeInt64},
-		{projection.ColCmd, events.TypeString},
-		{projection.ColSeq, events.TypeInt64},
-		{projection.ColAt, events.TypeDateTime},
-		{projection.ColOp, events.TypeString},
+		{rows.ColVersion, events.TypeInt64},
+		{rows.ColCmd, events.TypeString},
+		{rows.ColSeq, events.TypeInt64},
+		{rows.ColAt, events.TypeDateTime},
+		{rows.ColOp, events.TypeString},
 	}
 	var errs []error
 	for _, w := range want {
@@ -165,8 +165,8 @@ func systemColumns(e store.Entity) error {
 			errs = append(errs, fmt.Errorf("%s is %s, not %s", w.col, v.Type, w.typ))
 		}
 	}
-	if d, ok := e.Props[projection.ColDeleted]; ok && (d.Type != events.TypeBoolean || !d.Bool) {
-		errs = append(errs, fmt.Errorf("%s is %s %v, not true", projection.ColDeleted, d.Type, d.Bool))
+	if d, ok := e.Props[rows.ColDeleted]; ok && (d.Type != events.TypeBoolean || !d.Bool) {
+		errs = append(errs, fmt.Errorf("%s is %s %v, not true", rows.ColDeleted, d.Type, d.Bool))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("row %q/%q: %w", e.PK, e.RK, err)
@@ -175,7 +175,7 @@ func systemColumns(e store.Entity) error {
 }
 
 // rowHistory checks the stored versions of one logical row.
-func rowHistory(rs []projection.Row) error {
+func rowHistory(rs []rows.Row) error {
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Version < rs[j].Version })
 	var errs []error
 	for i, r := range rs {
@@ -201,7 +201,7 @@ func rowHistory(rs []projection.Row) error {
 	return errors.Join(errs...)
 }
 
-func versions(rs []projection.Row) []int64 {
+func versions(rs []rows.Row) []int64 {
 	v := make([]int64, len(rs))
 	for i, r := range rs {
 		v[i] = r.Version

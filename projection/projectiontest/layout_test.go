@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
@@ -18,28 +18,28 @@ import (
 // layout (or none), and checks that LayoutErrors finds exactly that.
 func TestLayoutErrors(t *testing.T) {
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	row := func(v int64, seq uint64, tip, deleted bool) projection.Row {
+	row := func(v int64, seq uint64, tip, deleted bool) rows.Row {
 		op := events.OpUpsert
 		if deleted {
 			op = events.OpDelete
 		}
-		return projection.Row{PK: "p", RK: "r", Version: v, Cmd: fmt.Sprint("c", seq), Seq: seq, At: at, Op: op,
+		return rows.Row{PK: "p", RK: "r", Version: v, Cmd: fmt.Sprint("c", seq), Seq: seq, At: at, Op: op,
 			Tip: tip, Deleted: deleted, Props: events.Entity{"x": events.Int64(int64(v))}}
 	}
-	put := func(r projection.Row) store.Op {
+	put := func(r rows.Row) store.Op {
 		return store.Op{Kind: store.Upsert, RK: r.StoreKey(), Props: r.Encode()}
 	}
-	without := func(r projection.Row, col string) store.Op {
+	without := func(r rows.Row, col string) store.Op {
 		o := put(r)
 		delete(o.Props, col)
 		return o
 	}
-	retyped := func(r projection.Row, col string, v events.Value) store.Op {
+	retyped := func(r rows.Row, col string, v events.Value) store.Op {
 		o := put(r)
 		o.Props[col] = v
 		return o
 	}
-	fence := store.Op{Kind: store.Upsert, RK: projection.FenceKey, Props: events.Entity{"_seq": events.Int64(9)}}
+	fence := store.Op{Kind: store.Upsert, RK: rows.FenceKey, Props: events.Entity{"_seq": events.Int64(9)}}
 	tests := []struct {
 		name string
 		ops  []store.Op
@@ -54,10 +54,10 @@ func TestLayoutErrors(t *testing.T) {
 		{"tip not newest", []store.Op{put(row(0, 1, true, false)), put(row(1, 3, false, false))}, "not the newest"},
 		{"tombstone tip", []store.Op{put(row(0, 1, false, false)), put(row(1, 3, true, true))}, "is a tombstone"},
 		{"no tip nor tombstone", []store.Op{put(row(0, 1, false, false)), put(row(1, 3, false, false))}, "neither the tip nor a tombstone"},
-		{"no _seq", []store.Op{without(row(0, 1, true, false), projection.ColSeq)}, "no _seq"},
-		{"no _at", []store.Op{without(row(0, 1, true, false), projection.ColAt)}, "no _at"},
-		{"_v an Int32", []store.Op{retyped(row(0, 1, true, false), projection.ColVersion, events.Int32(0))}, "_v is Edm.Int32"},
-		{"_deleted false", []store.Op{retyped(row(0, 1, true, false), projection.ColDeleted, events.Bool(false))}, "_deleted"},
+		{"no _seq", []store.Op{without(row(0, 1, true, false), rows.ColSeq)}, "no _seq"},
+		{"no _at", []store.Op{without(row(0, 1, true, false), rows.ColAt)}, "no _at"},
+		{"_v an Int32", []store.Op{retyped(row(0, 1, true, false), rows.ColVersion, events.Int32(0))}, "_v is Edm.Int32"},
+		{"_deleted false", []store.Op{retyped(row(0, 1, true, false), rows.ColDeleted, events.Bool(false))}, "_deleted"},
 		{"not a layout key", []store.Op{{Kind: store.Upsert, RK: "r", Props: row(0, 1, true, false).Encode()}}, "not a tip or version row"},
 	}
 	for _, tt := range tests {
@@ -112,7 +112,7 @@ func TestCheckLayoutInCleanup(t *testing.T) {
 			if optOut != "" {
 				SkipLayoutCheck(rec, optOut)
 			}
-			broken := projection.Row{PK: "p", RK: "r", Version: 3, Cmd: "c", Seq: 1, At: at, Op: events.OpUpsert, Tip: true}
+			broken := rows.Row{PK: "p", RK: "r", Version: 3, Cmd: "c", Seq: 1, At: at, Op: events.OpUpsert, Tip: true}
 			if err := st.CreateTable(ctx, "orders"); err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,7 @@
-package projection
+// TestLoadRanges and TestLoadThroughEmptyPages check the row loader the
+// projector decides on against point reads; the rows are written by the
+// projector's applier.
+package rows_test
 
 import (
 	"context"
@@ -7,8 +10,11 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/store/storetest"
+	"time"
 )
 
 // TestLoadRanges checks the two-query row loader against point reads, on
@@ -23,7 +29,7 @@ func TestLoadRanges(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 
-	var entries []Entry
+	var entries []projection.Entry
 	add := func(ops ...events.RowOp) {
 		seq := uint64(len(entries) + 1)
 		entries = append(entries, entry(seq, fmt.Sprintf("c%d", seq), ops...))
@@ -33,14 +39,14 @@ func TestLoadRanges(t *testing.T) {
 	}
 	add(upsert("a", "n", 1), upsert("a1", "n", 1), upsert("a:b", "n", 1), upsert("b", "n", 1), upsert("c", "n", 1))
 	add(upsert("a:b", "n", 2))
-	add(op(events.OpDelete, "b"))
-	add(op(events.OpDelete, "c"))
+	add(op(events.OpDelete, "b", "", 0))
+	add(op(events.OpDelete, "c", "", 0))
 	add(op(events.OpInsert, "c", "n", 3))
-	add(upsert("a:b", "n", 3), op(events.OpDelete, "a1"))
+	add(upsert("a:b", "n", 3), op(events.OpDelete, "a1", "", 0))
 	for i := range 30 {
 		add(upsert("h", "n", i)) // a deep history between two new rows
 	}
-	if err := NewApplier(st, ApplierConfig{CacheRows: -1}).Apply(ctx, "orders", "p", entries, Hooks{}); err != nil {
+	if err := projection.NewApplier(st, projection.ApplierConfig{CacheRows: -1}).Apply(ctx, "orders", "p", entries, projection.Hooks{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -58,8 +64,8 @@ func TestLoadRanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			state := map[string]*rowState{}
-			rest, err := loadRanges(ctx, st, "orders", "p", tt.rks, state)
+			state := map[string]*rows.State{}
+			rest, err := rows.LoadRanges(ctx, st, "orders", "p", tt.rks, state)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +78,7 @@ func TestLoadRanges(t *testing.T) {
 				}
 			}
 			for _, rk := range tt.rks {
-				want, err := readRowState(ctx, st, "orders", "p", rk)
+				want, err := rows.ReadState(ctx, st, "orders", "p", rk)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -88,14 +94,14 @@ func TestLoadRanges(t *testing.T) {
 	}
 }
 
-func describeState(s *rowState) string {
-	row := func(r *Row) string {
+func describeState(s *rows.State) string {
+	row := func(r *rows.Row) string {
 		if r == nil {
 			return "none"
 		}
 		return fmt.Sprintf("v%d seq %d deleted=%v tip=%v", r.Version, r.Seq, r.Deleted, r.Tip)
 	}
-	return fmt.Sprintf("tip %s, latest %s", row(s.tip), row(s.latest))
+	return fmt.Sprintf("tip %s, latest %s", row(s.Tip), row(s.Latest))
 }
 
 // TestLoadThroughEmptyPages: on a store that answers the first page of
@@ -109,27 +115,27 @@ func TestLoadThroughEmptyPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	entries := []Entry{
+	entries := []projection.Entry{
 		entry(1, "c1", upsert("a", "n", 1), upsert("b", "n", 1), upsert("c", "n", 1)),
-		entry(2, "c2", op(events.OpDelete, "b")),
-		entry(3, "c3", op(events.OpDelete, "c")),
+		entry(2, "c2", op(events.OpDelete, "b", "", 0)),
+		entry(3, "c3", op(events.OpDelete, "c", "", 0)),
 		entry(4, "c4", op(events.OpInsert, "c", "n", 4)),
 	}
-	if err := NewApplier(st, ApplierConfig{CacheRows: -1}).Apply(ctx, "orders", "p", entries, Hooks{}); err != nil {
+	if err := projection.NewApplier(st, projection.ApplierConfig{CacheRows: -1}).Apply(ctx, "orders", "p", entries, projection.Hooks{}); err != nil {
 		t.Fatal(err)
 	}
 	paged := &storetest.Paging{Store: st, EmptyFirst: true}
 	rks := []string{"a", "b", "c", "never"}
-	got, err := NewApplier(paged, ApplierConfig{CacheRows: -1}).load(ctx, "orders", "p", rks)
+	got, err := rows.Load(ctx, paged, "orders", "p", rks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, rk := range rks {
-		want, err := readRowState(ctx, st, "orders", "p", rk)
+		want, err := rows.ReadState(ctx, st, "orders", "p", rk)
 		if err != nil {
 			t.Fatal(err)
 		}
-		one, err := readRowState(ctx, paged, "orders", "p", rk)
+		one, err := rows.ReadState(ctx, paged, "orders", "p", rk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,3 +147,20 @@ func TestLoadThroughEmptyPages(t *testing.T) {
 		t.Fatal("no empty page answered")
 	}
 }
+
+// entry is a command of partition orders/p at journal sequence seq.
+func entry(seq uint64, id string, ops ...events.RowOp) projection.Entry {
+	return projection.Entry{Seq: seq, At: time.Unix(int64(seq), 0).UTC(), ID: id,
+		Cmd: &events.Command{ID: id, Table: "orders", PK: "p", Ops: ops}}
+}
+
+// op is a row op setting property name to n (none for a delete).
+func op(kind events.OpKind, rk string, name string, n int) events.RowOp {
+	o := events.RowOp{Op: kind, RK: rk}
+	if kind != events.OpDelete {
+		o.Entity = events.Entity{name: events.Int64(int64(n))}
+	}
+	return o
+}
+
+func upsert(rk string, name string, n int) events.RowOp { return op(events.OpUpsert, rk, name, n) }

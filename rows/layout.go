@@ -1,4 +1,4 @@
-package projection
+package rows
 
 import (
 	"errors"
@@ -183,4 +183,27 @@ func (r Row) StoreKey() string {
 		return TipKey(r.RK)
 	}
 	return VersionKey(r.RK, r.Seq)
+}
+
+// FenceKey is the RowKey of a partition's fence row. The fence is the
+// projector's bookkeeping, not a logical row: it sorts outside the tip and
+// version ranges of SPEC §4, so listings of current rows and histories
+// never meet it. It holds the system columns _seq, _cmd and _at of the
+// newest command applied to the partition, a pure function of the journal
+// like every other row.
+//
+// Every transaction the projector commits in a partition writes the fence
+// on the condition that it still has the etag the projector's view of the
+// partition was taken at (an insert when there was none). So a transaction
+// commits only on the state it was decided on: two projectors that apply
+// one partition at the same time serialize on the fence, and the one whose
+// view is stale fails, reloads and finds its commands already handled. See
+// docs/ARCHITECTURE.md, "Exactly once".
+const FenceKey = "fence"
+
+// IsLayoutKey reports whether a stored RowKey is a tip or version row of
+// the layout, as opposed to the partition's fence.
+func IsLayoutKey(rk string) bool {
+	_, _, _, ok := ParseKey(rk)
+	return ok
 }

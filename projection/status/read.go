@@ -1,4 +1,4 @@
-package projection
+package status
 
 import (
 	"context"
@@ -14,54 +14,6 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/shards"
 )
-
-// StatusBucket is the JetStream key-value bucket where running projectors
-// report each shard they apply (key StatusKey, value a [ShardReport]),
-// rewritten every few seconds. Its entries expire after StatusTTL, so a
-// dead instance's reports go away by themselves.
-const StatusBucket = "TABLEJOURNAL_STATUS"
-
-// StatusTTL is how long a shard report lives without being rewritten.
-const StatusTTL = 30 * time.Second
-
-// ShardReport is what an instance reports of one shard it applies.
-type ShardReport struct {
-	Instance   string    `json:"instance"`
-	Applied    uint64    `json:"applied"`
-	Pending    uint64    `json:"pending"`
-	LagSeconds float64   `json:"lagSeconds"`
-	Rate       float64   `json:"rate"` // commands per second over the last minute
-	At         time.Time `json:"at"`
-}
-
-// StatusKey is the key of a shard's report for the consumers named
-// durable on journal stream.
-func StatusKey(stream, durable string, shard int) string {
-	return stream + "." + durable + ".shard." + strconv.Itoa(shard)
-}
-
-// EnsureStatusBucket creates the status bucket if it does not exist and
-// returns it.
-func EnsureStatusBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, StatusBucket)
-	if err == nil {
-		return kv, nil
-	}
-	if !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("status bucket: %w", err)
-	}
-	kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: StatusBucket, Description: "tablejournal projector shard reports",
-		TTL: StatusTTL, History: 1, Storage: jetstream.MemoryStorage, Replicas: max(replicas, 1),
-	})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		kv, err = js.KeyValue(ctx, StatusBucket)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("status bucket: %w", err)
-	}
-	return kv, nil
-}
 
 // ShardStatus is the state of one shard as NATS tells it.
 type ShardStatus struct {
@@ -106,21 +58,21 @@ type OverviewTotals struct {
 	Unowned []int `json:"unowned"`
 }
 
-// StatusConfig says which journal and consumers ReadStatus looks at.
-type StatusConfig struct {
+// Config says which journal and consumers Read looks at.
+type Config struct {
 	// Journal names the journal stream. If zero, the default.
 	Journal string
 	// Durable is the consumers' name prefix. If zero, "projector".
 	Durable string
 }
 
-// ReadStatus reads the state of every shard from NATS alone: the durable
+// Read reads the state of every shard from NATS alone: the durable
 // consumers (applied sequence, pending), the oldest pending message (lag),
 // the owners' leases and the running instances' reports (owner, rate). It
 // needs no table store. A shard whose consumer does not exist yet counts
 // every message of the shard as pending (through a short-lived ephemeral
 // consumer, the only way to count a subject filter's messages).
-func ReadStatus(ctx context.Context, js jetstream.JetStream, cfg StatusConfig) (Overview, error) {
+func Read(ctx context.Context, js jetstream.JetStream, cfg Config) (Overview, error) {
 	if cfg.Durable == "" {
 		cfg.Durable = "projector"
 	}
@@ -132,11 +84,11 @@ func ReadStatus(ctx context.Context, js jetstream.JetStream, cfg StatusConfig) (
 	if err != nil {
 		return Overview{}, fmt.Errorf("journal stream: %w", err)
 	}
-	owners, err := openBucket(ctx, js, OwnersBucketFor(j.Name(), cfg.Durable))
+	owners, err := openBucket(ctx, js, shards.BucketFor(j.Name(), cfg.Durable))
 	if err != nil {
 		return Overview{}, err
 	}
-	reports, err := openBucket(ctx, js, StatusBucket)
+	reports, err := openBucket(ctx, js, Bucket)
 	if err != nil {
 		return Overview{}, err
 	}
@@ -168,7 +120,7 @@ func readShardStatus(ctx context.Context, stream jetstream.Stream, owners, repor
 	if err != nil {
 		return s, fmt.Errorf("shard %d: %w", shard, err)
 	}
-	rep, err := readReport(ctx, reports, StatusKey(journalName, durable, shard))
+	rep, err := readReport(ctx, reports, Key(journalName, durable, shard))
 	if err != nil {
 		return s, fmt.Errorf("shard %d: %w", shard, err)
 	}
@@ -261,7 +213,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, name string) (jetst
 }
 
 // readReport reads a shard's report; the zero report when there is none
-// or it is older than StatusTTL.
+// or it is older than TTL.
 func readReport(ctx context.Context, kv jetstream.KeyValue, key string) (ShardReport, error) {
 	var r ShardReport
 	if kv == nil {
@@ -277,7 +229,7 @@ func readReport(ctx context.Context, kv jetstream.KeyValue, key string) (ShardRe
 	if err := json.Unmarshal(e.Value(), &r); err != nil {
 		return ShardReport{}, fmt.Errorf("status report %s: %w", key, err)
 	}
-	if time.Since(e.Created()) > StatusTTL {
+	if time.Since(e.Created()) > TTL {
 		return ShardReport{}, nil
 	}
 	return r, nil

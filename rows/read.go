@@ -1,4 +1,4 @@
-package projection
+package rows
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -65,17 +64,6 @@ func (r Reader) Versions(ctx context.Context, table, pk, rk string, fn func(Row)
 	})
 }
 
-// versionsBySeq finds the versions a command (at journal sequence seq)
-// produced on the rows it names; see RowsBySeq.
-func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]journal.RowVersion, error) {
-	rows, err := RowsBySeq(ctx, s, table, pk, cmd, seq)
-	out := make([]journal.RowVersion, len(rows))
-	for i, row := range rows {
-		out[i] = journal.RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted}
-	}
-	return out, err
-}
-
 // RowsBySeq reads the version a command (at journal sequence seq) produced
 // on each row it names, in the order it first names them: the tip when it
 // still carries seq, else the version row keyed by seq. A command makes at
@@ -100,7 +88,7 @@ func RowsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events
 	return out, nil
 }
 
-// versionBySeq reads the version of rk that the command at seq wrote.
+// VersionBySeq reads the version of rk that the command at seq wrote.
 func VersionBySeq(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (Row, bool, error) {
 	tip, err := Reader{Store: s}.Get(ctx, table, pk, rk)
 	switch {
@@ -134,46 +122,4 @@ func VersionAt(ctx context.Context, s store.Store, table, pk, rk string, seq uin
 	}
 	row, err := DecodeRow(e)
 	return row, err == nil, err
-}
-
-// changesOf rebuilds the change-feed events of the row versions the
-// command at journal sequence seq produced, from the stored rows: the after image is the version itself (read by its sequence), the
-// before image the row's newest version before that sequence (a version
-// row, since it was superseded), absent when that is a tombstone or there
-// is none.
-func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64, rows []journal.RowVersion) ([]Change, error) {
-	var out []Change
-	for _, rv := range rows {
-		cur, ok, err := VersionBySeq(ctx, s, table, pk, rv.RK, seq)
-		if err == nil && (!ok || cur.Version != rv.Version) {
-			err = fmt.Errorf("version %d of %q at %d: %w", rv.Version, rv.RK, seq, store.ErrNotFound)
-		}
-		if err != nil {
-			return nil, err
-		}
-		var before events.Entity
-		if rv.Version > 0 {
-			prev, ok, err := VersionAt(ctx, s, table, pk, rv.RK, seq-1)
-			if err == nil && (!ok || prev.Version != rv.Version-1) {
-				err = fmt.Errorf("version %d of %q before %d: %w", rv.Version-1, rv.RK, seq, store.ErrNotFound)
-			}
-			if err != nil {
-				return nil, err
-			}
-			if !prev.Deleted {
-				before = prev.Props
-			}
-		}
-		ch := Change{RK: rv.RK, Version: rv.Version, Before: before}
-		switch {
-		case cur.Deleted:
-			ch.Kind = Delete
-		case before == nil:
-			ch.Kind, ch.After = Create, cur.Props
-		default:
-			ch.Kind, ch.After = Update, cur.Props
-		}
-		out = append(out, ch)
-	}
-	return out, nil
 }

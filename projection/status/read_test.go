@@ -1,4 +1,4 @@
-package projection_test
+package status_test
 
 import (
 	"testing"
@@ -6,12 +6,12 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/projection/status"
 )
 
 // TestReadStatusNeverProjected: before any projector ran, no shard has a
-// consumer; ReadStatus counts each shard's messages as pending (with an
+// consumer; Read counts each shard's messages as pending (with an
 // ephemeral consumer it deletes again), with their lag, and lists the
 // shards that have some as unowned.
 func TestReadStatusNeverProjected(t *testing.T) {
@@ -19,7 +19,7 @@ func TestReadStatusNeverProjected(t *testing.T) {
 	h := projectiontest.Start(t, projectiontest.SQLite(t), projectiontest.Options{Journal: journal.Config{Shards: 4}})
 	h.PublishAll(ctx, projectiontest.NewWorkload(3, "orders", 3, 5).Take(60))
 
-	ov, err := projection.ReadStatus(ctx, h.JS, projection.StatusConfig{})
+	ov, err := status.Read(ctx, h.JS, status.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,444 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/ctxtime"
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// A fetched batch goes through the exactly-once order of
+// docs/ARCHITECTURE.md ("Exactly once"), read top to bottom in this file:
+//
+//  1. decode and check every message (decode);
+//  2. look up the earlier outcomes of its command IDs, once (lookup);
+//  3. decide each partition's next transaction against the table
+//     (partitionRun.decide, applier.go), settling commands found handled
+//     before a crash (recover, recover.go);
+//  4. publish and await the outcomes of commands that wrote nothing
+//     (publishUnwritten);
+//  5. commit the transaction (partitionRun.commit, applier.go);
+//  6. publish the applied commands' change events (publishApplied), and
+//     their outcomes once the change events are stored (finish);
+//  7. acknowledge the batch (ack).
+//
+// Partitions go through 3–6 concurrently, each in journal order.
+
+// ErrPublish wraps a failure to publish outcomes or change events, or to
+// look one up: the journal side is unreachable, not the store. The batch is
+// safe to process again (the rows' _seq skip what already applied), so the
+// projector retries it rather than stopping the shard.
+var ErrPublish = errors.New("publish outcomes")
+
+// processRetrying processes one fetched batch. A batch once fetched is
+// finished even if ctx is cancelled (drain on shutdown or handoff), unless
+// the shard's lease is lost (drainContext). When publishing to
+// JetStream fails (a server restart, a network blip) the same batch is
+// processed again with backoff: what already applied is skipped by the
+// rows' _seq, so the retry is idempotent. A store failure that survived the
+// applier's own retries stops the shard: its commands are never skipped.
+func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetstream.Msg) error {
+	drain, done := drainContext(ctx)
+	defer done()
+	b := journalBackoff()
+	for {
+		err := p.process(drain, msgs)
+		if drain.Err() != nil {
+			return nil // the lease is lost: abandoned, not acknowledged
+		}
+		if err == nil || !errors.Is(err, ErrPublish) {
+			return err
+		}
+		wait := b.NextBackOff()
+		p.log.Warn("publishing outcomes failed; retrying the batch", LogShard, shard, "in", wait, "err", err)
+		p.obs.Retry(RetryPublish)
+		if ctxtime.Sleep(ctx, wait) != nil {
+			// Not acknowledged: redelivered, in order, when the projector restarts.
+			return nil
+		}
+	}
+}
+
+// process takes one fetched batch through the exactly-once order.
+func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
+	b := p.decode(msgs)
+	if err := b.lookup(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrPublish, err)
+	}
+	if err := b.applyAll(ctx); err != nil {
+		return err
+	}
+	b.ack()
+	return nil
+}
+
+type partition struct{ table, pk string }
+
+// batch is one fetched batch of a shard.
+type batch struct {
+	p    *Projector
+	msgs []jetstream.Msg
+	// parts are the batch's partitions in the order of their first
+	// message; entries their messages in journal order.
+	parts   []partition
+	entries map[partition][]Entry
+	bySeq   map[uint64]*Entry
+	// The two publishers: outcomes, and change events (nil with the
+	// change feed off).
+	outcomes *outcomePublisher
+	changes  *changeFeed
+}
+
+// decode turns the fetched messages into entries grouped by partition
+// (stage 1). A message that does not decode, or is not a valid command,
+// becomes an entry carrying its error: it is rejected, never applied.
+func (p *Projector) decode(msgs []jetstream.Msg) *batch {
+	b := &batch{p: p, msgs: msgs, entries: make(map[partition][]Entry), bySeq: make(map[uint64]*Entry, len(msgs)),
+		outcomes: newOutcomePublisher(p.js, p.obs)}
+	if !p.cfg.NoChangeFeed {
+		b.changes = newChangeFeed(p.js)
+	}
+	for _, m := range msgs {
+		part, e := p.entry(m)
+		if _, ok := b.entries[part]; !ok {
+			b.parts = append(b.parts, part)
+		}
+		b.entries[part] = append(b.entries[part], e)
+	}
+	for _, es := range b.entries {
+		for i := range es {
+			b.bySeq[es[i].Seq] = &es[i]
+		}
+	}
+	return b
+}
+
+// entry turns a jetstream message into an Entry; see EntryFromMsg.
+func (p *Projector) entry(m jetstream.Msg) (partition, Entry) {
+	jm := journal.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
+	if md, err := m.Metadata(); err == nil {
+		jm.Seq, jm.Time = md.Sequence.Stream, md.Timestamp
+	}
+	table, pk, e := EntryFromMsg(jm)
+	return partition{table, pk}, e
+}
+
+// EntryFromMsg turns a journal message into the Entry the projector applies
+// and the table and partition key it belongs to. An undecodable or invalid
+// message becomes an entry carrying its error (it is rejected, never
+// applied); one whose subject does not parse has table "" and the subject
+// as pk. The projector and replay's rebuild both decode with it, so that
+// they project a journal identically.
+func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
+	e.Seq, e.At = m.Seq, m.Time.UTC()
+	e.ID = m.Header.Get(jetstream.MsgIDHeader)
+	e.Trace = traceFrom(m.Header)
+	table, _, pk, err := journal.ParseSubject(m.Subject)
+	if err != nil {
+		e.Err = err
+		return "", m.Subject, e
+	}
+	m.Time = e.At
+	cmd, err := journal.DecodeMsg(m)
+	switch {
+	case err != nil:
+		e.Err = err
+	case e.ID != "" && e.ID != cmd.ID:
+		e.Err = fmt.Errorf("%w: Nats-Msg-Id %q differs from command id %q", events.ErrInvalid, e.ID, cmd.ID)
+	default:
+		e.ID, e.Cmd = cmd.ID, cmd
+	}
+	return table, pk, e
+}
+
+// lookup sets each entry's Prior, and its own outcome when it has one,
+// from the outcomes stream (stage 2): a command ID applies at most once,
+// ever, and the batch asks once for all its IDs.
+func (b *batch) lookup(ctx context.Context) error {
+	if b.p.noOutcomeLookup {
+		return nil
+	}
+	return b.p.lookupPriors(ctx, b.entries)
+}
+
+// lookupPriors sets each entry's Prior from the outcomes stream: the
+// latest outcome of every fetched command ID, in one batched request. When
+// an ID's latest outcome is of a later journal message (this one is being
+// redelivered), the ID's history decides: the newest earlier outcome that
+// applied.
+func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Entry) error {
+	var ids []string
+	for _, es := range groups {
+		for _, e := range es {
+			if e.Cmd != nil {
+				ids = append(ids, e.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	p.stats.OutcomeLookups.Add(1)
+	// The library's default request timeout (5 s) is short for a loaded
+	// server; the batch waits for this answer in any case.
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	latest, err := journal.LatestOutcomes(ctx, p.js, ids)
+	if err != nil {
+		return err
+	}
+	histories := make(map[string][]journal.Outcome)
+	for _, es := range groups {
+		for i := range es {
+			if err := p.settlePrior(ctx, &es[i], latest, histories); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// settlePrior sets e's Prior (and own outcome) from the latest outcomes of
+// the batch's IDs, reading the ID's history when its latest outcome is of
+// a later message; histories keeps the ones read.
+func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string]journal.Outcome, histories map[string][]journal.Outcome) error {
+	o, ok := latest[e.ID]
+	switch {
+	case !ok || e.Cmd == nil:
+		return nil
+	case o.Seq < e.Seq:
+		e.Prior = Prior{Seq: o.Seq, Status: o.Status}
+		return nil
+	case o.Seq == e.Seq && o.Status != journal.StatusDuplicate:
+		// Its own outcome (a redelivery): it applied or was rejected, so
+		// no earlier message with its ID applied.
+		e.own = &o
+		return nil
+	}
+	all, ok := histories[e.ID]
+	if !ok {
+		var err error
+		if all, err = journal.ScanOutcomes(ctx, p.js, e.ID); err != nil {
+			return err
+		}
+		histories[e.ID] = all
+	}
+	e.Prior = priorFrom(all, e.Seq)
+	for i := range all {
+		if all[i].Seq == e.Seq {
+			e.own = &all[i]
+		}
+	}
+	return nil
+}
+
+// lookupTimeout bounds the outcomes look-up of one fetched batch.
+const lookupTimeout = 30 * time.Second
+
+// priorFrom picks from an ID's outcomes the one that decides the message at
+// seq: the newest earlier one that applied or was a duplicate, else none.
+func priorFrom(all []journal.Outcome, seq uint64) Prior {
+	var best Prior
+	for _, o := range all {
+		if o.Seq < seq && o.Seq > best.Seq && (o.Status == journal.StatusApplied || o.Status == journal.StatusDuplicate) {
+			best = Prior{Seq: o.Seq, Status: o.Status}
+		}
+	}
+	return best
+}
+
+// applyAll takes the batch's partitions through stages 3–6, concurrently,
+// and waits for every outcome and change event. A store failure outranks
+// publish failures: it must stop the shard.
+func (b *batch) applyAll(ctx context.Context) error {
+	// A plain group, not WithContext: a failing partition does not cancel
+	// the others, whose outcomes are still published; every error is kept.
+	var (
+		g    errgroup.Group
+		mu   sync.Mutex
+		errs []error
+	)
+	g.SetLimit(b.p.cfg.Concurrency)
+	for _, part := range b.parts {
+		g.Go(func() error {
+			if err := b.apply(ctx, part); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s/%q: %w", part.table, part.pk, err))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines return nil: their errors are in errs
+	// Even when a partition failed, the outcomes of what committed before
+	// are published: less to rebuild when the batch comes again.
+	if err := b.finish(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrPublish, err))
+	}
+	var storeErrs []error
+	for _, err := range errs {
+		if !errors.Is(err, ErrPublish) {
+			storeErrs = append(storeErrs, err)
+		}
+	}
+	if len(storeErrs) > 0 {
+		return errors.Join(storeErrs...)
+	}
+	return errors.Join(errs...)
+}
+
+// apply takes one partition through stages 3–6, one transaction at a
+// time.
+func (b *batch) apply(ctx context.Context, part partition) error {
+	run, err := b.p.applier.partition(ctx, part.table, part.pk, b.entries[part])
+	if err != nil {
+		return err
+	}
+	for run.more() {
+		if err := run.decide(ctx); err != nil {
+			return err
+		}
+		unwritten, applied := split(run.results())
+		if err := b.recover(ctx, part, unwritten); err != nil {
+			return err
+		}
+		if err := b.publishUnwritten(ctx, part, unwritten); err != nil {
+			return fmt.Errorf("%w: %w", ErrPublish, err)
+		}
+		committed, err := run.commit(ctx)
+		if err != nil {
+			return err
+		}
+		if !committed {
+			continue // the table moved: decided again
+		}
+		if err := b.publishApplied(ctx, part, applied); err != nil {
+			return fmt.Errorf("%w: %w", ErrPublish, err)
+		}
+	}
+	return nil
+}
+
+// split sorts a transaction's results into those that write nothing
+// (rejected, duplicate, skipped) and those it applies.
+func split(rs []Result) (unwritten, applied []*Result) {
+	for i := range rs {
+		if rs[i].Status == journal.StatusApplied && !rs[i].Stored {
+			applied = append(applied, &rs[i])
+		} else {
+			unwritten = append(unwritten, &rs[i])
+		}
+	}
+	return unwritten, applied
+}
+
+// publishUnwritten publishes the outcomes of commands that wrote nothing
+// and waits until they are stored (stage 4), before the transaction
+// commits: so no later command's effect is durable before their outcome
+// is. A command recovered as applied (recover.go) has its change events
+// published before its outcome.
+func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []*Result) error {
+	b.p.logResults(part, rs)
+	var (
+		fs []jetstream.PubAckFuture
+		hs []handled
+	)
+	for _, r := range rs {
+		if r.Status == Skipped || r.Stored {
+			hs = append(hs, handled{status: Skipped}) // handled before
+			continue
+		}
+		msg, h, err := b.publishChanges(ctx, part, r)
+		if err != nil {
+			return err
+		}
+		hs = append(hs, h)
+		// This outcome's change events are stored before it is sent.
+		if err := b.changes.settle(ctx, part); err != nil {
+			return err
+		}
+		f, err := b.outcomes.send(msg)
+		if err != nil {
+			return fmt.Errorf("outcome of %s: %w", r.ID, err)
+		}
+		fs = append(fs, f)
+	}
+	if err := b.outcomes.await(ctx, fs, hs); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		r.Stored = true // never acknowledged without it: published and awaited
+	}
+	return nil
+}
+
+// publishApplied publishes the change events of a committed transaction's
+// applied commands (stage 6) and queues their outcomes, which finish
+// publishes once every change event is stored.
+func (b *batch) publishApplied(ctx context.Context, part partition, rs []*Result) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	b.p.obs.Transaction(len(rs)) // one committed transaction's commands
+	b.p.logResults(part, rs)
+	for _, r := range rs {
+		msg, h, err := b.publishChanges(ctx, part, r)
+		if err != nil {
+			return err
+		}
+		b.outcomes.queue(msg, h)
+	}
+	return nil
+}
+
+// publishChanges sends r's change events (asynchronously) and returns its
+// outcome, to be sent once they are stored.
+func (b *batch) publishChanges(ctx context.Context, part partition, r *Result) (*nats.Msg, handled, error) {
+	e := b.bySeq[r.Seq]
+	if err := b.changes.publish(ctx, part, r, e); err != nil {
+		return nil, handled{}, err
+	}
+	msg, err := outcomeMsg(part, r, e)
+	return msg, handled{status: r.Status, at: e.At}, err
+}
+
+// finish waits until every change event of the batch is stored, then
+// publishes the applied commands' outcomes and waits for them.
+func (b *batch) finish(ctx context.Context) error {
+	if err := b.changes.wait(ctx); err != nil {
+		return err
+	}
+	return b.outcomes.flush(ctx)
+}
+
+// ack acknowledges the batch (stage 7). The consumer acknowledges
+// cumulatively: the last message of the batch stands for all. A lost ack
+// means a redelivery, which the rows' _seq skip.
+func (b *batch) ack() {
+	_ = b.msgs[len(b.msgs)-1].Ack()
+}
+
+func (p *Projector) logResults(part partition, rs []*Result) {
+	for _, r := range rs {
+		if r.Stored {
+			continue // logged when its outcome was published
+		}
+		switch r.Status {
+		case journal.StatusRejected:
+			p.log.Warn("command rejected", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID, "reason", r.Reason)
+		case journal.StatusDuplicate:
+			p.log.Info("duplicate command", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
+		case journal.StatusApplied:
+			p.log.Debug("command applied", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
+		}
+	}
+}

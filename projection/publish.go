@@ -1,0 +1,260 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// The two publishers of a fetched batch. The batch decides when each
+// publishes (batch.go): outcomes of commands that wrote nothing are
+// published, all at once, and awaited before their transaction commits;
+// for applied commands the change events are published first and the
+// outcomes only once every change event is stored, all before the
+// journal messages are acknowledged. So a stored outcome means its change
+// events are stored too, and a command redelivered after a crash without
+// its outcome gets both rebuilt (recover.go).
+
+// changeFeed publishes the change events of one fetched batch. A nil
+// *changeFeed (the change feed is off) publishes nothing.
+type changeFeed struct {
+	js jetstream.JetStream
+
+	mu       sync.Mutex
+	inflight map[partition]*inflight // change events sent, not yet known stored
+}
+
+// inflight is one partition's change events sent and not yet known to be
+// stored, and the rows they are of. An event whose ack never comes is sent
+// again, and then lands after everything sent meanwhile: so a row has at
+// most one event in flight, and a second event of a row waits until the
+// partition's events in flight are stored (see send). Only the goroutine
+// applying the partition uses it until wait.
+type inflight struct {
+	futures []jetstream.PubAckFuture
+	rows    map[string]bool
+}
+
+func newChangeFeed(js jetstream.JetStream) *changeFeed {
+	return &changeFeed{js: js, inflight: make(map[partition]*inflight)}
+}
+
+// publish sends the change events of an applied result asynchronously.
+func (c *changeFeed) publish(ctx context.Context, part partition, r *Result, e *Entry) error {
+	if c == nil || r.Status != journal.StatusApplied {
+		return nil
+	}
+	for _, ch := range r.Changes {
+		msg, err := changeMsg(part, *r, ch, e.At)
+		if err != nil {
+			return err
+		}
+		e.Trace.set(msg.Header)
+		if err := c.send(ctx, part, ch.RK, msg); err != nil {
+			return fmt.Errorf("change event of %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// send publishes a change event of row rk asynchronously, first waiting
+// for the partition's events in flight if one of them is of the same row:
+// events of one row reach the stream in journal order even when one of
+// them must be sent again.
+func (c *changeFeed) send(ctx context.Context, part partition, rk string, msg *nats.Msg) error {
+	fl := c.partition(part)
+	if fl.rows[rk] {
+		if err := c.settle(ctx, part); err != nil {
+			return err
+		}
+	}
+	f, err := c.js.PublishMsgAsync(msg, jetstream.WithStallWait(asyncStallWait))
+	if err != nil {
+		return err
+	}
+	fl.futures = append(fl.futures, f)
+	fl.rows[rk] = true
+	return nil
+}
+
+// partition returns the change events in flight of part.
+func (c *changeFeed) partition(part partition) *inflight {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fl := c.inflight[part]
+	if fl == nil {
+		fl = &inflight{rows: make(map[string]bool)}
+		c.inflight[part] = fl
+	}
+	return fl
+}
+
+// settle waits until every change event of part in flight is stored.
+func (c *changeFeed) settle(ctx context.Context, part partition) error {
+	if c == nil {
+		return nil
+	}
+	fl := c.partition(part)
+	fs := fl.futures
+	fl.futures = nil
+	clear(fl.rows)
+	return awaitAcks(ctx, c.js, fs)
+}
+
+// wait returns once every change event sent is stored.
+func (c *changeFeed) wait(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	parts := make([]partition, 0, len(c.inflight))
+	for part := range c.inflight {
+		parts = append(parts, part)
+	}
+	c.mu.Unlock()
+	for _, part := range parts {
+		if err := c.settle(ctx, part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outcomePublisher publishes the outcomes of one fetched batch and reports
+// each to the Observer once it is stored.
+type outcomePublisher struct {
+	js  jetstream.JetStream
+	obs Observer
+
+	mu      sync.Mutex
+	queued  []*nats.Msg // outcomes of applied commands, sent by flush
+	handled []handled   // their commands, reported once stored
+}
+
+// handled is a command whose outcome is reported to the Observer once it
+// is stored.
+type handled struct {
+	status journal.Status
+	at     time.Time // journal time
+}
+
+func newOutcomePublisher(js jetstream.JetStream, obs Observer) *outcomePublisher {
+	return &outcomePublisher{js: js, obs: obs}
+}
+
+// outcomeMsg is the outcome message of r, with its command's trace context.
+func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
+	msg, err := journal.OutcomeMsg(journal.Outcome{
+		ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
+		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, At: e.At,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.Trace.set(msg.Header)
+	return msg, nil
+}
+
+// send publishes an outcome asynchronously; await waits for it.
+func (o *outcomePublisher) send(msg *nats.Msg) (jetstream.PubAckFuture, error) {
+	return o.js.PublishMsgAsync(msg, jetstream.WithStallWait(asyncStallWait))
+}
+
+// await waits for the outcomes sent, then reports hs.
+func (o *outcomePublisher) await(ctx context.Context, fs []jetstream.PubAckFuture, hs []handled) error {
+	if err := awaitAcks(ctx, o.js, fs); err != nil {
+		return err
+	}
+	o.report(hs)
+	return nil
+}
+
+// queue keeps an applied command's outcome for flush.
+func (o *outcomePublisher) queue(msg *nats.Msg, h handled) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.queued = append(o.queued, msg)
+	o.handled = append(o.handled, h)
+}
+
+// flush publishes the queued outcomes and waits until they are stored.
+func (o *outcomePublisher) flush(ctx context.Context) error {
+	o.mu.Lock()
+	msgs, hs := o.queued, o.handled
+	o.queued, o.handled = nil, nil
+	o.mu.Unlock()
+	fs := make([]jetstream.PubAckFuture, 0, len(msgs))
+	for _, msg := range msgs {
+		f, err := o.send(msg)
+		if err != nil {
+			return err
+		}
+		fs = append(fs, f)
+	}
+	return o.await(ctx, fs, hs)
+}
+
+// report tells the Observer that the outcomes of hs are stored.
+func (o *outcomePublisher) report(hs []handled) {
+	now := time.Now()
+	for _, h := range hs {
+		if h.status == Skipped {
+			o.obs.Handled(h.status, 0)
+			continue
+		}
+		o.obs.Handled(h.status, now.Sub(h.at))
+	}
+}
+
+// asyncStallWait is how long a publish waits for room in the connection's
+// window of outstanding async publishes (jetstream's PublishAsyncMaxPending,
+// 4,000 by default) before failing. Sixteen shards of up to 1,024 commands,
+// each with an outcome and change events, fill that window at once under
+// load; waiting for acks to free it is the flow control between fetch
+// size, shards and the window, where the library's default of 200 ms made
+// whole batches fail and be retried with a warning (issue 8, item 9).
+const asyncStallWait = 30 * time.Second
+
+// asyncAckTimeout bounds the wait for one asynchronous publish's ack; an
+// async publish can be dropped under load, so after it the message is sent
+// again synchronously (its Nats-Msg-Id makes that idempotent).
+var asyncAckTimeout = 10 * time.Second
+
+// closedChan is always ready.
+var closedChan = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// awaitAcks waits for fs. The timeout is for all of them together: acks
+// lost in a reconnect are lost together, and waiting for each in turn held
+// a shard for ten seconds per message.
+func awaitAcks(ctx context.Context, js jetstream.JetStream, fs []jetstream.PubAckFuture) error {
+	var errs []error
+	expired := time.After(asyncAckTimeout)
+	for _, f := range fs {
+		var failed error
+		select {
+		case <-f.Ok():
+			continue
+		case failed = <-f.Err():
+		case <-expired:
+			expired = closedChan // every later future without its ack is re-sent at once
+			failed = fmt.Errorf("no ack within %v", asyncAckTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if _, err := js.PublishMsg(ctx, f.Msg()); err != nil {
+			errs = append(errs, fmt.Errorf("publish %s: %w (retry: %w)", f.Msg().Subject, failed, err))
+		}
+	}
+	return errors.Join(errs...)
+}

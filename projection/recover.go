@@ -1,0 +1,275 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/rows"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// Crash recovery, the stage between deciding a transaction and publishing
+// the outcomes that precede its commit (batch.go): a redelivered command
+// whose effect is already in the table (Skipped) gets the outcome it had,
+// found in the outcomes stream or rebuilt from the table, so that no
+// message is acknowledged without an outcome.
+
+// recover settles the skipped results among rs whose outcome is not known
+// to be stored.
+func (b *batch) recover(ctx context.Context, part partition, rs []*Result) error {
+	for _, r := range rs {
+		if r.Status == Skipped && !r.Stored {
+			if err := b.p.recoverOutcome(ctx, part, r, b.entries[part]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// recoverOutcome settles a redelivered command whose effect is already in
+// the table and whose outcome is not known to be stored: it sets r's
+// Status (and Rows, Changes) to the outcome to publish, or marks it Stored.
+// It never leaves r without an outcome.
+//
+// If the projector crashed between a commit and publishing the outcomes,
+// the outcome of an applied command is rebuilt from the version rows that
+// carry its sequence. A command that wrote nothing had its outcome
+// published before any later commit (publishUnwritten), so it is found in
+// the outcomes stream. If it is not, the table (or the outcomes stream)
+// lost what the projector wrote: that is logged at ERROR and counted, and
+// the outcome is rebuilt from the rows' history as they stood before the
+// command.
+func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
+	var e Entry
+	for _, x := range entries {
+		if x.Seq == r.Seq {
+			e = x
+		}
+	}
+	found, err := p.storedOutcome(ctx, r, e)
+	if err != nil || found {
+		return err
+	}
+	if e.Cmd == nil {
+		// Only valid commands can be skipped; an invalid one is rejected
+		// again on the message alone.
+		r.reject(fmt.Sprint(e.Err), e.Err)
+		return nil
+	}
+	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]journal.RowVersion, error) {
+		return versionsBySeq(ctx, p.store, part.table, part.pk, e.Cmd, r.Seq)
+	})
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return p.outcomeFromHistory(ctx, part, r, e)
+	}
+	r.Status, r.Rows = journal.StatusApplied, rows
+	return p.recoverChanges(ctx, part, r, e)
+}
+
+// storedOutcome looks for the outcome of e in the outcomes stream (or in
+// what the batch's look-up found) and, when it is there, marks r Stored
+// with it.
+func (p *Projector) storedOutcome(ctx context.Context, r *Result, e Entry) (bool, error) {
+	if e.own != nil {
+		// The batch's look-up found it.
+		r.Status, r.Reason, r.Stored = e.own.Status, e.own.Reason, true
+		return true, nil
+	}
+	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("%w: %w", ErrPublish, err)
+	case o.Seq == r.Seq:
+		r.Status, r.Reason, r.Stored = o.Status, o.Reason, true
+		return true, nil
+	}
+	// The ID has outcomes of other messages (the latest in the stream is
+	// not necessarily the newest in the journal: rejections and duplicates
+	// are published before the applied outcomes of their batch): look
+	// through all of them.
+	all, err := journal.ScanOutcomes(ctx, p.js, r.ID)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrPublish, err)
+	}
+	for _, o := range all {
+		if o.Seq == r.Seq {
+			r.Status, r.Reason, r.Stored = o.Status, o.Reason, true
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// recoverChanges rebuilds the change events of a recovered applied command
+// from the version rows, to be published again.
+//
+// The events are rebuilt and published again: one already stored is
+// deduplicated by its Nats-Msg-Id, as long as it was stored within the
+// stream's duplicate window, which a command journaled less than
+// changeRepublishAge ago is sure of. An older command's events are taken
+// as stored when the partition's newest event is of a later command:
+// events are sent in journal order per row, and only one lost in flight
+// (then re-sent) could be missing — and that is settled long before such
+// an age.
+func (p *Projector) recoverChanges(ctx context.Context, part partition, r *Result, e Entry) error {
+	if p.cfg.NoChangeFeed {
+		return nil
+	}
+	if time.Since(e.At) > changeRepublishAge {
+		last, err := lastChangeSeq(ctx, p.js, part)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrPublish, err)
+		}
+		if last > r.Seq {
+			return nil
+		}
+	}
+	var err error
+	r.Changes, err = retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
+		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, r.Rows)
+	})
+	if err != nil {
+		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
+		r.Changes = nil
+	}
+	return nil
+}
+
+// changeRepublishAge is how old (by journal time) a recovered command may
+// be for its change events to be published again without looking: well
+// inside the change stream's 2-minute duplicate window.
+const changeRepublishAge = 90 * time.Second
+
+// outcomeFromHistory settles a skipped command that has neither an outcome
+// nor a version in the table, which the projector never leaves behind: it
+// evaluates the command again on its rows as they stood just before it, as
+// the version rows tell. If that says the command applied, the table lost
+// its effect, and the outcome says so as a rejection (nothing of it is in
+// the table).
+func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *Result, e Entry) error {
+	state := make(map[string]*rowState)
+	for _, rk := range touchedRKs([]Entry{e}) {
+		s, err := retryStore(ctx, p.applier.policy, "read history of "+part.table, func() (*rowState, error) {
+			return stateBefore(ctx, p.store, part.table, part.pk, rk, e.Seq)
+		})
+		if err != nil {
+			return err
+		}
+		state[rk] = s
+	}
+	b := newTxn(part.pk, state, p.store.Limits())
+	if err := b.add(e); err != nil {
+		return err
+	}
+	res := b.results[0]
+	if res.Status == journal.StatusApplied && len(res.Rows) == 0 {
+		// It applied and changed nothing (it inserted and deleted a row):
+		// no version to find, and its outcome is published after the
+		// commit of its batch, so a crash may lose it. Nothing disagrees.
+		*r = res
+		return nil
+	}
+	if res.Status == journal.StatusApplied {
+		res = Result{Seq: e.Seq, ID: e.ID, Status: journal.StatusRejected, Code: journal.CodeLostWrite,
+			Reason: "not in the table: the rows moved on past this command, but no version carries it (the store lost a confirmed write?)"}
+	}
+	p.applier.disagree(part.table, part.pk,
+		fmt.Sprintf("seq %d (command %s) was handled but has no outcome and no version; outcome rebuilt from the rows' history: %s", e.Seq, e.ID, res.Status),
+		errors.New("outcome missing"))
+	*r = res
+	return nil
+}
+
+// stateBefore reads the state of a row just before journal sequence seq
+// from its tip and history.
+func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (*rowState, error) {
+	var newest *rows.Row
+	if tip, err := (rows.Reader{Store: s}).Get(ctx, table, pk, rk); err == nil && tip.Seq < seq {
+		newest = &tip
+	} else if err != nil && !errors.Is(err, rows.ErrRowNotFound) {
+		return nil, err
+	}
+	if newest == nil && seq > 0 {
+		// Version rows are keyed by sequence: the newest before seq is the
+		// first row at or after the key of seq-1, read without a scan.
+		r, ok, err := rows.VersionAt(ctx, s, table, pk, rk, seq-1)
+		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
+			return nil, err
+		}
+		if ok {
+			newest = &r
+		}
+	}
+	if newest == nil {
+		return &rowState{}, nil
+	}
+	if newest.Deleted {
+		return &rowState{Latest: newest}, nil
+	}
+	t := *newest
+	t.Tip, t.ETag = true, ""
+	return &rowState{Tip: &t, Latest: &t}, nil
+}
+
+// versionsBySeq finds the versions a command (at journal sequence seq)
+// produced on the rows it names; see RowsBySeq.
+func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]journal.RowVersion, error) {
+	versions, err := rows.RowsBySeq(ctx, s, table, pk, cmd, seq)
+	out := make([]journal.RowVersion, len(versions))
+	for i, row := range versions {
+		out[i] = journal.RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted}
+	}
+	return out, err
+}
+
+// changesOf rebuilds the change-feed events of the row versions the
+// command at journal sequence seq produced, from the stored rows: the after image is the version itself (read by
+// its sequence), the before image the row's newest version before that sequence (a version
+// row, since it was superseded), absent when that is a tombstone or there
+// is none.
+func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64, versions []journal.RowVersion) ([]Change, error) {
+	var out []Change
+	for _, rv := range versions {
+		cur, ok, err := rows.VersionBySeq(ctx, s, table, pk, rv.RK, seq)
+		if err == nil && (!ok || cur.Version != rv.Version) {
+			err = fmt.Errorf("version %d of %q at %d: %w", rv.Version, rv.RK, seq, store.ErrNotFound)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var before events.Entity
+		if rv.Version > 0 {
+			prev, ok, err := rows.VersionAt(ctx, s, table, pk, rv.RK, seq-1)
+			if err == nil && (!ok || prev.Version != rv.Version-1) {
+				err = fmt.Errorf("version %d of %q before %d: %w", rv.Version-1, rv.RK, seq, store.ErrNotFound)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !prev.Deleted {
+				before = prev.Props
+			}
+		}
+		ch := Change{RK: rv.RK, Version: rv.Version, Before: before}
+		switch {
+		case cur.Deleted:
+			ch.Kind = Delete
+		case before == nil:
+			ch.Kind, ch.After = Create, cur.Props
+		default:
+			ch.Kind, ch.After = Update, cur.Props
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
