@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -103,28 +102,45 @@ func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, er
 	return msg, nil
 }
 
-// lastChangeSeq returns the journal sequence of the newest change event of
-// a partition, or 0 if it has none.
-func lastChangeSeq(ctx context.Context, js jetstream.JetStream, part partition) (uint64, error) {
-	s, err := js.Stream(ctx, ChangeStream)
+// storedChanges reports which of rks already have a change event of
+// journal sequence seq or later in the partition's change feed. It reads
+// the partition's events from the stream's leader (read-your-writes), from
+// a little before the command's journal time at on, until every row is
+// found or the events end: one request per event read, for crash recovery
+// only. A row's events are sent in journal order with at most one in flight
+// (changeFeed.send), so a row with a later event has none missing before it.
+func storedChanges(ctx context.Context, js jetstream.JetStream, part partition, seq uint64, at time.Time, rks []string) (map[string]bool, error) {
+	want := make(map[string]bool, len(rks))
+	for _, rk := range rks {
+		want[rk] = true
+	}
+	found := make(map[string]bool, len(rks))
+	// Events are stored after their command, but the journal's and the
+	// change feed's leaders may be different servers with clocks apart.
+	from := at.Add(-changeClockSkew)
+	err := journal.ScanSubject(ctx, js, ChangeStream, ChangeSubject(part.table, part.pk), from, func(_ uint64, data []byte) (bool, error) {
+		var ev struct {
+			RK  string `json:"rk"`
+			Seq uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return false, fmt.Errorf("change event of %s/%q: %w", part.table, part.pk, err)
+		}
+		if want[ev.RK] && ev.Seq >= seq {
+			found[ev.RK] = true
+		}
+		return len(found) < len(want), nil
+	})
 	if err != nil {
-		return 0, fmt.Errorf("change feed stream: %w", err)
+		return nil, fmt.Errorf("change events of %s/%q: %w", part.table, part.pk, err)
 	}
-	msg, err := s.GetLastMsgForSubject(ctx, ChangeSubject(part.table, part.pk))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("newest change event of %s/%q: %w", part.table, part.pk, err)
-	}
-	var ev struct {
-		Seq uint64 `json:"seq"`
-	}
-	if err := json.Unmarshal(msg.Data, &ev); err != nil {
-		return 0, fmt.Errorf("newest change event of %s/%q: %w", part.table, part.pk, err)
-	}
-	return ev.Seq, nil
+	return found, nil
 }
+
+// changeClockSkew is how far apart the clocks of two JetStream servers may
+// be for storedChanges to find an event stored before its command's
+// journal time by another server's clock.
+const changeClockSkew = time.Minute
 
 // logStreamChanges says what starting the projector changed in an existing
 // stream's configuration: never silently.

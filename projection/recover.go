@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
@@ -111,37 +112,40 @@ func (p *Projector) storedOutcome(ctx context.Context, r *Result, e Entry) (bool
 }
 
 // recoverChanges rebuilds the change events of a recovered applied command
-// from the version rows, to be published again.
+// from the version rows, to be published again: those not already stored.
 //
-// The events are rebuilt and published again: one already stored is
-// deduplicated by its Nats-Msg-Id, as long as it was stored within the
-// stream's duplicate window, which a command journaled less than
-// changeRepublishAge ago is sure of. An older command's events are taken
-// as stored when the partition's newest event is of a later command:
-// events are sent in journal order per row, and only one lost in flight
-// (then re-sent) could be missing — and that is settled long before such
-// an age.
+// A command journaled less than changeRepublishAge ago has all its events
+// published again: one already stored is deduplicated by its Nats-Msg-Id
+// within the stream's 2-minute duplicate window. An older command's events
+// are looked up in the change feed (storedChanges), and only the rows
+// without one are published: after the window a republished event would be
+// stored twice, and a guess from the partition's newest event alone is wrong
+// both ways (an event lost in flight beside a later one of another row, or
+// the command's own event being the newest). The result does not depend on
+// how long recovery took.
 func (p *Projector) recoverChanges(ctx context.Context, part partition, r *Result, e Entry) error {
 	if p.cfg.NoChangeFeed {
 		return nil
 	}
-	if time.Since(e.At) > changeRepublishAge {
-		last, err := lastChangeSeq(ctx, p.js, part)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrPublish, err)
-		}
-		if last > r.Seq {
-			return nil
-		}
-	}
-	var err error
-	r.Changes, err = retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
+	changes, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
 		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, r.Rows)
 	})
 	if err != nil {
 		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
-		r.Changes = nil
+		return nil
 	}
+	if time.Since(e.At) > changeRepublishAge {
+		rks := make([]string, len(changes))
+		for i, c := range changes {
+			rks[i] = c.RK
+		}
+		stored, err := storedChanges(ctx, p.js, part, r.Seq, e.At, rks)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrPublish, err)
+		}
+		changes = slices.DeleteFunc(changes, func(c Change) bool { return stored[c.RK] })
+	}
+	r.Changes = changes
 	return nil
 }
 
