@@ -24,18 +24,6 @@ type directBatchReq struct {
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
 }
 
-// LatestOutcomes is NewOutcomes(js).LatestAll(ctx, ids), for callers not
-// yet moved to Outcomes.
-func LatestOutcomes(ctx context.Context, js jetstream.JetStream, ids []string) (map[string]Outcome, error) {
-	return NewOutcomes(js).LatestAll(ctx, ids)
-}
-
-// ScanOutcomes is NewOutcomes(js).History(ctx, id), for callers not yet
-// moved to Outcomes.
-func ScanOutcomes(ctx context.Context, js jetstream.JetStream, id string) ([]Outcome, error) {
-	return NewOutcomes(js).History(ctx, id)
-}
-
 // directBatch sends one batched direct get (a request answered by several
 // messages, ended by a 204 EOB status) and calls fn with each message. A
 // reply cut short by the server's byte limit says so in its EOB (pending

@@ -192,7 +192,7 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 	// server; the batch waits for this answer in any case.
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	latest, err := journal.LatestOutcomes(ctx, p.js, ids)
+	latest, err := journal.NewOutcomes(p.js).LatestAll(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string
 	all, ok := histories[e.ID]
 	if !ok {
 		var err error
-		if all, err = journal.ScanOutcomes(ctx, p.js, e.ID); err != nil {
+		if all, err = journal.NewOutcomes(p.js).History(ctx, e.ID); err != nil {
 			return err
 		}
 		histories[e.ID] = all

@@ -98,7 +98,7 @@ func (p *Projector) storedOutcome(ctx context.Context, r *Result, e Entry) (bool
 	// not necessarily the newest in the journal: rejections and duplicates
 	// are published before the applied outcomes of their batch): look
 	// through all of them.
-	all, err := journal.ScanOutcomes(ctx, p.js, r.ID)
+	all, err := journal.NewOutcomes(p.js).History(ctx, r.ID)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrPublish, err)
 	}
