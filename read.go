@@ -11,20 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
-)
-
-// The row layout of docs/SPEC.md §4, as far as reading current rows needs
-// it: the tip rows are the RowKeys from tipPrefix to tipEnd, and their
-// columns beginning with "_" are system columns.
-const (
-	tipPrefix = "tip:"
-	tipEnd    = "tip;"
-	colV      = "_v"
-	colCmd    = "_cmd"
-	colSeq    = "_seq"
-	colAt     = "_at"
-	colOp     = "_op"
 )
 
 // Row is the current version of one row.
@@ -74,7 +62,7 @@ func (c *Client) Get(ctx context.Context, table, pk, rk string, opts ...ReadOpti
 	if err := c.prepareRead(ctx, opts); err != nil {
 		return Row{}, err
 	}
-	e, err := c.tables.Get(ctx, table, pk, tipPrefix+rk)
+	e, err := c.tables.Get(ctx, table, pk, rows.TipKey(rk))
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
 		return Row{}, fmt.Errorf("tablejournal: %s %q/%q: %w", table, pk, rk, ErrNotFound)
 	}
@@ -137,7 +125,8 @@ func (c *Client) Query(ctx context.Context, table string, q Query, opts ...ReadO
 			yield(Row{}, err)
 			return
 		}
-		sq := store.Query{PK: q.PK, AllPartitions: q.AllPartitions, From: tipPrefix, To: tipEnd}
+		from, to := rows.TipRange()
+		sq := store.Query{PK: q.PK, AllPartitions: q.AllPartitions, From: from, To: to}
 		for _, w := range q.Where {
 			if strings.HasPrefix(w.Prop, "_") {
 				yield(Row{}, fmt.Errorf("tablejournal: query %s: property %q: %w: names beginning with _ are system columns", table, w.Prop, ErrInvalid))
@@ -168,24 +157,17 @@ func (c *Client) Query(ctx context.Context, table string, q Query, opts ...ReadO
 	}
 }
 
-// rowOf reads a stored tip row.
+// rowOf reads a stored tip row (the layout of docs/SPEC.md §4, package rows).
 func rowOf(table string, e store.Entity) (Row, error) {
-	r := Row{Table: table, PK: e.PK, RK: strings.TrimPrefix(e.RK, tipPrefix), Entity: make(Entity, len(e.Props))}
-	for k, v := range e.Props {
-		if !strings.HasPrefix(k, "_") {
-			r.Entity[k] = v
-		}
+	r, err := rows.DecodeRow(e)
+	if err == nil && !r.Tip {
+		err = fmt.Errorf("%w: not a tip row", rows.ErrLayout)
 	}
-	v, ok1 := e.Props[colV]
-	cmd, ok2 := e.Props[colCmd]
-	seq, ok3 := e.Props[colSeq]
-	at, ok4 := e.Props[colAt]
-	op, ok5 := e.Props[colOp]
-	if !(ok1 && ok2 && ok3 && ok4 && ok5) || !strings.HasPrefix(e.RK, tipPrefix) {
-		return Row{}, fmt.Errorf("tablejournal: %s %q/%q is not a tip row of docs/SPEC.md §4", table, e.PK, e.RK)
+	if err != nil {
+		return Row{}, fmt.Errorf("tablejournal: %s %q/%q: %w", table, e.PK, e.RK, err)
 	}
-	r.Version, r.Command, r.Seq, r.At, r.Op = v.Int, cmd.Str, uint64(seq.Int), at.Time, op.Str
-	return r, nil
+	return Row{Table: table, PK: r.PK, RK: r.RK, Entity: r.Props, Version: r.Version,
+		Command: r.Cmd, Seq: r.Seq, At: r.At, Op: string(r.Op)}, nil
 }
 
 // WaitApplied waits until the projector has applied the journal up to
