@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -59,8 +60,8 @@ func (s *Service) Handler() http.Handler {
 
 func (s *Service) create(w http.ResponseWriter, r *http.Request) {
 	var o Order
-	if err := json.NewDecoder(r.Body).Decode(&o); err != nil || o.ID == "" {
-		http.Error(w, "body: want {\"id\",\"status\",\"total\"}", http.StatusBadRequest)
+	if err := decode(r, &o); err != nil || o.ID == "" {
+		http.Error(w, fmt.Sprintf("body: want {\"id\",\"status\",\"total\"}: %v", err), http.StatusBadRequest)
 		return
 	}
 	o.Customer = r.PathValue("customer")
@@ -70,8 +71,8 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) update(w http.ResponseWriter, r *http.Request) {
 	var o Order
-	if err := json.NewDecoder(r.Body).Decode(&o); err != nil {
-		http.Error(w, "body: want {\"status\",\"total\"}", http.StatusBadRequest)
+	if err := decode(r, &o); err != nil {
+		http.Error(w, fmt.Sprintf("body: want {\"status\",\"total\"}: %v", err), http.StatusBadRequest)
 		return
 	}
 	version, err := strconv.ParseInt(r.Header.Get("If-Match"), 10, 64)
@@ -82,6 +83,14 @@ func (s *Service) update(w http.ResponseWriter, r *http.Request) {
 	o.Customer, o.ID = r.PathValue("customer"), r.PathValue("id")
 	cmd := tablejournal.NewCommand(Table, o.Customer).Replace(o.ID, entity(o)).IfVersion(version)
 	s.apply(w, r, cmd, http.StatusOK)
+}
+
+// decode reads a JSON body into v and refuses a field v does not have: a
+// misspelled "totl" is a 400 naming it, not an order saved without a total.
+func decode(r *http.Request, v any) error {
+	d := json.NewDecoder(r.Body)
+	d.DisallowUnknownFields()
+	return d.Decode(v)
 }
 
 // apply publishes cmd, waits for its outcome and answers with the order's

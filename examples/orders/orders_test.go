@@ -67,6 +67,11 @@ func TestOrdersService(t *testing.T) {
 				t.Fatalf("create: ETag %q seq %q", r.Header.Get("ETag"), seq)
 			}
 			call(t, "POST", base, "", `{"id":"order-7","status":"new","total":1}`, 409)
+			// A misspelled field is refused, not dropped: no order-5 is created.
+			if r := call(t, "POST", base, "", `{"id":"order-5","status":"new","totl":1}`, 400); !strings.Contains(body(t, r), `unknown field "totl"`) {
+				t.Fatal("a misspelled field's 400 does not name it")
+			}
+			call(t, "GET", base+"/order-5", "", "", 404)
 
 			var o struct {
 				Status  string
@@ -189,4 +194,14 @@ func decode(t *testing.T, r *http.Response, v any) {
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// body reads r's whole body.
+func body(t *testing.T, r *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
