@@ -18,11 +18,8 @@ func TestUsageFromTable(t *testing.T) {
 			if n := strings.Count(overview, s.Line("projector")+"\n") + strings.Count(overview, s.Line("projector")+"   "); n != 1 {
 				t.Errorf("%q stands %d times in --help, want once:\n%s", s.Line("projector"), n, overview)
 			}
-			if s.Name == "" {
-				return
-			}
-			if own := clitest.Help(t, Run, s.Name, "--help"); !strings.HasPrefix(own, "Usage: "+s.Line("projector")+"\n") {
-				t.Errorf("projector %s --help does not open with its usage line:\n%s", s.Name, own)
+			if s.Name != "" {
+				clitest.OpensWithUsage(t, "projector", Run, s)
 			}
 		})
 	}

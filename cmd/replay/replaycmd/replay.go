@@ -259,7 +259,7 @@ func (b *replayBase) needPoint(pf *pointFlags, broken bool, why string, flags ..
 	if broken {
 		return errors.New(why)
 	}
-	_, _, err := pf.point()
+	_, _, err := pf.point(b.set)
 	return err
 }
 
@@ -317,26 +317,26 @@ func (b *replayBase) close() {
 type pointFlags struct {
 	seq         uint64
 	at, cmd, to string
-	set         map[string]bool
 }
 
-// point returns the point the flags name, and whether one was named.
-func (p *pointFlags) point() (replay.Point, bool, error) {
+// point returns the point the flags name, and whether one was named; set
+// holds the flags given (replayBase.set).
+func (p *pointFlags) point(set map[string]bool) (replay.Point, bool, error) {
 	var ps []replay.Point
-	if p.set["seq"] {
+	if set["seq"] {
 		ps = append(ps, replay.Seq(p.seq))
 	}
-	if p.set["time"] {
+	if set["time"] {
 		t, err := time.Parse(time.RFC3339Nano, p.at)
 		if err != nil {
 			return replay.Point{}, false, fmt.Errorf("--time %q: want RFC 3339, as in 2026-11-21T10:00:00Z", p.at)
 		}
 		ps = append(ps, replay.Time(t))
 	}
-	if p.set["cmd"] {
+	if set["cmd"] {
 		ps = append(ps, replay.Cmd(p.cmd))
 	}
-	if p.set["to"] {
+	if set["to"] {
 		pt, err := replay.ParsePoint(p.to)
 		if err != nil {
 			return replay.Point{}, false, fmt.Errorf("--to: %w", err)
@@ -363,7 +363,7 @@ func (p *pointFlags) rangeFlags(fs *flag.FlagSet, to, seq, at string) {
 // resolve turns the point flags into a sequence; without a point and
 // without NATS it is "now": every version there is.
 func (b *replayBase) resolve(ctx context.Context, pf *pointFlags) (uint64, replay.Point, error) {
-	p, named, err := pf.point()
+	p, named, err := pf.point(b.set)
 	if err != nil {
 		return 0, p, err
 	}
@@ -377,7 +377,7 @@ func (b *replayBase) resolve(ctx context.Context, pf *pointFlags) (uint64, repla
 // namedSeq resolves the point the flags name; 0 and false when they name
 // none.
 func (b *replayBase) namedSeq(ctx context.Context, pf *pointFlags) (uint64, bool, error) {
-	if _, named, _ := pf.point(); !named {
+	if _, named, _ := pf.point(b.set); !named {
 		return 0, false, nil
 	}
 	seq, _, err := b.resolve(ctx, pf)

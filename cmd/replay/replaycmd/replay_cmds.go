@@ -37,7 +37,6 @@ func (c *asofCmd) flags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.pt.seq, "seq", 0, "the point: just after journal sequence N")
 	fs.StringVar(&c.pt.at, "time", "", "the point: the state as of this RFC 3339 time")
 	fs.StringVar(&c.pt.cmd, "cmd", "", "the point: just after this command")
-	c.pt.set = c.set
 }
 
 func (c *asofCmd) check() error {
@@ -135,7 +134,6 @@ func (c *rebuildCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.snapshot, "from-snapshot", "", "load this snapshot (a file, a blob URL with a SAS token, or azblob://CONTAINER/BLOB) first, then replay only the journal after it")
 	c.workersFlag(fs, "partitions applied at once (default 8)")
 	fs.BoolVar(&c.cfg.Resume, "resume", false, "continue a rebuild that stopped: allow a non-empty --into")
-	c.pt.set = c.set
 }
 
 func (c *rebuildCmd) check() error {
@@ -145,7 +143,7 @@ func (c *rebuildCmd) check() error {
 	if !c.set["table"] && !c.set["from-snapshot"] {
 		return errors.New("replay rebuild needs --table (or --from-snapshot)")
 	}
-	_, _, err := c.pt.point()
+	_, _, err := c.pt.point(c.set)
 	return err
 }
 
@@ -230,14 +228,13 @@ func (c *restoreCmd) flags(fs *flag.FlagSet) {
 	c.pt.rangeFlags(fs, "the point to return to: seq:N, time:T, cmd:ID",
 		"the point to return to: journal sequence N", "the point to return to: as of this RFC 3339 time")
 	c.plan.register(fs, "publish the restore commands and wait for their outcomes (default: dry run)")
-	c.pt.set = c.set
 }
 
 func (c *restoreCmd) check() error {
 	if err := c.need("table"); err != nil {
 		return err
 	}
-	_, named, err := c.pt.point()
+	_, named, err := c.pt.point(c.set)
 	if err == nil && !named {
 		err = errors.New("replay restore needs a point: --to, --seq or --time")
 	}

@@ -34,7 +34,6 @@ func (c *verifyCmd) flags(fs *flag.FlagSet) {
 	c.durableFlag(fs, "prefix of the projector's durable consumers, read for the default point (default \"projector\")")
 	fs.BoolVar(&c.scratchLocal, "scratch-local", false, "re-project into a temporary embedded store on this machine instead of a scratch table beside the live one (no writes to the table store)")
 	maxFlag(fs, &c.max)
-	c.pt.set = c.set
 }
 
 func maxFlag(fs *flag.FlagSet, v *int) {
@@ -45,7 +44,7 @@ func (c *verifyCmd) check() error {
 	if err := c.need("table"); err != nil {
 		return err
 	}
-	_, _, err := c.pt.point()
+	_, _, err := c.pt.point(c.set)
 	return err
 }
 
@@ -97,7 +96,6 @@ func (c *diffCmd) flags(fs *flag.FlagSet) {
 	c.pt.rangeFlags(fs, "compare both as they stood at this point: seq:N, time:T, cmd:ID (default every row as stored)",
 		"compare both as they stood at journal sequence N", "compare both as they stood at this RFC 3339 time")
 	maxFlag(fs, &c.max)
-	c.pt.set = c.set
 }
 
 func (c *diffCmd) check() error {

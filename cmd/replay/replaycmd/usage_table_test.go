@@ -1,7 +1,6 @@
 package replaycmd
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/tablejournal/tablejournal/internal/cli/clitest"
@@ -16,9 +15,7 @@ func TestUsageFromTable(t *testing.T) {
 	for _, e := range replayCommands {
 		t.Run("replay "+e.Name, func(t *testing.T) {
 			clitest.Once(t, overview, "  "+e.Line("replay"))
-			if own := clitest.Help(t, Run, e.Name, "--help"); !strings.HasPrefix(own, "Usage: "+e.Line("replay")+"\n") {
-				t.Errorf("replay %s --help does not open with its usage line:\n%s", e.Name, own)
-			}
+			clitest.OpensWithUsage(t, "replay", Run, e.Spec)
 		})
 	}
 }

@@ -178,3 +178,12 @@ func head(s string) string {
 	}
 	return s
 }
+
+// OpensWithUsage fails t unless the --help of subcommand s of program
+// prog (run) opens with s's usage line.
+func OpensWithUsage(t *testing.T, prog string, run cli.Command, s cli.Spec) {
+	t.Helper()
+	if own := Help(t, run, s.Name, "--help"); !strings.HasPrefix(own, "Usage: "+s.Line(prog)+"\n") {
+		t.Errorf("%s %s --help does not open with its usage line:\n%s", prog, s.Name, own)
+	}
+}
