@@ -1,6 +1,4 @@
-// Package ctxtime holds the one wait that every retry loop of the module
-// needs: sleeping for a duration unless a context ends first.
-package ctxtime
+package retry
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package ctxtime
+package retry
 
 import (
 	"context"
