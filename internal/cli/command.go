@@ -21,11 +21,11 @@ func NewSpec(name, usage, summary string) Spec { return Spec{name, usage, summar
 
 func (s Spec) entrySpec() Spec { return s }
 
-// TableEntry is an entry of a command table: a Spec and what runs it.
-type TableEntry interface{ entrySpec() Spec }
+// tableEntry is an entry of a command table: a Spec and what runs it.
+type tableEntry interface{ entrySpec() Spec }
 
 // SpecsOf returns the specs of a command table.
-func SpecsOf[E TableEntry](table []E) []Spec {
+func SpecsOf[E tableEntry](table []E) []Spec {
 	specs := make([]Spec, len(table))
 	for i, e := range table {
 		specs[i] = e.entrySpec()
@@ -39,7 +39,7 @@ func NameList(specs []Spec) string {
 	for i, s := range specs {
 		names[i] = s.Name
 	}
-	return OrList(names)
+	return orList(names)
 }
 
 // Line is the usage line of the command in program prog: "replay asof
@@ -66,8 +66,8 @@ func SubUsage(prog string, s Spec, more string) string {
 	return "Usage: " + s.Line(prog) + "\n\n" + more + "\nFlags:\n"
 }
 
-// OrList renders names as "a, b or c".
-func OrList(names []string) string {
+// orList renders names as "a, b or c".
+func orList(names []string) string {
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}

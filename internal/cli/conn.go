@@ -37,11 +37,13 @@ type NATSFlags struct {
 // URL is the --nats flag's value: the server URLs, comma-separated.
 func (n *NATSFlags) URL() string { return n.url }
 
+// Register registers the connection flags on fs, --nats defaulting to
+// $TABLEJOURNAL_NATS or else defaultURL.
 func (n *NATSFlags) Register(fs *flag.FlagSet, defaultURL string) {
 	fs.StringVar(&n.url, "nats", EnvOr(EnvNATS, defaultURL), "NATS server URLs, comma-separated (env "+EnvNATS+")")
 	// The URLs from the environment may carry user:password@: --help shows
 	// the default redacted.
-	fs.Lookup("nats").DefValue = RedactURLs(n.url)
+	fs.Lookup("nats").DefValue = redactURLs(n.url)
 	fs.StringVar(&n.creds, "creds", os.Getenv(EnvNATSCreds), "NATS credentials file (env "+EnvNATSCreds+")")
 	fs.StringVar(&n.nkey, "nkey", os.Getenv(EnvNATSNkey), "NATS nkey seed file (env "+EnvNATSNkey+")")
 	fs.StringVar(&n.user, "user", os.Getenv(EnvNATSUser), "NATS user (env "+EnvNATSUser+")")
@@ -52,7 +54,8 @@ func (n *NATSFlags) Register(fs *flag.FlagSet, defaultURL string) {
 	fs.StringVar(&n.tlsKey, "tls-key", "", "client key file for NATS TLS")
 }
 
-func (n *NATSFlags) Options(name string) ([]nats.Option, error) {
+// options are the client options of the flags: name, reconnects, credentials, TLS.
+func (n *NATSFlags) options(name string) ([]nats.Option, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
 	if n.password == "" {
 		n.password = os.Getenv(EnvNATSPassword)
@@ -79,14 +82,16 @@ func (n *NATSFlags) Options(name string) ([]nats.Option, error) {
 	return opts, nil
 }
 
-// connect dials NATS and returns the connection and its JetStream context.
+// Connect dials NATS and returns the connection and its JetStream context.
 // Errors name the server but never a credential.
 func (n *NATSFlags) Connect(ctx context.Context, name string) (*nats.Conn, jetstream.JetStream, error) {
 	return ConnectURL(n, n.url, name)
 }
 
+// ConnectURL is Connect to url instead of the --nats value, with extra
+// options: the projector connects so to its embedded server.
 func ConnectURL(n *NATSFlags, url, name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
-	opts, err := n.Options(name)
+	opts, err := n.options(name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -94,12 +99,12 @@ func ConnectURL(n *NATSFlags, url, name string, extra ...nats.Option) (*nats.Con
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		// The client's errors may quote the URL (a parse error does).
-		return nil, nil, n.Redact(fmt.Errorf("connect to NATS at %s: %w", RedactURLs(url), err), url)
+		return nil, nil, n.redact(fmt.Errorf("connect to NATS at %s: %w", redactURLs(url), err), url)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, nil, n.Redact(err, url)
+		return nil, nil, n.redact(err, url)
 	}
 	return nc, js, nil
 }
@@ -120,10 +125,10 @@ func LogAsyncErrors(log *slog.Logger) nats.Option {
 // Redacted is the text that stands for a secret.
 const Redacted = "xxxxx"
 
-// RedactURLs hides the credentials of every URL of a comma-separated list,
+// redactURLs hides the credentials of every URL of a comma-separated list,
 // the form --nats and TABLEJOURNAL_NATS take. It is the one place URLs are
 // made fit to show: --help defaults, errors and logs go through it.
-func RedactURLs(list string) string {
+func redactURLs(list string) string {
 	urls := strings.Split(list, ",")
 	for i, u := range urls {
 		urls[i] = RedactURL(u)
@@ -196,7 +201,7 @@ func urlSecrets(list string) []string {
 // redact returns err with every URL of list shown redacted and every
 // credential (URL passwords and tokens, --password) replaced, keeping what
 // it wraps for errors.Is.
-func (n *NATSFlags) Redact(err error, list string) error {
+func (n *NATSFlags) redact(err error, list string) error {
 	if err == nil {
 		return nil
 	}
@@ -230,6 +235,7 @@ type redactedError struct {
 func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
 
+// EnvOr is the environment variable key, or def when it is empty.
 func EnvOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v

@@ -124,6 +124,7 @@ func Plural[N int | int64 | uint64](n N, what string) string {
 // digits.
 func TimeText(t time.Time) string { return t.UTC().Format(events.DateTimeLayout) }
 
+// NewTab is the tab writer of every aligned table the commands print.
 func NewTab(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
 
 // ValueText renders a value with its EDM type: Edm.Int64(9007199254740993),

@@ -15,7 +15,7 @@ func TestRedactURLs(t *testing.T) {
 		{"nats://u:secret@host:99999999", "nats://u:xxxxx@host:99999999"},
 	}
 	for _, tt := range tests {
-		if got := RedactURLs(tt.in); got != tt.want {
+		if got := redactURLs(tt.in); got != tt.want {
 			t.Errorf("redactURLs(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
