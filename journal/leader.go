@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/internal/ctxtime"
+	"github.com/tablejournal/tablejournal/internal/retry"
 )
 
 // Direct gets are fast and batched, but on a replicated stream any replica
@@ -153,7 +153,7 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string
 		if try == freshTries {
 			return fmt.Errorf("direct get of %s: %w (at %d, the leader at %d)", stream, errStale, upTo, newest.seq)
 		}
-		if err := ctxtime.Sleep(ctx, time.Duration(try)*time.Millisecond); err != nil {
+		if err := retry.Sleep(ctx, time.Duration(try)*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/internal/ctxtime"
+	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -270,7 +270,7 @@ func (r *partitionRun) conflict(ctx context.Context, ce *conflictError) error {
 		// Another writer committed first: reload and decide again.
 		r.contention++
 		r.a.stats.FenceConflicts.Add(1)
-		return ctxtime.Sleep(ctx, min(time.Duration(r.contention)*10*time.Millisecond, time.Second))
+		return retry.Sleep(ctx, min(time.Duration(r.contention)*10*time.Millisecond, time.Second))
 	}
 	// A row was not as the fence said: the table was changed by something
 	// other than a fenced projector. Read it again; if it still cannot

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/internal/ctxtime"
+	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
 )
 
@@ -61,7 +61,7 @@ func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetst
 		wait := b.NextBackOff()
 		p.log.Warn("publishing outcomes failed; retrying the batch", LogShard, shard, "in", wait, "err", err)
 		p.obs.Retry(RetryPublish)
-		if ctxtime.Sleep(ctx, wait) != nil {
+		if retry.Sleep(ctx, wait) != nil {
 			// Not acknowledged: redelivered, in order, when the projector restarts.
 			return nil
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/internal/ctxtime"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/shards"
@@ -296,7 +295,7 @@ func (s *shardRun) reopen(ctx context.Context, from uint64) bool {
 		p.log.Warn("pulling from the consumer failed; recreating it", LogShard, s.shard, LogSeq, s.last+1, "err", err)
 		p.obs.Retry(RetryFetch)
 		from = s.last + 1
-		if ctxtime.Sleep(ctx, time.Second) != nil {
+		if retry.Sleep(ctx, time.Second) != nil {
 			return false
 		}
 	}
@@ -414,7 +413,7 @@ func (p *Projector) reopenConsumer(ctx context.Context, shard int, from uint64) 
 		wait := b.NextBackOff()
 		p.log.Warn("recreating the consumer failed; retrying", LogShard, shard, LogSeq, from, "in", wait, "err", err)
 		p.obs.Retry(RetryConsumer)
-		if ctxtime.Sleep(ctx, wait) != nil {
+		if retry.Sleep(ctx, wait) != nil {
 			return nil, 0
 		}
 	}

@@ -1,12 +1,12 @@
 // Command projector applies the tablejournal journal to tables; see
-// internal/cli and `projector --help`.
+// cmd/projector/projectorcmd and `projector --help`.
 package main
 
 import (
 	"os"
 
+	"github.com/tablejournal/tablejournal/cmd/projector/projectorcmd"
 	"github.com/tablejournal/tablejournal/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/projectorcmd"
 )
 
-func main() { os.Exit(cli.Main(projectorcmd.Projector, os.Args[1:], cli.StdIO())) }
+func main() { os.Exit(cli.Main(projectorcmd.Run, os.Args[1:], cli.StdIO())) }

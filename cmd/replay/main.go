@@ -1,12 +1,13 @@
 // Command replay is time travel over tablejournal's tables: as-of reads,
 // row history, blame, rebuild, undo, restore, snapshot and load; see
-// internal/cli and `replay --help`.
+// cmd/replay/replaycmd and `replay --help`.
 package main
 
 import (
 	"os"
 
+	"github.com/tablejournal/tablejournal/cmd/replay/replaycmd"
 	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
-func main() { os.Exit(cli.Main(cli.Replay, os.Args[1:], cli.StdIO())) }
+func main() { os.Exit(cli.Main(replaycmd.Run, os.Args[1:], cli.StdIO())) }

@@ -1,11 +1,12 @@
 // Command writer publishes commands into the tablejournal journal; see
-// internal/cli and `writer --help`.
+// cmd/writer/writercmd and `writer --help`.
 package main
 
 import (
 	"os"
 
+	"github.com/tablejournal/tablejournal/cmd/writer/writercmd"
 	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
-func main() { os.Exit(cli.Main(cli.Writer, os.Args[1:], cli.StdIO())) }
+func main() { os.Exit(cli.Main(writercmd.Run, os.Args[1:], cli.StdIO())) }

@@ -6,61 +6,64 @@ import (
 	"strings"
 )
 
-// spec is one entry of a command table: a (sub)command's name, the usage
+// Spec is one entry of a command table: a (sub)command's name, the usage
 // line that follows the name, and a one-line summary. Every usage text is
 // generated from the tables, so a usage line is written once and the
 // overview cannot drift from a subcommand's own --help.
-type spec struct {
-	name    string
-	usage   string
-	summary string
+type Spec struct {
+	Name    string
+	Usage   string
+	Summary string
 }
 
-func (s spec) entrySpec() spec { return s }
+// NewSpec is the Spec of a (sub)command: its name, usage line and summary.
+func NewSpec(name, usage, summary string) Spec { return Spec{name, usage, summary} }
 
-// tableEntry is an entry of a command table: a spec and what runs it.
-type tableEntry interface{ entrySpec() spec }
+func (s Spec) entrySpec() Spec { return s }
 
-// specsOf returns the specs of a command table.
-func specsOf[E tableEntry](table []E) []spec {
-	specs := make([]spec, len(table))
+// tableEntry is an entry of a command table: a Spec and what runs it.
+type tableEntry interface{ entrySpec() Spec }
+
+// SpecsOf returns the specs of a command table.
+func SpecsOf[E tableEntry](table []E) []Spec {
+	specs := make([]Spec, len(table))
 	for i, e := range table {
 		specs[i] = e.entrySpec()
 	}
 	return specs
 }
 
-// nameList renders the names of a command table as "a, b or c".
-func nameList(specs []spec) string {
+// NameList renders the names of a command table as "a, b or c".
+func NameList(specs []Spec) string {
 	names := make([]string, len(specs))
 	for i, s := range specs {
-		names[i] = s.name
+		names[i] = s.Name
 	}
 	return orList(names)
 }
 
-// line is the usage line of the command in program prog: "replay asof
+// Line is the usage line of the command in program prog: "replay asof
 // --table T ...".
-func (s spec) line(prog string) string {
-	return strings.Join(strings.Fields(prog+" "+s.name+" "+s.usage), " ")
+func (s Spec) Line(prog string) string {
+	return strings.Join(strings.Fields(prog+" "+s.Name+" "+s.Usage), " ")
 }
 
-// writeCommands writes the "Commands:" block of an overview: each
+// WriteCommands writes the "Commands:" block of an overview: each
 // command's usage line, its summary indented below.
-func writeCommands(w io.Writer, prog string, specs []spec) {
+func WriteCommands(w io.Writer, prog string, specs []Spec) {
 	fmt.Fprintln(w, "Commands:")
 	for _, s := range specs {
-		fmt.Fprintf(w, "  %s\n      %s\n", s.line(prog), s.summary)
+		fmt.Fprintf(w, "  %s\n      %s\n", s.Line(prog), s.Summary)
 	}
 }
 
-// subUsage is the --help head of one subcommand: its usage line, then
+// SubUsage is the --help head of one subcommand: its usage line, then
 // more, or else its summary as a sentence.
-func subUsage(prog string, s spec, more string) string {
+func SubUsage(prog string, s Spec, more string) string {
 	if more == "" {
-		more = strings.ToUpper(s.summary[:1]) + s.summary[1:] + ".\n"
+		more = strings.ToUpper(s.Summary[:1]) + s.Summary[1:] + ".\n"
 	}
-	return "Usage: " + s.line(prog) + "\n\n" + more + "\nFlags:\n"
+	return "Usage: " + s.Line(prog) + "\n\n" + more + "\nFlags:\n"
 }
 
 // orList renders names as "a, b or c".

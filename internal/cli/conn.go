@@ -28,14 +28,19 @@ const (
 	DefaultNATSURL  = "nats://127.0.0.1:4222"
 )
 
-// natsFlags are the connection flags shared by every command.
-type natsFlags struct {
+// NATSFlags are the connection flags shared by every command.
+type NATSFlags struct {
 	url, creds, nkey, user, password string
 	tlsCA, tlsCert, tlsKey           string
 }
 
-func (n *natsFlags) register(fs *flag.FlagSet, defaultURL string) {
-	fs.StringVar(&n.url, "nats", envOr(EnvNATS, defaultURL), "NATS server URLs, comma-separated (env "+EnvNATS+")")
+// URL is the --nats flag's value: the server URLs, comma-separated.
+func (n *NATSFlags) URL() string { return n.url }
+
+// Register registers the connection flags on fs, --nats defaulting to
+// $TABLEJOURNAL_NATS or else defaultURL.
+func (n *NATSFlags) Register(fs *flag.FlagSet, defaultURL string) {
+	fs.StringVar(&n.url, "nats", EnvOr(EnvNATS, defaultURL), "NATS server URLs, comma-separated (env "+EnvNATS+")")
 	// The URLs from the environment may carry user:password@: --help shows
 	// the default redacted.
 	fs.Lookup("nats").DefValue = redactURLs(n.url)
@@ -49,7 +54,8 @@ func (n *natsFlags) register(fs *flag.FlagSet, defaultURL string) {
 	fs.StringVar(&n.tlsKey, "tls-key", "", "client key file for NATS TLS")
 }
 
-func (n *natsFlags) options(name string) ([]nats.Option, error) {
+// options are the client options of the flags: name, reconnects, credentials, TLS.
+func (n *NATSFlags) options(name string) ([]nats.Option, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
 	if n.password == "" {
 		n.password = os.Getenv(EnvNATSPassword)
@@ -76,13 +82,15 @@ func (n *natsFlags) options(name string) ([]nats.Option, error) {
 	return opts, nil
 }
 
-// connect dials NATS and returns the connection and its JetStream context.
+// Connect dials NATS and returns the connection and its JetStream context.
 // Errors name the server but never a credential.
-func (n *natsFlags) connect(ctx context.Context, name string) (*nats.Conn, jetstream.JetStream, error) {
-	return connectURL(n, n.url, name)
+func (n *NATSFlags) Connect(ctx context.Context, name string) (*nats.Conn, jetstream.JetStream, error) {
+	return ConnectURL(n, n.url, name)
 }
 
-func connectURL(n *natsFlags, url, name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+// ConnectURL is Connect to url instead of the --nats value, with extra
+// options: the projector connects so to its embedded server.
+func ConnectURL(n *NATSFlags, url, name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	opts, err := n.options(name)
 	if err != nil {
 		return nil, nil, err
@@ -101,10 +109,10 @@ func connectURL(n *natsFlags, url, name string, extra ...nats.Option) (*nats.Con
 	return nc, js, nil
 }
 
-// logAsyncErrors makes the client's asynchronous errors — a slow consumer
+// LogAsyncErrors makes the client's asynchronous errors — a slow consumer
 // dropping messages, a permission violation — log lines instead of
 // nothing (the client's default).
-func logAsyncErrors(log *slog.Logger) nats.Option {
+func LogAsyncErrors(log *slog.Logger) nats.Option {
 	return nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 		subject := ""
 		if sub != nil {
@@ -114,8 +122,8 @@ func logAsyncErrors(log *slog.Logger) nats.Option {
 	})
 }
 
-// redacted is the text that stands for a secret.
-const redacted = "xxxxx"
+// Redacted is the text that stands for a secret.
+const Redacted = "xxxxx"
 
 // redactURLs hides the credentials of every URL of a comma-separated list,
 // the form --nats and TABLEJOURNAL_NATS take. It is the one place URLs are
@@ -123,16 +131,16 @@ const redacted = "xxxxx"
 func redactURLs(list string) string {
 	urls := strings.Split(list, ",")
 	for i, u := range urls {
-		urls[i] = redactURL(u)
+		urls[i] = RedactURL(u)
 	}
 	return strings.Join(urls, ",")
 }
 
-// redactURL hides the credentials of one URL with url.URL.Redacted: the
+// RedactURL hides the credentials of one URL with url.URL.Redacted: the
 // password, or a lone user name, which NATS takes as a token. A URL
 // without a scheme (u:secret@host) is read as nats://; one that does not
 // parse loses everything before its last '@'.
-func redactURL(raw string) string {
+func RedactURL(raw string) string {
 	s := strings.TrimSpace(raw)
 	noScheme := !strings.Contains(s, "://")
 	in := s
@@ -149,11 +157,11 @@ func redactURL(raw string) string {
 		if i := strings.Index(s, "://"); i >= 0 && i < at {
 			scheme = s[:i+3]
 		}
-		return scheme + redacted + s[at:]
+		return scheme + Redacted + s[at:]
 	}
 	if u.User != nil {
 		if _, hasPassword := u.User.Password(); !hasPassword {
-			u.User = neturl.User(redacted)
+			u.User = neturl.User(Redacted)
 		}
 	}
 	out := u.Redacted()
@@ -193,14 +201,14 @@ func urlSecrets(list string) []string {
 // redact returns err with every URL of list shown redacted and every
 // credential (URL passwords and tokens, --password) replaced, keeping what
 // it wraps for errors.Is.
-func (n *natsFlags) redact(err error, list string) error {
+func (n *NATSFlags) redact(err error, list string) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
 	for _, u := range strings.Split(list, ",") {
 		if u = strings.TrimSpace(u); u != "" {
-			msg = strings.ReplaceAll(msg, u, redactURL(u))
+			msg = strings.ReplaceAll(msg, u, RedactURL(u))
 		}
 	}
 	secrets := urlSecrets(list)
@@ -208,8 +216,8 @@ func (n *natsFlags) redact(err error, list string) error {
 		secrets = append(secrets, n.password)
 	}
 	for _, s := range secrets {
-		if s != "" && s != redacted {
-			msg = strings.ReplaceAll(msg, s, redacted)
+		if s != "" && s != Redacted {
+			msg = strings.ReplaceAll(msg, s, Redacted)
 		}
 	}
 	if msg == err.Error() {
@@ -227,7 +235,8 @@ type redactedError struct {
 func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
 
-func envOr(key, def string) string {
+// EnvOr is the environment variable key, or def when it is empty.
+func EnvOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 )
 
 // Exit codes of every command.
@@ -18,6 +19,10 @@ const (
 
 // ErrRejected marks a command refused by validation or by the projector.
 var ErrRejected = errors.New("rejected")
+
+// ErrDrift marks a table that differs from its journal or from the table
+// it was compared with: exit status 3.
+var ErrDrift = errors.New("tables differ")
 
 // ErrUnowned marks shards with pending commands and no projector applying
 // them.
@@ -47,3 +52,19 @@ func Exit(err error, stderr io.Writer) int {
 		return ExitFailure
 	}
 }
+
+// ErrUsage marks a command-line mistake; mains exit with status 2 on it.
+var ErrUsage = errors.New("usage")
+
+// UsageError marks err as a command-line mistake, unless it is
+// flag.ErrHelp.
+func UsageError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUsage, err)
+}
+
+// WaitTimeout is how long a command waits for a server to answer when the
+// caller set no deadline.
+const WaitTimeout = 30 * time.Second

@@ -33,8 +33,8 @@ type IO struct {
 // StdIO is the process's standard streams, terminal check and clock.
 func StdIO() IO { return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr} }
 
-// terminal reports whether w is a terminal.
-func (o IO) terminal(w io.Writer) bool {
+// Terminal reports whether w is a terminal.
+func (o IO) Terminal(w io.Writer) bool {
 	if o.IsTerminal != nil {
 		return o.IsTerminal(w)
 	}
@@ -42,16 +42,16 @@ func (o IO) terminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// now reads the clock.
-func (o IO) now() time.Time {
+// Time reads the clock.
+func (o IO) Time() time.Time {
 	if o.Now != nil {
 		return o.Now()
 	}
 	return time.Now()
 }
 
-// stdin is the standard input, or an empty one.
-func (o IO) stdin() io.Reader {
+// Input is the standard input, or an empty one.
+func (o IO) Input() io.Reader {
 	if o.Stdin == nil {
 		return eofReader{}
 	}

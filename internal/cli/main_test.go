@@ -20,7 +20,7 @@ func TestMainStopsSignalRelay(t *testing.T) {
 		want int
 	}{
 		{nil, ExitOK},
-		{usageError(errors.New("bad")), ExitUsage},
+		{UsageError(errors.New("bad")), ExitUsage},
 		{errors.New("boom"), ExitFailure},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -13,26 +14,27 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
 )
 
-// result is a command's typed result: rendered once as text, and as JSON
+// Result is a command's typed result: rendered once as text, and as JSON
 // by encoding/json.
-type result interface {
-	text(w io.Writer)
+type Result interface {
+	Text(w io.Writer)
 }
 
-// render prints r as JSON (one line) or as text.
-func render(w io.Writer, asJSON bool, r result) {
+// Render prints r as JSON (one line) or as text.
+func Render(w io.Writer, asJSON bool, r Result) {
 	if asJSON {
-		printJSON(w, r)
+		PrintJSON(w, r)
 		return
 	}
-	r.text(w)
+	r.Text(w)
 }
 
-// printJSON prints v as one line of JSON. It is the one JSON printer of
+// PrintJSON prints v as one line of JSON. It is the one JSON printer of
 // every command.
-func printJSON(w io.Writer, v any) {
+func PrintJSON(w io.Writer, v any) {
 	b, err := json.Marshal(v)
 	if err != nil { // cannot happen: plain structs
 		fmt.Fprintf(w, "{\"error\":%q}\n", err.Error())
@@ -41,23 +43,23 @@ func printJSON(w io.Writer, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// progress is a progress bar drawn on a terminal. A nil *progress draws
+// progress is a progress bar drawn on a terminal. A nil *Progress draws
 // nothing, so callers need not check.
-type progress struct {
+type Progress struct {
 	bar  *progressbar.ProgressBar
 	w    io.Writer
 	keep bool // leave the finished bar on its line
 }
 
-// unitBytes is the unit of a bar that counts bytes.
-const unitBytes = "bytes"
+// UnitBytes is the unit of a bar that counts bytes.
+const UnitBytes = "bytes"
 
-// newProgress returns a bar on w when w is a terminal, and nil otherwise.
-// size -1 draws a spinner; unit is unitBytes or what the count counts
+// NewProgress returns a bar on w when w is a terminal, and nil otherwise.
+// size -1 draws a spinner; unit is UnitBytes or what the count counts
 // ("cmd", "row"). A bar counting bytes is cleared when finished; others
 // stay on their line.
-func newProgress(stdio IO, w io.Writer, size int64, what, unit string) *progress {
-	if !stdio.terminal(w) {
+func NewProgress(stdio IO, w io.Writer, size int64, what, unit string) *Progress {
+	if !stdio.Terminal(w) {
 		return nil
 	}
 	opts := []progressbar.Option{
@@ -66,16 +68,16 @@ func newProgress(stdio IO, w io.Writer, size int64, what, unit string) *progress
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100 * time.Millisecond),
 	}
-	if unit == unitBytes {
+	if unit == UnitBytes {
 		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionSetSpinnerChangeInterval(0), progressbar.OptionClearOnFinish())
 	} else {
 		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit))
 	}
-	return &progress{bar: progressbar.NewOptions64(size, opts...), w: w, keep: unit != unitBytes}
+	return &Progress{bar: progressbar.NewOptions64(size, opts...), w: w, keep: unit != UnitBytes}
 }
 
-// set moves the bar to done of total, raising its end when total grew.
-func (p *progress) set(done, total int64) {
+// Set moves the bar to done of total, raising its end when total grew.
+func (p *Progress) Set(done, total int64) {
 	if p == nil {
 		return
 	}
@@ -85,22 +87,22 @@ func (p *progress) set(done, total int64) {
 	_ = p.bar.Set64(done)
 }
 
-// add moves the bar n further.
-func (p *progress) add(n int) {
+// Add moves the bar n further.
+func (p *Progress) Add(n int) {
 	if p != nil {
 		_ = p.bar.Add(n)
 	}
 }
 
-// clear takes the bar off its line, before other output.
-func (p *progress) clear() {
+// Clear takes the bar off its line, before other output.
+func (p *Progress) Clear() {
 	if p != nil {
 		_ = p.bar.Clear()
 	}
 }
 
-// finish completes the bar.
-func (p *progress) finish() {
+// Finish completes the bar.
+func (p *Progress) Finish() {
 	if p == nil {
 		return
 	}
@@ -110,41 +112,42 @@ func (p *progress) finish() {
 	}
 }
 
-// plural renders "1 row", "2 rows".
-func plural[N int | int64 | uint64](n N, what string) string {
+// Plural renders "1 row", "2 rows".
+func Plural[N int | int64 | uint64](n N, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// timeText renders a time as every command prints it: UTC, 7 fractional
+// TimeText renders a time as every command prints it: UTC, 7 fractional
 // digits.
-func timeText(t time.Time) string { return t.UTC().Format(events.DateTimeLayout) }
+func TimeText(t time.Time) string { return t.UTC().Format(events.DateTimeLayout) }
 
-func newTab(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+// NewTab is the tab writer of every aligned table the commands print.
+func NewTab(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
 
-// valueText renders a value with its EDM type: Edm.Int64(9007199254740993),
+// ValueText renders a value with its EDM type: Edm.Int64(9007199254740993),
 // strings quoted.
-func valueText(v events.Value) string {
+func ValueText(v events.Value) string {
 	if v.Type == events.TypeString {
 		return v.Type.String() + "(" + strconv.Quote(v.Str) + ")"
 	}
 	return v.GoString()
 }
 
-// propsText renders properties as name=Edm.Type(value), by name.
-func propsText(e events.Entity) string {
-	names := sortedNames(e)
+// PropsText renders properties as name=Edm.Type(value), by name.
+func PropsText(e events.Entity) string {
+	names := SortedNames(e)
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = n + "=" + valueText(e[n])
+		parts[i] = n + "=" + ValueText(e[n])
 	}
 	return strings.Join(parts, " ")
 }
 
-// sortedNames returns the keys of m in order.
-func sortedNames[V any](m map[string]V) []string {
+// SortedNames returns the keys of m in order.
+func SortedNames[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
@@ -153,12 +156,42 @@ func sortedNames[V any](m map[string]V) []string {
 	return ks
 }
 
-// entityJSON is an entity in the OData JSON form commands use, so every
+// EntityJSON is an entity in the OData JSON form commands use, so every
 // EDM type survives; nil stays absent.
-func entityJSON(e events.Entity) json.RawMessage {
+func EntityJSON(e events.Entity) json.RawMessage {
 	if e == nil {
 		return nil
 	}
 	b, _ := events.MarshalEntityJSON(e)
 	return b
+}
+
+// OutcomeJSON is an outcome as the commands print it: its time with 7
+// fractional digits, as every time they print.
+type OutcomeJSON journal.Outcome
+
+func (o OutcomeJSON) MarshalJSON() ([]byte, error) {
+	type plain journal.Outcome
+	return json.Marshal(struct {
+		plain
+		At string `json:"at"`
+	}{plain(o), TimeText(o.At)})
+}
+
+// ErrorJSON is the --json form of an error that ended a command.
+type ErrorJSON struct {
+	ID    string `json:"id,omitempty"`
+	Error string `json:"error"`
+	Rule  string `json:"rule,omitempty"`
+	Usage bool   `json:"usage,omitempty"`
+}
+
+// ErrorResult is err as ErrorJSON, naming the command ID id and the rule
+// it broke, if any.
+func ErrorResult(err error, id string) ErrorJSON {
+	e := ErrorJSON{ID: id, Error: err.Error(), Usage: errors.Is(err, ErrUsage)}
+	if ve := (*events.ValidationError)(nil); errors.As(err, &ve) {
+		e.Rule = string(ve.Rule)
+	}
+	return e
 }

@@ -15,22 +15,22 @@ import (
 // one line naming it to stderr (Exit adds "see --help") and exits 2;
 // --version prints the version to stdout.
 
-// quietFlagSet returns a flag set that prints nothing itself: parse errors
-// are returned, help is printed by printHelp.
-func quietFlagSet(name string) *flag.FlagSet {
+// QuietFlagSet returns a flag set that prints nothing itself: parse errors
+// are returned, help is printed by PrintHelp.
+func QuietFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
 }
 
-// versionFlag registers --version on fs.
-func versionFlag(fs *flag.FlagSet) *bool {
+// VersionFlag registers --version on fs.
+func VersionFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("version", false, "print the version and exit")
 }
 
-// printHelp prints a command's usage text and its flags to w.
-func printHelp(w io.Writer, usage string, fs *flag.FlagSet) {
+// PrintHelp prints a command's usage text and its flags to w.
+func PrintHelp(w io.Writer, usage string, fs *flag.FlagSet) {
 	fmt.Fprint(w, usage)
 	out := fs.Output()
 	fs.SetOutput(w)
@@ -38,9 +38,9 @@ func printHelp(w io.Writer, usage string, fs *flag.FlagSet) {
 	fs.SetOutput(out)
 }
 
-// flagError turns an error of flag.FlagSet.Parse into a usage error that
+// FlagError turns an error of flag.FlagSet.Parse into a usage error that
 // names the flag as users type it: "--seq", not "-seq".
-func flagError(err error) error {
+func FlagError(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}
@@ -52,14 +52,14 @@ func flagError(err error) error {
 	} else {
 		msg = flagName.ReplaceAllString(msg, "$1 --$2")
 	}
-	return usageError(errors.New(msg))
+	return UsageError(errors.New(msg))
 }
 
 // flagName finds the flag in the flag package's "invalid value" errors.
 var flagName = regexp.MustCompile(`(for flag|for) -([A-Za-z][\w-]*)`)
 
-// printVersion prints the version line of command name.
-func printVersion(w io.Writer, name string) {
+// PrintVersion prints the version line of command name.
+func PrintVersion(w io.Writer, name string) {
 	bi, ok := debug.ReadBuildInfo()
 	fmt.Fprintln(w, buildVersion(name, bi, ok))
 }
@@ -102,15 +102,15 @@ func buildVersion(name string, bi *debug.BuildInfo, ok bool) string {
 	return fmt.Sprintf("%s %s %s (%s) %s", name, bi.Main.Path, version, vcs, bi.GoVersion)
 }
 
-// parseArgs parses args into fs; on -h or --help it prints usage and the
+// ParseArgs parses args into fs; on -h or --help it prints usage and the
 // flags to stdout and returns flag.ErrHelp.
-func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer, usage string) error {
+func ParseArgs(fs *flag.FlagSet, args []string, stdout io.Writer, usage string) error {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		printHelp(stdout, usage, fs)
+		PrintHelp(stdout, usage, fs)
 	}
 	if err != nil {
-		return flagError(err)
+		return FlagError(err)
 	}
 	return nil
 }

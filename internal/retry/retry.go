@@ -1,5 +1,6 @@
-// Package retry is the one backoff every retry loop of the module waits
-// by: exponential, with the library's ±50% jitter.
+// Package retry holds the waits of the module's retry loops: the one
+// backoff every retry loop waits by (exponential, with the library's ±50%
+// jitter), and Sleep, a fixed wait that ends early with its context.
 package retry
 
 import (

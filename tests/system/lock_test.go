@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/cmd/projector/projectorcmd"
 	"github.com/tablejournal/tablejournal/internal/cli"
 	"github.com/tablejournal/tablejournal/internal/lockfile"
-	"github.com/tablejournal/tablejournal/internal/projectorcmd"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
@@ -84,7 +84,7 @@ func TestSecondProjector(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr strings.Builder
-			err := projectorcmd.Projector(ctx, append(tc.args, "--log-level", "error"), cli.IO{Stdout: io.Discard, Stderr: &stderr})
+			err := projectorcmd.Run(ctx, append(tc.args, "--log-level", "error"), cli.IO{Stdout: io.Discard, Stderr: &stderr})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("second projector: %v, want %v", err, tc.want)
 			}

@@ -1,0 +1,286 @@
+package projectorcmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/internal/metrics"
+	"github.com/tablejournal/tablejournal/internal/retry"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/embedded"
+	"github.com/tablejournal/tablejournal/projection"
+	shardsconf "github.com/tablejournal/tablejournal/projection/shards"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/stores"
+)
+
+// projectorCommands is the command table of the projector: the
+// projector itself, and status.
+var projectorCommands = []cli.Spec{
+	cli.NewSpec("", "[flags]", "apply the journal to tables, continuously, until SIGINT or SIGTERM"),
+	cli.NewSpec("status", "[--json] [--watch] [flags]", "show each shard of the journal: its owner, how far it is applied, what is pending"),
+}
+
+// projectorUsage is the projector's --help, generated from the table.
+func projectorUsage() string {
+	run, status := projectorCommands[0], projectorCommands[1]
+	return "Usage: " + run.Line("projector") + "\n       " + status.Line("projector") + "   (see projector status --help)\n" + `
+Applies the journal to tables, continuously, until SIGINT or SIGTERM.
+
+With no flags it runs everything locally: an embedded JetStream server (file
+storage, fsync before every acknowledgement) listening on --nats-listen so
+writers in other processes can publish, and the embedded table store, both
+under --data. With --nats it uses that server and starts none; with --tables
+it uses that table store (an Azure connection string, or sqlite:PATH).
+With --metrics-addr it serves Prometheus /metrics, /healthz and /readyz.
+
+Flags:
+`
+}
+
+// EnvReplicas is the environment variable of the projector's --replicas.
+const EnvReplicas = "TABLEJOURNAL_REPLICAS"
+
+// intFromEnv sets *v from the environment variable env unless the flag
+// name was given.
+func intFromEnv(fs *flag.FlagSet, name, env string, v *int) error {
+	raw := os.Getenv(env)
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	if raw == "" || given {
+		return nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		return fmt.Errorf("%s=%q: not a number", env, raw)
+	}
+	*v = n
+	return nil
+}
+
+// Run runs the projector command: cmd/projector is
+// cli.Main(projectorcmd.Run, ...). It starts its embedded JetStream server
+// (journal/embedded) when --nats is not set: this package is the only one
+// of the commands that links nats-server.
+func Run(ctx context.Context, args []string, stdio cli.IO) error {
+	if len(args) > 0 && args[0] == projectorCommands[1].Name {
+		return projectorStatus(ctx, args[1:], stdio)
+	}
+	return (&projectCmd{}).run(ctx, args, stdio)
+}
+
+// projectCmd is the projector itself. Its flags are written into the
+// projection package's config, but for where things live and how to log.
+type projectCmd struct {
+	cfg projection.Config
+	nf  cli.NATSFlags
+
+	data, listen, tables, shards string
+	noSync, logJSON              bool
+	logLevel, metricsAt          string
+}
+
+func (c *projectCmd) flags(fs *flag.FlagSet) {
+	cfg := &c.cfg
+	fs.StringVar(&c.data, "data", cli.EnvOr(cli.EnvData, "./data"), "data folder for the embedded server and store (env "+cli.EnvData+")")
+	fs.StringVar(&c.listen, "nats-listen", "127.0.0.1:4222", "address of the embedded JetStream server (when --nats is not set)")
+	fs.BoolVar(&c.noSync, "no-fsync", false, "embedded server: do not fsync before acknowledging (faster, can lose acknowledged commands on power loss)")
+	fs.StringVar(&c.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
+	fs.StringVar(&c.shards, "shards", "", "comma-separated shards this instance applies, a static assignment; default: share the shards with the other projectors of the journal")
+	fs.StringVar(&cfg.InstanceID, "instance-id", "", "this instance's name in the ownership bucket and logs (letters, digits, - and _); default hostname-pid-random")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 0, "how long a shard's lease outlives a dead owner, whole seconds >= 2s (default 5s)")
+	fs.IntVar(&cfg.Replicas, "replicas", 0, "replica count of every stream and bucket the projector creates, and that existing ones must have; 0: 1 when created, any when they exist (env "+EnvReplicas+")")
+	fs.IntVar(&cfg.Journal.Shards, "journal-shards", 0, "shard count when creating the journal stream (default 16); must match an existing stream")
+	fs.DurationVar(&cfg.Journal.Duplicates, "dup-window", 0, "journal duplicate window when creating the stream (default 2m)")
+	fs.BoolVar(&cfg.NoChangeFeed, "no-change-feed", false, "do not publish the change feed")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&c.logJSON, "log-json", false, "log as JSON lines")
+	fs.IntVar(&cfg.Applier.CacheRows, "cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
+	fs.IntVar(&cfg.FetchBatch, "fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
+	fs.StringVar(&cfg.Journal.Stream, "stream", cli.EnvOr(cli.EnvStream, journal.DefaultStream), "journal stream name (env "+cli.EnvStream+")")
+	fs.BoolVar(&cfg.Journal.AllowTrim, "journal-allow-trim", false, "create the journal without deny-purge and deny-delete, so an operator may trim it (default: the journal refuses both; JetStream cannot lift that later)")
+	fs.DurationVar(&cfg.OutcomesMaxAge, "outcomes-max-age", 0, "how long the OUTCOMES stream keeps outcomes (default forever, or as the stream is; negative removes a limit)")
+	fs.DurationVar(&cfg.ChangesMaxAge, "changes-max-age", 0, "how long the CHANGES stream keeps change events (default forever, or as the stream is; negative removes a limit)")
+	fs.StringVar(&c.metricsAt, "metrics-addr", os.Getenv(EnvMetricsAddr), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464; off when empty (env "+EnvMetricsAddr+")")
+	c.nf.Register(fs, "")
+}
+
+// parse parses args into the config and checks it; a nil logger with a
+// nil error means --help or --version was handled.
+func (c *projectCmd) parse(args []string, stdio cli.IO) (*slog.Logger, error) {
+	fs := cli.QuietFlagSet("projector")
+	c.flags(fs)
+	version := cli.VersionFlag(fs)
+	if err := cli.ParseArgs(fs, args, stdio.Stdout, projectorUsage()); err != nil {
+		return nil, err
+	}
+	if *version {
+		cli.PrintVersion(stdio.Stdout, "projector")
+		return nil, nil
+	}
+	if fs.NArg() > 0 {
+		return nil, cli.UsageError(fmt.Errorf("unexpected argument %q; the projector takes only flags", fs.Arg(0)))
+	}
+	if c.tables == "" {
+		c.tables = cli.EnvOr(cli.EnvTables, "")
+	}
+	cfg := &c.cfg
+	if err := intFromEnv(fs, "replicas", EnvReplicas, &cfg.Replicas); err != nil {
+		return nil, cli.UsageError(err)
+	}
+	log, err := newLogger(stdio.Stderr, c.logLevel, c.logJSON)
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	cfg.Logger = log
+	if err := (shardsconf.Config{Shards: 1, InstanceID: cfg.InstanceID, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.Replicas}).Validate(); err != nil {
+		return nil, cli.UsageError(err)
+	}
+	if c.shards != "" && (cfg.InstanceID != "" || cfg.LeaseTTL != 0) {
+		return nil, cli.UsageError(errors.New("--instance-id and --lease-ttl apply to shared shards; with --shards the assignment is static"))
+	}
+	if c.nf.URL() == "" && cfg.Replicas > 1 {
+		return nil, cli.UsageError(fmt.Errorf("--replicas %d needs a JetStream cluster (--nats with every node's URL); the embedded server is a single node", cfg.Replicas))
+	}
+	if c.shards != "" {
+		for _, s := range strings.Split(c.shards, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return nil, cli.UsageError(fmt.Errorf("--shards: %q is not a shard number", s))
+			}
+			cfg.Shards = append(cfg.Shards, n)
+		}
+	}
+	return log, nil
+}
+
+func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error {
+	log, err := c.parse(args, stdio)
+	if log == nil || err != nil {
+		return err
+	}
+	cfg := c.cfg
+	url := c.nf.URL()
+	if url == "" || c.tables == "" {
+		// The embedded server or the embedded store lives in --data.
+		l, err := LockData(c.data)
+		if err != nil {
+			return err
+		}
+		defer l.Release()
+	}
+	if url == "" {
+		srv, err := embedded.Start(embedded.Config{Dir: filepath.Join(c.data, "jetstream"), Listen: c.listen, NoSync: c.noSync, Logger: log})
+		if err != nil {
+			return fmt.Errorf("embedded JetStream server: %w", err)
+		}
+		defer srv.Shutdown()
+		url = srv.ClientURL()
+	}
+	nc, js, err := cli.ConnectURL(&c.nf, url, "tablejournal-projector", cli.LogAsyncErrors(log))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	// With its own embedded server this projector's journal is private:
+	// a second projector with a server of its own on the same store file
+	// would project another journal into the same tables, so the store is
+	// held exclusively. Instances that share a NATS server may share a
+	// store file; they split the shards between them.
+	var storeOpts []stores.Option
+	if c.nf.URL() == "" {
+		storeOpts = append(storeOpts, stores.Exclusive())
+	}
+	st, closeStore, err := stores.Open(ctx, c.tables, c.data, storeOpts...)
+	if err != nil {
+		return fmt.Errorf("table store: %w", err)
+	}
+	defer closeStore.Close()
+	// The instance's name in the ownership bucket is also its name in the
+	// status reports, static shards or not.
+	instance := cfg.InstanceID
+	if instance == "" {
+		instance = shardsconf.DefaultInstanceID()
+	}
+	if cfg.Shards == nil {
+		cfg.InstanceID = instance
+	}
+	ops, st, err := metrics.Start(ctx, metrics.OpsConfig{Addr: c.metricsAt, Instance: instance, Journal: cfg.Journal.Stream, NATS: nc, JS: js, Store: st, Logger: log, Replicas: cfg.Replicas})
+	if err != nil {
+		return fmt.Errorf("--metrics-addr: %w", err)
+	}
+	defer ops.Close()
+	cfg.Observer = ops
+
+	p, err := newProjector(ctx, js, st, cfg, log)
+	if err != nil {
+		return err
+	}
+	ops.SetJournalShards(p.JournalShards())
+	ops.SetStats(p.Stats())
+	ops.Running()
+	log.Info("projector running", startupAttrs(instance, c.nf.URL(), url, c.data, !c.noSync, c.tables, cfg, ops)...)
+	err = p.Run(ctx)
+	ops.Stopped(err)
+	if err != nil {
+		return err
+	}
+	log.Info("projector stopped")
+	return nil
+}
+
+// newProjector is projection.New, retried for up to two minutes while
+// JetStream is only temporarily unavailable (a cluster electing a leader, a
+// node restarting), so that a projector started at that moment does not
+// exit.
+func newProjector(ctx context.Context, js jetstream.JetStream, st store.Store, cfg projection.Config, log *slog.Logger) (*projection.Projector, error) {
+	b := retry.Backoff(500*time.Millisecond, time.Minute, 2*time.Minute)
+	var p *projection.Projector
+	err := backoff.RetryNotify(func() error {
+		var err error
+		if p, err = projection.New(ctx, js, st, cfg); err != nil && !transientJetStream(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(b, ctx), func(err error, wait time.Duration) {
+		log.Warn("JetStream unavailable; retrying", "in", wait, "err", err)
+	})
+	return p, err
+}
+
+// transientJetStream reports whether err is JetStream being briefly
+// unavailable rather than refusing.
+func transientJetStream(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders)
+}
+
+func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if asJSON {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}

@@ -1,0 +1,32 @@
+package projectorcmd
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/internal/metrics"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store/stores"
+)
+
+// EnvMetricsAddr is the environment variable of --metrics-addr.
+const EnvMetricsAddr = "TABLEJOURNAL_METRICS_ADDR"
+
+// startupAttrs is the startup line: what runs where, without secrets.
+func startupAttrs(instance, natsFlag, url, data string, fsync bool, tables string, cfg projection.Config, o *metrics.Ops) []any {
+	attrs := []any{"instance", instance}
+	if natsFlag == "" {
+		attrs = append(attrs, "nats", "embedded", "url", url, "jetstream_dir", filepath.Join(data, "jetstream"), "fsync", fsync)
+	} else {
+		attrs = append(attrs, "nats", "external", "url", cli.RedactURL(url))
+	}
+	attrs = append(attrs, "tables", stores.Describe(tables))
+	if cfg.Shards != nil {
+		attrs = append(attrs, "shards", fmt.Sprint(cfg.Shards))
+	} else {
+		attrs = append(attrs, "shards", "shared with the other instances",
+			"owners_bucket", projection.OwnersBucketFor(cfg.Journal.Stream, cfg.Durable))
+	}
+	return append(attrs, "change_feed", !cfg.NoChangeFeed, "metrics", o.URL())
+}

@@ -1,0 +1,67 @@
+package projectorcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// TestProjectorUsage: ownership and replica flags that cannot work are
+// usage errors that say what is wrong, before anything starts.
+func TestProjectorUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		env  string // TABLEJOURNAL_REPLICAS
+		args []string
+		want string
+	}{
+		{"replicas on the embedded server", "", []string{"--replicas", "3"}, "needs a JetStream cluster"},
+		{"replicas from the environment", "3", nil, "needs a JetStream cluster"},
+		{"replicas not a number", "three", nil, "TABLEJOURNAL_REPLICAS"},
+		{"too many replicas", "", []string{"--replicas", "7", "--nats", "nats://127.0.0.1:1"}, "replicas 7"},
+		{"lease below two seconds", "", []string{"--lease-ttl", "1500ms"}, "lease ttl"},
+		{"instance id with a dot", "", []string{"--instance-id", "a.b"}, "instance id"},
+		{"instance id with static shards", "", []string{"--shards", "1", "--instance-id", "x"}, "static"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvReplicas, tt.env)
+			var stdout, stderr bytes.Buffer
+			err := Run(context.Background(), append([]string{"--data", t.TempDir()}, tt.args...), cli.IO{Stdout: &stdout, Stderr: &stderr})
+			if !errors.Is(err, cli.ErrUsage) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want a usage error about %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestTransientJetStream: the projector retries its start while JetStream
+// is briefly unavailable (503 during a cluster's leader election, timeouts)
+// and stops at once when it refuses.
+func TestTransientJetStream(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
+		{fmt.Errorf("create stream JOURNAL: %w", &jetstream.APIError{Code: 503}), true},
+		{fmt.Errorf("consumer: %w", context.DeadlineExceeded), true},
+		{nats.ErrNoResponders, true},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"}, false},
+		{fmt.Errorf("%w: stream JOURNAL has 1 replicas", journal.ErrReplicasMismatch), false},
+	}
+	for _, tt := range tests {
+		if got := transientJetStream(tt.err); got != tt.want {
+			t.Errorf("transientJetStream(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,418 @@
+package writercmd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// maxApplyLine is the longest line apply reads: a command of the largest
+// size (4 MiB of entities) with room for JSON escaping and base64.
+const maxApplyLine = 32 << 20
+
+// maxListed is how many invalid lines or rejections the summary lists.
+const maxListed = 100
+
+// badLine is a line of apply's input that is not a valid command, or whose
+// command could not be published or was rejected.
+type badLine struct {
+	Line  int    `json:"line"`
+	ID    string `json:"id,omitempty"`
+	Seq   uint64 `json:"seq,omitempty"`
+	Error string `json:"error"`
+	Rule  string `json:"rule,omitempty"`
+}
+
+func (b badLine) String() string {
+	id := b.ID
+	if !plainID(id) { // an invalid ID may hold anything, even terminal escapes
+		id = strconv.QuoteToASCII(id)
+	}
+	switch {
+	case b.ID != "" && b.Seq != 0:
+		return fmt.Sprintf("line %d (id %s, seq %d): %s", b.Line, id, b.Seq, b.Error)
+	case b.ID != "":
+		return fmt.Sprintf("line %d (id %s): %s", b.Line, id, b.Error)
+	}
+	return fmt.Sprintf("line %d: %s", b.Line, b.Error)
+}
+
+// plainID reports whether id is made of the characters a valid command ID
+// has.
+func plainID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// applyRun is the state of one apply.
+type applyRun struct {
+	w              *applyCmd
+	stdout, stderr io.Writer
+	perCommand     bool
+
+	lines     int     // non-blank lines read
+	pending   []entry // in line order, not yet settled
+	done      []entry // settled, in line order; kept with --wait, to print after the outcomes
+	published []*writeResult
+	invalid   []badLine
+	failed    []badLine
+}
+
+// entry is one non-blank line: a command published (r and f) or not (bad).
+type entry struct {
+	r   *writeResult
+	f   *journal.Future
+	bad *badLine
+}
+
+// run publishes the commands of the JSON-lines file w.path.
+func (w *applyCmd) run(ctx context.Context, stdio cli.IO) error {
+	stdout, stderr := stdio.Stdout, stdio.Stderr
+	in, size, err := openApplyInput(w.path, stdio.Input())
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	ct, _ := w.contentType()
+	nc, js, err := w.nf.Connect(ctx, "tablejournal-writer")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	var outcomesAfter uint64
+	{
+		cctx, cancel := context.WithTimeout(ctx, w.timeout)
+		err := w.checkStreams(cctx, js)
+		if err == nil && w.wait {
+			if outcomesAfter, err = journal.NewOutcomes(js).Last(cctx); err != nil {
+				err = fmt.Errorf("--wait: %w", err)
+			}
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+
+	a := &applyRun{w: w, stdout: stdout, stderr: stderr, perCommand: w.jsonOut || w.verbose}
+	var bar *cli.Progress
+	if !(a.perCommand && stdio.Terminal(unwrapWriter(stdout))) {
+		bar = cli.NewProgress(stdio, stderr, size, "apply", cli.UnitBytes)
+	}
+
+	jw := journal.NewWriter(js, w.stream, journal.WithContentType(ct), journal.WithMaxInFlight(w.maxInFlight))
+	loadErr := a.load(ctx, jw, newLineReader(in, maxApplyLine), bar)
+	// Settle what is in flight even when the load stopped early (ctx ended):
+	// those commands may be stored, and the user needs their IDs.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
+	a.settle(sctx, true)
+	cancel()
+	bar.Finish()
+
+	var waitErr error
+	if w.wait {
+		if loadErr == nil {
+			wctx, cancel := context.WithTimeout(ctx, w.timeout)
+			waitErr = awaitOutcomes(wctx, js, outcomesAfter+1, a.published)
+			if waitErr != nil {
+				waitErr = w.waitError(wctx, waitErr, "the published commands")
+			}
+			cancel()
+		}
+		for _, e := range a.done {
+			a.print(e)
+		}
+	}
+	return a.summary(loadErr, waitErr)
+}
+
+// openApplyInput opens apply's input and returns its size, or -1 if it is
+// not known.
+func openApplyInput(path string, stdin io.Reader) (io.ReadCloser, int64, error) {
+	if path == "-" {
+		return io.NopCloser(stdin), -1, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	return f, size, nil
+}
+
+// load reads, checks and publishes every line. It returns an error only when
+// the load cannot go on: the input cannot be read, or ctx ended.
+func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader, bar *cli.Progress) error {
+	for {
+		line, n, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		bar.Add(n)
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			return fmt.Errorf("read line %d: %w", lr.line, err)
+		}
+		if err == nil {
+			line = bytes.TrimSpace(line)
+			if lr.line == 1 {
+				line = bytes.TrimPrefix(line, []byte("\uFEFF"))
+			}
+			if len(line) == 0 {
+				continue
+			}
+		}
+		a.lines++
+		if err != nil {
+			a.bad(badLine{Line: lr.line, Error: err.Error(), Rule: string(events.RuleCommandTooLarge)})
+			a.settle(ctx, false)
+			continue
+		}
+		cmd, err := events.UnmarshalJSON(line)
+		if err == nil {
+			err = cmd.Validate()
+		}
+		if err != nil {
+			b := badLine{Line: lr.line, Error: err.Error()}
+			if cmd != nil {
+				b.ID = cmd.ID
+			} else {
+				b.ID = lenientID(line)
+			}
+			if ve := (*events.ValidationError)(nil); errors.As(err, &ve) {
+				b.Rule = string(ve.Rule)
+			}
+			a.bad(b)
+			a.settle(ctx, false)
+			continue
+		}
+		f, err := jw.PublishAsync(ctx, cmd)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("stopped at line %d: %w", lr.line, ctx.Err())
+			}
+			a.pending = append(a.pending, entry{r: &writeResult{Line: lr.line, ID: cmd.ID, Error: err.Error()}})
+			a.failed = append(a.failed, badLine{Line: lr.line, ID: cmd.ID, Error: err.Error()})
+			a.settle(ctx, false)
+			continue
+		}
+		a.pending = append(a.pending, entry{r: &writeResult{Line: lr.line, ID: cmd.ID}, f: f})
+		a.settle(ctx, false)
+	}
+}
+
+// lenientID returns the "id" of a line that does not decode as a
+// command, if a plain JSON decoding finds one, so the summary can name it.
+func lenientID(line []byte) string {
+	var v struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(line, &v) != nil {
+		return ""
+	}
+	id, _ := v.ID.(string)
+	if len(id) > events.MaxIDLen {
+		return ""
+	}
+	return id
+}
+
+// bad records an invalid line.
+func (a *applyRun) bad(b badLine) {
+	a.invalid = append(a.invalid, b)
+	a.pending = append(a.pending, entry{bad: &b})
+}
+
+// settle takes the entries in line order as far as their results are
+// known, and prints them unless --wait holds them back for their outcomes;
+// with all, it waits for every result.
+func (a *applyRun) settle(ctx context.Context, all bool) {
+	for len(a.pending) > 0 {
+		e := a.pending[0]
+		if e.f != nil {
+			if !all {
+				select {
+				case <-e.f.Done():
+				default:
+					return
+				}
+			}
+			res, err := e.f.Result(ctx)
+			if err != nil {
+				e.r.Error = err.Error()
+				a.failed = append(a.failed, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
+			} else {
+				e.r.Seq, e.r.Duplicate = res.Seq, res.Duplicate
+				a.published = append(a.published, e.r)
+			}
+		}
+		a.pending[0] = entry{}
+		a.pending = a.pending[1:]
+		if a.w.wait {
+			if a.perCommand {
+				a.done = append(a.done, e)
+			}
+			continue
+		}
+		a.print(e)
+	}
+}
+
+// print prints one entry, if per-command output is on.
+func (a *applyRun) print(e entry) {
+	switch {
+	case e.bad != nil && a.w.jsonOut:
+		cli.PrintJSON(a.stdout, e.bad)
+	case e.bad != nil && a.w.verbose:
+		fmt.Fprintf(a.stdout, "line %d: invalid: %s\n", e.bad.Line, e.bad.Error)
+	case a.w.jsonOut:
+		cli.PrintJSON(a.stdout, e.r)
+	case a.w.verbose && e.r.Error != "":
+		fmt.Fprintf(a.stdout, "line %d: not published: %s\n", e.r.Line, e.r.Error)
+	case a.w.verbose:
+		prefix := fmt.Sprintf("line %d: ", e.r.Line)
+		printPublished(a.stdout, prefix, *e.r)
+		if e.r.Outcome != nil {
+			printOutcome(a.stdout, prefix, e.r.Outcome)
+		}
+	}
+}
+
+// summary prints the summary on stderr and returns the command's error.
+func (a *applyRun) summary(loadErr, waitErr error) error {
+	dups := 0
+	var applied, rejected, duplicate, unknown int
+	var rejections []badLine
+	for _, r := range a.published {
+		if r.Duplicate {
+			dups++
+		}
+		switch {
+		case r.Outcome == nil:
+			unknown++
+		case r.Outcome.Status == journal.StatusApplied:
+			applied++
+		case r.Outcome.Status == journal.StatusDuplicate:
+			duplicate++
+		case r.Outcome.Status == journal.StatusRejected:
+			rejected++
+			rejections = append(rejections, badLine{Line: r.Line, ID: r.ID, Seq: r.Seq, Error: r.Outcome.Reason})
+		}
+	}
+	w := a.stderr
+	fmt.Fprintf(w, "apply: %s read, %d published (%d already in the journal), %d invalid", cli.Plural(a.lines, "command"), len(a.published), dups, len(a.invalid))
+	if len(a.failed) > 0 {
+		fmt.Fprintf(w, ", %d not published", len(a.failed))
+	}
+	fmt.Fprintln(w)
+	if a.w.wait {
+		fmt.Fprintf(w, "outcomes: %d applied, %d rejected, %d duplicate", applied, rejected, duplicate)
+		if unknown > 0 {
+			fmt.Fprintf(w, ", %d unknown", unknown)
+		}
+		fmt.Fprintln(w)
+	}
+	list(w, "invalid lines", a.invalid)
+	list(w, "not published", a.failed)
+	list(w, "rejected", rejections)
+
+	switch {
+	case loadErr != nil:
+		return loadErr
+	case len(a.failed) > 0:
+		return fmt.Errorf("%d of %s not published; the first, line %d: %s", len(a.failed), cli.Plural(a.lines, "command"), a.failed[0].Line, a.failed[0].Error)
+	case waitErr != nil:
+		return waitErr
+	case len(a.invalid) > 0 && rejected > 0:
+		return rejection{fmt.Errorf("%s, %s rejected", cli.Plural(len(a.invalid), "invalid line"), cli.Plural(rejected, "command"))}
+	case len(a.invalid) > 0:
+		return rejection{errors.New(cli.Plural(len(a.invalid), "invalid line"))}
+	case rejected > 0:
+		return rejection{fmt.Errorf("%s rejected", cli.Plural(rejected, "command"))}
+	}
+	return nil
+}
+
+func list(w io.Writer, title string, bs []badLine) {
+	if len(bs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s:\n", title)
+	for i, b := range bs {
+		if i == maxListed {
+			fmt.Fprintf(w, "  ... and %d more (--json lists every one)\n", len(bs)-maxListed)
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", b)
+	}
+}
+
+// errLineTooLong is a line over the reader's limit; the reader skips it.
+var errLineTooLong = fmt.Errorf("line longer than %d bytes", maxApplyLine)
+
+// lineReader reads lines of any length up to a limit, and skips longer
+// ones without holding them.
+type lineReader struct {
+	r    *bufio.Reader
+	max  int
+	line int // number of the line last returned
+	buf  []byte
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// next returns the next line without its end of line, and the number of
+// bytes it took of the input. A line over the limit is errLineTooLong; at
+// the end of the input, io.EOF.
+func (l *lineReader) next() ([]byte, int, error) {
+	l.buf = l.buf[:0]
+	n, tooLong := 0, false
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		n += len(chunk)
+		if !tooLong {
+			if len(l.buf)+len(chunk) > l.max+2 { // room for "\r\n"
+				tooLong = true
+				l.buf = l.buf[:0]
+			} else {
+				l.buf = append(l.buf, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, n, err
+		}
+		if n == 0 && errors.Is(err, io.EOF) {
+			return nil, 0, io.EOF
+		}
+		l.line++
+		if tooLong {
+			return nil, n, errLineTooLong
+		}
+		line := bytes.TrimSuffix(l.buf, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		return line, n, nil
+	}
+}
