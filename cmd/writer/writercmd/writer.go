@@ -411,6 +411,15 @@ func (c *opCmd) build(op events.OpKind, now time.Time) (*events.Command, error) 
 	return &cmd, nil
 }
 
+// why is a rejected outcome's reason led by its code (SPEC §5), the word a
+// program branches on: "exists: ops[0] insert ...".
+func why(o *journal.Outcome) string {
+	if o.Code == "" {
+		return o.Reason
+	}
+	return string(o.Code) + ": " + o.Reason
+}
+
 // rejection is an error that exits with ExitRejected: an invalid command or
 // a command the projector rejected.
 type rejection struct{ err error }
@@ -485,7 +494,7 @@ func (w *opCmd) run(ctx context.Context, cmd *events.Command, stdio cli.IO) erro
 		printOutcome(stdout, "", r.Outcome)
 	}
 	if o := r.Outcome; o != nil && o.Status == journal.StatusRejected {
-		return rejection{fmt.Errorf("command %s (seq %d): %s", o.ID, o.Seq, o.Reason)}
+		return rejection{fmt.Errorf("command %s (seq %d): %s", o.ID, o.Seq, why(o))}
 	}
 	return nil
 }
@@ -548,7 +557,7 @@ func printOutcome(w io.Writer, prefix string, o *journal.Outcome) {
 	case journal.StatusDuplicate:
 		fmt.Fprintf(w, "%sduplicate: %s\n", prefix, o.Reason)
 	case journal.StatusRejected:
-		fmt.Fprintf(w, "%srejected: %s\n", prefix, o.Reason)
+		fmt.Fprintf(w, "%srejected: %s\n", prefix, why(o))
 	default:
 		fmt.Fprintf(w, "%s%s: %s\n", prefix, o.Status, o.Reason)
 	}

@@ -241,7 +241,7 @@ func TestWriterWait(t *testing.T) {
 		if r.Outcome == nil || r.Outcome.Status != journal.StatusRejected || r.Outcome.Reason == "" {
 			t.Fatalf("outcome %+v", r.Outcome)
 		}
-		want := "rejected: command w-rej-1 (seq " + strconvU(r.Seq) + "): " + r.Outcome.Reason + "\n"
+		want := "rejected: command w-rej-1 (seq " + strconvU(r.Seq) + "): " + string(r.Outcome.Code) + ": " + r.Outcome.Reason + "\n"
 		if stderr != want || !strings.Contains(stderr, `insert "r1"`) {
 			t.Errorf("stderr %q, want %q", stderr, want)
 		}
