@@ -148,6 +148,10 @@ func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 		return "", m.Subject, e
 	}
 	m.Time = e.At
+	if journal.IsEraseMsg(m.Header) {
+		eraseEntry(m, &e)
+		return table, pk, e
+	}
 	cmd, err := journal.DecodeMsg(m)
 	switch {
 	case err != nil:
