@@ -35,6 +35,9 @@ func seqAtMost(seq uint64) []store.Cond {
 // A returned live row has Tip set: it was the current version at seq, even
 // when it is read from a version row. Its ETag is empty.
 func (r *Replayer) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row rows.Row, ok bool, err error) {
+	if err := r.Erased(ctx, table, pk, rk, seq); err != nil {
+		return rows.Row{}, false, err
+	}
 	return rowAt(ctx, r.st, table, pk, rk, seq)
 }
 
@@ -212,6 +215,9 @@ func (r *Replayer) History(ctx context.Context, table, pk, rk string) ([]rows.Ro
 		return nil, fmt.Errorf("history of %s/%q/%q: %w", table, pk, rk, err)
 	}
 	sort.SliceStable(versions, func(i, j int) bool { return versions[i].Version < versions[j].Version })
+	if err := r.erasedHistory(ctx, table, pk, rk, versions); err != nil {
+		return nil, err
+	}
 	return versions, nil
 }
 

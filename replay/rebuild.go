@@ -315,7 +315,7 @@ func (r *Replayer) checkNotTrimmed(ctx context.Context, from uint64) error {
 	if err != nil {
 		return fmt.Errorf("journal %s: %w", r.j.Name(), err)
 	}
-	if first := info.State.FirstSeq; first > from && from <= info.State.LastSeq {
+	if first := info.State.FirstSeq; first > from && from <= info.State.LastSeq && !erasureOnly(info.Config) {
 		return fmt.Errorf("%w: the journal starts at sequence %d, and commands %d..%d are gone; rebuild from a snapshot taken at %d or later",
 			ErrBadPoint, first, from, first-1, first-1)
 	}

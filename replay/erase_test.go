@@ -1,0 +1,275 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// streamsHolding lists "stream:seq" of every message of every stream of js
+// whose body or headers hold secret, read back byte for byte.
+func streamsHolding(t *testing.T, ctx context.Context, js jetstream.JetStream, secret []byte) []string {
+	t.Helper()
+	var found []string
+	names := js.StreamNames(ctx)
+	for name := range names.Name() {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			continue
+		}
+		cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := cons.Messages()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := it.Next(jetstream.NextContext(ctx))
+			if err != nil {
+				t.Fatalf("read %s: %v", name, err)
+			}
+			meta, _ := m.Metadata()
+			hit := bytes.Contains(m.Data(), secret)
+			for _, vs := range m.Headers() {
+				for _, v := range vs {
+					hit = hit || bytes.Contains([]byte(v), secret)
+				}
+			}
+			if hit {
+				found = append(found, fmt.Sprintf("%s:%d", name, meta.Sequence.Stream))
+			}
+			if meta.NumPending == 0 {
+				break
+			}
+		}
+		it.Stop()
+	}
+	if err := names.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// tableHolding lists the stored rows of table whose String values hold
+// secret.
+func tableHolding(t *testing.T, ctx context.Context, st store.Store, table string, secret []byte) []string {
+	t.Helper()
+	es, err := store.Collect(ctx, st, table, store.Query{AllPartitions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, e := range es {
+		for _, v := range e.Props {
+			if v.Type == events.TypeString && bytes.Contains([]byte(v.Str), secret) {
+				found = append(found, e.PK+"/"+e.RK)
+			}
+		}
+	}
+	return found
+}
+
+func upsert(id, table, pk string, kv ...string) *events.Command {
+	c := &events.Command{ID: id, Table: table, PK: pk}
+	for i := 0; i < len(kv); i += 2 {
+		c.Ops = append(c.Ops, events.RowOp{Op: events.OpUpsert, RK: kv[i], Entity: events.Entity{"v": events.String(kv[i+1])}})
+	}
+	return c
+}
+
+// TestEraseEverywhere erases a partition and a row while the projector
+// applies traffic to other partitions: afterwards no JetStream message,
+// change event, outcome or table row holds the erased values, what else a
+// row erase's commands held stays, the receipt says what went, a rebuild
+// of the journal with its holes equals the live table, and time travel of
+// the erased keys answers ErrErased.
+func TestEraseEverywhere(t *testing.T) {
+	for _, b := range stores() {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.open(t), journal.Config{AllowMsgDelete: true})
+			ctx := e.ctx
+			table := uniqueTable("erase")
+			secretP, secretR := []byte("SECRET-PARTITION-7f3c"), []byte("SECRET-ROW-9a1d")
+			var cmds []*events.Command
+			for i := range 5 {
+				cmds = append(cmds, upsert(fmt.Sprintf("p%d", i), table, "cust-1",
+					fmt.Sprintf("r%d", i%3), fmt.Sprintf("%s-%d", secretP, i)))
+				cmds = append(cmds, upsert(fmt.Sprintf("x%d", i), table, "cust-2", "x", fmt.Sprintf("%s-%d", secretR, i)))
+			}
+			// One command on the erased row and another: it stays, and so
+			// does y's value in it.
+			cmds = append(cmds, upsert("xy", table, "cust-2", "x", string(secretR)+"-both", "y", "keep-y"))
+			cmds = append(cmds, upsert("y1", table, "cust-2", "y", "keep-y1"))
+			e.publish(cmds)
+			e.awaitOutcomes(ids(cmds))
+
+			// Live traffic on other partitions throughout.
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var live []string
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					c := upsert(fmt.Sprintf("live%d", i), table, fmt.Sprintf("other-%d", i%4), "r", fmt.Sprintf("v%d", i))
+					if _, err := e.w.Publish(ctx, c); err != nil {
+						t.Errorf("live traffic: %v", err)
+						return
+					}
+					live = append(live, c.ID)
+				}
+			}()
+
+			pRec, err := e.rp.EraseKey(ctx, replay.EraseTarget{Table: table, PK: "cust-1"}, nil)
+			if err != nil {
+				t.Fatalf("erase partition: %v", err)
+			}
+			rk := "x"
+			rRec, err := e.rp.EraseKey(ctx, replay.EraseTarget{Table: table, PK: "cust-2", RK: &rk}, nil)
+			if err != nil {
+				t.Fatalf("erase row: %v", err)
+			}
+			close(stop)
+			wg.Wait()
+			e.awaitOutcomes(live)
+
+			if !pRec.Verified || pRec.Removed.JournalMsgs != 5 || pRec.Removed.TableRows == 0 || pRec.Removed.ChangeEvents != 5 || pRec.Removed.Outcomes != 5 {
+				t.Errorf("partition receipt: %+v", pRec)
+			}
+			if !rRec.Verified || rRec.Removed.JournalMsgs != 5 || len(rRec.KeptSeqs) != 1 || rRec.Removed.ChangeEvents != 6 {
+				t.Errorf("row receipt: %+v", rRec)
+			}
+			if got := streamsHolding(t, ctx, e.js, secretP); len(got) != 0 {
+				t.Errorf("messages still hold the erased partition's values: %v", got)
+			}
+			// The kept command "xy" still holds x's value: the limit of a
+			// row erase, said in its receipt.
+			if got := streamsHolding(t, ctx, e.js, secretR); len(got) != 1 {
+				t.Errorf("messages holding the erased row's values: %v, want the one kept command", got)
+			}
+			for _, s := range [][]byte{secretP, secretR} {
+				if got := tableHolding(t, ctx, e.st, table, s); len(got) != 0 {
+					t.Errorf("table rows still hold %s: %v", s, got)
+				}
+			}
+			if got := tableHolding(t, ctx, e.st, table, []byte("keep-y1")); len(got) == 0 {
+				t.Error("the row erase removed another row")
+			}
+
+			// Time travel of the erased keys.
+			_, err = e.rp.History(ctx, table, "cust-1", "r0")
+			var ee *replay.ErasedError
+			if !errors.Is(err, replay.ErrErased) || !errors.As(err, &ee) || ee.Seq != pRec.EraseSeq || ee.Cmd != pRec.EraseID {
+				t.Errorf("history of an erased row: %v", err)
+			}
+			if err := e.rp.Erased(ctx, table, "cust-2", "y", 0); err != nil {
+				t.Errorf("a row beside the erased one: %v", err)
+			}
+
+			// Running it again finds nothing more to do.
+			again, err := e.rp.EraseKey(ctx, replay.EraseTarget{Table: table, PK: "cust-1"}, nil)
+			if err != nil || again.EraseSeq != pRec.EraseSeq || again.Removed.JournalMsgs != 0 {
+				t.Errorf("erase again: %+v, %v", again, err)
+			}
+
+			// A rebuild of the journal with its holes equals the live table.
+			e.WaitProjected(ctx)
+			stats, err := e.rp.Verify(ctx, replay.VerifyConfig{Table: table})
+			if err != nil || !stats.Identical() {
+				t.Errorf("verify after the erase: %+v, %v", stats, err)
+			}
+		})
+	}
+}
+
+// TestEraseCrashBetweenSteps: the erase published and applied, then a
+// crash before anything outside the table was removed; the same erase run
+// again reuses the journaled erase and finishes the job.
+func TestEraseCrashBetweenSteps(t *testing.T) {
+	for _, b := range stores() {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.open(t), journal.Config{AllowMsgDelete: true})
+			ctx := e.ctx
+			table := uniqueTable("crash")
+			secret := []byte("SECRET-CRASH-55e1")
+			var cmds []*events.Command
+			for i := range 4 {
+				cmds = append(cmds, upsert(fmt.Sprintf("c%d", i), table, "cust", fmt.Sprintf("r%d", i), fmt.Sprintf("%s-%d", secret, i)))
+			}
+			e.publish(cmds)
+			e.awaitOutcomes(ids(cmds))
+			er := &events.Erase{ID: "erase-by-hand", Table: table, PK: "cust"}
+			res, err := e.w.PublishErase(ctx, er)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := journal.NewOutcomes(e.js).Await(ctx, er.ID, res.Seq); err != nil {
+				t.Fatal(err)
+			}
+			if got := streamsHolding(t, ctx, e.js, secret); len(got) == 0 {
+				t.Fatal("nothing outside the table held the values before the rerun")
+			}
+			rec, err := e.rp.EraseKey(ctx, replay.EraseTarget{Table: table, PK: "cust"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.EraseID != er.ID || rec.EraseSeq != res.Seq || !rec.Verified || rec.Removed.JournalMsgs != 4 {
+				t.Errorf("receipt: %+v", rec)
+			}
+			if got := streamsHolding(t, ctx, e.js, secret); len(got) != 0 {
+				t.Errorf("messages still hold the erased values: %v", got)
+			}
+		})
+	}
+}
+
+// TestEraseDenyDelete: on a journal created with deny-delete, the erase
+// refuses with ErrDenyDelete and publishes nothing.
+func TestEraseDenyDelete(t *testing.T) {
+	b := stores()[0]
+	e := newEnv(t, b.open(t))
+	head, err := e.j.Head(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.rp.EraseKey(e.ctx, replay.EraseTarget{Table: "orders", PK: "p"}, func() time.Time { return time.Unix(1, 0) })
+	if !errors.Is(err, journal.ErrDenyDelete) {
+		t.Fatalf("erase on a deny-delete journal: %v", err)
+	}
+	if after, _ := e.j.Head(e.ctx); after != head {
+		t.Fatalf("the refused erase published: head %d → %d", head, after)
+	}
+}
+
+func ids(cmds []*events.Command) []string {
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.ID
+	}
+	return out
+}
