@@ -35,10 +35,11 @@ func seqAtMost(seq uint64) []store.Cond {
 // A returned live row has Tip set: it was the current version at seq, even
 // when it is read from a version row. Its ETag is empty.
 func (r *Replayer) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row rows.Row, ok bool, err error) {
-	if err := r.Erased(ctx, table, pk, rk, seq); err != nil {
-		return rows.Row{}, false, err
+	row, ok, err = rowAt(ctx, r.st, table, pk, rk, seq)
+	if err == nil && !ok {
+		err = r.Erased(ctx, table, pk, rk, 0) // gone because erased?
 	}
-	return rowAt(ctx, r.st, table, pk, rk, seq)
+	return row, ok, err
 }
 
 func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64) (rows.Row, bool, error) {

@@ -462,3 +462,24 @@ func (r *Replayer) erasedHistory(ctx context.Context, table, pk, rk string, vers
 func erasureOnly(cfg jetstream.StreamConfig) bool {
 	return cfg.DenyPurge && !cfg.DenyDelete && cfg.Metadata[journal.MetadataAllowMsgDelete] == "true"
 }
+
+// refuseUndoErase refuses to undo an erase: what it removed is gone for
+// good. The error wraps ErrErased.
+func (r *Replayer) refuseUndoErase(ctx context.Context, o journal.Outcome) error {
+	if r.j == nil {
+		return nil
+	}
+	m, err := r.j.Get(ctx, o.Seq)
+	if errors.Is(err, journal.ErrNotFound) {
+		return nil
+	}
+	if err != nil || !journal.IsEraseMsg(m.Header) {
+		return err
+	}
+	e, err := journal.DecodeEraseMsg(m)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("undo %s: an erase cannot be undone, what it removed is gone for good: %w",
+		o.ID, &ErasedError{Table: e.Table, PK: e.PK, RK: e.RK, Cmd: e.ID, Seq: o.Seq, At: m.Time})
+}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/tablejournal/tablejournal/replay"
 )
 
 // Exit codes of every command.
@@ -41,6 +43,9 @@ func Exit(err error, stderr io.Writer) int {
 		return ExitRejected
 	case errors.Is(err, ErrRejected):
 		fmt.Fprintln(stderr, "rejected:", err)
+		return ExitRejected
+	case errors.Is(err, replay.ErrErased):
+		fmt.Fprintln(stderr, "erased:", err)
 		return ExitRejected
 	default:
 		fmt.Fprintln(stderr, "error:", err)

@@ -35,7 +35,7 @@ type replayEnv struct {
 	st          store.Store
 }
 
-func startReplayEnv(t *testing.T) *replayEnv {
+func startReplayEnv(t *testing.T, jcfg ...journal.Config) *replayEnv {
 	t.Helper()
 	srv := journaltest.StartServerConfig(t, embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
 	_, js := journaltest.Connect(t, srv.ClientURL())
@@ -47,7 +47,11 @@ func startReplayEnv(t *testing.T) *replayEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	pctx, cancel := context.WithCancel(context.Background())
-	p, err := projection.New(pctx, js, st, projection.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg := projection.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if len(jcfg) > 0 {
+		cfg.Journal = jcfg[0]
+	}
+	p, err := projection.New(pctx, js, st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
