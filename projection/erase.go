@@ -64,11 +64,30 @@ func (b *txn) addErased(e Entry, res Result) (done bool, err error) {
 	case len(b.results) > 0:
 		return true, errFull
 	}
+	if dup := b.duplicateErase(e); dup != "" {
+		res.Status, res.Reason = journal.StatusDuplicate, dup
+		b.results = append(b.results, res)
+		return true, nil
+	}
 	b.er.entry = &e
+	b.appliedIDs[e.ID] = e.Seq
 	// An erase applies whatever the rows hold; its outcome names no row.
 	res.Status = journal.StatusApplied
 	b.results = append(b.results, res)
 	return true, nil
+}
+
+// duplicateErase says why the erase e is a duplicate, or "": an ID
+// applies at most once, ever, and an erase applied again long after would
+// remove what the partition got since.
+func (b *txn) duplicateErase(e Entry) string {
+	if s, ok := b.seen[e.ID]; ok && s < e.Seq {
+		return fmt.Sprintf("command %s already applied at journal sequence %d", e.ID, s)
+	}
+	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq && (e.Prior.Status == journal.StatusApplied || e.Prior.Status == journal.StatusDuplicate) {
+		return fmt.Sprintf("command %s already applied at journal sequence %d", e.ID, e.Prior.Seq)
+	}
+	return ""
 }
 
 // recoverErased settles the outcome of a result skipped because an erase

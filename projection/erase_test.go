@@ -165,6 +165,19 @@ func TestEraseApplier(t *testing.T) {
 				t.Fatalf("insert after the erase: %+v", rs)
 			}
 
+			// The erase's ID published again much later is a duplicate: it
+			// must not erase what the partition got since.
+			again := eraseEntry(1003, "erase-part", "p", nil)
+			again.Prior = projection.Prior{Seq: erasePart.Seq, Status: journal.StatusApplied}
+			journalP = append(journalP, again)
+			rs = applyAll(t, app2, "p", journalP[len(journalP)-1:])
+			if got := statusOf(rs, again.Seq); got != journal.StatusDuplicate {
+				t.Fatalf("the erase's ID again: %s, want duplicate", got)
+			}
+			if got := keysOf(t, st, "p"); len(got) != 3 {
+				t.Fatalf("after the duplicate erase partition p holds %v, want the re-inserted r0 beside fence and marker", got)
+			}
+
 			// A rebuild of the same journal equals the table.
 			rebuilt := projectiontest.SQLite(t)
 			app3 := projection.NewApplier(rebuilt, projection.ApplierConfig{Logger: projectiontest.QuietLogger(), RememberIDs: true})
