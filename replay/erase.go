@@ -483,3 +483,47 @@ func (r *Replayer) refuseUndoErase(ctx context.Context, o journal.Outcome) error
 	return fmt.Errorf("undo %s: an erase cannot be undone, what it removed is gone for good: %w",
 		o.ID, &ErasedError{Table: e.Table, PK: e.PK, RK: e.RK, Cmd: e.ID, Seq: o.Seq, At: m.Time})
 }
+
+// erasedKeys are the keys of a table erased after a point: whole
+// partitions, and rows by partition.
+type erasedKeys struct {
+	parts map[string]bool
+	rows  map[[2]string]bool
+}
+
+// erasedAfter reads the journal after seq for the erases of table; nil
+// without a journal connection.
+func (r *Replayer) erasedAfter(ctx context.Context, table string, seq uint64) (*erasedKeys, error) {
+	if r.j == nil || table == "" {
+		return nil, nil
+	}
+	k := &erasedKeys{parts: map[string]bool{}, rows: map[[2]string]bool{}}
+	err := r.j.Read(ctx, seq+1, 0, journal.SubjectPrefix+"."+table+".*.*", func(m journal.Msg) error {
+		if !journal.IsEraseMsg(m.Header) {
+			return nil
+		}
+		e, err := journal.DecodeEraseMsg(m)
+		switch {
+		case err != nil:
+		case e.RK == nil:
+			k.parts[e.PK] = true
+		default:
+			k.rows[[2]string{e.PK, *e.RK}] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("erases after seq %d: %w", seq, err)
+	}
+	return k, nil
+}
+
+// drops reports whether a snapshot's row belongs to an erased key: a tip
+// or version row (fences and markers stay).
+func (k *erasedKeys) drops(e store.Entity) bool {
+	if k == nil {
+		return false
+	}
+	rk, _, _, ok := rows.ParseKey(e.RK)
+	return ok && (k.parts[e.PK] || k.rows[[2]string{e.PK, rk}])
+}

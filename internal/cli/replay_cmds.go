@@ -321,7 +321,7 @@ func (c *loadCmd) flags(fs *flag.FlagSet) {
 }
 
 func (c *loadCmd) check() error   { return c.need("in", "into") }
-func (c *loadCmd) nats() natsNeed { return natsNo }
+func (c *loadCmd) nats() natsNeed { return natsIfUp }
 
 func (c *loadCmd) run(ctx context.Context, stdio IO) error {
 	in := stdio.stdin()
