@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -244,8 +247,36 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 			if got := streamsHolding(t, ctx, e.js, secret); len(got) != 0 {
 				t.Errorf("messages still hold the erased values: %v", got)
 			}
+			// Below the streams too: the server's files, byte for byte
+			// (secure delete overwrites the stored message).
+			if got := filesHolding(t, e.Server.Config().Dir, secret); len(got) != 0 {
+				t.Errorf("the server's store files still hold the erased values: %v", got)
+			}
 		})
 	}
+}
+
+// filesHolding lists the files under dir that hold b.
+func filesHolding(t *testing.T, dir string, b []byte) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, b) {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }
 
 // TestEraseDenyDelete: on a journal created with deny-delete, the erase
