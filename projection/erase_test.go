@@ -243,3 +243,48 @@ func TestEraseCrashMidway(t *testing.T) {
 		})
 	}
 }
+
+// TestEraseInvalid: an erase message is checked at the projector like a
+// command: one that carries values, or disagrees with its subject, is
+// rejected by its rule and writes nothing.
+func TestEraseInvalid(t *testing.T) {
+	st := projectiontest.SQLite(t)
+	good := &events.Erase{ID: "e1", Table: "orders", PK: "p"}
+	msg, err := journal.EraseMessage(good, events.ContentTypeJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func(subject string, data []byte) journal.Msg {
+		return journal.Msg{Seq: 1, Subject: subject, Header: msg.Header, Data: data, Time: time.Unix(1, 0)}
+	}
+	sub := "journal.orders.0." + journal.PKToken("p")
+	for _, tt := range []struct {
+		name string
+		m    journal.Msg
+		rule string
+	}{
+		{"values", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","entity":{"name":"Ada"}}`)), string(events.RuleUnknownField)},
+		{"subject", stored("journal.orders.0."+journal.PKToken("q"), msg.Data), journal.RuleSubjectMismatch},
+		{"rk", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","rk":"a#b"}`)), string(events.RuleKeyForbiddenChar)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			table, pk, e := projection.EntryFromMsg(tt.m)
+			if e.Erase != nil || e.Err == nil {
+				t.Fatalf("entry %+v: want an error", e)
+			}
+			app := projection.NewApplier(st, projection.ApplierConfig{Logger: projectiontest.QuietLogger()})
+			var rs []projection.Result
+			var mu sync.Mutex
+			if err := app.Apply(context.Background(), table, pk, []projection.Entry{e}, statuses(&rs, &mu)); err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 1 || rs[0].Status != journal.StatusRejected || rs[0].Code != journal.CodeInvalid || rs[0].Rule != tt.rule {
+				t.Fatalf("results %+v, want rejected by rule %s", rs, tt.rule)
+			}
+		})
+	}
+	table, pk, e := projection.EntryFromMsg(stored(sub, msg.Data))
+	if e.Err != nil || !e.Erase.Equal(good) || table != "orders" || pk != "p" {
+		t.Fatalf("a good erase: %s %s %+v", table, pk, e)
+	}
+}
