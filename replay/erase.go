@@ -527,3 +527,27 @@ func (k *erasedKeys) drops(e store.Entity) bool {
 	rk, _, _, ok := rows.ParseKey(e.RK)
 	return ok && (k.parts[e.PK] || k.rows[[2]string{e.PK, rk}])
 }
+
+// eraseNote describes an erase message for blame; ok is false for any
+// other message.
+func eraseNote(m journal.Msg) (string, bool) {
+	if !journal.IsEraseMsg(m.Header) {
+		return "", false
+	}
+	e, err := journal.DecodeEraseMsg(m)
+	if err != nil {
+		return fmt.Sprintf("an erase that does not decode: %v", err), true
+	}
+	return "an erase of " + e.Key() + ", not a command: it wrote no versions", true
+}
+
+// erasedRows is the *ErasedError of the first row of an applied outcome
+// that an erase after it removed; nil when none was.
+func (r *Replayer) erasedRows(ctx context.Context, o journal.Outcome) error {
+	for _, rv := range o.Rows {
+		if err := r.Erased(ctx, o.Table, o.PK, rv.RK, o.Seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -190,6 +190,13 @@ func TestEraseEverywhere(t *testing.T) {
 			if !errors.Is(err, replay.ErrErased) || !errors.As(err, &ee) || ee.Seq != pRec.EraseSeq || ee.Cmd != pRec.EraseID {
 				t.Errorf("history of an erased row: %v", err)
 			}
+			// Blame of the kept command names the erase of its row x.
+			if _, err := e.rp.Blame(ctx, "xy"); !errors.Is(err, replay.ErrErased) {
+				t.Errorf("blame of a command whose row was erased: %v", err)
+			}
+			if b, err := e.rp.Blame(ctx, rRec.EraseID); err != nil || b.Command != nil || b.DecodeErr == "" {
+				t.Errorf("blame of the erase: %+v, %v", b, err)
+			}
 			if err := e.rp.Erased(ctx, table, "cust-2", "y", 0); err != nil {
 				t.Errorf("a row beside the erased one: %v", err)
 			}
