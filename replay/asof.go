@@ -33,13 +33,11 @@ func seqAtMost(seq uint64) []store.Cond {
 // like Azure, an empty page with a continuation is followed.
 //
 // A returned live row has Tip set: it was the current version at seq, even
-// when it is read from a version row. Its ETag is empty.
+// when it is read from a version row. Its ETag is empty. A row not found
+// may have been erased (SPEC §10): Erased says, at the cost of two more
+// point reads.
 func (r *Replayer) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row rows.Row, ok bool, err error) {
-	row, ok, err = rowAt(ctx, r.st, table, pk, rk, seq)
-	if err == nil && !ok {
-		err = r.Erased(ctx, table, pk, rk, 0) // gone because erased?
-	}
-	return row, ok, err
+	return rowAt(ctx, r.st, table, pk, rk, seq)
 }
 
 func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64) (rows.Row, bool, error) {

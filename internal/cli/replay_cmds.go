@@ -53,6 +53,9 @@ func (c *asofCmd) run(ctx context.Context, stdio IO) error {
 	at := pointText(p, seq)
 	if c.set["rk"] {
 		row, ok, err := c.rp.AsOfRow(ctx, c.table, c.pk, c.rk, seq)
+		if err == nil && !ok {
+			err = c.rp.Erased(ctx, c.table, c.pk, c.rk, 0) // gone because erased?
+		}
 		if err != nil {
 			return err
 		}

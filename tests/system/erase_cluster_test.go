@@ -44,7 +44,12 @@ func TestEraseCluster(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		h.PublishAll(ctx, traffic)
+		for _, c := range traffic {
+			if _, err := h.Writer.Publish(ctx, c); err != nil {
+				t.Errorf("live traffic: %v", err)
+				return
+			}
+		}
 	}()
 	rp, err := replay.New(ctx, replay.Config{Store: h.Store, JetStream: h.JS, Logger: projectiontest.QuietLogger()})
 	if err != nil {
