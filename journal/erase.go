@@ -112,13 +112,16 @@ func SecureDelete(ctx context.Context, s jetstream.Stream, seqs []uint64) (int, 
 	n := 0
 	for _, seq := range seqs {
 		err := s.SecureDeleteMsg(ctx, seq)
-		switch {
-		case err == nil:
+		if err == nil {
 			n++
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-		default:
-			return n, fmt.Errorf("secure delete of seq %d in %s: %w", seq, s.CachedInfo().Config.Name, err)
+			continue
 		}
+		// The server answers a message already gone with a generic
+		// delete failure: ask whether it is there.
+		if _, gerr := s.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		return n, fmt.Errorf("secure delete of seq %d in %s: %w", seq, s.CachedInfo().Config.Name, err)
 	}
 	return n, nil
 }
