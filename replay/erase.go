@@ -158,6 +158,13 @@ type EraseReceipt struct {
 // erase of the key already in the journal, if no command touched the key
 // after it, else everything up to the journal's head.
 func (r *Replayer) PlanErase(ctx context.Context, t EraseTarget) (*ErasePlan, error) {
+	return r.planErase(ctx, t, 0)
+}
+
+// planErase is PlanErase reading the journal up to sequence upTo (0: the
+// head): with upTo an erase's sequence, the plan finishes that erase and
+// never touches what the key got after it.
+func (r *Replayer) planErase(ctx context.Context, t EraseTarget, upTo uint64) (*ErasePlan, error) {
 	if err := r.needJournal("erase"); err != nil {
 		return nil, err
 	}
@@ -168,7 +175,7 @@ func (r *Replayer) PlanErase(ctx context.Context, t EraseTarget) (*ErasePlan, er
 	var cand []uint64 // the key's commands since the last erase of it
 	var kept []uint64
 	var ids = map[uint64]string{}
-	err := r.j.Read(ctx, 1, 0, journal.PartitionFilter(t.Table, t.PK), func(m journal.Msg) error {
+	err := r.j.Read(ctx, 1, upTo, journal.PartitionFilter(t.Table, t.PK), func(m journal.Msg) error {
 		if journal.IsEraseMsg(m.Header) {
 			e, err := journal.DecodeEraseMsg(m)
 			if err == nil && (e.RK == nil || t.RK != nil && *e.RK == *t.RK) {
@@ -222,7 +229,7 @@ func (r *Replayer) PlanErase(ctx context.Context, t EraseTarget) (*ErasePlan, er
 		p.EraseID, p.EraseSeq = "", 0
 		p.Journal, p.Kept = append(p.Journal, cand...), append(p.Kept, kept...)
 	}
-	if p.TableRows, err = r.countRows(ctx, t); err != nil {
+	if p.TableRows, err = r.countRows(ctx, t, p.EraseSeq); err != nil {
 		return nil, err
 	}
 	if p.Changes, err = r.keyChanges(ctx, t, p.EraseSeq); err != nil {
@@ -257,22 +264,29 @@ func (r *Replayer) validTarget(t EraseTarget) error {
 	return e.Validate()
 }
 
-// countRows counts the key's stored rows: tips, versions and tombstones.
-func (r *Replayer) countRows(ctx context.Context, t EraseTarget) (int, error) {
+// countRows counts the key's stored rows: tips, versions and tombstones,
+// those written before sequence before (0: all).
+func (r *Replayer) countRows(ctx context.Context, t EraseTarget, before uint64) (int, error) {
 	n := 0
+	count := func(e store.Entity) {
+		if !rows.IsLayoutKey(e.RK) {
+			return
+		}
+		if s, ok := e.Props[rows.ColSeq]; before == 0 || !ok || uint64(s.Int) < before {
+			n++
+		}
+	}
 	q := store.Query{PK: t.PK}
 	if t.RK != nil {
 		q.From, q.To = rows.HistoryRange(*t.RK)
-		if _, err := r.st.Get(ctx, t.Table, t.PK, rows.TipKey(*t.RK)); err == nil {
-			n++
+		if e, err := r.st.Get(ctx, t.Table, t.PK, rows.TipKey(*t.RK)); err == nil {
+			count(e)
 		} else if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTableNotFound) {
 			return 0, err
 		}
 	}
 	err := store.All(ctx, r.st, t.Table, q, func(e store.Entity) error {
-		if rows.IsLayoutKey(e.RK) {
-			n++
-		}
+		count(e)
 		return nil
 	})
 	if errors.Is(err, store.ErrTableNotFound) {
@@ -344,8 +358,10 @@ func (r *Replayer) EraseKey(ctx context.Context, t EraseTarget, now func() time.
 	if o.Status != journal.StatusApplied {
 		return nil, fmt.Errorf("erase %s at seq %d: %s: %s: %w", p.EraseID, p.EraseSeq, o.Status, o.Reason, ErrRejected)
 	}
-	// Planned again now that the erase applied: up to its sequence.
-	if p, err = r.PlanErase(ctx, t); err != nil {
+	// Planned again now that the erase applied: up to its sequence, so
+	// that what the key got after the erase stays.
+	eraseSeq := p.EraseSeq
+	if p, err = r.planErase(ctx, t, eraseSeq); err != nil {
 		return nil, err
 	}
 	rec.Removed.TableRows = rowsBefore - p.TableRows
@@ -374,7 +390,7 @@ func (r *Replayer) EraseKey(ctx context.Context, t EraseTarget, now func() time.
 		}
 	}
 	rec.JournalSeqs, rec.KeptSeqs = p.Journal, p.Kept
-	left, err := r.PlanErase(ctx, t)
+	left, err := r.planErase(ctx, t, eraseSeq)
 	if err != nil {
 		return nil, err
 	}
