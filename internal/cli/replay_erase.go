@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/tablejournal/tablejournal/replay"
 )
@@ -15,11 +16,13 @@ type eraseCmd struct {
 	replayBase
 	rowFlags
 	apply bool
+	wait  time.Duration
 }
 
 func (c *eraseCmd) flags(fs *flag.FlagSet) {
 	c.register(fs, "partition key (required): the partition to erase, or the row's with --rk", "row key: erase one row (default the whole partition)")
 	fs.BoolVar(&c.apply, "apply", false, "publish the erase, wait for it, remove the key's messages and print the receipt (default: dry run)")
+	fs.DurationVar(&c.wait, "wait", 10*time.Minute, "with --apply, how long to wait for the projector to apply the erase; running the same erase again later finishes the job")
 }
 
 func (c *eraseCmd) check() error   { return c.need("table", "pk") }
@@ -45,6 +48,8 @@ func (c *eraseCmd) run(ctx context.Context, stdio IO) error {
 			ChangeEvents: len(p.Changes), Outcomes: len(p.Outcomes), DryRun: true})
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.wait)
+	defer cancel()
 	rec, err := c.rp.EraseKey(ctx, c.target(), nil)
 	if rec != nil {
 		render(stdio.Stdout, c.asJSON, eraseReceiptView{rec})
