@@ -16,6 +16,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -218,45 +219,80 @@ func TestEraseEverywhere(t *testing.T) {
 }
 
 // TestEraseCrashBetweenSteps: the erase published and applied, then a
-// crash before anything outside the table was removed; the same erase run
-// again reuses the journaled erase and finishes the job.
+// crash at each point of the removal outside the table (nothing removed
+// yet; the outcomes removed; the outcomes and half the change events; all
+// but half the commands); the same erase run again reuses the journaled
+// erase and finishes the job, down to the server's files.
 func TestEraseCrashBetweenSteps(t *testing.T) {
 	for _, b := range stores() {
 		t.Run(b.name, func(t *testing.T) {
 			e := newEnv(t, b.open(t), journal.Config{AllowMsgDelete: true})
 			ctx := e.ctx
 			table := uniqueTable("crash")
-			secret := []byte("SECRET-CRASH-55e1")
-			var cmds []*events.Command
-			for i := range 4 {
-				cmds = append(cmds, upsert(fmt.Sprintf("c%d", i), table, "cust", fmt.Sprintf("r%d", i), fmt.Sprintf("%s-%d", secret, i)))
-			}
-			e.publish(cmds)
-			e.awaitOutcomes(ids(cmds))
-			er := &events.Erase{ID: "erase-by-hand", Table: table, PK: "cust"}
-			res, err := e.w.PublishErase(ctx, er)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := journal.NewOutcomes(e.js).Await(ctx, er.ID, res.Seq); err != nil {
-				t.Fatal(err)
-			}
-			if got := streamsHolding(t, ctx, e.js, secret); len(got) == 0 {
-				t.Fatal("nothing outside the table held the values before the rerun")
-			}
-			rec, err := e.rp.EraseKey(ctx, replay.EraseTarget{Table: table, PK: "cust"}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rec.EraseID != er.ID || rec.EraseSeq != res.Seq || !rec.Verified || rec.Removed.JournalMsgs != 4 {
-				t.Errorf("receipt: %+v", rec)
-			}
-			if got := streamsHolding(t, ctx, e.js, secret); len(got) != 0 {
-				t.Errorf("messages still hold the erased values: %v", got)
+			for point := range 4 {
+				pk := fmt.Sprintf("cust-%d", point)
+				secret := []byte(fmt.Sprintf("SECRET-CRASH-55e1-%d", point))
+				var cmds []*events.Command
+				for i := range 4 {
+					cmds = append(cmds, upsert(fmt.Sprintf("c%d-%d", point, i), table, pk, fmt.Sprintf("r%d", i), fmt.Sprintf("%s-%d", secret, i)))
+				}
+				e.publish(cmds)
+				e.awaitOutcomes(ids(cmds))
+				er := &events.Erase{ID: fmt.Sprintf("erase-by-hand-%d", point), Table: table, PK: pk}
+				res, err := e.w.PublishErase(ctx, er)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := journal.NewOutcomes(e.js).Await(ctx, er.ID, res.Seq); err != nil {
+					t.Fatal(err)
+				}
+				target := replay.EraseTarget{Table: table, PK: pk}
+				plan, err := e.rp.PlanErase(ctx, target)
+				if err != nil || plan.EraseSeq != res.Seq || len(plan.Journal) != 4 || len(plan.Outcomes) != 4 || len(plan.Changes) != 4 || plan.TableRows != 0 {
+					t.Fatalf("point %d: plan %+v, %v", point, plan, err)
+				}
+				// The crash: part of the removal done.
+				done := 0
+				for i, part := range []struct {
+					stream string
+					seqs   []uint64
+				}{{journal.OutcomesStream, plan.Outcomes}, {projection.ChangeStream, plan.Changes[:2]}, {journal.DefaultStream, plan.Journal[:2]}} {
+					if i >= point {
+						break
+					}
+					s, err := e.js.Stream(ctx, part.stream)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := journal.SecureDelete(ctx, s, part.seqs); err != nil {
+						t.Fatal(err)
+					}
+					if part.stream == journal.DefaultStream {
+						done = len(part.seqs)
+					}
+				}
+				if point > 2 {
+					// Past the change events: all of them went before the
+					// commands did.
+					s, _ := e.js.Stream(ctx, projection.ChangeStream)
+					if _, err := journal.SecureDelete(ctx, s, plan.Changes[2:]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rec, err := e.rp.EraseKey(ctx, target, nil)
+				if err != nil {
+					t.Fatalf("point %d: the erase again: %v", point, err)
+				}
+				if rec.EraseID != er.ID || rec.EraseSeq != res.Seq || !rec.Verified || rec.Removed.JournalMsgs != 4-done {
+					t.Errorf("point %d: receipt %+v", point, rec)
+				}
+				if got := streamsHolding(t, ctx, e.js, secret); len(got) != 0 {
+					t.Errorf("point %d: messages still hold the erased values: %v", point, got)
+				}
 			}
 			// Below the streams too: the server's files, byte for byte
 			// (secure delete overwrites the stored message).
-			if got := filesHolding(t, e.Server.Config().Dir, secret); len(got) != 0 {
+			if got := filesHolding(t, e.Server.Config().Dir, []byte("SECRET-CRASH-55e1")); len(got) != 0 {
 				t.Errorf("the server's store files still hold the erased values: %v", got)
 			}
 		})
