@@ -19,6 +19,11 @@
 //		err = c.Validate()
 //	}
 //
+// An erase (SPEC §10) is another message kind, marked by the HeaderCommand
+// header (IsErase): an Erase names a row or partition and carries no
+// values; EncodeErase, DecodeErase and Erase.Validate are its codec and
+// rules.
+//
 // Decoding checks the form and every literal; Validate checks the limits.
 // Either way a bad command gives a *ValidationError naming the field and the
 // Rule it broke, which wraps ErrInvalid (checked with errors.Is). Rules are

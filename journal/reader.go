@@ -205,18 +205,24 @@ func DecodeMsg(m Msg) (*events.Command, error) {
 	if err := cmd.Validate(); err != nil {
 		return cmd, fmt.Errorf("decode seq %d (%s): %w", m.Seq, cmd.ID, err)
 	}
-	table, _, pk, err := ParseSubject(m.Subject)
+	return cmd, checkEnvelope(m, "decode", cmd.ID, cmd.Table, cmd.PK)
+}
+
+// checkEnvelope checks that the body of m, the command or erase id of
+// table and pk, agrees with the subject and the Nats-Msg-Id header.
+func checkEnvelope(m Msg, what, id, table, pk string) error {
+	st, _, spk, err := ParseSubject(m.Subject)
 	if err != nil {
-		return cmd, fmt.Errorf("decode seq %d (%s): %w: %w", m.Seq, cmd.ID, ErrSubjectMismatch, err)
+		return fmt.Errorf("%s seq %d (%s): %w: %w", what, m.Seq, id, ErrSubjectMismatch, err)
 	}
-	if table != cmd.Table || pk != cmd.PK {
-		return cmd, fmt.Errorf("decode seq %d (%s): %w: subject %s is table %q pk %q, body is table %q pk %q",
-			m.Seq, cmd.ID, ErrSubjectMismatch, m.Subject, table, pk, cmd.Table, cmd.PK)
+	if st != table || spk != pk {
+		return fmt.Errorf("%s seq %d (%s): %w: subject %s is table %q pk %q, body is table %q pk %q",
+			what, m.Seq, id, ErrSubjectMismatch, m.Subject, st, spk, table, pk)
 	}
-	if id := m.Header.Get(jetstream.MsgIDHeader); id != "" && id != cmd.ID {
-		return cmd, fmt.Errorf("decode seq %d (%s): %w: header has %q", m.Seq, cmd.ID, ErrIDMismatch, id)
+	if hid := m.Header.Get(jetstream.MsgIDHeader); hid != "" && hid != id {
+		return fmt.Errorf("%s seq %d (%s): %w: header has %q", what, m.Seq, id, ErrIDMismatch, hid)
 	}
-	return cmd, nil
+	return nil
 }
 
 // rawMsg is a message returned by a direct get.

@@ -54,6 +54,11 @@ type Config struct {
 	// (false) the journal, the source of truth, refuses both; an existing
 	// journal without them gets them (see Ensure).
 	AllowTrim bool
+	// AllowMsgDelete creates the stream without DenyDelete but with
+	// DenyPurge, so that an erase (SPEC §10) can securely delete single
+	// messages while the journal still refuses purges. An existing journal
+	// created so is not turned back to deny-delete silently.
+	AllowMsgDelete bool
 }
 
 func (c *Config) setDefaults() {
@@ -105,6 +110,9 @@ func (c Config) streamConfig() jetstream.StreamConfig {
 	if c.AllowTrim {
 		meta[MetadataAllowTrim] = "true"
 	}
+	if c.AllowMsgDelete {
+		meta[MetadataAllowMsgDelete] = "true"
+	}
 	return jetstream.StreamConfig{
 		Name:        c.Stream,
 		Description: "tablejournal journal: the commands, source of truth of the projected tables (journal.<table>.<shard>.<pk-token>)",
@@ -119,7 +127,7 @@ func (c Config) streamConfig() jetstream.StreamConfig {
 		Duplicates:  c.Duplicates,
 		Replicas:    c.Replicas,
 		AllowDirect: true,
-		DenyDelete:  !c.AllowTrim,
+		DenyDelete:  !c.AllowTrim && !c.AllowMsgDelete,
 		DenyPurge:   !c.AllowTrim,
 		Metadata:    meta,
 	}
@@ -167,6 +175,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, 
 			return nil, fmt.Errorf("%w: stream %s was created to allow trimming (--journal-allow-trim): start with that again, or turn on deny_delete and deny_purge in its configuration to refuse trimming for good",
 				ErrStreamConfig, cfg.Stream)
 		}
+	}
+	if err := checkAllowMsgDelete(existing, cfg); err != nil {
+		return nil, err
 	}
 	s, changes, err := EnsureStream(ctx, js, cfg.streamConfig(), m)
 	if err != nil {

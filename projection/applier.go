@@ -172,7 +172,7 @@ type partitionRun struct {
 // order.
 func (a *Applier) partition(ctx context.Context, table, pk string, entries []Entry) (*partitionRun, error) {
 	r := &partitionRun{a: a, part: partKey{table, pk}, entries: entries, seen: make(map[string]uint64)}
-	if len(touchedRKs(entries)) == 0 {
+	if len(touchedRKs(entries)) == 0 && !anyErase(entries) {
 		r.invalid = true
 		return r, nil
 	}
@@ -223,6 +223,7 @@ func (r *partitionRun) decide(ctx context.Context) error {
 		}
 		r.tx = newTxn(r.part.pk, r.v.rows, r.a.store.Limits())
 		r.tx.seen = r.seen
+		r.tx.er.to = r.v.f.eraseSeq
 		for r.end = r.next; r.end < len(r.entries); r.end++ {
 			if err := r.tx.add(r.entries[r.end]); errors.Is(err, errFull) {
 				break
@@ -486,6 +487,9 @@ type opSource struct {
 // transient errors under the one retry policy. A batch that writes nothing
 // commits nothing. On success the view's fence is the one written.
 func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *txn) error {
+	if b.er.entry != nil {
+		return a.commitErase(ctx, part, v, b)
+	}
 	rowOps := b.txOps()
 	if len(rowOps) == 0 {
 		return nil
@@ -495,19 +499,10 @@ func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *txn) err
 	if v.f.exists && v.f.seq > next.seq {
 		next = fence{exists: true, seq: v.f.seq, cmd: v.f.cmd, at: v.f.at}
 	}
+	next.eraseSeq = v.f.eraseSeq
 	// The fence goes first: a stale view fails on it, whatever else differs.
 	ops := append([]store.Op{v.f.op(next)}, rowOps...)
-	etags, err := retryStore(ctx, a.policy, "transaction in "+part.table, func() ([]string, error) {
-		etags, err := store.TransactETags(ctx, a.store, part.table, part.pk, ops)
-		if errors.Is(err, store.ErrTableNotFound) {
-			a.forgetTable(part.table)
-			if cerr := a.ensureTable(ctx, part.table); cerr != nil {
-				return nil, cerr
-			}
-			return nil, fmt.Errorf("table %s was missing: %w", part.table, store.ErrBusy)
-		}
-		return etags, err
-	})
+	etags, err := a.transact(ctx, part, ops)
 	if err != nil {
 		return a.commitFailed(ctx, part, v, b, ops, err)
 	}
@@ -519,6 +514,22 @@ func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *txn) err
 	v.f = next
 	a.cache.setFence(part, v.f, v.epoch)
 	return nil
+}
+
+// transact commits ops in the partition, retrying transient errors under
+// the one retry policy, and returns the etags the store reports.
+func (a *Applier) transact(ctx context.Context, part partKey, ops []store.Op) ([]string, error) {
+	return retryStore(ctx, a.policy, "transaction in "+part.table, func() ([]string, error) {
+		etags, err := store.TransactETags(ctx, a.store, part.table, part.pk, ops)
+		if errors.Is(err, store.ErrTableNotFound) {
+			a.forgetTable(part.table)
+			if cerr := a.ensureTable(ctx, part.table); cerr != nil {
+				return nil, cerr
+			}
+			return nil, fmt.Errorf("table %s was missing: %w", part.table, store.ErrBusy)
+		}
+		return etags, err
+	})
 }
 
 // commitFailed says why a transaction failed: a conflictError when the

@@ -20,6 +20,9 @@ type Entry struct {
 	ID string
 	// Cmd is the decoded command, nil when Err is set.
 	Cmd *events.Command
+	// Erase is the decoded erase (SPEC §10) when the message is one; Cmd
+	// is nil then.
+	Erase *events.Erase
 	// Err is why the message cannot apply (undecodable, invalid, subject
 	// and body disagree); the entry is rejected with it as reason.
 	Err error
@@ -75,6 +78,9 @@ type Result struct {
 	// the message alone), which the applier validates before it is
 	// published.
 	dependsOnState bool
+	// erased marks a result skipped because an erase was applied after it
+	// (erase.go).
+	erased bool
 }
 
 // ChangeKind is the change-feed operation: create, update or delete.
@@ -175,6 +181,8 @@ type txn struct {
 	by map[string]opSource
 	// wrote is set once the batch committed a transaction.
 	wrote bool
+	// er is what the batch knows of erases (erase.go).
+	er eraseState
 	// limits are the store's beyond Azure's (store.Store.Limits): a
 	// command that breaks one is rejected by its rule, and transactions
 	// stay within limits.TxBytes().
@@ -213,6 +221,9 @@ func (b *txn) add(e Entry) error {
 		res.reject(e.Err.Error(), e.Err)
 		b.results = append(b.results, res)
 		return nil
+	}
+	if done, err := b.addErased(e, res); done {
+		return err
 	}
 	c := e.Cmd
 	if err := b.limits.Check(c); err != nil {

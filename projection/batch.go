@@ -148,6 +148,10 @@ func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 		return "", m.Subject, e
 	}
 	m.Time = e.At
+	if journal.IsEraseMsg(m.Header) {
+		eraseEntry(m, &e)
+		return table, pk, e
+	}
 	cmd, err := journal.DecodeMsg(m)
 	switch {
 	case err != nil:
@@ -179,7 +183,7 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 	var ids []string
 	for _, es := range groups {
 		for _, e := range es {
-			if e.Cmd != nil {
+			if e.Cmd != nil || e.Erase != nil {
 				ids = append(ids, e.ID)
 			}
 		}
@@ -213,7 +217,7 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string]journal.Outcome, histories map[string][]journal.Outcome) error {
 	o, ok := latest[e.ID]
 	switch {
-	case !ok || e.Cmd == nil:
+	case !ok || e.Cmd == nil && e.Erase == nil:
 		return nil
 	case o.Seq < e.Seq:
 		e.Prior = Prior{Seq: o.Seq, Status: o.Status}

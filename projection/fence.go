@@ -21,6 +21,9 @@ type fence struct {
 	seq uint64
 	cmd string
 	at  time.Time
+	// eraseSeq is the sequence of the partition's newest erase (SPEC §10),
+	// 0 for none: every command at or below it was handled before.
+	eraseSeq uint64
 }
 
 // sameContent reports whether f and g describe the same applied prefix.
@@ -45,6 +48,9 @@ func (f fence) op(next fence) store.Op {
 		rows.ColCmd: events.String(next.cmd),
 		rows.ColAt:  events.DateTime(next.at),
 	}
+	if next.eraseSeq > 0 {
+		props[rows.ColEraseSeq] = events.Int64(int64(next.eraseSeq))
+	}
 	if !f.exists {
 		return store.Op{Kind: store.Insert, RK: rows.FenceKey, Props: props}
 	}
@@ -55,7 +61,7 @@ func (f fence) op(next fence) store.Op {
 // free in every batch (see batch.add).
 var fenceWireCost = wireCost(events.EntitySize("", rows.FenceKey, events.Entity{
 	rows.ColSeq: events.Int64(0), rows.ColCmd: events.String(string(make([]byte, events.MaxIDLen))),
-	rows.ColAt: events.DateTime(time.Time{}),
+	rows.ColAt: events.DateTime(time.Time{}), rows.ColEraseSeq: events.Int64(0),
 }), nil) + 2*events.MaxKeyBytes // the partition key, in the body and the URL
 
 func decodeFence(e store.Entity) (fence, error) {
@@ -65,7 +71,11 @@ func decodeFence(e store.Entity) (fence, error) {
 	if !ok1 || !ok2 || !ok3 || s.Type != events.TypeInt64 || c.Type != events.TypeString {
 		return fence{}, fmt.Errorf("fence row of partition %q lacks its columns: %w", e.PK, rows.ErrLayout)
 	}
-	return fence{exists: true, etag: e.ETag, seq: uint64(s.Int), cmd: c.Str, at: a.Time}, nil
+	f := fence{exists: true, etag: e.ETag, seq: uint64(s.Int), cmd: c.Str, at: a.Time}
+	if es, ok := e.Props[rows.ColEraseSeq]; ok && es.Type == events.TypeInt64 {
+		f.eraseSeq = uint64(es.Int)
+	}
+	return f, nil
 }
 
 // readFence reads a partition's fence; a missing fence (or table) is

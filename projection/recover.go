@@ -53,7 +53,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 		}
 	}
 	found, err := p.storedOutcome(ctx, r, e)
-	if err != nil || found {
+	if err != nil || found || recoverErased(r, e) {
 		return err
 	}
 	if e.Cmd == nil {

@@ -33,7 +33,9 @@ func seqAtMost(seq uint64) []store.Cond {
 // like Azure, an empty page with a continuation is followed.
 //
 // A returned live row has Tip set: it was the current version at seq, even
-// when it is read from a version row. Its ETag is empty.
+// when it is read from a version row. Its ETag is empty. A row not found
+// may have been erased (SPEC §10): Erased says, at the cost of two more
+// point reads.
 func (r *Replayer) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row rows.Row, ok bool, err error) {
 	return rowAt(ctx, r.st, table, pk, rk, seq)
 }
@@ -212,6 +214,9 @@ func (r *Replayer) History(ctx context.Context, table, pk, rk string) ([]rows.Ro
 		return nil, fmt.Errorf("history of %s/%q/%q: %w", table, pk, rk, err)
 	}
 	sort.SliceStable(versions, func(i, j int) bool { return versions[i].Version < versions[j].Version })
+	if err := r.erasedHistory(ctx, table, pk, rk, versions); err != nil {
+		return nil, err
+	}
 	return versions, nil
 }
 

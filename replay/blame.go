@@ -51,6 +51,10 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 		return nil, err
 	}
 	b.Subject, b.Time, b.Shard = m.Subject, m.Time, subjectShard(m.Subject)
+	if note, ok := eraseNote(m); ok {
+		b.DecodeErr = note // an erase: no command, no versions
+		return b, nil
+	}
 	cmd, err := journal.DecodeMsg(m)
 	if err != nil {
 		b.DecodeErr = err.Error()
@@ -59,6 +63,9 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 	b.Command = cmd
 	if o.Status != journal.StatusApplied {
 		return b, nil
+	}
+	if err := r.erasedRows(ctx, o); err != nil {
+		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}
 	if b.Versions, err = rows.RowsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)

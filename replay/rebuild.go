@@ -51,6 +51,9 @@ type RebuildStats struct {
 	From, To uint64
 	// Loaded is the number of entities loaded from the snapshot.
 	Loaded int64
+	// Erased counts the snapshot's rows dropped because their key was
+	// erased after it (LoadStats.Erased).
+	Erased int64
 	// Commands counts the journal messages replayed, by outcome.
 	Commands, Applied, Rejected, Duplicates, Skipped int64
 	Elapsed                                          time.Duration
@@ -109,7 +112,7 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 		if ls.Header.Seq > st.To {
 			return st, fmt.Errorf("rebuild: %w: the snapshot is at sequence %d, after %d", ErrBadPoint, ls.Header.Seq, st.To)
 		}
-		st.Table, st.From, st.Loaded = ls.Header.Table, ls.Header.Seq+1, ls.Entities
+		st.Table, st.From, st.Loaded, st.Erased = ls.Header.Table, ls.Header.Seq+1, ls.Entities, ls.Erased
 		if st.Table == cfg.Into {
 			return st, fmt.Errorf("rebuild: destination %s is the source table; rebuild into a new table", cfg.Into)
 		}
@@ -315,7 +318,7 @@ func (r *Replayer) checkNotTrimmed(ctx context.Context, from uint64) error {
 	if err != nil {
 		return fmt.Errorf("journal %s: %w", r.j.Name(), err)
 	}
-	if first := info.State.FirstSeq; first > from && from <= info.State.LastSeq {
+	if first := info.State.FirstSeq; first > from && from <= info.State.LastSeq && !erasureOnly(info.Config) {
 		return fmt.Errorf("%w: the journal starts at sequence %d, and commands %d..%d are gone; rebuild from a snapshot taken at %d or later",
 			ErrBadPoint, first, from, first-1, first-1)
 	}

@@ -321,7 +321,11 @@ type LoadStats struct {
 	Header       Header
 	Entities     int64
 	Transactions int64
-	Elapsed      time.Duration
+	// Erased counts the snapshot's rows not loaded because their row or
+	// partition was erased after the snapshot's sequence (SPEC §10), read
+	// from the journal; always 0 without a journal connection.
+	Erased  int64
+	Elapsed time.Duration
 }
 
 // Load reads a snapshot and writes its rows into a fresh table, in
@@ -346,6 +350,10 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 	defer zr.Close()
 	d := &snapReader{r: bufio.NewReaderSize(zr, 1<<16)}
 	if stats.Header, err = d.header(); err != nil {
+		return stats, fmt.Errorf("load: %w", err)
+	}
+	erased, err := r.erasedAfter(ctx, stats.Header.Table, stats.Header.Seq)
+	if err != nil {
 		return stats, fmt.Errorf("load: %w", err)
 	}
 	if !cfg.Resume {
@@ -417,6 +425,10 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 					if e, keep = old.move(e); !keep {
 						continue
 					}
+				}
+				if erased.drops(e) {
+					stats.Erased++
+					continue
 				}
 				sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
 				if len(ops) > 0 && bytes+sz > txBudget {

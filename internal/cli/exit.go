@@ -44,6 +44,11 @@ func Exit(err error, stderr io.Writer) int {
 	case errors.Is(err, ErrDrift):
 		fmt.Fprintln(stderr, "drift:", err)
 		return ExitRejected
+	case errors.As(err, new(*refusal)):
+		var r *refusal
+		errors.As(err, &r)
+		fmt.Fprintln(stderr, r.word+":", err)
+		return ExitRejected
 	case errors.Is(err, ErrRejected):
 		fmt.Fprintln(stderr, "rejected:", err)
 		return ExitRejected
@@ -52,6 +57,19 @@ func Exit(err error, stderr io.Writer) int {
 		return ExitFailure
 	}
 }
+
+// Refused marks err as an answer the command refuses to give, for a reason
+// the user must read first: Exit prints "word: err" and exits with status 3
+// (replay's "erased: ..." and "pruned: ...").
+func Refused(word string, err error) error { return &refusal{word, err} }
+
+type refusal struct {
+	word string
+	err  error
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
 
 // ErrUsage marks a command-line mistake; mains exit with status 2 on it.
 var ErrUsage = errors.New("usage")

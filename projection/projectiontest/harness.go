@@ -448,7 +448,7 @@ func TableVersions(t testing.TB, st store.Store, table string) map[RowID][]rows.
 func ReadVersions(ctx context.Context, st store.Store, table string) (map[RowID][]rows.Row, error) {
 	got := make(map[RowID][]rows.Row)
 	err := store.All(ctx, st, table, store.Query{AllPartitions: true}, func(e store.Entity) error {
-		if e.RK == rows.FenceKey {
+		if e.RK == rows.FenceKey || rows.IsErasedKey(e.RK) {
 			return nil // bookkeeping, not a logical row
 		}
 		r, err := rows.DecodeRow(e)

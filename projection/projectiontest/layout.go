@@ -111,6 +111,12 @@ func LayoutErrors(ctx context.Context, st store.Store, table string) []error {
 		if e.RK == rows.FenceKey {
 			return nil
 		}
+		if rows.IsErasedKey(e.RK) {
+			if _, ok := rows.DecodeMarker(e); !ok || len(e.Props) != 3 {
+				add(fmt.Errorf("erase marker %q/%q: not the three system columns of a marker", e.PK, e.RK))
+			}
+			return nil
+		}
 		if err := systemColumns(e); err != nil {
 			add(err)
 			return nil

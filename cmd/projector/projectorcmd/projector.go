@@ -113,6 +113,7 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.FetchBatch, "fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
 	fs.StringVar(&cfg.Journal.Stream, "stream", cli.EnvOr(cli.EnvStream, journal.DefaultStream), "journal stream name (env "+cli.EnvStream+")")
 	fs.BoolVar(&cfg.Journal.AllowTrim, "journal-allow-trim", false, "create the journal without deny-purge and deny-delete, so an operator may trim it (default: the journal refuses both; JetStream cannot lift that later)")
+	fs.BoolVar(&cfg.Journal.AllowMsgDelete, "journal-allow-msg-delete", false, "create the journal without deny-delete but with deny-purge, so that replay erase can securely delete an erased key's commands (docs/erasure.md)")
 	fs.DurationVar(&cfg.OutcomesMaxAge, "outcomes-max-age", 0, "how long the OUTCOMES stream keeps outcomes (default forever, or as the stream is; negative removes a limit)")
 	fs.DurationVar(&cfg.ChangesMaxAge, "changes-max-age", 0, "how long the CHANGES stream keeps change events (default forever, or as the stream is; negative removes a limit)")
 	fs.StringVar(&c.metricsAt, "metrics-addr", os.Getenv(EnvMetricsAddr), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464; off when empty (env "+EnvMetricsAddr+")")

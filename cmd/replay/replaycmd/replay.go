@@ -53,6 +53,7 @@ var replayCommands = []replayEntry{
 	{cli.NewSpec("load", "--in FILE --into NEW [--workers N] [--resume]", "load a snapshot into a fresh table"), func() replaySub { return &loadCmd{} }},
 	{cli.NewSpec("verify", "--table T [--to POINT | --seq N | --time T] [--scratch-local] [--max N] [--workers N]", "check a live table against its journal, row for row"), func() replaySub { return &verifyCmd{} }},
 	{cli.NewSpec("diff", "--table A --against B [--to POINT | --seq N | --time T] [--max N]", "compare two tables row for row (blue/green rebuilds)"), func() replaySub { return &diffCmd{} }},
+	{cli.NewSpec("erase", "--table T --pk P [--rk R] [--apply]", "erase a row or partition everywhere, with a receipt (dry run by default)"), func() replaySub { return &eraseCmd{} }},
 }
 
 func findReplay(name string) (replayEntry, bool) {
@@ -122,7 +123,16 @@ func Run(ctx context.Context, args []string, stdio cli.IO) error {
 		return err
 	}
 	defer b.close()
-	return sub.run(ctx, stdio)
+	return refusals(sub.run(ctx, stdio))
+}
+
+// refusals gives the answers replay refuses (an erased key) the word that
+// leads their message; they exit with status 3.
+func refusals(err error) error {
+	if errors.Is(err, replay.ErrErased) {
+		return cli.Refused("erased", err)
+	}
+	return err
 }
 
 // replaySubcommand finds the subcommand in args, which may follow the

@@ -53,6 +53,9 @@ func (c *asofCmd) run(ctx context.Context, stdio cli.IO) error {
 	at := pointText(p, seq)
 	if c.set["rk"] {
 		row, ok, err := c.rp.AsOfRow(ctx, c.table, c.pk, c.rk, seq)
+		if err == nil && !ok {
+			err = c.rp.Erased(ctx, c.table, c.pk, c.rk, 0) // gone because erased?
+		}
 		if err != nil {
 			return err
 		}
@@ -319,7 +322,7 @@ func (c *loadCmd) flags(fs *flag.FlagSet) {
 }
 
 func (c *loadCmd) check() error   { return c.need("in", "into") }
-func (c *loadCmd) nats() natsNeed { return natsNo }
+func (c *loadCmd) nats() natsNeed { return natsIfUp }
 
 func (c *loadCmd) run(ctx context.Context, stdio cli.IO) error {
 	in := stdio.Input()

@@ -382,6 +382,7 @@ type rebuild struct {
 	Commands          int64   `json:"commands"`
 	CommandsPerSecond float64 `json:"commandsPerSecond"`
 	Duplicates        int64   `json:"duplicates"`
+	Erased            int64   `json:"erased,omitempty"`
 	From              uint64  `json:"from"`
 	Into              string  `json:"into"`
 	Loaded            int64   `json:"loaded"`
@@ -396,13 +397,16 @@ type rebuild struct {
 
 func newRebuild(st replay.RebuildStats) rebuild {
 	return rebuild{Applied: st.Applied, Commands: st.Commands, CommandsPerSecond: perSecond(st.Commands, st.Elapsed),
-		Duplicates: st.Duplicates, From: st.From, Into: st.Into, Loaded: st.Loaded, Rejected: st.Rejected,
+		Duplicates: st.Duplicates, Erased: st.Erased, From: st.From, Into: st.Into, Loaded: st.Loaded, Rejected: st.Rejected,
 		Seconds: st.Elapsed.Seconds(), Skipped: st.Skipped, Table: st.Table, To: st.To, elapsed: st.Elapsed}
 }
 
 func (r rebuild) Text(w io.Writer) {
 	if r.Loaded > 0 {
 		fmt.Fprintf(w, "loaded %s of %s from the snapshot\n", cli.Plural(r.Loaded, "row"), r.Table)
+	}
+	if r.Erased > 0 {
+		fmt.Fprintf(w, "dropped %s of keys erased after the snapshot\n", cli.Plural(r.Erased, "row"))
 	}
 	fmt.Fprintf(w, "rebuilt %s into %s from seq %d to %d: %s (%d applied, %d rejected, %s, %d skipped) in %s, %.0f commands/s\n",
 		r.Table, r.Into, r.From, r.To, cli.Plural(r.Commands, "command"), r.Applied, r.Rejected, cli.Plural(r.Duplicates, "duplicate"), r.Skipped,
@@ -415,6 +419,7 @@ func (r rebuild) Text(w io.Writer) {
 type rowsResult struct {
 	Entities          int64   `json:"entities"`
 	EntitiesPerSecond float64 `json:"entitiesPerSecond"`
+	Erased            int64   `json:"erased,omitempty"`
 	File              string  `json:"file,omitempty"`
 	Into              string  `json:"into,omitempty"`
 	Partitions        *int64  `json:"partitions,omitempty"`
@@ -439,7 +444,7 @@ func newSnapshotResult(st replay.SnapshotStats, file string) rowsResult {
 
 func newLoadResult(st replay.LoadStats, into string) rowsResult {
 	r := newRowsResult(st.Entities, st.Header, st.Elapsed)
-	r.Into, r.Transactions = into, &st.Transactions
+	r.Into, r.Transactions, r.Erased = into, &st.Transactions, st.Erased
 	return r
 }
 
@@ -447,6 +452,9 @@ func (r rowsResult) Text(w io.Writer) {
 	if r.Transactions != nil {
 		fmt.Fprintf(w, "loaded %s of %s at seq %d into %s in %s, %s, %.0f rows/s\n",
 			cli.Plural(r.Entities, "row"), r.Table, r.Seq, r.Into, cli.Plural(*r.Transactions, "transaction"), r.elapsed.Round(time.Millisecond), r.EntitiesPerSecond)
+		if r.Erased > 0 {
+			fmt.Fprintf(w, "dropped %s of keys erased after the snapshot\n", cli.Plural(r.Erased, "row"))
+		}
 		fmt.Fprintf(w, "(the journal after seq %d is not applied; rebuild --from-snapshot loads and applies it in one step)\n", r.Seq)
 		return
 	}

@@ -12,15 +12,16 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/cli"
 	"github.com/tablejournal/tablejournal/internal/cli/clitest"
+	"github.com/tablejournal/tablejournal/journal"
 )
 
 // replayEnv is a pipeline for the replay tests (clitest.Pipeline), with
 // the replay command to run against it.
 type replayEnv struct{ *clitest.Pipeline }
 
-func startReplayEnv(t *testing.T) *replayEnv {
+func startReplayEnv(t *testing.T, jcfg ...journal.Config) *replayEnv {
 	t.Helper()
-	return &replayEnv{clitest.StartPipeline(t)}
+	return &replayEnv{clitest.StartPipeline(t, jcfg...)}
 }
 
 // replay runs the replay command with the env's connection flags after

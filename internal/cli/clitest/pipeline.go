@@ -36,8 +36,9 @@ type Pipeline struct {
 	Store  store.Store
 }
 
-// StartPipeline starts a Pipeline that t's cleanup stops.
-func StartPipeline(t *testing.T) *Pipeline {
+// StartPipeline starts a Pipeline that t's cleanup stops; a journal
+// configuration, if given, is the projector's (AllowMsgDelete, say).
+func StartPipeline(t *testing.T, jcfg ...journal.Config) *Pipeline {
 	t.Helper()
 	srv := journaltest.StartServerConfig(t, embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
 	_, js := journaltest.Connect(t, srv.ClientURL())
@@ -49,7 +50,11 @@ func StartPipeline(t *testing.T) *Pipeline {
 	}
 	t.Cleanup(func() { st.Close() })
 	pctx, cancel := context.WithCancel(context.Background())
-	p, err := projection.New(pctx, js, st, projection.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg := projection.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if len(jcfg) > 0 {
+		cfg.Journal = jcfg[0]
+	}
+	p, err := projection.New(pctx, js, st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

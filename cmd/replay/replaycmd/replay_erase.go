@@ -1,0 +1,116 @@
+package replaycmd
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/replay"
+)
+
+// eraseCmd is replay erase (SPEC §10, docs/erasure.md).
+type eraseCmd struct {
+	replayBase
+	rowFlags
+	apply bool
+	wait  time.Duration
+}
+
+func (c *eraseCmd) flags(fs *flag.FlagSet) {
+	c.register(fs, "partition key (required): the partition to erase, or the row's with --rk", "row key: erase one row (default the whole partition)")
+	fs.BoolVar(&c.apply, "apply", false, "publish the erase, wait for it, remove the key's messages and print the receipt (default: dry run)")
+	fs.DurationVar(&c.wait, "wait", 10*time.Minute, "with --apply, how long to wait for the projector to apply the erase; running the same erase again later finishes the job")
+}
+
+func (c *eraseCmd) check() error   { return c.need("table", "pk") }
+func (c *eraseCmd) nats() natsNeed { return natsYes }
+
+func (c *eraseCmd) target() replay.EraseTarget {
+	t := replay.EraseTarget{Table: c.table, PK: c.pk}
+	if c.set["rk"] {
+		rk := c.rk
+		t.RK = &rk
+	}
+	return t
+}
+
+func (c *eraseCmd) run(ctx context.Context, stdio cli.IO) error {
+	if !c.apply {
+		p, err := c.rp.PlanErase(ctx, c.target())
+		if err != nil {
+			return err
+		}
+		cli.Render(stdio.Stdout, c.asJSON, erasePlanView{Table: p.Target.Table, Partition: p.Target.RK == nil, KeySHA256: p.Target.SHA256(),
+			EraseID: p.EraseID, EraseSeq: p.EraseSeq, TableRows: p.TableRows, JournalMsgs: len(p.Journal), Kept: p.Kept,
+			ChangeEvents: len(p.Changes), Outcomes: len(p.Outcomes), DryRun: true})
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.wait)
+	defer cancel()
+	rec, err := c.rp.EraseKey(ctx, c.target(), nil)
+	if rec != nil {
+		cli.Render(stdio.Stdout, c.asJSON, eraseReceiptView{rec})
+	}
+	return err
+}
+
+// erasePlanView is the dry run of replay erase.
+type erasePlanView struct {
+	Table        string   `json:"table"`
+	Partition    bool     `json:"partition"`
+	KeySHA256    string   `json:"keySha256"`
+	EraseID      string   `json:"eraseId,omitempty"`
+	EraseSeq     uint64   `json:"eraseSeq,omitempty"`
+	TableRows    int      `json:"tableRows"`
+	JournalMsgs  int      `json:"journalMessages"`
+	Kept         []uint64 `json:"keptSeqs,omitempty"`
+	ChangeEvents int      `json:"changeEvents"`
+	Outcomes     int      `json:"outcomes"`
+	DryRun       bool     `json:"dryRun"`
+}
+
+func (v erasePlanView) Text(w io.Writer) {
+	what := "row"
+	if v.Partition {
+		what = "partition"
+	}
+	fmt.Fprintf(w, "erase of a %s of %s (key sha256 %s), dry run:\n", what, v.Table, v.KeySHA256)
+	if v.EraseSeq != 0 {
+		fmt.Fprintf(w, "  journaled already: %s at seq %d (--apply finishes it)\n", v.EraseID, v.EraseSeq)
+	}
+	fmt.Fprintf(w, "  table rows (tips, versions, tombstones): %d\n  journal commands: %d\n  change events: %d\n  outcomes: %d\n",
+		v.TableRows, v.JournalMsgs, v.ChangeEvents, v.Outcomes)
+	if len(v.Kept) > 0 {
+		fmt.Fprintf(w, "  kept: %d commands that also touched other rows (seqs %s)\n", len(v.Kept), seqList(v.Kept))
+	}
+	fmt.Fprintln(w, "  not reachable: copies held by consumers of the change feed, and snapshots (see docs/erasure.md)")
+}
+
+// eraseReceiptView is the receipt of replay erase --apply.
+type eraseReceiptView struct{ *replay.EraseReceipt }
+
+func (v eraseReceiptView) Text(w io.Writer) {
+	r := v.EraseReceipt
+	fmt.Fprintf(w, "erased by %s at seq %d: table %s, key sha256 %s\n", r.EraseID, r.EraseSeq, r.Table, r.KeySHA256)
+	fmt.Fprintf(w, "  removed: %d table rows, %d journal commands, %d change events, %d outcomes\n",
+		r.Removed.TableRows, r.Removed.JournalMsgs, r.Removed.ChangeEvents, r.Removed.Outcomes)
+	if len(r.JournalSeqs) > 0 {
+		fmt.Fprintf(w, "  journal seqs removed: %s\n", seqList(r.JournalSeqs))
+	}
+	if len(r.KeptSeqs) > 0 {
+		fmt.Fprintf(w, "  kept: commands that also touched other rows, seqs %s\n", seqList(r.KeptSeqs))
+	}
+	fmt.Fprintf(w, "  %s .. %s, verified: %v\n", r.Started.Format("2006-01-02T15:04:05Z"), r.Finished.Format("2006-01-02T15:04:05Z"), r.Verified)
+}
+
+func seqList(seqs []uint64) string {
+	s := make([]string, len(seqs))
+	for i, q := range seqs {
+		s[i] = fmt.Sprint(q)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,61 @@
+package replaycmd
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/journal"
+)
+
+// TestReplayEraseCLI: the dry run counts what an erase will remove and
+// removes nothing; --apply --json prints a verified receipt; history and
+// asof of the erased row then exit 3 naming the erase; on a deny-delete
+// journal the erase is refused.
+func TestReplayEraseCLI(t *testing.T) {
+	e := startReplayEnv(t, journal.Config{AllowMsgDelete: true})
+	e.Publish(t, "c1", upsert("order-7", events.Entity{"name": events.String("Ada")}))
+	e.Publish(t, "c2", upsert("order-7", events.Entity{"name": events.String("Ada L.")}))
+
+	out, errs, code := e.replay(t, "erase", "--table", "orders", "--pk", "customer-42", "--json")
+	var plan erasePlanView
+	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil || !plan.DryRun || plan.JournalMsgs != 2 || plan.TableRows != 2 || plan.Outcomes != 2 {
+		t.Fatalf("dry run: code %d, %s %s", code, out, errs)
+	}
+	out, errs, code = e.replay(t, "erase", "--table", "orders", "--pk", "customer-42", "--apply", "--json")
+	var rec struct {
+		EraseID  string `json:"eraseId"`
+		EraseSeq uint64 `json:"eraseSeq"`
+		Verified bool   `json:"verified"`
+		Removed  struct {
+			JournalMsgs int `json:"journalMessages"`
+		} `json:"removed"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || !rec.Verified || rec.Removed.JournalMsgs != 2 {
+		t.Fatalf("apply: code %d, %s %s", code, out, errs)
+	}
+	for _, args := range [][]string{
+		{"history", "--table", "orders", "--pk", "customer-42", "--rk", "order-7"},
+		{"asof", "--table", "orders", "--pk", "customer-42", "--rk", "order-7", "--seq", "1"},
+	} {
+		_, errs, code := e.replay(t, args...)
+		if code != cli.ExitRejected || !strings.Contains(errs, "erased by command "+rec.EraseID) {
+			t.Errorf("%s of the erased row: exit %d, %s", args[0], code, errs)
+		}
+	}
+	_, errs, code = e.replay(t, "undo", "--cmd", rec.EraseID)
+	if code != cli.ExitRejected || !strings.Contains(errs, "cannot be undone") {
+		t.Errorf("undo of the erase: exit %d, %s", code, errs)
+	}
+}
+
+func TestReplayEraseDenyDelete(t *testing.T) {
+	e := startReplayEnv(t)
+	e.Publish(t, "c1", upsert("order-7", events.Entity{"name": events.String("Ada")}))
+	_, errs, code := e.replay(t, "erase", "--table", "orders", "--pk", "customer-42", "--apply")
+	if code != cli.ExitFailure || !strings.Contains(errs, "--journal-allow-msg-delete") {
+		t.Fatalf("erase on a deny-delete journal: exit %d, %s", code, errs)
+	}
+}

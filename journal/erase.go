@@ -1,0 +1,142 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+)
+
+// Erase commands in the journal (SPEC §10): published on the partition's
+// subject like any command, marked by the header events.HeaderCommand.
+
+// ErrDenyDelete reports a stream that denies deleting messages, so that an
+// erase cannot remove what it holds of the erased key. JetStream never
+// lifts deny-delete. Checked with errors.Is.
+var ErrDenyDelete = errors.New("stream denies message deletes")
+
+// MetadataAllowMsgDelete is the stream metadata key, "true", of a journal
+// created with Config.AllowMsgDelete.
+const MetadataAllowMsgDelete = "tablejournal.allow-msg-delete"
+
+// IsEraseMsg reports whether a message's headers mark it as an erase
+// (events.HeaderCommand). A message with an unknown command kind is not an
+// erase: it is decoded as a command, and rejected.
+func IsEraseMsg(h nats.Header) bool {
+	erase, _ := events.IsErase(h.Get(events.HeaderCommand))
+	return erase
+}
+
+// DecodeEraseMsg turns a journal message marked as an erase back into a
+// checked erase, as DecodeMsg does for commands: the body decodes and
+// validates, and agrees with the subject (table, partition) and the
+// Nats-Msg-Id header. Errors wrap events.ErrInvalid; the erase is returned
+// beside a check's error when it decoded.
+func DecodeEraseMsg(m Msg) (*events.Erase, error) {
+	err := events.CheckSchema(m.Header.Get(events.HeaderSchema))
+	var e *events.Erase
+	if err == nil {
+		e, err = events.DecodeErase(m.Data, m.Header.Get(events.HeaderContentType))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode erase seq %d: %w", m.Seq, err)
+	}
+	if err := e.Validate(); err != nil {
+		return e, fmt.Errorf("decode erase seq %d (%s): %w", m.Seq, e.ID, err)
+	}
+	return e, checkEnvelope(m, "decode erase", e.ID, e.Table, e.PK)
+}
+
+// EraseMessage validates and encodes e as the journal message that carries
+// it, in the wire form contentType names ("" is msgpack).
+func EraseMessage(e *events.Erase, contentType string) (*nats.Msg, error) {
+	if e == nil {
+		return nil, fmt.Errorf("publish: %w: nil erase", events.ErrInvalid)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("publish erase %s: %w", e.ID, err)
+	}
+	if contentType == "" {
+		contentType = events.ContentTypeMsgpack
+	}
+	data, err := events.EncodeErase(e, contentType)
+	if err != nil {
+		return nil, fmt.Errorf("publish erase %s: %w", e.ID, err)
+	}
+	h := nats.Header{}
+	h.Set(events.HeaderContentType, contentType)
+	h.Set(events.HeaderSchema, events.SchemaVersion)
+	h.Set(events.HeaderCommand, events.CommandErase)
+	h.Set(jetstream.MsgIDHeader, e.ID)
+	h.Set(HeaderBodySHA256, bodyHash(data))
+	return &nats.Msg{Subject: Subject(e.Table, e.PK), Header: h, Data: data}, nil
+}
+
+// PublishErase validates e, publishes it and waits until the journal
+// stored it, retrying transient failures with the same Nats-Msg-Id as
+// Publish does. An invalid erase is refused with an error wrapping
+// events.ErrInvalid and nothing is published.
+func (w *Writer) PublishErase(ctx context.Context, e *events.Erase) (PublishResult, error) {
+	msg, err := EraseMessage(e, w.contentType)
+	if err != nil {
+		return PublishResult{}, err
+	}
+	msg.Header.Set(jetstream.ExpectedStreamHeader, w.stream)
+	w.addHeaders(ctx, msg)
+	return w.publish(ctx, e.ID, msg, time.Now(), nil)
+}
+
+// CheckDeletable fails with ErrDenyDelete, saying what to do, when stream
+// s denies deleting messages.
+func CheckDeletable(s jetstream.Stream) error {
+	cfg := s.CachedInfo().Config
+	if !cfg.DenyDelete {
+		return nil
+	}
+	return fmt.Errorf("%w: stream %s was created with deny-delete, which JetStream never lifts, so an erase cannot remove the key's messages from it: create a new journal with `projector --journal-allow-msg-delete` (deny-delete off, deny-purge on) under another name and move the commands to it, then erase",
+		ErrDenyDelete, cfg.Name)
+}
+
+// SecureDelete removes the messages seqs of stream s with JetStream's secure
+// delete (the stored message is overwritten, not only unlinked). A message
+// already gone counts as deleted. It returns how many it deleted now.
+func SecureDelete(ctx context.Context, s jetstream.Stream, seqs []uint64) (int, error) {
+	if err := CheckDeletable(s); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, seq := range seqs {
+		err := s.SecureDeleteMsg(ctx, seq)
+		if err == nil {
+			n++
+			continue
+		}
+		// The server answers a message already gone with a generic
+		// delete failure: ask whether it is there.
+		if _, gerr := s.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		return n, fmt.Errorf("secure delete of seq %d in %s: %w", seq, s.CachedInfo().Config.Name, err)
+	}
+	return n, nil
+}
+
+// checkAllowMsgDelete refuses to turn deny-delete on for an existing
+// journal created with AllowMsgDelete when cfg does not ask for it: that
+// could never be undone, and erasure would be impossible for good.
+func checkAllowMsgDelete(existing *Journal, cfg Config) error {
+	if existing == nil || cfg.AllowMsgDelete || cfg.AllowTrim {
+		return nil
+	}
+	have := existing.stream.CachedInfo().Config
+	if !have.DenyDelete && have.Metadata[MetadataAllowMsgDelete] == "true" {
+		return fmt.Errorf("%w: stream %s was created to allow deleting single messages for erasure (--journal-allow-msg-delete): start with that again, or turn on deny_delete in its configuration to refuse erasure for good",
+			ErrStreamConfig, cfg.Stream)
+	}
+	return nil
+}
