@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -97,8 +98,14 @@ func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, er
 	msg.Data = data
 	msg.Header.Set(events.HeaderContentType, events.ContentTypeJSON)
 	// One event per (command, row version): a republish is deduplicated.
-	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("chg-%d-%d-%s", r.Seq, ch.Version,
-		base64.RawURLEncoding.EncodeToString([]byte(ch.RK))))
+	id := make([]byte, 0, 48+base64.RawURLEncoding.EncodedLen(len(ch.RK)))
+	id = append(id, "chg-"...)
+	id = strconv.AppendUint(id, r.Seq, 10)
+	id = append(id, '-')
+	id = strconv.AppendInt(id, ch.Version, 10)
+	id = append(id, '-')
+	id = base64.RawURLEncoding.AppendEncode(id, []byte(ch.RK))
+	msg.Header.Set(jetstream.MsgIDHeader, string(id)) // chg-<seq>-<version>-<base64url(rk)>
 	return msg, nil
 }
 
