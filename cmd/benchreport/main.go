@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var selected []suite
 	for _, s := range suites(*commands) {
-		if filter.MatchString(s.Name) {
+		if filter.MatchString(s.Name) && (!s.Optional || *only != "") {
 			selected = append(selected, s)
 		}
 	}

@@ -17,6 +17,9 @@ type suite struct {
 	Count int
 	// Env is added to the environment of go test.
 	Env []string
+	// Optional suites run only when -suites names them: a quicker
+	// measurement of what other suites measure too.
+	Optional bool
 }
 
 // commandsEnv sizes BenchmarkProjectorMemory, which skips when it is unset.
@@ -49,6 +52,11 @@ func suites(commands int) []suite {
 		{Name: "projector memory", Pkg: "./projection", Bench: "^BenchmarkProjectorMemory$", Benchtime: "1x", Count: 1,
 			Env: []string{commandsEnv + "=" + strconv.Itoa(commands)}},
 		{Name: "replay", Pkg: "./replay", Bench: "^BenchmarkReplay$", Benchtime: "1s"},
+		// The projector's CPU per command against the raw writers' CPU per
+		// row, alone (issue 18): the embedded store's throughput rounds and
+		// the simulated account's raw writer and one instance.
+		{Name: "projector cpu", Pkg: "./projection", Benchtime: "1x", Optional: true,
+			Bench: `^Benchmark(ProjectSpread|ProjectHot|SimAzure)$/^(sqlite|spread|hot)$/^(raw|instances=1)$`},
 		{Name: "asof", Pkg: "./replay", Bench: "^BenchmarkAsOfRow$", Benchtime: "300ms"},
 	}
 }
