@@ -2,6 +2,7 @@ package projection
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -58,5 +59,35 @@ func TestChangeMsgID(t *testing.T) {
 	want := "chg-18446744073709551615-12-" + base64.RawURLEncoding.EncodeToString([]byte(ch.RK))
 	if got := msg.Header.Get(jetstream.MsgIDHeader); got != want {
 		t.Errorf("Nats-Msg-Id = %q, want %q", got, want)
+	}
+}
+
+// TestChangeEventMarshal: a change event's bytes are what json.Marshal made
+// of it, with or without images, whatever the keys and values hold.
+func TestChangeEventMarshal(t *testing.T) {
+	img := func(e events.Entity) json.RawMessage {
+		b, err := events.MarshalEntityJSON(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	at := time.Date(2026, 11, 26, 2, 3, 4, 5, time.UTC)
+	for _, ev := range []ChangeEvent{
+		{},
+		{Table: "Orders", PK: "p", RK: "r1", Op: Create, Version: 0, Cmd: "c-1", Seq: 1, At: at,
+			After: img(events.Entity{"s": events.String("<b>&\u2028 ü"), "n": events.Int64(9007199254740993), "x": events.Double(0.1)})},
+		{Table: "T", PK: "p&<>\"", RK: "r\n😀", Op: Update, Version: 12, Cmd: "c\\2", Seq: 18446744073709551615, At: at,
+			Before: img(events.Entity{"b": events.Binary([]byte("<>&"))}), After: img(events.Entity{})},
+		{Table: "T", PK: "p", RK: "r", Op: Delete, Version: 3, Cmd: "c", Seq: 9, At: at, Before: img(events.Entity{"t": events.DateTime(at)})},
+	} {
+		want, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ev.marshal()
+		if err != nil || string(got) != string(want) {
+			t.Errorf("marshal = %s, %v\njson.Marshal = %s", got, err, want)
+		}
 	}
 }
