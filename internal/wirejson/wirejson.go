@@ -53,7 +53,7 @@ func Time(b []byte, t time.Time) ([]byte, error) {
 // escaped (and U+2028, U+2029, which compact JSON from this module already
 // escapes).
 func Raw(b []byte, raw []byte) []byte {
-	if bytes.IndexAny(raw, "<>&\u2028\u2029") < 0 {
+	if !bytes.ContainsAny(raw, "<>&\u2028\u2029") {
 		return append(b, raw...)
 	}
 	var buf bytes.Buffer
