@@ -5,7 +5,7 @@ TOOLS := $(CURDIR)/.tools
 AZURITE_BIN := $(TOOLS)/azurite/node_modules/.bin/azurite-table
 export TABLEJOURNAL_AZURITE := $(AZURITE_BIN)
 
-.PHONY: test lint tidy-check no-binaries bench demo azurite node-example build vet fuzz flaky
+.PHONY: test lint tidy-check no-binaries bench profile demo azurite node-example build vet fuzz flaky
 
 build:
 	go build ./...
@@ -65,6 +65,25 @@ fuzz:
 TABLEJOURNAL_BENCH_COMMANDS ?= 1000000
 bench: azurite
 	TABLEJOURNAL_BENCH_COMMANDS=$(TABLEJOURNAL_BENCH_COMMANDS) go run ./cmd/benchreport $(BENCHFLAGS)
+
+# CPU and allocation profiles of the projector's timed projection (not the
+# publishing before it) under the spread and hot workloads, on the embedded
+# store and on the simulated Azure account (1 instance), written to
+# PROFILE_DIR as <benchmark>.cpu.pprof and <benchmark>.allocs.pprof
+# (allocations during the projection: read with -base <benchmark>.allocs-base.pprof);
+# prints the top consumers of each. docs/performance.md says what they show.
+PROFILE_DIR ?= $(CURDIR)/.tools/profiles
+profile: azurite
+	rm -rf $(PROFILE_DIR) && mkdir -p $(PROFILE_DIR)
+	TABLEJOURNAL_BENCH_PROFILE=$(PROFILE_DIR) go test -run '^$$' -bench '^BenchmarkProject(Spread|Hot)$$/^sqlite$$' -benchtime 1x -count 1 -timeout 30m ./projection
+	TABLEJOURNAL_BENCH_PROFILE=$(PROFILE_DIR) go test -run '^$$' -bench '^BenchmarkSimAzure$$/^(spread|hot)$$/^instances=1$$' -benchtime 1x -count 1 -timeout 30m ./projection
+	@for p in $(PROFILE_DIR)/*.cpu.pprof; do \
+		n=$${p%.cpu.pprof}; \
+		echo "== $$n: CPU, cumulative"; go tool pprof -top -cum -nodecount 40 $$p 2>/dev/null | sed -n '1,50p'; \
+		echo "== $$n: CPU, flat"; go tool pprof -top -nodecount 25 $$p 2>/dev/null | sed -n '1,35p'; \
+		echo "== $$n: allocations (objects) during the projection"; \
+		go tool pprof -top -sample_index=alloc_objects -nodecount 25 -base $$n.allocs-base.pprof $$n.allocs.pprof 2>/dev/null | sed -n '1,35p'; \
+	done
 
 # The flakiness census (scripts/flaky.sh, docs/testing.md): every package's
 # tests COUNT times under -race, two packages at once and at -cpu 1,2; prints

@@ -9,9 +9,15 @@ import "unicode/utf16"
 func EntitySize(pk, rk string, props Entity) int {
 	n := 4 + utf16Len(pk)*2 + utf16Len(rk)*2
 	for name, v := range props {
-		n += 8 + utf16Len(name)*2 + v.size()
+		n += PropertySize(name, v)
 	}
 	return n
+}
+
+// PropertySize is what one property adds to EntitySize: so the size of an
+// entity with properties added is known without building it.
+func PropertySize(name string, v Value) int {
+	return 8 + utf16Len(name)*2 + v.size()
 }
 
 func (v Value) size() int {

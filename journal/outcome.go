@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/wirejson"
 )
 
 // OutcomesStream is the name of the stream that holds outcomes.
@@ -224,7 +225,7 @@ func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg Outco
 func OutcomeMsg(o Outcome) (*nats.Msg, error) {
 	subject := OutcomeSubject(o.ID)
 	o = o.bounded()
-	data, err := json.Marshal(o)
+	data, err := o.marshal()
 	if err != nil {
 		return nil, fmt.Errorf("outcome %s: %w", o.ID, err)
 	}
@@ -236,6 +237,56 @@ func OutcomeMsg(o Outcome) (*nats.Msg, error) {
 		},
 		Data: data,
 	}, nil
+}
+
+// marshal is json.Marshal(o), byte for byte (TestOutcomeMarshal), without
+// reflection: the projector publishes one per command.
+func (o Outcome) marshal() ([]byte, error) {
+	b := make([]byte, 0, 128+len(o.ID)+len(o.Table)+len(o.PK)+len(o.Reason)+len(o.Rule)+len(o.Rows)*48)
+	b = wirejson.Key(append(b, '{'), "id")
+	b = wirejson.String(b, o.ID)
+	b = wirejson.Key(append(b, ','), "seq")
+	b = wirejson.Uint(b, o.Seq)
+	b = wirejson.Key(append(b, ','), "table")
+	b = wirejson.String(b, o.Table)
+	b = wirejson.Key(append(b, ','), "pk")
+	b = wirejson.String(b, o.PK)
+	b = wirejson.Key(append(b, ','), "status")
+	b = wirejson.String(b, string(o.Status))
+	if o.Reason != "" {
+		b = wirejson.String(wirejson.Key(append(b, ','), "reason"), o.Reason)
+	}
+	if o.Code != "" {
+		b = wirejson.String(wirejson.Key(append(b, ','), "code"), string(o.Code))
+	}
+	if o.Rule != "" {
+		b = wirejson.String(wirejson.Key(append(b, ','), "rule"), o.Rule)
+	}
+	if len(o.Rows) > 0 {
+		b = append(wirejson.Key(append(b, ','), "rows"), '[')
+		for i, r := range o.Rows {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = wirejson.Key(append(b, '{'), "rk")
+			b = wirejson.String(b, r.RK)
+			b = wirejson.Key(append(b, ','), "version")
+			b = wirejson.Int(b, r.Version)
+			b = wirejson.Key(append(b, ','), "op")
+			b = wirejson.String(b, string(r.Op))
+			if r.Deleted {
+				b = append(wirejson.Key(append(b, ','), "deleted"), "true"...)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = wirejson.Key(append(b, ','), "at")
+	b, err := wirejson.Time(b, o.At)
+	if err != nil {
+		return nil, fmt.Errorf("json: error calling MarshalJSON for type time.Time: %w", err)
+	}
+	return append(b, '}'), nil
 }
 
 // PublishOutcome stores o and waits for the acknowledgement. Publishing the

@@ -459,7 +459,9 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 			return reject(journal.CodeTooLarge, journal.RuleTooManyProperties, "merge leaves %d properties, more than %d", len(next.Props), events.MaxProperties)
 		}
 	} else {
-		next.Props = op.Entity.Clone()
+		// Shared, not copied: neither the command's entity nor a row's
+		// Props are modified once made (a merge copies the tip first).
+		next.Props = op.Entity
 	}
 	s.Tip, s.Latest = &next, &next
 	return nil
@@ -528,12 +530,32 @@ func rowCost(pk string, baseTip, tip *rows.Row, added []rows.Row) (ops, bytes in
 }
 
 func entityCost(pk string, r rows.Row) (int, error) {
-	props := r.Encode()
-	sz := events.EntitySize(pk, r.StoreKey(), props)
+	sz := encodedSize(pk, r)
 	if sz > store.MaxEntityBytes {
 		return 0, reject(journal.CodeTooLarge, journal.RuleEntityTooLarge, "version %d of %q would be %d bytes, over the %d-byte entity limit", r.Version, r.RK, sz, store.MaxEntityBytes)
 	}
-	return wireCost(sz, props), nil
+	// The system columns hold no Binary: the user's properties are all
+	// wireCost counts beside the size.
+	return wireCost(sz, r.Props), nil
+}
+
+// encodedSize is events.EntitySize of r as stored (r.Encode() under
+// r.StoreKey()) without building the entity, which was a map per row image
+// priced, on the hot path, for a figure.
+func encodedSize(pk string, r rows.Row) int {
+	sys, cols := r.SystemColumns()
+	for _, c := range sys[:cols] {
+		if _, ok := r.Props[c.Name]; ok {
+			// Not from a valid command (names beginning with '_' are
+			// reserved): Encode overwrites it, so count what it stores.
+			return events.EntitySize(pk, r.StoreKey(), r.Encode())
+		}
+	}
+	n := events.EntitySize(pk, r.StoreKey(), r.Props)
+	for _, c := range sys[:cols] {
+		n += events.PropertySize(c.Name, c.Value)
+	}
+	return n
 }
 
 // opWireOverhead is what one operation adds to a transaction's request body

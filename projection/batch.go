@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -432,9 +433,12 @@ func (b *batch) ack() {
 }
 
 func (p *Projector) logResults(part partition, rs []*Result) {
+	// Asked once: the arguments of a disabled Debug line still cost an
+	// allocation each, per applied command.
+	debug := p.log.Enabled(context.Background(), slog.LevelDebug)
 	for _, r := range rs {
-		if r.Stored {
-			continue // logged when its outcome was published
+		if r.Stored || (r.Status == journal.StatusApplied && !debug) {
+			continue // logged when its outcome was published, or not at all
 		}
 		switch r.Status {
 		case journal.StatusRejected:

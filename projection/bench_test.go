@@ -64,18 +64,24 @@ func BenchmarkProjectHot(b *testing.B) {
 // (ratio-vs-batched, target >= 0.7; every command writes one entity, so
 // the ratio is the projector's efficiency at writing rows), and what the
 // projector asked of the store: commands per transaction and reads per
-// command. ns/op is the time of one round's projection.
+// command; and the CPU this process spent per command projecting
+// (cpu-µs/cmd: projector, in-process JetStream server and store) next to
+// the baseline's per row (batched-cpu-µs/row), and their ratio
+// (cpu-x-batched, lower is better). ns/op is the time of one round's
+// projection.
 func benchProject(b *testing.B, pk func(i int) string) {
 	for _, be := range backends() {
 		b.Run(be.Name, func(b *testing.B) {
 			n := projectCommands[be.Name]
-			var proj, base time.Duration
+			var proj, base, cpu, baseCPU time.Duration
 			var txs, reads int64
 			b.StopTimer()
 			for range b.N {
 				r := projectRound(b, be, n, pk)
 				proj += r.projection
 				base += r.batched
+				cpu += r.cpu
+				baseCPU += r.batchedCPU
 				txs += r.txs
 				reads += r.reads
 			}
@@ -86,13 +92,19 @@ func benchProject(b *testing.B, pk func(i int) string) {
 			b.ReportMetric(rate/baseRate, "ratio-vs-batched")
 			b.ReportMetric(cmds/float64(txs), "cmds/tx")
 			b.ReportMetric(float64(reads)/cmds, "reads/cmd")
+			if cpu > 0 && baseCPU > 0 {
+				b.ReportMetric(float64(cpu.Microseconds())/cmds, "cpu-µs/cmd")
+				b.ReportMetric(float64(baseCPU.Microseconds())/cmds, "batched-cpu-µs/row")
+				b.ReportMetric(cpu.Seconds()/baseCPU.Seconds(), "cpu-x-batched")
+			}
 		})
 	}
 }
 
 type projectResult struct {
 	projection, batched time.Duration
-	txs, reads          int64 // store requests made by the projector
+	cpu, batchedCPU     time.Duration // this process's CPU in each
+	txs, reads          int64         // store requests made by the projector
 }
 
 // projectRound is one round of benchProject, on a fresh journal and store.
@@ -108,10 +120,12 @@ func projectRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 	h.PublishAll(ctx, cmds)
 
 	b.StartTimer()
-	start := time.Now()
+	stop := startProfile(b)
+	start, cpu := time.Now(), processCPU()
 	h.StartProjector(projection.Config{})
 	h.WaitProjected(ctx)
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu
+	stop()
 	b.StopTimer()
 	if err := h.StopProjector(); err != nil {
 		b.Fatal(err)
@@ -126,7 +140,10 @@ func projectRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 	if count != n {
 		b.Fatalf("%d rows projected from %d commands", count, n)
 	}
-	return projectResult{projection: elapsed, batched: batched(b, st.Store, n, pk), txs: st.txs.Load(), reads: st.reads.Load()}
+	baseCPU := processCPU()
+	base := batched(b, st.Store, n, pk)
+	baseCPU = processCPU() - baseCPU
+	return projectResult{projection: elapsed, batched: base, cpu: cpu, batchedCPU: baseCPU, txs: st.txs.Load(), reads: st.reads.Load()}
 }
 
 // batched writes the rows of n commands (command i: the tip of row i in

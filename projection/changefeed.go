@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/wirejson"
 	"github.com/tablejournal/tablejournal/journal"
 )
 
@@ -33,6 +35,38 @@ type ChangeEvent struct {
 	At      time.Time       `json:"at"`
 	Before  json.RawMessage `json:"before,omitempty"`
 	After   json.RawMessage `json:"after,omitempty"`
+}
+
+// marshal is json.Marshal(ev), byte for byte (TestChangeEventMarshal),
+// without reflection: one per row a command changes.
+func (ev ChangeEvent) marshal() ([]byte, error) {
+	b := make([]byte, 0, 160+len(ev.Table)+len(ev.PK)+len(ev.RK)+len(ev.Cmd)+len(ev.Before)+len(ev.After))
+	b = wirejson.Key(append(b, '{'), "table")
+	b = wirejson.String(b, ev.Table)
+	b = wirejson.Key(append(b, ','), "pk")
+	b = wirejson.String(b, ev.PK)
+	b = wirejson.Key(append(b, ','), "rk")
+	b = wirejson.String(b, ev.RK)
+	b = wirejson.Key(append(b, ','), "op")
+	b = wirejson.String(b, string(ev.Op))
+	b = wirejson.Key(append(b, ','), "version")
+	b = wirejson.Int(b, ev.Version)
+	b = wirejson.Key(append(b, ','), "cmd")
+	b = wirejson.String(b, ev.Cmd)
+	b = wirejson.Key(append(b, ','), "seq")
+	b = wirejson.Uint(b, ev.Seq)
+	b = wirejson.Key(append(b, ','), "at")
+	b, err := wirejson.Time(b, ev.At)
+	if err != nil {
+		return nil, fmt.Errorf("json: error calling MarshalJSON for type time.Time: %w", err)
+	}
+	if len(ev.Before) > 0 {
+		b = wirejson.Raw(wirejson.Key(append(b, ','), "before"), ev.Before)
+	}
+	if len(ev.After) > 0 {
+		b = wirejson.Raw(wirejson.Key(append(b, ','), "after"), ev.After)
+	}
+	return append(b, '}'), nil
 }
 
 // MaxChangeEventBytes bounds a change event: one row's before and after
@@ -89,7 +123,7 @@ func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, er
 			return nil, err
 		}
 	}
-	data, err := json.Marshal(ev)
+	data, err := ev.marshal()
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +131,14 @@ func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, er
 	msg.Data = data
 	msg.Header.Set(events.HeaderContentType, events.ContentTypeJSON)
 	// One event per (command, row version): a republish is deduplicated.
-	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("chg-%d-%d-%s", r.Seq, ch.Version,
-		base64.RawURLEncoding.EncodeToString([]byte(ch.RK))))
+	id := make([]byte, 0, 48+base64.RawURLEncoding.EncodedLen(len(ch.RK)))
+	id = append(id, "chg-"...)
+	id = strconv.AppendUint(id, r.Seq, 10)
+	id = append(id, '-')
+	id = strconv.AppendInt(id, ch.Version, 10)
+	id = append(id, '-')
+	id = base64.RawURLEncoding.AppendEncode(id, []byte(ch.RK))
+	msg.Header.Set(jetstream.MsgIDHeader, string(id)) // chg-<seq>-<version>-<base64url(rk)>
 	return msg, nil
 }
 

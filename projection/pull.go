@@ -79,10 +79,14 @@ func (pl *puller) next(ctx context.Context, wait time.Duration) ([]jetstream.Msg
 	}
 	n := min(uint64(pl.p.cfg.FetchBatch-1), md.NumPending)
 	size := len(first.Subject()) + len(first.Data())
+	// The messages are there (or on their way): restWait only bounds a
+	// stream trimmed meanwhile, for the rest as a whole (one timer per
+	// batch, not one per message).
+	rest, cancel := context.WithTimeout(ctx, restWait)
+	defer cancel()
+	next := jetstream.NextContext(rest)
 	for uint64(len(msgs)-1) < n && size < pl.p.cfg.FetchBytes {
-		// The messages are there (or on their way): restWait only bounds
-		// a stream trimmed meanwhile.
-		m, err := pl.take(ctx, restWait)
+		m, err := pl.wait(ctx, next)
 		if err != nil || m == nil {
 			// What arrived is applied; a delivery lost in transit shows as
 			// a gap in the consumer sequence, and the next call meets the
@@ -100,14 +104,20 @@ func (pl *puller) next(ctx context.Context, wait time.Duration) ([]jetstream.Msg
 
 // restWait bounds the wait for the rest of a batch, which the first
 // message's metadata says is there. It must not be short: a loaded server
-// can take more than a tenth of a second for a thousand messages.
+// can take more than a tenth of a second for a thousand messages; what
+// arrived within it is applied, the rest comes in the next batch.
 const restWait = 5 * time.Second
 
 // take returns the next message, or nil when none came within wait.
 func (pl *puller) take(ctx context.Context, wait time.Duration) (jetstream.Msg, error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	m, err := pl.it.Next(jetstream.NextContext(wctx))
+	return pl.wait(ctx, jetstream.NextContext(wctx))
+}
+
+// wait returns the next message, or nil when next's context expired first.
+func (pl *puller) wait(ctx context.Context, next jetstream.NextOpt) (jetstream.Msg, error) {
+	m, err := pl.it.Next(next)
 	switch {
 	case err == nil:
 		return m, nil

@@ -240,6 +240,7 @@ func simProject(b *testing.B, cfg simazure.Config, instances int, static bool, n
 	defer cancel()
 	var wg sync.WaitGroup
 	b.StartTimer()
+	stop := startProfile(b)
 	start, cpu := time.Now(), processCPU()
 	for i := range instances {
 		_, js := journaltest.Connect(b, h.Server.ClientURL())
@@ -260,6 +261,7 @@ func simProject(b *testing.B, cfg simazure.Config, instances int, static bool, n
 	}
 	h.WaitProjected(runCtx)
 	r := simResult{elapsed: time.Since(start), cpu: processCPU() - cpu, stats: sim.Stats()}
+	stop()
 	b.StopTimer()
 	cancel()
 	wg.Wait()

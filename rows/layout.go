@@ -166,15 +166,36 @@ func (r Row) Encode() events.Entity {
 	for k, v := range r.Props {
 		p[k] = v
 	}
-	p[ColVersion] = events.Int64(r.Version)
-	p[ColCmd] = events.String(r.Cmd)
-	p[ColSeq] = events.Int64(int64(r.Seq))
-	p[ColAt] = events.DateTime(r.At)
-	p[ColOp] = events.String(string(r.Op))
-	if r.Deleted {
-		p[ColDeleted] = events.Bool(true)
+	sys, n := r.SystemColumns()
+	for _, c := range sys[:n] {
+		p[c.Name] = c.Value
 	}
 	return p
+}
+
+// A Column is one stored property.
+type Column struct {
+	Name  string
+	Value events.Value
+}
+
+// SystemColumns returns the system columns Encode adds to r's user
+// properties, as sys[:n]: what a row costs can be known without building
+// its entity.
+func (r Row) SystemColumns() (sys [events.SystemColumns]Column, n int) {
+	sys = [events.SystemColumns]Column{
+		{ColVersion, events.Int64(r.Version)},
+		{ColCmd, events.String(r.Cmd)},
+		{ColSeq, events.Int64(int64(r.Seq))},
+		{ColAt, events.DateTime(r.At)},
+		{ColOp, events.String(string(r.Op))},
+		{ColDeleted, events.Bool(true)},
+	}
+	n = len(sys)
+	if !r.Deleted {
+		n--
+	}
+	return sys, n
 }
 
 // StoreKey is the RowKey this version of the row is stored under.

@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var selected []suite
 	for _, s := range suites(*commands) {
-		if filter.MatchString(s.Name) {
+		if filter.MatchString(s.Name) && (!s.Optional || *only != "") {
 			selected = append(selected, s)
 		}
 	}
@@ -83,10 +83,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	// Run the suites, one go test each, in turn.
 	var (
-		out     bytes.Buffer
-		lines   []string
-		failed  []string
-		started = time.Now()
+		out       bytes.Buffer
+		lines     []string
+		failed    []string
+		started   = time.Now()
+		startLoad = loadAverage()
 	)
 	tout := *timeout
 	for i, s := range selected {
@@ -114,9 +115,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		module = bi.Main.Path
 	}
-	fmt.Fprintf(stdout, "tablejournal benchmarks, %s, %s, %d CPUs, -count %d, memory benchmark %d commands; took %s\n\n",
+	fmt.Fprintf(stdout, "tablejournal benchmarks, %s, %s, %d CPUs, -count %d, memory benchmark %d commands; took %s; load average %s at the start, %s at the end\n\n",
 		started.Format("2006-01-02 15:04"), runtime.Version(), runtime.NumCPU(), *count, *commands,
-		time.Since(started).Round(time.Second))
+		time.Since(started).Round(time.Second), startLoad, loadAverage())
 	report(stdout, collect(results, module))
 	fmt.Fprintf(stdout, "\nraw output: %s\ncommands (in %s):\n", raw.Name(), root)
 	for _, l := range lines {
@@ -148,4 +149,15 @@ func rawFile(path string) (*os.File, error) {
 		return os.CreateTemp("", "tablejournal-bench-"+time.Now().Format("20060102-150405")+"-*.txt")
 	}
 	return os.Create(path)
+}
+
+// loadAverage returns the machine's 1, 5 and 15 minute load averages, or
+// "unknown" where /proc/loadavg does not tell: the benchmarks share the
+// machine, and ratios measured under load say so.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }

@@ -35,6 +35,15 @@ var targets = map[string]map[string]float64{
 	},
 }
 
+// ceilings are the maximum each cost ratio (a "cpu-x-" metric: CPU per
+// command over the baseline's CPU per row, lower is better) should reach.
+var ceilings = map[string]map[string]float64{
+	"projection": {
+		"cpu-x-batched": 2, // embedded store: projector CPU per command against raw 100-entity transactions per row
+		"cpu-x-raw":     2, // simulated account: against the raw writer's CPU per row
+	},
+}
+
 // A derived ratio divides the median of one benchmark's metric by the
 // median of another's from the same runs, for baselines that are
 // benchmarks of their own: the benchmarks of package Pkg matching Bench,
@@ -51,6 +60,8 @@ type derived struct {
 var derivedRatios = []derived{
 	{"projection", regexp.MustCompile(`^(BenchmarkSimAzure/\w+)/instances=\d+$`), "cmds/s", "$1/raw", "entities/s", "ratio-vs-raw"},
 	{"projection", regexp.MustCompile(`^(BenchmarkSimAzure/\w+)/instances=(?:[02-9]|\d\d+)$`), "cmds/s", "$1/instances=1", "cmds/s", "ratio-vs-1-instance"},
+	// CPU per command against the raw writer's CPU per row, in the same runs.
+	{"projection", regexp.MustCompile(`^(BenchmarkSimAzure/\w+)/instances=\d+$`), "cpu-µs/row", "$1/raw", "cpu-µs/row", "cpu-x-raw"},
 }
 
 // A figure selects the benchmarks and metrics shown as key figures: the
@@ -70,7 +81,7 @@ var figures = []figure{
 	{"journal", regexp.MustCompile(`^BenchmarkPublishSync/`), []string{"p50-µs", "p99-µs"}},
 	{"store/sqlite", regexp.MustCompile(`^BenchmarkStore/`), []string{"entities/s"}},
 	{"store/azure", regexp.MustCompile(`^BenchmarkAzurite/`), []string{"entities/s"}},
-	{"projection", regexp.MustCompile(`^BenchmarkProject(Spread|Hot)/`), []string{"cmds/s", "batched-entities/s", "cmds/tx", "reads/cmd"}},
+	{"projection", regexp.MustCompile(`^BenchmarkProject(Spread|Hot)/`), []string{"cmds/s", "batched-entities/s", "cmds/tx", "reads/cmd", "cpu-µs/cmd", "batched-cpu-µs/row"}},
 	{"projection", regexp.MustCompile(`^BenchmarkSimAzure/`), []string{"cmds/s", "entities/s", "limit-used", "busy/req", "charged/row", "cmds/tx", "reads/cmd", "cpu-µs/row", "cpu-cores"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProjectMetrics/`), []string{"cmds/s", "metrics-cmds/s", "cpu-ns/cmd", "metrics-cpu-ns/cmd"}},
 	{"projection", regexp.MustCompile(`^BenchmarkOutcomeLookup/`), []string{"cmds/s", "no-lookup-cmds/s"}},
@@ -149,13 +160,19 @@ func report(w io.Writer, all []*series) {
 			if med < t {
 				verdict = "BELOW"
 			}
+		} else if t, ok := ceilings[s.pkg][u]; ok {
+			target = fmt.Sprintf("<= %.2f", t)
+			verdict = "ok"
+			if med > t {
+				verdict = "ABOVE"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%d\t%.3f..%.3f\t%s\n",
 			s.pkg, short(s.name), u, med, target, n, lo, hi, verdict)
 	}
 	for _, s := range all {
 		for _, u := range s.units {
-			if strings.HasPrefix(u, "ratio-vs-") {
+			if strings.HasPrefix(u, "ratio-vs-") || strings.HasPrefix(u, "cpu-x-") {
 				med, n := s.median(u)
 				row(s, u, med, n, slices.Min(s.values[u]), slices.Max(s.values[u]))
 			}

@@ -17,6 +17,9 @@ type suite struct {
 	Count int
 	// Env is added to the environment of go test.
 	Env []string
+	// Optional suites run only when -suites names them: a quicker
+	// measurement of what other suites measure too.
+	Optional bool
 }
 
 // commandsEnv sizes BenchmarkProjectorMemory, which skips when it is unset.
@@ -49,6 +52,15 @@ func suites(commands int) []suite {
 		{Name: "projector memory", Pkg: "./projection", Bench: "^BenchmarkProjectorMemory$", Benchtime: "1x", Count: 1,
 			Env: []string{commandsEnv + "=" + strconv.Itoa(commands)}},
 		{Name: "replay", Pkg: "./replay", Bench: "^BenchmarkReplay$", Benchtime: "1s"},
+		// The projector's CPU per command against the raw writers' CPU per
+		// row, alone (issue 18): the embedded store's throughput rounds, and
+		// the simulated account's raw writer and one instance (two suites:
+		// a -bench pattern has one element per level, and a benchmark
+		// deeper than its pattern is not run).
+		{Name: "projector cpu embedded", Pkg: "./projection", Benchtime: "1x", Optional: true,
+			Bench: `^BenchmarkProject(Spread|Hot)$/^sqlite$`},
+		{Name: "projector cpu simulated", Pkg: "./projection", Benchtime: "1x", Optional: true,
+			Bench: `^BenchmarkSimAzure$/^(spread|hot)$/^(raw|instances=1)$`},
 		{Name: "asof", Pkg: "./replay", Bench: "^BenchmarkAsOfRow$", Benchtime: "300ms"},
 	}
 }

@@ -1,0 +1,33 @@
+package journal
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+)
+
+// TestOutcomeMarshal: an outcome's bytes are what json.Marshal made of it,
+// whatever fields are set: the wire format does not change with the
+// encoder.
+func TestOutcomeMarshal(t *testing.T) {
+	at := time.Date(2026, 11, 26, 2, 3, 4, 5, time.UTC)
+	for _, o := range []Outcome{
+		{},
+		{ID: "c-1", Seq: 42, Table: "Orders", PK: "p", Status: StatusApplied, At: at,
+			Rows: []RowVersion{{RK: "r1", Version: 0, Op: events.OpUpsert}, {RK: "r<2>", Version: 7, Op: events.OpDelete, Deleted: true}}},
+		{ID: "c-2", Seq: 18446744073709551615, Table: "T", PK: "ü&\n", Status: StatusRejected, At: at,
+			Reason: `row "x" does not exist <here>`, Code: CodeNotFound, Rule: "some-rule"},
+		{ID: "bad\xff", Status: StatusDuplicate, Reason: "\u2028", Rows: []RowVersion{}, At: at.In(time.FixedZone("x", 3600))},
+	} {
+		want, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := o.marshal()
+		if err != nil || string(got) != string(want) {
+			t.Errorf("marshal = %s, %v\njson.Marshal = %s", got, err, want)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package projection
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/rows"
+)
+
+// TestEncodedSize: the size of a row as stored, computed without building
+// its entity, is events.EntitySize of what Encode stores, for tips,
+// version rows and tombstones, with multi-byte names and values, and for
+// properties named like a system column (which Encode overwrites).
+func TestEncodedSize(t *testing.T) {
+	at := time.Date(2026, 11, 26, 1, 2, 3, 4, time.UTC)
+	props := events.Entity{
+		"status": events.String("shipped"), "ünïcode😀": events.String("日本語😀"),
+		"blob": events.Binary([]byte{1, 2, 3, 4, 5}), "n": events.Int32(7), "big": events.Int64(1 << 40),
+		"ok": events.Bool(true), "when": events.DateTime(at), "x": events.Double(1.5),
+	}
+	tests := []struct {
+		name string
+		row  rows.Row
+	}{
+		{"tip", rows.Row{PK: "p", RK: "r1", Version: 3, Cmd: "c-1", Seq: 42, At: at, Op: events.OpUpsert, Tip: true, Props: props}},
+		{"version row", rows.Row{PK: "p", RK: "r1", Version: 2, Cmd: "c-0", Seq: 41, At: at, Op: events.OpMerge, Props: props}},
+		{"tombstone", rows.Row{PK: "p", RK: "r😀", Version: 4, Cmd: "c-2", Seq: 43, At: at, Op: events.OpDelete, Deleted: true, Props: props}},
+		{"empty", rows.Row{PK: "p", RK: "r", Tip: true}},
+		{"a property named like a system column", rows.Row{PK: "p", RK: "r", Cmd: "c", Seq: 1, Op: events.OpUpsert, Tip: true,
+			Props: events.Entity{rows.ColCmd: events.String("a much longer value than the command id"), rows.ColDeleted: events.Bool(true)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, pk := range []string{"p", "pärtition"} {
+				want := events.EntitySize(pk, tt.row.StoreKey(), tt.row.Encode())
+				if got := encodedSize(pk, tt.row); got != want {
+					t.Errorf("pk %q: encodedSize = %d, EntitySize(Encode()) = %d", pk, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestChangeMsgID: a change event's Nats-Msg-Id is
+// chg-<journal seq>-<version>-<base64url(rk)>, the same across versions of
+// the projector, so that a republish after an upgrade is deduplicated.
+func TestChangeMsgID(t *testing.T) {
+	r := Result{Seq: 18446744073709551615, ID: "c-1"}
+	ch := Change{RK: "row/ü?😀", Kind: Create, Version: 12, After: events.Entity{"a": events.Int32(1)}}
+	msg, err := changeMsg(partition{"T", "p"}, r, ch, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "chg-18446744073709551615-12-" + base64.RawURLEncoding.EncodeToString([]byte(ch.RK))
+	if got := msg.Header.Get(jetstream.MsgIDHeader); got != want {
+		t.Errorf("Nats-Msg-Id = %q, want %q", got, want)
+	}
+}
+
+// TestChangeEventMarshal: a change event's bytes are what json.Marshal made
+// of it, with or without images, whatever the keys and values hold.
+func TestChangeEventMarshal(t *testing.T) {
+	img := func(e events.Entity) json.RawMessage {
+		b, err := events.MarshalEntityJSON(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	at := time.Date(2026, 11, 26, 2, 3, 4, 5, time.UTC)
+	for _, ev := range []ChangeEvent{
+		{},
+		{Table: "Orders", PK: "p", RK: "r1", Op: Create, Version: 0, Cmd: "c-1", Seq: 1, At: at,
+			After: img(events.Entity{"s": events.String("<b>&\u2028 ü"), "n": events.Int64(9007199254740993), "x": events.Double(0.1)})},
+		{Table: "T", PK: "p&<>\"", RK: "r\n😀", Op: Update, Version: 12, Cmd: "c\\2", Seq: 18446744073709551615, At: at,
+			Before: img(events.Entity{"b": events.Binary([]byte("<>&"))}), After: img(events.Entity{})},
+		{Table: "T", PK: "p", RK: "r", Op: Delete, Version: 3, Cmd: "c", Seq: 9, At: at, Before: img(events.Entity{"t": events.DateTime(at)})},
+	} {
+		want, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ev.marshal()
+		if err != nil || string(got) != string(want) {
+			t.Errorf("marshal = %s, %v\njson.Marshal = %s", got, err, want)
+		}
+	}
+}
