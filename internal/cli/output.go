@@ -65,9 +65,13 @@ func newProgress(stdio IO, w io.Writer, size int64, what, unit string) *progress
 		progressbar.OptionSetDescription(what),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100 * time.Millisecond),
+		// No render goroutine of the library's own: it draws a spinner
+		// under a lock that Clear does not take (a data race with clear).
+		// The spinner moves when the count does.
+		progressbar.OptionSetSpinnerChangeInterval(0),
 	}
 	if unit == unitBytes {
-		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionSetSpinnerChangeInterval(0), progressbar.OptionClearOnFinish())
+		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionClearOnFinish())
 	} else {
 		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit))
 	}
