@@ -20,6 +20,7 @@ import (
 func TestSnapshotAfterRejectedEmptyKeyMessage(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel() // each backend its own pipeline
 			e := newEnv(t, b.open(t))
 			table := uniqueTable("Snapraw")
 			var cmds []*events.Command
@@ -67,6 +68,7 @@ func TestSnapshotAfterRejectedEmptyKeyMessage(t *testing.T) {
 func TestEmptyPartitionKey(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel() // each backend its own pipeline
 			e := newEnv(t, b.open(t))
 			table := uniqueTable("Emptypk")
 			ent := func(n int32) events.Entity { return events.Entity{"n": events.Int32(n)} }

@@ -18,6 +18,7 @@ import (
 func TestRefusedPoints(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel() // each backend its own pipeline
 			e := newEnv(t, b.open(t))
 			table := uniqueTable("Refuse")
 			seqs := e.publish([]*events.Command{{ID: "rf1", Table: table, PK: "p",

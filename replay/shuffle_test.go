@@ -24,6 +24,7 @@ func TestShuffledAnswers(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
 		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
 			ordered := b.Ordered(t)
 			table := uniqueTable("Shuffled")
 			depths := []int{1, 10, 250}
@@ -74,9 +75,13 @@ func answers(t *testing.T, ctx context.Context, st store.Store, table string, de
 	row := func(r rows.Row, ok bool) string {
 		return fmt.Sprintf("%v v%d seq %d deleted %v tip %v %v", ok, r.Version, r.Seq, r.Deleted, r.Tip, r.Props)
 	}
-	for _, depth := range depths {
+	for di, depth := range depths {
+		// Each row at its own depth's six points, before everything and
+		// after everything: the other depths' points fall before the row
+		// or after its last version, as the first and the last do.
+		own := append([]uint64{points[0], points[len(points)-1]}, points[di*6:di*6+6]...)
 		for _, id := range [][2]string{{"p", fmt.Sprintf("row%d", depth)}, {"q", fmt.Sprintf("gone%d", depth)}} {
-			for _, at := range points {
+			for _, at := range own {
 				r, ok, err := rp.AsOfRow(ctx, table, id[0], id[1], at)
 				if err != nil {
 					t.Fatal(err)
@@ -100,7 +105,7 @@ func answers(t *testing.T, ctx context.Context, st store.Store, table string, de
 	if scatter {
 		return out
 	}
-	for _, at := range points {
+	for i, at := range points {
 		var got []string
 		err := rp.AsOf(ctx, table, store.AllPartitions, at, func(r rows.Row) error {
 			got = append(got, fmt.Sprintf("%s/%s ", r.PK, r.RK)+row(r, true))
@@ -112,6 +117,14 @@ func answers(t *testing.T, ctx context.Context, st store.Store, table string, de
 		out[fmt.Sprintf("asof table at %d", at)] = fmt.Sprint(got)
 		if at == points[0] {
 			continue // before anything: a snapshot of nothing
+		}
+		if i%3 != 2 && i != len(points)-1 {
+			// Snapshots (and their loads) at a third of the points: half
+			// way through each depth's live row, at the end of each
+			// depth's deleted row, and after everything. The points in
+			// between are read by the asof of the table above, through
+			// the same scans.
+			continue
 		}
 		for _, workers := range []int{1, 4} {
 			var buf bytes.Buffer

@@ -67,9 +67,13 @@ func NewProgress(stdio IO, w io.Writer, size int64, what, unit string) *Progress
 		progressbar.OptionSetDescription(what),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100 * time.Millisecond),
+		// No render goroutine of the library's own: it draws a spinner
+		// under a lock that Clear does not take (a data race with clear).
+		// The spinner moves when the count does.
+		progressbar.OptionSetSpinnerChangeInterval(0),
 	}
 	if unit == UnitBytes {
-		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionSetSpinnerChangeInterval(0), progressbar.OptionClearOnFinish())
+		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionClearOnFinish())
 	} else {
 		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit))
 	}

@@ -23,6 +23,7 @@ var azuriteQuirks = storetest.Quirks{
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel() // fresh tables per subtest: the three runs share Azurite, not rows
 	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) }, azuriteQuirks)
 }
 
@@ -34,11 +35,13 @@ func BenchmarkAzurite(b *testing.B) {
 // Azure proper: small scan budgets and empty pages with continuations,
 // which Azurite does not produce.
 func TestConformancePaged(t *testing.T) {
+	t.Parallel() // fresh tables per subtest: the three runs share Azurite, not rows
 	storetest.RunPaged(t, func(t *testing.T) store.Store { return newStore(t) }, azuriteQuirks)
 }
 
 // TestConformanceShuffled runs the suite with every page's rows shuffled,
 // as Cosmos DB for Table answers them.
 func TestConformanceShuffled(t *testing.T) {
+	t.Parallel() // fresh tables per subtest: the three runs share Azurite, not rows
 	storetest.RunShuffled(t, func(t *testing.T) store.Store { return newStore(t) }, azuriteQuirks)
 }
