@@ -119,6 +119,8 @@ type Outcome struct {
 	Rule string `json:"rule,omitempty"`
 	// Rows are the row versions an applied command produced.
 	Rows []RowVersion `json:"rows,omitempty"`
+	// Pruned is the number of rows an applied prune command removed.
+	Pruned int64 `json:"pruned,omitempty"`
 	// At is the journal time of the command, not the projector's clock.
 	At time.Time `json:"at"`
 }

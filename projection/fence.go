@@ -21,6 +21,9 @@ type fence struct {
 	seq uint64
 	cmd string
 	at  time.Time
+	// horizon is the partition's prune horizon (prune.go), carried on by
+	// every fence write.
+	horizon rows.Horizon
 }
 
 // sameContent reports whether f and g describe the same applied prefix.
@@ -45,6 +48,7 @@ func (f fence) op(next fence) store.Op {
 		rows.ColCmd: events.String(next.cmd),
 		rows.ColAt:  events.DateTime(next.at),
 	}
+	next.horizon.Put(props)
 	if !f.exists {
 		return store.Op{Kind: store.Insert, RK: rows.FenceKey, Props: props}
 	}
@@ -55,7 +59,9 @@ func (f fence) op(next fence) store.Op {
 // free in every batch (see batch.add).
 var fenceWireCost = wireCost(events.EntitySize("", rows.FenceKey, events.Entity{
 	rows.ColSeq: events.Int64(0), rows.ColCmd: events.String(string(make([]byte, events.MaxIDLen))),
-	rows.ColAt: events.DateTime(time.Time{}),
+	rows.ColAt:       events.DateTime(time.Time{}),
+	rows.ColPruneSeq: events.Int64(0), rows.ColPruneCmd: events.String(string(make([]byte, events.MaxIDLen))),
+	rows.ColPruneRemoved: events.Int64(0),
 }), nil) + 2*events.MaxKeyBytes // the partition key, in the body and the URL
 
 func decodeFence(e store.Entity) (fence, error) {
@@ -65,7 +71,7 @@ func decodeFence(e store.Entity) (fence, error) {
 	if !ok1 || !ok2 || !ok3 || s.Type != events.TypeInt64 || c.Type != events.TypeString {
 		return fence{}, fmt.Errorf("fence row of partition %q lacks its columns: %w", e.PK, rows.ErrLayout)
 	}
-	return fence{exists: true, etag: e.ETag, seq: uint64(s.Int), cmd: c.Str, at: a.Time}, nil
+	return fence{exists: true, etag: e.ETag, seq: uint64(s.Int), cmd: c.Str, at: a.Time, horizon: rows.HorizonOf(e.Props)}, nil
 }
 
 // readFence reads a partition's fence; a missing fence (or table) is
