@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/tablejournal/tablejournal/replay"
 )
 
 // Exit codes of every command.
@@ -38,6 +40,9 @@ func Exit(err error, stderr io.Writer) int {
 		return ExitUnowned
 	case errors.Is(err, ErrDrift):
 		fmt.Fprintln(stderr, "drift:", err)
+		return ExitRejected
+	case errors.Is(err, replay.ErrPruned):
+		fmt.Fprintln(stderr, "pruned:", err)
 		return ExitRejected
 	case errors.Is(err, ErrRejected):
 		fmt.Fprintln(stderr, "rejected:", err)
