@@ -51,11 +51,24 @@ func checkHorizons(ctx context.Context, st store.Store, table string, part store
 	if !part.All {
 		return checkHorizon(ctx, st, table, part.PK, seq)
 	}
-	err := store.All(ctx, st, table, part.Query(store.Query{From: rows.FenceKey, To: "fencf"}), func(e store.Entity) error {
-		if h := rows.HorizonOf(e.Props); e.RK == rows.FenceKey && h.Pruned(seq) {
+	return fenceRows(ctx, st, table, part, func(e store.Entity) error {
+		if h := rows.HorizonOf(e.Props); h.Pruned(seq) {
 			return &PrunedError{Table: table, PK: e.PK, Seq: seq, Horizon: h}
 		}
 		return nil
+	})
+}
+
+// fenceRows calls fn with the fence row of every partition of part that
+// has one (every partition the projector wrote): one range read. A missing
+// table has none.
+func fenceRows(ctx context.Context, st store.Store, table string, part store.Partition, fn func(store.Entity) error) error {
+	// The range [fence, fencf) holds the fence and no row of the layout.
+	err := store.All(ctx, st, table, part.Query(store.Query{From: rows.FenceKey, To: "fencf"}), func(e store.Entity) error {
+		if e.RK != rows.FenceKey {
+			return nil
+		}
+		return fn(e)
 	})
 	if errors.Is(err, store.ErrTableNotFound) {
 		return nil

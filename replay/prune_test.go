@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
@@ -72,6 +73,72 @@ func TestPrunedReplay(t *testing.T) {
 			st, err := e.rp.Verify(e.ctx, replay.VerifyConfig{Table: table})
 			if err != nil || st.Missing+st.Extra+st.Changed != 0 || st.Rows == 0 {
 				t.Fatalf("verify after a prune: %+v %v", st, err)
+			}
+		})
+	}
+}
+
+// TestPrunePolicy runs replay's prune policy: a dry run counts, --apply
+// publishes one prune per partition, a second run finds nothing left, and
+// the table still equals its rebuild.
+func TestPrunePolicy(t *testing.T) {
+	for _, b := range stores() {
+		t.Run(b.name, func(t *testing.T) {
+			e := newEnv(t, b.open(t))
+			table := uniqueTable("Policy")
+			var cmds []*events.Command
+			var ids []string
+			for i := range 60 {
+				c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: events.Entity{"n": events.Int64(int64(i))}}}}
+				if i == 30 {
+					c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r0"}
+				}
+				cmds = append(cmds, c)
+				ids = append(ids, c.ID)
+			}
+			e.publish(cmds)
+			e.awaitOutcomes(ids)
+			// Each partition holds two rows of 10 versions each; keeping
+			// 3 versions of every row removes 7 of each.
+			cfg := replay.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 3, Pace: time.Millisecond}
+			var seen []replay.PrunePartition
+			st, err := e.rp.Prune(e.ctx, cfg, func(p replay.PrunePartition) error { seen = append(seen, p); return nil })
+			if err != nil || st.Partitions != 3 || st.Rows != 3*2*7 || len(seen) != 3 || seen[0].Command != "" {
+				t.Fatalf("dry run: %+v %v %+v", st, err, seen)
+			}
+			cfg.Apply = true
+			st2, err := e.rp.Prune(e.ctx, cfg, nil)
+			if err != nil || st2 != st {
+				t.Fatalf("apply: %+v %v, the dry run said %+v", st2, err, st)
+			}
+			// Every row keeps 3 versions.
+			for _, pk := range []string{"a", "b", "c"} {
+				byRK, err := rows.ReadPartition(e.ctx, e.st, table, pk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rk, rs := range byRK {
+					if len(rs) != 3 {
+						t.Fatalf("%s/%s keeps %d versions, want 3", pk, rk, len(rs))
+					}
+				}
+			}
+			// Resumable: nothing is left to do.
+			st3, err := e.rp.Prune(e.ctx, cfg, nil)
+			if err != nil || st3.Partitions != 0 {
+				t.Fatalf("second run: %+v %v", st3, err)
+			}
+			// By age: with the clock an hour on, everything is older than 30m.
+			age := replay.PruneConfig{Table: table, Partition: store.InPartition("a"), Keep: 30 * time.Minute,
+				Now: func() time.Time { return time.Now().Add(time.Hour) }}
+			st4, err := e.rp.Prune(e.ctx, age, nil)
+			if err != nil || st4.Rows != 2*2 {
+				t.Fatalf("keep 30m an hour later: %+v %v, want the 2 older versions of each row", st4, err)
+			}
+			vs, err := e.rp.Verify(e.ctx, replay.VerifyConfig{Table: table})
+			if err != nil || vs.Missing+vs.Extra+vs.Changed != 0 {
+				t.Fatalf("verify: %+v %v", vs, err)
 			}
 		})
 	}

@@ -52,6 +52,7 @@ var replayCommands = []replayEntry{
 	{spec{"load", "--in FILE --into NEW [--workers N] [--resume]", "load a snapshot into a fresh table"}, func() replaySub { return &loadCmd{} }},
 	{spec{"verify", "--table T [--to POINT | --seq N | --time T] [--scratch-local] [--max N] [--workers N]", "check a live table against its journal, row for row"}, func() replaySub { return &verifyCmd{} }},
 	{spec{"diff", "--table A --against B [--to POINT | --seq N | --time T] [--max N]", "compare two tables row for row (blue/green rebuilds)"}, func() replaySub { return &diffCmd{} }},
+	pruneSpec,
 }
 
 func findReplay(name string) (replayEntry, bool) {
