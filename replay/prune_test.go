@@ -101,16 +101,23 @@ func TestPrunePolicy(t *testing.T) {
 			e.awaitOutcomes(ids)
 			// Each partition holds two rows of 10 versions each; keeping
 			// 3 versions of every row removes 7 of each.
-			cfg := replay.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 3, Pace: time.Millisecond}
+			// At most 5 rows per prune command: 3 prunes of each partition's 14.
+			cfg := replay.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 3, Pace: time.Millisecond, MaxRows: 5}
 			var seen []replay.PrunePartition
 			st, err := e.rp.Prune(e.ctx, cfg, func(p replay.PrunePartition) error { seen = append(seen, p); return nil })
-			if err != nil || st.Partitions != 3 || st.Rows != 3*2*7 || len(seen) != 3 || seen[0].Command != "" {
+			if err != nil || st.Partitions != 3 || st.Rows != 3*2*7 || len(seen) != 3 || seen[0].Command != "" || seen[0].Prunes != 3 {
 				t.Fatalf("dry run: %+v %v %+v", st, err, seen)
 			}
 			cfg.Apply = true
-			st2, err := e.rp.Prune(e.ctx, cfg, nil)
+			seen = nil
+			st2, err := e.rp.Prune(e.ctx, cfg, func(p replay.PrunePartition) error { seen = append(seen, p); return nil })
 			if err != nil || st2 != st {
 				t.Fatalf("apply: %+v %v, the dry run said %+v", st2, err, st)
+			}
+			for _, p := range seen {
+				if p.Prunes != 3 || p.Outcome == nil || p.Outcome.Pruned > 5 || p.Rows != 14 {
+					t.Fatalf("applied %+v", p)
+				}
 			}
 			// Every row keeps 3 versions.
 			for _, pk := range []string{"a", "b", "c"} {

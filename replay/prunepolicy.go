@@ -38,9 +38,18 @@ type PruneConfig struct {
 	// Pace is the pause between two partitions' prunes when applying, so
 	// that live traffic keeps the store's throughput. If zero, 100 ms.
 	Pace time.Duration
+	// MaxRows bounds the rows one prune command removes: a partition with
+	// more to remove gets several prunes with rising horizons, so that no
+	// one prune holds its shard long (the projector applies a shard's
+	// commands in order). If zero, DefaultPruneMaxRows.
+	MaxRows int
 	// Now is the clock for Keep; if nil, time.Now.
 	Now func() time.Time
 }
+
+// DefaultPruneMaxRows is PruneConfig.MaxRows by default: about ten
+// transactions, well under a second on Azure.
+const DefaultPruneMaxRows = 1000
 
 // PrunePartition is what a Prune did, or would do, in one partition.
 type PrunePartition struct {
@@ -49,8 +58,10 @@ type PrunePartition struct {
 	// it removes (counted on a dry run, from the outcome when applied).
 	Horizon uint64
 	Rows    int64
-	// Command is the prune's command ID, and Outcome its outcome, when
-	// applied.
+	// Prunes is the number of prune commands (see PruneConfig.MaxRows).
+	Prunes int
+	// Command is the last prune's command ID, and Outcome its outcome,
+	// when applied.
 	Command string
 	Outcome *journal.Outcome
 }
@@ -84,6 +95,9 @@ func (r *Replayer) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePart
 	if cfg.Pace == 0 {
 		cfg.Pace = 100 * time.Millisecond
 	}
+	if cfg.MaxRows <= 0 {
+		cfg.MaxRows = DefaultPruneMaxRows
+	}
 	timeHorizon := uint64(0) // 0: no limit from Keep
 	if cfg.Keep > 0 {
 		now := time.Now
@@ -103,7 +117,8 @@ func (r *Replayer) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePart
 	if err != nil {
 		return st, fmt.Errorf("prune %s: %w", cfg.Table, err)
 	}
-	for i, pk := range pks {
+	published := false
+	for _, pk := range pks {
 		byRK, err := rows.ReadPartition(ctx, r.st, cfg.Table, pk)
 		if err != nil {
 			return st, err
@@ -113,18 +128,24 @@ func (r *Replayer) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePart
 		if h == 0 || n == 0 {
 			continue
 		}
-		p := PrunePartition{PK: pk, Horizon: h, Rows: n}
+		steps := pruneSteps(byRK, h, cfg.MaxRows)
+		p := PrunePartition{PK: pk, Horizon: h, Rows: n, Prunes: len(steps)}
 		if cfg.Apply {
-			if i > 0 && st.Partitions > 0 {
-				if err := ctxtime.Sleep(ctx, cfg.Pace); err != nil {
+			p.Rows = 0
+			for _, step := range steps {
+				if published {
+					if err := ctxtime.Sleep(ctx, cfg.Pace); err != nil {
+						return st, err
+					}
+				}
+				o, err := r.publishPrune(ctx, cfg.Table, pk, step)
+				if err != nil {
 					return st, err
 				}
+				published = true
+				p.Command, p.Outcome = o.ID, &o
+				p.Rows += o.Pruned
 			}
-			o, err := r.publishPrune(ctx, cfg.Table, pk, h)
-			if err != nil {
-				return st, err
-			}
-			p.Command, p.Outcome, p.Rows = o.ID, &o, o.Pruned
 		}
 		st.Partitions++
 		st.Rows += p.Rows
@@ -183,6 +204,31 @@ func policyHorizon(byRK map[string][]rows.Row, before, timeH uint64, keepVersion
 		lower(vh)
 	}
 	return h
+}
+
+// pruneSteps splits a prune to horizon h into rising horizons, each
+// removing about maxRows rows more than the one before, the last h. A row
+// goes at the horizon its next newer version was written at.
+func pruneSteps(byRK map[string][]rows.Row, h uint64, maxRows int) []uint64 {
+	var at []uint64
+	for _, rs := range byRK {
+		for i := 0; i+1 < len(rs) && rs[i+1].Seq <= h; i++ {
+			if !rs[i].Tip {
+				at = append(at, rs[i+1].Seq)
+			}
+		}
+	}
+	slices.Sort(at)
+	var steps []uint64
+	for k := maxRows; k < len(at); k += maxRows {
+		if s := at[k-1]; len(steps) == 0 || s > steps[len(steps)-1] {
+			steps = append(steps, s)
+		}
+	}
+	if len(steps) == 0 || steps[len(steps)-1] < h {
+		steps = append(steps, h)
+	}
+	return steps
 }
 
 // pruneID is the prune command's ID: a function of table, partition and

@@ -14,7 +14,7 @@ import (
 )
 
 // pruneSpec is the command table's line of replay prune.
-var pruneSpec = replayEntry{spec{"prune", "--table T (--keep 90d | --keep-versions N | --before SEQ) [--pk P] [--apply] [--pace D]", "remove old versions through the journal (dry run by default)"}, func() replaySub { return &pruneCmd{} }}
+var pruneSpec = replayEntry{spec{"prune", "--table T (--keep 90d | --keep-versions N | --before SEQ) [--pk P] [--apply] [--pace D] [--max-rows N]", "remove old versions through the journal (dry run by default)"}, func() replaySub { return &pruneCmd{} }}
 
 // pruneCmd is replay prune.
 type pruneCmd struct {
@@ -31,7 +31,8 @@ func (c *pruneCmd) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.cfg.KeepVersions, "keep-versions", 0, "keep at least the newest N versions of every row")
 	fs.Uint64Var(&c.cfg.Before, "before", 0, "the horizon itself: a journal sequence")
 	fs.BoolVar(&c.cfg.Apply, "apply", false, "publish the prunes, partition by partition, and wait for their outcomes (default: dry run, count what would go)")
-	fs.DurationVar(&c.cfg.Pace, "pace", 100*time.Millisecond, "pause between two partitions' prunes with --apply")
+	fs.DurationVar(&c.cfg.Pace, "pace", 100*time.Millisecond, "pause between two prune commands with --apply")
+	fs.IntVar(&c.cfg.MaxRows, "max-rows", replay.DefaultPruneMaxRows, "most rows one prune command removes; a partition with more gets several, with rising horizons")
 }
 
 func (c *pruneCmd) check() error {
@@ -48,8 +49,8 @@ func (c *pruneCmd) check() error {
 	if c.cfg.Keep <= 0 && c.cfg.KeepVersions <= 0 && c.cfg.Before == 0 {
 		return errors.New("replay prune needs a policy: --keep, --keep-versions or --before")
 	}
-	if c.cfg.Pace < 0 {
-		return errors.New("--pace is negative")
+	if c.cfg.Pace < 0 || c.cfg.MaxRows <= 0 {
+		return errors.New("--pace is negative or --max-rows not positive")
 	}
 	return nil
 }
@@ -81,7 +82,7 @@ func (c *pruneCmd) run(ctx context.Context, stdio IO) error {
 	c.cfg.Partition = partition(c.set, c.pk)
 	res := pruneResult{Applied: c.cfg.Apply, Table: c.cfg.Table, Partitions: []prunePartJSON{}}
 	st, err := c.rp.Prune(ctx, c.cfg, func(p replay.PrunePartition) error {
-		res.Partitions = append(res.Partitions, prunePartJSON{PK: p.PK, Horizon: p.Horizon, Rows: p.Rows, Command: p.Command})
+		res.Partitions = append(res.Partitions, prunePartJSON{PK: p.PK, Horizon: p.Horizon, Rows: p.Rows, Prunes: p.Prunes, Command: p.Command})
 		return nil
 	})
 	res.Rows = st.Rows
@@ -101,12 +102,13 @@ type prunePartJSON struct {
 	PK      string `json:"pk"`
 	Horizon uint64 `json:"horizon"`
 	Rows    int64  `json:"rows"`
+	Prunes  int    `json:"prunes"`
 	Command string `json:"command,omitempty"`
 }
 
 func (r pruneResult) text(w io.Writer) {
 	for _, p := range r.Partitions {
-		fmt.Fprintf(w, "%s %q: %d rows before sequence %d", r.Table, p.PK, p.Rows, p.Horizon)
+		fmt.Fprintf(w, "%s %q: %d rows before sequence %d in %d prunes", r.Table, p.PK, p.Rows, p.Horizon, p.Prunes)
 		if p.Command != "" {
 			fmt.Fprintf(w, " removed by %s", p.Command)
 		}
