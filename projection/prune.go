@@ -80,7 +80,7 @@ func (r *partitionRun) decidePrune(ctx context.Context) error {
 		return nil
 	}
 	byRK, err := retryStore(ctx, r.a.policy, "read partition of "+r.part.table, func() (map[string][]rows.Row, error) {
-		return rows.ReadPartition(ctx, r.a.store, r.part.table, r.part.pk)
+		return rows.ReadPartitionUpTo(ctx, r.a.store, r.part.table, r.part.pk, e.Cmd.Prune.Horizon)
 	})
 	if err != nil {
 		return err

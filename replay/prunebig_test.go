@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -37,6 +38,11 @@ func TestPruneLive(t *testing.T) {
 			e := newEnv(t, b.open(t))
 			table := uniqueTable("Big")
 			n := pruneBigVersions(b)
+			// The env's deadline is for the usual sizes; a measurement of a
+			// big partition takes longer.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(5, n/2000))*time.Minute)
+			t.Cleanup(cancel)
+			e.ctx = ctx
 			cmds := make([]*events.Command, n)
 			ids := make([]string, n)
 			for i := range cmds {

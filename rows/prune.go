@@ -74,8 +74,24 @@ func ReadHorizon(ctx context.Context, s store.Store, table, pk string) (Horizon,
 // grouped by logical RowKey and sorted by journal sequence, oldest first
 // (the tip, newest, last).
 func ReadPartition(ctx context.Context, s store.Store, table, pk string) (map[string][]Row, error) {
+	return readPartition(ctx, s, table, store.Query{PK: pk})
+}
+
+// ReadPartitionUpTo is ReadPartition of the rows written at or before seq
+// (filtered by the store). PruneSetPartition of it at a horizon h = seq is
+// PruneSetPartition of the whole partition at h: a row removed has its next
+// newer row at or before h, so in the answer too, and the newest row of the
+// answer is the one current at h. A prune reads only this: after the
+// prunes before it, little more than what it removes.
+func ReadPartitionUpTo(ctx context.Context, s store.Store, table, pk string, seq uint64) (map[string][]Row, error) {
+	return readPartition(ctx, s, table, store.Query{PK: pk,
+		Filter: []store.Cond{{Prop: ColSeq, Cmp: store.Le, Value: events.Int64(int64(seq))}}})
+}
+
+func readPartition(ctx context.Context, s store.Store, table string, q store.Query) (map[string][]Row, error) {
+	pk := q.PK
 	byRK := make(map[string][]Row)
-	err := store.All(ctx, s, table, store.Query{PK: pk}, func(e store.Entity) error {
+	err := store.All(ctx, s, table, q, func(e store.Entity) error {
 		if e.RK == FenceKey {
 			return nil
 		}
