@@ -3,6 +3,7 @@ package replay_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,8 @@ func TestPrunedReplay(t *testing.T) {
 			isPruned("undo", err)
 			_, err = e.rp.PlanRestore(e.ctx, table, store.InPartition("a"), seqs[4])
 			isPruned("restore", err)
+			_, err = e.rp.Snapshot(e.ctx, io.Discard, replay.SnapshotConfig{Table: table, Seq: horizon - 1})
+			isPruned("snapshot", err)
 			// The other partition, and the pruned one from its horizon on.
 			if err := e.rp.AsOf(e.ctx, table, store.InPartition("b"), seqs[1], none); err != nil {
 				t.Fatal(err)
