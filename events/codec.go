@@ -105,7 +105,7 @@ func (c *Command) Equal(o *Command) bool {
 		return c == o
 	}
 	if c.ID != o.ID || c.Table != o.Table || c.PK != o.PK || c.Issuer != o.Issuer ||
-		!c.IssuedAt.Equal(o.IssuedAt) || len(c.Ops) != len(o.Ops) || len(c.Meta) != len(o.Meta) {
+		!c.IssuedAt.Equal(o.IssuedAt) || len(c.Ops) != len(o.Ops) || len(c.Meta) != len(o.Meta) || !c.Prune.equal(o.Prune) {
 		return false
 	}
 	for i := range c.Ops {

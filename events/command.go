@@ -52,6 +52,9 @@ type Command struct {
 	// Meta carries free-form string metadata, such as a correlation ID or
 	// undoOf for commands published by replay undo.
 	Meta map[string]string
+	// Prune, when set, makes the command a prune of its partition (see
+	// Prune, prune.go); it then has no Ops.
+	Prune *Prune
 }
 
 // Limits of SPEC §2, derived from Azure Tables' own.

@@ -32,6 +32,9 @@ func MarshalJSON(c *Command) ([]byte, error) {
 		w.op(&c.Ops[i])
 	}
 	w.raw("]")
+	if c.Prune != nil {
+		w.b = appendPruneJSON(w.b, c.Prune)
+	}
 	if c.Issuer != "" {
 		w.raw(`,"issuer":`)
 		w.str(c.Issuer)

@@ -110,6 +110,9 @@ func (d *jsonDecoder) command() (*Command, error) {
 		case "meta":
 			bit = fieldMeta
 			c.Meta, err = d.meta()
+		case "prune":
+			bit = fieldPrune
+			c.Prune, err = d.prune()
 		default:
 			err = unknownField(topPath(""), key, commandFields)
 		}

@@ -23,6 +23,9 @@ func MarshalMsgpack(c *Command) ([]byte, error) {
 	defer e.release()
 
 	n := 4
+	if c.Prune != nil {
+		n++
+	}
 	if c.Issuer != "" {
 		n++
 	}
@@ -43,6 +46,9 @@ func MarshalMsgpack(c *Command) ([]byte, error) {
 	e.err(e.enc.EncodeArrayLen(len(c.Ops)))
 	for i := range c.Ops {
 		e.op(&c.Ops[i])
+	}
+	if c.Prune != nil {
+		e.prune(c.Prune)
 	}
 	if c.Issuer != "" {
 		e.str("issuer")

@@ -101,6 +101,9 @@ func (d *mpDecoder) command() (*Command, error) {
 		case "meta":
 			bit, p = fieldMeta, topPath("meta")
 			c.Meta, err = d.meta()
+		case "prune":
+			bit, p = fieldPrune, topPath("prune")
+			c.Prune, err = d.prune()
 		default:
 			err = unknownField(topPath(""), string(k), commandFields)
 		}

@@ -66,7 +66,7 @@ func (p path) String() string {
 
 // The fields of a command and of a row operation, as both codecs name them.
 var (
-	commandFields = []string{"id", "table", "pk", "ops", "issuer", "issuedAt", "meta"}
+	commandFields = []string{"id", "table", "pk", "ops", "issuer", "issuedAt", "meta", "prune"}
 	opFields      = []string{"op", "rk", "entity", "ifVersion"}
 )
 

@@ -70,7 +70,11 @@ func (c *Command) Validate() error {
 	if err := validateKey(topPath("pk"), c.PK, utf16Len(c.PK)); err != nil {
 		return err
 	}
-	if n := len(c.Ops); n < 1 || n > MaxOpsPerCommand {
+	if c.Prune != nil {
+		if err := c.validatePrune(); err != nil {
+			return err
+		}
+	} else if n := len(c.Ops); n < 1 || n > MaxOpsPerCommand {
 		return invalid("ops", RuleOpsCount, "%d row operations, want 1..%d", n, MaxOpsPerCommand)
 	}
 	total := 0

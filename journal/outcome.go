@@ -120,6 +120,8 @@ type Outcome struct {
 	Rule string `json:"rule,omitempty"`
 	// Rows are the row versions an applied command produced.
 	Rows []RowVersion `json:"rows,omitempty"`
+	// Pruned is the number of rows an applied prune command removed.
+	Pruned int64 `json:"pruned,omitempty"`
 	// At is the journal time of the command, not the projector's clock.
 	At time.Time `json:"at"`
 }
@@ -280,6 +282,9 @@ func (o Outcome) marshal() ([]byte, error) {
 			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	if o.Pruned != 0 {
+		b = wirejson.Int(wirejson.Key(append(b, ','), "pruned"), o.Pruned)
 	}
 	b = wirejson.Key(append(b, ','), "at")
 	b, err := wirejson.Time(b, o.At)

@@ -166,13 +166,15 @@ type partitionRun struct {
 	// RememberIDs every call's).
 	seen               map[string]uint64
 	contention, wedged int
+	// prune is the prune decided last, to commit (prune.go).
+	prune *pruneWork
 }
 
 // partition starts applying entries, all of table and pk and in journal
 // order.
 func (a *Applier) partition(ctx context.Context, table, pk string, entries []Entry) (*partitionRun, error) {
 	r := &partitionRun{a: a, part: partKey{table, pk}, entries: entries, seen: make(map[string]uint64)}
-	if len(touchedRKs(entries)) == 0 && !anyErase(entries) {
+	if len(touchedRKs(entries)) == 0 && !anyErase(entries) && !hasPrune(entries) {
 		r.invalid = true
 		return r, nil
 	}
@@ -214,6 +216,9 @@ func (r *partitionRun) decide(ctx context.Context) error {
 		r.end = len(r.entries)
 		return nil
 	}
+	if isPrune(r.entries[r.next]) {
+		return r.decidePrune(ctx)
+	}
 	for {
 		if err := r.a.begin(ctx, r.part, &r.v); err != nil {
 			return err
@@ -225,6 +230,9 @@ func (r *partitionRun) decide(ctx context.Context) error {
 		r.tx.seen = r.seen
 		r.tx.er.to = r.v.f.eraseSeq
 		for r.end = r.next; r.end < len(r.entries); r.end++ {
+			if r.end > r.next && isPrune(r.entries[r.end]) {
+				break // a prune takes transactions of its own
+			}
 			if err := r.tx.add(r.entries[r.end]); errors.Is(err, errFull) {
 				break
 			}
@@ -245,6 +253,9 @@ func (r *partitionRun) commit(ctx context.Context) (bool, error) {
 	if r.invalid {
 		r.next = r.end
 		return true, nil
+	}
+	if r.prune != nil {
+		return r.commitPrune(ctx)
 	}
 	for _, res := range r.tx.results {
 		if res.Status == journal.StatusApplied && res.Stored { // a skipped command found applied
@@ -500,6 +511,7 @@ func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *txn) err
 		next = fence{exists: true, seq: v.f.seq, cmd: v.f.cmd, at: v.f.at}
 	}
 	next.eraseSeq = v.f.eraseSeq
+	next.horizon = v.f.horizon // a prune's horizon stays (prune.go)
 	// The fence goes first: a stale view fails on it, whatever else differs.
 	ops := append([]store.Op{v.f.op(next)}, rowOps...)
 	etags, err := a.transact(ctx, part, ops)

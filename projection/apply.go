@@ -67,6 +67,8 @@ type Result struct {
 	// Rows are the versions an applied command produced, one per row it
 	// changed, in the order the command first names them.
 	Rows []journal.RowVersion
+	// Pruned is the number of rows an applied prune removed (prune.go).
+	Pruned int64
 	// Changes are the change-feed events of an applied command, one per
 	// row version, in the order of Rows.
 	Changes []Change

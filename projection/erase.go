@@ -129,6 +129,7 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 		next := v.f
 		if final {
 			next = last
+			next.horizon = v.f.horizon // a prune's horizon stays (prune.go)
 		} else if !v.f.exists {
 			// The first transaction of a partition without a fence inserts
 			// it; it names the erase only once the erase is done.

@@ -24,6 +24,9 @@ type fence struct {
 	// eraseSeq is the sequence of the partition's newest erase (SPEC §10),
 	// 0 for none: every command at or below it was handled before.
 	eraseSeq uint64
+	// horizon is the partition's prune horizon (prune.go), carried on by
+	// every fence write.
+	horizon rows.Horizon
 }
 
 // sameContent reports whether f and g describe the same applied prefix.
@@ -51,6 +54,7 @@ func (f fence) op(next fence) store.Op {
 	if next.eraseSeq > 0 {
 		props[rows.ColEraseSeq] = events.Int64(int64(next.eraseSeq))
 	}
+	next.horizon.Put(props)
 	if !f.exists {
 		return store.Op{Kind: store.Insert, RK: rows.FenceKey, Props: props}
 	}
@@ -62,6 +66,8 @@ func (f fence) op(next fence) store.Op {
 var fenceWireCost = wireCost(events.EntitySize("", rows.FenceKey, events.Entity{
 	rows.ColSeq: events.Int64(0), rows.ColCmd: events.String(string(make([]byte, events.MaxIDLen))),
 	rows.ColAt: events.DateTime(time.Time{}), rows.ColEraseSeq: events.Int64(0),
+	rows.ColPruneSeq: events.Int64(0), rows.ColPruneCmd: events.String(string(make([]byte, events.MaxIDLen))),
+	rows.ColPruneRemoved: events.Int64(0),
 }), nil) + 2*events.MaxKeyBytes // the partition key, in the body and the URL
 
 func decodeFence(e store.Entity) (fence, error) {
@@ -71,7 +77,7 @@ func decodeFence(e store.Entity) (fence, error) {
 	if !ok1 || !ok2 || !ok3 || s.Type != events.TypeInt64 || c.Type != events.TypeString {
 		return fence{}, fmt.Errorf("fence row of partition %q lacks its columns: %w", e.PK, rows.ErrLayout)
 	}
-	f := fence{exists: true, etag: e.ETag, seq: uint64(s.Int), cmd: c.Str, at: a.Time}
+	f := fence{exists: true, etag: e.ETag, seq: uint64(s.Int), cmd: c.Str, at: a.Time, horizon: rows.HorizonOf(e.Props)}
 	if es, ok := e.Props[rows.ColEraseSeq]; ok && es.Type == events.TypeInt64 {
 		f.eraseSeq = uint64(es.Int)
 	}

@@ -3,6 +3,7 @@ package projection
 import (
 	"encoding/base64"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -63,7 +64,9 @@ func TestChangeMsgID(t *testing.T) {
 }
 
 // TestChangeEventMarshal: a change event's bytes are what json.Marshal made
-// of it, with or without images, whatever the keys and values hold.
+// of it, with or without images, whatever the keys and values hold. Every
+// field is set in some case, so a field added to ChangeEvent and not to
+// marshal fails here.
 func TestChangeEventMarshal(t *testing.T) {
 	img := func(e events.Entity) json.RawMessage {
 		b, err := events.MarshalEntityJSON(e)
@@ -73,14 +76,29 @@ func TestChangeEventMarshal(t *testing.T) {
 		return b
 	}
 	at := time.Date(2026, 11, 26, 2, 3, 4, 5, time.UTC)
-	for _, ev := range []ChangeEvent{
+	cases := []ChangeEvent{
 		{},
 		{Table: "Orders", PK: "p", RK: "r1", Op: Create, Version: 0, Cmd: "c-1", Seq: 1, At: at,
 			After: img(events.Entity{"s": events.String("<b>&\u2028 ü"), "n": events.Int64(9007199254740993), "x": events.Double(0.1)})},
 		{Table: "T", PK: "p&<>\"", RK: "r\n😀", Op: Update, Version: 12, Cmd: "c\\2", Seq: 18446744073709551615, At: at,
 			Before: img(events.Entity{"b": events.Binary([]byte("<>&"))}), After: img(events.Entity{})},
 		{Table: "T", PK: "p", RK: "r", Op: Delete, Version: 3, Cmd: "c", Seq: 9, At: at, Before: img(events.Entity{"t": events.DateTime(at)})},
-	} {
+	}
+	set := make(map[string]bool)
+	for _, ev := range cases {
+		v := reflect.ValueOf(ev)
+		for i := range v.NumField() {
+			if !v.Field(i).IsZero() {
+				set[v.Type().Field(i).Name] = true
+			}
+		}
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(ChangeEvent{})) {
+		if !set[f.Name] {
+			t.Errorf("no case sets ChangeEvent.%s: add one, and encode it in marshal", f.Name)
+		}
+	}
+	for _, ev := range cases {
 		want, err := json.Marshal(ev)
 		if err != nil {
 			t.Fatal(err)

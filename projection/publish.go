@@ -153,7 +153,7 @@ func newOutcomePublisher(js jetstream.JetStream, obs Observer) *outcomePublisher
 func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
 	msg, err := journal.OutcomeMsg(journal.Outcome{
 		ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
-		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, At: e.At,
+		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, Pruned: r.Pruned, At: e.At,
 	})
 	if err != nil {
 		return nil, err

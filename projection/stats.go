@@ -29,4 +29,7 @@ type Stats struct {
 	// DuplicatesByID counts commands reported duplicate because their ID
 	// was applied before at another journal sequence.
 	DuplicatesByID atomic.Int64
+	// PrunedRows counts the version and tombstone rows removed by prune
+	// commands (prune.go).
+	PrunedRows atomic.Int64
 }

@@ -60,7 +60,10 @@ func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64
 	case err != nil:
 		return rows.Row{}, false, fmt.Errorf("asof %s/%q/%q: %w", table, pk, rk, err)
 	case !ok:
-		return rows.Row{}, false, nil
+		// No version at seq: the row did not exist, or its history there
+		// was pruned (a found version is always right: a prune removes
+		// the oldest part of a history, prune.go).
+		return rows.Row{}, false, checkHorizon(ctx, st, table, pk, seq)
 	case v.Deleted:
 		v.ETag = ""
 		return v, false, nil
@@ -82,6 +85,9 @@ func asCurrent(r rows.Row) rows.Row {
 // tombstone are left out.
 // Rows passed to fn are as AsOfRow returns them.
 func (r *Replayer) AsOf(ctx context.Context, table string, part store.Partition, seq uint64, fn func(rows.Row) error) error {
+	if err := checkHorizons(ctx, r.st, table, part, seq); err != nil {
+		return err // pruned (prune.go)
+	}
 	return scanAt(ctx, r.st, table, part, seq, func(row rows.Row) error {
 		if row.Deleted {
 			return nil

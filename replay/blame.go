@@ -67,6 +67,9 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 	if err := r.erasedRows(ctx, o); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}
+	if err := checkHorizon(ctx, r.st, o.Table, o.PK, o.Seq); err != nil {
+		return nil, fmt.Errorf("blame %s: %w", id, err) // pruned (prune.go)
+	}
 	if b.Versions, err = rows.RowsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}

@@ -87,6 +87,9 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 	if _, err := r.st.Query(ctx, cfg.Table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
 		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
 	}
+	if err := checkHorizons(ctx, r.st, cfg.Table, store.AllPartitions, seq); err != nil {
+		return stats, fmt.Errorf("snapshot: %w", err) // pruned (prune.go)
+	}
 	h := Header{Format: FormatVersion, Table: cfg.Table, Seq: seq, Journal: r.cfg.Journal}
 	stats.Header = h
 	workers := cfg.Workers

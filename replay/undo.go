@@ -42,6 +42,9 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 	if err := r.refuseUndoErase(ctx, o); err != nil {
 		return nil, err
 	}
+	if err := checkHorizon(ctx, r.st, o.Table, o.PK, o.Seq-1); err != nil {
+		return nil, fmt.Errorf("undo %s: %w", id, err) // pruned (prune.go)
+	}
 	// The version the command produced on each row it changed (one per
 	// row, keyed by its sequence), and the row's state just before it.
 	prefix := idPrefix(KindUndo, id)

@@ -107,8 +107,10 @@ func LayoutErrors(ctx context.Context, st store.Store, table string) []error {
 	}
 	type key struct{ pk, rk string }
 	byKey := make(map[key][]rows.Row)
+	pruned := make(map[string]bool) // partitions with a prune horizon
 	err := store.All(ctx, st, table, store.Query{AllPartitions: true}, func(e store.Entity) error {
 		if e.RK == rows.FenceKey {
+			pruned[e.PK] = rows.HorizonOf(e.Props).Seq > 0
 			return nil
 		}
 		if rows.IsErasedKey(e.RK) {
@@ -141,7 +143,7 @@ func LayoutErrors(ctx context.Context, st store.Store, table string) []error {
 		return keys[i].pk < keys[j].pk || keys[i].pk == keys[j].pk && keys[i].rk < keys[j].rk
 	})
 	for _, k := range keys {
-		if err := rowHistory(byKey[k]); err != nil {
+		if err := rowHistory(byKey[k], pruned[k.pk]); err != nil {
 			add(fmt.Errorf("row %q/%q: %w", k.pk, k.rk, err))
 		}
 	}
@@ -180,14 +182,20 @@ func systemColumns(e store.Entity) error {
 	return nil
 }
 
-// rowHistory checks the stored versions of one logical row.
-func rowHistory(rs []rows.Row) error {
+// rowHistory checks the stored versions of one logical row. Versions run
+// contiguous from 0, or in a pruned partition from the oldest kept (a
+// prune removes a prefix of every row's history).
+func rowHistory(rs []rows.Row, pruned bool) error {
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Version < rs[j].Version })
+	var from int64
+	if pruned && len(rs) > 0 {
+		from = rs[0].Version
+	}
 	var errs []error
 	for i, r := range rs {
 		newest := i == len(rs)-1
 		switch {
-		case r.Version != int64(i):
+		case r.Version != from+int64(i):
 			errs = append(errs, fmt.Errorf("versions %v are not contiguous from 0", versions(rs)))
 		case i > 0 && r.Seq <= rs[i-1].Seq:
 			errs = append(errs, fmt.Errorf("_seq %d at version %d does not rise from %d at version %d", r.Seq, r.Version, rs[i-1].Seq, rs[i-1].Version))

@@ -54,6 +54,7 @@ var replayCommands = []replayEntry{
 	{cli.NewSpec("verify", "--table T [--to POINT | --seq N | --time T] [--scratch-local] [--max N] [--workers N]", "check a live table against its journal, row for row"), func() replaySub { return &verifyCmd{} }},
 	{cli.NewSpec("diff", "--table A --against B [--to POINT | --seq N | --time T] [--max N]", "compare two tables row for row (blue/green rebuilds)"), func() replaySub { return &diffCmd{} }},
 	{cli.NewSpec("erase", "--table T --pk P [--rk R] [--apply]", "erase a row or partition everywhere, with a receipt (dry run by default)"), func() replaySub { return &eraseCmd{} }},
+	{cli.NewSpec("prune", "--table T (--keep 90d | --keep-versions N | --before SEQ) [--pk P] [--apply] [--pace D] [--max-rows N]", "remove old versions through the journal (dry run by default)"), func() replaySub { return &pruneCmd{} }},
 }
 
 func findReplay(name string) (replayEntry, bool) {
@@ -126,11 +127,15 @@ func Run(ctx context.Context, args []string, stdio cli.IO) error {
 	return refusals(sub.run(ctx, stdio))
 }
 
-// refusals gives the answers replay refuses (an erased key) the word that
-// leads their message; they exit with status 3.
+// refusals gives the answers replay refuses (an erased key, a point
+// before a prune horizon) the word that leads their message; they exit
+// with status 3.
 func refusals(err error) error {
-	if errors.Is(err, replay.ErrErased) {
+	switch {
+	case errors.Is(err, replay.ErrErased):
 		return cli.Refused("erased", err)
+	case errors.Is(err, replay.ErrPruned):
+		return cli.Refused("pruned", err)
 	}
 	return err
 }

@@ -1,0 +1,163 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/rows"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// Prune commands (SPEC §2, "Prune commands"; issue 19). A prune takes
+// transactions of its own, between the commands before and after it in
+// journal order: decidePrune lists the partition and picks the rows to
+// remove (rows.PruneSetPartition); commitPrune removes them in
+// transactions of at most store.MaxOps operations, each with the fence
+// (conditional on its etag, carrying the new horizon), and the last one
+// also writes the prune's own _seq/_cmd/_at. Because a prune is
+// idempotent, an interrupted one is completed by its redelivery: decided
+// again on the rows left, with the count kept on the fence.
+
+// pruneOpsPerTx is how many rows one prune transaction removes: the fence
+// write takes the last of store.MaxOps.
+const pruneOpsPerTx = store.MaxOps - 1
+
+// pruneWork is a decided prune, to commit.
+type pruneWork struct {
+	e       Entry
+	remove  []rows.Row
+	horizon rows.Horizon // the horizon its transactions write
+}
+
+func isPrune(e Entry) bool { return e.Cmd.IsPrune() }
+
+func hasPrune(entries []Entry) bool {
+	for _, e := range entries {
+		if isPrune(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// decidePrune decides the prune at r.next, alone in its "transaction".
+func (r *partitionRun) decidePrune(ctx context.Context) error {
+	e := r.entries[r.next]
+	r.end, r.prune = r.next+1, nil
+	r.tx = newTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
+	r.tx.seen = r.seen
+	res := Result{Seq: e.Seq, ID: e.ID}
+	defer func() { r.tx.results = append(r.tx.results, res) }()
+	if err := events.CheckPruneSeq(e.Cmd, e.Seq); err != nil {
+		res.reject(err.Error(), err)
+		return nil
+	}
+	if dup := r.tx.duplicate(e); dup != "" {
+		res.Status, res.Reason = journal.StatusDuplicate, dup
+		return nil
+	}
+	// Always the table's fence: a prune is rare, and must see every row.
+	r.a.forget(r.part, &r.v)
+	if err := r.a.begin(ctx, r.part, &r.v); err != nil {
+		return err
+	}
+	f := r.v.f
+	if f.exists && f.seq >= e.Seq {
+		// Handled before (redelivered after its last transaction, or a
+		// later command applied): nothing to write.
+		if e.own != nil {
+			res.Status, res.Reason, res.Stored = e.own.Status, e.own.Reason, true
+			return nil
+		}
+		res.Status = journal.StatusApplied
+		if f.horizon.Cmd == e.ID {
+			res.Pruned = f.horizon.Removed
+		}
+		r.tx.appliedIDs[e.ID] = e.Seq
+		return nil
+	}
+	byRK, err := retryStore(ctx, r.a.policy, "read partition of "+r.part.table, func() (map[string][]rows.Row, error) {
+		return rows.ReadPartitionUpTo(ctx, r.a.store, r.part.table, r.part.pk, e.Cmd.Prune.Horizon)
+	})
+	if err != nil {
+		return err
+	}
+	w := &pruneWork{e: e, horizon: f.horizon}
+	w.remove = rows.PruneSetPartition(byRK, e.Cmd.Prune.Horizon)
+	if h := e.Cmd.Prune.Horizon; h > f.horizon.Seq {
+		w.horizon = rows.Horizon{Seq: h, Cmd: e.ID}
+		if f.horizon.Cmd == e.ID {
+			w.horizon.Removed = f.horizon.Removed // resumed after a crash
+		}
+	}
+	res.Status, res.Pruned = journal.StatusApplied, int64(len(w.remove))
+	r.tx.appliedIDs[e.ID] = e.Seq
+	if w.horizon.Cmd == e.ID {
+		res.Pruned += w.horizon.Removed
+	}
+	r.prune = w
+	return nil
+}
+
+// commitPrune removes the decided rows, pruneOpsPerTx at a time, each
+// transaction with the fence. It returns false when the partition moved
+// under it (another writer): the prune is decided again, on what is left.
+func (r *partitionRun) commitPrune(ctx context.Context) (bool, error) {
+	w := r.prune
+	for first := true; first || len(w.remove) > 0; first = false {
+		n := min(len(w.remove), pruneOpsPerTx)
+		next := r.v.f
+		next.exists, next.horizon = true, w.horizon
+		if w.horizon.Cmd == w.e.ID {
+			next.horizon.Removed += int64(n)
+		}
+		if n == len(w.remove) { // the last transaction: the prune applied
+			next.seq, next.cmd, next.at = w.e.Seq, w.e.ID, w.e.At
+		}
+		ops := []store.Op{r.v.f.op(next)}
+		for _, row := range w.remove[:n] {
+			ops = append(ops, store.Op{Kind: store.Delete, RK: row.StoreKey(), IfMatch: etagOrAny(row.ETag)})
+		}
+		etags, err := retryStore(ctx, r.a.policy, "prune in "+r.part.table, func() ([]string, error) {
+			return store.TransactETags(ctx, r.a.store, r.part.table, r.part.pk, ops)
+		})
+		if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrPrecondition) {
+			// The fence moved, or a row is not as read: decide again.
+			r.a.stats.FenceConflicts.Add(1)
+			r.a.forget(r.part, &r.v)
+			r.prune = nil
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("prune %s of %s/%q: %w", w.e.ID, r.part.table, r.part.pk, err)
+		}
+		next.etag = ""
+		if len(etags) > 0 {
+			next.etag = etags[0]
+		} else if len(w.remove) > n {
+			// The store did not say the fence's etag: read it back.
+			f, err := r.a.readFence(ctx, r.part.table, r.part.pk)
+			if err != nil {
+				return false, err
+			}
+			if !f.sameContent(next) {
+				r.a.forget(r.part, &r.v)
+				r.prune = nil
+				return false, nil
+			}
+			next.etag = f.etag
+		}
+		r.v.f, w.horizon = next, next.horizon
+		w.remove = w.remove[n:]
+		r.a.stats.PrunedRows.Add(int64(n))
+	}
+	// Cached row states hold no version rows, but the view's fence moved:
+	// start the next decision from the table.
+	r.a.forget(r.part, &r.v)
+	r.committed()
+	r.prune = nil
+	return true, nil
+}
