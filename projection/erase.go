@@ -129,7 +129,15 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 		next := v.f
 		if final {
 			next = last
-			next.horizon = v.f.horizon // a prune's horizon stays (prune.go)
+			if e.Erase.RK != nil {
+				// A row erase leaves the partition's prunes in the journal, so
+				// their horizon stays (prune.go); a partition erase removes
+				// them with the rest, and a rebuild has no horizon either.
+				// The prune's count goes: it counted the erased row's versions
+				// too, which a rebuild without that row's commands does not.
+				next.horizon = v.f.horizon
+				next.horizon.Removed = 0
+			}
 		} else if !v.f.exists {
 			// The first transaction of a partition without a fence inserts
 			// it; it names the erase only once the erase is done.
