@@ -77,6 +77,14 @@ func TestCompact(t *testing.T) {
 				t.Fatalf("recorded horizon %+v %v (%v)", h, ok, err)
 			}
 
+			// A projector starting again (Ensure) keeps the horizon.
+			if _, err := journal.Ensure(e.ctx, e.js, journal.Config{AllowTrim: true}); err != nil {
+				t.Fatal(err)
+			}
+			if h2, ok, err := e.rp.Horizon(e.ctx, s.table); !ok || err != nil || h2 != h {
+				t.Fatalf("horizon after Ensure: %+v %v (%v), was %+v", h2, ok, err, h)
+			}
+
 			// Live traffic after the trim.
 			more := workload(rand.New(rand.NewPCG(20, 20)), s.table, "late", 12, []string{"p0", "p1"}, []string{"r0", "r1"})
 			seqs := e.publish(more)
