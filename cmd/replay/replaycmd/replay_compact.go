@@ -39,7 +39,7 @@ func (c *compactCmd) run(ctx context.Context, stdio cli.IO) error {
 		return cli.UsageError(errors.New("--at 0 is the empty table; give a journal sequence"))
 	}
 	res := compactResult{Table: c.table, Snapshot: snapfile.Describe(c.snapshot)}
-	checked, err := c.checkSnapshot(ctx)
+	checked, err := checkSnapshotAt(ctx, c.snapshot, c.tables)
 	if errors.Is(err, fs.ErrNotExist) || bloberror.HasCode(err, bloberror.BlobNotFound) {
 		write := func(w io.Writer) error {
 			_, err := c.rp.Snapshot(ctx, w, replay.SnapshotConfig{Table: c.table, Seq: c.at})
@@ -49,7 +49,7 @@ func (c *compactCmd) run(ctx context.Context, stdio cli.IO) error {
 			return err
 		}
 		res.Taken = true
-		checked, err = c.checkSnapshot(ctx) // what was stored, read back
+		checked, err = checkSnapshotAt(ctx, c.snapshot, c.tables) // what was stored, read back
 	}
 	if err != nil {
 		return err
@@ -69,16 +69,16 @@ func (c *compactCmd) run(ctx context.Context, stdio cli.IO) error {
 	return nil
 }
 
-// checkSnapshot reads the snapshot through (replay.CheckSnapshot).
-func (c *compactCmd) checkSnapshot(ctx context.Context) (replay.CheckedSnapshot, error) {
-	f, err := snapfile.Open(ctx, c.snapshot, c.tables)
+// checkSnapshotAt reads the snapshot at loc through (replay.CheckSnapshot).
+func checkSnapshotAt(ctx context.Context, loc, tables string) (replay.CheckedSnapshot, error) {
+	f, err := snapfile.Open(ctx, loc, tables)
 	if err != nil {
 		return replay.CheckedSnapshot{}, err
 	}
 	defer f.Close()
 	checked, err := replay.CheckSnapshot(f)
 	if err != nil {
-		return checked, fmt.Errorf("compact: %s: %w", snapfile.Describe(c.snapshot), err)
+		return checked, fmt.Errorf("%s: %w", snapfile.Describe(loc), err)
 	}
 	return checked, nil
 }
@@ -116,6 +116,15 @@ func (c *rebuildCmd) recordedSnapshot(ctx context.Context, stdio cli.IO) (io.Clo
 	h, ok, err := c.rp.Horizon(ctx, c.cfg.Table)
 	if err != nil || !ok || c.cfg.To < h.Seq {
 		return nil, err // before the horizon: Rebuild refuses, naming it
+	}
+	// Read it through first: it is the only record of the trimmed
+	// commands, and a different file would rebuild something else.
+	checked, err := checkSnapshotAt(ctx, h.Snapshot, c.tables)
+	if err == nil && checked.SHA256 != h.SHA256 {
+		err = fmt.Errorf("its SHA-256 is %s, the horizon recorded %s", checked.SHA256, h.SHA256)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: the journal of %s is trimmed below %d; its recorded snapshot %s: %w (give --from-snapshot)", c.cfg.Table, h.Seq, h.Snapshot, err)
 	}
 	f, err := snapfile.Open(ctx, h.Snapshot, c.tables)
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 // replay compact: a dry run takes the snapshot and trims nothing; --apply
 // trims; rebuild then loads the recorded snapshot by itself and equals the
 // live table; rebuild --seq before the horizon exits 3 naming the
-// snapshot; a snapshot at another sequence than --at is refused.
+// snapshot; a snapshot at another sequence than --at is refused, and so is a recorded
+// snapshot replaced by another file.
 func TestReplayCompactCLI(t *testing.T) {
 	e := startReplayEnv(t, journal.Config{AllowTrim: true})
 	var seqs []uint64
@@ -43,7 +44,15 @@ func TestReplayCompactCLI(t *testing.T) {
 	if code != cli.ExitRejected || !strings.Contains(errs, "trimmed:") || !strings.Contains(errs, snap) {
 		t.Fatalf("rebuild before the horizon: exit %d: %s", code, errs)
 	}
-	_, errs, code = e.replay(t, "compact", "--table", "orders", "--snapshot", snap, "--at", fmt.Sprint(seqs[4]), "--apply")
+	// Another snapshot in the recorded one's place: rebuild refuses it.
+	if _, errs, code := e.replay(t, "snapshot", "--table", "orders", "--out", snap, "--at", fmt.Sprint(seqs[4])); code != cli.ExitOK {
+		t.Fatalf("snapshot: exit %d: %s", code, errs)
+	}
+	_, errs, code = e.replay(t, "rebuild", "--table", "orders", "--into", "Swapped")
+	if code == cli.ExitOK || !strings.Contains(errs, "the horizon recorded") {
+		t.Fatalf("rebuild from a replaced snapshot: exit %d: %s", code, errs)
+	}
+	_, errs, code = e.replay(t, "compact", "--table", "orders", "--snapshot", snap, "--at", fmt.Sprint(seqs[5]), "--apply")
 	if code != cli.ExitRejected || !strings.Contains(errs, "refused:") {
 		t.Fatalf("a snapshot at another sequence than --at: exit %d: %s", code, errs)
 	}
