@@ -103,14 +103,29 @@ type CheckedSnapshot struct {
 // and the SHA-256 of its bytes. A truncated or corrupt snapshot fails with
 // ErrBadSnapshot: the journal must never be trimmed below one.
 func CheckSnapshot(in io.Reader) (CheckedSnapshot, error) {
-	var c CheckedSnapshot
 	h := sha256.New()
 	tee := io.TeeReader(in, h)
+	c, err := readSnapshot(tee)
+	if err != nil {
+		return c, err
+	}
+	// The decoder is closed: nothing else reads tee now.
+	if _, err := io.Copy(io.Discard, tee); err != nil {
+		return c, err
+	}
+	c.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return c, nil
+}
+
+// readSnapshot reads a snapshot through to the end of its compressed
+// stream, on one goroutine (the decoder reads no further once it returns).
+func readSnapshot(in io.Reader) (CheckedSnapshot, error) {
+	var c CheckedSnapshot
 	magic := make([]byte, len(snapshotMagic))
-	if _, err := io.ReadFull(tee, magic); err != nil || string(magic) != snapshotMagic {
+	if _, err := io.ReadFull(in, magic); err != nil || string(magic) != snapshotMagic {
 		return c, fmt.Errorf("%w: not a tablejournal snapshot", ErrBadSnapshot)
 	}
-	zr, err := zstd.NewReader(tee)
+	zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return c, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
@@ -136,10 +151,9 @@ func CheckSnapshot(in io.Reader) (CheckedSnapshot, error) {
 	if n != uint64(c.Entities) {
 		return c, fmt.Errorf("%w: trailer counts %d entities, read %d", ErrBadSnapshot, n, c.Entities)
 	}
-	if _, err := io.Copy(io.Discard, tee); err != nil {
-		return c, err
+	if _, err := io.Copy(io.Discard, d.r); err != nil {
+		return c, fmt.Errorf("%w: after the trailer: %v", ErrBadSnapshot, err)
 	}
-	c.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return c, nil
 }
 
@@ -233,12 +247,20 @@ func (r *Replayer) Compact(ctx context.Context, cfg CompactConfig) (CompactStats
 	}
 	st.Horizon.Recorded = time.Now().UTC()
 	b, _ := json.Marshal(st.Horizon)
+	key := MetadataHorizonPrefix + hd.Table
+	// The configuration as it is now (the count took a while): JetStream
+	// has no conditional update, so two compactions at once could each
+	// write the metadata without the other's horizon; the check after the
+	// purge catches that.
+	if info, err = s.Info(ctx); err != nil {
+		return st, fmt.Errorf("compact: %w", err)
+	}
 	sc := info.Config
 	sc.Metadata = maps.Clone(sc.Metadata)
 	if sc.Metadata == nil {
 		sc.Metadata = map[string]string{}
 	}
-	sc.Metadata[MetadataHorizonPrefix+hd.Table] = string(b)
+	sc.Metadata[key] = string(b)
 	if _, err := r.js.UpdateStream(ctx, sc); err != nil {
 		return st, fmt.Errorf("compact: record the horizon of %s in journal %s: %w", hd.Table, r.j.Name(), err)
 	}
@@ -246,6 +268,13 @@ func (r *Replayer) Compact(ctx context.Context, cfg CompactConfig) (CompactStats
 		return st, fmt.Errorf("compact: the horizon of %s is recorded at %d, but the purge failed (run compact again): %w", hd.Table, hd.Seq, err)
 	}
 	st.Applied = true
+	if info, err = s.Info(ctx); err != nil {
+		return st, fmt.Errorf("compact: check the recorded horizon: %w", err)
+	}
+	if info.Config.Metadata[key] != string(b) {
+		return st, fmt.Errorf("compact: %s's commands before %d are trimmed, but another change of journal %s's configuration replaced the recorded horizon (compactions at once?): run this compact again now to record it",
+			hd.Table, hd.Seq, r.j.Name())
+	}
 	return st, nil
 }
 
