@@ -110,27 +110,39 @@ func (r compactResult) Text(w io.Writer) {
 }
 
 // recordedSnapshot opens the snapshot recorded at the table's journal
-// horizon, for a rebuild without --from-snapshot, and says so on stderr;
-// nil when the table has no horizon.
+// horizon, for a rebuild without --from-snapshot (recordedSnapshotFor).
 func (c *rebuildCmd) recordedSnapshot(ctx context.Context, stdio cli.IO) (io.Closer, error) {
-	h, ok, err := c.rp.Horizon(ctx, c.cfg.Table)
-	if err != nil || !ok || c.cfg.To < h.Seq {
-		return nil, err // before the horizon: Rebuild refuses, naming it
+	f, err := recordedSnapshotFor(ctx, &c.replayBase, stdio, "rebuild", c.cfg.Table, c.cfg.To)
+	if f != nil {
+		c.cfg.Snapshot = f
+		return f, err
+	}
+	return nil, err
+}
+
+// recordedSnapshotFor opens the snapshot recorded at table's journal
+// horizon, for what (rebuild, verify) up to the sequence to (0: the head),
+// after reading it through and checking its SHA-256 against the recorded
+// one, and says so on stderr; nil when the table has no horizon or to is
+// before it (the replayer then refuses, naming it).
+func recordedSnapshotFor(ctx context.Context, b *replayBase, stdio cli.IO, what, table string, to uint64) (io.ReadCloser, error) {
+	h, ok, err := b.rp.Horizon(ctx, table)
+	if err != nil || !ok || to != 0 && to < h.Seq {
+		return nil, err
 	}
 	// Read it through first: it is the only record of the trimmed
 	// commands, and a different file would rebuild something else.
-	checked, err := checkSnapshotAt(ctx, h.Snapshot, c.tables)
+	checked, err := checkSnapshotAt(ctx, h.Snapshot, b.tables)
 	if err == nil && checked.SHA256 != h.SHA256 {
 		err = fmt.Errorf("its SHA-256 is %s, the horizon recorded %s", checked.SHA256, h.SHA256)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("rebuild: the journal of %s is trimmed below %d; its recorded snapshot %s: %w (give --from-snapshot)", c.cfg.Table, h.Seq, h.Snapshot, err)
+	var f io.ReadCloser
+	if err == nil {
+		f, err = snapfile.Open(ctx, h.Snapshot, b.tables)
 	}
-	f, err := snapfile.Open(ctx, h.Snapshot, c.tables)
 	if err != nil {
-		return nil, fmt.Errorf("rebuild: the journal of %s is trimmed below %d; open its recorded snapshot %s: %w (give --from-snapshot)", c.cfg.Table, h.Seq, h.Snapshot, err)
+		return nil, fmt.Errorf("%s: the journal of %s is trimmed below %d; its recorded snapshot %s: %w (give --from-snapshot)", what, table, h.Seq, h.Snapshot, err)
 	}
-	fmt.Fprintf(stdio.Stderr, "rebuild: the journal of %s is trimmed below sequence %d; loading its recorded snapshot %s (sha256 %s)\n", c.cfg.Table, h.Seq, h.Snapshot, h.SHA256)
-	c.cfg.Snapshot = f
+	fmt.Fprintf(stdio.Stderr, "%s: the journal of %s is trimmed below sequence %d; loading its recorded snapshot %s (sha256 %s)\n", what, table, h.Seq, h.Snapshot, h.SHA256)
 	return f, nil
 }

@@ -13,9 +13,10 @@ import (
 
 // replay compact: a dry run takes the snapshot and trims nothing; --apply
 // trims; rebuild then loads the recorded snapshot by itself and equals the
-// live table; rebuild --seq before the horizon exits 3 naming the
-// snapshot; a snapshot at another sequence than --at is refused, and so is a recorded
-// snapshot replaced by another file.
+// live table, and verify checks it from the snapshot; rebuild --seq before
+// the horizon exits 3 naming the snapshot; a snapshot at another sequence
+// than --at is refused, and so is a recorded snapshot replaced by another
+// file.
 func TestReplayCompactCLI(t *testing.T) {
 	e := startReplayEnv(t, journal.Config{AllowTrim: true})
 	var seqs []uint64
@@ -39,6 +40,9 @@ func TestReplayCompactCLI(t *testing.T) {
 	}
 	if out, errs, code = e.replay(t, "diff", "--table", "orders", "--against", "Rebuilt"); code != cli.ExitOK {
 		t.Fatalf("diff of the live table and its rebuild: exit %d: %s %s", code, out, errs)
+	}
+	if out, errs, code = e.replay(t, "verify", "--table", "orders"); code != cli.ExitOK || !strings.Contains(errs, "verify: the journal of orders is trimmed") {
+		t.Fatalf("verify of the trimmed table: exit %d: %s %s", code, out, errs)
 	}
 	_, errs, code = e.replay(t, "rebuild", "--table", "orders", "--into", "Early", "--seq", fmt.Sprint(seqs[2]))
 	if code != cli.ExitRejected || !strings.Contains(errs, "trimmed:") || !strings.Contains(errs, snap) {
