@@ -92,6 +92,9 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 	if st.To > head {
 		return st, fmt.Errorf("rebuild: %w: sequence %d is beyond the journal's head %d", ErrBadPoint, st.To, head)
 	}
+	if err := r.checkHorizon(ctx, cfg.Table, fromJournal(cfg), st.To); err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
+	}
 	if cfg.Snapshot == nil {
 		subs, _, err := r.subjects(ctx, tableFilter(cfg.Table))
 		if err != nil {
@@ -121,6 +124,9 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
 	}
+	if err := r.checkHorizon(ctx, st.Table, st.From, st.To); err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
+	}
 	if err := r.checkNotTrimmed(ctx, st.From); err != nil {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
@@ -130,6 +136,16 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 	err = r.replay(ctx, cfg, &st)
 	st.Elapsed = time.Since(start)
 	return st, err
+}
+
+// fromJournal is the first sequence a rebuild reads from the journal when
+// it has no snapshot (1), or 0 when it is not known before the snapshot
+// is read.
+func fromJournal(cfg RebuildConfig) uint64 {
+	if cfg.Snapshot == nil {
+		return 1
+	}
+	return 0
 }
 
 // replay applies the journal messages of st.Table in [st.From, st.To] to
@@ -318,7 +334,7 @@ func (r *Replayer) checkNotTrimmed(ctx context.Context, from uint64) error {
 	if err != nil {
 		return fmt.Errorf("journal %s: %w", r.j.Name(), err)
 	}
-	if first := info.State.FirstSeq; first > from && from <= info.State.LastSeq && !erasureOnly(info.Config) {
+	if first := info.State.FirstSeq; first > from && from <= info.State.LastSeq && !erasureOnly(info.Config) && !compacted(info.Config, first) {
 		return fmt.Errorf("%w: the journal starts at sequence %d, and commands %d..%d are gone; rebuild from a snapshot taken at %d or later",
 			ErrBadPoint, first, from, first-1, first-1)
 	}

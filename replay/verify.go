@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"math"
 	"sort"
@@ -126,6 +127,11 @@ type VerifyConfig struct {
 	// phase "rebuild" (commands) first, then "compare" (rows).
 	OnDiff   func(Difference) error
 	Progress func(phase string, done, total int64)
+	// Snapshot, if set, is loaded into the scratch table first and the
+	// journal replayed after it (RebuildConfig.Snapshot): for a table whose
+	// journal is trimmed at a horizon, the check then covers the commands
+	// since the snapshot.
+	Snapshot io.Reader
 }
 
 // Verify checks that a live table still equals its journal: it
@@ -166,7 +172,7 @@ func (r *Replayer) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, err
 			r.cfg.Logger.Warn("verify: scratch table not deleted", "table", into, "err", err)
 		}
 	}()
-	rc := RebuildConfig{Table: cfg.Table, Into: into, To: seq, Workers: cfg.Workers}
+	rc := RebuildConfig{Table: cfg.Table, Into: into, To: seq, Workers: cfg.Workers, Snapshot: cfg.Snapshot}
 	if cfg.Progress != nil {
 		rc.Progress = func(done, total int64) { cfg.Progress("rebuild", done, total) }
 	}

@@ -55,6 +55,7 @@ var replayCommands = []replayEntry{
 	{cli.NewSpec("diff", "--table A --against B [--to POINT | --seq N | --time T] [--max N]", "compare two tables row for row (blue/green rebuilds)"), func() replaySub { return &diffCmd{} }},
 	{cli.NewSpec("erase", "--table T --pk P [--rk R] [--apply]", "erase a row or partition everywhere, with a receipt (dry run by default)"), func() replaySub { return &eraseCmd{} }},
 	{cli.NewSpec("prune", "--table T (--keep 90d | --keep-versions N | --before SEQ) [--pk P] [--apply] [--pace D] [--max-rows N]", "remove old versions through the journal (dry run by default)"), func() replaySub { return &pruneCmd{} }},
+	{cli.NewSpec("compact", "--table T --snapshot FILE [--at SEQ] [--apply]", "trim a table's journal below a stored snapshot (dry run by default)"), func() replaySub { return &compactCmd{} }},
 }
 
 func findReplay(name string) (replayEntry, bool) {
@@ -136,6 +137,10 @@ func refusals(err error) error {
 		return cli.Refused("erased", err)
 	case errors.Is(err, replay.ErrPruned):
 		return cli.Refused("pruned", err)
+	case errors.Is(err, replay.ErrBeforeHorizon):
+		return cli.Refused("trimmed", err)
+	case errors.Is(err, replay.ErrTrimDenied), errors.Is(err, replay.ErrNoSnapshotAtHorizon):
+		return cli.Refused("refused", err)
 	}
 	return err
 }
@@ -232,7 +237,7 @@ var tableFlags = map[string]bool{"table": true, "into": true}
 
 // valueFlags are the flags that name something: an empty value is a
 // mistake (--cmd ” would look up no command).
-var valueFlags = map[string]bool{"cmd": true, "table": true, "into": true, "to": true, "time": true, "in": true, "out": true, "from-snapshot": true}
+var valueFlags = map[string]bool{"cmd": true, "table": true, "into": true, "to": true, "time": true, "in": true, "out": true, "from-snapshot": true, "snapshot": true}
 
 // checkValues refuses, before anything is read, a flag given an empty
 // value where it names something, and a table name the store would refuse.

@@ -168,6 +168,10 @@ func (c *rebuildCmd) run(ctx context.Context, stdio cli.IO) error {
 		}
 		defer f.Close()
 		c.cfg.Snapshot = f
+	} else if f, err := c.recordedSnapshot(ctx, stdio); err != nil {
+		return err
+	} else if f != nil {
+		defer f.Close()
 	}
 	var done func()
 	c.cfg.Progress, done = c.progress(stdio, "rebuild", "cmd")

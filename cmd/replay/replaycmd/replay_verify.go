@@ -72,6 +72,12 @@ func (c *verifyCmd) run(ctx context.Context, stdio cli.IO) error {
 		defer st.Close()
 		c.cfg.Scratch = st
 	}
+	if f, err := recordedSnapshotFor(ctx, &c.replayBase, stdio, "verify", c.cfg.Table, seq); err != nil {
+		return err
+	} else if f != nil {
+		defer f.Close()
+		c.cfg.Snapshot = f
+	}
 	out := newDiffPrinter(stdio, c.asJSON, c.max)
 	c.cfg.OnDiff, c.cfg.Progress = out.add, out.progress
 	st, err := c.rp.Verify(ctx, c.cfg)
