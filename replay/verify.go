@@ -354,7 +354,7 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 		case wok && !gok:
 			d = &Difference{Kind: Missing, PK: pk, Key: rows.FenceKey, Want: w}
 		case gok && wok:
-			if cols := Diff(w, g); len(cols) > 0 {
+			if cols := fenceDiff(w, g); len(cols) > 0 {
 				d = &Difference{Kind: Changed, PK: pk, Key: rows.FenceKey, Got: g, Want: w, Columns: cols}
 			}
 		}
