@@ -72,7 +72,7 @@ func (b *txn) addErased(e Entry, res Result) (done bool, err error) {
 	b.er.entry = &e
 	b.appliedIDs[e.ID] = e.Seq
 	// An erase applies whatever the rows hold; its outcome names no row.
-	res.Status = journal.StatusApplied
+	res.Status, res.Changes = journal.StatusApplied, eraseNotice(e)
 	b.results = append(b.results, res)
 	return true, nil
 }
@@ -98,7 +98,7 @@ func recoverErased(r *Result, e Entry) bool {
 	if !r.erased && e.Erase == nil {
 		return false
 	}
-	r.Status, r.Rows, r.Changes = journal.StatusApplied, nil, nil
+	r.Status, r.Rows, r.Changes = journal.StatusApplied, nil, eraseNotice(e)
 	return true
 }
 

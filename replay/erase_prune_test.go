@@ -91,6 +91,7 @@ func TestErasePrune(t *testing.T) {
 				t.Fatalf("erase the row: %v", err)
 			}
 			fenceHas("after the row erase", rRec.EraseSeq)
+			checkNotice(t, changeEvents(t, ctx, e.js, table, "a"), rRec.EraseSeq, rRec.EraseID, &rk)
 			verify("after the row erase")
 			_, _, err = asof(store.InPartition("a"), before)
 			isPruned("asof of a before the horizon, a row erased", err)
@@ -111,6 +112,13 @@ func TestErasePrune(t *testing.T) {
 				t.Fatalf("erase the partition: %v", err)
 			}
 			fenceHas("after the partition erase", pRec.EraseSeq)
+			// The partition's events before its erase are gone, the row
+			// erase's notice with them; its own notice stays.
+			evs := changeEvents(t, ctx, e.js, table, "a")
+			checkNotice(t, evs, pRec.EraseSeq, pRec.EraseID, nil)
+			if len(evs) != 1 {
+				t.Errorf("change events of the erased partition: %+v, want its notice alone", evs)
+			}
 			verify("after the partition erase")
 			_, _, err = asof(store.InPartition("a"), before)
 			isErased("asof of a before the horizon and the erase", err, pRec.EraseSeq)
