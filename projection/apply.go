@@ -102,6 +102,8 @@ type Change struct {
 	Version int64
 	Before  events.Entity // nil for Create
 	After   events.Entity // nil for Delete
+	// Partition marks the notice of a whole-partition erase (EraseOp).
+	Partition bool
 }
 
 // rowState is what the apply knows of one logical row: its tip and its

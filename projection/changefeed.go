@@ -35,6 +35,9 @@ type ChangeEvent struct {
 	At      time.Time       `json:"at"`
 	Before  json.RawMessage `json:"before,omitempty"`
 	After   json.RawMessage `json:"after,omitempty"`
+	// Partition is set on the notice of a whole-partition erase (op
+	// "erase", changefeed_erase.go); RK is then "".
+	Partition bool `json:"partition,omitempty"`
 }
 
 // marshal is json.Marshal(ev), byte for byte (TestChangeEventMarshal),
@@ -65,6 +68,9 @@ func (ev ChangeEvent) marshal() ([]byte, error) {
 	}
 	if len(ev.After) > 0 {
 		b = wirejson.Raw(wirejson.Key(append(b, ','), "after"), ev.After)
+	}
+	if ev.Partition {
+		b = append(wirejson.Key(append(b, ','), "partition"), "true"...)
 	}
 	return append(b, '}'), nil
 }
@@ -110,7 +116,7 @@ func EnsureChangeFeed(ctx context.Context, js jetstream.JetStream, maxAge time.D
 func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, error) {
 	ev := ChangeEvent{
 		Table: part.table, PK: part.pk, RK: ch.RK, Op: ch.Kind, Version: ch.Version,
-		Cmd: r.ID, Seq: r.Seq, At: at,
+		Cmd: r.ID, Seq: r.Seq, At: at, Partition: ch.Partition,
 	}
 	var err error
 	if ch.Before != nil {

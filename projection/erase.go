@@ -72,7 +72,7 @@ func (b *txn) addErased(e Entry, res Result) (done bool, err error) {
 	b.er.entry = &e
 	b.appliedIDs[e.ID] = e.Seq
 	// An erase applies whatever the rows hold; its outcome names no row.
-	res.Status = journal.StatusApplied
+	res.Status, res.Changes = journal.StatusApplied, eraseNotice(e)
 	b.results = append(b.results, res)
 	return true, nil
 }
@@ -98,7 +98,7 @@ func recoverErased(r *Result, e Entry) bool {
 	if !r.erased && e.Erase == nil {
 		return false
 	}
-	r.Status, r.Rows, r.Changes = journal.StatusApplied, nil, nil
+	r.Status, r.Rows, r.Changes = journal.StatusApplied, nil, eraseNotice(e)
 	return true
 }
 
@@ -129,15 +129,12 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 		next := v.f
 		if final {
 			next = last
-			if e.Erase.RK != nil {
-				// A row erase leaves the partition's prunes in the journal, so
-				// their horizon stays (prune.go); a partition erase removes
-				// them with the rest, and a rebuild has no horizon either.
-				// The prune's count goes: it counted the erased row's versions
-				// too, which a rebuild without that row's commands does not.
-				next.horizon = v.f.horizon
-				next.horizon.Removed = 0
-			}
+			// The partition's prunes stay in the journal (they hold no
+			// values), so their horizon stays; their count goes: it counted
+			// erased versions, which a rebuild without the erased commands
+			// does not remove, and it must equal the rebuild's.
+			next.horizon = v.f.horizon
+			next.horizon.Removed = 0
 		} else if !v.f.exists {
 			// The first transaction of a partition without a fence inserts
 			// it; it names the erase only once the erase is done.

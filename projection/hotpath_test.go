@@ -83,6 +83,7 @@ func TestChangeEventMarshal(t *testing.T) {
 		{Table: "T", PK: "p&<>\"", RK: "r\n😀", Op: Update, Version: 12, Cmd: "c\\2", Seq: 18446744073709551615, At: at,
 			Before: img(events.Entity{"b": events.Binary([]byte("<>&"))}), After: img(events.Entity{})},
 		{Table: "T", PK: "p", RK: "r", Op: Delete, Version: 3, Cmd: "c", Seq: 9, At: at, Before: img(events.Entity{"t": events.DateTime(at)})},
+		{Table: "T", PK: "p", Op: EraseOp, Cmd: "e", Seq: 10, At: at, Partition: true},
 	}
 	set := make(map[string]bool)
 	for _, ev := range cases {

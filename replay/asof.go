@@ -83,17 +83,10 @@ func asCurrent(r rows.Row) rows.Row {
 // by the store to the rows written at or before seq, and keeps the newest
 // version of each row per partition; rows whose newest version then is a
 // tombstone are left out.
-// Rows passed to fn are as AsOfRow returns them.
+// Rows passed to fn are as AsOfRow returns them. A partition erased or
+// pruned after seq answers as AsOfErasures says.
 func (r *Replayer) AsOf(ctx context.Context, table string, part store.Partition, seq uint64, fn func(rows.Row) error) error {
-	if err := checkHorizons(ctx, r.st, table, part, seq); err != nil {
-		return err // pruned (prune.go)
-	}
-	return scanAt(ctx, r.st, table, part, seq, func(row rows.Row) error {
-		if row.Deleted {
-			return nil
-		}
-		return fn(row)
-	})
+	return r.AsOfErasures(ctx, table, part, seq, nil, fn)
 }
 
 // scanAt calls fn with the newest version at or before seq of every row of

@@ -191,6 +191,7 @@ func (r *Replayer) planErase(ctx context.Context, t EraseTarget, upTo uint64) (*
 			id = cmd.ID
 		}
 		switch {
+		case keptPrune(cmd):
 		case t.RK == nil, cmd == nil && err != nil:
 			// The whole partition; or a command that does not decode,
 			// which may hold anything: removed with a partition, and with

@@ -14,8 +14,8 @@ import (
 // the whole partition erased, still equals its rebuild after each step
 // (found by trying it: the fence kept a prune count that counted the erased
 // row's versions, and, after a partition erase, the horizon of a prune the
-// erase had taken out of the journal). A row erase keeps the horizon; a
-// partition erase drops it.
+// erase had taken out of the journal). An erase keeps the horizon (and the
+// prunes in the journal) and zeroes the count; verify compares every column.
 func TestPruneThenErase(t *testing.T) {
 	for _, b := range stores() {
 		t.Run(b.name, func(t *testing.T) {
@@ -50,16 +50,16 @@ func TestPruneThenErase(t *testing.T) {
 				t.Fatal(err)
 			}
 			verify("a row erase")
-			if h, err := rows.ReadHorizon(e.ctx, e.st, table, "p"); err != nil || h.Seq != seqs[8] || h.Cmd != prune.ID {
-				t.Fatalf("horizon after a row erase: %+v %v, want seq %d by %s", h, err, seqs[8], prune.ID)
+			if h, err := rows.ReadHorizon(e.ctx, e.st, table, "p"); err != nil || h.Seq != seqs[8] || h.Cmd != prune.ID || h.Removed != 0 {
+				t.Fatalf("horizon after a row erase: %+v %v, want seq %d by %s, no count", h, err, seqs[8], prune.ID)
 			}
 
 			if _, err := e.rp.EraseKey(e.ctx, replay.EraseTarget{Table: table, PK: "p"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			verify("a partition erase")
-			if h, err := rows.ReadHorizon(e.ctx, e.st, table, "p"); err != nil || h.Seq != 0 {
-				t.Fatalf("horizon after a partition erase: %+v %v, want none", h, err)
+			if h, err := rows.ReadHorizon(e.ctx, e.st, table, "p"); err != nil || h.Seq != seqs[8] || h.Removed != 0 {
+				t.Fatalf("horizon after a partition erase: %+v %v, want seq %d and no count", h, err, seqs[8])
 			}
 		})
 	}

@@ -63,3 +63,16 @@ func DecodeMarker(e store.Entity) (m Marker, ok bool) {
 func IsErasedKey(rk string) bool {
 	return rk == ErasedKey || strings.HasPrefix(rk, ErasedPrefix)
 }
+
+// MarkerRK returns the natural RowKey a marker's stored key names; whole
+// is true for the marker of a whole-partition erase. ok is false for a key
+// that is no marker's.
+func MarkerRK(key string) (rk string, whole, ok bool) {
+	switch {
+	case key == ErasedKey:
+		return "", true, true
+	case strings.HasPrefix(key, ErasedPrefix):
+		return rkUnescaper.Replace(key[len(ErasedPrefix):]), false, true
+	}
+	return "", false, false
+}

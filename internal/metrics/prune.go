@@ -20,3 +20,12 @@ func collectPruned(ch chan<- prometheus.Metric, s *projection.Stats) {
 	}
 	ch <- prometheus.MustNewConstMetric(descPruned, prometheus.CounterValue, float64(n))
 }
+
+// prunedRows is the pruned-rows counter of the projector's Stats, 0
+// before SetStats.
+func (m *Metrics) prunedRows() int64 {
+	if s := m.stats.Load(); s != nil {
+		return s.PrunedRows.Load()
+	}
+	return 0
+}

@@ -31,7 +31,7 @@ func (m *Metrics) PublishStatus(ctx context.Context, js jetstream.JetStream, cfg
 		for _, s := range snap.Shards {
 			hist[s.Shard] = addSample(hist[s.Shard], sample{snap.At, s.Handled})
 			reps[s.Shard] = status.ShardReport{Instance: cfg.Instance, Applied: s.Applied, Pending: s.Pending,
-				LagSeconds: s.LagSeconds, Rate: rate(hist[s.Shard]), At: snap.At.UTC()}
+				LagSeconds: s.LagSeconds, Rate: rate(hist[s.Shard]), At: snap.At.UTC(), PrunedRows: m.prunedRows()}
 		}
 		for shard := range hist {
 			if _, ok := reps[shard]; !ok {

@@ -27,6 +27,9 @@ type ShardReport struct {
 	LagSeconds float64   `json:"lagSeconds"`
 	Rate       float64   `json:"rate"` // commands per second over the last minute
 	At         time.Time `json:"at"`
+	// PrunedRows is the instance's count of rows removed by prune
+	// commands since it started, over all its shards (projection.Stats).
+	PrunedRows int64 `json:"prunedRows,omitempty"`
 }
 
 // Key is the key of a shard's report for the consumers named

@@ -38,6 +38,9 @@ type ShardStatus struct {
 	// Consumer says whether the shard's durable consumer exists (a shard
 	// never projected has none).
 	Consumer bool `json:"consumer"`
+
+	reporter string // the instance whose report was read
+	pruned   int64  // its PrunedRows
 }
 
 // Overview is the state of every shard of the journal.
@@ -45,6 +48,8 @@ type Overview struct {
 	At     time.Time      `json:"at"`
 	Shards []ShardStatus  `json:"shards"`
 	Totals OverviewTotals `json:"totals"`
+
+	prunedBy map[string]int64 // instance → its PrunedRows (pruned.go)
 }
 
 // OverviewTotals sums an Overview up.
@@ -54,6 +59,9 @@ type OverviewTotals struct {
 	Pending       uint64  `json:"pending"`
 	MaxLagSeconds float64 `json:"maxLagSeconds"`
 	Rate          float64 `json:"rate"`
+	// PrunedRows is the rows removed by prune commands by the instances
+	// that report now, since each started (each instance counted once).
+	PrunedRows int64 `json:"prunedRows"`
 	// Unowned lists the shards with pending commands and no owner.
 	Unowned []int `json:"unowned"`
 }
@@ -92,7 +100,7 @@ func Read(ctx context.Context, js jetstream.JetStream, cfg Config) (Overview, er
 	if err != nil {
 		return Overview{}, err
 	}
-	st := Overview{At: time.Now().UTC()}
+	st := Overview{At: time.Now().UTC(), prunedBy: map[string]int64{}}
 	list := make([]ShardStatus, j.Shards())
 	errs := make([]error, j.Shards())
 	var wg sync.WaitGroup
@@ -124,7 +132,7 @@ func readShardStatus(ctx context.Context, stream jetstream.Stream, owners, repor
 	if err != nil {
 		return s, fmt.Errorf("shard %d: %w", shard, err)
 	}
-	s.Owner, s.Rate = rep.Instance, rep.Rate
+	s.Owner, s.Rate, s.reporter, s.pruned = rep.Instance, rep.Rate, rep.Instance, rep.PrunedRows
 	if owners != nil {
 		lease, err := readLease(ctx, owners, shard)
 		if err != nil {
@@ -149,6 +157,7 @@ func (st *Overview) add(s ShardStatus) {
 	t.Pending += s.Pending
 	t.MaxLagSeconds = max(t.MaxLagSeconds, s.LagSeconds)
 	t.Rate += s.Rate
+	st.addPruned(s)
 }
 
 // readShard reads a shard's position from its consumer and, when it has

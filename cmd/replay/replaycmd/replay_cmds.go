@@ -53,9 +53,7 @@ func (c *asofCmd) run(ctx context.Context, stdio cli.IO) error {
 	at := pointText(p, seq)
 	if c.set["rk"] {
 		row, ok, err := c.rp.AsOfRow(ctx, c.table, c.pk, c.rk, seq)
-		if err == nil && !ok {
-			err = c.rp.Erased(ctx, c.table, c.pk, c.rk, 0) // gone because erased?
-		}
+		err = c.erasedRow(ctx, seq, row, ok, err)
 		if err != nil {
 			return err
 		}

@@ -139,9 +139,10 @@ func printProps(w io.Writer, e events.Entity) {
 // asofHead opens the JSON of asof over a table or partition; its rows
 // follow as they are read.
 type asofHead struct {
-	Point string  `json:"point"`
-	PK    *string `json:"pk"` // null: the whole table
-	Table string  `json:"table"`
+	Erased []erasedOut `json:"erased"` // what was erased after the point
+	Point  string      `json:"point"`
+	PK     *string     `json:"pk"` // null: the whole table
+	Table  string      `json:"table"`
 }
 
 // rows streams the rows of a table or partition at seq. Nothing is printed
@@ -155,9 +156,14 @@ func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) 
 		if c.set["pk"] {
 			h.PK = &c.pk
 		}
-		head, _ := json.Marshal(h)
-		open := func() { fmt.Fprintf(w, "%s,\"rows\":[", head[:len(head)-1]) }
-		err := c.rp.AsOf(ctx, c.table, part, seq, func(r rows.Row) error {
+		open := func() {
+			head, _ := json.Marshal(h)
+			fmt.Fprintf(w, "%s,\"rows\":[", head[:len(head)-1])
+		}
+		err := c.rp.AsOfErasures(ctx, c.table, part, seq, func(g []*replay.ErasedError) error {
+			h.Erased = erasedList(g)
+			return nil
+		}, func(r rows.Row) error {
 			b, _ := json.Marshal(rowOut(r))
 			if n == 0 {
 				open()
@@ -185,7 +191,11 @@ func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) 
 	// The tab writer holds every line until Flush: on an error none is shown.
 	tw := cli.NewTab(w)
 	fmt.Fprintln(tw, "PK\tRK\tV\tOP\tCMD\tSEQ\tAT\tPROPERTIES")
-	err := c.rp.AsOf(ctx, c.table, part, seq, func(r rows.Row) error {
+	var gone []erasedOut
+	err := c.rp.AsOfErasures(ctx, c.table, part, seq, func(g []*replay.ErasedError) error {
+		gone = erasedList(g)
+		return nil
+	}, func(r rows.Row) error {
 		n++
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", r.PK, r.RK, r.Version, r.Op, r.Cmd, r.Seq, cli.TimeText(r.At), cli.PropsText(r.Props))
 		return nil
@@ -200,6 +210,7 @@ func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) 
 	fmt.Fprintf(w, "%s at %s\n", scope, at)
 	tw.Flush()
 	fmt.Fprintln(w, cli.Plural(n, "row"))
+	erasedText(w, gone)
 	return nil
 }
 
