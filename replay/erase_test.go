@@ -12,67 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
 )
-
-// streamsHolding lists "stream:seq" of every message of every stream of js
-// whose body or headers hold secret, read back byte for byte.
-func streamsHolding(t *testing.T, ctx context.Context, js jetstream.JetStream, secret []byte) []string {
-	t.Helper()
-	var found []string
-	names := js.StreamNames(ctx)
-	for name := range names.Name() {
-		s, err := js.Stream(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Msgs == 0 {
-			continue
-		}
-		cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		it, err := cons.Messages()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			m, err := it.Next(jetstream.NextContext(ctx))
-			if err != nil {
-				t.Fatalf("read %s: %v", name, err)
-			}
-			meta, _ := m.Metadata()
-			hit := bytes.Contains(m.Data(), secret)
-			for _, vs := range m.Headers() {
-				for _, v := range vs {
-					hit = hit || bytes.Contains([]byte(v), secret)
-				}
-			}
-			if hit {
-				found = append(found, fmt.Sprintf("%s:%d", name, meta.Sequence.Stream))
-			}
-			if meta.NumPending == 0 {
-				break
-			}
-		}
-		it.Stop()
-	}
-	if err := names.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return found
-}
 
 // tableHolding lists the stored rows of table whose String values hold
 // secret.
@@ -168,12 +114,12 @@ func TestEraseEverywhere(t *testing.T) {
 			if !rRec.Verified || rRec.Removed.JournalMsgs != 5 || len(rRec.KeptSeqs) != 1 || rRec.Removed.ChangeEvents != 6 {
 				t.Errorf("row receipt: %+v", rRec)
 			}
-			if got := streamsHolding(t, ctx, e.js, secretP); len(got) != 0 {
+			if got := journaltest.StreamsHolding(t, ctx, e.js, secretP); len(got) != 0 {
 				t.Errorf("messages still hold the erased partition's values: %v", got)
 			}
 			// The kept command "xy" still holds x's value: the limit of a
 			// row erase, said in its receipt.
-			if got := streamsHolding(t, ctx, e.js, secretR); len(got) != 1 {
+			if got := journaltest.StreamsHolding(t, ctx, e.js, secretR); len(got) != 1 {
 				t.Errorf("messages holding the erased row's values: %v, want the one kept command", got)
 			}
 			for _, s := range [][]byte{secretP, secretR} {
@@ -286,7 +232,7 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 				if rec.EraseID != er.ID || rec.EraseSeq != res.Seq || !rec.Verified || rec.Removed.JournalMsgs != 4-done {
 					t.Errorf("point %d: receipt %+v", point, rec)
 				}
-				if got := streamsHolding(t, ctx, e.js, secret); len(got) != 0 {
+				if got := journaltest.StreamsHolding(t, ctx, e.js, secret); len(got) != 0 {
 					t.Errorf("point %d: messages still hold the erased values: %v", point, got)
 				}
 			}
