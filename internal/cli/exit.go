@@ -30,6 +30,7 @@ var ErrUnowned = errors.New("unowned shards")
 
 // Exit prints err (if any) and returns the process exit code for it.
 func Exit(err error, stderr io.Writer) int {
+	var r *refusal
 	switch {
 	case err == nil:
 		return ExitOK
@@ -44,9 +45,7 @@ func Exit(err error, stderr io.Writer) int {
 	case errors.Is(err, ErrDrift):
 		fmt.Fprintln(stderr, "drift:", err)
 		return ExitRejected
-	case errors.As(err, new(*refusal)):
-		var r *refusal
-		errors.As(err, &r)
+	case errors.As(err, &r):
 		fmt.Fprintln(stderr, r.word+":", err)
 		return ExitRejected
 	case errors.Is(err, ErrRejected):
