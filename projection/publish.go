@@ -40,6 +40,13 @@ type changeFeed struct {
 type inflight struct {
 	futures []jetstream.PubAckFuture
 	rows    map[string]bool
+	// err is the first failure to store one of the partition's events.
+	// It sticks: the events that failed are no longer tracked, so from
+	// then on nothing says whether the partition's events are stored, and
+	// none of its outcomes may be published (they would say a command's
+	// events are stored when one is not: recovery trusts a stored outcome
+	// and would never publish the event). The batch is processed again.
+	err error
 }
 
 func newChangeFeed(js jetstream.JetStream) *changeFeed {
@@ -70,6 +77,9 @@ func (c *changeFeed) publish(ctx context.Context, part partition, r *Result, e *
 // them must be sent again.
 func (c *changeFeed) send(ctx context.Context, part partition, rk string, msg *nats.Msg) error {
 	fl := c.partition(part)
+	if fl.err != nil {
+		return fl.err
+	}
 	if fl.rows[rk] {
 		if err := c.settle(ctx, part); err != nil {
 			return err
@@ -96,19 +106,29 @@ func (c *changeFeed) partition(part partition) *inflight {
 	return fl
 }
 
-// settle waits until every change event of part in flight is stored.
+// settle waits until every change event of part in flight is stored; an
+// error, once, is the partition's from then on (inflight.err).
 func (c *changeFeed) settle(ctx context.Context, part partition) error {
 	if c == nil {
 		return nil
 	}
 	fl := c.partition(part)
+	if fl.err != nil {
+		return fl.err
+	}
 	fs := fl.futures
 	fl.futures = nil
 	clear(fl.rows)
-	return awaitAcks(ctx, c.js, fs)
+	if err := awaitAcks(ctx, c.js, fs); err != nil {
+		fl.err = err
+		return err
+	}
+	return nil
 }
 
-// wait returns once every change event sent is stored.
+// wait returns once every change event sent is stored, or an error if one
+// of the batch's events failed to store, now or before: then no outcome of
+// an applied command of the batch may be published (finish).
 func (c *changeFeed) wait(ctx context.Context) error {
 	if c == nil {
 		return nil
@@ -119,12 +139,13 @@ func (c *changeFeed) wait(ctx context.Context) error {
 		parts = append(parts, part)
 	}
 	c.mu.Unlock()
+	var errs []error
 	for _, part := range parts {
 		if err := c.settle(ctx, part); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // outcomePublisher publishes the outcomes of one fetched batch and reports

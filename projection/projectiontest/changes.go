@@ -33,9 +33,11 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 	}
 	seen := make(map[key]projection.ChangeEvent)
 	last := make(map[RowID]key)
+	var holes []uint64 // sequences of the stream without a message
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
 		msg, err := s.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			holes = append(holes, seq)
 			continue
 		}
 		if err != nil {
@@ -68,7 +70,7 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 			n++
 			ev, ok := seen[key{id, v.Version}]
 			if !ok {
-				t.Errorf("%s/%s version %d: no change event", id.PK, id.RK, v.Version)
+				t.Errorf("%s/%s version %d (seq %d, %s): no change event", id.PK, id.RK, v.Version, v.Seq, v.Cmd)
 				continue
 			}
 			var before events.Entity
@@ -92,7 +94,10 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 		}
 	}
 	if len(seen) != n {
-		t.Errorf("%d change events, the model has %d row versions", len(seen), n)
+		// Holes tell a message the stream lost (or a test deleted) from
+		// one never published.
+		t.Errorf("%d change events, the model has %d row versions; the stream holds %d messages in %d..%d, %d sequences without one %v",
+			len(seen), n, info.State.Msgs, info.State.FirstSeq, info.State.LastSeq, len(holes), holes[:min(len(holes), 20)])
 	}
 }
 
