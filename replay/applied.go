@@ -15,10 +15,9 @@ import (
 // journal prefix 1..S (and possibly of later commands of some shards).
 //
 // It reads the state of the projector's durable consumers, one per shard
-// ("<Durable>-<shard>"): a shard whose consumer has nothing pending or
-// unacknowledged is applied up to the head (read first); otherwise its
-// first unacknowledged message, the first of the shard after the ack
-// floor, bounds S. A shard without a consumer is bounded by its first
+// ("<Durable>-<shard>"): the shard's first message after its consumer's
+// ack floor bounds S; a shard with none is applied up to the head (read
+// first). A shard without a consumer is bounded by its first
 // message. The projector acknowledges a command only after its
 // transaction committed, so an acknowledged command is in the tables.
 func (r *Replayer) AppliedSeq(ctx context.Context) (uint64, error) {
@@ -47,9 +46,10 @@ func (r *Replayer) AppliedSeq(ctx context.Context) (uint64, error) {
 			if err != nil {
 				return 0, fmt.Errorf("applied sequence: consumer %s: %w", name, err)
 			}
-			if info.NumPending == 0 && info.NumAckPending == 0 {
-				continue
-			}
+			// Not NumPending: the server counts a message stored a moment
+			// ago into it a moment later, and a zero then read as "applied
+			// to the head" while the message was not (replay's TestReplay
+			// failed so, 1 run in 40 under load).
 			floor = info.AckFloor.Stream
 		}
 		if floor >= bound {
