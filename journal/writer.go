@@ -290,6 +290,16 @@ func (w *Writer) publish(ctx context.Context, id string, msg *nats.Msg, sent tim
 
 // retryable returns err as is if a retry may succeed, and wrapped in
 // backoff.Permanent otherwise. Once ctx has ended, its error is the result.
+// errCodeMsgIDInProcess is the stream's answer to a message whose
+// Nats-Msg-Id is in a proposal not yet stored (409 "duplicate message id is
+// in process", nats-server's JSStreamDuplicateMessageConflictErr; nats.go
+// names no constant for it). It is this writer's own earlier attempt, sent
+// again after a lost ack while a clustered stream's leader changed: the
+// next attempt finds it stored (a duplicate, with its sequence) or stores
+// it. TestChaos's publisher failed on it as if the stream had refused the
+// command.
+const errCodeMsgIDInProcess jetstream.ErrorCode = 10158
+
 func retryable(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return backoff.Permanent(ctx.Err())
@@ -308,7 +318,8 @@ func retryable(ctx context.Context, err error) error {
 		return err
 	}
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.Code == 503 { // JetStream temporarily unavailable
+	if errors.As(err, &apiErr) && (apiErr.Code == 503 || // JetStream temporarily unavailable
+		apiErr.ErrorCode == errCodeMsgIDInProcess) {
 		return err
 	}
 	// The socket failed under a send (a "broken pipe" while the server
