@@ -50,8 +50,9 @@ func (r *Replayer) AsOfErasures(ctx context.Context, table string, part store.Pa
 func pointCheck(ctx context.Context, st store.Store, table string, part store.Partition, seq uint64) ([]*ErasedError, error) {
 	gone := []*ErasedError{}
 	var pruned []*PrunedError
-	// [erased, fencf) holds the markers and the fence, no row of the layout.
-	q := part.Query(store.Query{From: rows.ErasedKey, To: "fencf"})
+	// [ErasedKey, FenceKeyEnd) holds the markers and the fence, no row of
+	// the layout.
+	q := part.Query(store.Query{From: rows.ErasedKey, To: rows.FenceKeyEnd})
 	err := store.All(ctx, st, table, q, func(e store.Entity) error {
 		if e.RK == rows.FenceKey {
 			if h := rows.HorizonOf(e.Props); h.Pruned(seq) {

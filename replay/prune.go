@@ -63,8 +63,8 @@ func checkHorizons(ctx context.Context, st store.Store, table string, part store
 // has one (every partition the projector wrote): one range read. A missing
 // table has none.
 func fenceRows(ctx context.Context, st store.Store, table string, part store.Partition, fn func(store.Entity) error) error {
-	// The range [fence, fencf) holds the fence and no row of the layout.
-	err := store.All(ctx, st, table, part.Query(store.Query{From: rows.FenceKey, To: "fencf"}), func(e store.Entity) error {
+	// The range [FenceKey, FenceKeyEnd) holds the fence and no row of the layout.
+	err := store.All(ctx, st, table, part.Query(store.Query{From: rows.FenceKey, To: rows.FenceKeyEnd}), func(e store.Entity) error {
 		if e.RK != rows.FenceKey {
 			return nil
 		}

@@ -222,6 +222,10 @@ func (r Row) StoreKey() string {
 // docs/ARCHITECTURE.md, "Exactly once".
 const FenceKey = "fence"
 
+// FenceKeyEnd is the first RowKey after FenceKey: a range read to it ends
+// with the fence, and [FenceKey, FenceKeyEnd) holds the fence alone.
+const FenceKeyEnd = "fencf"
+
 // IsLayoutKey reports whether a stored RowKey is a tip or version row of
 // the layout, as opposed to the partition's fence.
 func IsLayoutKey(rk string) bool {

@@ -100,7 +100,7 @@ func Read(ctx context.Context, js jetstream.JetStream, cfg Config) (Overview, er
 	if err != nil {
 		return Overview{}, err
 	}
-	st := Overview{At: time.Now().UTC(), prunedBy: map[string]int64{}}
+	st := Overview{At: time.Now().UTC()}
 	list := make([]ShardStatus, j.Shards())
 	errs := make([]error, j.Shards())
 	var wg sync.WaitGroup
