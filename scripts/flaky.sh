@@ -15,6 +15,8 @@
 #   PARALLEL  packages tested at once (default 2)
 #   TIMEOUT   -timeout of each package's go test (default 60m)
 #   OUT       folder for the raw `go test -json` output (default: a temp dir)
+#   FIRST     import path suffixes started first, in this order: the
+#             slowest packages, so none of them runs alone at the end
 #
 # Exits 1 when any test failed. Example, journal alone 50 times:
 #   PKGS=./journal COUNT=50 make flaky
@@ -28,6 +30,7 @@ CPU=${CPU:-1,2}
 PARALLEL=${PARALLEL:-2}
 TIMEOUT=${TIMEOUT:-60m}
 OUT=${OUT:-$(mktemp -d -t flaky.XXXXXX)}
+FIRST=${FIRST:-/projection /tests/system /replay /journal /internal/cli /tests/cli /cmd/replay/replaycmd /cmd/projector/projectorcmd}
 mkdir -p "$OUT"
 
 # shellcheck disable=SC2086 # PKGS is a list of patterns
@@ -35,6 +38,11 @@ pkgs=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $
 if [ -n "$SKIP" ]; then
 	pkgs=$(grep -Ev -- "$SKIP" <<<"$pkgs" || true)
 fi
+first=
+for suffix in $FIRST; do
+	first+=$(grep -E -- "${suffix}\$" <<<"$pkgs" || true)$'\n'
+done
+pkgs=$({ printf '%s' "$first"; grep -vxF -f <(printf '%s' "$first" | sed '/^$/d') <<<"$pkgs" || true; } | sed '/^$/d')
 if [ -z "$pkgs" ]; then
 	echo "flaky: no packages with tests in PKGS=$PKGS (SKIP=$SKIP)" >&2
 	exit 2
@@ -45,7 +53,6 @@ go test -race -count=1 -run '^$' $pkgs >/dev/null # build (and cache) every test
 
 start=$(date +%s)
 export COUNT CPU TIMEOUT OUT
-# Longest-running packages first would be better; go list order is stable.
 xargs -P "$PARALLEL" -I{} bash -c '
 	pkg={}
 	file="$OUT/$(tr / _ <<<"$pkg").json"
