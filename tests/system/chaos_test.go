@@ -74,7 +74,14 @@ func TestChaos(t *testing.T) {
 
 	logs := t.TempDir()
 	if dir := os.Getenv(chaosLogsEnv); dir != "" {
-		logs = dir // kept after the test, to read
+		// Kept after the test, to read; a folder per run, so go test -count
+		// keeps every run's logs.
+		run, err := os.MkdirTemp(dir, time.Now().UTC().Format("150405-"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = run
+		t.Logf("projector logs in %s", logs)
 	}
 	c := &chaos{t: t, cluster: cluster, args: args, logs: logs, rng: rand.New(rand.NewPCG(seed, 7))}
 	for i := range c.core {
