@@ -42,19 +42,25 @@ var ErrPublish = errors.New("publish outcomes")
 
 // processRetrying processes one fetched batch. A batch once fetched is
 // finished even if ctx is cancelled (drain on shutdown or handoff), unless
-// the shard's lease is lost (drainContext). When publishing to
+// the shard's lease is lost or the drain times out (drainContext). When publishing to
 // JetStream fails (a server restart, a network blip) the same batch is
 // processed again with backoff: what already applied is skipped by the
 // rows' _seq, so the retry is idempotent. A store failure that survived the
 // applier's own retries stops the shard: its commands are never skipped.
 func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetstream.Msg) error {
-	drain, done := drainContext(ctx)
+	drain, done := drainContext(ctx, p.cfg.DrainTimeout)
 	defer done()
 	b := journalBackoff()
 	for {
 		err := p.process(drain, msgs)
 		if drain.Err() != nil {
-			return nil // the lease is lost: abandoned, not acknowledged
+			// The lease is lost or the drain timed out: abandoned, not
+			// acknowledged, so the next owner processes it again.
+			if cause := context.Cause(drain); errors.Is(cause, ErrDrainTimeout) {
+				p.log.Warn("stopping: batch abandoned unacknowledged; the shard's next owner processes it again",
+					LogShard, shard, "messages", len(msgs), "after", p.cfg.DrainTimeout, "err", err)
+			}
+			return nil
 		}
 		if err == nil || !errors.Is(err, ErrPublish) {
 			return err

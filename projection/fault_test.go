@@ -3,7 +3,9 @@ package projection_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,6 +166,52 @@ func TestPersistentStoreFailure(t *testing.T) {
 	h.WaitProjected(ctx)
 	model := h.Model(ctx)
 	projectiontest.CompareTable(t, healthy, "orders", model)
+	checkOutcomesStatusOnly(t, h.Outcomes(ctx), model)
+	h.CheckChangeFeed(ctx, "orders", model)
+}
+
+// TestStopDuringStoreOutage: a projector stopped while its batch waits out
+// a store that answers nothing but "busy" returns within its DrainTimeout,
+// leaving the batch unacknowledged and saying so; a projector started once
+// the store is back applies it, and the result equals the model.
+func TestStopDuringStoreOutage(t *testing.T) {
+	ctx := journaltest.Context(t, 3*time.Minute)
+	fs := newFaultStore(projectiontest.SQLite(t), 7)
+	h := projectiontest.Start(t, fs, projectiontest.Options{})
+	var logs projectiontest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h.StartProjector(projection.Config{DrainTimeout: 500 * time.Millisecond, Logger: log})
+
+	setBusy := func(pct int) {
+		fs.mu.Lock()
+		fs.busy, fs.readBusy = pct, pct
+		fs.mu.Unlock()
+	}
+	setBusy(100)
+	h.PublishAll(ctx, workload(101, 50))
+	projectiontest.WaitFor(t, ctx, "the store outage warning", func() (bool, error) {
+		return strings.Contains(logs.String(), outageWarning), nil
+	})
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.StopProjector() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("Run returned %v, want nil", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the projector did not stop while the store was down")
+	}
+	if !strings.Contains(logs.String(), "batch abandoned unacknowledged") {
+		t.Errorf("no line saying a batch was abandoned; logs:\n%s", logs.String())
+	}
+
+	setBusy(0)
+	h.StartProjector(projection.Config{})
+	h.WaitProjected(ctx)
+	model := h.Model(ctx)
+	projectiontest.CompareTable(t, fs.Store, "orders", model)
 	checkOutcomesStatusOnly(t, h.Outcomes(ctx), model)
 	h.CheckChangeFeed(ctx, "orders", model)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -59,17 +60,27 @@ func (p *Projector) runOwnedShard(ctx context.Context, shard int) error {
 	return p.observedShard(ctx, shard)
 }
 
+// ErrDrainTimeout is the cause a batch in flight is abandoned with when it
+// did not finish within Config.DrainTimeout of its shard's end.
+var ErrDrainTimeout = errors.New("batch not finished within the drain timeout")
+
 // drainContext is the context a shard finishes its in-flight batch with
 // once ctx is cancelled: it outlives ctx (a handoff or a shutdown finishes
-// the batch) unless the lease was lost, when the batch is abandoned as if
-// the process had crashed (the next owner redoes it), so that an ex-owner
-// stops writing as soon as it knows.
-// Call done when the batch is over.
-func drainContext(ctx context.Context) (drain context.Context, done func()) {
+// the batch) by at most timeout (no bound if timeout <= 0), and not at all
+// if the lease was lost. An abandoned batch is left as if the process had
+// crashed (the next owner redoes it), so that an ex-owner stops writing as
+// soon as it knows, and a stopping projector stops even when the store or
+// JetStream does not answer. Call done when the batch is over.
+func drainContext(ctx context.Context, timeout time.Duration) (drain context.Context, done func()) {
 	drain, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
 		if cause := context.Cause(ctx); errors.Is(cause, shards.ErrNotOwner) {
 			cancel(cause)
+			return
+		}
+		if timeout > 0 {
+			timer := time.AfterFunc(timeout, func() { cancel(ErrDrainTimeout) })
+			context.AfterFunc(drain, func() { timer.Stop() })
 		}
 	})
 	return drain, func() { stop(); cancel(nil) }

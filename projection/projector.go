@@ -59,6 +59,14 @@ type Config struct {
 	// Concurrency bounds the partitions of one shard applied at once. If
 	// zero, 16.
 	Concurrency int
+	// DrainTimeout bounds how long a shard keeps finishing its batch in
+	// flight once Run's context is cancelled or the shard is handed off.
+	// A batch still unfinished then (the store or JetStream is down) is
+	// abandoned unacknowledged, as after a crash: the shard's next owner
+	// processes it again, and the rows' _seq skip what already applied.
+	// If zero, 15 s (within Kubernetes' default grace period of 30 s);
+	// negative: no bound.
+	DrainTimeout time.Duration
 	// NoChangeFeed turns the change feed off.
 	NoChangeFeed bool
 	// OutcomesMaxAge and ChangesMaxAge are how long the OUTCOMES and CHANGES
@@ -86,6 +94,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 16
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 15 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

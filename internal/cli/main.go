@@ -63,11 +63,14 @@ type eofReader struct{}
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // Main runs cmd with a context cancelled on SIGINT or SIGTERM and returns
-// the process exit code. A main calls os.Exit(cli.Main(...)): the exit
-// happens after Main's deferred calls (the signal relay's stop) have run,
-// not instead of them.
+// the process exit code. The first signal asks cmd to stop; a second one
+// kills the process at once (the signals' default), for an operator who
+// will not wait. A main calls os.Exit(cli.Main(...)): the exit happens
+// after Main's deferred calls (the signal relay's stop) have run, not
+// instead of them.
 func Main(cmd Command, args []string, stdio IO) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop)
 	return Exit(cmd(ctx, args, stdio), stdio.Stderr)
 }

@@ -103,6 +103,7 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.shards, "shards", "", "comma-separated shards this instance applies, a static assignment; default: share the shards with the other projectors of the journal")
 	fs.StringVar(&cfg.InstanceID, "instance-id", "", "this instance's name in the ownership bucket and logs (letters, digits, - and _); default hostname-pid-random")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 0, "how long a shard's lease outlives a dead owner, whole seconds >= 2s (default 5s)")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 0, "on SIGTERM, how long a shard may finish its batch in flight before leaving it to the next owner unacknowledged (default 15s; negative: no bound)")
 	fs.IntVar(&cfg.Replicas, "replicas", 0, "replica count of every stream and bucket the projector creates, and that existing ones must have; 0: 1 when created, any when they exist (env "+EnvReplicas+")")
 	fs.IntVar(&cfg.Journal.Shards, "journal-shards", 0, "shard count when creating the journal stream (default 16); must match an existing stream")
 	fs.DurationVar(&cfg.Journal.Duplicates, "dup-window", 0, "journal duplicate window when creating the stream (default 2m)")
