@@ -67,13 +67,15 @@ func BenchmarkProjectHot(b *testing.B) {
 // command; and the CPU this process spent per command projecting
 // (cpu-µs/cmd: projector, in-process JetStream server and store) next to
 // the baseline's per row (batched-cpu-µs/row), and their ratio
-// (cpu-x-batched, lower is better). ns/op is the time of one round's
-// projection.
+// (cpu-x-batched, lower is better); and the CPU of journalFloor per command,
+// the JetStream work alone (floor-cpu-µs/cmd), over the baseline's per row
+// (cpu-x-batched-floor): the least cpu-x-batched can be. ns/op is the time of
+// one round's projection.
 func benchProject(b *testing.B, pk func(i int) string) {
 	for _, be := range backends() {
 		b.Run(be.Name, func(b *testing.B) {
 			n := projectCommands[be.Name]
-			var proj, base, cpu, baseCPU time.Duration
+			var proj, base, cpu, baseCPU, floorCPU time.Duration
 			var txs, reads int64
 			b.StopTimer()
 			for range b.N {
@@ -82,6 +84,7 @@ func benchProject(b *testing.B, pk func(i int) string) {
 				base += r.batched
 				cpu += r.cpu
 				baseCPU += r.batchedCPU
+				floorCPU += r.floorCPU
 				txs += r.txs
 				reads += r.reads
 			}
@@ -96,6 +99,8 @@ func benchProject(b *testing.B, pk func(i int) string) {
 				b.ReportMetric(float64(cpu.Microseconds())/cmds, "cpu-µs/cmd")
 				b.ReportMetric(float64(baseCPU.Microseconds())/cmds, "batched-cpu-µs/row")
 				b.ReportMetric(cpu.Seconds()/baseCPU.Seconds(), "cpu-x-batched")
+				b.ReportMetric(float64(floorCPU.Microseconds())/cmds, "floor-cpu-µs/cmd")
+				b.ReportMetric(floorCPU.Seconds()/baseCPU.Seconds(), "cpu-x-batched-floor")
 			}
 		})
 	}
@@ -104,6 +109,7 @@ func benchProject(b *testing.B, pk func(i int) string) {
 type projectResult struct {
 	projection, batched time.Duration
 	cpu, batchedCPU     time.Duration // this process's CPU in each
+	floorCPU            time.Duration // journalFloor's: the JetStream work alone
 	txs, reads          int64         // store requests made by the projector
 }
 
@@ -143,7 +149,9 @@ func projectRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 	baseCPU := processCPU()
 	base := batched(b, st.Store, n, pk)
 	baseCPU = processCPU() - baseCPU
-	return projectResult{projection: elapsed, batched: base, cpu: cpu, batchedCPU: baseCPU, txs: st.txs.Load(), reads: st.reads.Load()}
+	floorCPU := journalFloor(b, h, n)
+	return projectResult{projection: elapsed, batched: base, cpu: cpu, batchedCPU: baseCPU, floorCPU: floorCPU,
+		txs: st.txs.Load(), reads: st.reads.Load()}
 }
 
 // batched writes the rows of n commands (command i: the tip of row i in

@@ -81,7 +81,7 @@ var figures = []figure{
 	{"journal", regexp.MustCompile(`^BenchmarkPublishSync/`), []string{"p50-µs", "p99-µs"}},
 	{"store/sqlite", regexp.MustCompile(`^BenchmarkStore/`), []string{"entities/s"}},
 	{"store/azure", regexp.MustCompile(`^BenchmarkAzurite/`), []string{"entities/s"}},
-	{"projection", regexp.MustCompile(`^BenchmarkProject(Spread|Hot)/`), []string{"cmds/s", "batched-entities/s", "cmds/tx", "reads/cmd", "cpu-µs/cmd", "batched-cpu-µs/row"}},
+	{"projection", regexp.MustCompile(`^BenchmarkProject(Spread|Hot)/`), []string{"cmds/s", "batched-entities/s", "cmds/tx", "reads/cmd", "cpu-µs/cmd", "batched-cpu-µs/row", "floor-cpu-µs/cmd"}},
 	{"projection", regexp.MustCompile(`^BenchmarkSimAzure/`), []string{"cmds/s", "entities/s", "limit-used", "busy/req", "charged/row", "cmds/tx", "reads/cmd", "cpu-µs/row", "cpu-cores"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProjectMetrics/`), []string{"cmds/s", "metrics-cmds/s", "cpu-ns/cmd", "metrics-cpu-ns/cmd"}},
 	{"projection", regexp.MustCompile(`^BenchmarkOutcomeLookup/`), []string{"cmds/s", "no-lookup-cmds/s"}},
