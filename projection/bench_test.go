@@ -223,6 +223,14 @@ func (c *countingStore) Transact(ctx context.Context, table, pk string, ops []st
 	return c.Store.Transact(ctx, table, pk, ops)
 }
 
+// TransactETags counts a transaction and passes on the etags the store
+// reports, as a production wrapper must: without them the projector reads
+// each partition's fence again after every commit.
+func (c *countingStore) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	c.txs.Add(1)
+	return store.TransactETags(ctx, c.Store, table, pk, ops)
+}
+
 // outcomeRate is the offered load of BenchmarkPublishToOutcome.
 const outcomeRate = 500
 

@@ -35,8 +35,9 @@ func (f *fenceReads) TransactETags(ctx context.Context, table, pk string, ops []
 // TestFenceETagFromCommit: on Azure Tables, whose transactions report the
 // etag of each entity written (store.ETagTransactor), the applier commits
 // the next batch of a partition on the fence's etag from the last commit,
-// without reading the fence back; on a store that reports none it reads
-// it once per batch.
+// without reading the fence back (every backend here reports them, the
+// embedded store too); on a store that reports none it reads it once per
+// batch.
 func TestFenceETagFromCommit(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {

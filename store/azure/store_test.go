@@ -375,48 +375,6 @@ func noSecret(t *testing.T, err error, secret string) {
 	walk(err)
 }
 
-// TestTransactETags: the etags a transaction reports, read from the $batch
-// response, are those the entities then have; a delete reports none.
-func TestTransactETags(t *testing.T) {
-	s := newStore(t)
-	table := storetest.TableName("etags")
-	if err := s.CreateTable(bg, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.DeleteTable(bg, table) })
-	seed := []store.Op{{Kind: store.Insert, RK: "b", Props: events.Entity{}}, {Kind: store.Insert, RK: "c", Props: events.Entity{}}, {Kind: store.Insert, RK: "f", Props: events.Entity{}}}
-	if err := s.Transact(bg, table, "it's", seed); err != nil {
-		t.Fatal(err)
-	}
-	ops := []store.Op{
-		{Kind: store.Insert, RK: "a", Props: events.Entity{"x": events.Int32(1)}},
-		{Kind: store.Replace, RK: "b", Props: events.Entity{"x": events.Int32(2)}},
-		{Kind: store.Delete, RK: "c"},
-		{Kind: store.Upsert, RK: "d", Props: events.Entity{}},
-		{Kind: store.UpsertMerge, RK: "e", Props: events.Entity{}},
-		{Kind: store.Merge, RK: "f", Props: events.Entity{"y": events.Bool(true)}},
-	}
-	etags, err := s.TransactETags(bg, table, "it's", ops)
-	if err != nil || len(etags) != len(ops) {
-		t.Fatalf("TransactETags: %q, %v", etags, err)
-	}
-	for i, op := range ops {
-		if op.Kind == store.Delete {
-			if etags[i] != "" {
-				t.Errorf("delete of %s reported etag %q", op.RK, etags[i])
-			}
-			continue
-		}
-		e, err := s.Get(bg, table, "it's", op.RK)
-		if err != nil || e.ETag != etags[i] || e.ETag == "" {
-			t.Errorf("%s %s: reported etag %q, stored %q (%v)", op.Kind, op.RK, etags[i], e.ETag, err)
-		}
-	}
-	// The reported etag is good for the next conditional write.
-	if err := s.Transact(bg, table, "it's", []store.Op{{Kind: store.Replace, RK: "a", Props: events.Entity{}, IfMatch: etags[0]}}); err != nil {
-		t.Fatalf("replace on the reported etag: %v", err)
-	}
-}
 
 // TestCosmosPartitions: with Cosmos set, the store lists partitions in a
 // form that does not rely on the service's order, and lists the same ones

@@ -85,23 +85,33 @@ func (s *Store) tableID(ctx context.Context, tx *sql.Tx, table string) (int64, e
 	return id, err
 }
 
+var _ store.ETagTransactor = (*Store)(nil)
+
 // Transact applies ops atomically in one SQLite transaction. It checks the
 // limits first (store.ValidateTx), so it refuses what Azure refuses, then
 // applies the ops in order; the first that fails rolls all back.
 func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+	_, err := s.TransactETags(ctx, table, pk, ops)
+	return err
+}
+
+// TransactETags implements store.ETagTransactor: Transact, returning each
+// op's etag. Every row a transaction writes gets the transaction's version,
+// so the etags are known without reading the rows back; "" for a Delete.
+func (s *Store) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	if err := store.ValidateTableName(table); err != nil {
-		return err
+		return nil, err
 	}
 	if err := store.ValidateTx(pk, ops); err != nil {
-		return err
+		return nil, err
 	}
-	return s.write(ctx, "transact in "+table, func(tx *sql.Tx) error {
+	var ts ticks
+	err := s.write(ctx, "transact in "+table, func(tx *sql.Tx) error {
 		tid, err := s.tableID(ctx, tx, table)
 		if err != nil {
 			return err
 		}
-		ts, err := s.tick(ctx, tx)
-		if err != nil {
+		if ts, err = s.tick(ctx, tx); err != nil {
 			return err
 		}
 		w := txWriter{ctx: ctx, tid: tid, pk: encodeKey(pk), pkText: pk, ts: ts,
@@ -117,6 +127,17 @@ func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) 
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	etags := make([]string, len(ops))
+	etag := ts.etag()
+	for i, op := range ops {
+		if op.Kind != store.Delete {
+			etags[i] = etag
+		}
+	}
+	return etags, nil
 }
 
 // tick advances the store clock: the version of this transaction's rows,

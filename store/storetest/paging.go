@@ -67,6 +67,13 @@ func (p *Paging) Transact(ctx context.Context, table, pk string, ops []store.Op)
 	return p.Store.Transact(ctx, table, pk, ops)
 }
 
+// TransactETags writes through to the inner store, passing on the etags it
+// reports.
+func (p *Paging) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	p.requests.Add(1)
+	return store.TransactETags(ctx, p.Store, table, pk, ops)
+}
+
 // pagingPos is where a query resumes: the inner store's page Inner starts,
 // after the key (PK, RK) when After is set.
 type pagingPos struct {

@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, q Quirks) {
 		{"InsertExisting", testInsertExisting},
 		{"MissingRow", testMissingRow},
 		{"ETags", testETags},
+		{"TransactETags", testTransactETags},
 		{"MergeAndReplace", testMergeAndReplace},
 		{"Upserts", testUpserts},
 		{"Rollback", testRollback},

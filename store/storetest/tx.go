@@ -364,3 +364,51 @@ func testCanceledContext(t *testing.T, e *env) {
 		t.Fatalf("a canceled transaction wrote %d rows", len(got))
 	}
 }
+
+// testTransactETags: every backend reports the etag of each entity a
+// transaction writes (store.ETagTransactor), as Azure's $batch response
+// does, so a writer can make its next write conditional without reading
+// back; the etags are those the entities then have, a delete reports none,
+// and a reported etag is good for the next conditional write.
+func testTransactETags(t *testing.T, e *env) {
+	et, ok := e.s.(store.ETagTransactor)
+	if !ok {
+		t.Fatalf("%T does not implement store.ETagTransactor", e.s)
+	}
+	table := e.table()
+	e.mustTx(table, "it's",
+		store.Op{Kind: store.Insert, RK: "b", Props: events.Entity{}},
+		store.Op{Kind: store.Insert, RK: "c", Props: events.Entity{}},
+		store.Op{Kind: store.Insert, RK: "f", Props: events.Entity{}})
+	ops := []store.Op{
+		{Kind: store.Insert, RK: "a", Props: events.Entity{"x": events.Int32(1)}},
+		{Kind: store.Replace, RK: "b", Props: events.Entity{"x": events.Int32(2)}},
+		{Kind: store.Delete, RK: "c"},
+		{Kind: store.Upsert, RK: "d", Props: events.Entity{}},
+		{Kind: store.UpsertMerge, RK: "e", Props: events.Entity{}},
+		{Kind: store.Merge, RK: "f", Props: events.Entity{"y": events.Bool(true)}},
+	}
+	etags, err := et.TransactETags(e.ctx, table, "it's", ops)
+	if err != nil || len(etags) != len(ops) {
+		t.Fatalf("TransactETags: %q, %v", etags, err)
+	}
+	for i, op := range ops {
+		if op.Kind == store.Delete {
+			if etags[i] != "" {
+				t.Errorf("delete of %s reported etag %q", op.RK, etags[i])
+			}
+			continue
+		}
+		got := e.get(table, "it's", op.RK)
+		if got.ETag != etags[i] || got.ETag == "" {
+			t.Errorf("%s %s: reported etag %q, stored %q", op.Kind, op.RK, etags[i], got.ETag)
+		}
+	}
+	if err := e.tx(table, "it's", store.Op{Kind: store.Replace, RK: "a", Props: events.Entity{}, IfMatch: etags[0]}); err != nil {
+		t.Fatalf("replace on the reported etag: %v", err)
+	}
+	// A failed transaction reports nothing.
+	if etags, err := et.TransactETags(e.ctx, table, "it's", []store.Op{{Kind: store.Insert, RK: "a", Props: events.Entity{}}}); err == nil || etags != nil {
+		t.Errorf("insert of an existing row: %q, %v; want an error and no etags", etags, err)
+	}
+}
