@@ -34,8 +34,15 @@ func TestCluster(t *testing.T) {
 	})
 	h.WaitProjected(ctx)
 	t.Logf("3,000 commands projected in %s", time.Since(start).Round(time.Millisecond))
-	if n := strings.Count(logs.String(), "deliveries lost"); n > 0 {
-		t.Errorf("%d delivery gaps on a healthy cluster", n)
+	// Deliveries made and never received are what byte-limited fetches
+	// caused: none on a healthy cluster. A pull request lost on its way (a
+	// replicated consumer just created, its leader not yet elected, on a
+	// busy machine) is not that: the shard finds it idle with messages
+	// waiting and resumes, as it must, and every command is checked below.
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "deliveries lost") && !strings.Contains(line, "no pull request reached the server") {
+			t.Errorf("deliveries lost on a healthy cluster: %s", line)
+		}
 	}
 	for _, name := range []string{journal.DefaultStream, journal.OutcomesStream, projection.ChangeStream, "KV_" + projection.OwnersBucket} {
 		s, err := h.JS.Stream(ctx, name)
