@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -238,12 +239,33 @@ func (r *partitionRun) decide(ctx context.Context) error {
 			}
 		}
 		if !r.v.fresh || !dependsOnState(r.tx.results) {
+			r.logDecided(false)
 			return nil
 		}
 		if ok, err := r.a.check(ctx, r.part, &r.v); err != nil || ok {
+			if ok {
+				r.logDecided(true)
+			}
 			return err
 		}
 	}
+}
+
+// logDecided logs at Debug the transaction just decided and the view it
+// was decided on (the fence, whether its etag is known, the rows' epoch,
+// whether rows were read since the fence was checked, and whether the fence
+// was checked again for it): what to read when an outcome looks wrong.
+func (r *partitionRun) logDecided(checked bool) {
+	if !r.a.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	var results strings.Builder
+	for _, res := range r.tx.results {
+		fmt.Fprintf(&results, "%d:%s ", res.Seq, res.Status)
+	}
+	r.a.log.Debug("transaction decided", LogTable, r.part.table, LogPK, r.part.pk,
+		"fence", r.v.f.String(), "etag_known", r.v.f.etag != "", "epoch", r.v.epoch, "fresh", r.v.fresh || checked,
+		"checked", checked, "results", strings.TrimSpace(results.String()))
 }
 
 // commit commits the transaction decided last, with the fence. It returns
@@ -265,6 +287,8 @@ func (r *partitionRun) commit(ctx context.Context) (bool, error) {
 	err := r.a.commit(ctx, r.part, &r.v, r.tx)
 	var ce *conflictError
 	if errors.As(err, &ce) {
+		r.a.log.Debug("transaction refused; deciding again", LogTable, r.part.table, LogPK, r.part.pk,
+			"fence", r.v.f.String(), "epoch", r.v.epoch, "fence_moved", ce.fence, "err", ce.err)
 		return false, r.conflict(ctx, ce)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -64,6 +65,8 @@ type recordingJS struct {
 	name string
 	mu   sync.Mutex
 	got  []journal.Outcome
+	at   []time.Time // when each of got was published
+	logs projectiontest.SyncBuffer
 }
 
 func (r *recordingJS) record(m *nats.Msg) {
@@ -74,8 +77,38 @@ func (r *recordingJS) record(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &o) == nil {
 		r.mu.Lock()
 		r.got = append(r.got, o)
+		r.at = append(r.at, time.Now())
 		r.mu.Unlock()
 	}
+}
+
+// logger is the instance's projector log, at Debug: each transaction it
+// decided and the view it decided on.
+func (r *recordingJS) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(&r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// explain logs what the instance published in partition pk for journal
+// sequences up to upto, and what it decided there, to read when one of its
+// outcomes is wrong.
+func (r *recordingJS) explain(t *testing.T, pk string, upto uint64) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "instance %s, partition %s: outcomes up to seq %d published, in order:\n", r.name, pk, upto)
+	for i, o := range r.got {
+		if o.PK == pk && o.Seq <= upto {
+			fmt.Fprintf(&b, "  %s seq %d %s %s %v\n", r.at[i].Format("15:04:05.000000"), o.Seq, o.Status, o.Reason, o.Rows)
+		}
+	}
+	fmt.Fprintf(&b, "instance %s, partition %s: its first 60 decisions:\n", r.name, pk)
+	n := 0
+	for _, line := range strings.Split(r.logs.String(), "\n") {
+		if n < 60 && strings.Contains(line, "pk="+pk+" ") && !strings.Contains(line, `msg="command applied"`) {
+			fmt.Fprintf(&b, "  %s\n", line)
+			n++
+		}
+	}
+	t.Log(b.String())
 }
 
 func (r *recordingJS) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
@@ -109,12 +142,12 @@ func TestOverlap(t *testing.T) {
 			jsA := &recordingJS{JetStream: h.JS, name: "a"}
 			jsB := &recordingJS{JetStream: h.JS, name: "b"}
 			pA, err := projection.New(ctx, jsA, slow, projection.Config{Durable: "a", FetchBatch: 24, Concurrency: 4,
-				Logger: projectiontest.QuietLogger()})
+				Logger: jsA.logger()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			pB, err := projection.New(ctx, jsB, st, projection.Config{Durable: "b", FetchBatch: 16,
-				Logger: projectiontest.QuietLogger()})
+				Logger: jsB.logger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,6 +187,7 @@ func TestOverlap(t *testing.T) {
 			projectiontest.CompareTable(t, h.Store, "orders", model)
 			projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
 			h.CheckChangeFeed(ctx, "orders", model)
+			explained := map[string]bool{}
 			for _, js := range []*recordingJS{jsA, jsB} {
 				bad := 0
 				for _, o := range js.got {
@@ -161,6 +195,11 @@ func TestOverlap(t *testing.T) {
 						bad++
 						if bad <= 10 {
 							t.Errorf("instance %s published seq %d (%s) %s (%s); model says %s", js.name, o.Seq, o.ID, o.Status, o.Reason, want)
+						}
+						if !explained[o.PK] {
+							explained[o.PK] = true
+							jsA.explain(t, o.PK, o.Seq+20)
+							jsB.explain(t, o.PK, o.Seq+20)
 						}
 					}
 				}
