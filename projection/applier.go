@@ -224,8 +224,22 @@ func (r *partitionRun) decide(ctx context.Context) error {
 		if err := r.a.begin(ctx, r.part, &r.v); err != nil {
 			return err
 		}
-		if err := r.a.loadView(ctx, r.part, &r.v, touchedRKs(r.entries[r.next:])); err != nil {
+		behind, err := r.a.loadView(ctx, r.part, &r.v, touchedRKs(r.entries[r.next:]))
+		if err != nil {
 			return err
+		}
+		if behind {
+			// A row read is newer than the view's fence: another writer
+			// committed since the fence was read or cached. Commands it
+			// applied would be skipped on that row while the view's other
+			// rows lack their effects, and a rejection decided on them is
+			// published before anything is written: read the fence again.
+			if ok, err := r.a.check(ctx, r.part, &r.v); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		r.tx = newTxn(r.part.pk, r.v.rows, r.a.store.Limits())
 		r.tx.seen = r.seen
@@ -420,7 +434,11 @@ func (a *Applier) check(ctx context.Context, part partKey, v *view) (bool, error
 
 // loadView adds the rows rks to the view: from the cache when cached under
 // the view's epoch, else read from the table.
-func (a *Applier) loadView(ctx context.Context, part partKey, v *view, rks []string) error {
+//
+// It reports whether a row read is newer than the view's fence (its _seq
+// is past the fence's, or there is no fence): the view is behind the
+// table, which every transaction moves fence and rows together.
+func (a *Applier) loadView(ctx context.Context, part partKey, v *view, rks []string) (behind bool, err error) {
 	var need []string
 	for _, rk := range rks {
 		if _, ok := v.rows[rk]; ok {
@@ -433,17 +451,20 @@ func (a *Applier) loadView(ctx context.Context, part partKey, v *view, rks []str
 		need = append(need, rk)
 	}
 	if len(need) == 0 {
-		return nil
+		return false, nil
 	}
 	loaded, err := a.load(ctx, part.table, part.pk, need)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for rk, s := range loaded {
 		v.rows[rk] = s
+		if l := s.Latest; l != nil && (!v.f.exists || l.Seq > v.f.seq) {
+			behind = true
+		}
 	}
 	v.fresh = true
-	return nil
+	return behind, nil
 }
 
 // confirm records that the view's fence held up to now: the rows read

@@ -164,3 +164,60 @@ func TestFenceStaleCache(t *testing.T) {
 		})
 	}
 }
+
+// TestFenceSkippedPastCachedView: instance A caches a partition's view (no
+// fence yet, row r0 absent) after a rejection. Instance B then applies the
+// commands after it: c2 inserts r0 and r1, c3 rewrites r1. A's next batch
+// reads r1 from the table, finds it written after its cached fence and
+// skips c2 and c3 — so A has moved past commands whose effects its cached
+// view lacks. Its batch after that names only r0, which the cache still
+// holds as absent: deciding c4 (merge r0) on it would reject c4, and a
+// rejection is published before anything is written. A row read newer than
+// the view's fence shows the view is behind the table: the fence is read
+// again and the rows with it, so c4 applies.
+func TestFenceSkippedPastCachedView(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			st := b.Open(t)
+			cfg := projection.ApplierConfig{Logger: projectiontest.QuietLogger()}
+			appA := projection.NewApplier(st, cfg)
+			appB := projection.NewApplier(st, cfg)
+			es := []projection.Entry{
+				cmdEntry(1, "c1", rowOp(events.OpReplace, "r0", 1)),
+				cmdEntry(2, "c2", rowOp(events.OpInsert, "r0", 2), rowOp(events.OpInsert, "r1", 2)),
+				cmdEntry(3, "c3", rowOp(events.OpUpsert, "r1", 3)),
+				cmdEntry(4, "c4", rowOp(events.OpMerge, "r0", 4)),
+			}
+			var rs []projection.Result
+			var mu sync.Mutex
+			hooks := statuses(&rs, &mu)
+			for _, step := range []struct {
+				app     *projection.Applier
+				entries []projection.Entry
+			}{
+				{appA, es[:1]}, {appB, es[:3]}, {appA, es[1:3]}, {appA, es[3:]},
+			} {
+				h := projection.Hooks{}
+				if step.app == appA {
+					h = hooks
+				}
+				if err := step.app.Apply(ctx, "orders", "p", step.entries, h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := map[uint64]journal.Status{1: journal.StatusRejected, 2: projection.Skipped, 3: projection.Skipped,
+				4: journal.StatusApplied}
+			for seq, w := range want {
+				if got := statusOf(rs, seq); got != w {
+					t.Errorf("A: seq %d %s, want %s", seq, got, w)
+				}
+			}
+			m := projectiontest.NewModel()
+			for _, e := range es {
+				m.Apply(e.Seq, e.Cmd)
+			}
+			projectiontest.CompareTable(t, st, "orders", m)
+		})
+	}
+}
