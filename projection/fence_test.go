@@ -60,6 +60,23 @@ func statusOf(rs []projection.Result, seq uint64) journal.Status {
 	return ""
 }
 
+// checkFenced checks instance A's results against want and the table
+// against the model of es, which it returns.
+func checkFenced(t *testing.T, st store.Store, rs []projection.Result, es []projection.Entry, want map[uint64]journal.Status) *projectiontest.Model {
+	t.Helper()
+	for seq, w := range want {
+		if got := statusOf(rs, seq); got != w {
+			t.Errorf("A: seq %d %s, want %s", seq, got, w)
+		}
+	}
+	m := projectiontest.NewModel()
+	for _, e := range es {
+		m.Apply(e.Seq, e.Cmd)
+	}
+	projectiontest.CompareTable(t, st, "orders", m)
+	return m
+}
+
 // TestFenceLateFirstInsert: instance A reads that a row does not exist and
 // is about to insert it (version 0, which writes no version row), when
 // instance B applies that insert and a delete of the row. A's late insert
@@ -146,18 +163,8 @@ func TestFenceStaleCache(t *testing.T) {
 			if err := appA.Apply(ctx, "orders", "p", es[1:], statuses(&rs, &mu)); err != nil {
 				t.Fatal(err)
 			}
-			want := map[uint64]journal.Status{2: projection.Skipped, 3: projection.Skipped, 4: projection.Skipped,
-				5: journal.StatusApplied, 6: journal.StatusRejected}
-			for seq, w := range want {
-				if got := statusOf(rs, seq); got != w {
-					t.Errorf("seq %d: %s, want %s", seq, got, w)
-				}
-			}
-			m := projectiontest.NewModel()
-			for _, e := range es {
-				m.Apply(e.Seq, e.Cmd)
-			}
-			projectiontest.CompareTable(t, st, "orders", m)
+			m := checkFenced(t, st, rs, es, map[uint64]journal.Status{2: projection.Skipped, 3: projection.Skipped,
+				4: projection.Skipped, 5: journal.StatusApplied, 6: journal.StatusRejected})
 			if got := fmt.Sprint(m.Status[6]); got != "rejected" {
 				t.Fatalf("model: seq 6 %s", got)
 			}
@@ -206,18 +213,8 @@ func TestFenceSkippedPastCachedView(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			want := map[uint64]journal.Status{1: journal.StatusRejected, 2: projection.Skipped, 3: projection.Skipped,
-				4: journal.StatusApplied}
-			for seq, w := range want {
-				if got := statusOf(rs, seq); got != w {
-					t.Errorf("A: seq %d %s, want %s", seq, got, w)
-				}
-			}
-			m := projectiontest.NewModel()
-			for _, e := range es {
-				m.Apply(e.Seq, e.Cmd)
-			}
-			projectiontest.CompareTable(t, st, "orders", m)
+			checkFenced(t, st, rs, es, map[uint64]journal.Status{1: journal.StatusRejected, 2: projection.Skipped,
+				3: projection.Skipped, 4: journal.StatusApplied})
 		})
 	}
 }
