@@ -94,7 +94,7 @@ profile: azurite
 # each test that failed with its failure rate and first error. Narrow it with
 # PKGS (go list patterns), SKIP (regexp of import paths) and COUNT, e.g.
 # `make flaky PKGS=./journal COUNT=50`.
-flaky: azurite
+flaky: azurite node-example
 	bash scripts/flaky.sh
 
 # The walkthrough: projector on embedded defaults, writer, replay.

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -562,13 +563,18 @@ func TestProjectorMemoryChild(t *testing.T) {
 		done <- err
 	}()
 	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
+	for point := 0; in.Scan(); {
 		if in.Text() != "measure" {
 			continue
 		}
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
+		if dir := os.Getenv(profileEnv); dir != "" {
+			// What is live at each point, to compare two with pprof -base.
+			writeHeapProfile(t, filepath.Join(dir, fmt.Sprintf("ProjectorMemory.heap-%d.pprof", point)))
+		}
+		point++
 		data, err := json.Marshal(memStats{HeapInuse: ms.HeapInuse, RSS: vmRSS(t)})
 		if err != nil {
 			t.Fatal(err)
@@ -577,6 +583,19 @@ func TestProjectorMemoryChild(t *testing.T) {
 	}
 	cancel()
 	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeHeapProfile writes the heap profile (live objects as of the last
+// garbage collection) to path.
+func writeHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		t.Fatal(err)
 	}
 }
