@@ -375,7 +375,6 @@ func noSecret(t *testing.T, err error, secret string) {
 	walk(err)
 }
 
-
 // TestCosmosPartitions: with Cosmos set, the store lists partitions in a
 // form that does not rely on the service's order, and lists the same ones
 // in the same order as the skip scan; and it refuses a transaction beyond
