@@ -30,7 +30,7 @@ CPU=${CPU:-1,2}
 PARALLEL=${PARALLEL:-2}
 TIMEOUT=${TIMEOUT:-60m}
 OUT=${OUT:-$(mktemp -d -t flaky.XXXXXX)}
-FIRST=${FIRST:-/projection /tests/system /replay /journal /internal/cli /tests/cli /cmd/replay/replaycmd /cmd/projector/projectorcmd}
+FIRST=${FIRST:-/projection /tests/system /replay /journal /cmd/internal/cli /cmd/tests /cmd/replay/replaycmd /cmd/projector/projectorcmd}
 mkdir -p "$OUT"
 
 # shellcheck disable=SC2086 # PKGS is a list of patterns

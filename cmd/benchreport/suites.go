@@ -39,7 +39,7 @@ func suites(commands int) []suite {
 		{Name: "projector throughput", Pkg: "./projection", Bench: "^BenchmarkProject(Spread|Hot)$", Benchtime: "1x"},
 		// Four pairs of rounds (without and with metrics, each a quarter of
 		// the throughput workload) per run, the order alternating.
-		{Name: "projector metrics", Pkg: "./projection", Bench: "^BenchmarkProjectMetrics$", Benchtime: "1x"},
+		{Name: "projector metrics", Pkg: "./cmd/internal/metrics", Bench: "^BenchmarkProjectMetrics$", Benchtime: "1x"},
 		// One round each with and without the outcomes look-up of fetched
 		// command IDs (a command ID applies at most once).
 		{Name: "outcome lookup cost", Pkg: "./projection", Bench: "^BenchmarkOutcomeLookup$", Benchtime: "1x"},

@@ -5,8 +5,8 @@ package main
 import (
 	"os"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/projector/projectorcmd"
-	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
 func main() { os.Exit(cli.Main(projectorcmd.Run, os.Args[1:], cli.StdIO())) }

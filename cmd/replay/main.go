@@ -6,8 +6,8 @@ package main
 import (
 	"os"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/replay/replaycmd"
-	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
 func main() { os.Exit(cli.Main(replaycmd.Run, os.Args[1:], cli.StdIO())) }

@@ -5,8 +5,8 @@ package main
 import (
 	"os"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/writer/writercmd"
-	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
 func main() { os.Exit(cli.Main(writercmd.Run, os.Args[1:], cli.StdIO())) }

@@ -11,8 +11,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/tablejournal/tablejournal/internal/metrics"
-	"github.com/tablejournal/tablejournal/internal/metrics/metricstest"
+	"github.com/tablejournal/tablejournal/cmd/internal/metrics"
+	"github.com/tablejournal/tablejournal/cmd/internal/metrics/metricstest"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/tablejournal/tablejournal/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/metrics"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/metrics"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/store/stores"
 )

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/projection/status"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/internal/cli/clitest"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 )
 
 // TestUsageFromTable: every command of projectorCommands appears in

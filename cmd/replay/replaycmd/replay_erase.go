@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/replay"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
 // TestReplayUserFacing covers what a user of replay sees (issue 8 items 12,

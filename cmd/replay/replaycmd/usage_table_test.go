@@ -3,7 +3,7 @@ package replaycmd
 import (
 	"testing"
 
-	"github.com/tablejournal/tablejournal/internal/cli/clitest"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 )
 
 // TestUsageFromTable: every subcommand of replayCommands appears in

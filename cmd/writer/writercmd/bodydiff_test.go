@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 )
 
 // Re-publishing an ID with the same body exits 0 as "already in the

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablejournal/tablejournal/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/cli/clitest"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 

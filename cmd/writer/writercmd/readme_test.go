@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/internal/cli/clitest"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 )
 
 // TestReadmeExampleApplies publishes the example command of

@@ -11,8 +11,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/internal/cli"
 	"github.com/tablejournal/tablejournal/journal"
 )
 

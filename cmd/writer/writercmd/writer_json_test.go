@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
 // TestWriterJSONErrors: with --json, a usage error or an invalid command

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 )
 
 // update rewrites the golden files under testdata instead of comparing:

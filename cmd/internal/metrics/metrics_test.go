@@ -16,9 +16,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/metrics/metricstest"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/azurite"
-	"github.com/tablejournal/tablejournal/internal/metrics/metricstest"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/cmd/projector/projectorcmd"
-	"github.com/tablejournal/tablejournal/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/projector/projectorcmd"
 	"github.com/tablejournal/tablejournal/cmd/replay/replaycmd"
 	"github.com/tablejournal/tablejournal/cmd/writer/writercmd"
-	"github.com/tablejournal/tablejournal/internal/cli"
 )
 
 // TestHelpHidesSecrets: a NATS URL with a password in the environment is the

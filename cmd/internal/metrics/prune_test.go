@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/internal/metrics/metricstest"
+	"github.com/tablejournal/tablejournal/cmd/internal/metrics/metricstest"
 	"github.com/tablejournal/tablejournal/projection"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/projector/projectorcmd"
 	"github.com/tablejournal/tablejournal/cmd/replay/replaycmd"
-	"github.com/tablejournal/tablejournal/internal/cli"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 )

@@ -1,4 +1,6 @@
-package projection_test
+//go:build unix
+
+package metrics
 
 import (
 	"context"
@@ -6,11 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/internal/metrics"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -96,7 +99,7 @@ func metricsRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 
 	cfg := projection.Config{}
 	if withMetrics {
-		ops, measured, err := metrics.Start(ctx, metrics.OpsConfig{Addr: "127.0.0.1:0", Instance: "bench",
+		ops, measured, err := Start(ctx, OpsConfig{Addr: "127.0.0.1:0", Instance: "bench",
 			NATS: h.NC, JS: h.JS, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			b.Fatal(err)
@@ -159,4 +162,52 @@ func scrapeEverySecond(ctx context.Context, url string) int {
 		case <-t.C:
 		}
 	}
+}
+
+// The projection benchmarks' sizes (projection/bench_test.go), so that a
+// round here is a round there.
+var projectCommands = map[string]int{"sqlite": 20_000, "azurite": 3_000}
+
+const spreadPartitions = 1000
+
+func backends() []projectiontest.Backend {
+	return projectiontest.Backends(azuriteSrv.ConnectionString())
+}
+
+// benchTableSeq names tables uniquely on the Azurite shared by the test
+// binary (and across -count runs).
+var benchTableSeq atomic.Int64
+
+// benchTable creates a table with a new name in st and deletes it when the
+// benchmark ends.
+func benchTable(b *testing.B, st store.Store, prefix string) string {
+	b.Helper()
+	name := fmt.Sprintf("Bench%s%d", prefix, benchTableSeq.Add(1))
+	if err := st.CreateTable(context.Background(), name); err != nil {
+		b.Fatalf("CreateTable: %v", err)
+	}
+	b.Cleanup(func() { _ = st.DeleteTable(context.Background(), name) })
+	return name
+}
+
+// upsert is a single-row upsert of row i, as the projection benchmarks
+// publish it.
+func upsert(id, table, pk string, i int) *events.Command {
+	return &events.Command{ID: id, Table: table, PK: pk, Issuer: "bench", Ops: []events.RowOp{{
+		Op: events.OpUpsert, RK: fmt.Sprintf("row-%09d", i), Entity: events.Entity{
+			"status": events.String("shipped"),
+			"total":  events.Double(12.5 + float64(i)),
+			"qty":    events.Int64(9007199254740993),
+		},
+	}}}
+}
+
+// processCPU returns the CPU time (user and system) this process has used,
+// or 0 if it cannot tell.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

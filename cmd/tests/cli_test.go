@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/cmd/projector/projectorcmd"
 	"github.com/tablejournal/tablejournal/cmd/replay/replaycmd"
 	"github.com/tablejournal/tablejournal/cmd/writer/writercmd"
-	"github.com/tablejournal/tablejournal/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 

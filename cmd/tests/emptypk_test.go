@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/cmd/replay/replaycmd"
-	"github.com/tablejournal/tablejournal/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/cli/clitest"
 )
 
 // The empty PartitionKey from the command line: the writer publishes it
