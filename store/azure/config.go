@@ -3,11 +3,14 @@ package azure
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/tablejournal/tablejournal/internal/azauth"
 )
 
 // Config selects the table service and the client's behaviour. Exactly one
@@ -43,7 +46,8 @@ type Config struct {
 
 	// Emulator turns on the workarounds for Azurite's known differences
 	// (see filter.go). New turns it on by itself when the account is the
-	// emulator's devstoreaccount1.
+	// emulator's devstoreaccount1 or the endpoint is path-style, on an IP
+	// address or localhost.
 	Emulator bool
 
 	// Cosmos says the service is Azure Cosmos DB for Table, which speaks
@@ -53,7 +57,16 @@ type Config struct {
 	// relying on key order. store/stores sets it from the endpoint.
 	Cosmos bool
 
-	// Transport replaces the HTTP client; for tests. If nil, the SDK's.
+	// Auth says how to authenticate: the mode (key, SAS or signing in
+	// with Microsoft Entra ID; by default the account key or SAS the
+	// connection string or Endpoint carries, else signing in), the
+	// credential that signs in (default azidentity's
+	// DefaultAzureCredential) and a CA file to trust. See
+	// internal/azauth.
+	Auth azauth.Config
+
+	// Transport replaces the HTTP client; for tests. If nil, the SDK's,
+	// trusting Auth's CA file if any.
 	Transport policy.Transporter
 }
 
@@ -125,6 +138,7 @@ type account struct {
 	name     string // account name, when known
 	key      string // shared key, or ""
 	sas      string // SAS query without "?", or ""
+	local    bool   // a path-style endpoint on an IP or localhost: an emulator
 }
 
 // resolve turns a validated Config into an account.
@@ -142,6 +156,7 @@ func (c Config) resolve() (account, error) {
 	}
 	u.RawQuery, u.Fragment = "", ""
 	a.endpoint = strings.TrimRight(u.String(), "/")
+	a.local = pathStyle(u)
 	if a.name == "" {
 		a.name = accountFromURL(u)
 	}
@@ -152,13 +167,20 @@ func (c Config) resolve() (account, error) {
 // label of the host (myaccount.table.core.windows.net) or, for an IP or
 // localhost endpoint (Azurite's path style), the first path segment.
 func accountFromURL(u *url.URL) string {
-	host := u.Hostname()
-	if host == "localhost" || strings.Trim(host, "0123456789.:[]") == "" {
+	if pathStyle(u) {
 		seg, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 		return seg
 	}
-	name, _, _ := strings.Cut(host, ".")
+	name, _, _ := strings.Cut(u.Hostname(), ".")
 	return name
+}
+
+// pathStyle reports an endpoint on an IP address or localhost, where the
+// account is the first path segment: an emulator's (Azure's own endpoints
+// are host names).
+func pathStyle(u *url.URL) bool {
+	host := u.Hostname()
+	return host == "localhost" || net.ParseIP(host) != nil
 }
 
 // parseConnectionString reads the key=value;... pairs of a connection
@@ -198,6 +220,7 @@ func parseConnectionString(cs string) (account, error) {
 			return account{}, errors.New("azure: connection string: TableEndpoint carries a query; put the SAS in SharedAccessSignature")
 		}
 		a.endpoint = strings.TrimRight(u.String(), "/")
+		a.local = pathStyle(u)
 		if a.name == "" {
 			a.name = accountFromURL(u)
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/azure"
 )
@@ -60,7 +61,15 @@ func Parse(spec, dataDir string) (kind Kind, path string, err error) {
 // Option configures Open.
 type Option func(*options)
 
-type options struct{ exclusive bool }
+type options struct {
+	exclusive bool
+	auth      azauth.Config
+}
+
+// Auth sets how an Azure store authenticates (azure.Config.Auth): the
+// mode (--auth), the credential that signs in, the CA file. The embedded
+// store ignores it.
+func Auth(c azauth.Config) Option { return func(o *options) { o.auth = c } }
 
 // Exclusive opens the embedded store as its one owner (sqlite.Exclusive):
 // a second Exclusive open of the same file, in any process, fails with
@@ -88,6 +97,7 @@ func Open(ctx context.Context, spec, dataDir string, opts ...Option) (store.Stor
 		cfg = azure.Config{Endpoint: strings.TrimSpace(spec)}
 	}
 	cfg.Cosmos = kind == Cosmos
+	cfg.Auth = o.auth
 	s, err := azure.New(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("stores: %s: %w", Describe(spec), err)
