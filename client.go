@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
@@ -46,6 +48,7 @@ type options struct {
 	prop            propagation.TextMapPropagator
 	issuer          string
 	natsOpts        []nats.Option
+	credential      azcore.TokenCredential
 }
 
 // WithTables names the table store to read, in the form of the
@@ -56,6 +59,17 @@ type options struct {
 // ErrNoTables.
 func WithTables(spec string) Option {
 	return func(o *options) { o.tables, o.haveTables = spec, true }
+}
+
+// WithTokenCredential signs in to an Azure table store named by its bare
+// endpoint (WithTables with no key or SAS, such as
+// https://myaccount.table.core.windows.net) with cred, for example an
+// azidentity credential. Without it such a store signs in with
+// azidentity.NewDefaultAzureCredential. A connection string with a key,
+// or a URL with a SAS token, ignores it. Certificates of a private CA are
+// trusted from the file SSL_CERT_FILE names.
+func WithTokenCredential(cred azcore.TokenCredential) Option {
+	return func(o *options) { o.credential = cred }
 }
 
 // WithDataDir is the projector's data folder, where the embedded table
@@ -122,7 +136,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	c := &Client{nc: nc, ownConn: true, js: js, o: o, outcomes: journal.NewOutcomes(js)}
 	c.w = journal.NewWriter(js, o.stream, journal.WithHeaders(c.inject))
 	if o.haveTables {
-		c.tables, c.tablesClose, err = stores.Open(ctx, o.tables, o.dataDir)
+		c.tables, c.tablesClose, err = stores.Open(ctx, o.tables, o.dataDir, stores.Auth(azauth.Config{Credential: o.credential}))
 		if err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("tablejournal: %w", err)

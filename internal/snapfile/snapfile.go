@@ -14,6 +14,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/tablejournal/tablejournal/internal/azauth"
 )
 
 // Scheme prefixes a blob named against the table store's account.
@@ -60,13 +62,15 @@ type Writer interface {
 }
 
 // Create starts writing the snapshot at loc: a local file path, a blob URL
-// carrying a SAS token, or azblob://<container>/<blob> in the account of
-// tables, a table store connection string. A missing container is created.
-func Create(ctx context.Context, loc, tables string) (Writer, error) {
+// (carrying a SAS token, or bare to sign in), or
+// azblob://<container>/<blob> in the account of tables, a table store
+// connection string or bare URL. auth says how to authenticate to the
+// blob service. A missing container is created.
+func Create(ctx context.Context, loc, tables string, auth azauth.Config) (Writer, error) {
 	if !IsBlob(loc) {
 		return createFile(loc)
 	}
-	bb, cc, err := blobClients(loc, tables)
+	bb, cc, mode, err := blobClients(loc, tables, auth)
 	if err != nil {
 		return nil, err
 	}
@@ -74,60 +78,68 @@ func Create(ctx context.Context, loc, tables string) (Writer, error) {
 		bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationFailure, bloberror.AuthorizationResourceTypeMismatch) {
 		// A SAS for one blob may not create containers: the upload then
 		// says whether the container exists.
-		return nil, fmt.Errorf("create container of %s: %w", Describe(loc), err)
+		return nil, fmt.Errorf("create container of %s: %w", Describe(loc), azauth.ExplainError(err, mode, azauth.Blobs))
 	}
-	return createBlob(ctx, bb, loc), nil
+	return createBlob(ctx, bb, loc, mode), nil
 }
 
 // Open reads the snapshot at loc (see Create), streamed.
-func Open(ctx context.Context, loc, tables string) (io.ReadCloser, error) {
+func Open(ctx context.Context, loc, tables string, auth azauth.Config) (io.ReadCloser, error) {
 	if !IsBlob(loc) {
 		return os.Open(loc)
 	}
-	bb, _, err := blobClients(loc, tables)
+	bb, _, mode, err := blobClients(loc, tables, auth)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := bb.DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", Describe(loc), err)
+		return nil, fmt.Errorf("read %s: %w", Describe(loc), azauth.ExplainError(err, mode, azauth.Blobs))
 	}
 	return resp.Body, nil
 }
 
 // blobClients returns the clients of the blob loc names and of its
-// container.
-func blobClients(loc, tables string) (*blockblob.Client, *container.Client, error) {
+// container, and the mode they authenticate with.
+func blobClients(loc, tables string, auth azauth.Config) (*blockblob.Client, *container.Client, azauth.Mode, error) {
 	if strings.HasPrefix(loc, Scheme) {
 		rest := strings.TrimPrefix(loc, Scheme)
 		cont, name, ok := strings.Cut(rest, "/")
 		if !ok || cont == "" || name == "" {
-			return nil, nil, fmt.Errorf("%w: %s: want azblob://<container>/<blob>", ErrLocation, loc)
+			return nil, nil, "", fmt.Errorf("%w: %s: want azblob://<container>/<blob>", ErrLocation, loc)
 		}
 		acct, err := accountOf(tables)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
-		return acct.clients(cont, name)
+		return acct.clients(cont, name, auth)
 	}
 	u, err := url.Parse(loc)
 	if err != nil || u.Host == "" {
-		return nil, nil, fmt.Errorf("%w: %s is not a blob URL", ErrLocation, Describe(loc))
+		return nil, nil, "", fmt.Errorf("%w: %s is not a blob URL", ErrLocation, Describe(loc))
 	}
 	parts, err := azblob.ParseURL(loc)
 	if err != nil || parts.ContainerName == "" || parts.BlobName == "" {
-		return nil, nil, fmt.Errorf("%w: %s names no container and blob", ErrLocation, Describe(loc))
+		return nil, nil, "", fmt.Errorf("%w: %s names no container and blob", ErrLocation, Describe(loc))
 	}
-	bb, err := blockblob.NewClientWithNoCredential(loc, nil)
+	mode, opts, err := blobOptions(auth, loc, false, u.RawQuery != "")
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrLocation, Describe(loc), err)
+		return nil, nil, "", err
 	}
 	parts.BlobName = "" // the container's URL, with the SAS
-	cc, err := container.NewClientWithNoCredential(parts.String(), nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrLocation, Describe(loc), err)
+	if mode == azauth.Login {
+		bb, cc, err := signedInClients(auth, loc, parts.String(), opts)
+		return bb, cc, mode, err
 	}
-	return bb, cc, nil
+	bb, err := blockblob.NewClientWithNoCredential(loc, &blockblob.ClientOptions{ClientOptions: opts})
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%w: %s: %v", ErrLocation, Describe(loc), err)
+	}
+	cc, err := container.NewClientWithNoCredential(parts.String(), &container.ClientOptions{ClientOptions: opts})
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%w: %s: %v", ErrLocation, Describe(loc), err)
+	}
+	return bb, cc, mode, nil
 }
 
 // fileWriter writes a local file through a temporary one renamed into
@@ -169,11 +181,12 @@ type blobWriter struct {
 	pw   *io.PipeWriter
 	done chan error
 	loc  string
+	mode azauth.Mode
 }
 
-func createBlob(ctx context.Context, bb *blockblob.Client, loc string) *blobWriter {
+func createBlob(ctx context.Context, bb *blockblob.Client, loc string, mode azauth.Mode) *blobWriter {
 	pr, pw := io.Pipe()
-	w := &blobWriter{pw: pw, done: make(chan error, 1), loc: loc}
+	w := &blobWriter{pw: pw, done: make(chan error, 1), loc: loc, mode: mode}
 	go func() {
 		_, err := bb.UploadStream(ctx, pr, &blockblob.UploadStreamOptions{BlockSize: BlockSize, Concurrency: Concurrency})
 		pr.CloseWithError(err) // a failed upload fails the writes too
@@ -185,7 +198,7 @@ func createBlob(ctx context.Context, bb *blockblob.Client, loc string) *blobWrit
 func (w *blobWriter) Write(p []byte) (int, error) {
 	n, err := w.pw.Write(p)
 	if err != nil {
-		return n, fmt.Errorf("write %s: %w", Describe(w.loc), err)
+		return n, fmt.Errorf("write %s: %w", Describe(w.loc), azauth.ExplainError(err, w.mode, azauth.Blobs))
 	}
 	return n, nil
 }
@@ -193,7 +206,7 @@ func (w *blobWriter) Write(p []byte) (int, error) {
 func (w *blobWriter) Commit() error {
 	w.pw.Close()
 	if err := <-w.done; err != nil {
-		return fmt.Errorf("write %s: %w", Describe(w.loc), err)
+		return fmt.Errorf("write %s: %w", Describe(w.loc), azauth.ExplainError(err, w.mode, azauth.Blobs))
 	}
 	return nil
 }

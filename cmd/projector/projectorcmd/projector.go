@@ -19,6 +19,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/metrics"
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/embedded"
@@ -86,8 +87,10 @@ func Run(ctx context.Context, args []string, stdio cli.IO) error {
 // projectCmd is the projector itself. Its flags are written into the
 // projection package's config, but for where things live and how to log.
 type projectCmd struct {
-	cfg projection.Config
-	nf  cli.NATSFlags
+	cfg  projection.Config
+	nf   cli.NATSFlags
+	az   cli.AzureFlags
+	auth azauth.Config
 
 	data, listen, tables, shards string
 	noSync, logJSON              bool
@@ -119,6 +122,7 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.ChangesMaxAge, "changes-max-age", 0, "how long the CHANGES stream keeps change events (default forever, or as the stream is; negative removes a limit)")
 	fs.StringVar(&c.metricsAt, "metrics-addr", os.Getenv(EnvMetricsAddr), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464; off when empty (env "+EnvMetricsAddr+")")
 	c.nf.Register(fs, "")
+	c.az.Register(fs)
 }
 
 // parse parses args into the config and checks it; a nil logger with a
@@ -139,6 +143,10 @@ func (c *projectCmd) parse(args []string, stdio cli.IO) (*slog.Logger, error) {
 	}
 	if c.tables == "" {
 		c.tables = cli.EnvOr(cli.EnvTables, "")
+	}
+	var err error
+	if c.auth, err = c.az.Config(); err != nil {
+		return nil, err
 	}
 	cfg := &c.cfg
 	if err := intFromEnv(fs, "replicas", EnvReplicas, &cfg.Replicas); err != nil {
@@ -204,7 +212,7 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error
 	// would project another journal into the same tables, so the store is
 	// held exclusively. Instances that share a NATS server may share a
 	// store file; they split the shards between them.
-	var storeOpts []stores.Option
+	storeOpts := []stores.Option{stores.Auth(c.auth)}
 	if c.nf.URL() == "" {
 		storeOpts = append(storeOpts, stores.Exclusive())
 	}
@@ -236,7 +244,11 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error
 	ops.SetJournalShards(p.JournalShards())
 	ops.SetStats(p.Stats())
 	ops.Running()
-	log.Info("projector running", startupAttrs(instance, c.nf.URL(), url, c.data, !c.noSync, c.tables, cfg, ops)...)
+	attrs := startupAttrs(instance, c.nf.URL(), url, c.data, !c.noSync, c.tables, cfg, ops)
+	if m, ok := closeStore.(interface{ Mode() azauth.Mode }); ok {
+		attrs = append(attrs, "auth", string(m.Mode()))
+	}
+	log.Info("projector running", attrs...)
 	err = p.Run(ctx)
 	ops.Stopped(err)
 	if err != nil {

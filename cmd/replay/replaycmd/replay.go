@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/snapfile"
 	"github.com/tablejournal/tablejournal/journal"
@@ -118,6 +119,9 @@ func Run(ctx context.Context, args []string, stdio cli.IO) error {
 	if err := checkValues(fs); err != nil {
 		return cli.UsageError(err)
 	}
+	if b.auth, err = b.az.Config(); err != nil {
+		return err
+	}
 	if err := sub.check(); err != nil {
 		return cli.UsageError(err)
 	}
@@ -197,6 +201,8 @@ type replayBase struct {
 
 	version      *bool
 	nf           cli.NATSFlags
+	az           cli.AzureFlags
+	auth         azauth.Config // from az, for the store and snapshot blobs
 	tables, data string
 	cfg          replay.Config // --stream, and the subcommands' --durable and --workers
 	asJSON       bool
@@ -215,6 +221,7 @@ func (b *replayBase) flagSet() *flag.FlagSet {
 	b.version = cli.VersionFlag(fs)
 	b.nf.Register(fs, cli.DefaultNATSURL)
 	fs.StringVar(&b.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
+	b.az.Register(fs)
 	fs.StringVar(&b.data, "data", cli.EnvOr(cli.EnvData, "./data"), "data folder of the embedded store (env "+cli.EnvData+")")
 	fs.StringVar(&b.cfg.Journal, "stream", cli.EnvOr(cli.EnvStream, journal.DefaultStream), "journal stream name (env "+cli.EnvStream+")")
 	fs.BoolVar(&b.asJSON, "json", false, "print JSON instead of text")
@@ -308,7 +315,7 @@ func (b *replayBase) open(ctx context.Context, nn natsNeed) error {
 			return err
 		}
 	}
-	st, closer, err := stores.Open(ctx, b.tables, b.data)
+	st, closer, err := stores.Open(ctx, b.tables, b.data, stores.Auth(b.auth))
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
@@ -436,8 +443,8 @@ func (r replayRefusal) Unwrap() []error { return []error{cli.ErrRejected, r.err}
 // writeSnapshot writes a snapshot to file, a local file or a blob
 // (internal/snapfile), visible only once complete: a failed snapshot
 // leaves no partial file or blob behind.
-func writeSnapshot(ctx context.Context, file, tables string, write func(io.Writer) error) error {
-	w, err := snapfile.Create(ctx, file, tables)
+func writeSnapshot(ctx context.Context, file, tables string, auth azauth.Config, write func(io.Writer) error) error {
+	w, err := snapfile.Create(ctx, file, tables, auth)
 	if err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func (c *rebuildCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	c.cfg.To = seq
 	if c.snapshot != "" {
-		f, err := snapfile.Open(ctx, c.snapshot, c.tables)
+		f, err := snapfile.Open(ctx, c.snapshot, c.tables, c.auth)
 		if err != nil {
 			return err
 		}
@@ -300,7 +300,7 @@ func (c *snapshotCmd) run(ctx context.Context, stdio cli.IO) error {
 		err = write(stdio.Stdout)
 		out = stdio.Stderr
 	} else {
-		err = writeSnapshot(ctx, c.out, c.tables, write)
+		err = writeSnapshot(ctx, c.out, c.tables, c.auth, write)
 	}
 	if err != nil {
 		return err
@@ -329,7 +329,7 @@ func (c *loadCmd) nats() natsNeed { return natsIfUp }
 func (c *loadCmd) run(ctx context.Context, stdio cli.IO) error {
 	in := stdio.Input()
 	if c.in != "-" {
-		f, err := snapfile.Open(ctx, c.in, c.tables)
+		f, err := snapfile.Open(ctx, c.in, c.tables, c.auth)
 		if err != nil {
 			return err
 		}

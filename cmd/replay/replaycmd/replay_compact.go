@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/internal/snapfile"
 	"github.com/tablejournal/tablejournal/replay"
 )
@@ -39,17 +40,17 @@ func (c *compactCmd) run(ctx context.Context, stdio cli.IO) error {
 		return cli.UsageError(errors.New("--at 0 is the empty table; give a journal sequence"))
 	}
 	res := compactResult{Table: c.table, Snapshot: snapfile.Describe(c.snapshot)}
-	checked, err := checkSnapshotAt(ctx, c.snapshot, c.tables)
+	checked, err := checkSnapshotAt(ctx, c.snapshot, c.tables, c.auth)
 	if errors.Is(err, fs.ErrNotExist) || bloberror.HasCode(err, bloberror.BlobNotFound) {
 		write := func(w io.Writer) error {
 			_, err := c.rp.Snapshot(ctx, w, replay.SnapshotConfig{Table: c.table, Seq: c.at})
 			return err
 		}
-		if err := writeSnapshot(ctx, c.snapshot, c.tables, write); err != nil {
+		if err := writeSnapshot(ctx, c.snapshot, c.tables, c.auth, write); err != nil {
 			return err
 		}
 		res.Taken = true
-		checked, err = checkSnapshotAt(ctx, c.snapshot, c.tables) // what was stored, read back
+		checked, err = checkSnapshotAt(ctx, c.snapshot, c.tables, c.auth) // what was stored, read back
 	}
 	if err != nil {
 		return err
@@ -70,8 +71,8 @@ func (c *compactCmd) run(ctx context.Context, stdio cli.IO) error {
 }
 
 // checkSnapshotAt reads the snapshot at loc through (replay.CheckSnapshot).
-func checkSnapshotAt(ctx context.Context, loc, tables string) (replay.CheckedSnapshot, error) {
-	f, err := snapfile.Open(ctx, loc, tables)
+func checkSnapshotAt(ctx context.Context, loc, tables string, auth azauth.Config) (replay.CheckedSnapshot, error) {
+	f, err := snapfile.Open(ctx, loc, tables, auth)
 	if err != nil {
 		return replay.CheckedSnapshot{}, err
 	}
@@ -132,13 +133,13 @@ func recordedSnapshotFor(ctx context.Context, b *replayBase, stdio cli.IO, what,
 	}
 	// Read it through first: it is the only record of the trimmed
 	// commands, and a different file would rebuild something else.
-	checked, err := checkSnapshotAt(ctx, h.Snapshot, b.tables)
+	checked, err := checkSnapshotAt(ctx, h.Snapshot, b.tables, b.auth)
 	if err == nil && checked.SHA256 != h.SHA256 {
 		err = fmt.Errorf("its SHA-256 is %s, the horizon recorded %s", checked.SHA256, h.SHA256)
 	}
 	var f io.ReadCloser
 	if err == nil {
-		f, err = snapfile.Open(ctx, h.Snapshot, b.tables)
+		f, err = snapfile.Open(ctx, h.Snapshot, b.tables, b.auth)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: the journal of %s is trimmed below %d; its recorded snapshot %s: %w (give --from-snapshot)", what, table, h.Seq, h.Snapshot, err)
