@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/internal/snapfile"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
