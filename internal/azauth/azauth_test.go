@@ -158,32 +158,11 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// confine empties the environment of every credential source
-// DefaultAzureCredential reads, then sets env: only what env names can
-// sign in, and nothing reaches beyond loopback.
-func confine(t *testing.T, env map[string]string) {
-	for _, k := range []string{
-		"AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PATH",
-		"AZURE_USERNAME", "AZURE_PASSWORD", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_AUTHORITY_HOST",
-		"IDENTITY_ENDPOINT", "IDENTITY_HEADER", "IDENTITY_SERVER_THUMBPRINT", "MSI_ENDPOINT", "MSI_SECRET",
-		"IMDS_ENDPOINT", "AZURE_TOKEN_CREDENTIALS",
-	} {
-		t.Setenv(k, "") // restored after the test
-		os.Unsetenv(k)
-	}
-	if env["AZURE_TOKEN_CREDENTIALS"] == "" {
-		t.Fatal("confine needs AZURE_TOKEN_CREDENTIALS: the whole chain would try the Azure CLI and the instance metadata service")
-	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-}
-
 // TestDefaultCredentialNoIdentity: the default chain, narrowed to the
 // environment credential with nothing in the environment, finds no
 // identity and says which source it tried and what each needs.
 func TestDefaultCredentialNoIdentity(t *testing.T) {
-	confine(t, map[string]string{"AZURE_TOKEN_CREDENTIALS": "EnvironmentCredential"})
+	azurite.Confine(t, map[string]string{"AZURE_TOKEN_CREDENTIALS": "EnvironmentCredential"})
 	cred, err := Config{}.TokenCredential(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +188,7 @@ func TestDefaultCredentialManagedIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	confine(t, ep.Env())
+	azurite.Confine(t, ep.Env())
 	cred, err := Config{}.TokenCredential(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -71,19 +71,39 @@ func (s *Server) OAuth(ctx context.Context) (*Server, error) {
 			ctx, cancel = context.WithTimeout(ctx, startTimeout)
 			defer cancel()
 		}
-		tf, err := newTLSFiles()
-		if err != nil {
-			s.oauthErr = err
-			return
-		}
-		s.oauth, s.oauthErr = startService(ctx, s.bin, "table", tf)
-		if s.oauthErr != nil {
-			os.RemoveAll(tf.dir)
-			return
-		}
-		tf.owner = s.oauth
+		s.oauth, s.oauthErr = startOAuth(ctx, s.bin)
 	})
 	return s.oauth, s.oauthErr
+}
+
+// StartOAuth starts an Azurite table server in OAuth mode alone, as
+// Server.OAuth starts one beside another; ctx bounds the start only
+// (60 s if it has no deadline). The caller stops it.
+func StartOAuth(ctx context.Context) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startTimeout)
+		defer cancel()
+	}
+	return startOAuth(ctx, bin)
+}
+
+func startOAuth(ctx context.Context, bin string) (*Server, error) {
+	tf, err := newTLSFiles()
+	if err != nil {
+		return nil, err
+	}
+	s, err := startService(ctx, bin, "table", tf)
+	if err != nil {
+		os.RemoveAll(tf.dir)
+		return nil, err
+	}
+	tf.owner = s
+	return s, nil
 }
 
 // CAFile is the PEM file of an OAuth server's certificate, to trust it

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -167,4 +169,33 @@ func (e *IdentityEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		"resource":     resource,
 		"token_type":   "Bearer",
 	})
+}
+
+// credentialEnv are the variables through which azidentity's
+// DefaultAzureCredential finds an identity.
+var credentialEnv = []string{
+	"AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PATH",
+	"AZURE_CLIENT_CERTIFICATE_PASSWORD", "AZURE_USERNAME", "AZURE_PASSWORD", "AZURE_FEDERATED_TOKEN_FILE",
+	"AZURE_AUTHORITY_HOST", "IDENTITY_ENDPOINT", "IDENTITY_HEADER", "IDENTITY_SERVER_THUMBPRINT",
+	"MSI_ENDPOINT", "MSI_SECRET", "IMDS_ENDPOINT", "AZURE_TOKEN_CREDENTIALS",
+}
+
+// Confine removes from the environment, for the rest of the test, every
+// variable through which DefaultAzureCredential finds an identity, then
+// sets env, which must narrow the chain with AZURE_TOKEN_CREDENTIALS:
+// the whole chain would run the Azure CLI and probe the instance
+// metadata service at 169.254.169.254, off loopback. The test must not
+// be parallel (t.Setenv).
+func Confine(t testing.TB, env map[string]string) {
+	t.Helper()
+	if env["AZURE_TOKEN_CREDENTIALS"] == "" {
+		t.Fatal("azurite.Confine needs AZURE_TOKEN_CREDENTIALS to narrow the chain")
+	}
+	for _, k := range credentialEnv {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
 }
