@@ -46,7 +46,8 @@ With no flags it runs everything locally: an embedded JetStream server (file
 storage, fsync before every acknowledgement) listening on --nats-listen so
 writers in other processes can publish, and the embedded table store, both
 under --data. With --nats it uses that server and starts none; with --tables
-it uses that table store (an Azure connection string, or sqlite:PATH).
+it uses that table store (an Azure connection string, an https:// endpoint to
+sign in to with Microsoft Entra ID, or sqlite:PATH).
 With --metrics-addr it serves Prometheus /metrics, /healthz and /readyz.
 
 Flags:
@@ -102,7 +103,7 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.data, "data", cli.EnvOr(cli.EnvData, "./data"), "data folder for the embedded server and store (env "+cli.EnvData+")")
 	fs.StringVar(&c.listen, "nats-listen", "127.0.0.1:4222", "address of the embedded JetStream server (when --nats is not set)")
 	fs.BoolVar(&c.noSync, "no-fsync", false, "embedded server: do not fsync before acknowledging (faster, can lose acknowledged commands on power loss)")
-	fs.StringVar(&c.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
+	fs.StringVar(&c.tables, "tables", "", "table store: an Azure connection string, an https:// table endpoint (signs in with Microsoft Entra ID, see --auth) or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
 	fs.StringVar(&c.shards, "shards", "", "comma-separated shards this instance applies, a static assignment; default: share the shards with the other projectors of the journal")
 	fs.StringVar(&cfg.InstanceID, "instance-id", "", "this instance's name in the ownership bucket and logs (letters, digits, - and _); default hostname-pid-random")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 0, "how long a shard's lease outlives a dead owner, whole seconds >= 2s (default 5s)")

@@ -220,7 +220,7 @@ func (b *replayBase) flagSet() *flag.FlagSet {
 	b.set = make(map[string]bool)
 	b.version = cli.VersionFlag(fs)
 	b.nf.Register(fs, cli.DefaultNATSURL)
-	fs.StringVar(&b.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
+	fs.StringVar(&b.tables, "tables", "", "table store: an Azure connection string, an https:// table endpoint (signs in with Microsoft Entra ID, see --auth) or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
 	b.az.Register(fs)
 	fs.StringVar(&b.data, "data", cli.EnvOr(cli.EnvData, "./data"), "data folder of the embedded store (env "+cli.EnvData+")")
 	fs.StringVar(&b.cfg.Journal, "stream", cli.EnvOr(cli.EnvStream, journal.DefaultStream), "journal stream name (env "+cli.EnvStream+")")
