@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/propagation"
 
@@ -119,6 +120,30 @@ func ExampleWithTables() {
 	// Output:
 	// true
 	// true
+}
+
+// A service on Azure reads an account whose shared keys are disabled: it
+// names the account's bare endpoint and signs in with its workload
+// identity (or any azcore.TokenCredential; without the option, the
+// default chain: environment, workload identity, managed identity, Azure
+// CLI). Its identity needs the role Storage Table Data Reader, or
+// Contributor, on the account. Not run: it needs Azure.
+func ExampleWithTokenCredential() {
+	ctx, cancel := exampleContext()
+	defer cancel()
+	cred, err := azidentity.NewWorkloadIdentityCredential(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := tj.Connect(ctx, natsURL,
+		tj.WithTables("https://myaccount.table.core.windows.net"),
+		tj.WithTokenCredential(cred))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	r, err := c.Get(ctx, "orders", "customer-42", "order-7")
+	fmt.Println(r.RK, err)
 }
 
 func ExampleWithDataDir() {
