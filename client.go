@@ -15,6 +15,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Client publishes commands, waits for their outcomes, reads current rows
@@ -102,7 +103,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 		opt(&o)
 	}
 	if o.stream == "" {
-		o.stream = journal.DefaultStream
+		o.stream = wire.JournalStream
 	}
 	if o.durable == "" {
 		o.durable = "projector"

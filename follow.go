@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // changeStream is the projector's change-feed stream; its subjects are
@@ -82,7 +82,7 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 	}
 	filter := "changes." + table + ".>"
 	if o.onePK {
-		filter = "changes." + table + "." + journal.PKToken(o.pk)
+		filter = "changes." + table + "." + wire.PKToken(o.pk)
 	}
 	cons, err := c.js.Consumer(ctx, changeStream, name)
 	switch {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Status says what became of a command.
@@ -108,16 +108,16 @@ func (r *Rejection) Is(target error) bool {
 	if target == ErrRejected {
 		return true
 	}
-	switch journal.Code(r.Code) {
-	case journal.CodeVersionMismatch:
+	switch wire.Code(r.Code) {
+	case wire.CodeVersionMismatch:
 		return target == ErrVersionMismatch
-	case journal.CodeExists:
+	case wire.CodeExists:
 		return target == ErrExists
-	case journal.CodeNotFound:
+	case wire.CodeNotFound:
 		return target == ErrNotFound
-	case journal.CodeInvalid:
+	case wire.CodeInvalid:
 		return target == ErrInvalid
-	case journal.CodeTooLarge:
+	case wire.CodeTooLarge:
 		return target == ErrTooLarge
 	}
 	return false
@@ -141,7 +141,7 @@ func (c *Client) Wait(ctx context.Context, pos Position) (Outcome, error) {
 	return out, nil
 }
 
-func outcomeOf(o journal.Outcome) Outcome {
+func outcomeOf(o wire.Outcome) Outcome {
 	out := Outcome{ID: o.ID, Seq: o.Seq, Table: o.Table, PK: o.PK, Status: Status(o.Status), Reason: o.Reason, At: o.At}
 	for _, r := range o.Rows {
 		out.Rows = append(out.Rows, RowVersion{RK: r.RK, Version: r.Version, Op: string(r.Op), Deleted: r.Deleted})

@@ -6,7 +6,7 @@
 //
 //   - [Journal] is the stream. [Ensure] creates or checks it, [Open] opens an
 //     existing one. A client publishes a command to journal.<table>.<pk-token>
-//     ([Subject]); the stream's own subject transform stores it under
+//     ([wire.JournalSubject]); the stream's own subject transform stores it under
 //     journal.<table>.<shard>.<pk-token>, where the shard is the server's
 //     deterministic partition() of table and partition key, so one
 //     partition's commands stay in one shard, in order. The shard count is
@@ -17,7 +17,7 @@
 //   - [Msg] is one stored message; [Journal.Get], [Journal.Read],
 //     [Journal.SeqAtTime] and [Journal.Head] name and read positions, and
 //     [DecodeMsg] turns a Msg back into a checked command.
-//   - [Outcome] is what became of a command (applied, rejected, duplicate).
+//   - [wire.Outcome] is what became of a command (applied, rejected, duplicate).
 //     The projector publishes it with [PublishOutcome]; a writer waits for it
 //     with [Writer.Await] and needs no table credentials to do so.
 //   - [Server] is an embedded, loopback-only nats-server with JetStream,

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // CheckChangeFeed reads the whole change feed and checks it against the
@@ -19,7 +19,7 @@ import (
 func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 	h.t.Helper()
 	t := h.t
-	s, err := h.JS.Stream(ctx, projection.ChangeStream)
+	s, err := h.JS.Stream(ctx, wire.ChangesStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 		id RowID
 		v  int64
 	}
-	seen := make(map[key]projection.ChangeEvent)
+	seen := make(map[key]wire.ChangeEvent)
 	last := make(map[RowID]key)
 	var holes []uint64 // sequences of the stream without a message
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
@@ -43,7 +43,7 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ev projection.ChangeEvent
+		var ev wire.ChangeEvent
 		if err := json.Unmarshal(msg.Data, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -77,12 +77,12 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 			if i > 0 && !hist[i-1].Deleted {
 				before = hist[i-1].Props
 			}
-			wantOp := projection.Update
+			wantOp := wire.ChangeUpdate
 			switch {
 			case v.Deleted:
-				wantOp = projection.Delete
+				wantOp = wire.ChangeDelete
 			case before == nil:
-				wantOp = projection.Create
+				wantOp = wire.ChangeCreate
 			}
 			var after events.Entity
 			if !v.Deleted {
@@ -101,7 +101,7 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 	}
 }
 
-func checkEvent(ev projection.ChangeEvent, op projection.ChangeKind, v Version, before, after events.Entity) error {
+func checkEvent(ev wire.ChangeEvent, op wire.ChangeOp, v Version, before, after events.Entity) error {
 	if ev.Op != op || ev.Cmd != v.Cmd || ev.Seq != v.Seq {
 		return fmt.Errorf("event op %s cmd %s seq %d, want %s by %s at %d", ev.Op, ev.Cmd, ev.Seq, op, v.Cmd, v.Seq)
 	}
