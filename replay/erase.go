@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -246,8 +245,7 @@ func (r *Replayer) planErase(ctx context.Context, t EraseTarget, upTo uint64) (*
 	}
 	for id := range idSet {
 		err := scanStream(ctx, r.js, wire.OutcomesStream, wire.OutcomeSubject(id), func(seq uint64, _ nats.Header, data []byte) error {
-			var o wire.Outcome
-			if json.Unmarshal(data, &o) != nil || removed[o.Seq] {
+			if o, err := wire.DecodeOutcome(data); err != nil || removed[o.Seq] {
 				p.Outcomes = append(p.Outcomes, seq)
 			}
 			return nil
@@ -301,8 +299,8 @@ func (r *Replayer) countRows(ctx context.Context, t EraseTarget, before uint64) 
 func (r *Replayer) keyChanges(ctx context.Context, t EraseTarget, before uint64) ([]uint64, error) {
 	var seqs []uint64
 	err := scanStream(ctx, r.js, wire.ChangesStream, wire.ChangeSubject(t.Table, t.PK), func(seq uint64, _ nats.Header, data []byte) error {
-		var ev wire.ChangeEvent
-		if err := json.Unmarshal(data, &ev); err != nil {
+		ev, err := wire.DecodeChangeEvent(data)
+		if err != nil {
 			if t.RK == nil {
 				seqs = append(seqs, seq) // unreadable, of the partition
 			}

@@ -132,3 +132,29 @@ func DecodeChangeEvent(data []byte) (ChangeEvent, error) {
 	}
 	return ev, nil
 }
+
+// Images decodes ev's Before and After: nil where the event has none. An
+// image is read by the command decoder (events.UnmarshalJSON), so that its
+// property types are read exactly as a command's.
+func (ev ChangeEvent) Images() (before, after events.Entity, err error) {
+	if before, err = decodeImage(ev.Before); err != nil {
+		return nil, nil, fmt.Errorf("change event before image: %w", err)
+	}
+	if after, err = decodeImage(ev.After); err != nil {
+		return nil, nil, fmt.Errorf("change event after image: %w", err)
+	}
+	return before, after, nil
+}
+
+// decodeImage decodes an entity image by wrapping it in a command.
+func decodeImage(raw json.RawMessage) (events.Entity, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	doc := `{"id":"x","table":"img","pk":"p","ops":[{"op":"upsert","rk":"r","entity":` + string(raw) + `}]}`
+	c, err := events.UnmarshalJSON([]byte(doc))
+	if err != nil {
+		return nil, err
+	}
+	return c.Ops[0].Entity, nil
+}

@@ -2,7 +2,6 @@ package projectiontest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -43,8 +42,8 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ev wire.ChangeEvent
-		if err := json.Unmarshal(msg.Data, &ev); err != nil {
+		ev, err := wire.DecodeChangeEvent(msg.Data)
+		if err != nil {
 			t.Fatal(err)
 		}
 		id := RowID{ev.Table, ev.PK, ev.RK}
@@ -105,32 +104,19 @@ func checkEvent(ev wire.ChangeEvent, op wire.ChangeOp, v Version, before, after 
 	if ev.Op != op || ev.Cmd != v.Cmd || ev.Seq != v.Seq {
 		return fmt.Errorf("event op %s cmd %s seq %d, want %s by %s at %d", ev.Op, ev.Cmd, ev.Seq, op, v.Cmd, v.Seq)
 	}
+	gotBefore, gotAfter, err := ev.Images()
+	if err != nil {
+		return err
+	}
 	for _, img := range []struct {
 		name string
-		raw  json.RawMessage
+		got  events.Entity
 		want events.Entity
-	}{{"before", ev.Before, before}, {"after", ev.After, after}} {
-		got, err := decodeImage(img.raw)
-		if err != nil {
-			return fmt.Errorf("%s image: %w", img.name, err)
-		}
+	}{{"before", gotBefore, before}, {"after", gotAfter, after}} {
+		got := img.got
 		if (got == nil) != (img.want == nil) || !got.Equal(img.want) {
 			return fmt.Errorf("%s image %v, want %v", img.name, got, img.want)
 		}
 	}
 	return nil
-}
-
-// decodeImage decodes a change event's entity image by wrapping it in a
-// command, so it goes through the same decoder as commands.
-func decodeImage(raw json.RawMessage) (events.Entity, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	doc := `{"id":"x","table":"img","pk":"p","ops":[{"op":"upsert","rk":"r","entity":` + string(raw) + `}]}`
-	c, err := events.UnmarshalJSON([]byte(doc))
-	if err != nil {
-		return nil, err
-	}
-	return c.Ops[0].Entity, nil
 }
