@@ -10,20 +10,21 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// Status says what became of a command.
-type Status string
+// Status says what became of a command: an outcome's status as the
+// projector publishes it (wire.Status).
+type Status = wire.Status
 
 // The statuses of an Outcome.
 const (
 	// Applied: the command's rows are written; Outcome.Rows holds their
 	// new versions.
-	Applied Status = "applied"
+	Applied = wire.StatusApplied
 	// Rejected: nothing of the command was written (Wait returns a
 	// *Rejection).
-	Rejected Status = "rejected"
+	Rejected = wire.StatusRejected
 	// Duplicate: the command ID had been applied before, so this
 	// publication was not applied again.
-	Duplicate Status = "duplicate"
+	Duplicate = wire.StatusDuplicate
 )
 
 // Outcome is what became of one published command.
@@ -142,7 +143,7 @@ func (c *Client) Wait(ctx context.Context, pos Position) (Outcome, error) {
 }
 
 func outcomeOf(o wire.Outcome) Outcome {
-	out := Outcome{ID: o.ID, Seq: o.Seq, Table: o.Table, PK: o.PK, Status: Status(o.Status), Reason: o.Reason, At: o.At}
+	out := Outcome{ID: o.ID, Seq: o.Seq, Table: o.Table, PK: o.PK, Status: o.Status, Reason: o.Reason, At: o.At}
 	for _, r := range o.Rows {
 		out.Rows = append(out.Rows, RowVersion{RK: r.RK, Version: r.Version, Op: string(r.Op), Deleted: r.Deleted})
 	}
