@@ -6,14 +6,16 @@ import (
 
 	tj "github.com/tablejournal/tablejournal"
 	"github.com/tablejournal/tablejournal/internal/azurite"
+	"github.com/tablejournal/tablejournal/store/azure"
 	"github.com/tablejournal/tablejournal/tablejournaltest"
 )
 
 // TestSignedInClient: a Client reads an Azure table store signed in with
-// the credential it is given (WithTokenCredential), from Azurite in OAuth
-// mode whose account key it never has; the certificate is trusted through
-// SSL_CERT_FILE. The projector beside it signs in with the default chain,
-// confined to an identity endpoint on loopback.
+// the credential its store is given (store/azure's Config.Credential,
+// passed with WithStore), from Azurite in OAuth mode whose account key it
+// never has; the certificate is trusted through SSL_CERT_FILE. The
+// projector beside it signs in with the default chain, confined to an
+// identity endpoint on loopback.
 func TestSignedInClient(t *testing.T) {
 	// Not parallel: it sets environment variables.
 	ctx := testContext(t)
@@ -32,7 +34,11 @@ func TestSignedInClient(t *testing.T) {
 
 	p := tablejournaltest.New(t, az.Endpoint())
 	own := &azurite.Credential{}
-	c, err := tj.Connect(ctx, p.URL(), tj.WithTables(az.Endpoint()), tj.WithTokenCredential(own))
+	st, err := azure.New(azure.Config{Endpoint: az.Endpoint(), Credential: own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tj.Connect(ctx, p.URL(), tj.WithStore(st))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,13 +57,14 @@ func New(cfg Config) (*Store, error) {
 		Telemetry:       policy.TelemetryOptions{ApplicationID: "tablejournal"},
 		PerCallPolicies: []policy.Policy{batchKeyPolicy{}},
 	}}
-	mode, err := cfg.Auth.Choose(acct.endpoint, acct.key != "", acct.sas != "")
+	auth := cfg.auth()
+	mode, err := auth.Choose(acct.endpoint, acct.key != "", acct.sas != "")
 	if err != nil {
 		return nil, fmt.Errorf("azure: %w", err)
 	}
 	opts.Transport = cfg.Transport
 	if opts.Transport == nil {
-		if opts.Transport, err = cfg.Auth.Transport(); err != nil {
+		if opts.Transport, err = auth.Transport(); err != nil {
 			return nil, fmt.Errorf("azure: %w", err)
 		}
 	}
@@ -88,7 +89,7 @@ func New(cfg Config) (*Store, error) {
 			return nil, s.transportError("connect", err)
 		}
 	case azauth.Login:
-		cred, err := cfg.Auth.TokenCredential(opts.Transport)
+		cred, err := auth.TokenCredential(opts.Transport)
 		if err != nil {
 			return nil, fmt.Errorf("azure: %w", err)
 		}

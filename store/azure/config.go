@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/tablejournal/tablejournal/internal/azauth"
@@ -57,13 +58,22 @@ type Config struct {
 	// relying on key order. store/stores sets it from the endpoint.
 	Cosmos bool
 
-	// Auth says how to authenticate: the mode (key, SAS or signing in
-	// with Microsoft Entra ID; by default the account key or SAS the
-	// connection string or Endpoint carries, else signing in), the
-	// credential that signs in (default azidentity's
-	// DefaultAzureCredential) and a CA file to trust. See
-	// internal/azauth.
-	Auth azauth.Config
+	// Auth is how to authenticate, as the commands' --auth: "key" (the
+	// connection string's AccountKey, or SharedKey), "sas" (a SAS token)
+	// or "login" (signing in with Microsoft Entra ID, over https only).
+	// If "", the key, else the SAS, else signing in: an Endpoint with no
+	// credential signs in.
+	Auth string
+	// Credential signs in, such as an azidentity credential. If nil,
+	// azidentity.NewDefaultAzureCredential: the environment
+	// (AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET), workload
+	// identity, managed identity (AZURE_CLIENT_ID picks a user-assigned
+	// one), the Azure CLI. Unused with a key or SAS.
+	Credential azcore.TokenCredential
+	// CAFile is a PEM file of CA certificates to trust besides the
+	// system's, for a private endpoint or an HTTPS emulator. The file
+	// SSL_CERT_FILE names is trusted too.
+	CAFile string
 
 	// Transport replaces the HTTP client; for tests. If nil, the SDK's,
 	// trusting Auth's CA file if any.
@@ -122,6 +132,9 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("both SharedKey and SAS set"))
 		}
 	}
+	if _, err := azauth.ParseMode(c.Auth); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MaxRetryDelay > 0 && c.RetryDelay > c.MaxRetryDelay {
 		errs = append(errs, errors.New("RetryDelay above MaxRetryDelay"))
 	}
@@ -129,6 +142,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("azure: config: %w", err)
 	}
 	return nil
+}
+
+// auth is the authentication part of a validated Config.
+func (c Config) auth() azauth.Config {
+	m, _ := azauth.ParseMode(c.Auth)
+	return azauth.Config{Mode: m, Credential: c.Credential, CAFile: c.CAFile}
 }
 
 // account is a resolved configuration: where the service is and how to

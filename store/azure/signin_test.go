@@ -29,7 +29,7 @@ func oauthServer(t testing.TB) *azurite.Server {
 func newSignedInStore(t testing.TB, cred *azurite.Credential) *Store {
 	t.Helper()
 	o := oauthServer(t)
-	s, err := New(Config{Endpoint: o.Endpoint(), Auth: azauth.Config{Credential: cred, CAFile: o.CAFile()}, MaxRetries: -1})
+	s, err := New(Config{Endpoint: o.Endpoint(), Credential: cred, CAFile: o.CAFile(), MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +73,12 @@ func TestSignInRefused(t *testing.T) {
 	t.Run("http", func(t *testing.T) {
 		t.Parallel()
 		for _, cfg := range []Config{
-			{Endpoint: srv.Endpoint(), Auth: azauth.Config{Credential: &azurite.Credential{}}},
-			{Endpoint: srv.Endpoint(), Auth: azauth.Config{Mode: azauth.Login, Credential: &azurite.Credential{}}},
+			{Endpoint: srv.Endpoint(), Credential: &azurite.Credential{}},
+			{Endpoint: srv.Endpoint(), Auth: "login", Credential: &azurite.Credential{}},
 		} {
 			_, err := New(cfg)
 			if !errors.Is(err, azauth.ErrLoginOverHTTP) || !strings.Contains(err.Error(), "plain http") {
-				t.Errorf("New(%s, %q): %v; want ErrLoginOverHTTP", cfg.Endpoint, cfg.Auth.Mode, err)
+				t.Errorf("New(%s, %q): %v; want ErrLoginOverHTTP", cfg.Endpoint, cfg.Auth, err)
 			}
 		}
 	})
@@ -126,7 +126,7 @@ func TestRefusalsExplained(t *testing.T) {
 		if err := owner.Transact(bg, name, "p", []store.Op{{Kind: store.Insert, RK: "r", Props: events.Entity{"n": events.Int32(1)}}}); err != nil {
 			t.Fatal(err)
 		}
-		s, err := New(Config{Endpoint: reader, Auth: azauth.Config{Credential: cred, CAFile: o.CAFile()}, MaxRetries: -1})
+		s, err := New(Config{Endpoint: reader, Credential: cred, CAFile: o.CAFile(), MaxRetries: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,9 +66,9 @@ type options struct {
 	auth      azauth.Config
 }
 
-// Auth sets how an Azure store authenticates (azure.Config.Auth): the
-// mode (--auth), the credential that signs in, the CA file. The embedded
-// store ignores it.
+// Auth sets how an Azure store authenticates (azure.Config's Auth,
+// Credential and CAFile): the mode (--auth), the credential that signs
+// in, the CA file. The embedded store ignores it.
 func Auth(c azauth.Config) Option { return func(o *options) { o.auth = c } }
 
 // Exclusive opens the embedded store as its one owner (sqlite.Exclusive):
@@ -97,7 +97,7 @@ func Open(ctx context.Context, spec, dataDir string, opts ...Option) (store.Stor
 		cfg = azure.Config{Endpoint: strings.TrimSpace(spec)}
 	}
 	cfg.Cosmos = kind == Cosmos
-	cfg.Auth = o.auth
+	cfg.Auth, cfg.Credential, cfg.CAFile = string(o.auth.Mode), o.auth.Credential, o.auth.CAFile
 	s, err := azure.New(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("stores: %s: %w", Describe(spec), err)
