@@ -24,7 +24,7 @@ func TestSignedInClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { az.Stop() })
-	ep, err := azurite.StartIdentityEndpoint(&azurite.Credential{})
+	ep, err := azurite.StartIdentityEndpoint(&azurite.Credential{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/cmd/projector/projectorcmd"
@@ -40,7 +42,10 @@ func TestSignedIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	cred := &azurite.Credential{}
-	ep, err := azurite.StartIdentityEndpoint(cred)
+	// A user-assigned identity of its own (AZURE_CLIENT_ID): managed
+	// identity tokens are cached per process, and this test must see
+	// its own minted.
+	ep, err := azurite.StartIdentityEndpoint(cred, uuid.NewString())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/google/uuid"
 
 	"github.com/tablejournal/tablejournal/internal/azurite"
 )
@@ -180,10 +181,11 @@ func TestDefaultCredentialNoIdentity(t *testing.T) {
 
 // TestDefaultCredentialManagedIdentity: the default chain, narrowed to
 // the managed identity credential and pointed at an App Service style
-// identity endpoint on loopback, signs in: the token is the endpoint's.
+// identity endpoint on loopback, signs in as the user-assigned identity
+// AZURE_CLIENT_ID names: the token is the endpoint's.
 func TestDefaultCredentialManagedIdentity(t *testing.T) {
 	src := &azurite.Credential{}
-	ep, err := azurite.StartIdentityEndpoint(src)
+	ep, err := azurite.StartIdentityEndpoint(src, uuid.NewString())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,15 +107,19 @@ func (c *Credential) Tokens() []string {
 // against an OAuth server without leaving 127.0.0.1: the default chain,
 // confined.
 type IdentityEndpoint struct {
-	srv    *http.Server
-	ln     net.Listener
-	header string
-	cred   *Credential
+	srv      *http.Server
+	ln       net.Listener
+	header   string
+	cred     *Credential
+	clientID string
 }
 
 // StartIdentityEndpoint serves cred's tokens on a free loopback port
-// until Close.
-func StartIdentityEndpoint(cred *Credential) (*IdentityEndpoint, error) {
+// until Close. With a clientID it serves the user-assigned identity of
+// that client ID only (AZURE_CLIENT_ID in Env); tokens of managed
+// identities are cached per process by identity and resource, so a test
+// that must see its own tokens minted gives a fresh one.
+func StartIdentityEndpoint(cred *Credential, clientID string) (*IdentityEndpoint, error) {
 	secret := make([]byte, 16)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
@@ -124,7 +128,7 @@ func StartIdentityEndpoint(cred *Credential) (*IdentityEndpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &IdentityEndpoint{ln: ln, header: hex.EncodeToString(secret), cred: cred}
+	e := &IdentityEndpoint{ln: ln, header: hex.EncodeToString(secret), cred: cred, clientID: clientID}
 	e.srv = &http.Server{Handler: http.HandlerFunc(e.serve), ReadHeaderTimeout: 10 * time.Second}
 	go e.srv.Serve(ln)
 	return e, nil
@@ -135,13 +139,18 @@ func (e *IdentityEndpoint) URL() string { return "http://" + e.ln.Addr().String(
 
 // Env is the environment that points a managed identity credential at
 // the endpoint, and narrows DefaultAzureCredential to it:
-// IDENTITY_ENDPOINT, IDENTITY_HEADER and AZURE_TOKEN_CREDENTIALS.
+// IDENTITY_ENDPOINT, IDENTITY_HEADER, AZURE_TOKEN_CREDENTIALS, and
+// AZURE_CLIENT_ID for a user-assigned identity.
 func (e *IdentityEndpoint) Env() map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"IDENTITY_ENDPOINT":       e.URL(),
 		"IDENTITY_HEADER":         e.header,
 		"AZURE_TOKEN_CREDENTIALS": "ManagedIdentityCredential",
 	}
+	if e.clientID != "" {
+		env["AZURE_CLIENT_ID"] = e.clientID
+	}
+	return env
 }
 
 // Close stops the endpoint.
@@ -150,6 +159,10 @@ func (e *IdentityEndpoint) Close() error { return e.srv.Close() }
 func (e *IdentityEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-IDENTITY-HEADER")), []byte(e.header)) != 1 {
 		http.Error(w, `{"error":"invalid_request","error_description":"missing or wrong X-IDENTITY-HEADER"}`, http.StatusUnauthorized)
+		return
+	}
+	if got := r.URL.Query().Get("client_id"); got != e.clientID {
+		http.Error(w, `{"error":"invalid_request","error_description":"no identity of this client_id is assigned to this resource"}`, http.StatusBadRequest)
 		return
 	}
 	resource := r.URL.Query().Get("resource")
