@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/internal/snapfile"
 	"github.com/tablejournal/tablejournal/replay"
 )
@@ -22,7 +23,7 @@ func TestSnapshotInBlob(t *testing.T) {
 	}
 	snap := func(loc string, seq uint64) {
 		t.Helper()
-		w, err := snapfile.Create(e.ctx, loc, tables)
+		w, err := snapfile.Create(e.ctx, loc, tables, azauth.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +44,7 @@ func TestSnapshotInBlob(t *testing.T) {
 	}
 	full := "azblob://snap" + s.table[len(s.table)-6:] + "/" + s.table + "/head.tjsnap"
 	snap(full, s.head)
-	r, err := snapfile.Open(e.ctx, full, tables)
+	r, err := snapfile.Open(e.ctx, full, tables, azauth.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestSnapshotInBlob(t *testing.T) {
 
 	mid := "azblob://snap" + s.table[len(s.table)-6:] + "/" + s.table + "/mid.tjsnap"
 	snap(mid, s.head/2)
-	if r, err = snapfile.Open(e.ctx, mid, tables); err != nil {
+	if r, err = snapfile.Open(e.ctx, mid, tables, azauth.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	rebuilt := uniqueTable("Tail")

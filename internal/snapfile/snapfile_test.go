@@ -198,7 +198,7 @@ func TestBlobSignedIn(t *testing.T) {
 	}
 	cred := &azurite.Credential{}
 	auth := azauth.Config{Credential: cred, CAFile: o.CAFile()}
-	loc := blob.Endpoint() + "/signedin/orders.tjsnap"
+	loc := blob.Endpoint() + "/snapshots/orders.tjsnap"
 	data := payload(BlockSize + 1) // two blocks
 	w, err := Create(ctx, loc, "", auth)
 	if err != nil {
@@ -223,6 +223,7 @@ func TestBlobSignedIn(t *testing.T) {
 	if !errors.Is(err, azauth.ErrTokenRejected) || !strings.Contains(err.Error(), "The token is expired") {
 		t.Errorf("read with an expired token: %v; want ErrTokenRejected saying it expired", err)
 	}
+	t.Log(err)
 	noToken(t, err, expired)
 
 	reader := blob.RefusingProxy(t, func(r *http.Request) *azurite.Refusal {
@@ -231,7 +232,7 @@ func TestBlobSignedIn(t *testing.T) {
 		}
 		return nil
 	})
-	w, err = Create(ctx, reader+"/signedin/refused.tjsnap", "", auth)
+	w, err = Create(ctx, reader+"/snapshots/refused.tjsnap", "", auth)
 	if err == nil {
 		write(t, w, data[:1000])
 		err = w.Commit()
@@ -239,13 +240,14 @@ func TestBlobSignedIn(t *testing.T) {
 	if !errors.Is(err, azauth.ErrRoleMissing) || !strings.Contains(err.Error(), `"Storage Blob Data Contributor"`) {
 		t.Errorf("a reader's snapshot: %v; want ErrRoleMissing naming Storage Blob Data Contributor", err)
 	}
+	t.Log(err)
 	noToken(t, err, cred)
 
 	plain, err := srv.Blob(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(ctx, plain.Endpoint()+"/signedin/orders.tjsnap", "", auth); !errors.Is(err, azauth.ErrLoginOverHTTP) {
+	if _, err := Open(ctx, plain.Endpoint()+"/snapshots/orders.tjsnap", "", auth); !errors.Is(err, azauth.ErrLoginOverHTTP) {
 		t.Errorf("signing in to an http:// blob: %v; want ErrLoginOverHTTP", err)
 	}
 }

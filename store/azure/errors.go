@@ -46,7 +46,11 @@ func (e *requestError) Error() string {
 	}
 	if e.msg != "" {
 		b.WriteString(": ")
-		b.WriteString(e.msg)
+		if e.refusal != nil {
+			b.WriteString(strings.TrimSuffix(e.msg, ".")) // the hint follows
+		} else {
+			b.WriteString(e.msg)
+		}
 	}
 	if e.kind != nil && (e.msg == "" || !strings.Contains(e.msg, e.kind.Error())) {
 		b.WriteString(" (")

@@ -67,6 +67,7 @@ func TestSignInRefused(t *testing.T) {
 			if !errors.Is(err, azauth.ErrTokenRejected) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("CreateTable: %v; want ErrTokenRejected saying %q", err, tc.want)
 			}
+			t.Log(err)
 			noToken(t, err.Error(), tc.cred)
 		})
 	}
@@ -110,6 +111,7 @@ func TestRefusalsExplained(t *testing.T) {
 		if strings.Contains(err.Error(), azurite.AccountKey) {
 			t.Fatalf("the error quotes the key: %v", err)
 		}
+		t.Log(err)
 	})
 	t.Run("role missing", func(t *testing.T) {
 		t.Parallel()
@@ -137,6 +139,7 @@ func TestRefusalsExplained(t *testing.T) {
 		if !errors.Is(err, azauth.ErrRoleMissing) || !strings.Contains(err.Error(), `"Storage Table Data Contributor"`) {
 			t.Fatalf("a reader's write: %v; want ErrRoleMissing naming Storage Table Data Contributor", err)
 		}
+		t.Log(err)
 		noToken(t, err.Error(), cred)
 	})
 }
