@@ -115,7 +115,7 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 		r.Rows = append(r.Rows, journal.RowVersion{RK: "s", Version: v, Op: events.OpUpsert})
 		r.Changes = append(r.Changes, Change{RK: "s", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}})
 		b.bySeq[r.Seq] = &Entry{Seq: uint64(v), ID: id}
-		if err := b.publishApplied(ctx, part, []*Result{&r}); err != nil {
+		if err := b.publishApplied(ctx, part, []Result{r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -220,7 +220,7 @@ func TestNoOutcomeWithoutChangeEvent(t *testing.T) {
 			Rows:    []journal.RowVersion{{RK: "r", Version: v, Op: events.OpUpsert}},
 			Changes: []Change{{RK: "r", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
 		b.bySeq[r.Seq] = &Entry{Seq: uint64(v), ID: id}
-		if failed = b.publishApplied(ctx, part, []*Result{&r}); failed != nil {
+		if failed = b.publishApplied(ctx, part, []Result{r}); failed != nil {
 			break
 		}
 	}
