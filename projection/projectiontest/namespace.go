@@ -66,4 +66,3 @@ func (n *namespaced) Transact(ctx context.Context, table, pk string, ops []store
 func (n *namespaced) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
 	return n.Store.Partitions(ctx, n.prefix+table, fn)
 }
-
