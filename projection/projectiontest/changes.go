@@ -73,21 +73,7 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 				t.Errorf("%s/%s version %d (seq %d, %s): no change event", id.PK, id.RK, v.Version, v.Seq, v.Cmd)
 				continue
 			}
-			var before events.Entity
-			if i > 0 && !hist[i-1].Deleted {
-				before = hist[i-1].Props
-			}
-			wantOp := projection.Update
-			switch {
-			case v.Deleted:
-				wantOp = projection.Delete
-			case before == nil:
-				wantOp = projection.Create
-			}
-			var after events.Entity
-			if !v.Deleted {
-				after = v.Props
-			}
+			wantOp, before, after := wantChange(hist, i)
 			if err := checkEvent(ev, wantOp, v, before, after); err != nil {
 				t.Errorf("%s/%s version %d: %v", id.PK, id.RK, v.Version, err)
 			}
@@ -99,6 +85,25 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 		t.Errorf("%d change events, the model has %d row versions; the stream holds %d messages in %d..%d, %d sequences without one %v",
 			len(seen), n, info.State.Msgs, info.State.FirstSeq, info.State.LastSeq, len(holes), holes[:min(len(holes), 20)])
 	}
+}
+
+// wantChange is the change event the model's version i of a row's history
+// hist makes: its kind and before and after images.
+func wantChange(hist []Version, i int) (op projection.ChangeKind, before, after events.Entity) {
+	v := hist[i]
+	if i > 0 && !hist[i-1].Deleted {
+		before = hist[i-1].Props
+	}
+	if !v.Deleted {
+		after = v.Props
+	}
+	switch {
+	case v.Deleted:
+		return projection.Delete, before, after
+	case before == nil:
+		return projection.Create, before, after
+	}
+	return projection.Update, before, after
 }
 
 func checkEvent(ev projection.ChangeEvent, op projection.ChangeKind, v Version, before, after events.Entity) error {
