@@ -410,8 +410,17 @@ func TestBatchKeysRewrite(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "multipart/mixed; boundary=batchresponse_1")
 		w.WriteHeader(http.StatusAccepted)
-		io.WriteString(w, "--batchresponse_1\r\nContent-Type: multipart/mixed; boundary=cs_2\r\n\r\n--cs_2\r\n"+
-			"Content-Type: application/http\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n\r\n--cs_2--\r\n--batchresponse_1--\r\n")
+		// One response per op, as Azure answers: an ETag for each but the
+		// delete.
+		resp := "--batchresponse_1\r\nContent-Type: multipart/mixed; boundary=cs_2\r\n\r\n"
+		for i, op := range got {
+			etag := ""
+			if op.method != "DELETE" {
+				etag = fmt.Sprintf("ETag: W/\"datetime'%d'\"\r\n", i)
+			}
+			resp += "--cs_2\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 204 No Content\r\n" + etag + "\r\n\r\n"
+		}
+		io.WriteString(w, resp+"--cs_2--\r\n--batchresponse_1--\r\n")
 	})
 	long := strings.Repeat("x", 200) + "'<&>"
 	_, err := s.Transact(bg, "orders", "", []store.Op{
