@@ -242,7 +242,10 @@ func (rejectOnly) decide(_ context.Context, r *partitionRun) error {
 	return nil
 }
 
-func (rejectOnly) commit(context.Context, *partitionRun) (bool, error) { return true, nil }
+func (rejectOnly) commit(_ context.Context, r *partitionRun) (bool, error) {
+	r.next = r.end // nothing to write
+	return true, nil
+}
 
 // rowsTx is a transaction of consecutive commands that write rows (and
 // messages that cannot apply among them), as many as fit the store's
