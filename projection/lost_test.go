@@ -17,7 +17,7 @@ import (
 	"github.com/tablejournal/tablejournal/store"
 )
 
-// lossyStore wraps a real store and loses one confirmed write: the
+// lossyStore wraps a real store and loses one confirmed write: the first
 // transaction that carries a version written by command lose reports
 // success (with etags, as a real store would answer) and writes nothing,
 // as Azurite killed before it flushed did.
@@ -32,8 +32,14 @@ func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store
 	for _, op := range ops {
 		if v, ok := op.Props[rows.ColCmd]; ok && v.Str == l.lose && op.RK != rows.FenceKey {
 			l.mu.Lock()
-			l.lost++
+			once := l.lost == 0
+			if once {
+				l.lost++
+			}
 			l.mu.Unlock()
+			if !once {
+				break // lost once; the next write carrying it reaches the store
+			}
 			etags := make([]string, len(ops))
 			for i, op := range ops {
 				if op.Kind != store.Delete {
