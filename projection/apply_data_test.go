@@ -11,9 +11,9 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestApplyData runs the pure apply (apply.go) on the files of
@@ -135,7 +135,7 @@ func parseEntry(line string) (Entry, error) {
 		if err != nil {
 			return Entry{}, fmt.Errorf("command %q: %w", line, err)
 		}
-		e.Prior = Prior{Seq: n, Status: journal.Status(st)}
+		e.Prior = Prior{Seq: n, Status: wire.Status(st)}
 		rest = rest[1:]
 	}
 	for _, opText := range strings.Split(strings.Join(rest, " "), ";") {
