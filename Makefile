@@ -81,7 +81,7 @@ bench: azurite
 # store and on the simulated Azure account (1 instance), written to
 # PROFILE_DIR as <benchmark>.cpu.pprof and <benchmark>.allocs.pprof
 # (allocations during the projection: read with -base <benchmark>.allocs-base.pprof);
-# prints the top consumers of each. docs/performance.md says what they show.
+# prints the top consumers of each. docs/performance.md says how to read them.
 PROFILE_DIR ?= $(CURDIR)/.tools/profiles
 profile: azurite
 	rm -rf $(PROFILE_DIR) && mkdir -p $(PROFILE_DIR)
