@@ -16,6 +16,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/store"
 )
 
 // Config configures Start.
@@ -61,9 +62,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 // URL is the NATS URL a client connects to.
 func (p *Pipeline) URL() string { return p.p.URL() }
 
-// Tables is the table store's connection string, for
-// tablejournal.WithTables.
+// Tables is the table store's connection string, as the projector's
+// --tables flag takes it.
 func (p *Pipeline) Tables() string { return p.p.Tables }
+
+// Store is the table store the projector writes, for
+// tablejournal.WithStore. Close closes it.
+func (p *Pipeline) Store() store.Store { return p.p.Store }
 
 // Close stops the projector, closes the store and shuts the server down.
 // It returns what the projector's run returned, if it failed.
