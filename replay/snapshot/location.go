@@ -1,4 +1,4 @@
-package snapfile
+package snapshot
 
 import (
 	"context"
@@ -204,4 +204,32 @@ func (w *blobWriter) Abort(cause error) {
 	}
 	w.pw.CloseWithError(cause)
 	<-w.done
+}
+
+// WriteAt writes a snapshot to loc (see Create) with write, visible only
+// once complete: when write fails, no partial file or blob is left behind.
+func WriteAt(ctx context.Context, loc, tables string, write func(io.Writer) error) error {
+	w, err := Create(ctx, loc, tables)
+	if err != nil {
+		return err
+	}
+	if err := write(w); err != nil {
+		w.Abort(err)
+		return err
+	}
+	return w.Commit()
+}
+
+// CheckAt reads the snapshot at loc (see Open) through, as Check does.
+func CheckAt(ctx context.Context, loc, tables string) (Checked, error) {
+	f, err := Open(ctx, loc, tables)
+	if err != nil {
+		return Checked{}, err
+	}
+	defer f.Close()
+	checked, err := Check(f)
+	if err != nil {
+		return checked, fmt.Errorf("%s: %w", Describe(loc), err)
+	}
+	return checked, nil
 }

@@ -1,14 +1,15 @@
-package replay
+package repair
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"time"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -122,10 +123,6 @@ func (p *Plan) Conflicts() []Step {
 // not forced.
 func (p *Plan) Blocked() bool { return !p.Force && len(p.Conflicts()) > 0 }
 
-// txBudget is the bytes of a projector transaction one command of a plan may
-// use, with room for the store's wire encoding.
-const txBudget = store.MaxTxBytes * 3 / 4
-
 // opCost estimates what one step weighs in the projector's transaction: the
 // version rows and tip it writes, at their wire size.
 func opCost(s Step) (ops, bytes int) {
@@ -156,7 +153,7 @@ func (p *Plan) build(issuer, idPrefix string, meta map[string]string) {
 		}
 		n, b := opCost(s)
 		if cur == nil || cur.Table != s.Table || cur.PK != s.PK ||
-			len(cur.Ops) >= events.MaxOpsPerCommand || ops+n > store.MaxOps || bytes+b > txBudget {
+			len(cur.Ops) >= events.MaxOpsPerCommand || ops+n > store.MaxOps || bytes+b > replay.TxBudget {
 			cur = &events.Command{
 				ID:     fmt.Sprintf("%s-%d", idPrefix, len(p.Commands)),
 				Table:  s.Table,
@@ -198,16 +195,13 @@ type Applied struct {
 	Outcome journal.Outcome
 }
 
-// DefaultAwait bounds the wait for outcomes when ctx has no deadline.
-const DefaultAwait = 2 * time.Minute
-
 // Apply publishes the plan's commands through the journal Writer as
 // ordinary commands and waits for their outcomes. It refuses a blocked
 // plan with ErrConflicts and publishes nothing. If a command is rejected
 // (a guard failed: the rows changed since the plan was made), the error
-// wraps ErrRejected; the results say which.
-func (r *Replayer) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
-	if err := r.needJournal("apply " + string(p.Kind)); err != nil {
+// wraps replay.ErrRejected; the results say which.
+func (r *Planner) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
+	if err := r.NeedJournal("apply " + string(p.Kind)); err != nil {
 		return nil, err
 	}
 	if p.Blocked() {
@@ -219,16 +213,16 @@ func (r *Replayer) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultAwait)
+		ctx, cancel = context.WithTimeout(ctx, replay.DefaultAwait)
 		defer cancel()
 	}
 	// Outcomes stored from here on are read in one pass.
-	oc := journal.NewOutcomes(r.js)
+	oc := journal.NewOutcomes(r.JetStream())
 	from, err := oc.Last(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w (is the projector running?)", err)
 	}
-	w := journal.NewWriter(r.js, r.j.Name())
+	w := journal.NewWriter(r.JetStream(), r.Journal().Name())
 	res := make([]Applied, len(p.Commands))
 	futures := make([]*journal.Future, len(p.Commands))
 	for i, c := range p.Commands {
@@ -263,7 +257,7 @@ func (r *Replayer) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
 	}
 	if rejected > 0 {
 		return res, fmt.Errorf("%s %s: %w: %d of %d commands (the rows changed since the plan was made)",
-			p.Kind, p.describe(), ErrRejected, rejected, len(res))
+			p.Kind, p.describe(), replay.ErrRejected, rejected, len(res))
 	}
 	return res, nil
 }
@@ -280,10 +274,6 @@ func (p *Plan) describe() string {
 
 // currentRow reads a row as it is now: its tip, else its newest version row
 // (its tombstone), else nothing.
-func currentRow(ctx context.Context, st store.Store, table, pk, rk string) (rows.Row, bool, error) {
-	row, ok, err := rowAt(ctx, st, table, pk, rk, uint64(1<<63-1))
-	if err != nil {
-		return rows.Row{}, false, err
-	}
-	return row, ok, nil
+func (r *Planner) currentRow(ctx context.Context, table, pk, rk string) (rows.Row, bool, error) {
+	return history.New(r.Source).AsOfRow(ctx, table, pk, rk, uint64(1<<63-1))
 }

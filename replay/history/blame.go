@@ -1,4 +1,4 @@
-package replay
+package history
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 )
 
@@ -36,13 +37,13 @@ type Blame struct {
 }
 
 // Blame finds what command id did.
-func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
-	o, err := r.outcome(ctx, id)
+func (r *Reader) Blame(ctx context.Context, id string) (*Blame, error) {
+	o, err := r.Outcome(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	b := &Blame{Outcome: o}
-	m, err := r.j.Get(ctx, o.Seq)
+	m, err := r.Journal().Get(ctx, o.Seq)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		b.DecodeErr = fmt.Sprintf("journal message %d is no longer stored", o.Seq)
@@ -67,10 +68,10 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 	if err := r.erasedRows(ctx, o); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}
-	if err := checkHorizon(ctx, r.st, o.Table, o.PK, o.Seq); err != nil {
+	if err := replay.CheckPruned(ctx, r.Store(), o.Table, o.PK, o.Seq); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err) // pruned (prune.go)
 	}
-	if b.Versions, err = rows.RowsBySeq(ctx, r.st, o.Table, o.PK, cmd, o.Seq); err != nil {
+	if b.Versions, err = rows.RowsBySeq(ctx, r.Store(), o.Table, o.PK, cmd, o.Seq); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}
 	return b, nil

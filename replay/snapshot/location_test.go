@@ -1,4 +1,4 @@
-package snapfile
+package snapshot
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package replay
+package erasure
 
 import "github.com/tablejournal/tablejournal/events"
 

@@ -1,4 +1,4 @@
-package replay
+package erasure
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -27,70 +28,21 @@ import (
 // of the key is left and returns a receipt. Every step can be run again: a
 // crash at any point leaves a state that the same call finishes.
 
-// ErrErased: the key asked about was erased (SPEC §10); the *ErasedError
-// says by which command at which sequence. Checked with errors.Is.
-var ErrErased = errors.New("erased")
-
 // ErrEraseIncomplete: after an erase, something of the key was still found
 // (EraseKey's final check); running it again finishes the job.
 var ErrEraseIncomplete = errors.New("erase incomplete")
 
-// ErasedError says that a key was erased, by which command and when.
-type ErasedError struct {
-	Table, PK string
-	RK        *string // nil: the whole partition was erased
-	Cmd       string
-	Seq       uint64
-	At        time.Time
-}
-
-func (e *ErasedError) Error() string {
-	return fmt.Sprintf("%s/%q: erased by command %s at seq %d", e.Table, e.PK, e.Cmd, e.Seq)
-}
-
-// Unwrap returns ErrErased.
-func (e *ErasedError) Unwrap() error { return ErrErased }
-
-// Erased reports whether the row table/pk/rk was erased after journal
-// sequence at (0: at any time): the newest erase marker of the row or its
-// partition, when its erase came after at, as an *ErasedError; nil when
-// the row was not erased (or only before at).
-func (r *Replayer) Erased(ctx context.Context, table, pk, rk string, at uint64) error {
-	var newest *ErasedError
-	for _, key := range []string{rows.ErasedKey, rows.ErasedRowKey(rk)} {
-		e, err := r.st.Get(ctx, table, pk, key)
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		m, ok := rows.DecodeMarker(e)
-		if !ok || newest != nil && newest.Seq >= m.Seq {
-			continue
-		}
-		newest = &ErasedError{Table: table, PK: pk, Cmd: m.Cmd, Seq: m.Seq, At: m.At}
-		if key != rows.ErasedKey {
-			newest.RK = &rk
-		}
-	}
-	if newest == nil || at != 0 && newest.Seq <= at {
-		return nil
-	}
-	return newest
-}
-
-// EraseTarget names what to erase: one row (RK set) or a whole partition.
-type EraseTarget struct {
+// Target names what to erase: one row (RK set) or a whole partition.
+type Target struct {
 	Table, PK string
 	RK        *string
 }
 
-func (t EraseTarget) covers(rk string) bool { return t.RK == nil || *t.RK == rk }
+func (t Target) covers(rk string) bool { return t.RK == nil || *t.RK == rk }
 
 // SHA256 is the hex SHA-256 of the key (table, pk and rk, each
 // length-prefixed), as the receipt names it without holding it.
-func (t EraseTarget) SHA256() string {
+func (t Target) SHA256() string {
 	h := sha256.New()
 	for _, s := range []string{t.Table, t.PK} {
 		fmt.Fprintf(h, "%d:%s", len(s), s)
@@ -101,9 +53,9 @@ func (t EraseTarget) SHA256() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ErasePlan is what an erase of a key removes, as found now.
-type ErasePlan struct {
-	Target EraseTarget
+// Plan is what an erase of a key removes, as found now.
+type Plan struct {
+	Target Target
 	// EraseID and EraseSeq name the erase of the key already in the
 	// journal that this plan finishes; zero when none is.
 	EraseID  string
@@ -122,15 +74,15 @@ type ErasePlan struct {
 }
 
 // Empty reports whether nothing of the key is left to remove.
-func (p *ErasePlan) Empty() bool {
+func (p *Plan) Empty() bool {
 	return p.TableRows == 0 && len(p.Journal) == 0 && len(p.Changes) == 0 && len(p.Outcomes) == 0
 }
 
-// EraseReceipt is what EraseKey did.
-type EraseReceipt struct {
+// Receipt is what EraseKey did.
+type Receipt struct {
 	Table     string `json:"table"`
 	Partition bool   `json:"partition"`
-	// KeySHA256 is EraseTarget.SHA256: the receipt names the key without
+	// KeySHA256 is Target.SHA256: the receipt names the key without
 	// holding it.
 	KeySHA256 string `json:"keySha256"`
 	EraseID   string `json:"eraseId"`
@@ -157,25 +109,25 @@ type EraseReceipt struct {
 // PlanErase finds what an erase of t removes: everything up to the newest
 // erase of the key already in the journal, if no command touched the key
 // after it, else everything up to the journal's head.
-func (r *Replayer) PlanErase(ctx context.Context, t EraseTarget) (*ErasePlan, error) {
+func (r *Eraser) PlanErase(ctx context.Context, t Target) (*Plan, error) {
 	return r.planErase(ctx, t, 0)
 }
 
 // planErase is PlanErase reading the journal up to sequence upTo (0: the
 // head): with upTo an erase's sequence, the plan finishes that erase and
 // never touches what the key got after it.
-func (r *Replayer) planErase(ctx context.Context, t EraseTarget, upTo uint64) (*ErasePlan, error) {
-	if err := r.needJournal("erase"); err != nil {
+func (r *Eraser) planErase(ctx context.Context, t Target, upTo uint64) (*Plan, error) {
+	if err := r.NeedJournal("erase"); err != nil {
 		return nil, err
 	}
 	if err := r.validTarget(t); err != nil {
 		return nil, err
 	}
-	p := &ErasePlan{Target: t}
+	p := &Plan{Target: t}
 	var cand []uint64 // the key's commands since the last erase of it
 	var kept []uint64
 	var ids = map[uint64]string{}
-	err := r.j.Read(ctx, 1, upTo, journal.PartitionFilter(t.Table, t.PK), func(m journal.Msg) error {
+	err := r.Journal().Read(ctx, 1, upTo, journal.PartitionFilter(t.Table, t.PK), func(m journal.Msg) error {
 		if journal.IsEraseMsg(m.Header) {
 			e, err := journal.DecodeEraseMsg(m)
 			if err == nil && (e.RK == nil || t.RK != nil && *e.RK == *t.RK) {
@@ -245,7 +197,7 @@ func (r *Replayer) planErase(ctx context.Context, t EraseTarget, upTo uint64) (*
 		}
 	}
 	for id := range idSet {
-		err := scanStream(ctx, r.js, journal.OutcomesStream, journal.OutcomeSubject(id), func(seq uint64, _ nats.Header, data []byte) error {
+		err := scanStream(ctx, r.JetStream(), journal.OutcomesStream, journal.OutcomeSubject(id), func(seq uint64, _ nats.Header, data []byte) error {
 			var o journal.Outcome
 			if json.Unmarshal(data, &o) != nil || removed[o.Seq] {
 				p.Outcomes = append(p.Outcomes, seq)
@@ -260,14 +212,14 @@ func (r *Replayer) planErase(ctx context.Context, t EraseTarget, upTo uint64) (*
 	return p, nil
 }
 
-func (r *Replayer) validTarget(t EraseTarget) error {
+func (r *Eraser) validTarget(t Target) error {
 	e := &events.Erase{ID: "plan", Table: t.Table, PK: t.PK, RK: t.RK}
 	return e.Validate()
 }
 
 // countRows counts the key's stored rows: tips, versions and tombstones,
 // those written before sequence before (0: all).
-func (r *Replayer) countRows(ctx context.Context, t EraseTarget, before uint64) (int, error) {
+func (r *Eraser) countRows(ctx context.Context, t Target, before uint64) (int, error) {
 	n := 0
 	count := func(e store.Entity) {
 		if !rows.IsLayoutKey(e.RK) {
@@ -280,13 +232,13 @@ func (r *Replayer) countRows(ctx context.Context, t EraseTarget, before uint64) 
 	q := store.Query{PK: t.PK}
 	if t.RK != nil {
 		q.From, q.To = rows.HistoryRange(*t.RK)
-		if e, err := r.st.Get(ctx, t.Table, t.PK, rows.TipKey(*t.RK)); err == nil {
+		if e, err := r.Store().Get(ctx, t.Table, t.PK, rows.TipKey(*t.RK)); err == nil {
 			count(e)
 		} else if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTableNotFound) {
 			return 0, err
 		}
 	}
-	err := store.All(ctx, r.st, t.Table, q, func(e store.Entity) error {
+	err := store.All(ctx, r.Store(), t.Table, q, func(e store.Entity) error {
 		count(e)
 		return nil
 	})
@@ -298,9 +250,9 @@ func (r *Replayer) countRows(ctx context.Context, t EraseTarget, before uint64) 
 
 // keyChanges lists the CHANGES sequences of the key's change events, of
 // commands before sequence before (0: all).
-func (r *Replayer) keyChanges(ctx context.Context, t EraseTarget, before uint64) ([]uint64, error) {
+func (r *Eraser) keyChanges(ctx context.Context, t Target, before uint64) ([]uint64, error) {
 	var seqs []uint64
-	err := scanStream(ctx, r.js, projection.ChangeStream, projection.ChangeSubject(t.Table, t.PK), func(seq uint64, _ nats.Header, data []byte) error {
+	err := scanStream(ctx, r.JetStream(), projection.ChangeStream, projection.ChangeSubject(t.Table, t.PK), func(seq uint64, _ nats.Header, data []byte) error {
 		var ev projection.ChangeEvent
 		if err := json.Unmarshal(data, &ev); err != nil {
 			if t.RK == nil {
@@ -323,15 +275,15 @@ func (r *Replayer) keyChanges(ctx context.Context, t EraseTarget, before uint64)
 // receipt. It waits for the projector to apply the erase as long as ctx
 // allows. The change events go by secure per-message deletes, for a
 // partition as for a row: unlike a subject purge, that overwrites them.
-func (r *Replayer) EraseKey(ctx context.Context, t EraseTarget, now func() time.Time) (*EraseReceipt, error) {
-	if err := r.needJournal("erase"); err != nil {
+func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (*Receipt, error) {
+	if err := r.NeedJournal("erase"); err != nil {
 		return nil, err
 	}
 	if now == nil {
 		now = time.Now
 	}
-	rec := &EraseReceipt{Table: t.Table, Partition: t.RK == nil, KeySHA256: t.SHA256(), Started: now().UTC()}
-	js, err := r.js.Stream(ctx, r.cfg.Journal)
+	rec := &Receipt{Table: t.Table, Partition: t.RK == nil, KeySHA256: t.SHA256(), Started: now().UTC()}
+	js, err := r.JetStream().Stream(ctx, r.Config().Journal)
 	if err != nil {
 		return nil, err
 	}
@@ -344,20 +296,20 @@ func (r *Replayer) EraseKey(ctx context.Context, t EraseTarget, now func() time.
 	}
 	rowsBefore := p.TableRows
 	if p.EraseSeq == 0 {
-		e := &events.Erase{ID: eraseID(now()), Table: t.Table, PK: t.PK, RK: t.RK, Issuer: r.cfg.Issuer, IssuedAt: now()}
-		res, err := journal.NewWriter(r.js, r.cfg.Journal).PublishErase(ctx, e)
+		e := &events.Erase{ID: eraseID(now()), Table: t.Table, PK: t.PK, RK: t.RK, Issuer: r.Config().Issuer, IssuedAt: now()}
+		res, err := journal.NewWriter(r.JetStream(), r.Config().Journal).PublishErase(ctx, e)
 		if err != nil {
 			return nil, err
 		}
 		p.EraseID, p.EraseSeq = e.ID, res.Seq
 	}
 	rec.EraseID, rec.EraseSeq = p.EraseID, p.EraseSeq
-	o, err := journal.NewOutcomes(r.js).Await(ctx, p.EraseID, p.EraseSeq)
+	o, err := journal.NewOutcomes(r.JetStream()).Await(ctx, p.EraseID, p.EraseSeq)
 	if err != nil {
 		return nil, err
 	}
 	if o.Status != journal.StatusApplied {
-		return nil, fmt.Errorf("erase %s at seq %d: %s: %s: %w", p.EraseID, p.EraseSeq, o.Status, o.Reason, ErrRejected)
+		return nil, fmt.Errorf("erase %s at seq %d: %s: %s: %w", p.EraseID, p.EraseSeq, o.Status, o.Reason, replay.ErrRejected)
 	}
 	// Planned again now that the erase applied: up to its sequence, so
 	// that what the key got after the erase stays.
@@ -375,12 +327,12 @@ func (r *Replayer) EraseKey(ctx context.Context, t EraseTarget, now func() time.
 	}{
 		{journal.OutcomesStream, p.Outcomes, &rec.Removed.Outcomes},
 		{projection.ChangeStream, p.Changes, &rec.Removed.ChangeEvents},
-		{r.cfg.Journal, p.Journal, &rec.Removed.JournalMsgs},
+		{r.Config().Journal, p.Journal, &rec.Removed.JournalMsgs},
 	} {
 		if len(step.seqs) == 0 {
 			continue
 		}
-		s, err := r.js.Stream(ctx, step.stream)
+		s, err := r.JetStream().Stream(ctx, step.stream)
 		if err != nil {
 			return nil, err
 		}
@@ -455,111 +407,4 @@ func scanStream(ctx context.Context, js jetstream.JetStream, stream, filter stri
 			return nil
 		}
 	}
-}
-
-// erasedHistory is the *ErasedError of a row with no stored version that
-// an erase removed; nil otherwise. Versions left of an erased row are all
-// written after the erase (a new history), so a row with any is not
-// reported, and costs no read.
-func (r *Replayer) erasedHistory(ctx context.Context, table, pk, rk string, versions []rows.Row) error {
-	if len(versions) > 0 {
-		return nil
-	}
-	return r.Erased(ctx, table, pk, rk, 0)
-}
-
-// erasureOnly reports whether a journal's missing messages can only be
-// erasures (SPEC §10): created to allow single deletes for erasure, it
-// denies purges, so no prefix of it was trimmed.
-func erasureOnly(cfg jetstream.StreamConfig) bool {
-	return cfg.DenyPurge && !cfg.DenyDelete && cfg.Metadata[journal.MetadataAllowMsgDelete] == "true"
-}
-
-// refuseUndoErase refuses to undo an erase: what it removed is gone for
-// good. The error wraps ErrErased.
-func (r *Replayer) refuseUndoErase(ctx context.Context, o journal.Outcome) error {
-	if r.j == nil {
-		return nil
-	}
-	m, err := r.j.Get(ctx, o.Seq)
-	if errors.Is(err, journal.ErrNotFound) {
-		return nil
-	}
-	if err != nil || !journal.IsEraseMsg(m.Header) {
-		return err
-	}
-	e, err := journal.DecodeEraseMsg(m)
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("undo %s: an erase cannot be undone, what it removed is gone for good: %w",
-		o.ID, &ErasedError{Table: e.Table, PK: e.PK, RK: e.RK, Cmd: e.ID, Seq: o.Seq, At: m.Time})
-}
-
-// erasedKeys are the keys of a table erased after a point: whole
-// partitions, and rows by partition.
-type erasedKeys struct {
-	parts map[string]bool
-	rows  map[[2]string]bool
-}
-
-// erasedAfter reads the journal after seq for the erases of table; nil
-// without a journal connection.
-func (r *Replayer) erasedAfter(ctx context.Context, table string, seq uint64) (*erasedKeys, error) {
-	if r.j == nil || table == "" {
-		return nil, nil
-	}
-	k := &erasedKeys{parts: map[string]bool{}, rows: map[[2]string]bool{}}
-	err := r.j.Read(ctx, seq+1, 0, journal.SubjectPrefix+"."+table+".*.*", func(m journal.Msg) error {
-		if !journal.IsEraseMsg(m.Header) {
-			return nil
-		}
-		e, err := journal.DecodeEraseMsg(m)
-		switch {
-		case err != nil:
-		case e.RK == nil:
-			k.parts[e.PK] = true
-		default:
-			k.rows[[2]string{e.PK, *e.RK}] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("erases after seq %d: %w", seq, err)
-	}
-	return k, nil
-}
-
-// drops reports whether a snapshot's row belongs to an erased key: a tip
-// or version row (fences and markers stay).
-func (k *erasedKeys) drops(e store.Entity) bool {
-	if k == nil {
-		return false
-	}
-	rk, _, _, ok := rows.ParseKey(e.RK)
-	return ok && (k.parts[e.PK] || k.rows[[2]string{e.PK, rk}])
-}
-
-// eraseNote describes an erase message for blame; ok is false for any
-// other message.
-func eraseNote(m journal.Msg) (string, bool) {
-	if !journal.IsEraseMsg(m.Header) {
-		return "", false
-	}
-	e, err := journal.DecodeEraseMsg(m)
-	if err != nil {
-		return fmt.Sprintf("an erase that does not decode: %v", err), true
-	}
-	return "an erase of " + e.Key() + ", not a command: it wrote no versions", true
-}
-
-// erasedRows is the *ErasedError of the first row of an applied outcome
-// that an erase after it removed; nil when none was.
-func (r *Replayer) erasedRows(ctx context.Context, o journal.Outcome) error {
-	for _, rv := range o.Rows {
-		if err := r.Erased(ctx, o.Table, o.PK, rv.RK, o.Seq); err != nil {
-			return err
-		}
-	}
-	return nil
 }

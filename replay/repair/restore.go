@@ -1,4 +1,4 @@
-package replay
+package repair
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -22,10 +23,10 @@ import (
 // Command IDs are "restore-<table>-<seq>-<hash of the plan>-<n>": applying
 // the same plan twice is deduplicated, and a plan made after the table
 // changed gets new IDs. Meta restoreTo = seq.
-func (r *Replayer) PlanRestore(ctx context.Context, table string, part store.Partition, seq uint64) (*Plan, error) {
+func (r *Planner) PlanRestore(ctx context.Context, table string, part store.Partition, seq uint64) (*Plan, error) {
 	type key struct{ pk, rk string }
 	target := make(map[key]rows.Row)
-	err := r.AsOf(ctx, table, part, seq, func(row rows.Row) error {
+	err := history.New(r.Source).AsOf(ctx, table, part, seq, func(row rows.Row) error {
 		target[key{row.PK, row.RK}] = row
 		return nil
 	})
@@ -33,7 +34,7 @@ func (r *Replayer) PlanRestore(ctx context.Context, table string, part store.Par
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	current := make(map[key]rows.Row)
-	err = rows.Reader{Store: r.st}.Current(ctx, table, part, func(row rows.Row) error {
+	err = rows.Reader{Store: r.Store()}.Current(ctx, table, part, func(row rows.Row) error {
 		current[key{row.PK, row.RK}] = row
 		return nil
 	})
@@ -69,7 +70,7 @@ func (r *Replayer) PlanRestore(ctx context.Context, table string, part store.Par
 		fmt.Fprintf(h, "%q %q %s %v %d %d\n", k.pk, k.rk, s.Op, s.IfVersion != nil && s.Exists, s.Current.Version, s.Target.Version)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))[:12]
-	p.build(r.cfg.Issuer, idPrefix(KindRestore, table+"-"+strconv.FormatUint(seq, 10)+"-"+sum),
+	p.build(r.Config().Issuer, idPrefix(KindRestore, table+"-"+strconv.FormatUint(seq, 10)+"-"+sum),
 		map[string]string{MetaRestoreTo: strconv.FormatUint(seq, 10)})
 	return p, nil
 }

@@ -1,4 +1,4 @@
-package replay
+package repair
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -29,8 +31,8 @@ type UndoOptions struct {
 // The plan's commands are one partition each (normally one command, as
 // atomic as the undone one), IDs "undo-<id>-<n>", meta undoOf = id. An undo
 // is itself an ordinary command: PlanUndo of an undo's ID reverts it.
-func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*Plan, error) {
-	o, err := r.outcome(ctx, id)
+func (r *Planner) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*Plan, error) {
+	o, err := r.Outcome(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +44,7 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 	if err := r.refuseUndoErase(ctx, o); err != nil {
 		return nil, err
 	}
-	if err := checkHorizon(ctx, r.st, o.Table, o.PK, o.Seq-1); err != nil {
+	if err := replay.CheckPruned(ctx, r.Store(), o.Table, o.PK, o.Seq-1); err != nil {
 		return nil, fmt.Errorf("undo %s: %w", id, err) // pruned (prune.go)
 	}
 	// The version the command produced on each row it changed (one per
@@ -55,10 +57,10 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 		}
 		seen[rv.RK] = true
 		s := Step{Table: o.Table, PK: o.PK, RK: rv.RK}
-		if s.Current, s.Exists, err = currentRow(ctx, r.st, o.Table, o.PK, rv.RK); err != nil {
+		if s.Current, s.Exists, err = r.currentRow(ctx, o.Table, o.PK, rv.RK); err != nil {
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
-		undone, ok, err := rows.VersionBySeq(ctx, r.st, o.Table, o.PK, rv.RK, o.Seq)
+		undone, ok, err := rows.VersionBySeq(ctx, r.Store(), o.Table, o.PK, rv.RK, o.Seq)
 		if err == nil && !ok {
 			err = fmt.Errorf("the version of %q it wrote at %d: %w", rv.RK, o.Seq, store.ErrNotFound)
 		}
@@ -66,7 +68,7 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
 		s.Undone = &undone
-		if s.Target, s.TargetExists, err = rowAt(ctx, r.st, o.Table, o.PK, rv.RK, o.Seq-1); err != nil {
+		if s.Target, s.TargetExists, err = history.New(r.Source).AsOfRow(ctx, o.Table, o.PK, rv.RK, o.Seq-1); err != nil {
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
 		s.Conflict = s.Current.Version != undone.Version
@@ -76,7 +78,7 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 		s.setOp()
 		p.Steps = append(p.Steps, s)
 	}
-	p.build(r.cfg.Issuer, prefix, map[string]string{MetaUndoOf: id})
+	p.build(r.Config().Issuer, prefix, map[string]string{MetaUndoOf: id})
 	return p, nil
 }
 

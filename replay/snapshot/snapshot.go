@@ -1,4 +1,4 @@
-package replay
+package snapshot
 
 import (
 	"bufio"
@@ -18,12 +18,15 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/retry"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/internal/run"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
-// SnapshotConfig configures Snapshot.
-type SnapshotConfig struct {
+// Config configures Snapshot.
+type Config struct {
 	// Table is the table to export. Required.
 	Table string
 	// Seq is the journal sequence the snapshot is consistent at. If zero,
@@ -34,15 +37,15 @@ type SnapshotConfig struct {
 	Workers int
 }
 
-// SnapshotStats says what a snapshot holds.
-type SnapshotStats struct {
+// Stats says what a snapshot holds.
+type Stats struct {
 	Header     Header
 	Partitions int64 // partitions read (0 when the table was read in one scan)
 	Entities   int64 // tips and version rows written
 	Elapsed    time.Duration
 }
 
-// Snapshot writes table as it stood at a journal sequence to w: its tip and
+// Take writes table as it stood at a journal sequence to w: its tip and
 // version rows (tombstones included) with their system columns, in the
 // format described in format.go, zstd-compressed.
 //
@@ -63,9 +66,9 @@ type SnapshotStats struct {
 // from the partition asked for, in strictly ascending key order, and the
 // count recorded in the file must equal the rows read less the tips'
 // copies it left out; otherwise it fails and the file is not usable.
-func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig) (SnapshotStats, error) {
+func (r *Snapshots) Take(ctx context.Context, w io.Writer, cfg Config) (Stats, error) {
 	start := time.Now()
-	var stats SnapshotStats
+	var stats Stats
 	if cfg.Table == "" {
 		return stats, errors.New("snapshot: no table")
 	}
@@ -80,21 +83,21 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 		// snapshot would skip every command up to it); unchecked without
 		// a journal.
 		var err error
-		if seq, err = r.Resolve(ctx, Seq(seq)); err != nil {
+		if seq, err = r.Resolve(ctx, replay.Seq(seq)); err != nil {
 			return stats, fmt.Errorf("snapshot: %w", err)
 		}
 	}
-	if _, err := r.st.Query(ctx, cfg.Table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
+	if _, err := r.Store().Query(ctx, cfg.Table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
 		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
 	}
-	if err := checkHorizons(ctx, r.st, cfg.Table, store.AllPartitions, seq); err != nil {
+	if err := replay.CheckPrunedIn(ctx, r.Store(), cfg.Table, store.AllPartitions, seq); err != nil {
 		return stats, fmt.Errorf("snapshot: %w", err) // pruned (prune.go)
 	}
-	h := Header{Format: FormatVersion, Table: cfg.Table, Seq: seq, Journal: r.cfg.Journal}
+	h := Header{Format: FormatVersion, Table: cfg.Table, Seq: seq, Journal: r.Config().Journal}
 	stats.Header = h
 	workers := cfg.Workers
 	if workers <= 0 {
-		workers = r.cfg.Workers
+		workers = r.Config().Workers
 	}
 	var pks []string
 	if workers > 1 {
@@ -121,15 +124,15 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 	var total, read atomic.Int64
 	if pks == nil {
 		bw := &blockWriter{out: out, total: &total}
-		err = snapRange(ctx, r.st, cfg.Table, store.AllPartitions, seq, &read, bw.add)
+		err = snapRange(ctx, r.Store(), cfg.Table, store.AllPartitions, seq, &read, bw.add)
 		if err == nil {
 			err = bw.flush()
 		}
 	} else {
 		stats.Partitions = int64(len(pks))
-		err = parallel(ctx, workers, pks, func(ctx context.Context, pk string) error {
+		err = run.Parallel(ctx, workers, pks, func(ctx context.Context, pk string) error {
 			bw := &blockWriter{out: out, total: &total}
-			if err := snapRange(ctx, r.st, cfg.Table, store.InPartition(pk), seq, &read, bw.add); err != nil {
+			if err := snapRange(ctx, r.Store(), cfg.Table, store.InPartition(pk), seq, &read, bw.add); err != nil {
 				return err
 			}
 			return bw.flush()
@@ -156,9 +159,9 @@ func (r *Replayer) Snapshot(ctx context.Context, w io.Writer, cfg SnapshotConfig
 
 // partitions returns the partition keys of table, listed by the store from
 // the table itself, in key order.
-func (r *Replayer) partitions(ctx context.Context, table string) ([]string, error) {
+func (r *Snapshots) partitions(ctx context.Context, table string) ([]string, error) {
 	pks := []string{}
-	err := r.st.Partitions(ctx, table, func(pk string) error {
+	err := r.Store().Partitions(ctx, table, func(pk string) error {
 		if n := len(pks); n > 0 && store.CompareKeys(pks[n-1], pk) >= 0 {
 			return fmt.Errorf("the store listed partition %q after %q", pk, pks[n-1])
 		}
@@ -173,7 +176,7 @@ func (r *Replayer) partitions(ctx context.Context, table string) ([]string, erro
 // store returns a row outside the partition or out of key order.
 func snapRange(ctx context.Context, st store.Store, table string, part store.Partition, seq uint64, kept *atomic.Int64, emit func(store.Entity) error) error {
 	type key struct{ pk, rk string }
-	filter := seqAtMost(seq)
+	filter := replay.SeqAtMost(seq)
 	tips := make(map[key]int64) // the version of each tip written
 	var prev *store.Entity
 	inOrder := func(e store.Entity) error {
@@ -283,30 +286,6 @@ func (b *blockWriter) flush() error {
 	return nil
 }
 
-// parallel runs fn for every item on at most n goroutines and returns the
-// first error, cancelling the others.
-func parallel[T any](ctx context.Context, n int, items []T, fn func(context.Context, T) error) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(1, n))
-	for _, it := range items {
-		if gctx.Err() != nil {
-			break
-		}
-		g.Go(func() error { return fn(gctx, it) })
-	}
-	return wait(ctx, g)
-}
-
-// wait waits for g and returns the first error of its goroutines, or the
-// cause of ctx (the context g was derived from) when ctx ended.
-func wait(ctx context.Context, g *errgroup.Group) error {
-	err := g.Wait()
-	if cause := context.Cause(ctx); cause != nil {
-		return cause
-	}
-	return err
-}
-
 // LoadConfig configures Load.
 type LoadConfig struct {
 	// Into is the table written; it must be empty or not exist. Required.
@@ -336,7 +315,7 @@ type LoadStats struct {
 // transaction's bytes), several at once. The table then equals the
 // snapshotted one at the snapshot's sequence; Rebuild with the same
 // snapshot continues it with the journal after that sequence.
-func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (LoadStats, error) {
+func (r *Snapshots) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (LoadStats, error) {
 	start := time.Now()
 	var stats LoadStats
 	if cfg.Into == "" {
@@ -355,16 +334,16 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 	if stats.Header, err = d.header(); err != nil {
 		return stats, fmt.Errorf("load: %w", err)
 	}
-	erased, err := r.erasedAfter(ctx, stats.Header.Table, stats.Header.Seq)
+	erased, err := history.New(r.Source).ErasedAfter(ctx, stats.Header.Table, stats.Header.Seq)
 	if err != nil {
 		return stats, fmt.Errorf("load: %w", err)
 	}
 	if !cfg.Resume {
-		if err := checkEmpty(ctx, r.st, cfg.Into); err != nil {
+		if err := replay.CheckEmpty(ctx, r.Store(), cfg.Into); err != nil {
 			return stats, fmt.Errorf("load: %w", err)
 		}
 	}
-	if err := r.st.CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
+	if err := r.Store().CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
 		return stats, fmt.Errorf("load: create %s: %w", cfg.Into, err)
 	}
 	kind := store.Insert
@@ -373,7 +352,7 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 	}
 	workers := cfg.Workers
 	if workers <= 0 {
-		workers = r.cfg.Workers
+		workers = r.Config().Workers
 	}
 
 	type tx struct {
@@ -389,7 +368,7 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 			return context.Cause(gctx)
 		}
 		g.Go(func() error {
-			if err := transact(gctx, r.st, cfg.Into, t.pk, t.ops); err != nil {
+			if err := transact(gctx, r.Store(), cfg.Into, t.pk, t.ops); err != nil {
 				return err
 			}
 			entities.Add(int64(len(t.ops)))
@@ -429,12 +408,12 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 						continue
 					}
 				}
-				if erased.drops(e) {
+				if erased.Drops(e) {
 					stats.Erased++
 					continue
 				}
 				sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
-				if len(ops) > 0 && bytes+sz > txBudget {
+				if len(ops) > 0 && bytes+sz > replay.TxBudget {
 					if err := send(tx{pk, ops}); err != nil {
 						return err
 					}
@@ -451,7 +430,7 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 			}
 		}
 	}()
-	err = wait(ctx, g)
+	err = run.Wait(ctx, g)
 	stats.Entities, stats.Transactions, stats.Elapsed = entities.Load(), nTx.Load(), time.Since(start)
 	if err != nil {
 		return stats, fmt.Errorf("load into %s: %w", cfg.Into, err)

@@ -1,4 +1,4 @@
-package replay
+package rebuild
 
 import (
 	"context"
@@ -14,11 +14,15 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/internal/run"
+	"github.com/tablejournal/tablejournal/replay/retention"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
 	"github.com/tablejournal/tablejournal/store"
 )
 
-// RebuildConfig configures Rebuild.
-type RebuildConfig struct {
+// Config configures Rebuild.
+type Config struct {
 	// Table is the table whose commands are re-projected. If empty, the
 	// snapshot's table; one of them is required.
 	Table string
@@ -43,8 +47,8 @@ type RebuildConfig struct {
 	Progress func(done, total int64)
 }
 
-// RebuildStats says what a rebuild did.
-type RebuildStats struct {
+// Stats says what a rebuild did.
+type Stats struct {
 	Table, Into string
 	// From and To are the journal sequences replayed (From is 1, or the
 	// snapshot's sequence plus one).
@@ -66,10 +70,10 @@ type RebuildStats struct {
 // order while different partitions apply in parallel. The result equals
 // the source table's state at To (AsOf), row for row and version for
 // version, in every column but the store's Timestamp and etag.
-func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats, error) {
+func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 	start := time.Now()
-	st := RebuildStats{Table: cfg.Table, Into: cfg.Into, From: 1}
-	if err := r.needJournal("rebuild"); err != nil {
+	st := Stats{Table: cfg.Table, Into: cfg.Into, From: 1}
+	if err := r.NeedJournal("rebuild"); err != nil {
 		return st, err
 	}
 	if cfg.Into == "" {
@@ -81,7 +85,7 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 	if cfg.Table != "" && cfg.Table == cfg.Into {
 		return st, fmt.Errorf("rebuild: destination %s is the source table; rebuild into a new table", cfg.Into)
 	}
-	head, err := r.j.Head(ctx)
+	head, err := r.Journal().Head(ctx)
 	if err != nil {
 		return st, err
 	}
@@ -90,22 +94,22 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 		st.To = head
 	}
 	if st.To > head {
-		return st, fmt.Errorf("rebuild: %w: sequence %d is beyond the journal's head %d", ErrBadPoint, st.To, head)
+		return st, fmt.Errorf("rebuild: %w: sequence %d is beyond the journal's head %d", replay.ErrBadPoint, st.To, head)
 	}
-	if err := r.checkHorizon(ctx, cfg.Table, fromJournal(cfg), st.To); err != nil {
+	if err := retention.NewCompactor(r.Source).CheckHorizon(ctx, cfg.Table, fromJournal(cfg), st.To); err != nil {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
 	if cfg.Snapshot == nil {
-		subs, _, err := r.subjects(ctx, tableFilter(cfg.Table))
+		subs, _, err := r.subjects(ctx, replay.TableFilter(cfg.Table))
 		if err != nil {
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
 		if len(subs) == 0 {
-			return st, fmt.Errorf("rebuild: %w: %s (journal %s; table names are case-sensitive there)", ErrUnknownTable, cfg.Table, r.j.Name())
+			return st, fmt.Errorf("rebuild: %w: %s (journal %s; table names are case-sensitive there)", ErrUnknownTable, cfg.Table, r.Journal().Name())
 		}
 	}
 	if cfg.Snapshot != nil {
-		ls, err := r.Load(ctx, cfg.Snapshot, LoadConfig{Into: cfg.Into, Workers: cfg.Workers, Resume: cfg.Resume})
+		ls, err := snapshot.New(r.Source).Load(ctx, cfg.Snapshot, snapshot.LoadConfig{Into: cfg.Into, Workers: cfg.Workers, Resume: cfg.Resume})
 		if err != nil {
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
@@ -113,24 +117,24 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 			return st, fmt.Errorf("rebuild: the snapshot is of table %s, not %s", ls.Header.Table, cfg.Table)
 		}
 		if ls.Header.Seq > st.To {
-			return st, fmt.Errorf("rebuild: %w: the snapshot is at sequence %d, after %d", ErrBadPoint, ls.Header.Seq, st.To)
+			return st, fmt.Errorf("rebuild: %w: the snapshot is at sequence %d, after %d", replay.ErrBadPoint, ls.Header.Seq, st.To)
 		}
 		st.Table, st.From, st.Loaded, st.Erased = ls.Header.Table, ls.Header.Seq+1, ls.Entities, ls.Erased
 		if st.Table == cfg.Into {
 			return st, fmt.Errorf("rebuild: destination %s is the source table; rebuild into a new table", cfg.Into)
 		}
 	} else if !cfg.Resume {
-		if err := checkEmpty(ctx, r.st, cfg.Into); err != nil {
+		if err := replay.CheckEmpty(ctx, r.Store(), cfg.Into); err != nil {
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
 	}
-	if err := r.checkHorizon(ctx, st.Table, st.From, st.To); err != nil {
+	if err := retention.NewCompactor(r.Source).CheckHorizon(ctx, st.Table, st.From, st.To); err != nil {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
 	if err := r.checkNotTrimmed(ctx, st.From); err != nil {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
-	if err := r.st.CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
+	if err := r.Store().CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
 		return st, fmt.Errorf("rebuild: create %s: %w", cfg.Into, err)
 	}
 	err = r.replay(ctx, cfg, &st)
@@ -141,7 +145,7 @@ func (r *Replayer) Rebuild(ctx context.Context, cfg RebuildConfig) (RebuildStats
 // fromJournal is the first sequence a rebuild reads from the journal when
 // it has no snapshot (1), or 0 when it is not known before the snapshot
 // is read.
-func fromJournal(cfg RebuildConfig) uint64 {
+func fromJournal(cfg Config) uint64 {
 	if cfg.Snapshot == nil {
 		return 1
 	}
@@ -150,7 +154,7 @@ func fromJournal(cfg RebuildConfig) uint64 {
 
 // replay applies the journal messages of st.Table in [st.From, st.To] to
 // cfg.Into.
-func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildStats) error {
+func (r *Rebuilder) replay(ctx context.Context, cfg Config, st *Stats) error {
 	if st.From > st.To {
 		if cfg.Progress != nil {
 			cfg.Progress(0, 0)
@@ -159,9 +163,9 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 	}
 	workers := cfg.Workers
 	if workers <= 0 {
-		workers = r.cfg.Workers
+		workers = r.Config().Workers
 	}
-	filter := tableFilter(st.Table)
+	filter := replay.TableFilter(st.Table)
 	total := int64(st.To - st.From + 1)
 	if n, err := r.countMessages(ctx, filter); err == nil && n < total {
 		total = n
@@ -170,7 +174,7 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 	// RememberIDs: a command ID applies at most once however far apart its
 	// copies are in the journal, as the projector decides it from the
 	// outcomes stream.
-	applier := projection.NewApplier(r.st, projection.ApplierConfig{RememberIDs: true})
+	applier := projection.NewApplier(r.Store(), projection.ApplierConfig{RememberIDs: true})
 	var done, applied, rejected, dups, skipped atomic.Int64
 	count := func(_ context.Context, rs []projection.Result) error {
 		for _, res := range rs {
@@ -204,8 +208,8 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 			return err
 		})
 	}
-	stopProgress := progressLoop(cfg.Progress, &done, total)
-	readErr := r.j.Read(gctx, st.From, st.To, filter, func(m journal.Msg) error {
+	stopProgress := run.Progress(cfg.Progress, &done, total)
+	readErr := r.Journal().Read(gctx, st.From, st.To, filter, func(m journal.Msg) error {
 		i := 0
 		if _, _, pk, err := journal.ParseSubject(m.Subject); err == nil {
 			h := fnv.New32a()
@@ -222,7 +226,7 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 	for _, ch := range chans {
 		close(ch)
 	}
-	err := wait(ctx, g)
+	err := run.Wait(ctx, g)
 	stopProgress()
 	st.Commands, st.Applied, st.Rejected, st.Duplicates, st.Skipped =
 		done.Load(), applied.Load(), rejected.Load(), dups.Load(), skipped.Load()
@@ -237,7 +241,7 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 
 // rebuildWorker applies the messages it receives, taking whatever is queued
 // at once so that consecutive commands of a partition share transactions.
-func (r *Replayer) rebuildWorker(ctx context.Context, a *projection.Applier, into string, ch <-chan journal.Msg, h projection.Hooks, done *atomic.Int64) error {
+func (r *Rebuilder) rebuildWorker(ctx context.Context, a *projection.Applier, into string, ch <-chan journal.Msg, h projection.Hooks, done *atomic.Int64) error {
 	type part struct{ table, pk string }
 	const maxBatch = 1024
 	batch := make([]journal.Msg, 0, maxBatch)
@@ -275,74 +279,41 @@ func (r *Replayer) rebuildWorker(ctx context.Context, a *projection.Applier, int
 	return nil
 }
 
-// progressLoop calls fn about ten times a second until the returned stop
-// function is called, and once more then.
-func progressLoop(fn func(done, total int64), done *atomic.Int64, total int64) (stop func()) {
-	if fn == nil {
-		return func() {}
-	}
-	quit := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				fn(done.Load(), total)
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-finished
-		fn(done.Load(), max(total, done.Load()))
-	}
-}
-
-// tableFilter selects every journal message of table.
-func tableFilter(table string) string {
-	return journal.SubjectPrefix + "." + table + ".*.*"
-}
-
 // subjects returns the journal's stored subjects matching filter with
 // their message counts, and the stream's first sequence.
-func (r *Replayer) subjects(ctx context.Context, filter string) (map[string]uint64, uint64, error) {
-	s, err := r.js.Stream(ctx, r.j.Name())
+func (r *Rebuilder) subjects(ctx context.Context, filter string) (map[string]uint64, uint64, error) {
+	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
 	if err != nil {
 		return nil, 0, err
 	}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return nil, 0, fmt.Errorf("subjects of %s: %w", r.j.Name(), err)
+		return nil, 0, fmt.Errorf("subjects of %s: %w", r.Journal().Name(), err)
 	}
 	return info.State.Subjects, info.State.FirstSeq, nil
 }
 
-// checkNotTrimmed fails with ErrBadPoint when the journal no longer holds
+// checkNotTrimmed fails with replay.ErrBadPoint when the journal no longer holds
 // sequence from: reading it would skip the removed commands silently and
 // rebuild something that never was.
-func (r *Replayer) checkNotTrimmed(ctx context.Context, from uint64) error {
-	s, err := r.js.Stream(ctx, r.j.Name())
+func (r *Rebuilder) checkNotTrimmed(ctx context.Context, from uint64) error {
+	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
 	if err != nil {
 		return err
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("journal %s: %w", r.j.Name(), err)
+		return fmt.Errorf("journal %s: %w", r.Journal().Name(), err)
 	}
-	if first := info.State.FirstSeq; first > from && from <= info.State.LastSeq && !erasureOnly(info.Config) && !compacted(info.Config, first) {
+	if first := info.State.FirstSeq; first > from && from <= info.State.LastSeq && !erasureOnly(info.Config) && !retention.Compacted(info.Config, first) {
 		return fmt.Errorf("%w: the journal starts at sequence %d, and commands %d..%d are gone; rebuild from a snapshot taken at %d or later",
-			ErrBadPoint, first, from, first-1, first-1)
+			replay.ErrBadPoint, first, from, first-1, first-1)
 	}
 	return nil
 }
 
 // countMessages counts the journal's messages matching filter.
-func (r *Replayer) countMessages(ctx context.Context, filter string) (int64, error) {
+func (r *Rebuilder) countMessages(ctx context.Context, filter string) (int64, error) {
 	subs, _, err := r.subjects(ctx, filter)
 	if err != nil {
 		return 0, err
@@ -352,18 +323,4 @@ func (r *Replayer) countMessages(ctx context.Context, filter string) (int64, err
 		n += int64(c)
 	}
 	return n, nil
-}
-
-// checkEmpty fails with ErrNotEmpty if table has a row.
-func checkEmpty(ctx context.Context, st store.Store, table string) error {
-	_, any, err := store.First(ctx, st, table, store.Query{AllPartitions: true, Limit: 1})
-	switch {
-	case errors.Is(err, store.ErrTableNotFound):
-		return nil
-	case err != nil:
-		return err
-	case any:
-		return fmt.Errorf("%w: %s holds rows; choose a new table or delete it", ErrNotEmpty, table)
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package replay
+package rebuild
 
 import (
 	"container/heap"
@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/internal/run"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -47,7 +50,7 @@ type Difference struct {
 	Got, Want events.Entity
 	// Columns are, for Changed, the columns that differ (Before is the
 	// reference's value, After the checked table's), by name.
-	Columns []PropChange
+	Columns []history.PropChange
 }
 
 // DiffStats sums up a comparison.
@@ -62,7 +65,7 @@ type DiffStats struct {
 	Rows                    int64
 	Missing, Extra, Changed int64
 	// Rebuild is, for Verify, what the re-projection did.
-	Rebuild *RebuildStats
+	Rebuild *Stats
 	Elapsed time.Duration
 }
 
@@ -98,14 +101,14 @@ type DiffConfig struct {
 // readers can be switched to the shadow. It reads each table twice (its
 // tips, then all its rows, partition by partition when the store lists
 // partitions) and holds one partition's tip keys in memory.
-func (r *Replayer) DiffTables(ctx context.Context, cfg DiffConfig) (DiffStats, error) {
+func (r *Rebuilder) DiffTables(ctx context.Context, cfg DiffConfig) (DiffStats, error) {
 	if cfg.Table == "" || cfg.Against == "" {
 		return DiffStats{}, errors.New("diff: name both tables")
 	}
 	if cfg.Seq == 0 {
 		cfg.Seq = math.MaxInt64
 	}
-	return compareTables(ctx, side{r.st, cfg.Table}, side{r.st, cfg.Against}, cfg.Seq, cfg.OnDiff, cfg.Progress)
+	return compareTables(ctx, side{r.Store(), cfg.Table}, side{r.Store(), cfg.Against}, cfg.Seq, cfg.OnDiff, cfg.Progress)
 }
 
 // VerifyConfig configures Verify.
@@ -128,7 +131,7 @@ type VerifyConfig struct {
 	OnDiff   func(Difference) error
 	Progress func(phase string, done, total int64)
 	// Snapshot, if set, is loaded into the scratch table first and the
-	// journal replayed after it (RebuildConfig.Snapshot): for a table whose
+	// journal replayed after it (Config.Snapshot): for a table whose
 	// journal is trimmed at a horizon, the check then covers the commands
 	// since the snapshot.
 	Snapshot io.Reader
@@ -140,9 +143,9 @@ type VerifyConfig struct {
 // as it stood at Seq, row for row (DiffTables). Any difference means the
 // table was written outside the journal, restored wrongly, or projected
 // wrongly.
-func (r *Replayer) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, error) {
+func (r *Rebuilder) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, error) {
 	start := time.Now()
-	if err := r.needJournal("verify"); err != nil {
+	if err := r.NeedJournal("verify"); err != nil {
 		return DiffStats{}, err
 	}
 	if cfg.Table == "" {
@@ -157,22 +160,23 @@ func (r *Replayer) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, err
 	}
 	scratch := r
 	if cfg.Scratch != nil {
-		c := r.cfg
+		c := r.Config()
 		c.Store = cfg.Scratch
-		var err error
-		if scratch, err = New(ctx, c); err != nil {
+		src, err := replay.New(ctx, c)
+		if err != nil {
 			return DiffStats{}, fmt.Errorf("verify: %w", err)
 		}
+		scratch = New(src)
 	}
 	into := scratchName(cfg.Table)
 	defer func() {
 		// Cleanup runs even when ctx was cancelled.
-		err := scratch.st.DeleteTable(context.WithoutCancel(ctx), into)
+		err := scratch.Store().DeleteTable(context.WithoutCancel(ctx), into)
 		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
-			r.cfg.Logger.Warn("verify: scratch table not deleted", "table", into, "err", err)
+			r.Config().Logger.Warn("verify: scratch table not deleted", "table", into, "err", err)
 		}
 	}()
-	rc := RebuildConfig{Table: cfg.Table, Into: into, To: seq, Workers: cfg.Workers, Snapshot: cfg.Snapshot}
+	rc := Config{Table: cfg.Table, Into: into, To: seq, Workers: cfg.Workers, Snapshot: cfg.Snapshot}
 	if cfg.Progress != nil {
 		rc.Progress = func(done, total int64) { cfg.Progress("rebuild", done, total) }
 	}
@@ -180,7 +184,7 @@ func (r *Replayer) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, err
 	if err != nil {
 		return DiffStats{}, fmt.Errorf("verify %s: %w", cfg.Table, err)
 	}
-	st, err := compareTables(ctx, side{r.st, cfg.Table}, side{scratch.st, into}, seq, cfg.OnDiff, cfg.Progress)
+	st, err := compareTables(ctx, side{r.Store(), cfg.Table}, side{scratch.Store(), into}, seq, cfg.OnDiff, cfg.Progress)
 	st.Rebuild = &rs
 	st.Elapsed = time.Since(start)
 	if err != nil {
@@ -236,7 +240,7 @@ func compareTables(ctx context.Context, got, want side, seq uint64, onDiff func(
 				return diff(d)
 			}
 		}
-		stop = progressLoop(func(done, _ int64) {
+		stop = run.Progress(func(done, _ int64) {
 			mu.Lock()
 			defer mu.Unlock()
 			progress("compare", done, -1)
@@ -329,7 +333,7 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 			w, werr, wok = nextWant()
 		default:
 			compared.Add(1)
-			if cols := Diff(w.Props, g.Props); len(cols) > 0 {
+			if cols := history.Diff(w.Props, g.Props); len(cols) > 0 {
 				err = report(Difference{Kind: Changed, PK: g.PK, Key: g.RK, Got: g.Props, Want: w.Props, Columns: cols})
 			}
 			g, gerr, gok = nextGot()
@@ -360,7 +364,7 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 		case wok && !gok:
 			d = &Difference{Kind: Missing, PK: pk, Key: rows.FenceKey, Want: w}
 		case gok && wok:
-			if cols := Diff(w, g); len(cols) > 0 {
+			if cols := history.Diff(w, g); len(cols) > 0 {
 				d = &Difference{Kind: Changed, PK: pk, Key: rows.FenceKey, Got: g, Want: w, Columns: cols}
 			}
 		}

@@ -1,22 +1,19 @@
-package replay
+package retention
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
 )
 
 // The journal horizon (issue 19, SPEC §3): a table's commands before a
@@ -58,7 +55,7 @@ type Horizon struct {
 	// purged (Seq itself stays; the snapshot already holds its effect).
 	Seq uint64 `json:"seq"`
 	// Snapshot is where the snapshot is stored: a file path, or a blob
-	// location without its SAS token (snapfile.Describe).
+	// location without its SAS token (snapshot.Describe).
 	Snapshot string `json:"snapshot"`
 	// SHA256 is the hex SHA-256 of the snapshot file's bytes.
 	SHA256 string `json:"sha256"`
@@ -68,11 +65,11 @@ type Horizon struct {
 
 // Horizon returns the journal horizon recorded for table, and false if
 // there is none.
-func (r *Replayer) Horizon(ctx context.Context, table string) (Horizon, bool, error) {
-	if err := r.needJournal("horizon"); err != nil {
+func (r *Compactor) Horizon(ctx context.Context, table string) (Horizon, bool, error) {
+	if err := r.NeedJournal("horizon"); err != nil {
 		return Horizon{}, false, err
 	}
-	s, err := r.js.Stream(ctx, r.j.Name())
+	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
 	if err != nil {
 		return Horizon{}, false, fmt.Errorf("horizon: %w", err)
 	}
@@ -91,79 +88,13 @@ func horizonOf(cfg jetstream.StreamConfig, table string) (Horizon, bool, error) 
 	return h, true, nil
 }
 
-// CheckedSnapshot is what CheckSnapshot read from a snapshot.
-type CheckedSnapshot struct {
-	Header   Header
-	Entities int64
-	SHA256   string
-}
-
-// CheckSnapshot reads a whole snapshot, block by block up to its trailer
-// and to the end of the input, and returns its header, its entity count
-// and the SHA-256 of its bytes. A truncated or corrupt snapshot fails with
-// ErrBadSnapshot: the journal must never be trimmed below one.
-func CheckSnapshot(in io.Reader) (CheckedSnapshot, error) {
-	h := sha256.New()
-	tee := io.TeeReader(in, h)
-	c, err := readSnapshot(tee)
-	if err != nil {
-		return c, err
-	}
-	// The decoder is closed: nothing else reads tee now.
-	if _, err := io.Copy(io.Discard, tee); err != nil {
-		return c, err
-	}
-	c.SHA256 = hex.EncodeToString(h.Sum(nil))
-	return c, nil
-}
-
-// readSnapshot reads a snapshot through to the end of its compressed
-// stream, on one goroutine (the decoder reads no further once it returns).
-func readSnapshot(in io.Reader) (CheckedSnapshot, error) {
-	var c CheckedSnapshot
-	magic := make([]byte, len(snapshotMagic))
-	if _, err := io.ReadFull(in, magic); err != nil || string(magic) != snapshotMagic {
-		return c, fmt.Errorf("%w: not a tablejournal snapshot", ErrBadSnapshot)
-	}
-	zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		return c, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
-	}
-	defer zr.Close()
-	d := &snapReader{r: bufio.NewReaderSize(zr, 1<<16)}
-	if c.Header, err = d.header(); err != nil {
-		return c, err
-	}
-	for {
-		_, es, err := d.block()
-		if err != nil {
-			return c, eofIsCorrupt(err)
-		}
-		if es == nil {
-			break
-		}
-		c.Entities += int64(len(es))
-	}
-	n, err := d.uvarint()
-	if err != nil {
-		return c, eofIsCorrupt(err)
-	}
-	if n != uint64(c.Entities) {
-		return c, fmt.Errorf("%w: trailer counts %d entities, read %d", ErrBadSnapshot, n, c.Entities)
-	}
-	if _, err := io.Copy(io.Discard, d.r); err != nil {
-		return c, fmt.Errorf("%w: after the trailer: %v", ErrBadSnapshot, err)
-	}
-	return c, nil
-}
-
 // CompactConfig configures Compact.
 type CompactConfig struct {
-	// Snapshot is the checked snapshot (CheckSnapshot) of the table the
+	// Snapshot is the checked snapshot (snapshot.Check) of the table the
 	// journal is trimmed for, below its sequence. Required.
-	Snapshot CheckedSnapshot
+	Snapshot snapshot.Checked
 	// Location is where the snapshot is stored, recorded in the horizon; it
-	// must carry no secret (snapfile.Describe). Required.
+	// must carry no secret (snapshot.Describe). Required.
 	Location string
 	// Apply records the horizon and purges; otherwise Compact only says
 	// what it would trim.
@@ -189,19 +120,19 @@ type CompactStats struct {
 // sequence. Without Apply it changes nothing and counts what would go. A
 // crash between recording and purging leaves a horizon whose commands are
 // still there: harmless, and Compact again finishes the purge.
-func (r *Replayer) Compact(ctx context.Context, cfg CompactConfig) (CompactStats, error) {
+func (r *Compactor) Compact(ctx context.Context, cfg CompactConfig) (CompactStats, error) {
 	hd := cfg.Snapshot.Header
 	st := CompactStats{Horizon: Horizon{Table: hd.Table, Seq: hd.Seq, Snapshot: cfg.Location, SHA256: cfg.Snapshot.SHA256}}
-	if err := r.needJournal("compact"); err != nil {
+	if err := r.NeedJournal("compact"); err != nil {
 		return st, err
 	}
 	if hd.Table == "" || hd.Seq == 0 || cfg.Snapshot.SHA256 == "" || cfg.Location == "" {
 		return st, fmt.Errorf("compact: %w: give a checked snapshot and its location", ErrNoSnapshotAtHorizon)
 	}
-	if hd.Journal != "" && hd.Journal != r.j.Name() {
-		return st, fmt.Errorf("compact: %w: the snapshot is of journal %s, not %s", ErrNoSnapshotAtHorizon, hd.Journal, r.j.Name())
+	if hd.Journal != "" && hd.Journal != r.Journal().Name() {
+		return st, fmt.Errorf("compact: %w: the snapshot is of journal %s, not %s", ErrNoSnapshotAtHorizon, hd.Journal, r.Journal().Name())
 	}
-	s, err := r.js.Stream(ctx, r.j.Name())
+	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
 	if err != nil {
 		return st, fmt.Errorf("compact: %w", err)
 	}
@@ -211,7 +142,7 @@ func (r *Replayer) Compact(ctx context.Context, cfg CompactConfig) (CompactStats
 	}
 	if info.Config.DenyPurge {
 		return st, fmt.Errorf("compact: %w: journal %s was created without --journal-allow-trim, and JetStream cannot lift deny_purge from a stream; to trim, create a new journal with --journal-allow-trim (another --journal name), move the tables to it (snapshot, then rebuild from the snapshot), or keep this journal whole",
-			ErrTrimDenied, r.j.Name())
+			ErrTrimDenied, r.Journal().Name())
 	}
 	applied, err := r.AppliedSeq(ctx)
 	if err != nil {
@@ -232,9 +163,9 @@ func (r *Replayer) Compact(ctx context.Context, cfg CompactConfig) (CompactStats
 				ErrNoSnapshotAtHorizon, hd.Table, prev.Seq, prev.Snapshot, hd.Seq)
 		}
 	}
-	filter := tableFilter(hd.Table)
+	filter := replay.TableFilter(hd.Table)
 	if hd.Seq > 1 {
-		err = r.j.Read(ctx, 1, hd.Seq-1, filter, func(journal.Msg) error {
+		err = r.Journal().Read(ctx, 1, hd.Seq-1, filter, func(journal.Msg) error {
 			st.Commands++
 			return nil
 		})
@@ -261,8 +192,8 @@ func (r *Replayer) Compact(ctx context.Context, cfg CompactConfig) (CompactStats
 		sc.Metadata = map[string]string{}
 	}
 	sc.Metadata[key] = string(b)
-	if _, err := r.js.UpdateStream(ctx, sc); err != nil {
-		return st, fmt.Errorf("compact: record the horizon of %s in journal %s: %w", hd.Table, r.j.Name(), err)
+	if _, err := r.JetStream().UpdateStream(ctx, sc); err != nil {
+		return st, fmt.Errorf("compact: record the horizon of %s in journal %s: %w", hd.Table, r.Journal().Name(), err)
 	}
 	if err := s.Purge(ctx, jetstream.WithPurgeSubject(filter), jetstream.WithPurgeSequence(hd.Seq)); err != nil {
 		return st, fmt.Errorf("compact: the horizon of %s is recorded at %d, but the purge failed (run compact again): %w", hd.Table, hd.Seq, err)
@@ -273,16 +204,16 @@ func (r *Replayer) Compact(ctx context.Context, cfg CompactConfig) (CompactStats
 	}
 	if info.Config.Metadata[key] != string(b) {
 		return st, fmt.Errorf("compact: %s's commands before %d are trimmed, but another change of journal %s's configuration replaced the recorded horizon (compactions at once?): run this compact again now to record it",
-			hd.Table, hd.Seq, r.j.Name())
+			hd.Table, hd.Seq, r.Journal().Name())
 	}
 	return st, nil
 }
 
-// checkHorizon refuses what the journal, trimmed at table's horizon,
+// CheckHorizon refuses what the journal, trimmed at table's horizon,
 // cannot give: a point to before the horizon (ErrBeforeHorizon), or a
 // replay of the journal from a sequence from before it (no snapshot, or an
 // older one); from 0 checks only to.
-func (r *Replayer) checkHorizon(ctx context.Context, table string, from, to uint64) error {
+func (r *Compactor) CheckHorizon(ctx context.Context, table string, from, to uint64) error {
 	if table == "" {
 		return nil
 	}
@@ -308,13 +239,13 @@ func shortHash(s string) string {
 	return s
 }
 
-// compacted reports whether the journal's first sequence, first, may be
+// Compacted reports whether the journal's first sequence, first, may be
 // explained by compactions alone: some table's horizon is at or after it.
 // A compaction purges one table's commands, so the journal's first
 // sequence moves without any other table's command being gone; the
-// per-table check (checkHorizon) then stands. A journal purged by hand
+// per-table check (CheckHorizon) then stands. A journal purged by hand
 // beyond every horizon is still refused by checkNotTrimmed.
-func compacted(cfg jetstream.StreamConfig, first uint64) bool {
+func Compacted(cfg jetstream.StreamConfig, first uint64) bool {
 	for k, v := range cfg.Metadata {
 		if !strings.HasPrefix(k, MetadataHorizonPrefix) {
 			continue

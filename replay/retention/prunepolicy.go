@@ -1,4 +1,4 @@
-package replay
+package retention
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -79,7 +80,7 @@ type PruneStats struct {
 // pruned to its horizon has nothing left to remove and is skipped, and
 // command IDs are a function of table, partition and horizon, so a prune
 // published twice applies once.
-func (r *Replayer) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePartition) error) (PruneStats, error) {
+func (r *Pruner) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePartition) error) (PruneStats, error) {
 	var st PruneStats
 	if cfg.Table == "" {
 		return st, errors.New("prune: no table")
@@ -88,7 +89,7 @@ func (r *Replayer) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePart
 		return st, errors.New("prune: no policy: give Keep, KeepVersions or Before")
 	}
 	if cfg.Apply {
-		if err := r.needJournal("prune --apply"); err != nil {
+		if err := r.NeedJournal("prune --apply"); err != nil {
 			return st, err
 		}
 	}
@@ -104,7 +105,7 @@ func (r *Replayer) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePart
 		if cfg.Now != nil {
 			now = cfg.Now
 		}
-		seq, err := r.Resolve(ctx, Time(now().Add(-cfg.Keep)))
+		seq, err := r.Resolve(ctx, replay.Time(now().Add(-cfg.Keep)))
 		if err != nil {
 			return st, fmt.Errorf("prune: the journal sequence %v ago: %w", cfg.Keep, err)
 		}
@@ -113,13 +114,13 @@ func (r *Replayer) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePart
 		}
 		timeHorizon = seq
 	}
-	pks, err := prunePartitions(ctx, r.st, cfg.Table, cfg.Partition)
+	pks, err := prunePartitions(ctx, r.Store(), cfg.Table, cfg.Partition)
 	if err != nil {
 		return st, fmt.Errorf("prune %s: %w", cfg.Table, err)
 	}
 	published := false
 	for _, pk := range pks {
-		byRK, err := rows.ReadPartition(ctx, r.st, cfg.Table, pk)
+		byRK, err := rows.ReadPartition(ctx, r.Store(), cfg.Table, pk)
 		if err != nil {
 			return st, err
 		}
@@ -165,7 +166,7 @@ func prunePartitions(ctx context.Context, st store.Store, table string, part sto
 		return []string{part.PK}, nil
 	}
 	var pks []string
-	err := fenceRows(ctx, st, table, part, func(e store.Entity) error {
+	err := replay.FenceRows(ctx, st, table, part, func(e store.Entity) error {
 		pks = append(pks, e.PK)
 		return nil
 	})
@@ -240,24 +241,24 @@ func pruneID(table, pk string, h uint64) string {
 
 // publishPrune publishes the prune of one partition and waits for its
 // outcome.
-func (r *Replayer) publishPrune(ctx context.Context, table, pk string, h uint64) (journal.Outcome, error) {
+func (r *Pruner) publishPrune(ctx context.Context, table, pk string, h uint64) (journal.Outcome, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultAwait)
+		ctx, cancel = context.WithTimeout(ctx, replay.DefaultAwait)
 		defer cancel()
 	}
-	c := &events.Command{ID: pruneID(table, pk, h), Table: table, PK: pk, Issuer: r.cfg.Issuer,
+	c := &events.Command{ID: pruneID(table, pk, h), Table: table, PK: pk, Issuer: r.Config().Issuer,
 		Prune: &events.Prune{Horizon: h}}
-	pr, err := journal.NewWriter(r.js, r.j.Name()).Publish(ctx, c)
+	pr, err := journal.NewWriter(r.JetStream(), r.Journal().Name()).Publish(ctx, c)
 	if err != nil {
 		return journal.Outcome{}, fmt.Errorf("prune %s/%q: %w", table, pk, err)
 	}
-	o, err := journal.NewOutcomes(r.js).Await(ctx, c.ID, pr.Seq)
+	o, err := journal.NewOutcomes(r.JetStream()).Await(ctx, c.ID, pr.Seq)
 	if err != nil {
 		return o, fmt.Errorf("%w (is the projector running?)", err)
 	}
 	if o.Status == journal.StatusRejected {
-		return o, fmt.Errorf("prune %s/%q: %w: %s", table, pk, ErrRejected, o.Reason)
+		return o, fmt.Errorf("prune %s/%q: %w: %s", table, pk, replay.ErrRejected, o.Reason)
 	}
 	return o, nil
 }

@@ -1,4 +1,4 @@
-package replay
+package history
 
 import (
 	"context"
@@ -7,15 +7,10 @@ import (
 	"sort"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
-
-// seqAtMost is the filter that keeps the rows written at or before journal
-// sequence seq.
-func seqAtMost(seq uint64) []store.Cond {
-	return []store.Cond{{Prop: rows.ColSeq, Cmp: store.Le, Value: events.Int64(int64(seq))}}
-}
 
 // AsOfRow returns row rk of partition pk as it stood at journal sequence
 // seq: the newest of its versions (tip or version row) written at or before
@@ -36,8 +31,8 @@ func seqAtMost(seq uint64) []store.Cond {
 // when it is read from a version row. Its ETag is empty. A row not found
 // may have been erased (SPEC §10): Erased says, at the cost of two more
 // point reads.
-func (r *Replayer) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row rows.Row, ok bool, err error) {
-	return rowAt(ctx, r.st, table, pk, rk, seq)
+func (r *Reader) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row rows.Row, ok bool, err error) {
+	return rowAt(ctx, r.Store(), table, pk, rk, seq)
 }
 
 func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64) (rows.Row, bool, error) {
@@ -63,7 +58,7 @@ func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64
 		// No version at seq: the row did not exist, or its history there
 		// was pruned (a found version is always right: a prune removes
 		// the oldest part of a history, prune.go).
-		return rows.Row{}, false, checkHorizon(ctx, st, table, pk, seq)
+		return rows.Row{}, false, replay.CheckPruned(ctx, st, table, pk, seq)
 	case v.Deleted:
 		v.ETag = ""
 		return v, false, nil
@@ -85,7 +80,7 @@ func asCurrent(r rows.Row) rows.Row {
 // tombstone are left out.
 // Rows passed to fn are as AsOfRow returns them. A partition erased or
 // pruned after seq answers as AsOfErasures says.
-func (r *Replayer) AsOf(ctx context.Context, table string, part store.Partition, seq uint64, fn func(rows.Row) error) error {
+func (r *Reader) AsOf(ctx context.Context, table string, part store.Partition, seq uint64, fn func(rows.Row) error) error {
 	return r.AsOfErasures(ctx, table, part, seq, nil, fn)
 }
 
@@ -101,7 +96,7 @@ func (r *Replayer) AsOf(ctx context.Context, table string, part store.Partition,
 // replaced behind the scan's position would be missed. The tips at seq are
 // held in memory meanwhile; the version rows stream.
 func scanAt(ctx context.Context, st store.Store, table string, part store.Partition, seq uint64, fn func(rows.Row) error) error {
-	filter := seqAtMost(seq)
+	filter := replay.SeqAtMost(seq)
 	var tips []rows.Row
 	from, to := rows.TipRange()
 	err := store.All(ctx, st, table, part.Query(store.Query{From: from, To: to, Filter: filter}), func(e store.Entity) error {
@@ -203,9 +198,9 @@ func emitPartition(best map[string]rows.Row, fn func(rows.Row) error) error {
 
 // History returns every stored version of a row, oldest first: version
 // rows, tombstones (Deleted) and the tip (Tip) if the row exists now.
-func (r *Replayer) History(ctx context.Context, table, pk, rk string) ([]rows.Row, error) {
+func (r *Reader) History(ctx context.Context, table, pk, rk string) ([]rows.Row, error) {
 	var versions []rows.Row
-	err := rows.Reader{Store: r.st}.Versions(ctx, table, pk, rk, func(row rows.Row) error {
+	err := rows.Reader{Store: r.Store()}.Versions(ctx, table, pk, rk, func(row rows.Row) error {
 		versions = append(versions, row)
 		return nil
 	})
