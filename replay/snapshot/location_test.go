@@ -15,13 +15,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
-
-	"github.com/tablejournal/tablejournal/internal/azurite"
 )
-
-var srv *azurite.Server
-
-func TestMain(m *testing.M) { os.Exit(azurite.Run(m, &srv)) }
 
 // payload returns n pseudo-random bytes.
 func payload(n int) []byte {
@@ -66,7 +60,7 @@ func readAll(t *testing.T, ctx context.Context, loc, tables string) []byte {
 func TestBlob(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tables, err := srv.BlobConnectionString(ctx)
+	tables, err := AzuriteOfTest().BlobConnectionString(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package replay_test
+package rebuild_test
 
 import (
 	"errors"
@@ -10,14 +10,16 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
 )
 
 // TestRebuildRefusesTrimmedJournal: once the journal's first commands are
 // gone, a rebuild from the start is refused instead of silently
 // re-projecting only what is left.
 func TestRebuildRefusesTrimmedJournal(t *testing.T) {
-	e := newEnv(t, backends()[0].open(t), journal.Config{AllowTrim: true})
-	table := uniqueTable("Trim")
+	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t), journal.Config{AllowTrim: true})
+	table := replaytest.UniqueTable("Trim")
 	var cmds []*events.Command
 	var ids []string
 	for i := range 4 {
@@ -26,16 +28,16 @@ func TestRebuildRefusesTrimmedJournal(t *testing.T) {
 			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int32(int32(i))}}}})
 		ids = append(ids, id)
 	}
-	seqs := e.publish(cmds)
-	e.awaitOutcomes(ids)
-	s, err := e.js.Stream(e.ctx, e.j.Name())
+	seqs := e.Publish(cmds)
+	e.Await(ids)
+	s, err := e.JS.Stream(e.Ctx, e.Journal.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Purge(e.ctx, jetstream.WithPurgeSequence(seqs[2])); err != nil { // keeps seqs[2] on
+	if err := s.Purge(e.Ctx, jetstream.WithPurgeSequence(seqs[2])); err != nil { // keeps seqs[2] on
 		t.Fatal(err)
 	}
-	_, err = e.rp.Rebuild(e.ctx, replay.RebuildConfig{Table: table, Into: uniqueTable("Trimmed")})
+	_, err = e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: table, Into: replaytest.UniqueTable("Trimmed")})
 	if !errors.Is(err, replay.ErrBadPoint) {
 		t.Fatalf("rebuild of a trimmed journal: %v, want ErrBadPoint", err)
 	}

@@ -1,4 +1,4 @@
-package replay_test
+package history_test
 
 import (
 	"bytes"
@@ -11,6 +11,9 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -49,26 +52,26 @@ func TestReadsDuringWrites(t *testing.T) {
 	}
 	// setup writes a at seq 1 and b at seq 2, and returns a replayer whose
 	// store replaces a at seq 3 before its first read of version rows.
-	setup := func(t *testing.T, b backend) (*replay.Replayer, store.Store, string) {
-		base := b.open(t)
-		table := uniqueTable("During")
+	setup := func(t *testing.T, b replaytest.Backend) (*replay.Source, store.Store, string) {
+		base := b.Open(t)
+		table := replaytest.UniqueTable("During")
 		apply(t, base, table, 1, "a", 1)
 		apply(t, base, table, 2, "b", 1)
 		st := &writeBeforeVersions{Store: base}
 		st.write = func() { apply(t, base, table, 3, "a", 2) }
-		rp, err := replay.New(ctx, replay.Config{Store: st, Logger: quiet})
+		rp, err := replay.New(ctx, replay.Config{Store: st, Logger: replaytest.Quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rp, base, table
 	}
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range replaytest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
 			for _, part := range []store.Partition{store.InPartition("p"), store.AllPartitions} {
 				t.Run("asof "+part.String(), func(t *testing.T) {
 					rp, _, table := setup(t, b)
 					got := map[string]int32{}
-					err := rp.AsOf(ctx, table, part, 2, func(r rows.Row) error {
+					err := history.New(rp).AsOf(ctx, table, part, 2, func(r rows.Row) error {
 						got[r.RK] = int32(r.Props["n"].Int)
 						return nil
 					})
@@ -83,11 +86,11 @@ func TestReadsDuringWrites(t *testing.T) {
 			t.Run("snapshot", func(t *testing.T) {
 				rp, base, table := setup(t, b)
 				var buf bytes.Buffer
-				if _, err := rp.Snapshot(ctx, &buf, replay.SnapshotConfig{Table: table, Seq: 2}); err != nil {
+				if _, err := snapshot.New(rp).Take(ctx, &buf, snapshot.Config{Table: table, Seq: 2}); err != nil {
 					t.Fatal(err)
 				}
-				into := uniqueTable("Loaded")
-				if _, err := rp.Load(ctx, &buf, replay.LoadConfig{Into: into}); err != nil {
+				into := replaytest.UniqueTable("Loaded")
+				if _, err := snapshot.New(rp).Load(ctx, &buf, snapshot.LoadConfig{Into: into}); err != nil {
 					t.Fatal(err)
 				}
 				rows, err := store.Collect(ctx, base, into, store.Query{AllPartitions: true})

@@ -1,4 +1,4 @@
-package replay_test
+package erasure_test
 
 import (
 	"errors"
@@ -8,6 +8,9 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/erasure"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -19,28 +22,28 @@ import (
 // erase of what was asked (the erase winning over the prune), the state
 // with the erased row listed in between; a rebuild equals the live table.
 func TestErasePrune(t *testing.T) {
-	for _, b := range stores() {
-		t.Run(b.name, func(t *testing.T) {
-			e := newEnv(t, b.open(t), journal.Config{AllowMsgDelete: true})
-			ctx := e.ctx
-			table := uniqueTable("ErasePrune")
+	for _, b := range replaytest.Stores() {
+		t.Run(b.Name, func(t *testing.T) {
+			e := replaytest.NewEnv(t, b.Open(t), journal.Config{AllowMsgDelete: true})
+			ctx := e.Ctx
+			table := replaytest.UniqueTable("ErasePrune")
 			var cmds []*events.Command
 			for i := range 30 {
 				cmds = append(cmds, upsert(fmt.Sprintf("%s-a%d", table, i), table, "a", fmt.Sprintf("r%d", i%3), fmt.Sprint(i)))
 			}
 			cmds = append(cmds, upsert(table+"-b", table, "b", "r0", "b"))
-			seqs := e.publish(cmds)
+			seqs := e.Publish(cmds)
 			horizon := seqs[20]
 			prune := &events.Command{ID: table + "-prune", Table: table, PK: "a", Prune: &events.Prune{Horizon: horizon}}
-			e.publish([]*events.Command{prune})
-			if o := e.awaitOutcomes(append(ids(cmds), prune.ID))[prune.ID]; o.Status != journal.StatusApplied || o.Pruned == 0 {
+			e.Publish([]*events.Command{prune})
+			if o := e.Await(append(ids(cmds), prune.ID))[prune.ID]; o.Status != journal.StatusApplied || o.Pruned == 0 {
 				t.Fatalf("prune outcome %+v", o)
 			}
 			// fenceHas checks the fence of a against the horizon and the
 			// newest erase.
 			fenceHas := func(when string, eraseSeq uint64) {
 				t.Helper()
-				f, err := e.st.Get(ctx, table, "a", rows.FenceKey)
+				f, err := e.Store.Get(ctx, table, "a", rows.FenceKey)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -69,7 +72,7 @@ func TestErasePrune(t *testing.T) {
 			}
 			// asof of a, with the erasures it lists.
 			asof := func(part store.Partition, seq uint64) (got []string, gone []*replay.ErasedError, err error) {
-				err = e.rp.AsOfErasures(ctx, table, part, seq, func(g []*replay.ErasedError) error { gone = g; return nil },
+				err = e.Hist.AsOfErasures(ctx, table, part, seq, func(g []*replay.ErasedError) error { gone = g; return nil },
 					func(r rows.Row) error { got = append(got, r.PK+"/"+r.RK); return nil })
 				return got, gone, err
 			}
@@ -78,7 +81,7 @@ func TestErasePrune(t *testing.T) {
 			verify := func(when string) {
 				t.Helper()
 				e.WaitProjected(ctx)
-				st, err := e.rp.Verify(ctx, replay.VerifyConfig{Table: table, OnDiff: func(d replay.Difference) error {
+				st, err := e.Rebuild.Verify(ctx, rebuild.VerifyConfig{Table: table, OnDiff: func(d rebuild.Difference) error {
 					t.Errorf("%s: the rebuild differs at %s/%s: columns %v", when, d.PK, d.Key, d.Columns)
 					return nil
 				}})
@@ -88,12 +91,12 @@ func TestErasePrune(t *testing.T) {
 			}
 			verify("after the prune")
 			rk := "r1"
-			rRec, err := e.rp.EraseKey(ctx, replay.EraseTarget{Table: table, PK: "a", RK: &rk}, nil)
+			rRec, err := e.Eraser.EraseKey(ctx, erasure.Target{Table: table, PK: "a", RK: &rk}, nil)
 			if err != nil {
 				t.Fatalf("erase the row: %v", err)
 			}
 			fenceHas("after the row erase", rRec.EraseSeq)
-			checkNotice(t, changeEvents(t, ctx, e.js, table, "a"), rRec.EraseSeq, rRec.EraseID, &rk)
+			checkNotice(t, changeEvents(t, ctx, e.JS, table, "a"), rRec.EraseSeq, rRec.EraseID, &rk)
 			verify("after the row erase")
 			_, _, err = asof(store.InPartition("a"), before)
 			isPruned("asof of a before the horizon, a row erased", err)
@@ -101,22 +104,22 @@ func TestErasePrune(t *testing.T) {
 			if err != nil || fmt.Sprint(got) != "[a/r0 a/r2]" || len(gone) != 1 || gone[0].RK == nil || *gone[0].RK != "r1" || gone[0].Seq != rRec.EraseSeq {
 				t.Errorf("asof of a between the horizon and the row erase: %v %v %v", got, gone, err)
 			}
-			if _, ok, err := e.rp.AsOfRow(ctx, table, "a", "r1", between); err != nil || ok {
+			if _, ok, err := e.Hist.AsOfRow(ctx, table, "a", "r1", between); err != nil || ok {
 				t.Errorf("asof of the erased row: found %v, %v", ok, err)
 			}
-			isErased("the erased row at a point between", e.rp.Erased(ctx, table, "a", "r1", between), rRec.EraseSeq)
-			if _, ok, err := e.rp.AsOfRow(ctx, table, "a", "r0", between); err != nil || !ok {
+			isErased("the erased row at a point between", e.Hist.Erased(ctx, table, "a", "r1", between), rRec.EraseSeq)
+			if _, ok, err := e.Hist.AsOfRow(ctx, table, "a", "r0", between); err != nil || !ok {
 				t.Errorf("asof of a row beside the erased one: found %v, %v", ok, err)
 			}
 
-			pRec, err := e.rp.EraseKey(ctx, replay.EraseTarget{Table: table, PK: "a"}, nil)
+			pRec, err := e.Eraser.EraseKey(ctx, erasure.Target{Table: table, PK: "a"}, nil)
 			if err != nil {
 				t.Fatalf("erase the partition: %v", err)
 			}
 			fenceHas("after the partition erase", pRec.EraseSeq)
 			// The partition's events before its erase are gone, the row
 			// erase's notice with them; its own notice stays.
-			evs := changeEvents(t, ctx, e.js, table, "a")
+			evs := changeEvents(t, ctx, e.JS, table, "a")
 			checkNotice(t, evs, pRec.EraseSeq, pRec.EraseID, nil)
 			if len(evs) != 1 {
 				t.Errorf("change events of the erased partition: %+v, want its notice alone", evs)
@@ -137,8 +140,8 @@ func TestErasePrune(t *testing.T) {
 
 			// Written afresh after the erase, with the fence keeping both.
 			again := upsert(table+"-again", table, "a", "r0", "new")
-			e.publish([]*events.Command{again})
-			e.awaitOutcomes([]string{again.ID})
+			e.Publish([]*events.Command{again})
+			e.Await([]string{again.ID})
 			fenceHas("after a write", pRec.EraseSeq)
 			got, _, err = asof(store.InPartition("a"), 1<<62)
 			if err != nil || fmt.Sprint(got) != "[a/r0]" {

@@ -1,4 +1,4 @@
-package replay_test
+package history_test
 
 import (
 	"bytes"
@@ -9,6 +9,9 @@ import (
 
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/storetest"
@@ -22,17 +25,17 @@ import (
 // Scatter), which is all Cosmos promises.
 func TestShuffledAnswers(t *testing.T) {
 	ctx := context.Background()
-	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
+	for _, b := range projectiontest.Backends(replaytest.Azurite.ConnectionString()) {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			ordered := b.Ordered(t)
-			table := uniqueTable("Shuffled")
+			table := replaytest.UniqueTable("Shuffled")
 			depths := []int{1, 10, 250}
 			var points []uint64
 			for di, depth := range depths {
 				base := uint64(di * 1000)
-				deepRow(t, ordered, table, "p", fmt.Sprintf("row%d", depth), depth, base, false)
-				deepRow(t, ordered, table, "q", fmt.Sprintf("gone%d", depth), depth, base+500, depth > 1)
+				replaytest.DeepRow(t, ordered, table, "p", fmt.Sprintf("row%d", depth), depth, base, false)
+				replaytest.DeepRow(t, ordered, table, "q", fmt.Sprintf("gone%d", depth), depth, base+500, depth > 1)
 				points = append(points, base, base+1, base+uint64(depth/2), base+uint64(depth), base+500+uint64(depth/2)+1, base+500+uint64(depth))
 			}
 			points = append(points, 1<<40)
@@ -82,13 +85,13 @@ func answers(t *testing.T, ctx context.Context, st store.Store, table string, de
 		own := append([]uint64{points[0], points[len(points)-1]}, points[di*6:di*6+6]...)
 		for _, id := range [][2]string{{"p", fmt.Sprintf("row%d", depth)}, {"q", fmt.Sprintf("gone%d", depth)}} {
 			for _, at := range own {
-				r, ok, err := rp.AsOfRow(ctx, table, id[0], id[1], at)
+				r, ok, err := history.New(rp).AsOfRow(ctx, table, id[0], id[1], at)
 				if err != nil {
 					t.Fatal(err)
 				}
 				out[fmt.Sprintf("asof %s/%s at %d", id[0], id[1], at)] = row(r, ok)
 			}
-			h, err := rp.History(ctx, table, id[0], id[1])
+			h, err := history.New(rp).History(ctx, table, id[0], id[1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +110,7 @@ func answers(t *testing.T, ctx context.Context, st store.Store, table string, de
 	}
 	for i, at := range points {
 		var got []string
-		err := rp.AsOf(ctx, table, store.AllPartitions, at, func(r rows.Row) error {
+		err := history.New(rp).AsOf(ctx, table, store.AllPartitions, at, func(r rows.Row) error {
 			got = append(got, fmt.Sprintf("%s/%s ", r.PK, r.RK)+row(r, true))
 			return nil
 		})
@@ -128,14 +131,14 @@ func answers(t *testing.T, ctx context.Context, st store.Store, table string, de
 		}
 		for _, workers := range []int{1, 4} {
 			var buf bytes.Buffer
-			if _, err := rp.Snapshot(ctx, &buf, replay.SnapshotConfig{Table: table, Seq: at, Workers: workers}); err != nil {
+			if _, err := snapshot.New(rp).Take(ctx, &buf, snapshot.Config{Table: table, Seq: at, Workers: workers}); err != nil {
 				t.Fatal(err)
 			}
-			into := uniqueTable("Loaded")
-			if _, err := rp.Load(ctx, bytes.NewReader(buf.Bytes()), replay.LoadConfig{Into: into}); err != nil {
+			into := replaytest.UniqueTable("Loaded")
+			if _, err := snapshot.New(rp).Load(ctx, bytes.NewReader(buf.Bytes()), snapshot.LoadConfig{Into: into}); err != nil {
 				t.Fatal(err)
 			}
-			loaded := allRows(t, ctx, st, into)
+			loaded := replaytest.AllRows(t, ctx, st, into)
 			keys := make([]string, 0, len(loaded))
 			for k, e := range loaded {
 				keys = append(keys, fmt.Sprintf("%v=%v", k, e))

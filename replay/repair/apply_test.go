@@ -1,4 +1,4 @@
-package replay_test
+package repair_test
 
 import (
 	"testing"
@@ -7,7 +7,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/repair"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
 )
 
 // TestApplyAwaitsItsOwnSequence: Apply returns, for each command, the
@@ -16,8 +17,8 @@ import (
 // JetStream does not deduplicate it): the ID's first outcome says applied,
 // and the one of Apply's message says duplicate.
 func TestApplyAwaitsItsOwnSequence(t *testing.T) {
-	e := newEnv(t, backends()[0].open(t))
-	table := uniqueTable("ApplySeq")
+	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t))
+	table := replaytest.UniqueTable("ApplySeq")
 	cmd := &events.Command{ID: "plan-x-0", Table: table, PK: "p",
 		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int32(1)}}}}
 	data, err := events.MarshalMsgpack(cmd)
@@ -26,16 +27,16 @@ func TestApplyAwaitsItsOwnSequence(t *testing.T) {
 	}
 	msg := nats.NewMsg(journal.Subject(cmd.Table, cmd.PK))
 	msg.Data = data
-	ack, err := e.js.PublishMsg(e.ctx, msg)
+	ack, err := e.JS.PublishMsg(e.Ctx, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := e.awaitOutcomes([]string{cmd.ID})[cmd.ID]; o.Status != journal.StatusApplied || o.Seq != ack.Sequence {
+	if o := e.Await([]string{cmd.ID})[cmd.ID]; o.Status != journal.StatusApplied || o.Seq != ack.Sequence {
 		t.Fatalf("first outcome %+v", o)
 	}
 
-	p := &replay.Plan{Kind: replay.KindRestore, Table: table, PK: "p", Commands: []*events.Command{cmd}}
-	res, err := e.rp.Apply(e.ctx, p)
+	p := &repair.Plan{Kind: repair.KindRestore, Table: table, PK: "p", Commands: []*events.Command{cmd}}
+	res, err := e.Repair.Apply(e.Ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}

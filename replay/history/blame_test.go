@@ -1,4 +1,4 @@
-package replay_test
+package history_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -23,14 +24,14 @@ import (
 // is not found otherwise, even when the tip exists at another sequence
 // (reading by version once returned the tip in its place).
 func TestVersionBySeq(t *testing.T) {
-	for _, b := range stores() { // point reads only: nothing pages
+	for _, b := range replaytest.Stores() { // point reads only: nothing pages
 
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			st := b.open(t)
+			st := b.Open(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			table := uniqueTable("ReadVersion")
+			table := replaytest.UniqueTable("ReadVersion")
 			projectiontest.SkipLayoutCheck(t, table) // a history with a version missing, on purpose
 			if err := st.CreateTable(ctx, table); err != nil {
 				t.Fatal(err)
@@ -74,17 +75,17 @@ func TestVersionBySeq(t *testing.T) {
 // token that does not decode is stored in its shard all the same, and blame
 // names that shard (it said 0).
 func TestBlameShardOfBadSubject(t *testing.T) {
-	e := newEnv(t, backends()[0].open(t))
+	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t))
 	for i := range 20 {
 		id := fmt.Sprintf("raw-%d", i)
 		msg := nats.NewMsg(fmt.Sprintf("%s.orders.!bad%d", journal.SubjectPrefix, i))
 		msg.Header.Set(jetstream.MsgIDHeader, id)
 		msg.Data = []byte("{}")
-		ack, err := e.js.PublishMsg(e.ctx, msg)
+		ack, err := e.JS.PublishMsg(e.Ctx, msg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		stored, err := e.j.Get(e.ctx, ack.Sequence)
+		stored, err := e.Journal.Get(e.Ctx, ack.Sequence)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,10 +93,10 @@ func TestBlameShardOfBadSubject(t *testing.T) {
 		if len(parts) != 4 || parts[2] == "0" {
 			continue // shard 0 would not show the fault
 		}
-		if o := e.awaitOutcomes([]string{id})[id]; o.Status != journal.StatusRejected {
+		if o := e.Await([]string{id})[id]; o.Status != journal.StatusRejected {
 			t.Fatalf("outcome %+v, want rejected", o)
 		}
-		b, err := e.rp.Blame(e.ctx, id)
+		b, err := e.Hist.Blame(e.Ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package replay_test
+package erasure_test
 
 import (
 	"context"

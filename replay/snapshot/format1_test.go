@@ -1,4 +1,4 @@
-package replay_test
+package snapshot_test
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
 )
 
 // format1Commands are the commands behind testdata/format1.tjsnap: a
@@ -67,66 +70,66 @@ func TestLoadFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmds := format1Commands(t)
-	m := newModel("Fixture")
+	m := replaytest.NewModel("Fixture")
 	for i, c := range cmds {
-		if !m.apply(uint64(i+1), c) {
+		if !m.ApplyOK(uint64(i+1), c) {
 			t.Fatalf("model rejects %s", c.ID)
 		}
 	}
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range replaytest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			st := b.open(t)
-			rp, err := replay.New(ctx, replay.Config{Store: st, Logger: quiet})
+			st := b.Open(t)
+			rp, err := replay.New(ctx, replay.Config{Store: st, Logger: replaytest.Quiet})
 			if err != nil {
 				t.Fatal(err)
 			}
-			into := uniqueTable("Format1")
+			into := replaytest.UniqueTable("Format1")
 			// A format-1 table keeps its _v numbers, with the gaps of the
 			// intermediate versions left out (format1.go).
 			projectiontest.SkipLayoutCheck(t, into)
-			ls, err := rp.Load(ctx, bytes.NewReader(snap), replay.LoadConfig{Into: into})
+			ls, err := snapshot.New(rp).Load(ctx, bytes.NewReader(snap), snapshot.LoadConfig{Into: into})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if ls.Header.Format != 1 || ls.Header.Seq != 10 || ls.Header.Table != "Fixture" {
 				t.Fatalf("header %+v", ls.Header)
 			}
-			for _, k := range m.keys() {
-				if _, err := rp.History(ctx, into, k.pk, k.rk); err != nil {
-					t.Fatalf("history of %q/%q: %v", k.pk, k.rk, err)
+			for _, k := range m.Keys() {
+				if _, err := history.New(rp).History(ctx, into, k.PK, k.RK); err != nil {
+					t.Fatalf("history of %q/%q: %v", k.PK, k.RK, err)
 				}
 				for seq := uint64(0); seq <= 11; seq++ {
-					got, ok, err := rp.AsOfRow(ctx, into, k.pk, k.rk, seq)
+					got, ok, err := history.New(rp).AsOfRow(ctx, into, k.PK, k.RK, seq)
 					if err != nil {
 						t.Fatal(err)
 					}
-					want, wok := m.at(k, seq)
-					if d, ok := want.Props["d"]; ok && strings.HasPrefix(b.name, "azurite") {
+					want, wok := m.AtKey(k, seq)
+					if d, ok := want.Props["d"]; ok && strings.HasPrefix(b.Name, "azurite") {
 						// Azurite writes Double -0 as 0 (storetest.Quirks.NegativeZeroLost).
 						want.Props = want.Props.Clone()
 						want.Props["d"] = events.Double(math.Abs(d.Float))
 					}
 					if ok != wok || ok && (got.Seq != want.Seq || got.Cmd != want.Cmd || !got.Props.Equal(want.Props)) {
-						t.Fatalf("%q/%q at %d: %v %+v, want %v %+v", k.pk, k.rk, seq, ok, got, wok, want)
+						t.Fatalf("%q/%q at %d: %v %+v, want %v %+v", k.PK, k.RK, seq, ok, got, wok, want)
 					}
 				}
 			}
 			// The projector continues the loaded table: every row, deleted
 			// or not, takes one more command without a conflict.
 			a := projection.NewApplier(st, projection.ApplierConfig{CacheRows: -1})
-			for i, k := range m.keys() {
+			for i, k := range m.Keys() {
 				seq := uint64(11 + i)
-				id := "more-" + k.rk
-				e := projection.Entry{Seq: seq, At: time.Now(), ID: id, Cmd: &events.Command{ID: id, Table: into, PK: k.pk,
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: k.rk, Entity: events.Entity{"more": events.Bool(true)}}}}}
-				if err := a.Apply(ctx, into, k.pk, []projection.Entry{e}, projection.Hooks{}); err != nil {
-					t.Fatalf("apply to %q/%q after load: %v", k.pk, k.rk, err)
+				id := "more-" + k.RK
+				e := projection.Entry{Seq: seq, At: time.Now(), ID: id, Cmd: &events.Command{ID: id, Table: into, PK: k.PK,
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: k.RK, Entity: events.Entity{"more": events.Bool(true)}}}}}
+				if err := a.Apply(ctx, into, k.PK, []projection.Entry{e}, projection.Hooks{}); err != nil {
+					t.Fatalf("apply to %q/%q after load: %v", k.PK, k.RK, err)
 				}
-				row, ok, err := rp.AsOfRow(ctx, into, k.pk, k.rk, seq)
+				row, ok, err := history.New(rp).AsOfRow(ctx, into, k.PK, k.RK, seq)
 				if err != nil || !ok || row.Cmd != id {
-					t.Fatalf("%q/%q after one more command: %+v %v %v", k.pk, k.rk, row, ok, err)
+					t.Fatalf("%q/%q after one more command: %+v %v %v", k.PK, k.RK, row, ok, err)
 				}
 			}
 		})

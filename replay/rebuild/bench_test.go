@@ -1,4 +1,4 @@
-package replay_test
+package rebuild_test
 
 import (
 	"bytes"
@@ -12,7 +12,12 @@ import (
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
 )
 
 // BenchmarkReplay measures, on each backend, over one seeded workload that
@@ -22,13 +27,13 @@ import (
 //     the same store (ratio-vs-projector, target >= 0.8);
 //   - snapshot and load: entities/s.
 func BenchmarkReplay(b *testing.B) {
-	for _, be := range stores() {
-		b.Run(be.name, func(b *testing.B) {
+	for _, be := range replaytest.Stores() {
+		b.Run(be.Name, func(b *testing.B) {
 			n, npk := 5000, 64
-			if be.small {
+			if be.Small {
 				n, npk = 1000, 16
 			}
-			st := be.open(b)
+			st := be.Open(b)
 			srv := journaltest.StartServerConfig(b, embedded.Config{Dir: b.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
 			_, js := journaltest.Connect(b, srv.ClientURL())
 			ctx := journaltest.Context(b, 10*time.Minute)
@@ -36,14 +41,14 @@ func BenchmarkReplay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e := &env{t: b, ctx: ctx, js: js, j: j, w: journal.NewWriter(js, j.Name()), st: st}
+			e := &replaytest.Env{Harness: &projectiontest.Harness{JS: js, Journal: j, Writer: journal.NewWriter(js, j.Name()), Store: st}, T: b, Ctx: ctx}
 			pks := make([]string, npk)
 			for i := range pks {
 				pks[i] = fmt.Sprintf("customer-%03d", i)
 			}
-			table := uniqueTable("Bench")
-			cmds := workload(rand.New(rand.NewPCG(1, 2)), table, "c", n, pks, []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"})
-			e.publish(cmds)
+			table := replaytest.UniqueTable("Bench")
+			cmds := replaytest.Workload(rand.New(rand.NewPCG(1, 2)), table, "c", n, pks, []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"})
+			e.Publish(cmds)
 			ids := make([]string, len(cmds))
 			for i, c := range cmds {
 				ids[i] = c.ID
@@ -51,19 +56,19 @@ func BenchmarkReplay(b *testing.B) {
 			// The projector's rate: from its start until the last outcome.
 			start := time.Now()
 			pctx, cancel := context.WithCancel(context.Background())
-			p, err := projection.New(pctx, js, st, projection.Config{Logger: quiet})
+			p, err := projection.New(pctx, js, st, projection.Config{Logger: replaytest.Quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
 			done := make(chan error, 1)
 			go func() { done <- p.Run(pctx) }()
-			e.awaitOutcomes(ids)
+			e.Await(ids)
 			projRate := float64(n) / time.Since(start).Seconds()
 			cancel()
 			if err := <-done; err != nil {
 				b.Fatal(err)
 			}
-			rp, err := replay.New(ctx, replay.Config{Store: st, JetStream: js, Logger: quiet})
+			rp, err := replay.New(ctx, replay.Config{Store: st, JetStream: js, Logger: replaytest.Quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -72,7 +77,7 @@ func BenchmarkReplay(b *testing.B) {
 				var cmds int64
 				b.ResetTimer()
 				for range b.N {
-					stats, err := rp.Rebuild(ctx, replay.RebuildConfig{Table: table, Into: uniqueTable("Rebuilt")})
+					stats, err := rebuild.New(rp).Rebuild(ctx, rebuild.Config{Table: table, Into: replaytest.UniqueTable("Rebuilt")})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -91,12 +96,12 @@ func BenchmarkReplay(b *testing.B) {
 				var verifyTime, rebuildTime time.Duration
 				for range b.N {
 					start := time.Now()
-					if _, err := rp.Rebuild(ctx, replay.RebuildConfig{Table: table, Into: uniqueTable("Rebuilt")}); err != nil {
+					if _, err := rebuild.New(rp).Rebuild(ctx, rebuild.Config{Table: table, Into: replaytest.UniqueTable("Rebuilt")}); err != nil {
 						b.Fatal(err)
 					}
 					rebuildTime += time.Since(start)
 					start = time.Now()
-					st, err := rp.Verify(ctx, replay.VerifyConfig{Table: table})
+					st, err := rebuild.New(rp).Verify(ctx, rebuild.VerifyConfig{Table: table})
 					if err != nil || !st.Identical() {
 						b.Fatal(st, err)
 					}
@@ -113,7 +118,7 @@ func BenchmarkReplay(b *testing.B) {
 				b.ResetTimer()
 				for range b.N {
 					var buf bytes.Buffer
-					stats, err := rp.Snapshot(ctx, &buf, replay.SnapshotConfig{Table: table})
+					stats, err := snapshot.New(rp).Take(ctx, &buf, snapshot.Config{Table: table})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -127,7 +132,7 @@ func BenchmarkReplay(b *testing.B) {
 				var ents int64
 				b.ResetTimer()
 				for range b.N {
-					stats, err := rp.Load(ctx, bytes.NewReader(snap), replay.LoadConfig{Into: uniqueTable("Loaded")})
+					stats, err := snapshot.New(rp).Load(ctx, bytes.NewReader(snap), snapshot.LoadConfig{Into: replaytest.UniqueTable("Loaded")})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -147,18 +152,18 @@ func BenchmarkReplay(b *testing.B) {
 // deep read's, ratio-vs-previous that of one version back, measured in the
 // same round: at least 0.5 means deep within 2x.
 func BenchmarkAsOfRow(b *testing.B) {
-	for _, be := range stores() {
-		b.Run(be.name, func(b *testing.B) {
-			st := be.open(b)
+	for _, be := range replaytest.Stores() {
+		b.Run(be.Name, func(b *testing.B) {
+			st := be.Open(b)
 			rp, err := replay.New(context.Background(), replay.Config{Store: st})
 			if err != nil {
 				b.Fatal(err)
 			}
-			table := uniqueTable("Depth")
+			table := replaytest.UniqueTable("Depth")
 			for di, depth := range []int{1, 100, 10_000} {
 				base := uint64(di * 100_000)
 				rk := fmt.Sprintf("row-%d", depth)
-				deepRow(b, st, table, "p", rk, depth, base, false)
+				replaytest.DeepRow(b, st, table, "p", rk, depth, base, false)
 				tip, deep := base+uint64(depth), base+uint64(max(1, depth/4))
 				prev := max(tip-1, base+1)
 				b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
@@ -169,7 +174,7 @@ func BenchmarkAsOfRow(b *testing.B) {
 							sum *time.Duration
 						}{{tip, &tipTime}, {prev, &prevTime}, {deep, &deepTime}} {
 							start := time.Now()
-							row, ok, err := rp.AsOfRow(context.Background(), table, "p", rk, q.seq)
+							row, ok, err := history.New(rp).AsOfRow(context.Background(), table, "p", rk, q.seq)
 							*q.sum += time.Since(start)
 							if err != nil || !ok || row.Seq != q.seq {
 								b.Fatal(row.Seq, ok, err)
