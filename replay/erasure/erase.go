@@ -124,6 +124,28 @@ func (r *Eraser) planErase(ctx context.Context, t Target, upTo uint64) (*Plan, e
 		return nil, err
 	}
 	p := &Plan{Target: t}
+	ids, err := r.keyCommands(ctx, p, upTo)
+	if err != nil {
+		return nil, fmt.Errorf("plan erase: read the journal: %w", err)
+	}
+	if p.TableRows, err = r.countRows(ctx, t, p.EraseSeq); err != nil {
+		return nil, err
+	}
+	if p.Changes, err = r.keyChanges(ctx, t, p.EraseSeq); err != nil {
+		return nil, err
+	}
+	if p.Outcomes, err = r.keyOutcomes(ctx, p.Journal, ids); err != nil {
+		return nil, fmt.Errorf("plan erase: read outcomes: %w", err)
+	}
+	return p, nil
+}
+
+// keyCommands reads the journal of the key's partition up to sequence upTo
+// (0: the head) into p: the newest erase of the key, and the key's commands
+// to remove (Journal) or keep (Kept). It returns the command IDs by
+// sequence.
+func (r *Eraser) keyCommands(ctx context.Context, p *Plan, upTo uint64) (map[uint64]string, error) {
+	t := p.Target
 	var cand []uint64 // the key's commands since the last erase of it
 	var kept []uint64
 	var ids = map[uint64]string{}
@@ -142,39 +164,17 @@ func (r *Eraser) planErase(ctx context.Context, t Target, upTo uint64) (*Plan, e
 		if cmd != nil {
 			id = cmd.ID
 		}
-		switch {
-		case keptPrune(cmd):
-		case t.RK == nil, cmd == nil && err != nil:
-			// The whole partition; or a command that does not decode,
-			// which may hold anything: removed with a partition, and with
-			// a row only when the partition goes (it is listed as kept).
-			if t.RK == nil {
-				cand = append(cand, m.Seq)
-				ids[m.Seq] = id
-			} else {
-				kept = append(kept, m.Seq)
-			}
-		default:
-			mine, others := false, false
-			for _, op := range cmd.Ops {
-				if t.covers(op.RK) {
-					mine = true
-				} else {
-					others = true
-				}
-			}
-			switch {
-			case mine && others:
-				kept = append(kept, m.Seq)
-			case mine:
-				cand = append(cand, m.Seq)
-				ids[m.Seq] = id
-			}
+		switch removed, keep := t.classify(cmd, err); {
+		case removed:
+			cand = append(cand, m.Seq)
+			ids[m.Seq] = id
+		case keep:
+			kept = append(kept, m.Seq)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("plan erase: read the journal: %w", err)
+		return nil, err
 	}
 	if len(cand) > 0 || len(kept) > 0 {
 		// The key was written after its last erase (or never erased):
@@ -182,34 +182,59 @@ func (r *Eraser) planErase(ctx context.Context, t Target, upTo uint64) (*Plan, e
 		p.EraseID, p.EraseSeq = "", 0
 		p.Journal, p.Kept = append(p.Journal, cand...), append(p.Kept, kept...)
 	}
-	if p.TableRows, err = r.countRows(ctx, t, p.EraseSeq); err != nil {
-		return nil, err
+	return ids, nil
+}
+
+// classify says what an erase of t does with a journaled command (cmd, or
+// decodeErr when it does not decode): remove it, keep it (it touched t and
+// other rows), or neither (it did not touch t).
+func (t Target) classify(cmd *events.Command, decodeErr error) (remove, keep bool) {
+	switch {
+	case keptPrune(cmd):
+		return false, false
+	case t.RK == nil, cmd == nil && decodeErr != nil:
+		// The whole partition; or a command that does not decode,
+		// which may hold anything: removed with a partition, and with
+		// a row only when the partition goes (it is listed as kept).
+		return t.RK == nil, t.RK != nil
 	}
-	if p.Changes, err = r.keyChanges(ctx, t, p.EraseSeq); err != nil {
-		return nil, err
+	mine, others := false, false
+	for _, op := range cmd.Ops {
+		if t.covers(op.RK) {
+			mine = true
+		} else {
+			others = true
+		}
 	}
-	removed := make(map[uint64]bool, len(p.Journal))
+	return mine && !others, mine && others
+}
+
+// keyOutcomes lists the OUTCOMES sequences of the outcomes of the removed
+// commands (journal, their IDs in ids), in order.
+func (r *Eraser) keyOutcomes(ctx context.Context, journalSeqs []uint64, ids map[uint64]string) ([]uint64, error) {
+	removed := make(map[uint64]bool, len(journalSeqs))
 	idSet := map[string]bool{}
-	for _, s := range p.Journal {
+	for _, s := range journalSeqs {
 		removed[s] = true
 		if ids[s] != "" {
 			idSet[ids[s]] = true
 		}
 	}
+	var out []uint64
 	for id := range idSet {
 		err := scanStream(ctx, r.JetStream(), journal.OutcomesStream, journal.OutcomeSubject(id), func(seq uint64, _ nats.Header, data []byte) error {
 			var o journal.Outcome
 			if json.Unmarshal(data, &o) != nil || removed[o.Seq] {
-				p.Outcomes = append(p.Outcomes, seq)
+				out = append(out, seq)
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("plan erase: read outcomes: %w", err)
+			return nil, err
 		}
 	}
-	slices.Sort(p.Outcomes)
-	return p, nil
+	slices.Sort(out)
+	return out, nil
 }
 
 func (r *Eraser) validTarget(t Target) error {

@@ -175,23 +175,9 @@ func (r *Rebuilder) replay(ctx context.Context, cfg Config, st *Stats) error {
 	// copies are in the journal, as the projector decides it from the
 	// outcomes stream.
 	applier := projection.NewApplier(r.Store(), projection.ApplierConfig{RememberIDs: true})
-	var done, applied, rejected, dups, skipped atomic.Int64
-	count := func(_ context.Context, rs []projection.Result) error {
-		for _, res := range rs {
-			switch res.Status {
-			case journal.StatusApplied:
-				applied.Add(1)
-			case journal.StatusRejected:
-				rejected.Add(1)
-			case journal.StatusDuplicate:
-				dups.Add(1)
-			case projection.Skipped:
-				skipped.Add(1)
-			}
-		}
-		return nil
-	}
-	hooks := projection.Hooks{BeforeCommit: count, AfterCommit: count}
+	var done atomic.Int64
+	var c counts
+	hooks := projection.Hooks{BeforeCommit: c.count, AfterCommit: c.count}
 
 	// One worker per channel; a message goes to the worker of its
 	// partition, so that a partition is applied in journal order.
@@ -229,12 +215,34 @@ func (r *Rebuilder) replay(ctx context.Context, cfg Config, st *Stats) error {
 	err := run.Wait(ctx, g)
 	stopProgress()
 	st.Commands, st.Applied, st.Rejected, st.Duplicates, st.Skipped =
-		done.Load(), applied.Load(), rejected.Load(), dups.Load(), skipped.Load()
+		done.Load(), c.applied.Load(), c.rejected.Load(), c.dups.Load(), c.skipped.Load()
 	if err != nil {
 		return fmt.Errorf("rebuild %s into %s: %w", st.Table, cfg.Into, err)
 	}
 	if readErr != nil {
 		return fmt.Errorf("rebuild %s into %s: %w", st.Table, cfg.Into, readErr)
+	}
+	return nil
+}
+
+// counts counts a rebuild's commands by outcome.
+type counts struct {
+	applied, rejected, dups, skipped atomic.Int64
+}
+
+// count is the hook that counts the results of a transaction.
+func (c *counts) count(_ context.Context, rs []projection.Result) error {
+	for _, res := range rs {
+		switch res.Status {
+		case journal.StatusApplied:
+			c.applied.Add(1)
+		case journal.StatusRejected:
+			c.rejected.Add(1)
+		case journal.StatusDuplicate:
+			c.dups.Add(1)
+		case projection.Skipped:
+			c.skipped.Add(1)
+		}
 	}
 	return nil
 }

@@ -284,27 +284,14 @@ func unionPartitions(ctx context.Context, a, b side) ([]store.Partition, error) 
 // comparePartition merges the two sides' views of one partition (or of
 // the table), both in key order.
 func comparePartition(ctx context.Context, got, want side, part store.Partition, seq uint64, stats *DiffStats, compared *atomic.Int64, onDiff func(Difference) error) error {
-	gotFences, wantFences := make(map[string]*fenceAt), make(map[string]*fenceAt)
+	gotFences, wantFences := make(fenceMap), make(fenceMap)
 	nextGot, stopGot := iter.Pull2(viewAt(ctx, got, part, seq, gotFences))
 	defer stopGot()
 	nextWant, stopWant := iter.Pull2(viewAt(ctx, want, part, seq, wantFences))
 	defer stopWant()
+	rep := reporter{stats: stats, compared: compared, onDiff: onDiff}
 	g, gerr, gok := nextGot()
 	w, werr, wok := nextWant()
-	report := func(d Difference) error {
-		switch d.Kind {
-		case Missing:
-			stats.Missing++
-		case Extra:
-			stats.Extra++
-		case Changed:
-			stats.Changed++
-		}
-		if onDiff == nil {
-			return nil
-		}
-		return onDiff(d)
-	}
 	for gok || wok {
 		switch {
 		case gerr != nil:
@@ -324,18 +311,13 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 		var err error
 		switch {
 		case c < 0:
-			compared.Add(1)
-			err = report(Difference{Kind: Extra, PK: g.PK, Key: g.RK, Got: g.Props})
+			err = rep.report(&Difference{Kind: Extra, PK: g.PK, Key: g.RK, Got: g.Props})
 			g, gerr, gok = nextGot()
 		case c > 0:
-			compared.Add(1)
-			err = report(Difference{Kind: Missing, PK: w.PK, Key: w.RK, Want: w.Props})
+			err = rep.report(&Difference{Kind: Missing, PK: w.PK, Key: w.RK, Want: w.Props})
 			w, werr, wok = nextWant()
 		default:
-			compared.Add(1)
-			if cols := history.Diff(w.Props, g.Props); len(cols) > 0 {
-				err = report(Difference{Kind: Changed, PK: g.PK, Key: g.RK, Got: g.Props, Want: w.Props, Columns: cols})
-			}
+			err = rep.report(changed(g.PK, g.RK, g.Props, w.Props))
 			g, gerr, gok = nextGot()
 			w, werr, wok = nextWant()
 		}
@@ -343,7 +325,21 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 			return err
 		}
 	}
-	// The fences, once both sides were read: each as it stood at seq.
+	return compareFences(gotFences, wantFences, seq, rep)
+}
+
+// changed is the difference of a row both sides hold, nil when they hold
+// the same.
+func changed(pk, key string, got, want events.Entity) *Difference {
+	if cols := history.Diff(want, got); len(cols) > 0 {
+		return &Difference{Kind: Changed, PK: pk, Key: key, Got: got, Want: want, Columns: cols}
+	}
+	return nil
+}
+
+// compareFences compares the fences, once both sides were read: each as
+// it stood at seq.
+func compareFences(gotFences, wantFences fenceMap, seq uint64, rep reporter) error {
 	pks := make([]string, 0, len(gotFences)+len(wantFences))
 	for pk := range gotFences {
 		pks = append(pks, pk)
@@ -364,20 +360,43 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 		case wok && !gok:
 			d = &Difference{Kind: Missing, PK: pk, Key: rows.FenceKey, Want: w}
 		case gok && wok:
-			if cols := history.Diff(w, g); len(cols) > 0 {
-				d = &Difference{Kind: Changed, PK: pk, Key: rows.FenceKey, Got: g, Want: w, Columns: cols}
-			}
+			d = changed(pk, rows.FenceKey, g, w)
+		default:
+			continue
 		}
-		if gok || wok {
-			compared.Add(1)
-		}
-		if d != nil {
-			if err := report(*d); err != nil {
-				return err
-			}
+		if err := rep.report(d); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// reporter counts the rows compared and the differences, and passes the
+// differences on.
+type reporter struct {
+	stats    *DiffStats
+	compared *atomic.Int64
+	onDiff   func(Difference) error
+}
+
+// report counts one row compared, and d when it is a difference.
+func (r reporter) report(d *Difference) error {
+	r.compared.Add(1)
+	if d == nil {
+		return nil
+	}
+	switch d.Kind {
+	case Missing:
+		r.stats.Missing++
+	case Extra:
+		r.stats.Extra++
+	case Changed:
+		r.stats.Changed++
+	}
+	if r.onDiff == nil {
+		return nil
+	}
+	return r.onDiff(*d)
 }
 
 // fenceAt is what a view learns of a partition's fence (rows.FenceKey):
@@ -422,43 +441,19 @@ var errStopView = errors.New("view stopped")
 // It reads the tips first (their keys and sequences are held), then every
 // row in one scan; versions that become tips are held until the scan
 // reaches their key.
-func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fences map[string]*fenceAt) iter.Seq2[store.Entity, error] {
+func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fences fenceMap) iter.Seq2[store.Entity, error] {
 	return func(yield func(store.Entity, error) bool) {
-		type key struct{ pk, rk string }
-		tipSeq := make(map[key]uint64)
-		from, to := rows.TipRange()
-		err := store.All(ctx, s.st, s.table, part.Query(store.Query{From: from, To: to}), func(e store.Entity) error {
-			if rk, _, tip, ok := rows.ParseKey(e.RK); ok && tip {
-				if v, ok := rowSeq(e); ok {
-					tipSeq[key{e.PK, rk}] = v
-				}
-			}
-			return nil
-		})
+		tipSeq, err := tipSeqs(ctx, s, part)
 		if err != nil {
 			yield(store.Entity{}, err)
 			return
 		}
 		var (
 			held    entityHeap // versions shown as tips, in key order
-			lastOld key
+			lastOld rowKey
 			found   bool // the newest version at or before seq of lastOld was met
 			later   bool // lastOld has a version row written after seq
 		)
-		fenceOf := func(pk string) *fenceAt {
-			f := fences[pk]
-			if f == nil {
-				f = &fenceAt{}
-				fences[pk] = f
-			}
-			return f
-		}
-		// newest notes a row of the layout at or before seq for the fence.
-		newest := func(e store.Entity, at uint64) {
-			if f := fenceOf(e.PK); f.newest == nil || at > f.newestS {
-				f.newest, f.newestS = e.Props, at
-			}
-		}
 		emit := func(e store.Entity) error {
 			for held.Len() > 0 && store.CompareEntities(held[0], e) < 0 {
 				if !yield(heap.Pop(&held).(store.Entity), nil) {
@@ -472,7 +467,7 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 		}
 		err = store.All(ctx, s.st, s.table, part.Query(store.Query{}), func(e store.Entity) error {
 			if e.RK == rows.FenceKey {
-				fenceOf(e.PK).stored = e.Props // compared once the partition is read
+				fences.of(e.PK).stored = e.Props // compared once the partition is read
 				return nil
 			}
 			rk, _, tip, ok := rows.ParseKey(e.RK)
@@ -480,7 +475,7 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 			if !ok || !hasSeq {
 				return emit(e) // not a row of the layout: as it is
 			}
-			k := key{e.PK, rk}
+			k := rowKey{e.PK, rk}
 			if !tip && k != lastOld {
 				lastOld, found, later = k, false, false
 			}
@@ -488,7 +483,7 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 				later = later || !tip
 				return nil // written after seq
 			}
-			newest(e, at)
+			fences.newest(e, at)
 			if tip {
 				return emit(e)
 			}
@@ -519,6 +514,43 @@ func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fence
 				return
 			}
 		}
+	}
+}
+
+// rowKey names a row of the layout.
+type rowKey struct{ pk, rk string }
+
+// tipSeqs reads the _seq of every tip of a partition (or of the table).
+func tipSeqs(ctx context.Context, s side, part store.Partition) (map[rowKey]uint64, error) {
+	tipSeq := make(map[rowKey]uint64)
+	from, to := rows.TipRange()
+	err := store.All(ctx, s.st, s.table, part.Query(store.Query{From: from, To: to}), func(e store.Entity) error {
+		if rk, _, tip, ok := rows.ParseKey(e.RK); ok && tip {
+			if v, ok := rowSeq(e); ok {
+				tipSeq[rowKey{e.PK, rk}] = v
+			}
+		}
+		return nil
+	})
+	return tipSeq, err
+}
+
+// fenceMap holds what a view learns of each partition's fence.
+type fenceMap map[string]*fenceAt
+
+func (m fenceMap) of(pk string) *fenceAt {
+	f := m[pk]
+	if f == nil {
+		f = &fenceAt{}
+		m[pk] = f
+	}
+	return f
+}
+
+// newest notes a row of the layout at or before the view's sequence.
+func (m fenceMap) newest(e store.Entity, at uint64) {
+	if f := m.of(e.PK); f.newest == nil || at > f.newestS {
+		f.newest, f.newestS = e.Props, at
 	}
 }
 

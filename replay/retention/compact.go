@@ -126,31 +126,9 @@ func (r *Compactor) Compact(ctx context.Context, cfg CompactConfig) (CompactStat
 	if err := r.NeedJournal("compact"); err != nil {
 		return st, err
 	}
-	if hd.Table == "" || hd.Seq == 0 || cfg.Snapshot.SHA256 == "" || cfg.Location == "" {
-		return st, fmt.Errorf("compact: %w: give a checked snapshot and its location", ErrNoSnapshotAtHorizon)
-	}
-	if hd.Journal != "" && hd.Journal != r.Journal().Name() {
-		return st, fmt.Errorf("compact: %w: the snapshot is of journal %s, not %s", ErrNoSnapshotAtHorizon, hd.Journal, r.Journal().Name())
-	}
-	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
+	s, info, err := r.checkCompact(ctx, cfg)
 	if err != nil {
-		return st, fmt.Errorf("compact: %w", err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return st, fmt.Errorf("compact: %w", err)
-	}
-	if info.Config.DenyPurge {
-		return st, fmt.Errorf("compact: %w: journal %s was created without --journal-allow-trim, and JetStream cannot lift deny_purge from a stream; to trim, create a new journal with --journal-allow-trim (another --journal name), move the tables to it (snapshot, then rebuild from the snapshot), or keep this journal whole",
-			ErrTrimDenied, r.Journal().Name())
-	}
-	applied, err := r.AppliedSeq(ctx)
-	if err != nil {
-		return st, fmt.Errorf("compact: %w", err)
-	}
-	if hd.Seq > applied {
-		return st, fmt.Errorf("compact: %w: the snapshot is at sequence %d, beyond %d, the last the projector has fully applied; its rows may miss commands the journal must keep",
-			ErrNoSnapshotAtHorizon, hd.Seq, applied)
+		return st, err
 	}
 	prev, had, err := horizonOf(info.Config, hd.Table)
 	if err != nil {
@@ -163,9 +141,8 @@ func (r *Compactor) Compact(ctx context.Context, cfg CompactConfig) (CompactStat
 				ErrNoSnapshotAtHorizon, hd.Table, prev.Seq, prev.Snapshot, hd.Seq)
 		}
 	}
-	filter := replay.TableFilter(hd.Table)
 	if hd.Seq > 1 {
-		err = r.Journal().Read(ctx, 1, hd.Seq-1, filter, func(journal.Msg) error {
+		err = r.Journal().Read(ctx, 1, hd.Seq-1, replay.TableFilter(hd.Table), func(journal.Msg) error {
 			st.Commands++
 			return nil
 		})
@@ -177,14 +154,57 @@ func (r *Compactor) Compact(ctx context.Context, cfg CompactConfig) (CompactStat
 		return st, nil
 	}
 	st.Horizon.Recorded = time.Now().UTC()
-	b, _ := json.Marshal(st.Horizon)
-	key := MetadataHorizonPrefix + hd.Table
+	st.Applied, err = r.recordAndPurge(ctx, s, st.Horizon)
+	return st, err
+}
+
+// checkCompact checks that the journal allows purges (ErrTrimDenied) and
+// that the snapshot is of this journal at a sequence the projector has
+// fully applied (ErrNoSnapshotAtHorizon); it returns the journal's stream.
+func (r *Compactor) checkCompact(ctx context.Context, cfg CompactConfig) (jetstream.Stream, *jetstream.StreamInfo, error) {
+	hd := cfg.Snapshot.Header
+	if hd.Table == "" || hd.Seq == 0 || cfg.Snapshot.SHA256 == "" || cfg.Location == "" {
+		return nil, nil, fmt.Errorf("compact: %w: give a checked snapshot and its location", ErrNoSnapshotAtHorizon)
+	}
+	if hd.Journal != "" && hd.Journal != r.Journal().Name() {
+		return nil, nil, fmt.Errorf("compact: %w: the snapshot is of journal %s, not %s", ErrNoSnapshotAtHorizon, hd.Journal, r.Journal().Name())
+	}
+	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
+	if err != nil {
+		return nil, nil, fmt.Errorf("compact: %w", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("compact: %w", err)
+	}
+	if info.Config.DenyPurge {
+		return nil, nil, fmt.Errorf("compact: %w: journal %s was created without --journal-allow-trim, and JetStream cannot lift deny_purge from a stream; to trim, create a new journal with --journal-allow-trim (another --journal name), move the tables to it (snapshot, then rebuild from the snapshot), or keep this journal whole",
+			ErrTrimDenied, r.Journal().Name())
+	}
+	applied, err := r.AppliedSeq(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("compact: %w", err)
+	}
+	if hd.Seq > applied {
+		return nil, nil, fmt.Errorf("compact: %w: the snapshot is at sequence %d, beyond %d, the last the projector has fully applied; its rows may miss commands the journal must keep",
+			ErrNoSnapshotAtHorizon, hd.Seq, applied)
+	}
+	return s, info, nil
+}
+
+// recordAndPurge records h in the stream's metadata, purges the table's
+// commands before h.Seq, and checks that the horizon is still recorded;
+// purged says whether the purge was done.
+func (r *Compactor) recordAndPurge(ctx context.Context, s jetstream.Stream, h Horizon) (purged bool, err error) {
+	b, _ := json.Marshal(h)
+	key := MetadataHorizonPrefix + h.Table
 	// The configuration as it is now (the count took a while): JetStream
 	// has no conditional update, so two compactions at once could each
 	// write the metadata without the other's horizon; the check after the
 	// purge catches that.
-	if info, err = s.Info(ctx); err != nil {
-		return st, fmt.Errorf("compact: %w", err)
+	info, err := s.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("compact: %w", err)
 	}
 	sc := info.Config
 	sc.Metadata = maps.Clone(sc.Metadata)
@@ -193,20 +213,19 @@ func (r *Compactor) Compact(ctx context.Context, cfg CompactConfig) (CompactStat
 	}
 	sc.Metadata[key] = string(b)
 	if _, err := r.JetStream().UpdateStream(ctx, sc); err != nil {
-		return st, fmt.Errorf("compact: record the horizon of %s in journal %s: %w", hd.Table, r.Journal().Name(), err)
+		return false, fmt.Errorf("compact: record the horizon of %s in journal %s: %w", h.Table, r.Journal().Name(), err)
 	}
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject(filter), jetstream.WithPurgeSequence(hd.Seq)); err != nil {
-		return st, fmt.Errorf("compact: the horizon of %s is recorded at %d, but the purge failed (run compact again): %w", hd.Table, hd.Seq, err)
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject(replay.TableFilter(h.Table)), jetstream.WithPurgeSequence(h.Seq)); err != nil {
+		return false, fmt.Errorf("compact: the horizon of %s is recorded at %d, but the purge failed (run compact again): %w", h.Table, h.Seq, err)
 	}
-	st.Applied = true
 	if info, err = s.Info(ctx); err != nil {
-		return st, fmt.Errorf("compact: check the recorded horizon: %w", err)
+		return true, fmt.Errorf("compact: check the recorded horizon: %w", err)
 	}
 	if info.Config.Metadata[key] != string(b) {
-		return st, fmt.Errorf("compact: %s's commands before %d are trimmed, but another change of journal %s's configuration replaced the recorded horizon (compactions at once?): run this compact again now to record it",
-			hd.Table, hd.Seq, r.Journal().Name())
+		return true, fmt.Errorf("compact: %s's commands before %d are trimmed, but another change of journal %s's configuration replaced the recorded horizon (compactions at once?): run this compact again now to record it",
+			h.Table, h.Seq, r.Journal().Name())
 	}
-	return st, nil
+	return true, nil
 }
 
 // CheckHorizon refuses what the journal, trimmed at table's horizon,

@@ -72,26 +72,9 @@ func (r *Snapshots) Take(ctx context.Context, w io.Writer, cfg Config) (Stats, e
 	if cfg.Table == "" {
 		return stats, errors.New("snapshot: no table")
 	}
-	seq := cfg.Seq
-	if seq == 0 {
-		var err error
-		if seq, err = r.AppliedSeq(ctx); err != nil {
-			return stats, fmt.Errorf("snapshot: %w", err)
-		}
-	} else {
-		// As asof: beyond the head is no point (a rebuild from such a
-		// snapshot would skip every command up to it); unchecked without
-		// a journal.
-		var err error
-		if seq, err = r.Resolve(ctx, replay.Seq(seq)); err != nil {
-			return stats, fmt.Errorf("snapshot: %w", err)
-		}
-	}
-	if _, err := r.Store().Query(ctx, cfg.Table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
-		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
-	}
-	if err := replay.CheckPrunedIn(ctx, r.Store(), cfg.Table, store.AllPartitions, seq); err != nil {
-		return stats, fmt.Errorf("snapshot: %w", err) // pruned (prune.go)
+	seq, err := r.takeSeq(ctx, cfg)
+	if err != nil {
+		return stats, err
 	}
 	h := Header{Format: FormatVersion, Table: cfg.Table, Seq: seq, Journal: r.Config().Journal}
 	stats.Header = h
@@ -101,38 +84,68 @@ func (r *Snapshots) Take(ctx context.Context, w io.Writer, cfg Config) (Stats, e
 	}
 	var pks []string
 	if workers > 1 {
-		var err error
 		if pks, err = r.partitions(ctx, cfg.Table); err != nil {
 			return stats, fmt.Errorf("snapshot: %w", err)
 		}
 	}
+	stats.Partitions = int64(len(pks))
+	n, err := r.write(ctx, w, h, pks, workers)
+	stats.Entities, stats.Elapsed = n, time.Since(start)
+	return stats, err
+}
 
+// takeSeq is the sequence a snapshot is taken at, checked: the table
+// exists and its history is not pruned there.
+func (r *Snapshots) takeSeq(ctx context.Context, cfg Config) (uint64, error) {
+	seq := cfg.Seq
+	var err error
+	if seq == 0 {
+		if seq, err = r.AppliedSeq(ctx); err != nil {
+			return 0, fmt.Errorf("snapshot: %w", err)
+		}
+	} else if seq, err = r.Resolve(ctx, replay.Seq(seq)); err != nil {
+		// As asof: beyond the head is no point (a rebuild from such a
+		// snapshot would skip every command up to it); unchecked without
+		// a journal.
+		return 0, fmt.Errorf("snapshot: %w", err)
+	}
+	if _, err := r.Store().Query(ctx, cfg.Table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
+		return 0, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
+	}
+	if err := replay.CheckPrunedIn(ctx, r.Store(), cfg.Table, store.AllPartitions, seq); err != nil {
+		return 0, fmt.Errorf("snapshot: %w", err) // pruned (replay.PrunedError)
+	}
+	return seq, nil
+}
+
+// write writes the snapshot of h's table at h's sequence to w: in one scan
+// when pks is nil, else partition by partition, workers at once. It
+// returns the entities written.
+func (r *Snapshots) write(ctx context.Context, w io.Writer, h Header, pks []string, workers int) (int64, error) {
 	if _, err := io.WriteString(w, snapshotMagic); err != nil {
-		return stats, err
+		return 0, err
 	}
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
 	if err != nil {
-		return stats, err
+		return 0, err
 	}
 	hb, _ := json.Marshal(h)
 	out := &lockedWriter{w: zw}
 	if _, err := out.Write(appendString(nil, string(hb))); err != nil {
 		zw.Close()
-		return stats, err
+		return 0, err
 	}
-
 	var total, read atomic.Int64
 	if pks == nil {
 		bw := &blockWriter{out: out, total: &total}
-		err = snapRange(ctx, r.Store(), cfg.Table, store.AllPartitions, seq, &read, bw.add)
+		err = snapRange(ctx, r.Store(), h.Table, store.AllPartitions, h.Seq, &read, bw.add)
 		if err == nil {
 			err = bw.flush()
 		}
 	} else {
-		stats.Partitions = int64(len(pks))
 		err = run.Parallel(ctx, workers, pks, func(ctx context.Context, pk string) error {
 			bw := &blockWriter{out: out, total: &total}
-			if err := snapRange(ctx, r.Store(), cfg.Table, store.InPartition(pk), seq, &read, bw.add); err != nil {
+			if err := snapRange(ctx, r.Store(), h.Table, store.InPartition(pk), h.Seq, &read, bw.add); err != nil {
 				return err
 			}
 			return bw.flush()
@@ -143,18 +156,17 @@ func (r *Snapshots) Take(ctx context.Context, w io.Writer, cfg Config) (Stats, e
 	}
 	if err != nil {
 		zw.Close()
-		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
+		return 0, fmt.Errorf("snapshot %s: %w", h.Table, err)
 	}
 	trailer := binary.AppendUvarint([]byte{0}, uint64(total.Load()))
 	if _, err := out.Write(trailer); err != nil {
 		zw.Close()
-		return stats, err
+		return 0, err
 	}
 	if err := zw.Close(); err != nil {
-		return stats, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
+		return 0, fmt.Errorf("snapshot %s: %w", h.Table, err)
 	}
-	stats.Entities, stats.Elapsed = total.Load(), time.Since(start)
-	return stats, nil
+	return total.Load(), nil
 }
 
 // partitions returns the partition keys of table, listed by the store from
@@ -321,117 +333,21 @@ func (r *Snapshots) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Loa
 	if cfg.Into == "" {
 		return stats, errors.New("load: no destination table")
 	}
-	magic := make([]byte, len(snapshotMagic))
-	if _, err := io.ReadFull(in, magic); err != nil || string(magic) != snapshotMagic {
-		return stats, fmt.Errorf("load: %w: not a tablejournal snapshot", ErrBadSnapshot)
-	}
-	zr, err := zstd.NewReader(in)
+	zr, d, err := openStream(in)
 	if err != nil {
-		return stats, fmt.Errorf("load: %w: %v", ErrBadSnapshot, err)
+		return stats, fmt.Errorf("load: %w", err)
 	}
 	defer zr.Close()
-	d := &snapReader{r: bufio.NewReaderSize(zr, 1<<16)}
 	if stats.Header, err = d.header(); err != nil {
 		return stats, fmt.Errorf("load: %w", err)
 	}
-	erased, err := history.New(r.Source).ErasedAfter(ctx, stats.Header.Table, stats.Header.Seq)
+	l, err := r.newLoader(ctx, cfg, stats.Header)
 	if err != nil {
 		return stats, fmt.Errorf("load: %w", err)
 	}
-	if !cfg.Resume {
-		if err := replay.CheckEmpty(ctx, r.Store(), cfg.Into); err != nil {
-			return stats, fmt.Errorf("load: %w", err)
-		}
-	}
-	if err := r.Store().CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
-		return stats, fmt.Errorf("load: create %s: %w", cfg.Into, err)
-	}
-	kind := store.Insert
-	if cfg.Resume {
-		kind = store.Upsert
-	}
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = r.Config().Workers
-	}
-
-	type tx struct {
-		pk  string
-		ops []store.Op
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(1, workers))
-	var entities, nTx atomic.Int64
-	// send runs one transaction on the group, once fewer than workers run.
-	send := func(t tx) error {
-		if gctx.Err() != nil {
-			return context.Cause(gctx)
-		}
-		g.Go(func() error {
-			if err := transact(gctx, r.Store(), cfg.Into, t.pk, t.ops); err != nil {
-				return err
-			}
-			entities.Add(int64(len(t.ops)))
-			nTx.Add(1)
-			return nil
-		})
-		return nil
-	}
-	var old *format1
-	if stats.Header.Format == 1 {
-		old = newFormat1()
-	}
-	readErr := func() error {
-		var read uint64
-		for {
-			pk, es, err := d.block()
-			if err != nil {
-				return err
-			}
-			if es == nil {
-				n, err := d.uvarint()
-				if err != nil {
-					return err
-				}
-				if n != read {
-					return fmt.Errorf("%w: trailer counts %d entities, read %d", ErrBadSnapshot, n, read)
-				}
-				return nil
-			}
-			read += uint64(len(es))
-			var ops []store.Op
-			bytes := 0
-			for _, e := range es {
-				if old != nil {
-					var keep bool
-					if e, keep = old.move(e); !keep {
-						continue
-					}
-				}
-				if erased.Drops(e) {
-					stats.Erased++
-					continue
-				}
-				sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
-				if len(ops) > 0 && bytes+sz > replay.TxBudget {
-					if err := send(tx{pk, ops}); err != nil {
-						return err
-					}
-					ops, bytes = nil, 0
-				}
-				ops = append(ops, store.Op{Kind: kind, RK: e.RK, Props: e.Props})
-				bytes += sz
-			}
-			if len(ops) == 0 {
-				continue
-			}
-			if err := send(tx{pk, ops}); err != nil {
-				return err
-			}
-		}
-	}()
-	err = run.Wait(ctx, g)
-	stats.Entities, stats.Transactions, stats.Elapsed = entities.Load(), nTx.Load(), time.Since(start)
+	readErr := l.readBlocks(d)
+	err = run.Wait(ctx, l.g)
+	stats.Entities, stats.Transactions, stats.Erased, stats.Elapsed = l.entities.Load(), l.nTx.Load(), l.erasedRows, time.Since(start)
 	if err != nil {
 		return stats, fmt.Errorf("load into %s: %w", cfg.Into, err)
 	}
@@ -439,6 +355,139 @@ func (r *Snapshots) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Loa
 		return stats, fmt.Errorf("load into %s: %w", cfg.Into, readErr)
 	}
 	return stats, nil
+}
+
+// openStream checks a snapshot's magic and opens its zstd stream.
+func openStream(in io.Reader) (*zstd.Decoder, *snapReader, error) {
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(in, magic); err != nil || string(magic) != snapshotMagic {
+		return nil, nil, fmt.Errorf("%w: not a tablejournal snapshot", ErrBadSnapshot)
+	}
+	zr, err := zstd.NewReader(in)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	return zr, &snapReader{r: bufio.NewReaderSize(zr, 1<<16)}, nil
+}
+
+// loader writes the blocks of one snapshot into a table, in transactions
+// run on a bounded group.
+type loader struct {
+	st         store.Store
+	into       string
+	kind       store.OpKind
+	erased     *history.ErasedKeys
+	old        *format1 // for a format-1 snapshot
+	g          *errgroup.Group
+	gctx       context.Context
+	entities   atomic.Int64
+	nTx        atomic.Int64
+	erasedRows int64
+}
+
+// newLoader checks the destination, creates it and reads the erases after
+// the snapshot's sequence.
+func (r *Snapshots) newLoader(ctx context.Context, cfg LoadConfig, h Header) (*loader, error) {
+	erased, err := history.New(r.Source).ErasedAfter(ctx, h.Table, h.Seq)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Resume {
+		if err := replay.CheckEmpty(ctx, r.Store(), cfg.Into); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.Store().CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
+		return nil, fmt.Errorf("create %s: %w", cfg.Into, err)
+	}
+	l := &loader{st: r.Store(), into: cfg.Into, kind: store.Insert, erased: erased}
+	if cfg.Resume {
+		l.kind = store.Upsert
+	}
+	if h.Format == 1 {
+		l.old = newFormat1()
+	}
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = r.Config().Workers
+	}
+	l.g, l.gctx = errgroup.WithContext(ctx)
+	l.g.SetLimit(max(1, workers))
+	return l, nil
+}
+
+// send runs one transaction on the group, once fewer than workers run.
+func (l *loader) send(pk string, ops []store.Op) error {
+	if l.gctx.Err() != nil {
+		return context.Cause(l.gctx)
+	}
+	l.g.Go(func() error {
+		if err := transact(l.gctx, l.st, l.into, pk, ops); err != nil {
+			return err
+		}
+		l.entities.Add(int64(len(ops)))
+		l.nTx.Add(1)
+		return nil
+	})
+	return nil
+}
+
+// readBlocks reads the blocks up to the trailer and sends their rows, and
+// checks the trailer's count.
+func (l *loader) readBlocks(d *snapReader) error {
+	var read uint64
+	for {
+		pk, es, err := d.block()
+		if err != nil {
+			return err
+		}
+		if es == nil {
+			n, err := d.uvarint()
+			if err != nil {
+				return err
+			}
+			if n != read {
+				return fmt.Errorf("%w: trailer counts %d entities, read %d", ErrBadSnapshot, n, read)
+			}
+			return nil
+		}
+		read += uint64(len(es))
+		if err := l.block(pk, es); err != nil {
+			return err
+		}
+	}
+}
+
+// block sends the rows of one block kept (not intermediate versions of
+// format 1, not erased), in transactions within a transaction's bytes.
+func (l *loader) block(pk string, es []store.Entity) error {
+	var ops []store.Op
+	bytes := 0
+	for _, e := range es {
+		if l.old != nil {
+			var keep bool
+			if e, keep = l.old.move(e); !keep {
+				continue
+			}
+		}
+		if l.erased.Drops(e) {
+			l.erasedRows++
+			continue
+		}
+		sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
+		if len(ops) > 0 && bytes+sz > replay.TxBudget {
+			if err := l.send(pk, ops); err != nil {
+				return err
+			}
+			ops, bytes = nil, 0
+		}
+		ops = append(ops, store.Op{Kind: l.kind, RK: e.RK, Props: e.Props})
+		bytes += sz
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return l.send(pk, ops)
 }
 
 // transact runs one transaction, retrying while the store is busy.
