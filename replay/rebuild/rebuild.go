@@ -39,7 +39,7 @@ type Config struct {
 	// projector's own redelivery check on the rows' _seq).
 	Resume bool
 	// Workers is the number of partitions applied at once. If zero, the
-	// Replayer's Workers.
+	// Source's Workers.
 	Workers int
 	// Progress, if set, is called about ten times a second and at the end
 	// with the commands done and the commands to do (an estimate when To
@@ -56,7 +56,7 @@ type Stats struct {
 	// Loaded is the number of entities loaded from the snapshot.
 	Loaded int64
 	// Erased counts the snapshot's rows dropped because their key was
-	// erased after it (LoadStats.Erased).
+	// erased after it (snapshot.LoadStats.Erased).
 	Erased int64
 	// Commands counts the journal messages replayed, by outcome.
 	Commands, Applied, Rejected, Duplicates, Skipped int64

@@ -78,7 +78,7 @@ func (s DiffStats) Differences() int64 { return s.Missing + s.Extra + s.Changed 
 // DiffConfig configures DiffTables.
 type DiffConfig struct {
 	// Table is the checked table, Against the reference; both required and
-	// in the Replayer's store.
+	// in the Source's store.
 	Table, Against string
 	// Seq is the journal sequence both tables are compared at: each as the
 	// projector had left it then (see Snapshot). If zero, every row as
@@ -93,7 +93,7 @@ type DiffConfig struct {
 	Progress func(phase string, done, total int64)
 }
 
-// DiffTables compares two tables of the Replayer's store row for row,
+// DiffTables compares two tables of the Source's store row for row,
 // tips, version rows and rows outside the layout, in every column but the
 // store's Timestamp and etag, each table as it stood at a journal sequence:
 // a blue/green rebuild (Rebuild into a shadow table, then DiffTables of
@@ -119,12 +119,12 @@ type VerifyConfig struct {
 	// highest sequence the projector has fully applied (AppliedSeq).
 	Seq uint64
 	// Scratch is the store the journal is re-projected into, in a fresh
-	// table that is deleted afterwards. If nil, the Replayer's store. A
+	// table that is deleted afterwards. If nil, the Source's store. A
 	// local embedded store keeps the check from writing to the live
 	// account.
 	Scratch store.Store
 	// Workers is the number of partitions re-projected at once. If zero,
-	// the Replayer's Workers.
+	// the Source's Workers.
 	Workers int
 	// OnDiff and Progress are as in DiffConfig; Progress is called with
 	// phase "rebuild" (commands) first, then "compare" (rows).

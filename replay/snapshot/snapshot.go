@@ -33,7 +33,7 @@ type Config struct {
 	// the highest sequence the projector has fully applied (AppliedSeq).
 	Seq uint64
 	// Workers is the number of partitions read at once. If zero, the
-	// Replayer's Workers. With 1, the table is read in one scan.
+	// Source's Workers. With 1, the table is read in one scan.
 	Workers int
 }
 
@@ -306,7 +306,7 @@ type LoadConfig struct {
 	// are then upserted rather than inserted.
 	Resume bool
 	// Workers is the number of transactions run at once. If zero, the
-	// Replayer's Workers.
+	// Source's Workers.
 	Workers int
 }
 
