@@ -68,8 +68,12 @@ func WithDataDir(dir string) Option {
 // ("JOURNAL").
 func WithStream(name string) Option { return func(o *options) { o.stream = name } }
 
-// WithDurable is the projector's --durable consumer name prefix (default
-// "projector"), which AfterSeq reads the applied position from.
+// WithDurable names the prefix of the projection's consumers
+// ("<prefix>-<shard>"), which AfterSeq and WaitApplied read the applied
+// position from. The default, "projector", is what the projector command
+// always uses; another is needed only for a projection a program runs with
+// another projection.Config.Durable (replay's --durable names the same
+// prefix).
 func WithDurable(prefix string) Option { return func(o *options) { o.durable = prefix } }
 
 // WithPropagator sets how the trace context of a publish's context.Context

@@ -143,7 +143,8 @@ func ExampleWithStream() {
 }
 
 func ExampleWithDurable() {
-	// The projector runs with its default --durable, "projector".
+	// The projector command's consumers are "projector-<shard>", the
+	// default; a program running its own projection may name others.
 	c, ctx, done := connectWith(tj.WithTables(tables), tj.WithDurable("projector"))
 	defer done()
 	pk := newPK("c")
