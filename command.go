@@ -48,6 +48,9 @@ func Guid(s string) (Value, error) { return events.Guid(s) }
 // methods, which return the Command so that calls chain.
 type Command struct {
 	cmd events.Command
+	// err is the first misuse of the builder (an IfVersion that guards
+	// nothing), which Publish returns.
+	err error
 }
 
 // NewCommand starts a command on partition pk of table, with a fresh
@@ -103,12 +106,30 @@ func (c *Command) Delete(rk string) *Command { return c.add(events.OpDelete, rk,
 
 // IfVersion guards the operation added last: it applies only if its row
 // exists at exactly version v (Row.Version), else the command is rejected
-// with ErrVersionMismatch. An insert cannot carry it.
+// with ErrVersionMismatch. An insert cannot carry it. Called before any
+// operation, or twice on one, it guards nothing certain: Publish then
+// refuses the command with ErrInvalid (rules if-version-without-op and
+// if-version-twice) rather than apply it unguarded.
 func (c *Command) IfVersion(v int64) *Command {
-	if n := len(c.cmd.Ops); n > 0 {
+	n := len(c.cmd.Ops)
+	switch {
+	case n == 0:
+		c.fail(&events.ValidationError{Field: "ops", Rule: events.RuleIfVersionWithoutOp,
+			Detail: fmt.Sprintf("IfVersion(%d) before any operation guards nothing: call it after the operation it guards", v)})
+	case c.cmd.Ops[n-1].IfVersion != nil:
+		c.fail(&events.ValidationError{Field: fmt.Sprintf("ops[%d].ifVersion", n-1), Rule: events.RuleIfVersionTwice,
+			Detail: fmt.Sprintf("IfVersion(%d) after IfVersion(%d) on one operation: give it one guard", v, *c.cmd.Ops[n-1].IfVersion)})
+	default:
 		c.cmd.Ops[n-1].IfVersion = &v
 	}
 	return c
+}
+
+// fail records the first misuse of the builder.
+func (c *Command) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
 }
 
 // Position is where a published command is in the journal: its command ID
@@ -126,6 +147,9 @@ type Position struct {
 // errors.Is matches against ErrInvalid, and nothing is published. The
 // trace context of ctx travels with the command.
 func (c *Client) Publish(ctx context.Context, cmd *Command) (Position, error) {
+	if cmd.err != nil {
+		return Position{}, fmt.Errorf("tablejournal: publish %s: %w", cmd.cmd.ID, cmd.err)
+	}
 	x := cmd.cmd
 	if x.Issuer == "" {
 		x.Issuer = c.o.issuer

@@ -151,7 +151,7 @@ type opCmd struct {
 	*writerBase
 	cmd         events.Command
 	row         events.RowOp
-	ifVersion   int64
+	ifVersion   onceInt64
 	sets, metas stringList
 }
 
@@ -160,7 +160,7 @@ func (c *opCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cmd.PK, "pk", "", "OP: partition key (required; may be empty: --pk '')")
 	fs.StringVar(&c.row.RK, "rk", "", "OP: row key (required; may be empty: --rk '')")
 	fs.Var(&c.sets, "set", "OP: a property, `name[:type]=value`; repeatable (see above)")
-	fs.Int64Var(&c.ifVersion, "if-version", 0, "OP: apply only if the row exists at exactly this logical `version`")
+	fs.Var(&c.ifVersion, "if-version", "OP: apply only if the row exists at exactly this logical `version`")
 	fs.StringVar(&c.cmd.ID, "id", "", "OP: command ID (default a fresh UUIDv7)")
 	fs.StringVar(&c.cmd.Issuer, "issuer", "", "OP: name of the issuing service, recorded in the command")
 	fs.Var(&c.metas, "meta", "OP: metadata `key=value` recorded in the command; repeatable")
@@ -189,6 +189,27 @@ func flagNames(register func(*flag.FlagSet)) []string {
 }
 
 type stringList []string
+
+// onceInt64 is an int64 flag that may be given once: a second
+// --if-version would silently replace the guard the first one set.
+type onceInt64 struct {
+	v   int64
+	set bool
+}
+
+func (o *onceInt64) String() string { return strconv.FormatInt(o.v, 10) }
+
+func (o *onceInt64) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	if o.set {
+		return fmt.Errorf("given twice (%d, then %d): rule %s: a row operation has one guard", o.v, v, events.RuleIfVersionTwice)
+	}
+	o.v, o.set = v, true
+	return nil
+}
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
@@ -382,7 +403,7 @@ func (c *opCmd) build(op events.OpKind, now time.Time) (*events.Command, error) 
 		}
 	}
 	if c.set["if-version"] {
-		v := c.ifVersion
+		v := c.ifVersion.v
 		row.IfVersion = &v
 	}
 	cmd := c.cmd
