@@ -159,6 +159,10 @@ func exampleOwner(n string) string {
 		return "ChangeOp"
 	case "ErrNoTables":
 		return "WithTables"
+	case "ErrNoJournal":
+		return "WithStream"
+	case "ErrBodyDiffers":
+		return "Client_Publish"
 	}
 	return ""
 }

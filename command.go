@@ -40,7 +40,8 @@ func DateTime(t time.Time) Value { return events.DateTime(t) }
 // Binary is an Edm.Binary value of at most 64 KiB.
 func Binary(b []byte) Value { return events.Binary(b) }
 
-// Guid is an Edm.Guid value; it fails on a string that is not a GUID.
+// Guid is an Edm.Guid value; it fails on a string that is not a GUID
+// with an error matching ErrInvalid (rule bad-guid).
 func Guid(s string) (Value, error) { return events.Guid(s) }
 
 // Command is one command: row operations on one partition of one table,
@@ -144,11 +145,16 @@ type Position struct {
 
 // Publish validates cmd and publishes it into the journal, returning once
 // the journal stored it. An invalid command is refused with an error that
-// errors.Is matches against ErrInvalid, and nothing is published. The
-// trace context of ctx travels with the command.
+// errors.Is matches against ErrInvalid, and nothing is published. A
+// command ID the journal holds with another body is ErrBodyDiffers; no
+// journal stream, ErrNoJournal. The trace context of ctx travels with the
+// command.
 func (c *Client) Publish(ctx context.Context, cmd *Command) (Position, error) {
 	if cmd.err != nil {
 		return Position{}, fmt.Errorf("tablejournal: publish %s: %w", cmd.cmd.ID, cmd.err)
+	}
+	if err := c.checkStream(ctx); err != nil {
+		return Position{}, fmt.Errorf("tablejournal: publish %s: %w", cmd.cmd.ID, err)
 	}
 	x := cmd.cmd
 	if x.Issuer == "" {

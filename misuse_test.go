@@ -1,6 +1,7 @@
 package tablejournal_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	tj "github.com/tablejournal/tablejournal"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 
 // TestIfVersionGuardsSomething: an IfVersion that guards no operation, or
@@ -59,4 +61,87 @@ func TestIfVersionGuardsSomething(t *testing.T) {
 	if _, err := c.Get(ctx, table, pk, "b"); !errors.Is(err, tj.ErrNotFound) {
 		t.Fatalf("row b: %v, want ErrNotFound", err)
 	}
+}
+
+// TestClientSentinels: what a service matches with errors.Is, each with a
+// message that says what is wrong in its terms.
+func TestClientSentinels(t *testing.T) {
+	c := connect(t)
+	ctx := testContext(t)
+	pk := fmt.Sprintf("s%d", time.Now().UnixNano())
+
+	t.Run("Guid", func(t *testing.T) {
+		_, err := tj.Guid("nope")
+		var verr *events.ValidationError
+		if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != events.RuleBadGuid {
+			t.Fatalf("Guid(nope): %v, want ErrInvalid, rule bad-guid", err)
+		}
+	})
+	t.Run("body differs", func(t *testing.T) {
+		first := tj.NewCommand("sentinels", pk).Upsert("r", tj.Entity{"n": tj.Int64(1)})
+		if _, err := c.Publish(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.Publish(ctx, tj.NewCommand("sentinels", pk).WithID(first.ID()).Upsert("r", tj.Entity{"n": tj.Int64(2)}))
+		if !errors.Is(err, tj.ErrBodyDiffers) || errors.Is(err, tj.ErrInvalid) {
+			t.Fatalf("same ID, other body: %v, want ErrBodyDiffers", err)
+		}
+	})
+	// WithStream names a stream that does not exist, on the server of a
+	// journal (JetStream refused the publish with "expected stream does
+	// not match") and on one without any (the publish retried for its
+	// whole budget).
+	empty := journaltest.StartServer(t).ClientURL()
+	for _, url := range []string{natsURL, empty} {
+		t.Run("no stream "+url, func(t *testing.T) {
+			other, err := tj.Connect(ctx, url, tj.WithStream("NOPE"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, err = other.Publish(pctx, tj.NewCommand("sentinels", pk).Upsert("r", tj.Entity{}))
+			if !errors.Is(err, tj.ErrNoJournal) || !strings.Contains(err.Error(), "no journal stream NOPE") || pctx.Err() != nil {
+				t.Fatalf("publish to stream NOPE: %v, want ErrNoJournal naming NOPE at once", err)
+			}
+		})
+	}
+	t.Run("follow another table", func(t *testing.T) {
+		name := "sentinels-" + pk
+		pos, err := c.Publish(ctx, tj.NewCommand("orders", pk).Upsert("r", tj.Entity{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The checkpoint, made by a Follow that stops at its first change.
+		fctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if err := c.Follow(fctx, name, "orders", func(context.Context, tj.Change) error { cancel(); return nil }, tj.FollowFrom(pos.Seq)); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			name, table string
+			opts        []tj.FollowOption
+			want        string
+		}{
+			{"table", "customers", nil, `the checkpoint "` + name + `" follows table orders, not table customers`},
+			{"partition", "orders", []tj.FollowOption{tj.FollowPartition("c-1")}, `follows table orders, not partition "c-1" of table orders`},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				err := c.Follow(ctx, name, tt.table, func(context.Context, tj.Change) error { return nil }, tt.opts...)
+				if !errors.Is(err, tj.ErrInvalid) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "changes.") {
+					t.Fatalf("Follow: %v, want ErrInvalid saying %q", err, tt.want)
+				}
+			})
+		}
+	})
+	t.Run("follow a name no table has", func(t *testing.T) {
+		for _, table := range []string{"Bad-Table!", "*", "orders.x", ""} {
+			err := c.Follow(ctx, "sentinels-bad-"+pk, table, func(context.Context, tj.Change) error { return nil })
+			var verr *events.ValidationError
+			if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != events.RuleTableName {
+				t.Fatalf("Follow(%q): %v, want ErrInvalid, rule table-name", table, err)
+			}
+		}
+	})
 }
