@@ -97,9 +97,14 @@ at the end; a progress bar is drawn on stderr when stderr is a terminal
 (unless per-command output goes to a terminal too). Per command it prints one
 line with --verbose, one JSON object with --json, otherwise nothing.
 
+Interrupted, apply sends no more lines and waits up to --timeout for the
+acknowledgements of those it sent: each counts as published, or unconfirmed
+(sent, not acknowledged: it may be in the journal), and the summary says from
+which line on none was sent. Apply the same input again to finish.
+
 Output, per command: "published ID seq N", or "already in the journal: ID seq
 N" when the journal held the ID already; with --json one JSON object:
-  {"id":ID,"seq":N,"duplicate":BOOL[,"line":N][,"outcome":{...}][,"error":MSG]}
+  {"id":ID,"seq":N,"duplicate":BOOL[,"line":N][,"outcome":{...}][,"error":MSG][,"unconfirmed":true]}
 and, for an invalid line of apply, {"line":N,"id":ID,"error":MSG,"rule":RULE}.
 
 Exit status:
@@ -456,6 +461,9 @@ type writeResult struct {
 	Duplicate bool             `json:"duplicate"`
 	Outcome   *journal.Outcome `json:"outcome,omitempty"`
 	Error     string           `json:"error,omitempty"`
+	// Unconfirmed: apply sent the command but had no acknowledgement when
+	// it stopped waiting; it may be in the journal.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
 }
 
 // MarshalJSON prints the outcome's time as every command does.
