@@ -10,7 +10,7 @@ import (
 // with ErrInvalid), checked with errors.Is.
 var (
 	// ErrNoTables is returned by reads of a Client opened without a table
-	// store (WithTables, WithDataDir).
+	// store (WithStore).
 	ErrNoTables = errors.New("tablejournal: no table store configured")
 
 	// ErrNoJournal: Publish found no journal stream of the name WithStream

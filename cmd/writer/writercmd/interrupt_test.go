@@ -12,9 +12,9 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestWriterApplyInterrupted: apply stopped (SIGINT: its context ends)
@@ -117,7 +117,7 @@ func TestWriterApplyInterrupted(t *testing.T) {
 
 // journalMsgs is the number of commands the journal holds.
 func journalMsgs(ctx context.Context, e *writerEnv) (int, error) {
-	s, err := e.js.Stream(ctx, journal.DefaultStream)
+	s, err := e.js.Stream(ctx, wire.JournalStream)
 	if err != nil {
 		return 0, err
 	}
@@ -191,7 +191,7 @@ func (p *ackHolder) release() { p.once.Do(func() { close(p.open) }) }
 // at the first publish to the journal.
 func (p *ackHolder) toServer(c, s net.Conn, published chan struct{}) {
 	defer s.Close()
-	const marker = "HPUB " + journal.SubjectPrefix + "."
+	const marker = "HPUB " + wire.JournalPrefix + "."
 	var tail []byte // the end of the previous read, for a marker split across two
 	seen := false
 	buf := make([]byte, 32<<10)
