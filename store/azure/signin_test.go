@@ -125,7 +125,7 @@ func TestRefusalsExplained(t *testing.T) {
 		cred := &azurite.Credential{}
 		owner := newSignedInStore(t, cred)
 		name := table(t, owner)
-		if err := owner.Transact(bg, name, "p", []store.Op{{Kind: store.Insert, RK: "r", Props: events.Entity{"n": events.Int32(1)}}}); err != nil {
+		if _, err := owner.Transact(bg, name, "p", []store.Op{{Kind: store.Insert, RK: "r", Props: events.Entity{"n": events.Int32(1)}}}); err != nil {
 			t.Fatal(err)
 		}
 		s, err := New(Config{Endpoint: reader, Credential: cred, CAFile: o.CAFile(), MaxRetries: -1})
@@ -135,7 +135,7 @@ func TestRefusalsExplained(t *testing.T) {
 		if _, err := s.Get(bg, name, "p", "r"); err != nil {
 			t.Fatalf("a reader's Get: %v", err)
 		}
-		err = s.Transact(bg, name, "p", []store.Op{{Kind: store.Delete, RK: "r"}})
+		_, err = s.Transact(bg, name, "p", []store.Op{{Kind: store.Delete, RK: "r"}})
 		if !errors.Is(err, azauth.ErrRoleMissing) || !strings.Contains(err.Error(), `"Storage Table Data Contributor"`) {
 			t.Fatalf("a reader's write: %v; want ErrRoleMissing naming Storage Table Data Contributor", err)
 		}
