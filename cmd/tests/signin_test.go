@@ -31,16 +31,17 @@ import (
 // a mode the location cannot take, no identity at all.
 func TestSignedIn(t *testing.T) {
 	// Not parallel: it sets environment variables.
-	ctx := journaltest.Context(t, 3*time.Minute)
-	srv, err := azurite.StartOAuth(ctx)
+	// The starts have their own deadlines (60 s each).
+	srv, err := azurite.StartOAuth(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Stop() })
-	blob, err := srv.BlobEndpoint(ctx)
+	blob, err := srv.BlobEndpoint(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx := journaltest.Context(t, 3*time.Minute)
 	cred := &azurite.Credential{}
 	// A user-assigned identity of its own (AZURE_CLIENT_ID): managed
 	// identity tokens are cached per process, and this test must see

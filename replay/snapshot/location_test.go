@@ -182,16 +182,21 @@ func TestAccountOf(t *testing.T) {
 // identity without the blob role (from a proxy, as Azure answers), a
 // bare http:// blob URL; none carries a token.
 func TestBlobSignedIn(t *testing.T) {
+	// The starts have their own deadlines (60 s each).
+	o, err := AzuriteOfTest().OAuth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := o.Blob(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := AzuriteOfTest().Blob(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	o, err := AzuriteOfTest().OAuth(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob, err := o.Blob(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cred := &azurite.Credential{}
 	auth := azauth.Config{Credential: cred, CAFile: o.CAFile()}
 	loc := blob.Endpoint() + "/snapshots/orders.tjsnap"
@@ -239,10 +244,6 @@ func TestBlobSignedIn(t *testing.T) {
 	t.Log(err)
 	noToken(t, err, cred)
 
-	plain, err := AzuriteOfTest().Blob(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := Open(ctx, plain.Endpoint()+"/snapshots/orders.tjsnap", "", auth); !errors.Is(err, azauth.ErrLoginOverHTTP) {
 		t.Errorf("signing in to an http:// blob: %v; want ErrLoginOverHTTP", err)
 	}
