@@ -253,11 +253,7 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error
 	ops.SetJournalShards(p.JournalShards())
 	ops.SetStats(p.Stats())
 	ops.Running()
-	attrs := startupAttrs(instance, c.nf.URL(), url, c.data, !c.noSync, c.tables, cfg, ops)
-	if m, ok := closeStore.(interface{ Mode() azauth.Mode }); ok {
-		attrs = append(attrs, "auth", string(m.Mode()))
-	}
-	log.Info("projector running", attrs...)
+	log.Info("projector running", startupAttrs(instance, c.nf.URL(), url, c.data, !c.noSync, c.tables, closeStore, cfg, ops)...)
 	err = p.Run(ctx)
 	ops.Stopped(err)
 	if err != nil {
