@@ -198,8 +198,11 @@ func TestGracePeriodExceedsDrainTimeout(t *testing.T) {
 		t.Fatalf("--drain-timeout=%s: want a positive duration (%v)", drain, err)
 	}
 	grace := m.deployment.Spec.Template.Spec.TerminationGracePeriodSeconds
-	if grace == nil || time.Duration(*grace)*time.Second <= d {
-		t.Errorf("terminationGracePeriodSeconds %v, want more than --drain-timeout %s", grace, d)
+	if grace == nil {
+		t.Fatalf("no terminationGracePeriodSeconds: want more than --drain-timeout %s", d)
+	}
+	if g := time.Duration(*grace) * time.Second; g <= d {
+		t.Errorf("terminationGracePeriodSeconds %d, want more than --drain-timeout %s", *grace, d)
 	}
 }
 
