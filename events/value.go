@@ -148,9 +148,14 @@ func (v Value) Text() string {
 	return ""
 }
 
-// Entity is the set of properties of one row, without its keys: what a
-// command writes. store.Entity is a stored row: keys, an Entity and the
-// store's etag and timestamp.
+// Entity is the set of properties of one row, without its keys: the
+// payload of a command's row operation (RowOp.Props), in the command layer.
+// It is one of three notions of a row, one per layer: this one is what a
+// command carries; store.Entity is what a table store holds (keys, an
+// Entity of properties, with the layout's system columns among them, and
+// the store's etag and timestamp); rows.Row is a store.Entity read by the
+// versioned layout of SPEC §4 (one version of a logical row, its system
+// columns decoded and its user properties, an Entity, apart).
 type Entity map[string]Value
 
 // Equal reports whether two entities hold the same properties with equal

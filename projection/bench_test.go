@@ -30,6 +30,7 @@ import (
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // projectCommands is the workload of one round of BenchmarkProjectSpread and
@@ -165,7 +166,7 @@ func batched(b *testing.B, st store.Store, n int, pk func(int) string) time.Dura
 	batches := batchRows(n, pk)
 	start := time.Now()
 	for _, t := range batches {
-		if err := st.Transact(ctx, table, t.pk, t.ops); err != nil {
+		if _, err := st.Transact(ctx, table, t.pk, t.ops); err != nil {
 			b.Fatalf("Transact: %v", err)
 		}
 	}
@@ -219,17 +220,10 @@ func (c *countingStore) Query(ctx context.Context, table string, q store.Query) 
 	return c.Store.Query(ctx, table, q)
 }
 
-func (c *countingStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+// Transact counts a transaction and passes on the etags the store reports.
+func (c *countingStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	c.txs.Add(1)
 	return c.Store.Transact(ctx, table, pk, ops)
-}
-
-// TransactETags counts a transaction and passes on the etags the store
-// reports, as a production wrapper must: without them the projector reads
-// each partition's fence again after every commit.
-func (c *countingStore) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	c.txs.Add(1)
-	return store.TransactETags(ctx, c.Store, table, pk, ops)
 }
 
 // outcomeRate is the offered load of BenchmarkPublishToOutcome.
@@ -261,7 +255,7 @@ func BenchmarkPublishToOutcome(b *testing.B) {
 		ack = time.Since(start)
 		select {
 		case o := <-ch:
-			if o.Status != journal.StatusApplied {
+			if o.Status != wire.StatusApplied {
 				return 0, 0, fmt.Errorf("%s: %s %s", c.ID, o.Status, o.Reason)
 			}
 			return ack, time.Since(start), nil
@@ -312,13 +306,13 @@ func reportLatency(b *testing.B, prefix string, lat []time.Duration) {
 // the publishers waiting for them.
 type outcomeWaiters struct {
 	mu      sync.Mutex
-	waiting map[string]chan journal.Outcome
+	waiting map[string]chan wire.Outcome
 }
 
 // subscribeOutcomes follows every outcome published from now on.
 func subscribeOutcomes(b *testing.B, ctx context.Context, js jetstream.JetStream) *outcomeWaiters {
 	b.Helper()
-	w := &outcomeWaiters{waiting: make(map[string]chan journal.Outcome)}
+	w := &outcomeWaiters{waiting: make(map[string]chan wire.Outcome)}
 	oc := journal.NewOutcomes(js)
 	last, err := oc.Last(ctx)
 	if err != nil {
@@ -328,7 +322,7 @@ func subscribeOutcomes(b *testing.B, ctx context.Context, js jetstream.JetStream
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = oc.Follow(ctx, last+1, func(_ uint64, o journal.Outcome) bool {
+		_ = oc.Follow(ctx, last+1, func(_ uint64, o wire.Outcome) bool {
 			w.mu.Lock()
 			ch := w.waiting[o.ID]
 			delete(w.waiting, o.ID)
@@ -345,8 +339,8 @@ func subscribeOutcomes(b *testing.B, ctx context.Context, js jetstream.JetStream
 
 // expect registers a wait for the outcome of command id; call it before
 // publishing the command.
-func (w *outcomeWaiters) expect(id string) <-chan journal.Outcome {
-	ch := make(chan journal.Outcome, 1)
+func (w *outcomeWaiters) expect(id string) <-chan wire.Outcome {
+	ch := make(chan wire.Outcome, 1)
 	w.mu.Lock()
 	w.waiting[id] = ch
 	w.mu.Unlock()

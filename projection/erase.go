@@ -8,6 +8,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Erase commands (SPEC §10), applied in journal order like any command: an
@@ -38,16 +39,6 @@ func eraseEntry(m journal.Msg, e *Entry) {
 	e.ID, e.Erase = er.ID, er
 }
 
-// anyErase reports whether entries hold an erase.
-func anyErase(entries []Entry) bool {
-	for _, e := range entries {
-		if e.Erase != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // addErased adds e to the batch when it is an erase, or was handled before
 // the partition's newest erase, or follows an erase in the batch (errFull:
 // an erase is alone in its transaction). done says e was dealt with here.
@@ -65,14 +56,14 @@ func (b *txn) addErased(e Entry, res Result) (done bool, err error) {
 		return true, errFull
 	}
 	if dup := b.duplicateErase(e); dup != "" {
-		res.Status, res.Reason = journal.StatusDuplicate, dup
+		res.Status, res.Reason = wire.StatusDuplicate, dup
 		b.results = append(b.results, res)
 		return true, nil
 	}
 	b.er.entry = &e
 	b.appliedIDs[e.ID] = e.Seq
 	// An erase applies whatever the rows hold; its outcome names no row.
-	res.Status, res.Changes = journal.StatusApplied, eraseNotice(e)
+	res.Status, res.Changes = wire.StatusApplied, eraseNotice(e)
 	b.results = append(b.results, res)
 	return true, nil
 }
@@ -84,7 +75,7 @@ func (b *txn) duplicateErase(e Entry) string {
 	if s, ok := b.seen[e.ID]; ok && s < e.Seq {
 		return fmt.Sprintf("command %s already applied at journal sequence %d", e.ID, s)
 	}
-	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq && (e.Prior.Status == journal.StatusApplied || e.Prior.Status == journal.StatusDuplicate) {
+	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq && (e.Prior.Status == wire.StatusApplied || e.Prior.Status == wire.StatusDuplicate) {
 		return fmt.Sprintf("command %s already applied at journal sequence %d", e.ID, e.Prior.Seq)
 	}
 	return ""
@@ -98,8 +89,28 @@ func recoverErased(r *Result, e Entry) bool {
 	if !r.erased && e.Erase == nil {
 		return false
 	}
-	r.Status, r.Rows, r.Changes = journal.StatusApplied, nil, eraseNotice(e)
+	r.Status, r.Rows, r.Changes = wire.StatusApplied, nil, eraseNotice(e)
 	return true
+}
+
+// eraseTx is the transaction of an erase, alone: decided on the fence
+// alone (its _eraseSeq), committed by commitErase.
+type eraseTx struct{}
+
+func (eraseTx) decide(ctx context.Context, r *partitionRun) error {
+	if err := r.a.begin(ctx, r.part, &r.v); err != nil {
+		return err
+	}
+	r.tx, r.end = r.newTxn(), r.next+1
+	if err := r.tx.add(r.entries[r.next]); err != nil {
+		return err
+	}
+	r.logDecided(false)
+	return nil
+}
+
+func (eraseTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
+	return r.commitWith(ctx, r.a.commitErase)
 }
 
 // eraseBatch is how many rows one erase transaction deletes beside the
@@ -112,6 +123,9 @@ const eraseBatch = store.MaxOps - 2
 // A transaction the table refuses is a *conflictError, decided again.
 func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn) error {
 	e := b.er.entry
+	if e == nil {
+		return nil // skipped, or a duplicate: nothing to erase
+	}
 	keys, err := retryStore(ctx, a.policy, "list rows to erase in "+part.table, func() ([]string, error) {
 		return eraseKeys(ctx, a.store, part.table, part.pk, e.Erase.RK)
 	})
@@ -148,27 +162,12 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 			ops = append(ops, store.Op{Kind: store.Upsert, RK: marker,
 				Props: rows.Marker{Seq: e.Seq, Cmd: e.ID, At: e.At}.Encode()})
 		}
-		etags, err := a.transact(ctx, part, ops)
+		etag, err := a.transact(ctx, part, ops)
 		if err != nil {
 			return a.commitFailed(ctx, part, v, b, ops, err)
 		}
 		b.wrote = true
-		next.etag = ""
-		if len(etags) > 0 {
-			next.etag = etags[0]
-		}
-		if next.etag == "" && !final {
-			// The store does not report etags: the next transaction is
-			// conditional on the fence as read, if it is still ours.
-			f, err := a.readFence(ctx, part.table, part.pk)
-			if err != nil {
-				return err
-			}
-			if !f.sameContent(next) {
-				return &conflictError{fence: true, err: fmt.Errorf("the fence moved during an erase: %v", f)}
-			}
-			next.etag = f.etag
-		}
+		next.etag = etag
 		v.f = next
 		keys = keys[n:]
 		if final {

@@ -9,17 +9,18 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
-// lossyStore wraps a real store and loses one confirmed write: the
+// lossyStore wraps a real store and loses one confirmed write: the first
 // transaction that carries a version written by command lose reports
-// success and writes nothing, as Azurite killed before it flushed did.
+// success (with etags, as a real store would answer) and writes nothing,
+// as Azurite killed before it flushed did.
 type lossyStore struct {
 	store.Store
 	lose string
@@ -27,13 +28,25 @@ type lossyStore struct {
 	lost int
 }
 
-func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	for _, op := range ops {
 		if v, ok := op.Props[rows.ColCmd]; ok && v.Str == l.lose && op.RK != rows.FenceKey {
 			l.mu.Lock()
-			l.lost++
+			once := l.lost == 0
+			if once {
+				l.lost++
+			}
 			l.mu.Unlock()
-			return nil
+			if !once {
+				break // lost once; the next write carrying it reaches the store
+			}
+			etags := make([]string, len(ops))
+			for i, op := range ops {
+				if op.Kind != store.Delete {
+					etags[i] = `W/"lost"`
+				}
+			}
+			return etags, nil
 		}
 	}
 	return l.Store.Transact(ctx, table, pk, ops)
@@ -98,7 +111,7 @@ func TestLostWrite(t *testing.T) {
 					t.Errorf("seq %d (%s): %s (%s), want %s", seq, o.ID, o.Status, o.Reason, want)
 				}
 			}
-			if o := outcomes[3]; o.Status != journal.StatusApplied {
+			if o := outcomes[3]; o.Status != wire.StatusApplied {
 				t.Errorf("c3: %s; its outcome was published when the store confirmed it", o.Status)
 			}
 			if err := h.StopProjector(); err != nil {
@@ -146,8 +159,8 @@ func TestSkippedWithoutOutcome(t *testing.T) {
 				t.Fatal(err)
 			}
 			outcomes := h.Outcomes(ctx)
-			want := map[uint64]journal.Status{1: journal.StatusApplied, 2: journal.StatusRejected,
-				3: journal.StatusRejected, 4: journal.StatusApplied}
+			want := map[uint64]wire.Status{1: wire.StatusApplied, 2: wire.StatusRejected,
+				3: wire.StatusRejected, 4: wire.StatusApplied}
 			for seq, w := range want {
 				if o := outcomes[seq]; o.Status != w {
 					t.Errorf("seq %d: %s (%s), want %s", seq, o.Status, o.Reason, w)
