@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -132,7 +133,10 @@ func Build(c Config) (v1.Image, error) {
 		return nil, fmt.Errorf("ociimage: layer: %w", err)
 	}
 	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err := mutate.AppendLayers(base, layer)
+	img, err := mutate.Append(base, mutate.Addendum{Layer: layer, History: v1.History{
+		Created:   v1.Time{Time: created},
+		CreatedBy: "make image: " + strings.Join(Commands, ", ") + ", CA certificates, user " + User,
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("ociimage: layer: %w", err)
 	}

@@ -250,6 +250,9 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.what, tc.got, tc.want)
 		}
 	}
+	if len(cf.History) != 1 || cf.History[0].Created.UTC().Format(time.RFC3339) != testCreated || cf.History[0].EmptyLayer {
+		t.Errorf("history %+v, want one entry for the layer, created %s", cf.History, testCreated)
+	}
 	if strings.HasPrefix(c.User, "0") || strings.HasPrefix(c.User, "root") {
 		t.Errorf("user %q is root", c.User)
 	}
