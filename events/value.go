@@ -84,11 +84,12 @@ func DateTime(t time.Time) Value {
 	return Value{Type: TypeDateTime, Time: t.UTC().Truncate(100 * time.Nanosecond)}
 }
 
-// Guid returns a Guid value from its textual form; see ParseGuid.
+// Guid returns a Guid value from its textual form; see ParseGuid. Its
+// error is a *ValidationError (rule bad-guid) wrapping ErrInvalid.
 func Guid(s string) (Value, error) {
 	g, err := ParseGuid(s)
 	if err != nil {
-		return Value{}, err
+		return Value{}, invalid("", RuleBadGuid, "%v", err)
 	}
 	return Value{Type: TypeGuid, Str: g}, nil
 }
