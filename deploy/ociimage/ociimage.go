@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,7 @@ type Config struct {
 	// CACerts is the CA bundle copied into the image. If empty,
 	// SystemCACerts of the machine that builds.
 	CACerts string
-	// Arch is the binaries' GOARCH. If empty, amd64.
+	// Arch is the binaries' GOARCH. If empty, the host's, as Compile's.
 	Arch string
 	// Version, Revision and Source become the image's labels; Version
 	// is required.
@@ -117,7 +118,7 @@ func Build(c Config) (v1.Image, error) {
 		c.CACerts = SystemCACerts
 	}
 	if c.Arch == "" {
-		c.Arch = "amd64"
+		c.Arch = runtime.GOARCH
 	}
 	created := c.Created.UTC().Truncate(time.Second)
 	if c.Created.IsZero() {
