@@ -476,6 +476,6 @@ func (r rowsResult) Text(w io.Writer) {
 	if *r.Partitions == 0 {
 		from = "one scan of the table"
 	}
-	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips and versions) from %s in %s, %.0f rows/s, written to %s\n",
+	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips, versions and fences) from %s in %s, %.0f rows/s, written to %s\n",
 		r.Table, r.Seq, cli.Plural(r.Entities, "row"), from, r.elapsed.Round(time.Millisecond), r.EntitiesPerSecond, r.File)
 }
