@@ -363,6 +363,11 @@ type LoadConfig struct {
 	// Workers is the number of transactions run at once. If zero, the
 	// Source's Workers.
 	Workers int
+	// SkipErasureCheck loads without a journal: the rows of keys erased
+	// after the snapshot's sequence, which Load drops when it can read the
+	// erases from the journal, are then loaded back. Without it, Load
+	// without a journal fails with ErrErasureUnchecked.
+	SkipErasureCheck bool
 }
 
 // LoadStats says what a load wrote.
@@ -443,6 +448,9 @@ type loader struct {
 // newLoader checks the destination, creates it and reads the erases after
 // the snapshot's sequence.
 func (r *Snapshots) newLoader(ctx context.Context, cfg LoadConfig, h Header) (*loader, error) {
+	if r.Journal() == nil && !cfg.SkipErasureCheck {
+		return nil, fmt.Errorf("%w: no journal to read the erasures after sequence %d from; a key erased since would be loaded back", ErrErasureUnchecked, h.Seq)
+	}
 	erased, err := history.New(r.Source).ErasedAfter(ctx, h.Table, h.Seq)
 	if err != nil {
 		return nil, err

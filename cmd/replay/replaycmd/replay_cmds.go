@@ -324,6 +324,7 @@ func (c *loadCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cfg.Into, "into", "", "destination table, empty or new (required)")
 	c.workersFlag(fs, "transactions run at once (default 8)")
 	fs.BoolVar(&c.cfg.Resume, "resume", false, "finish a load that stopped: allow a non-empty --into")
+	fs.BoolVar(&c.cfg.SkipErasureCheck, "risk-loading-erased-keys", false, "load without NATS: the erasures after the snapshot are not read, so keys erased since are loaded back (default: refuse without a journal)")
 }
 
 func (c *loadCmd) check() error   { return c.need("in", "into") }
@@ -340,6 +341,9 @@ func (c *loadCmd) run(ctx context.Context, stdio cli.IO) error {
 		in = f
 	}
 	st, err := snapshot.New(c.rp).Load(ctx, in, c.cfg)
+	if errors.Is(err, snapshot.ErrErasureUnchecked) {
+		return replayRefusal{fmt.Errorf("%w (is NATS reachable, with the journal?); --risk-loading-erased-keys loads it all the same", err)}
+	}
 	if err != nil {
 		return err
 	}
