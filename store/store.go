@@ -221,3 +221,16 @@ const (
 	MaxProperties   = events.MaxStoreProperties - 3 // beside PK, RK, Timestamp
 	DefaultPageSize = 1000
 )
+
+// Scrubber is implemented by a Store whose files may keep the bytes of
+// rows it deleted (free pages, old page images in a write-ahead log), as
+// the embedded store's do. Erasure (SPEC §10) calls it after the deletes
+// of an erase, and a store that keeps its tables elsewhere (Azure) does not
+// implement it.
+type Scrubber interface {
+	// Scrub removes what is left of deleted rows from the store's files,
+	// then reads every file the store owns and returns the names of those
+	// that still hold any of values (none when the scrub worked). The
+	// values themselves never appear in what it returns.
+	Scrub(ctx context.Context, values [][]byte) (held []string, err error)
+}

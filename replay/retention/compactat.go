@@ -52,7 +52,11 @@ type CompactAtStats struct {
 // table or at another sequence than At (ErrNoSnapshotAtHorizon); then
 // trims the journal below it (Compact).
 func (c *Compactor) CompactAt(ctx context.Context, cfg CompactAtConfig) (CompactAtStats, error) {
-	st := CompactAtStats{Location: snapshot.Describe(cfg.Snapshot)}
+	loc, err := snapshot.Recorded(cfg.Snapshot)
+	if err != nil {
+		return CompactAtStats{}, fmt.Errorf("compact: %w", err)
+	}
+	st := CompactAtStats{Location: loc}
 	checked, err := snapshot.CheckAt(ctx, cfg.Snapshot, cfg.Tables, cfg.Auth)
 	if errors.Is(err, fs.ErrNotExist) || bloberror.HasCode(err, bloberror.BlobNotFound) {
 		write := func(w io.Writer) error {

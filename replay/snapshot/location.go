@@ -38,6 +38,20 @@ func IsBlob(loc string) bool {
 	return strings.HasPrefix(loc, Scheme) || strings.HasPrefix(loc, "https://") || strings.HasPrefix(loc, "http://")
 }
 
+// Recorded is the form of loc to record for later runs (the journal
+// horizon of replay compact): a local file's absolute path, so that a run
+// from another folder finds it; a blob as Describe renders it.
+func Recorded(loc string) (string, error) {
+	if IsBlob(loc) || loc == "-" {
+		return Describe(loc), nil
+	}
+	abs, err := filepath.Abs(loc)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrLocation, loc, err)
+	}
+	return abs, nil
+}
+
 // Describe renders loc for output and logs: a blob URL without its query
 // (the SAS token is a secret).
 func Describe(loc string) string {

@@ -51,3 +51,35 @@ func TestRefusedPoints(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadWithoutJournal: a load that cannot read the erasures after the
+// snapshot (no journal) is refused unless told to skip the check, and then
+// loads (issue 28, item 6).
+func TestLoadWithoutJournal(t *testing.T) {
+	b := replaytest.Stores()[0]
+	e := replaytest.NewEnv(t, b.Open(t))
+	table := replaytest.UniqueTable("Nojournal")
+	e.Publish([]*events.Command{{ID: "nj1", Table: table, PK: "p",
+		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}})
+	e.Await([]string{"nj1"})
+	var buf bytes.Buffer
+	if _, err := e.Snap.Take(e.Ctx, &buf, snapshot.Config{Table: table}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := replay.New(e.Ctx, replay.Config{Store: e.Store, Logger: replaytest.Quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	into := replaytest.UniqueTable("Nojournalinto")
+	_, err = snapshot.New(src).Load(e.Ctx, bytes.NewReader(buf.Bytes()), snapshot.LoadConfig{Into: into})
+	if !errors.Is(err, snapshot.ErrErasureUnchecked) {
+		t.Fatalf("load without a journal: %v, want ErrErasureUnchecked", err)
+	}
+	if _, err := e.Store.Query(e.Ctx, into, store.Query{AllPartitions: true, Limit: 1}); !errors.Is(err, store.ErrTableNotFound) {
+		t.Fatalf("the refused load left table %s: %v", into, err)
+	}
+	st, err := snapshot.New(src).Load(e.Ctx, bytes.NewReader(buf.Bytes()), snapshot.LoadConfig{Into: into, SkipErasureCheck: true})
+	if err != nil || st.Entities == 0 {
+		t.Fatalf("load told to skip the check: %+v %v", st, err)
+	}
+}

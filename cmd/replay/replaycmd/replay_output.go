@@ -223,9 +223,20 @@ type historyView struct {
 	RK       string      `json:"rk"`
 	Table    string      `json:"table"`
 	Versions []replayRow `json:"versions"`
+	// Pruned says that earlier versions of the row were pruned.
+	Pruned *prunedOut `json:"pruned,omitempty"`
 
 	rows []rows.Row
 	diff bool
+}
+
+// prunedOut is what history says of pruned versions: the partition's
+// prune horizon, the prune command, and how many of the row's versions
+// (0 to Versions-1) are gone.
+type prunedOut struct {
+	Before   uint64 `json:"before"`
+	Cmd      string `json:"cmd"`
+	Versions int64  `json:"versions"`
 }
 
 func newHistory(table, pk, rk string, rows []rows.Row, diff bool) historyView {
@@ -255,7 +266,12 @@ func (h historyView) Text(w io.Writer) {
 		fmt.Fprintf(w, "%s %q/%q has no versions\n", h.Table, h.PK, h.RK)
 		return
 	}
-	fmt.Fprintf(w, "%s %q/%q: %s\n", h.Table, h.PK, h.RK, cli.Plural(len(h.rows), "version"))
+	if p := h.Pruned; p != nil {
+		fmt.Fprintf(w, "%s %q/%q: %s kept (%s pruned before sequence %d by %s)\n", h.Table, h.PK, h.RK,
+			cli.Plural(len(h.rows), "version"), cli.Plural(p.Versions, "earlier version"), p.Before, p.Cmd)
+	} else {
+		fmt.Fprintf(w, "%s %q/%q: %s\n", h.Table, h.PK, h.RK, cli.Plural(len(h.rows), "version"))
+	}
 	tw := cli.NewTab(w)
 	what := "PROPERTIES"
 	if h.diff {
@@ -476,6 +492,6 @@ func (r rowsResult) Text(w io.Writer) {
 	if *r.Partitions == 0 {
 		from = "one scan of the table"
 	}
-	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips and versions) from %s in %s, %.0f rows/s, written to %s\n",
+	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips, versions and fences) from %s in %s, %.0f rows/s, written to %s\n",
 		r.Table, r.Seq, cli.Plural(r.Entities, "row"), from, r.elapsed.Round(time.Millisecond), r.EntitiesPerSecond, r.File)
 }
