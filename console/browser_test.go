@@ -220,6 +220,18 @@ func TestBrowser(t *testing.T) {
 				shot("health"))
 			wants("health", text("#shards"), "up to date")
 
+			// Retention: the prune of customer-9.
+			run("retention", chromedp.Click(`//nav/a[text()="Retention"]`, chromedp.BySearch), chromedp.WaitVisible(`select[name="table"]`, chromedp.ByQuery),
+				chromedp.SetValue(`select[name="table"]`, f.table, chromedp.ByQuery), chromedp.Click(`form.filters button`, chromedp.ByQuery),
+				chromedp.WaitVisible("#prunes", chromedp.ByQuery), shot("retention"))
+			wants("retention", text("#prunes"), "customer-9", fmt.Sprint(f.seq["e2"]))
+
+			// Verify: start one and watch the page poll it to the end.
+			run("verify", chromedp.Click(`//nav/a[text()="Verify"]`, chromedp.BySearch), chromedp.WaitVisible("#start", chromedp.ByQuery),
+				chromedp.SetValue(`select[name="table"]`, f.table, chromedp.ByQuery), chromedp.Click("#start", chromedp.ByQuery),
+				waitFor(`!!document.querySelector("#vstate") && document.querySelector("#vstate").innerText.includes("identical")`),
+				shot("verify"))
+
 			// No page asked for anything but the console.
 			base, _ := url.Parse(f.srv.URL)
 			for _, u := range requested() {

@@ -59,8 +59,14 @@ type Handler struct {
 	mux   *http.ServeMux
 	pages map[string]*template.Template
 
+	csrf   string
+	base   context.Context // of the verifies started here
+	cancel context.CancelFunc
+
 	mu      sync.Mutex
 	samples []sample // health samples, oldest first
+	jobs    map[int]*verifyJob
+	nextJob int
 }
 
 // sample is one reading of the projectors' lag.
@@ -86,7 +92,8 @@ func New(cfg Config) (*Handler, error) {
 	}
 	cfg.Prefix = strings.TrimRight(cfg.Prefix, "/")
 	cfg.GrafanaURL = publicURL(cfg.GrafanaURL)
-	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), csrf: newToken(), jobs: make(map[int]*verifyJob)}
+	h.base, h.cancel = context.WithCancel(context.Background())
 	if err := h.parse(); err != nil {
 		return nil, err
 	}
@@ -102,6 +109,11 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /asof", h.asof)
 	h.mux.HandleFunc("GET /health", h.health)
 	h.mux.HandleFunc("GET /health/panel", h.healthPanel)
+	h.mux.HandleFunc("GET /retention", h.retention)
+	h.mux.HandleFunc("GET /verify", h.verifyList)
+	h.mux.HandleFunc("POST /verify", h.verifyStart)
+	h.mux.HandleFunc("GET /verify/job", h.verifyShow)
+	h.mux.HandleFunc("GET /verify/panel", h.verifyPanel)
 	return h, nil
 }
 
@@ -125,18 +137,33 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
+	// same-origin: no URL of the console leaves it in a Referer, and a
+	// form post still carries its Origin (no-referrer would send "null").
+	hd.Set("Referrer-Policy", "same-origin")
 	if !h.authorized(r) {
 		hd.Set("WWW-Authenticate", `Basic realm="tablejournal console", charset="UTF-8"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	switch {
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+	case r.Method == http.MethodPost && h.posts(r.URL.Path):
+		if !h.csrfOK(r) {
+			http.Error(w, "refused: the form did not come from this console (CSRF)", http.StatusForbidden)
+			return
+		}
+	default:
 		hd.Set("Allow", "GET, HEAD")
 		http.Error(w, "this console changes nothing: only GET and HEAD are served", http.StatusMethodNotAllowed)
 		return
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// posts reports whether path takes a form post: a verify, which checks
+// and changes nothing (its scratch store is a temporary file).
+func (h *Handler) posts(path string) bool {
+	return path == "/verify"
 }
 
 func (h *Handler) authorized(r *http.Request) bool {

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tablejournal/tablejournal/console"
 )
@@ -75,6 +77,11 @@ func TestPages(t *testing.T) {
 				{"asof table", asof("scope", "table"), 200, []string{"customer-7", "order-1", "order-7"}, nil},
 				{"asof diff", asof("pk", "customer-42", "at", "cmd:c1", "against", "cmd:c4"), 200, []string{"changed", "added", "order-8"}, nil},
 				{"asof bad point", asof("pk", "customer-42", "at", "seq:99999"), 400, nil, nil},
+				{"row pruned", "/row?table=" + tbl + "&pk=customer-9&rk=p1", 200, []string{"was removed by prune", "version 1", "version 2"}, []string{"version 0"}},
+				{"asof before prune", asof("pk", "customer-9", "at", "cmd:e1"), 200, []string{"pruned"}, nil},
+				{"journal shows the prune", "/journal?table=" + tbl + "&pk=customer-9", 200, []string{">prune<", "removed 1"}, nil},
+				{"retention", "/retention?table=" + tbl, 200, []string{"customer-9", "never compacted", "nothing was erased"}, []string{"no partition was pruned"}},
+				{"retention unknown table", "/retention?table=nosuch", 404, nil, nil},
 				{"health", "/health", 200, []string{"shards", "up to date"}, nil},
 				{"health panel", "/health/panel", 200, []string{`id="shards"`}, []string{"<html"}},
 				{"static htmx", "/static/htmx.min.js", 200, []string{"htmx"}, nil},
@@ -98,5 +105,53 @@ func TestPages(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestVerify starts a verify from the console's form and polls its panel
+// until it says the table is identical.
+func TestVerify(t *testing.T) {
+	f := seed(t, "", console.Config{})
+	_, page := get(t, f, "/verify")
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token in the verify form:\n%s", page)
+	}
+	post := func(form url.Values) *http.Response {
+		t.Helper()
+		c := *f.srv.Client()
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := c.PostForm(f.srv.URL+"/verify", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := post(url.Values{"table": {f.table}}); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("verify without the CSRF token: %d, want 403", resp.StatusCode)
+	}
+	resp := post(url.Values{"table": {f.table}, "csrf": {m[1]}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("verify: %d, want 303", resp.StatusCode)
+	}
+	job := resp.Header.Get("Location")
+	panel := strings.Replace(job, "/verify/job", "/verify/panel", 1)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, body := get(t, f, panel)
+		if strings.Contains(body, "identical") {
+			if strings.Contains(body, "hx-trigger") {
+				t.Errorf("a finished verify's panel still polls")
+			}
+			break
+		}
+		if strings.Contains(body, "failed") || strings.Contains(body, "differs") || time.Now().After(deadline) {
+			t.Fatalf("verify did not find the table identical:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the page, as the browser does
+	}
+	if _, body := get(t, f, "/verify"); !strings.Contains(body, "identical") {
+		t.Errorf("the verify list does not show the finished verify")
 	}
 }

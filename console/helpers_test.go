@@ -69,6 +69,8 @@ type fixture struct {
 //	c5 insert order-7 again: rejected, code exists
 //	c6 delete order-9: a tombstone
 //	d1 insert customer-7/order-1
+//	e1..e3 insert, merge, merge customer-9/p1, then a prune of
+//	customer-9 at e2 (version 0 goes)
 func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -103,6 +105,9 @@ func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	apply(ctx, tj.NewCommand(f.table, pk).WithID("c5").Insert("order-7", tj.Entity{"status": s("again")}))
 	apply(ctx, tj.NewCommand(f.table, pk).WithID("c6").Delete("order-9"))
 	apply(ctx, tj.NewCommand(f.table, "customer-7").WithID("d1").Insert("order-1", tj.Entity{"status": s("new")}))
+	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e1").Insert("p1", tj.Entity{"n": tj.Int64(1)}))
+	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e2").Merge("p1", tj.Entity{"n": tj.Int64(2)}))
+	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e3").Merge("p1", tj.Entity{"n": tj.Int64(3)}))
 
 	_, js := journaltest.Connect(t, p.URL())
 	st, closer, err := stores.Open(ctx, p.Tables(), t.TempDir())
@@ -114,6 +119,12 @@ func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	f.rp, err = replay.New(ctx, replay.Config{Store: st, JetStream: js})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Prune customer-9 at e2: version 0 of p1 goes.
+	_, err = f.rp.Prune(ctx, replay.PruneConfig{Table: f.table, Partition: store.InPartition("customer-9"),
+		Before: f.seq["e2"], Apply: true, Pace: time.Millisecond}, func(replay.PrunePartition) error { return nil })
+	if err != nil {
+		t.Fatalf("prune: %v", err)
 	}
 	src, err := console.NewSource(console.SourceConfig{Replayer: f.rp, JetStream: js})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // pageNames are the templates of full pages, each parsed with layout.html.
-var pageNames = []string{"journal", "command", "row", "asof", "health", "error"}
+var pageNames = []string{"journal", "command", "row", "asof", "health", "error", "verify", "retention"}
 
 func (h *Handler) parse() error {
 	funcs := template.FuncMap{
@@ -30,8 +30,15 @@ func (h *Handler) parse() error {
 			}
 			return f.Value
 		},
-		"secs":   func(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) },
-		"rate":   func(f float64) string { return fmt.Sprintf("%.1f/s", f) },
+		"secs": func(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) },
+		"rate": func(f float64) string { return fmt.Sprintf("%.1f/s", f) },
+		"add": func(xs ...int64) int64 {
+			var t int64
+			for _, x := range xs {
+				t += x
+			}
+			return t
+		},
 		"before": func(n uint64) uint64 { return max(n, 1) - 1 },
 		"static": func(name string) string { return h.cfg.Prefix + "/static/" + name },
 	}
@@ -280,4 +287,27 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 // healthPanel is the part of the health page htmx refreshes.
 func (h *Handler) healthPanel(w http.ResponseWriter, r *http.Request) {
 	h.renderTemplate(w, r, "health", "panel", h.healthData(r))
+}
+
+type retentionPage struct {
+	Tables []string
+	Log    RetentionLog
+}
+
+func (retentionPage) title() string { return "Retention and erasure" }
+
+// retentionLimit bounds the prunes and erasures one retention page lists.
+const retentionLimit = 1000
+
+func (h *Handler) retention(w http.ResponseWriter, r *http.Request) {
+	var p retentionPage
+	p.Tables, _ = h.cfg.Source.Tables(r.Context())
+	if table := r.URL.Query().Get("table"); table != "" {
+		var err error
+		if p.Log, err = h.cfg.Source.Retention(r.Context(), table, retentionLimit); err != nil {
+			h.httpError(w, r, err)
+			return
+		}
+	}
+	h.render(w, r, "retention", p)
 }

@@ -13,6 +13,15 @@ type Source interface {
 	JournalReader
 	RowReader
 	StatusReader
+	Checker
+}
+
+// Checker checks a table against its journal.
+type Checker interface {
+	// Verify re-projects the journal into a scratch store apart from the
+	// live one and compares the table with it, calling progress and diff
+	// as it goes (never at the same time).
+	Verify(ctx context.Context, table string, progress func(phase string, done, total int64), diff func(Difference)) (VerifySummary, error)
 }
 
 // JournalReader reads the journal and the outcomes of its commands.
@@ -42,6 +51,9 @@ type RowReader interface {
 	AsOf(ctx context.Context, q AsOfQuery) (AsOfPage, error)
 	// Tables lists the tables of the store.
 	Tables(ctx context.Context) ([]string, error)
+	// Retention returns what was removed of a table's history: the
+	// journal horizon, the partitions' prune horizons and the erasures.
+	Retention(ctx context.Context, table string, limit int) (RetentionLog, error)
 }
 
 // StatusReader reads the projectors' state.
@@ -187,6 +199,7 @@ type RowHistory struct {
 
 // Erasure names an erase.
 type Erasure struct {
+	PK        string
 	Cmd       string
 	Seq       uint64
 	At        time.Time
@@ -264,4 +277,51 @@ type Shard struct {
 	Lag        time.Duration
 	Rate       float64
 	Consumer   bool
+}
+
+// RetentionLog is what prunes, compactions and erasures removed of one
+// table, as its rows and the journal record it: counts and commands,
+// never values.
+type RetentionLog struct {
+	Table string
+	// Compacted, when set, is the table's journal horizon: the journal
+	// holds none of its commands before Seq.
+	Compacted *Compaction
+	Prunes    []Prune
+	Erasures  []Erasure
+	// Truncated says more entries exist than the limit asked for.
+	Truncated bool
+}
+
+// Compaction is a table's journal horizon, with the snapshot that stands
+// for the commands before it (its location never holds a secret).
+type Compaction struct {
+	Seq      uint64
+	Snapshot string
+	SHA256   string
+	Recorded time.Time
+}
+
+// Prune is a partition's prune horizon: versions older than Seq were
+// removed by Cmd (Removed rows, over every prune of the partition).
+type Prune struct {
+	PK      string
+	Seq     uint64
+	Cmd     string
+	Removed int64
+}
+
+// Difference is one stored row a verify found different.
+type Difference struct {
+	Kind    string // "missing", "extra" or "changed"
+	PK, Key string
+	Columns []Change
+}
+
+// VerifySummary sums up a verify.
+type VerifySummary struct {
+	Seq                     uint64
+	Rows                    int64
+	Missing, Extra, Changed int64
+	Elapsed                 time.Duration
 }

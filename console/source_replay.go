@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/sqlite"
 )
 
 // SourceConfig configures NewSource.
@@ -379,7 +382,7 @@ func (s *replaySource) issuers(ctx context.Context, vs []rows.Row) map[uint64]st
 }
 
 func erasure(e *replay.ErasedError) *Erasure {
-	x := &Erasure{Cmd: e.Cmd, Seq: e.Seq, At: e.At, Partition: e.RK == nil}
+	x := &Erasure{PK: e.PK, Cmd: e.Cmd, Seq: e.Seq, At: e.At, Partition: e.RK == nil}
 	if e.RK != nil {
 		x.RK = *e.RK
 	}
@@ -665,4 +668,72 @@ func changes(cs []replay.PropChange) []Change {
 			HadBefore: c.HadBefore, HasAfter: c.HasNow})
 	}
 	return out
+}
+
+func (s *replaySource) Retention(ctx context.Context, table string, limit int) (RetentionLog, error) {
+	out := RetentionLog{Table: table}
+	if s.rp.Journal() != nil {
+		hz, ok, err := s.rp.Horizon(ctx, table)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			out.Compacted = &Compaction{Seq: hz.Seq, Snapshot: hz.Snapshot, SHA256: hz.SHA256, Recorded: hz.Recorded}
+		}
+	}
+	// The markers and the fence sort together, outside the tips and
+	// versions: one range over every partition finds them all.
+	from, _ := rows.ErasedRange()
+	q := store.AllPartitions.Query(store.Query{From: from, To: rows.FenceKeyEnd})
+	err := store.All(ctx, s.st, table, q, func(e store.Entity) error {
+		if len(out.Prunes)+len(out.Erasures) >= limit {
+			out.Truncated = true
+			return errStop
+		}
+		if e.RK == rows.FenceKey {
+			if hz := rows.HorizonOf(e.Props); hz.Seq > 0 {
+				out.Prunes = append(out.Prunes, Prune{PK: e.PK, Seq: hz.Seq, Cmd: hz.Cmd, Removed: hz.Removed})
+			}
+			return nil
+		}
+		rk, whole, ok := rows.MarkerRK(e.RK)
+		if m, mok := rows.DecodeMarker(e); ok && mok {
+			out.Erasures = append(out.Erasures, Erasure{PK: e.PK, Cmd: m.Cmd, Seq: m.Seq, At: m.At, Partition: whole, RK: rk})
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errStop):
+		err = nil
+	case errors.Is(err, store.ErrTableNotFound):
+		err = fmt.Errorf("table %s: %w", table, ErrNotFound)
+	}
+	return out, err
+}
+
+// Verify re-projects into a temporary embedded store on this machine, so
+// that a verify from the console writes nothing to the table store.
+func (s *replaySource) Verify(ctx context.Context, table string, progress func(string, int64, int64), diff func(Difference)) (VerifySummary, error) {
+	if s.rp.Journal() == nil {
+		return VerifySummary{}, errNoJournal
+	}
+	dir, err := os.MkdirTemp("", "tablejournal-console-verify-")
+	if err != nil {
+		return VerifySummary{}, err
+	}
+	defer os.RemoveAll(dir)
+	scratch, err := sqlite.Open(ctx, filepath.Join(dir, "scratch.db"))
+	if err != nil {
+		return VerifySummary{}, fmt.Errorf("scratch store: %w", err)
+	}
+	defer scratch.Close()
+	st, err := s.rp.Verify(ctx, replay.VerifyConfig{Table: table, Scratch: scratch, Progress: progress,
+		OnDiff: func(d replay.Difference) error {
+			diff(Difference{Kind: string(d.Kind), PK: d.PK, Key: d.Key, Columns: changes(d.Columns)})
+			return nil
+		}})
+	if errors.Is(err, replay.ErrUnknownTable) {
+		err = fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return VerifySummary{Seq: st.Seq, Rows: st.Rows, Missing: st.Missing, Extra: st.Extra, Changed: st.Changed, Elapsed: st.Elapsed}, err
 }

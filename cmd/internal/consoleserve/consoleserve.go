@@ -83,6 +83,7 @@ func Loopback(addr string) bool {
 // Server is a running console.
 type Server struct {
 	URL  string
+	h    *console.Handler
 	srv  *http.Server
 	done chan error
 }
@@ -98,7 +99,7 @@ func Start(ctx context.Context, addr string, h *console.Handler, authed bool, lo
 	if !Loopback(addr) && !authed {
 		log.Warn("the console listens beyond loopback without authentication; give it an auth file", "addr", ln.Addr().String())
 	}
-	s := &Server{URL: "http://" + ln.Addr().String() + "/", done: make(chan error, 1),
+	s := &Server{URL: "http://" + ln.Addr().String() + "/", h: h, done: make(chan error, 1),
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
 	sctx, cancel := context.WithCancel(ctx)
 	go func() { _ = h.Run(sctx, 5*time.Second) }()
@@ -115,8 +116,9 @@ func Start(ctx context.Context, addr string, h *console.Handler, authed bool, lo
 }
 
 // Close stops the server, letting requests in flight finish for a few
-// seconds.
+// seconds, and the verifies started from the console.
 func (s *Server) Close() error {
+	defer s.h.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return s.srv.Shutdown(ctx)
