@@ -15,7 +15,7 @@ import (
 func BenchmarkReadYourWrite(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := tj.Connect(ctx, natsURL, tj.WithTables(tables))
+	c, err := tj.Connect(ctx, natsURL, tj.WithStore(tableStore))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 
@@ -14,7 +13,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/store/stores"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Client publishes commands, waits for their outcomes, reads current rows
@@ -28,8 +27,7 @@ type Client struct {
 	outcomes *journal.Outcomes
 	o        options
 
-	tables      store.Store
-	tablesClose io.Closer
+	tables store.Store
 
 	mu      sync.Mutex
 	journal *journal.Journal // opened on first use
@@ -39,29 +37,25 @@ type Client struct {
 type Option func(*options)
 
 type options struct {
-	tables, dataDir string
-	haveTables      bool
-	stream          string
-	durable         string
-	prop            propagation.TextMapPropagator
-	issuer          string
-	natsOpts        []nats.Option
+	tables   store.Store
+	stream   string
+	durable  string
+	prop     propagation.TextMapPropagator
+	issuer   string
+	natsOpts []nats.Option
 }
 
-// WithTables names the table store to read, in the form of the
-// projector's --tables flag: an Azure Tables connection string or
-// endpoint URL, "sqlite:PATH" for an embedded store file, or "" for the
-// embedded store in the data folder (WithDataDir). Without it (nor
-// WithDataDir) the Client publishes and follows, and its reads fail with
-// ErrNoTables.
-func WithTables(spec string) Option {
-	return func(o *options) { o.tables, o.haveTables = spec, true }
-}
-
-// WithDataDir is the projector's data folder, where the embedded table
-// store lives when WithTables is "" or not given.
-func WithDataDir(dir string) Option {
-	return func(o *options) { o.dataDir, o.haveTables = dir, true }
+// WithStore is the table store the projector writes, for the Client's
+// reads (Get, Partition, Query, History). The caller opens it and closes
+// it after the Client: store/azure for Azure Tables or Cosmos DB,
+// store/sqlite for the embedded store, or store/stores.Open for the
+// projector's --tables forms (a connection string, an endpoint URL,
+// "sqlite:PATH", or "" for the embedded store in the data folder), which
+// links both. Without it the Client publishes and follows, and its reads
+// fail with ErrNoTables. The Client links no store of its own, so a
+// service on Azure does not carry the embedded one.
+func WithStore(s store.Store) Option {
+	return func(o *options) { o.tables = s }
 }
 
 // WithStream names the journal stream; the default is the projector's
@@ -90,19 +84,18 @@ func WithNATSOptions(opts ...nats.Option) Option {
 }
 
 // ErrNoTables is returned by reads of a Client opened without a table
-// store (WithTables, WithDataDir).
+// store (WithStore).
 var ErrNoTables = errors.New("tablejournal: no table store configured")
 
 // Connect connects to the NATS server at url and returns a Client of the
-// journal there, with the table store of WithTables / WithDataDir opened
-// for reading.
+// journal there, reading rows from the table store of WithStore.
 func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if o.stream == "" {
-		o.stream = journal.DefaultStream
+		o.stream = wire.JournalStream
 	}
 	if o.durable == "" {
 		o.durable = "projector"
@@ -119,28 +112,18 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 		nc.Close()
 		return nil, fmt.Errorf("tablejournal: %w", err)
 	}
-	c := &Client{nc: nc, ownConn: true, js: js, o: o, outcomes: journal.NewOutcomes(js)}
+	c := &Client{nc: nc, ownConn: true, js: js, o: o, outcomes: journal.NewOutcomes(js), tables: o.tables}
 	c.w = journal.NewWriter(js, o.stream, journal.WithHeaders(c.inject))
-	if o.haveTables {
-		c.tables, c.tablesClose, err = stores.Open(ctx, o.tables, o.dataDir)
-		if err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("tablejournal: %w", err)
-		}
-	}
 	return c, nil
 }
 
-// Close closes the table store and the NATS connection.
+// Close closes the NATS connection. The table store of WithStore is the
+// caller's to close.
 func (c *Client) Close() error {
-	var err error
-	if c.tablesClose != nil {
-		err = c.tablesClose.Close()
-	}
 	if c.ownConn {
 		c.nc.Close()
 	}
-	return err
+	return nil
 }
 
 // openJournal opens the journal stream once.

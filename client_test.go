@@ -26,7 +26,7 @@ func connect(t *testing.T) *tj.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := tj.Connect(ctx, natsURL, tj.WithTables(tables), tj.WithIssuer("client-test"))
+	c, err := tj.Connect(ctx, natsURL, tj.WithStore(tableStore), tj.WithIssuer("client-test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,8 @@ func testContext(t *testing.T) context.Context {
 }
 
 // TestDeps: the client links neither the NATS server, nor the projector,
-// nor replay, so a service that imports it stays small.
+// nor replay, nor any table store (a service on Azure does not carry the
+// embedded one), so a service that imports it stays small.
 func TestDeps(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
@@ -52,7 +53,8 @@ func TestDeps(t *testing.T) {
 		t.Fatalf("go list -deps does not list journal: %v", deps)
 	}
 	for _, d := range deps {
-		for _, banned := range []string{"nats-server", "tablejournal/projection", "tablejournal/replay", "tablejournal/tablejournaltest"} {
+		for _, banned := range []string{"nats-server", "tablejournal/projection", "tablejournal/replay", "tablejournal/tablejournaltest",
+			"tablejournal/store/sqlite", "tablejournal/store/azure", "modernc.org/sqlite"} {
 			if strings.Contains(d, banned) {
 				t.Errorf("the client links %s", d)
 			}
@@ -155,10 +157,10 @@ func exampleOwner(n string) string {
 		return "Status"
 	case "Eq", "Ne", "Lt", "Le", "Gt", "Ge":
 		return "CompareOp"
-	case "Created", "Updated", "Deleted":
+	case "Created", "Updated", "Deleted", "Erased":
 		return "ChangeOp"
 	case "ErrNoTables":
-		return "WithTables"
+		return "WithStore"
 	}
 	return ""
 }
@@ -274,7 +276,7 @@ func connectAzurite(t *testing.T) *tj.Client {
 	}
 	t.Cleanup(func() { az.Stop() })
 	p := tablejournaltest.New(t, az.ConnectionString())
-	c, err := tj.Connect(ctx, p.URL(), tj.WithTables(p.Tables()))
+	c, err := tj.Connect(ctx, p.URL(), tj.WithStore(p.Store()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	tj "github.com/tablejournal/tablejournal"
+	"github.com/tablejournal/tablejournal/store/stores"
 )
 
 // The examples run against the pipeline TestMain starts: natsURL is its
@@ -40,7 +41,7 @@ func connectWith(opts ...tj.Option) (*tj.Client, context.Context, func()) {
 // setup returns an example's Client on the pipeline's tables, a context,
 // and what ends both.
 func setup() (*tj.Client, context.Context, func()) {
-	return connectWith(tj.WithTables(tables), tj.WithIssuer("example"))
+	return connectWith(tj.WithStore(tableStore), tj.WithIssuer("example"))
 }
 
 func exampleContext() (context.Context, context.CancelFunc) {
@@ -52,7 +53,7 @@ func exampleContext() (context.Context, context.CancelFunc) {
 func Example() {
 	ctx, cancel := exampleContext()
 	defer cancel()
-	c, err := tj.Connect(ctx, natsURL, tj.WithTables(tables))
+	c, err := tj.Connect(ctx, natsURL, tj.WithStore(tableStore))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -85,9 +86,16 @@ func Example() {
 func ExampleConnect() {
 	ctx, cancel := exampleContext()
 	defer cancel()
-	// natsURL is the journal's NATS server; tables the store the
-	// projector writes, as its --tables flag names it.
-	c, err := tj.Connect(ctx, natsURL, tj.WithTables(tables))
+	// tables is the store the projector writes, as its --tables flag
+	// names it; stores.Open opens any of its forms (a service on Azure
+	// alone opens it with store/azure and links no embedded store).
+	s, closer, err := stores.Open(ctx, tables, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer closer.Close()
+	// natsURL is the journal's NATS server.
+	c, err := tj.Connect(ctx, natsURL, tj.WithStore(s))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -96,7 +104,7 @@ func ExampleConnect() {
 	// Output: connected
 }
 
-func ExampleWithTables() {
+func ExampleWithStore() {
 	ctx, cancel := exampleContext()
 	defer cancel()
 	// Without a table store a Client publishes and follows, but cannot read.
@@ -108,30 +116,30 @@ func ExampleWithTables() {
 	_, err = c.Get(ctx, "orders", "customer-42", "order-7")
 	fmt.Println(errors.Is(err, tj.ErrNoTables))
 
-	// An Azure Tables connection string, an endpoint URL or sqlite:PATH.
-	c2, err := tj.Connect(ctx, natsURL, tj.WithTables(tables))
+	// The projector's data folder (--data-dir): its embedded store is
+	// tables.db there. stores.Open also takes an Azure Tables connection
+	// string, an endpoint URL or sqlite:PATH.
+	dataDir := filepath.Dir(strings.TrimPrefix(tables, "sqlite:"))
+	s, closer, err := stores.Open(ctx, "", dataDir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer closer.Close()
+	c2, err := tj.Connect(ctx, natsURL, tj.WithStore(s))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c2.Close()
 	_, err = c2.Get(ctx, "orders", "customer-42", "no-such-order")
 	fmt.Println(errors.Is(err, tj.ErrNotFound))
+	pk := newPK("c")
+	pos, _ := c2.Publish(ctx, tj.NewCommand("orders", pk).Upsert("o", tj.Entity{}))
+	r, err := c2.Get(ctx, "orders", pk, "o", tj.AfterSeq(pos.Seq))
+	fmt.Println(r.RK, err)
 	// Output:
 	// true
 	// true
-}
-
-func ExampleWithDataDir() {
-	// The projector's data folder (--data-dir): its embedded store is
-	// tables.db there.
-	dataDir := filepath.Dir(strings.TrimPrefix(tables, "sqlite:"))
-	c, ctx, done := connectWith(tj.WithDataDir(dataDir))
-	defer done()
-	pk := newPK("c")
-	pos, _ := c.Publish(ctx, tj.NewCommand("orders", pk).Upsert("o", tj.Entity{}))
-	r, err := c.Get(ctx, "orders", pk, "o", tj.AfterSeq(pos.Seq))
-	fmt.Println(r.RK, err)
-	// Output: o <nil>
+	// o <nil>
 }
 
 func ExampleWithStream() {
@@ -144,7 +152,7 @@ func ExampleWithStream() {
 
 func ExampleWithDurable() {
 	// The projector runs with its default --durable, "projector".
-	c, ctx, done := connectWith(tj.WithTables(tables), tj.WithDurable("projector"))
+	c, ctx, done := connectWith(tj.WithStore(tableStore), tj.WithDurable("projector"))
 	defer done()
 	pk := newPK("c")
 	c.Apply(ctx, tj.NewCommand("orders", pk).Upsert("o", tj.Entity{}))
@@ -637,11 +645,11 @@ func ExampleChange() {
 }
 
 func ExampleChangeOp() {
-	for _, op := range []tj.ChangeOp{tj.Created, tj.Updated, tj.Deleted} {
+	for _, op := range []tj.ChangeOp{tj.Created, tj.Updated, tj.Deleted, tj.Erased} {
 		fmt.Print(op, " ")
 	}
 	fmt.Println()
-	// Output: c u d
+	// Output: c u d erase
 }
 
 func ExampleFollowOption() {
@@ -693,7 +701,7 @@ func ExampleOption() {
 	ctx, cancel := exampleContext()
 	defer cancel()
 	// Options from a service's configuration.
-	opts := []tj.Option{tj.WithTables(tables), tj.WithIssuer("orders-svc")}
+	opts := []tj.Option{tj.WithStore(tableStore), tj.WithIssuer("orders-svc")}
 	c, err := tj.Connect(ctx, natsURL, opts...)
 	if err != nil {
 		log.Fatal(err)

@@ -2,7 +2,6 @@ package tablejournal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,37 +9,49 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
-// changeStream is the projector's change-feed stream; its subjects are
-// changes.<table>.<pk-token>.
-const changeStream = "CHANGES"
-
-// ChangeOp is the kind of a row change.
-type ChangeOp string
+// ChangeOp is the kind of a row change: the op of the change feed's
+// events (wire.ChangeOp).
+type ChangeOp = wire.ChangeOp
 
 // Row change kinds, as the change feed spells them.
 const (
-	Created ChangeOp = "c"
-	Updated ChangeOp = "u"
-	Deleted ChangeOp = "d"
+	// Created: the row did not exist; Before is nil.
+	Created = wire.ChangeCreate
+	// Updated: the row existed and still does.
+	Updated = wire.ChangeUpdate
+	// Deleted: the row was deleted; After is nil and Version is the
+	// tombstone's.
+	Deleted = wire.ChangeDelete
+	// Erased is the notice of an erase (docs/SPEC.md §10): the values are
+	// gone from the journal and the tables, so a service erases its own
+	// copies. Before and After are nil. The erase of one row names it in
+	// RK, with Partition false; the erase of a whole partition has
+	// Partition true and RK "". Tell them apart by Partition: an erase of
+	// the row whose key is "" also has RK "".
+	Erased = wire.ChangeErase
 )
 
 // Change is one applied row change of the change feed, with the row's
-// properties before and after it.
+// properties before and after it, or the notice of an erase (Op Erased).
 type Change struct {
 	Table, PK, RK string
 	Op            ChangeOp
+	// Partition is set on the notice of the erase of the whole partition
+	// PK (Op Erased; RK is then ""); false for every other change,
+	// including the erase of the row whose key is "".
+	Partition bool
 	// Version is the row's version after the change (the tombstone's for
-	// a delete).
+	// a delete; 0 for an erase notice).
 	Version int64
 	// Command, Seq and At are the command that made the change.
 	Command string
 	Seq     uint64
 	At      time.Time
-	// Before is nil for Created, After nil for Deleted.
+	// Before is nil for Created and Erased, After nil for Deleted and
+	// Erased.
 	Before, After Entity
 }
 
@@ -80,11 +91,11 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 	for _, opt := range opts {
 		opt(&o)
 	}
-	filter := "changes." + table + ".>"
+	filter := wire.ChangeFilter(table)
 	if o.onePK {
-		filter = "changes." + table + "." + journal.PKToken(o.pk)
+		filter = wire.ChangeSubject(table, o.pk)
 	}
-	cons, err := c.js.Consumer(ctx, changeStream, name)
+	cons, err := c.js.Consumer(ctx, wire.ChangesStream, name)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		cfg := jetstream.ConsumerConfig{
@@ -107,7 +118,7 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 			start := m.Time.Add(-time.Minute)
 			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
 		}
-		cons, err = c.js.CreateConsumer(ctx, changeStream, cfg)
+		cons, err = c.js.CreateConsumer(ctx, wire.ChangesStream, cfg)
 		if err != nil {
 			return fmt.Errorf("tablejournal: follow %s: %w", name, err)
 		}
@@ -152,46 +163,16 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 	}
 }
 
-// changeEvent is a change event as the projector publishes it.
-type changeEvent struct {
-	Table   string          `json:"table"`
-	PK      string          `json:"pk"`
-	RK      string          `json:"rk"`
-	Op      ChangeOp        `json:"op"`
-	Version int64           `json:"version"`
-	Cmd     string          `json:"cmd"`
-	Seq     uint64          `json:"seq"`
-	At      time.Time       `json:"at"`
-	Before  json.RawMessage `json:"before,omitempty"`
-	After   json.RawMessage `json:"after,omitempty"`
-}
-
+// decodeChange decodes a change event of the feed into a Change.
 func decodeChange(data []byte) (Change, error) {
-	var ev changeEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return Change{}, fmt.Errorf("change event: %w", err)
-	}
-	ch := Change{Table: ev.Table, PK: ev.PK, RK: ev.RK, Op: ev.Op, Version: ev.Version, Command: ev.Cmd, Seq: ev.Seq, At: ev.At}
-	var err error
-	if ch.Before, err = decodeImage(ev.Before); err != nil {
+	ev, err := wire.DecodeChangeEvent(data)
+	if err != nil {
 		return Change{}, err
 	}
-	if ch.After, err = decodeImage(ev.After); err != nil {
+	ch := Change{Table: ev.Table, PK: ev.PK, RK: ev.RK, Op: ev.Op, Partition: ev.Partition,
+		Version: ev.Version, Command: ev.Cmd, Seq: ev.Seq, At: ev.At}
+	if ch.Before, ch.After, err = ev.Images(); err != nil {
 		return Change{}, err
 	}
 	return ch, nil
-}
-
-// decodeImage decodes an entity in OData JSON form by the command decoder,
-// so that its types are read exactly as a command's.
-func decodeImage(raw json.RawMessage) (Entity, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	doc := `{"id":"x","table":"img","pk":"p","ops":[{"op":"upsert","rk":"r","entity":` + string(raw) + `}]}`
-	c, err := events.UnmarshalJSON([]byte(doc))
-	if err != nil {
-		return nil, fmt.Errorf("change event image: %w", err)
-	}
-	return c.Ops[0].Entity, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/tablejournaltest"
 )
 
@@ -15,6 +16,8 @@ import (
 var (
 	natsURL string
 	tables  string
+	// tableStore is the pipeline's table store, for tj.WithStore.
+	tableStore store.Store
 )
 
 func TestMain(m *testing.M) {
@@ -36,6 +39,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	natsURL, tables = p.URL(), p.Tables()
+	tableStore = p.Store()
 	code := m.Run()
 	if err := p.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "projector:", err)

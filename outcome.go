@@ -7,23 +7,24 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
-// Status says what became of a command.
-type Status string
+// Status says what became of a command: an outcome's status as the
+// projector publishes it (wire.Status).
+type Status = wire.Status
 
 // The statuses of an Outcome.
 const (
 	// Applied: the command's rows are written; Outcome.Rows holds their
 	// new versions.
-	Applied Status = "applied"
+	Applied = wire.StatusApplied
 	// Rejected: nothing of the command was written (Wait returns a
 	// *Rejection).
-	Rejected Status = "rejected"
+	Rejected = wire.StatusRejected
 	// Duplicate: the command ID had been applied before, so this
 	// publication was not applied again.
-	Duplicate Status = "duplicate"
+	Duplicate = wire.StatusDuplicate
 )
 
 // Outcome is what became of one published command.
@@ -108,16 +109,16 @@ func (r *Rejection) Is(target error) bool {
 	if target == ErrRejected {
 		return true
 	}
-	switch journal.Code(r.Code) {
-	case journal.CodeVersionMismatch:
+	switch wire.Code(r.Code) {
+	case wire.CodeVersionMismatch:
 		return target == ErrVersionMismatch
-	case journal.CodeExists:
+	case wire.CodeExists:
 		return target == ErrExists
-	case journal.CodeNotFound:
+	case wire.CodeNotFound:
 		return target == ErrNotFound
-	case journal.CodeInvalid:
+	case wire.CodeInvalid:
 		return target == ErrInvalid
-	case journal.CodeTooLarge:
+	case wire.CodeTooLarge:
 		return target == ErrTooLarge
 	}
 	return false
@@ -141,8 +142,8 @@ func (c *Client) Wait(ctx context.Context, pos Position) (Outcome, error) {
 	return out, nil
 }
 
-func outcomeOf(o journal.Outcome) Outcome {
-	out := Outcome{ID: o.ID, Seq: o.Seq, Table: o.Table, PK: o.PK, Status: Status(o.Status), Reason: o.Reason, At: o.At}
+func outcomeOf(o wire.Outcome) Outcome {
+	out := Outcome{ID: o.ID, Seq: o.Seq, Table: o.Table, PK: o.PK, Status: o.Status, Reason: o.Reason, At: o.At}
 	for _, r := range o.Rows {
 		out.Rows = append(out.Rows, RowVersion{RK: r.RK, Version: r.Version, Op: string(r.Op), Deleted: r.Deleted})
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Row is the current version of one row.
@@ -193,18 +194,18 @@ func (c *Client) WaitApplied(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
 	}
-	if o.Status == journal.StatusApplied {
+	if o.Status == wire.StatusApplied {
 		// Published once its transaction committed.
 		return nil
 	}
 	// An outcome that wrote nothing is stored before the transaction of
 	// the commands batched with it commits: the shard's consumer has
 	// acknowledged seq once it has.
-	_, shard, _, err := journal.ParseSubject(m.Subject)
+	_, shard, _, err := wire.ParseJournalSubject(m.Subject)
 	if err != nil {
 		return nil // never applied to any row
 	}
-	cons, err := c.js.Consumer(ctx, c.o.stream, fmt.Sprintf("%s-%d", c.o.durable, shard))
+	cons, err := c.js.Consumer(ctx, c.o.stream, wire.ConsumerName(c.o.durable, shard))
 	if err != nil {
 		return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
 	}

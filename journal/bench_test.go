@@ -17,6 +17,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // benchEnv starts a server (fsync on or off) with a journal.
@@ -79,7 +80,7 @@ func BenchmarkPublishAsync(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					raw = append(raw, payload{journal.Subject(c.Table, c.PK), c.ID, data})
+					raw = append(raw, payload{wire.JournalSubject(c.Table, c.PK), c.ID, data})
 				}
 				b.StartTimer()
 
@@ -101,7 +102,7 @@ func BenchmarkPublishAsync(b *testing.B) {
 						events.HeaderContentType:       {events.ContentTypeMsgpack},
 						events.HeaderSchema:            {events.SchemaVersion},
 						jetstream.MsgIDHeader:          {p.id},
-						jetstream.ExpectedStreamHeader: {journal.DefaultStream},
+						jetstream.ExpectedStreamHeader: {wire.JournalStream},
 					}}
 					if _, err := js.PublishMsgAsync(m); err != nil {
 						b.Fatal(err)

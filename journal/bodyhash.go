@@ -9,13 +9,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/wire"
 )
-
-// HeaderBodySHA256 is the header in which the Writer sends the hex SHA-256
-// of the encoded command: when JetStream reports a re-published ID as a
-// duplicate, the Writer compares it with the stored message's to tell a
-// retry (the same body) from another command under a used ID.
-const HeaderBodySHA256 = "Tablejournal-Body-Sha256"
 
 func bodyHash(data []byte) string {
 	sum := sha256.Sum256(data)
@@ -35,7 +30,7 @@ func (w *Writer) checkDuplicate(ctx context.Context, id string, msg *nats.Msg, s
 	if err != nil {
 		return fmt.Errorf("read the stored message at seq %d to compare bodies: %w", seq, err)
 	}
-	same := stored.header.Get(HeaderBodySHA256) == msg.Header.Get(HeaderBodySHA256)
+	same := stored.header.Get(wire.HeaderBodySHA256) == msg.Header.Get(wire.HeaderBodySHA256)
 	if !same {
 		// Stored by a client that sent no hash, in another encoding, or
 		// issued at another time (the writer command stamps issuedAt):

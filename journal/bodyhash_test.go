@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Re-publishing a command ID is fine with the same body (a retry) and an
@@ -27,8 +28,8 @@ func TestRepublishDifferentBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored, err := e.j.Get(e.ctx, first.Seq)
-	if err != nil || len(stored.Header.Get(journal.HeaderBodySHA256)) != 64 {
-		t.Fatalf("stored %v header %q: want a SHA-256 in %s", err, stored.Header.Get(journal.HeaderBodySHA256), journal.HeaderBodySHA256)
+	if err != nil || len(stored.Header.Get(wire.HeaderBodySHA256)) != 64 {
+		t.Fatalf("stored %v header %q: want a SHA-256 in %s", err, stored.Header.Get(wire.HeaderBodySHA256), wire.HeaderBodySHA256)
 	}
 	if r, err := w.Publish(e.ctx, command("c1", "orders", "p")); err != nil || !r.Duplicate || r.Seq != first.Seq {
 		t.Fatalf("same body again: %+v, %v; want a duplicate of seq %d", r, err, first.Seq)
@@ -65,7 +66,7 @@ func TestRepublishDifferentBody(t *testing.T) {
 	}
 
 	// Stored raw, without the hash: compared by the decoded command.
-	m := nats.NewMsg(journal.Subject("orders", "p"))
+	m := nats.NewMsg(wire.JournalSubject("orders", "p"))
 	m.Header.Set(events.HeaderContentType, events.ContentTypeJSON)
 	m.Header.Set(jetstream.MsgIDHeader, "raw-1")
 	m.Data = rawJSON("raw-1", "orders", "p")

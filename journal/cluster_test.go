@@ -7,6 +7,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestClusterReplicas: on a 3-node cluster the journal and outcome streams
@@ -26,7 +27,7 @@ func TestClusterReplicas(t *testing.T) {
 	if _, err := journal.EnsureOutcomes(ctx, js, journal.WithReplicas(3)); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{j.Name(), journal.OutcomesStream} {
+	for _, name := range []string{j.Name(), wire.OutcomesStream} {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)

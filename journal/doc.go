@@ -6,8 +6,8 @@
 //
 //   - [Journal] is the stream. [Ensure] creates or checks it, [Open] opens an
 //     existing one. A client publishes a command to journal.<table>.<pk-token>
-//     ([Subject]); the stream's own subject transform stores it under
-//     journal.<table>.<shard>.<pk-token>, where the shard is the server's
+//     ([wire.JournalSubject]); the stream's own subject transform stores it
+//     under journal.<table>.<shard>.<pk-token>, where the shard is the server's
 //     deterministic partition() of table and partition key, so one
 //     partition's commands stay in one shard, in order. The shard count is
 //     fixed at creation and recorded in the stream's metadata.
@@ -17,9 +17,13 @@
 //   - [Msg] is one stored message; [Journal.Get], [Journal.Read],
 //     [Journal.SeqAtTime] and [Journal.Head] name and read positions, and
 //     [DecodeMsg] turns a Msg back into a checked command.
-//   - [Outcome] is what became of a command (applied, rejected, duplicate).
-//     The projector publishes it with [PublishOutcome]; a writer waits for it
-//     with [Writer.Await] and needs no table credentials to do so.
+//   - [wire.Outcome] is what became of a command (applied, rejected,
+//     duplicate). The projector publishes it with [PublishOutcome]; a writer
+//     waits for it with [Writer.Await], and [Outcomes] reads the OUTCOMES
+//     stream; neither needs table credentials.
+//
+// The names of streams and subjects, and the Outcome type, are the wire
+// contract, in package wire; this package creates and reads the streams.
 //   - [Server] is an embedded, loopback-only nats-server with JetStream,
 //     used when no NATS URL is configured and in tests.
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // The journal is created refusing message deletes and purges, with a
@@ -18,12 +19,12 @@ func TestJournalDeniesTrimming(t *testing.T) {
 		if _, err := journal.NewWriter(e.js, "").Publish(e.ctx, command("c1", "orders", "p")); err != nil {
 			t.Fatal(err)
 		}
-		s, err := e.js.Stream(e.ctx, journal.DefaultStream)
+		s, err := e.js.Stream(e.ctx, wire.JournalStream)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg := s.CachedInfo().Config
-		if cfg.DenyDelete == allow || cfg.DenyPurge == allow || cfg.Description == "" || (cfg.Metadata[journal.MetadataAllowTrim] == "true") != allow {
+		if cfg.DenyDelete == allow || cfg.DenyPurge == allow || cfg.Description == "" || (cfg.Metadata[wire.MetadataAllowTrim] == "true") != allow {
 			t.Fatalf("AllowTrim %v: deny delete %v, deny purge %v, description %q, metadata %v", allow, cfg.DenyDelete, cfg.DenyPurge, cfg.Description, cfg.Metadata)
 		}
 		delErr, purgeErr := s.DeleteMsg(e.ctx, 1), s.Purge(e.ctx)
@@ -46,9 +47,9 @@ func TestEnsureExistingJournal(t *testing.T) {
 	if _, err := journal.Ensure(ctx, js, journal.Config{AllowTrim: true}); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := js.Stream(ctx, journal.DefaultStream)
+	s, _ := js.Stream(ctx, wire.JournalStream)
 	legacy := s.CachedInfo().Config
-	delete(legacy.Metadata, journal.MetadataAllowTrim)
+	delete(legacy.Metadata, wire.MetadataAllowTrim)
 	legacy.Description, legacy.Duplicates = "tablejournal command journal", 10*time.Minute
 	if _, err := js.UpdateStream(ctx, legacy); err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestEnsureExistingJournal(t *testing.T) {
 			t.Errorf("changes %q do not say %q", changes, want)
 		}
 	}
-	s, _ = js.Stream(ctx, journal.DefaultStream)
+	s, _ = js.Stream(ctx, wire.JournalStream)
 	if cfg := s.CachedInfo().Config; !cfg.DenyDelete || !cfg.DenyPurge || cfg.Duplicates != 10*time.Minute {
 		t.Fatalf("after Ensure: deny %v/%v, duplicates %v (the operator's 10m kept)", cfg.DenyDelete, cfg.DenyPurge, cfg.Duplicates)
 	}
@@ -98,7 +99,7 @@ func TestEnsureOutcomesMaxAge(t *testing.T) {
 	_, js := journaltest.Connect(t, journaltest.StartServer(t).ClientURL())
 	ctx := journaltest.Context(t, time.Minute)
 	maxAge := func() time.Duration {
-		s, err := js.Stream(ctx, journal.OutcomesStream)
+		s, err := js.Stream(ctx, wire.OutcomesStream)
 		if err != nil {
 			t.Fatal(err)
 		}

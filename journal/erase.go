@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Erase commands in the journal (SPEC §10): published on the partition's
@@ -19,10 +20,6 @@ import (
 // erase cannot remove what it holds of the erased key. JetStream never
 // lifts deny-delete. Checked with errors.Is.
 var ErrDenyDelete = errors.New("stream denies message deletes")
-
-// MetadataAllowMsgDelete is the stream metadata key, "true", of a journal
-// created with Config.AllowMsgDelete.
-const MetadataAllowMsgDelete = "tablejournal.allow-msg-delete"
 
 // IsEraseMsg reports whether a message's headers mark it as an erase
 // (events.HeaderCommand). A message with an unknown command kind is not an
@@ -73,8 +70,8 @@ func EraseMessage(e *events.Erase, contentType string) (*nats.Msg, error) {
 	h.Set(events.HeaderSchema, events.SchemaVersion)
 	h.Set(events.HeaderCommand, events.CommandErase)
 	h.Set(jetstream.MsgIDHeader, e.ID)
-	h.Set(HeaderBodySHA256, bodyHash(data))
-	return &nats.Msg{Subject: Subject(e.Table, e.PK), Header: h, Data: data}, nil
+	h.Set(wire.HeaderBodySHA256, bodyHash(data))
+	return &nats.Msg{Subject: wire.JournalSubject(e.Table, e.PK), Header: h, Data: data}, nil
 }
 
 // PublishErase validates e, publishes it and waits until the journal
@@ -134,7 +131,7 @@ func checkAllowMsgDelete(existing *Journal, cfg Config) error {
 		return nil
 	}
 	have := existing.stream.CachedInfo().Config
-	if !have.DenyDelete && have.Metadata[MetadataAllowMsgDelete] == "true" {
+	if !have.DenyDelete && have.Metadata[wire.MetadataAllowMsgDelete] == "true" {
 		return fmt.Errorf("%w: stream %s was created to allow deleting single messages for erasure (--journal-allow-msg-delete): start with that again, or turn on deny_delete in its configuration to refuse erasure for good",
 			ErrStreamConfig, cfg.Stream)
 	}

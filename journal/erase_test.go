@@ -6,6 +6,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // With AllowMsgDelete the journal allows deleting single messages (secure
@@ -24,12 +25,12 @@ func TestJournalAllowMsgDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := e.js.Stream(e.ctx, journal.DefaultStream)
+	s, err := e.js.Stream(e.ctx, wire.JournalStream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := s.CachedInfo().Config
-	if cfg.DenyDelete || !cfg.DenyPurge || cfg.Metadata[journal.MetadataAllowMsgDelete] != "true" {
+	if cfg.DenyDelete || !cfg.DenyPurge || cfg.Metadata[wire.MetadataAllowMsgDelete] != "true" {
 		t.Fatalf("deny delete %v, deny purge %v, metadata %v", cfg.DenyDelete, cfg.DenyPurge, cfg.Metadata)
 	}
 	if err := s.Purge(e.ctx); err == nil {
@@ -54,7 +55,7 @@ func TestJournalAllowMsgDelete(t *testing.T) {
 	}
 
 	plain := newEnv(t, journal.Config{})
-	ps, err := plain.js.Stream(plain.ctx, journal.DefaultStream)
+	ps, err := plain.js.Stream(plain.ctx, wire.JournalStream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,6 @@ var (
 	// written or was deleted, no message at or after a time, or no outcome
 	// for a command ID yet.
 	ErrNotFound = errors.New("not found")
-
-	// ErrBadSubject means a subject or pk-token is not of the journal's form.
-	ErrBadSubject = errors.New("malformed journal subject")
 )
 
 // Decoding a stored command. Both wrap events.ErrInvalid: a command whose

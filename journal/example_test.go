@@ -14,25 +14,6 @@ import (
 	"github.com/tablejournal/tablejournal/journal/embedded"
 )
 
-// A client in any language publishes a command to journal.<table>.<pk-token>,
-// the partition key in unpadded base64url.
-func ExampleSubject() {
-	fmt.Println(journal.Subject("orders", "customer-42"))
-	// Output: journal.orders.Y3VzdG9tZXItNDI
-}
-
-// The stream stores it under journal.<table>.<shard>.<pk-token>.
-func ExampleParseSubject() {
-	table, shard, pk, err := journal.ParseSubject("journal.orders.11.Y3VzdG9tZXItNDI")
-	fmt.Println(table, shard, pk, err)
-	fmt.Println(journal.ShardFilter(11))
-	fmt.Println(journal.PartitionFilter("orders", "customer-42"))
-	// Output:
-	// orders 11 customer-42 <nil>
-	// journal.*.11.*
-	// journal.orders.*.Y3VzdG9tZXItNDI
-}
-
 // The whole round trip: an embedded server, the journal, a command published
 // twice (one command), and reading it back.
 func ExampleWriter() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestOutcomeLookupsReadTheirWrites: on a 3-node cluster, a node that was
@@ -56,7 +57,7 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 			for i := lo; i < min(lo+500, to); i++ {
 				id := fmt.Sprintf("cmd-%05d", i)
 				ids = append(ids, id)
-				msg, err := journal.OutcomeMsg(journal.Outcome{ID: id, Seq: uint64(i + 1), Status: journal.StatusApplied})
+				msg, err := journal.OutcomeMsg(wire.Outcome{ID: id, Seq: uint64(i + 1), Status: wire.StatusApplied})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -107,7 +108,7 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 				t.Fatalf("round %d: outcome history of %s through the restarted node: %+v, %v", round, ids[0], h, err)
 			}
 		}
-		if err := c.WaitStreamCurrent(context.Background(), journal.OutcomesStream); err != nil {
+		if err := c.WaitStreamCurrent(context.Background(), wire.OutcomesStream); err != nil {
 			t.Fatal(err)
 		}
 	}

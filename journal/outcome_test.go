@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 func TestOutcomes(t *testing.T) {
@@ -23,9 +24,9 @@ func TestOutcomes(t *testing.T) {
 	at := time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)
 
 	// IDs may contain dots, which must not split the subject.
-	applied := journal.Outcome{
-		ID: "01JD3X.9Q7Z:a-b", Seq: 7, Table: "orders", PK: "customer-42", Status: journal.StatusApplied,
-		Rows: []journal.RowVersion{{RK: "order-7", Version: 3, Op: "upsert"}, {RK: "order-6", Version: 4, Op: "delete", Deleted: true}},
+	applied := wire.Outcome{
+		ID: "01JD3X.9Q7Z:a-b", Seq: 7, Table: "orders", PK: "customer-42", Status: wire.StatusApplied,
+		Rows: []wire.RowVersion{{RK: "order-7", Version: 3, Op: "upsert"}, {RK: "order-6", Version: 4, Op: "delete", Deleted: true}},
 		At:   at,
 	}
 	if _, err := oc.Latest(e.ctx, applied.ID); !errors.Is(err, journal.ErrNotFound) {
@@ -60,10 +61,10 @@ func TestOutcomes(t *testing.T) {
 
 	// Published after Await is waiting: Await subscribes first, then the
 	// outcome lands.
-	rejected := journal.Outcome{ID: "cmd-2", Seq: 8, Table: "orders", PK: "customer-42",
-		Status: journal.StatusRejected, Reason: "insert: row order-7 exists", At: at}
+	rejected := wire.Outcome{ID: "cmd-2", Seq: 8, Table: "orders", PK: "customer-42",
+		Status: wire.StatusRejected, Reason: "insert: row order-7 exists", At: at}
 	type result struct {
-		o   journal.Outcome
+		o   wire.Outcome
 		err error
 	}
 	done := make(chan result, 1)
@@ -100,23 +101,23 @@ func TestOutcomes(t *testing.T) {
 	// A later outcome for the same ID (re-published after the dedup window)
 	// is the latest; the earlier one is kept.
 	dup := applied
-	dup.Seq, dup.Status, dup.Rows, dup.Reason = 900, journal.StatusDuplicate, nil, "already applied at seq 7"
+	dup.Seq, dup.Status, dup.Rows, dup.Reason = 900, wire.StatusDuplicate, nil, "already applied at seq 7"
 	if err := journal.PublishOutcome(e.ctx, e.js, dup); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := oc.Latest(e.ctx, applied.ID); err != nil || got.Status != journal.StatusDuplicate {
+	if got, err := oc.Latest(e.ctx, applied.ID); err != nil || got.Status != wire.StatusDuplicate {
 		t.Fatalf("Latest after a later outcome = %+v, %v", got, err)
 	}
 	if info, err := outcomes.Info(e.ctx); err != nil || info.State.Msgs != 3 {
 		t.Fatalf("outcomes: %d messages (%v), want 3", info.State.Msgs, err)
 	}
 	// Await returns the outcome of the sequence asked for, not the latest.
-	for _, want := range []journal.Outcome{applied, dup} {
+	for _, want := range []wire.Outcome{applied, dup} {
 		if got, err := oc.Await(e.ctx, applied.ID, want.Seq); err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("Await(seq %d) = %+v, %v; want %+v", want.Seq, got, err, want)
 		}
 	}
-	if h, err := oc.History(e.ctx, applied.ID); err != nil || !reflect.DeepEqual(h, []journal.Outcome{applied, dup}) {
+	if h, err := oc.History(e.ctx, applied.ID); err != nil || !reflect.DeepEqual(h, []wire.Outcome{applied, dup}) {
 		t.Fatalf("History = %+v, %v; want the applied outcome, then the duplicate", h, err)
 	}
 
@@ -149,27 +150,27 @@ func TestOutcomesAwaitAll(t *testing.T) {
 	}
 	oc := journal.NewOutcomes(e.js)
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	out := func(id string, seq uint64, st journal.Status) journal.Outcome {
-		return journal.Outcome{ID: id, Seq: seq, Table: "orders", PK: "p", Status: st, At: at}
+	out := func(id string, seq uint64, st wire.Status) wire.Outcome {
+		return wire.Outcome{ID: id, Seq: seq, Table: "orders", PK: "p", Status: st, At: at}
 	}
-	publish := func(os ...journal.Outcome) {
+	publish := func(os ...wire.Outcome) {
 		for _, o := range os {
 			if err := journal.PublishOutcome(e.ctx, e.js, o); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	old := out("held", 3, journal.StatusApplied)
-	publish(old, out("new-1", 1, journal.StatusRejected)) // an earlier outcome of an ID published again below
+	old := out("held", 3, wire.StatusApplied)
+	publish(old, out("new-1", 1, wire.StatusRejected)) // an earlier outcome of an ID published again below
 	from, err := oc.Last(e.ctx)
 	if err != nil || from != 2 {
 		t.Fatalf("Last = %d, %v; want 2", from, err)
 	}
 	from++
 	rs := []journal.PublishResult{{ID: "new-1", Seq: 10}, {ID: "held", Seq: 3, Duplicate: true}, {ID: "new-2", Seq: 11}}
-	want := []journal.Outcome{out("new-1", 10, journal.StatusApplied), old, out("new-2", 11, journal.StatusApplied)}
+	want := []wire.Outcome{out("new-1", 10, wire.StatusApplied), old, out("new-2", 11, wire.StatusApplied)}
 
-	done := make(chan []journal.Outcome, 1)
+	done := make(chan []wire.Outcome, 1)
 	go func() {
 		got, err := oc.AwaitAll(e.ctx, from, rs)
 		if err != nil {
@@ -177,7 +178,7 @@ func TestOutcomesAwaitAll(t *testing.T) {
 		}
 		done <- got
 	}()
-	publish(out("held", 12, journal.StatusDuplicate), want[2], want[0], out("new-1", 13, journal.StatusDuplicate))
+	publish(out("held", 12, wire.StatusDuplicate), want[2], want[0], out("new-1", 13, wire.StatusDuplicate))
 	select {
 	case got := <-done:
 		if !reflect.DeepEqual(got, want) {
@@ -189,7 +190,7 @@ func TestOutcomesAwaitAll(t *testing.T) {
 
 	// Follow sees every outcome from a sequence on, with its sequence.
 	var seqs []uint64
-	err = oc.Follow(e.ctx, 4, func(seq uint64, o journal.Outcome) bool {
+	err = oc.Follow(e.ctx, 4, func(seq uint64, o wire.Outcome) bool {
 		seqs = append(seqs, seq)
 		return o.Seq == 13
 	})
@@ -218,11 +219,11 @@ func TestLatestOutcomes(t *testing.T) {
 	if got, err := journal.NewOutcomes(e.js).LatestAll(e.ctx, []string{"a"}); err != nil || len(got) != 0 {
 		t.Fatalf("on an empty stream: %v, %v; want none", got, err)
 	}
-	for _, o := range []journal.Outcome{
-		{ID: "a", Seq: 1, Status: journal.StatusApplied},
-		{ID: "a", Seq: 4, Status: journal.StatusDuplicate},
-		{ID: "b", Seq: 2, Status: journal.StatusRejected, Reason: "row exists"},
-		{ID: "newest", Seq: 9, Status: journal.StatusApplied},
+	for _, o := range []wire.Outcome{
+		{ID: "a", Seq: 1, Status: wire.StatusApplied},
+		{ID: "a", Seq: 4, Status: wire.StatusDuplicate},
+		{ID: "b", Seq: 2, Status: wire.StatusRejected, Reason: "row exists"},
+		{ID: "newest", Seq: 9, Status: wire.StatusApplied},
 	} {
 		if err := journal.PublishOutcome(e.ctx, e.js, o); err != nil {
 			t.Fatal(err)

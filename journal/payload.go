@@ -11,8 +11,8 @@ import (
 // MinMaxPayload is the smallest max_payload of a NATS server the pipeline
 // works with: every valid command (up to 4 MiB of entities) fits one
 // message as msgpack (events.MaxMsgpackCommandBytes), and so do the
-// projector's outcome of it (MaxOutcomeBytes) and each of its change events
-// (projection.MaxChangeEventBytes, two images of one entity). About 6.5 MiB;
+// projector's outcome of it (wire.MaxOutcomeBytes) and each of its change events
+// (wire.MaxChangeEventBytes, two images of one entity). About 6.5 MiB;
 // the embedded server allows MaxPayload, 8 MiB.
 const MinMaxPayload = events.MaxMsgpackCommandBytes
 

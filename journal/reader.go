@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Msg is one message stored in the journal.
@@ -96,7 +97,7 @@ func (j *Journal) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
 
 // Read calls fn with every message from sequence from up to and including
 // sequence to, in journal order, that matches the subject filter (all
-// messages if filter is empty; see ShardFilter and PartitionFilter). A zero
+// messages if filter is empty; see wire.ShardFilter and wire.PartitionFilter). A zero
 // to means the head at the time of the call; from 0 means 1. Read returns
 // the first error fn returns, unchanged.
 func (j *Journal) Read(ctx context.Context, from, to uint64, filter string, fn func(Msg) error) error {
@@ -211,7 +212,7 @@ func DecodeMsg(m Msg) (*events.Command, error) {
 // checkEnvelope checks that the body of m, the command or erase id of
 // table and pk, agrees with the subject and the Nats-Msg-Id header.
 func checkEnvelope(m Msg, what, id, table, pk string) error {
-	st, _, spk, err := ParseSubject(m.Subject)
+	st, _, spk, err := wire.ParseJournalSubject(m.Subject)
 	if err != nil {
 		return fmt.Errorf("%s seq %d (%s): %w: %w", what, m.Seq, id, ErrSubjectMismatch, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 func TestGetHeadSeqAtTime(t *testing.T) {
@@ -73,7 +74,7 @@ func TestGetHeadSeqAtTime(t *testing.T) {
 
 	// A deleted message is not found, and positions step over it (the
 	// journal allows deletes: AllowTrim).
-	s, err := e.js.Stream(e.ctx, journal.DefaultStream)
+	s, err := e.js.Stream(e.ctx, wire.JournalStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestRead(t *testing.T) {
 		}
 		return seqs
 	}
-	odd := journal.PartitionFilter("orders", "odd")
+	odd := wire.PartitionFilter("orders", "odd")
 	for _, tc := range []struct {
 		from, to uint64
 		filter   string
@@ -171,7 +172,7 @@ func TestDecodeMsg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := "journal.orders.3." + journal.PKToken("customer-42")
+	stored := "journal.orders.3." + wire.PKToken("customer-42")
 	hdr := func(kv ...string) nats.Header {
 		h := nats.Header{}
 		for i := 0; i < len(kv); i += 2 {
@@ -199,9 +200,9 @@ func TestDecodeMsg(t *testing.T) {
 		m    journal.Msg
 		want error
 	}{
-		{"other pk", journal.Msg{Subject: "journal.orders.3." + journal.PKToken("customer-43"), Data: body}, journal.ErrSubjectMismatch},
-		{"other table", journal.Msg{Subject: "journal.invoices.3." + journal.PKToken("customer-42"), Data: body}, journal.ErrSubjectMismatch},
-		{"unstored subject", journal.Msg{Subject: journal.Subject("orders", "customer-42"), Data: body}, journal.ErrSubjectMismatch},
+		{"other pk", journal.Msg{Subject: "journal.orders.3." + wire.PKToken("customer-43"), Data: body}, journal.ErrSubjectMismatch},
+		{"other table", journal.Msg{Subject: "journal.invoices.3." + wire.PKToken("customer-42"), Data: body}, journal.ErrSubjectMismatch},
+		{"unstored subject", journal.Msg{Subject: wire.JournalSubject("orders", "customer-42"), Data: body}, journal.ErrSubjectMismatch},
 		{"other msg id", journal.Msg{Subject: stored, Data: body, Header: hdr("Nats-Msg-Id", "c-2")}, journal.ErrIDMismatch},
 		{"garbage msgpack", journal.Msg{Subject: stored, Data: []byte{0xc1, 0x00}}, events.ErrInvalid},
 		{"garbage json", journal.Msg{Subject: stored, Data: []byte("{"), Header: hdr("Content-Type", events.ContentTypeJSON)}, events.ErrInvalid},
@@ -230,7 +231,7 @@ func TestDecodeMsg(t *testing.T) {
 // stored, and the mismatch shows when the projector decodes it.
 func TestDecodeMsgSubjectBodyMismatchThroughTheServer(t *testing.T) {
 	e := newEnv(t, journal.Config{})
-	seq := publishRaw(t, e, journal.Subject("orders", "customer-b"), "c-1", rawJSON("c-1", "orders", "customer-a"))
+	seq := publishRaw(t, e, wire.JournalSubject("orders", "customer-b"), "c-1", rawJSON("c-1", "orders", "customer-a"))
 	m, err := e.j.Get(e.ctx, seq)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,11 +9,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Defaults of Config.
 const (
-	DefaultStream     = "JOURNAL"
 	DefaultShards     = 16
 	DefaultDuplicates = 2 * time.Minute
 )
@@ -22,20 +21,10 @@ const (
 // MaxShards bounds Config.Shards.
 const MaxShards = 1024
 
-// SubjectPrefix is the first token of every journal subject.
-const SubjectPrefix = "journal"
-
-// MetadataShards is the stream metadata key that records the shard count.
-const MetadataShards = "tablejournal.shards"
-
-// MetadataAllowTrim is the stream metadata key, "true", of a journal created
-// with Config.AllowTrim.
-const MetadataAllowTrim = "tablejournal.allow-trim"
-
 // Config describes the journal stream. The zero Config is the default
 // journal.
 type Config struct {
-	// Stream is the stream's name. If empty, "JOURNAL".
+	// Stream is the stream's name. If empty, wire.JournalStream ("JOURNAL").
 	Stream string
 	// Shards is the number of shards the stream spreads partitions over; it
 	// is fixed when the stream is created. If zero, 16.
@@ -63,7 +52,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Stream == "" {
-		c.Stream = DefaultStream
+		c.Stream = wire.JournalStream
 	}
 	if c.Shards == 0 {
 		c.Shards = DefaultShards
@@ -102,23 +91,23 @@ func validName(s string) bool {
 // transformDest is the stream's subject transform destination for n shards:
 // it inserts the shard, computed by the server from table and pk-token.
 func transformDest(n int) string {
-	return fmt.Sprintf("%s.{{wildcard(1)}}.{{partition(%d,1,2)}}.{{wildcard(2)}}", SubjectPrefix, n)
+	return fmt.Sprintf("%s.{{wildcard(1)}}.{{partition(%d,1,2)}}.{{wildcard(2)}}", wire.JournalPrefix, n)
 }
 
 func (c Config) streamConfig() jetstream.StreamConfig {
-	meta := map[string]string{MetadataShards: strconv.Itoa(c.Shards)}
+	meta := map[string]string{wire.MetadataShards: strconv.Itoa(c.Shards)}
 	if c.AllowTrim {
-		meta[MetadataAllowTrim] = "true"
+		meta[wire.MetadataAllowTrim] = "true"
 	}
 	if c.AllowMsgDelete {
-		meta[MetadataAllowMsgDelete] = "true"
+		meta[wire.MetadataAllowMsgDelete] = "true"
 	}
 	return jetstream.StreamConfig{
 		Name:        c.Stream,
 		Description: "tablejournal journal: the commands, source of truth of the projected tables (journal.<table>.<shard>.<pk-token>)",
-		Subjects:    []string{SubjectPrefix + ".*.*"},
+		Subjects:    []string{wire.JournalPrefix + ".*.*"},
 		SubjectTransform: &jetstream.SubjectTransformConfig{
-			Source:      SubjectPrefix + ".*.*",
+			Source:      wire.JournalPrefix + ".*.*",
 			Destination: transformDest(c.Shards),
 		},
 		Storage:     jetstream.FileStorage,
@@ -169,7 +158,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, 
 		if err := CheckReplicas(have, replicas); err != nil {
 			return nil, err
 		}
-		if !cfg.AllowTrim && !have.DenyDelete && !have.DenyPurge && have.Metadata[MetadataAllowTrim] == "true" {
+		if !cfg.AllowTrim && !have.DenyDelete && !have.DenyPurge && have.Metadata[wire.MetadataAllowTrim] == "true" {
 			// Denying now could never be undone: the operator chose
 			// trimming when creating it, so say so rather than decide.
 			return nil, fmt.Errorf("%w: stream %s was created to allow trimming (--journal-allow-trim): start with that again, or turn on deny_delete and deny_purge in its configuration to refuse trimming for good",
@@ -212,20 +201,20 @@ func (j *Journal) Changes() []string { return j.changes }
 // from the stream's metadata.
 func Open(ctx context.Context, js jetstream.JetStream, name string) (*Journal, error) {
 	if name == "" {
-		name = DefaultStream
+		name = wire.JournalStream
 	}
 	s, err := js.Stream(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", name, err)
 	}
 	sc := s.CachedInfo().Config
-	raw, ok := sc.Metadata[MetadataShards]
+	raw, ok := sc.Metadata[wire.MetadataShards]
 	if !ok {
-		return nil, fmt.Errorf("%w: stream %s has no %s metadata", ErrNotJournal, name, MetadataShards)
+		return nil, fmt.Errorf("%w: stream %s has no %s metadata", ErrNotJournal, name, wire.MetadataShards)
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 || n > MaxShards {
-		return nil, fmt.Errorf("%w: stream %s has %s=%q", ErrNotJournal, name, MetadataShards, raw)
+		return nil, fmt.Errorf("%w: stream %s has %s=%q", ErrNotJournal, name, wire.MetadataShards, raw)
 	}
 	if st := sc.SubjectTransform; st == nil || st.Destination != transformDest(n) {
 		return nil, fmt.Errorf("%w: stream %s does not transform subjects to %s", ErrNotJournal, name, transformDest(n))
@@ -238,77 +227,3 @@ func (j *Journal) Name() string { return j.name }
 
 // Shards returns the shard count recorded in the stream.
 func (j *Journal) Shards() int { return j.shards }
-
-// ShardFilter returns the subject filter that selects every command stored
-// in shard, for a consumer per shard (group).
-func ShardFilter(shard int) string {
-	return fmt.Sprintf("%s.*.%d.*", SubjectPrefix, shard)
-}
-
-// PartitionFilter returns the subject filter that selects every command of
-// one partition, wherever it is sharded.
-func PartitionFilter(table, pk string) string {
-	return fmt.Sprintf("%s.%s.*.%s", SubjectPrefix, table, PKToken(pk))
-}
-
-// emptyPKToken stands for the empty partition key, which Azure allows but
-// which would leave an empty subject token. "=" is never the output of
-// unpadded base64url.
-const emptyPKToken = "="
-
-// PKToken returns the subject token of a partition key: the key in
-// unpadded base64url (RFC 4648 §5), or "=" for the empty key.
-func PKToken(pk string) string {
-	if pk == "" {
-		return emptyPKToken
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte(pk))
-}
-
-// ParsePKToken is the inverse of PKToken.
-func ParsePKToken(tok string) (string, error) {
-	if tok == emptyPKToken {
-		return "", nil
-	}
-	if tok == "" {
-		return "", fmt.Errorf("%w: empty pk-token", ErrBadSubject)
-	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
-	if err != nil {
-		return "", fmt.Errorf("%w: pk-token %q is not unpadded base64url", ErrBadSubject, tok)
-	}
-	return string(b), nil
-}
-
-// Subject returns the subject a client publishes a command to:
-// journal.<table>.<pk-token>.
-func Subject(table, pk string) string {
-	if pk == "" {
-		return SubjectPrefix + "." + table + "." + emptyPKToken
-	}
-	enc := base64.RawURLEncoding
-	b := make([]byte, 0, len(SubjectPrefix)+len(table)+2+enc.EncodedLen(len(pk)))
-	b = append(b, SubjectPrefix...)
-	b = append(b, '.')
-	b = append(b, table...)
-	b = append(b, '.')
-	b = enc.AppendEncode(b, []byte(pk))
-	return string(b)
-}
-
-// ParseSubject splits a stored subject journal.<table>.<shard>.<pk-token>.
-func ParseSubject(stored string) (table string, shard int, pk string, err error) {
-	parts := strings.Split(stored, ".")
-	if len(parts) != 4 || parts[0] != SubjectPrefix || parts[1] == "" {
-		return "", 0, "", fmt.Errorf("%w: %q is not journal.<table>.<shard>.<pk-token>", ErrBadSubject, stored)
-	}
-	shard, err = strconv.Atoi(parts[2])
-	if err != nil || shard < 0 || strconv.Itoa(shard) != parts[2] {
-		return "", 0, "", fmt.Errorf("%w: %q has no shard number", ErrBadSubject, stored)
-	}
-	pk, err = ParsePKToken(parts[3])
-	if err != nil {
-		return "", 0, "", fmt.Errorf("subject %q: %w", stored, err)
-	}
-	return parts[1], shard, pk, nil
-}

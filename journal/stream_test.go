@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // publishRaw publishes body the way a client in any language would: a plain
@@ -39,16 +40,16 @@ func TestRawPublishIsStoredUnderItsShard(t *testing.T) {
 	const shards = 8
 	e := newEnv(t, journal.Config{Shards: shards})
 
-	seq := publishRaw(t, e, "journal.orders."+journal.PKToken("customer-42"), "c-1", rawJSON("c-1", "orders", "customer-42"))
+	seq := publishRaw(t, e, "journal.orders."+wire.PKToken("customer-42"), "c-1", rawJSON("c-1", "orders", "customer-42"))
 	m, err := e.j.Get(e.ctx, seq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, shard, pk, err := journal.ParseSubject(m.Subject)
+	table, shard, pk, err := wire.ParseJournalSubject(m.Subject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("journal.orders.%d.%s", shard, journal.PKToken("customer-42"))
+	want := fmt.Sprintf("journal.orders.%d.%s", shard, wire.PKToken("customer-42"))
 	if m.Subject != want || table != "orders" || pk != "customer-42" || shard < 0 || shard >= shards {
 		t.Fatalf("stored subject %q = (%q, %d, %q), want %s with shard < %d", m.Subject, table, shard, pk, want, shards)
 	}
@@ -68,19 +69,19 @@ func TestShardingKeepsPartitionsTogetherAndSpreadsThem(t *testing.T) {
 	// Many commands of one partition: one shard.
 	for i := range 20 {
 		id := fmt.Sprintf("same-%d", i)
-		publishRaw(t, e, journal.Subject("orders", "customer-7"), id, rawJSON(id, "orders", "customer-7"))
+		publishRaw(t, e, wire.JournalSubject("orders", "customer-7"), id, rawJSON(id, "orders", "customer-7"))
 	}
 	// One command in each of many partitions: every shard.
 	const partitions = 200
 	for i := range partitions {
 		id, pk := fmt.Sprintf("spread-%d", i), fmt.Sprintf("customer-%d", 1000+i)
-		publishRaw(t, e, journal.Subject("orders", pk), id, rawJSON(id, "orders", pk))
+		publishRaw(t, e, wire.JournalSubject("orders", pk), id, rawJSON(id, "orders", pk))
 	}
 
 	shardOf := map[string]map[int]bool{} // pk -> shards seen
 	perShard := map[int]int{}
 	err := e.j.Read(e.ctx, 0, 0, "", func(m journal.Msg) error {
-		_, shard, pk, err := journal.ParseSubject(m.Subject)
+		_, shard, pk, err := wire.ParseJournalSubject(m.Subject)
 		if err != nil {
 			return err
 		}
@@ -110,8 +111,8 @@ func TestShardingKeepsPartitionsTogetherAndSpreadsThem(t *testing.T) {
 	total := 0
 	for s := range shards {
 		n := 0
-		if err := e.j.Read(e.ctx, 0, 0, journal.ShardFilter(s), func(m journal.Msg) error {
-			_, shard, _, _ := journal.ParseSubject(m.Subject)
+		if err := e.j.Read(e.ctx, 0, 0, wire.ShardFilter(s), func(m journal.Msg) error {
+			_, shard, _, _ := wire.ParseJournalSubject(m.Subject)
 			if shard != s {
 				t.Errorf("ShardFilter(%d) read %s", s, m.Subject)
 			}
@@ -132,7 +133,7 @@ func TestShardingKeepsPartitionsTogetherAndSpreadsThem(t *testing.T) {
 
 func TestEnsureRefusesAnotherShardCount(t *testing.T) {
 	e := newEnv(t, journal.Config{Shards: 16})
-	if e.j.Shards() != 16 || e.j.Name() != journal.DefaultStream {
+	if e.j.Shards() != 16 || e.j.Name() != wire.JournalStream {
 		t.Fatalf("journal %s with %d shards", e.j.Name(), e.j.Shards())
 	}
 
@@ -179,44 +180,5 @@ func TestConfigValidate(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not report %s", err, want)
 		}
-	}
-}
-
-func TestPKToken(t *testing.T) {
-	for _, pk := range []string{"", "a", "customer-42", "ünïcødé/?#", strings.Repeat("k", 1024), "a.b*>"} {
-		tok := journal.PKToken(pk)
-		if tok == "" || strings.ContainsAny(tok, ".*> \t") {
-			t.Errorf("PKToken(%q) = %q is no subject token", pk, tok)
-		}
-		back, err := journal.ParsePKToken(tok)
-		if err != nil || back != pk {
-			t.Errorf("ParsePKToken(PKToken(%q)) = %q, %v", pk, back, err)
-		}
-	}
-	for _, bad := range []string{"", "a=b", "ab+/", "YQ==", "YR"} {
-		if _, err := journal.ParsePKToken(bad); !errors.Is(err, journal.ErrBadSubject) {
-			t.Errorf("ParsePKToken(%q) = %v, want ErrBadSubject", bad, err)
-		}
-	}
-}
-
-func TestParseSubject(t *testing.T) {
-	table, shard, pk, err := journal.ParseSubject("journal.orders.12." + journal.PKToken("customer-42"))
-	if err != nil || table != "orders" || shard != 12 || pk != "customer-42" {
-		t.Fatalf("ParseSubject = %q %d %q %v", table, shard, pk, err)
-	}
-	for _, bad := range []string{
-		"", "journal.orders.Y3VzdG9tZXItNDI", "journal.orders.x.YQ", "journal.orders.-1.YQ",
-		"journal.orders.01.YQ", "other.orders.1.YQ", "journal..1.YQ", "journal.orders.1.YQ.x", "journal.orders.1.a+b",
-	} {
-		if _, _, _, err := journal.ParseSubject(bad); !errors.Is(err, journal.ErrBadSubject) {
-			t.Errorf("ParseSubject(%q) = %v, want ErrBadSubject", bad, err)
-		}
-	}
-	if journal.Subject("orders", "customer-42") != "journal.orders.Y3VzdG9tZXItNDI" {
-		t.Errorf("Subject = %s", journal.Subject("orders", "customer-42"))
-	}
-	if journal.ShardFilter(3) != "journal.*.3.*" {
-		t.Errorf("ShardFilter(3) = %s", journal.ShardFilter(3))
 	}
 }

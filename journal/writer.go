@@ -16,6 +16,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/retry"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // publisher is the part of jetstream.JetStream the Writer publishes through.
@@ -162,11 +163,11 @@ func defaultBackOff() backoff.BackOff {
 }
 
 // NewWriter returns a Writer that publishes to the journal stream named
-// stream (DefaultStream if empty) through js. It needs only publish rights
+// stream (wire.JournalStream if empty) through js. It needs only publish rights
 // on journal.> (and, for Await, on the OUTCOMES stream's consumer API).
 func NewWriter(js jetstream.JetStream, stream string, opts ...WriterOption) *Writer {
 	if stream == "" {
-		stream = DefaultStream
+		stream = wire.JournalStream
 	}
 	w := &Writer{
 		js:          js,
@@ -207,9 +208,9 @@ func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 	h[events.HeaderSchema] = hdrSchema
 	h[jetstream.ExpectedStreamHeader] = w.hdrStream
 	h[jetstream.MsgIDHeader] = []string{cmd.ID}
-	h[HeaderBodySHA256] = []string{bodyHash(data)}
+	h[wire.HeaderBodySHA256] = []string{bodyHash(data)}
 	msg := &nats.Msg{
-		Subject: Subject(cmd.Table, cmd.PK),
+		Subject: wire.JournalSubject(cmd.Table, cmd.PK),
 		Header:  h,
 		Data:    data,
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/retry"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Applier applies the commands of one partition to a table store, batching
@@ -294,7 +294,7 @@ func (r *partitionRun) commit(ctx context.Context) (bool, error) {
 		return r.commitPrune(ctx)
 	}
 	for _, res := range r.tx.results {
-		if res.Status == journal.StatusApplied && res.Stored { // a skipped command found applied
+		if res.Status == wire.StatusApplied && res.Stored { // a skipped command found applied
 			r.seen[res.ID] = max(r.seen[res.ID], res.Seq)
 		}
 	}
@@ -498,7 +498,7 @@ func callHook(ctx context.Context, hook func(context.Context, []Result) error, r
 	var sel []Result
 	var idx []int
 	for i, r := range rs {
-		if (r.Status == journal.StatusApplied && !r.Stored) == applied {
+		if (r.Status == wire.StatusApplied && !r.Stored) == applied {
 			sel = append(sel, r)
 			idx = append(idx, i)
 		}

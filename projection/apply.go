@@ -9,6 +9,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Entry is one journal message of a partition, ready to apply.
@@ -39,34 +40,34 @@ type Entry struct {
 	// own is this message's own outcome, when the projector's look-up of
 	// the batch's IDs found it stored (a redelivery): recovering a skipped
 	// command needs no request of its own then.
-	own *journal.Outcome
+	own *wire.Outcome
 }
 
 // Prior is an outcome stored for a command ID, as Entry.Prior.
 type Prior struct {
 	Seq    uint64 // 0: none known
-	Status journal.Status
+	Status wire.Status
 }
 
 // Skipped is the status of a Result beside the three outcomes of SPEC §5
-// (journal.Status): a redelivered command whose effect is already in the
+// (wire.Status): a redelivered command whose effect is already in the
 // table, because the rows' _seq show it was handled before a crash or
 // redelivery. It is never published: the command's outcome was published
 // then (or is recovered from the table).
-const Skipped journal.Status = "skipped"
+const Skipped wire.Status = "skipped"
 
 // Result is what applying one entry did.
 type Result struct {
 	Seq    uint64
 	ID     string
-	Status journal.Status // an outcome, or Skipped
-	Reason string         // for rejected and duplicate
+	Status wire.Status // an outcome, or Skipped
+	Reason string      // for rejected and duplicate
 	// Code and Rule say, for a rejection, what kind it is (SPEC §5).
-	Code journal.Code
+	Code wire.Code
 	Rule string
 	// Rows are the versions an applied command produced, one per row it
 	// changed, in the order the command first names them.
-	Rows []journal.RowVersion
+	Rows []wire.RowVersion
 	// Pruned is the number of rows an applied prune removed (prune.go).
 	Pruned int64
 	// Changes are the change-feed events of an applied command, one per
@@ -85,24 +86,14 @@ type Result struct {
 	erased bool
 }
 
-// ChangeKind is the change-feed operation: create, update or delete.
-type ChangeKind string
-
-// Change-feed operations.
-const (
-	Create ChangeKind = "c"
-	Update ChangeKind = "u"
-	Delete ChangeKind = "d"
-)
-
 // Change is one applied row change, with before and after images.
 type Change struct {
 	RK      string
-	Kind    ChangeKind
+	Kind    wire.ChangeOp
 	Version int64
-	Before  events.Entity // nil for Create
-	After   events.Entity // nil for Delete
-	// Partition marks the notice of a whole-partition erase (EraseOp).
+	Before  events.Entity // nil for wire.ChangeCreate
+	After   events.Entity // nil for wire.ChangeDelete
+	// Partition marks the notice of a whole-partition erase (wire.ChangeErase).
 	Partition bool
 }
 
@@ -121,40 +112,40 @@ func nextVersion(s *rowState) int64 {
 // rejectError is why a command is rejected, with its code (SPEC §5).
 type rejectError struct {
 	msg  string
-	code journal.Code
+	code wire.Code
 	rule string
 }
 
 func (e *rejectError) Error() string { return e.msg }
 
-func reject(code journal.Code, rule, format string, args ...any) error {
+func reject(code wire.Code, rule, format string, args ...any) error {
 	return &rejectError{fmt.Sprintf(format, args...), code, rule}
 }
 
 // rejection returns the code and rule of err, why a command is rejected:
 // a *rejectError's own, or for a message that does not decode or
 // validate, CodeInvalid with the rule it broke.
-func rejection(err error) (journal.Code, string) {
+func rejection(err error) (wire.Code, string) {
 	var re *rejectError
 	var ve *events.ValidationError
 	switch {
 	case errors.As(err, &re):
 		return re.code, re.rule
 	case errors.As(err, &ve):
-		return journal.CodeInvalid, string(ve.Rule)
+		return wire.CodeInvalid, string(ve.Rule)
 	case errors.Is(err, journal.ErrSubjectMismatch):
-		return journal.CodeInvalid, journal.RuleSubjectMismatch
+		return wire.CodeInvalid, wire.RuleSubjectMismatch
 	case errors.Is(err, journal.ErrIDMismatch):
-		return journal.CodeInvalid, journal.RuleIDMismatch
-	case errors.Is(err, journal.ErrBadSubject):
-		return journal.CodeInvalid, journal.RuleBadSubject
+		return wire.CodeInvalid, wire.RuleIDMismatch
+	case errors.Is(err, wire.ErrBadSubject):
+		return wire.CodeInvalid, wire.RuleBadSubject
 	}
-	return journal.CodeInvalid, ""
+	return wire.CodeInvalid, ""
 }
 
 // reject sets res to a rejection for err, with reason.
 func (res *Result) reject(reason string, err error) {
-	res.Status, res.Reason = journal.StatusRejected, reason
+	res.Status, res.Reason = wire.StatusRejected, reason
 	res.Code, res.Rule = rejection(err)
 }
 
@@ -248,7 +239,7 @@ func (b *txn) add(e Entry) error {
 		return nil
 	}
 	if dup := b.duplicate(e); dup != "" {
-		res.Status, res.Reason = journal.StatusDuplicate, dup
+		res.Status, res.Reason = wire.StatusDuplicate, dup
 		b.results = append(b.results, res)
 		return nil
 	}
@@ -267,7 +258,7 @@ func (b *txn) add(e Entry) error {
 		return nil
 	}
 	b.take(e, eff)
-	res.Status, res.Rows, res.Changes = journal.StatusApplied, eff.rows, eff.changes
+	res.Status, res.Rows, res.Changes = wire.StatusApplied, eff.rows, eff.changes
 	b.results = append(b.results, res)
 	return nil
 }
@@ -298,9 +289,9 @@ func (b *txn) duplicate(e Entry) string {
 	}
 	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq {
 		switch e.Prior.Status {
-		case journal.StatusApplied:
+		case wire.StatusApplied:
 			return fmt.Sprintf("command %s already applied at journal sequence %d", id, e.Prior.Seq)
-		case journal.StatusDuplicate:
+		case wire.StatusDuplicate:
 			return fmt.Sprintf("command %s already applied (journal sequence %d was a duplicate of it)", id, e.Prior.Seq)
 		}
 	}
@@ -318,7 +309,7 @@ func (b *txn) duplicate(e Entry) string {
 type effect struct {
 	touched map[string]*rowState
 	added   map[string][]rows.Row
-	rows    []journal.RowVersion
+	rows    []wire.RowVersion
 	changes []Change
 	// cost of each touched row, and the transaction's totals, with it.
 	cost              map[string][2]int
@@ -382,7 +373,7 @@ func (b *txn) price(eff *effect) (why, err error) {
 	if len(b.results) > 0 {
 		return nil, errFull
 	}
-	return reject(journal.CodeTooLarge, journal.RuleTransactionTooLarge, "too large after versioning: %d store operations, %d bytes (limits %d, %d)",
+	return reject(wire.CodeTooLarge, wire.RuleTransactionTooLarge, "too large after versioning: %d store operations, %d bytes (limits %d, %d)",
 		eff.totalOps, eff.totalBy, store.MaxOps, b.limits.TxBytes()), nil
 }
 
@@ -430,24 +421,24 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 	if op.IfVersion != nil {
 		switch {
 		case !exists:
-			return reject(journal.CodeVersionMismatch, "", "ifVersion %d: row does not exist", *op.IfVersion)
+			return reject(wire.CodeVersionMismatch, "", "ifVersion %d: row does not exist", *op.IfVersion)
 		case s.Tip.Version != *op.IfVersion:
-			return reject(journal.CodeVersionMismatch, "", "ifVersion %d: row is at version %d", *op.IfVersion, s.Tip.Version)
+			return reject(wire.CodeVersionMismatch, "", "ifVersion %d: row is at version %d", *op.IfVersion, s.Tip.Version)
 		}
 	}
 	kind := op.Op
 	switch kind {
 	case events.OpInsert:
 		if exists {
-			return reject(journal.CodeExists, "", "row exists at version %d", s.Tip.Version)
+			return reject(wire.CodeExists, "", "row exists at version %d", s.Tip.Version)
 		}
 	case events.OpReplace, events.OpMerge, events.OpDelete:
 		if !exists {
-			return reject(journal.CodeNotFound, "", "row does not exist")
+			return reject(wire.CodeNotFound, "", "row does not exist")
 		}
 	case events.OpUpsert, events.OpUpsertMerge:
 	default:
-		return reject(journal.CodeInvalid, string(events.RuleUnknownOp), "unknown op %q", kind)
+		return reject(wire.CodeInvalid, string(events.RuleUnknownOp), "unknown op %q", kind)
 	}
 	if kind == events.OpDelete {
 		s.Tip = nil
@@ -460,7 +451,7 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 			next.Props[k] = v
 		}
 		if len(next.Props) > events.MaxProperties {
-			return reject(journal.CodeTooLarge, journal.RuleTooManyProperties, "merge leaves %d properties, more than %d", len(next.Props), events.MaxProperties)
+			return reject(wire.CodeTooLarge, wire.RuleTooManyProperties, "merge leaves %d properties, more than %d", len(next.Props), events.MaxProperties)
 		}
 	} else {
 		// Shared, not copied: neither the command's entity nor a row's
@@ -478,11 +469,11 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 // gets no version: w is reset and ok is false. The tombstone holds the
 // values the row had before the command, the last it had at any journal
 // sequence.
-func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]rows.Row) (journal.RowVersion, Change, bool) {
+func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]rows.Row) (wire.RowVersion, Change, bool) {
 	old := before.Tip
 	if old == nil && w.Tip == nil {
 		*w = *before
-		return journal.RowVersion{}, Change{}, false
+		return wire.RowVersion{}, Change{}, false
 	}
 	if old != nil {
 		cp := *old
@@ -495,16 +486,16 @@ func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, 
 			Deleted: true, Props: old.Props}
 		(*added)[rk] = append((*added)[rk], tomb)
 		w.Latest = &tomb
-		return journal.RowVersion{RK: rk, Version: v, Op: events.OpDelete, Deleted: true},
-			Change{RK: rk, Kind: Delete, Version: v, Before: old.Props}, true
+		return wire.RowVersion{RK: rk, Version: v, Op: events.OpDelete, Deleted: true},
+			Change{RK: rk, Kind: wire.ChangeDelete, Version: v, Before: old.Props}, true
 	}
 	w.Tip.Op = last
 	w.Latest = w.Tip
-	rv := journal.RowVersion{RK: rk, Version: v, Op: last}
+	rv := wire.RowVersion{RK: rk, Version: v, Op: last}
 	if old == nil {
-		return rv, Change{RK: rk, Kind: Create, Version: v, After: w.Tip.Props}, true
+		return rv, Change{RK: rk, Kind: wire.ChangeCreate, Version: v, After: w.Tip.Props}, true
 	}
-	return rv, Change{RK: rk, Kind: Update, Version: v, Before: old.Props, After: w.Tip.Props}, true
+	return rv, Change{RK: rk, Kind: wire.ChangeUpdate, Version: v, Before: old.Props, After: w.Tip.Props}, true
 }
 
 // rowCost is the transaction cost of one row's writes in a batch: each
@@ -536,7 +527,7 @@ func rowCost(pk string, baseTip, tip *rows.Row, added []rows.Row) (ops, bytes in
 func entityCost(pk string, r rows.Row) (int, error) {
 	sz := encodedSize(pk, r)
 	if sz > store.MaxEntityBytes {
-		return 0, reject(journal.CodeTooLarge, journal.RuleEntityTooLarge, "version %d of %q would be %d bytes, over the %d-byte entity limit", r.Version, r.RK, sz, store.MaxEntityBytes)
+		return 0, reject(wire.CodeTooLarge, wire.RuleEntityTooLarge, "version %d of %q would be %d bytes, over the %d-byte entity limit", r.Version, r.RK, sz, store.MaxEntityBytes)
 	}
 	// The system columns hold no Binary: the user's properties are all
 	// wireCost counts beside the size.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -42,15 +42,15 @@ func op(kind events.OpKind, rk string, kv ...any) events.RowOp {
 func ifv(o events.RowOp, v int64) events.RowOp { o.IfVersion = &v; return o }
 
 // Short names for the statuses in the tables below.
-type status = journal.Status
+type status = wire.Status
 
 const (
-	applied   = journal.StatusApplied
-	rejected  = journal.StatusRejected
-	duplicate = journal.StatusDuplicate
+	applied   = wire.StatusApplied
+	rejected  = wire.StatusRejected
+	duplicate = wire.StatusDuplicate
 )
 
-func withPrior(e Entry, seq uint64, st journal.Status) Entry {
+func withPrior(e Entry, seq uint64, st wire.Status) Entry {
 	e.Prior = Prior{Seq: seq, Status: st}
 	return e
 }
@@ -306,16 +306,16 @@ func TestBatchOneVersionPerCommand(t *testing.T) {
 		entry(2, "c2", op(events.OpReplace, "a", "x", 2), op(events.OpMerge, "a", "y", 2), upsert("b", "x", 2)),
 		entry(3, "c3", op(events.OpReplace, "a", "x", 3), op(events.OpDelete, "a"), op(events.OpInsert, "c", "x", 3), op(events.OpDelete, "c")))
 	r2, r3 := b.results[1], b.results[2]
-	if r2.Seq != 2 || len(r2.Rows) != 2 || r2.Rows[0] != (journal.RowVersion{RK: "a", Version: 1, Op: events.OpMerge}) || r2.Rows[1].RK != "b" {
+	if r2.Seq != 2 || len(r2.Rows) != 2 || r2.Rows[0] != (wire.RowVersion{RK: "a", Version: 1, Op: events.OpMerge}) || r2.Rows[1].RK != "b" {
 		t.Fatalf("c2 rows %+v, want a v1 (merge) then b", r2.Rows)
 	}
-	if ch := r2.Changes[0]; ch.Kind != Update || !ch.Before.Equal(ent("x", 1)) || !ch.After.Equal(ent("x", 2, "y", 2)) {
+	if ch := r2.Changes[0]; ch.Kind != wire.ChangeUpdate || !ch.Before.Equal(ent("x", 1)) || !ch.After.Equal(ent("x", 2, "y", 2)) {
 		t.Errorf("c2 change of a: %+v", ch)
 	}
-	if r3.Seq != 3 || len(r3.Rows) != 1 || r3.Rows[0] != (journal.RowVersion{RK: "a", Version: 2, Op: events.OpDelete, Deleted: true}) {
+	if r3.Seq != 3 || len(r3.Rows) != 1 || r3.Rows[0] != (wire.RowVersion{RK: "a", Version: 2, Op: events.OpDelete, Deleted: true}) {
 		t.Fatalf("c3 rows %+v, want only the tombstone of a (c was inserted and deleted)", r3.Rows)
 	}
-	if ch := r3.Changes[0]; ch.Kind != Delete || !ch.Before.Equal(ent("x", 2, "y", 2)) || ch.After != nil {
+	if ch := r3.Changes[0]; ch.Kind != wire.ChangeDelete || !ch.Before.Equal(ent("x", 2, "y", 2)) || ch.After != nil {
 		t.Errorf("c3 change of a: %+v", ch)
 	}
 	rows := b.added["a"]

@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // lostAck is the future of an asynchronous publish whose ack was lost (a
@@ -45,7 +46,7 @@ func TestAwaitLostAcks(t *testing.T) {
 	const n = 20
 	var fs []jetstream.PubAckFuture
 	for i := 0; i < n; i++ {
-		msg, err := journal.OutcomeMsg(journal.Outcome{ID: "c", Seq: uint64(i + 1), Status: journal.StatusApplied})
+		msg, err := journal.OutcomeMsg(wire.Outcome{ID: "c", Seq: uint64(i + 1), Status: wire.StatusApplied})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,12 +109,12 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 		outcomes: newOutcomePublisher(lossy, NopObserver{}), changes: newChangeFeed(lossy)}
 	for v := int64(1); v <= 3; v++ {
 		id := fmt.Sprintf("c%d", v)
-		r := Result{Seq: uint64(v), ID: id, Status: journal.StatusApplied,
-			Rows:    []journal.RowVersion{{RK: "r", Version: v, Op: events.OpUpsert}},
-			Changes: []Change{{RK: "r", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
+		r := Result{Seq: uint64(v), ID: id, Status: wire.StatusApplied,
+			Rows:    []wire.RowVersion{{RK: "r", Version: v, Op: events.OpUpsert}},
+			Changes: []Change{{RK: "r", Kind: wire.ChangeUpdate, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
 		// A second row in the same transactions keeps its own order too.
-		r.Rows = append(r.Rows, journal.RowVersion{RK: "s", Version: v, Op: events.OpUpsert})
-		r.Changes = append(r.Changes, Change{RK: "s", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}})
+		r.Rows = append(r.Rows, wire.RowVersion{RK: "s", Version: v, Op: events.OpUpsert})
+		r.Changes = append(r.Changes, Change{RK: "s", Kind: wire.ChangeUpdate, Version: v, After: events.Entity{"n": events.Int64(v)}})
 		b.bySeq[r.Seq] = &Entry{Seq: uint64(v), ID: id}
 		if err := b.publishApplied(ctx, part, []*Result{&r}); err != nil {
 			t.Fatal(err)
@@ -123,7 +124,7 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err := js.Stream(ctx, ChangeStream)
+	s, err := js.Stream(ctx, wire.ChangesStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ev ChangeEvent
+		var ev wire.ChangeEvent
 		if err := json.Unmarshal(msg.Data, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -216,9 +217,9 @@ func TestNoOutcomeWithoutChangeEvent(t *testing.T) {
 	var failed error
 	for v := int64(1); v <= 2; v++ {
 		id := fmt.Sprintf("c%d", v)
-		r := Result{Seq: uint64(v), ID: id, Status: journal.StatusApplied,
-			Rows:    []journal.RowVersion{{RK: "r", Version: v, Op: events.OpUpsert}},
-			Changes: []Change{{RK: "r", Kind: Update, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
+		r := Result{Seq: uint64(v), ID: id, Status: wire.StatusApplied,
+			Rows:    []wire.RowVersion{{RK: "r", Version: v, Op: events.OpUpsert}},
+			Changes: []Change{{RK: "r", Kind: wire.ChangeUpdate, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
 		b.bySeq[r.Seq] = &Entry{Seq: uint64(v), ID: id}
 		if failed = b.publishApplied(ctx, part, []*Result{&r}); failed != nil {
 			break

@@ -15,6 +15,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // A fetched batch goes through the exactly-once order of
@@ -149,7 +150,7 @@ func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 	e.Seq, e.At = m.Seq, m.Time.UTC()
 	e.ID = m.Header.Get(jetstream.MsgIDHeader)
 	e.Trace = traceFrom(m.Header)
-	table, _, pk, err := journal.ParseSubject(m.Subject)
+	table, _, pk, err := wire.ParseJournalSubject(m.Subject)
 	if err != nil {
 		e.Err = err
 		return "", m.Subject, e
@@ -207,7 +208,7 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 	if err != nil {
 		return err
 	}
-	histories := make(map[string][]journal.Outcome)
+	histories := make(map[string][]wire.Outcome)
 	for _, es := range groups {
 		for i := range es {
 			if err := p.settlePrior(ctx, &es[i], latest, histories); err != nil {
@@ -221,7 +222,7 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 // settlePrior sets e's Prior (and own outcome) from the latest outcomes of
 // the batch's IDs, reading the ID's history when its latest outcome is of
 // a later message; histories keeps the ones read.
-func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string]journal.Outcome, histories map[string][]journal.Outcome) error {
+func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string]wire.Outcome, histories map[string][]wire.Outcome) error {
 	o, ok := latest[e.ID]
 	switch {
 	case !ok || e.Cmd == nil && e.Erase == nil:
@@ -229,7 +230,7 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string
 	case o.Seq < e.Seq:
 		e.Prior = Prior{Seq: o.Seq, Status: o.Status}
 		return nil
-	case o.Seq == e.Seq && o.Status != journal.StatusDuplicate:
+	case o.Seq == e.Seq && o.Status != wire.StatusDuplicate:
 		// Its own outcome (a redelivery): it applied or was rejected, so
 		// no earlier message with its ID applied.
 		e.own = &o
@@ -257,10 +258,10 @@ const lookupTimeout = 30 * time.Second
 
 // priorFrom picks from an ID's outcomes the one that decides the message at
 // seq: the newest earlier one that applied or was a duplicate, else none.
-func priorFrom(all []journal.Outcome, seq uint64) Prior {
+func priorFrom(all []wire.Outcome, seq uint64) Prior {
 	var best Prior
 	for _, o := range all {
-		if o.Seq < seq && o.Seq > best.Seq && (o.Status == journal.StatusApplied || o.Status == journal.StatusDuplicate) {
+		if o.Seq < seq && o.Seq > best.Seq && (o.Status == wire.StatusApplied || o.Status == wire.StatusDuplicate) {
 			best = Prior{Seq: o.Seq, Status: o.Status}
 		}
 	}
@@ -343,7 +344,7 @@ func (b *batch) apply(ctx context.Context, part partition) error {
 // (rejected, duplicate, skipped) and those it applies.
 func split(rs []Result) (unwritten, applied []*Result) {
 	for i := range rs {
-		if rs[i].Status == journal.StatusApplied && !rs[i].Stored {
+		if rs[i].Status == wire.StatusApplied && !rs[i].Stored {
 			applied = append(applied, &rs[i])
 		} else {
 			unwritten = append(unwritten, &rs[i])
@@ -443,15 +444,15 @@ func (p *Projector) logResults(part partition, rs []*Result) {
 	// allocation each, per applied command.
 	debug := p.log.Enabled(context.Background(), slog.LevelDebug)
 	for _, r := range rs {
-		if r.Stored || (r.Status == journal.StatusApplied && !debug) {
+		if r.Stored || (r.Status == wire.StatusApplied && !debug) {
 			continue // logged when its outcome was published, or not at all
 		}
 		switch r.Status {
-		case journal.StatusRejected:
+		case wire.StatusRejected:
 			p.log.Warn("command rejected", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID, "reason", r.Reason)
-		case journal.StatusDuplicate:
+		case wire.StatusDuplicate:
 			p.log.Info("duplicate command", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
-		case journal.StatusApplied:
+		case wire.StatusApplied:
 			p.log.Debug("command applied", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
 		}
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // projectCommands is the workload of one round of BenchmarkProjectSpread and
@@ -261,7 +262,7 @@ func BenchmarkPublishToOutcome(b *testing.B) {
 		ack = time.Since(start)
 		select {
 		case o := <-ch:
-			if o.Status != journal.StatusApplied {
+			if o.Status != wire.StatusApplied {
 				return 0, 0, fmt.Errorf("%s: %s %s", c.ID, o.Status, o.Reason)
 			}
 			return ack, time.Since(start), nil
@@ -312,13 +313,13 @@ func reportLatency(b *testing.B, prefix string, lat []time.Duration) {
 // the publishers waiting for them.
 type outcomeWaiters struct {
 	mu      sync.Mutex
-	waiting map[string]chan journal.Outcome
+	waiting map[string]chan wire.Outcome
 }
 
 // subscribeOutcomes follows every outcome published from now on.
 func subscribeOutcomes(b *testing.B, ctx context.Context, js jetstream.JetStream) *outcomeWaiters {
 	b.Helper()
-	w := &outcomeWaiters{waiting: make(map[string]chan journal.Outcome)}
+	w := &outcomeWaiters{waiting: make(map[string]chan wire.Outcome)}
 	oc := journal.NewOutcomes(js)
 	last, err := oc.Last(ctx)
 	if err != nil {
@@ -328,7 +329,7 @@ func subscribeOutcomes(b *testing.B, ctx context.Context, js jetstream.JetStream
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = oc.Follow(ctx, last+1, func(_ uint64, o journal.Outcome) bool {
+		_ = oc.Follow(ctx, last+1, func(_ uint64, o wire.Outcome) bool {
 			w.mu.Lock()
 			ch := w.waiting[o.ID]
 			delete(w.waiting, o.ID)
@@ -345,8 +346,8 @@ func subscribeOutcomes(b *testing.B, ctx context.Context, js jetstream.JetStream
 
 // expect registers a wait for the outcome of command id; call it before
 // publishing the command.
-func (w *outcomeWaiters) expect(id string) <-chan journal.Outcome {
-	ch := make(chan journal.Outcome, 1)
+func (w *outcomeWaiters) expect(id string) <-chan wire.Outcome {
+	ch := make(chan wire.Outcome, 1)
 	w.mu.Lock()
 	w.waiting[id] = ch
 	w.mu.Unlock()

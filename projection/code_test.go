@@ -7,6 +7,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestRejectionCodes: every rejection the batch makes carries the stable
@@ -24,29 +25,29 @@ func TestRejectionCodes(t *testing.T) {
 		name       string
 		setup      []Entry
 		e          Entry
-		code       journal.Code
+		code       wire.Code
 		rule       string
 		reasonPart string
 	}{
 		{"exists", []Entry{entry(1, "a", upsert("r", "x", 1))}, entry(2, "b", op(events.OpInsert, "r", "x", 2)),
-			journal.CodeExists, "", "row exists"},
-		{"not-found replace", nil, entry(2, "b", op(events.OpReplace, "r", "x", 2)), journal.CodeNotFound, "", "does not exist"},
-		{"not-found delete", nil, entry(2, "b", op(events.OpDelete, "r")), journal.CodeNotFound, "", "does not exist"},
+			wire.CodeExists, "", "row exists"},
+		{"not-found replace", nil, entry(2, "b", op(events.OpReplace, "r", "x", 2)), wire.CodeNotFound, "", "does not exist"},
+		{"not-found delete", nil, entry(2, "b", op(events.OpDelete, "r")), wire.CodeNotFound, "", "does not exist"},
 		{"version-mismatch", []Entry{entry(1, "a", upsert("r", "x", 1))}, entry(2, "b", ifv(upsert("r", "x", 2), 5)),
-			journal.CodeVersionMismatch, "", "row is at version 0"},
+			wire.CodeVersionMismatch, "", "row is at version 0"},
 		{"version-mismatch missing row", nil, entry(2, "b", ifv(upsert("r", "x", 2), 0)),
-			journal.CodeVersionMismatch, "", "row does not exist"},
-		{"unknown op", nil, entry(2, "b", events.RowOp{Op: "frob", RK: "r"}), journal.CodeInvalid, string(events.RuleUnknownOp), "unknown op"},
+			wire.CodeVersionMismatch, "", "row does not exist"},
+		{"unknown op", nil, entry(2, "b", events.RowOp{Op: "frob", RK: "r"}), wire.CodeInvalid, string(events.RuleUnknownOp), "unknown op"},
 		{"merge too many", []Entry{entry(1, "a", events.RowOp{Op: events.OpUpsert, RK: "r", Entity: many})},
-			entry(2, "b", op(events.OpMerge, "r", "extra", 1)), journal.CodeTooLarge, journal.RuleTooManyProperties, "merge leaves"},
+			entry(2, "b", op(events.OpMerge, "r", "extra", 1)), wire.CodeTooLarge, wire.RuleTooManyProperties, "merge leaves"},
 		{"transaction too large", nil, entry(2, "b", events.RowOp{Op: events.OpUpsert, RK: "r", Entity: big},
 			events.RowOp{Op: events.OpUpsert, RK: "s", Entity: big}, events.RowOp{Op: events.OpUpsert, RK: "t", Entity: big},
 			events.RowOp{Op: events.OpUpsert, RK: "u", Entity: big}, events.RowOp{Op: events.OpUpsert, RK: "v", Entity: big}),
-			journal.CodeTooLarge, journal.RuleTransactionTooLarge, "limit"},
+			wire.CodeTooLarge, wire.RuleTransactionTooLarge, "limit"},
 		{"undecodable", nil, Entry{Seq: 2, ID: "b", Err: fmt.Errorf("decode: %w", &events.ValidationError{Field: "pk", Rule: events.RuleKeyForbiddenChar, Detail: "#"})},
-			journal.CodeInvalid, string(events.RuleKeyForbiddenChar), "key-forbidden-char"},
+			wire.CodeInvalid, string(events.RuleKeyForbiddenChar), "key-forbidden-char"},
 		{"subject mismatch", nil, Entry{Seq: 2, ID: "b", Err: fmt.Errorf("decode: %w: x", journal.ErrSubjectMismatch)},
-			journal.CodeInvalid, journal.RuleSubjectMismatch, "disagree"},
+			wire.CodeInvalid, wire.RuleSubjectMismatch, "disagree"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestCosmosLimitsInBatch: with the limits of Cosmos DB for Table, the
@@ -41,9 +41,9 @@ func TestCosmosLimitsInBatch(t *testing.T) {
 		}
 	}
 	want := []struct {
-		status journal.Status
+		status wire.Status
 		reason string
-	}{{journal.StatusRejected, string(events.RuleKeyTooLong)}, {journal.StatusRejected, string(events.RulePropertySystem)}, {journal.StatusApplied, ""}, {journal.StatusApplied, ""}}
+	}{{wire.StatusRejected, string(events.RuleKeyTooLong)}, {wire.StatusRejected, string(events.RulePropertySystem)}, {wire.StatusApplied, ""}, {wire.StatusApplied, ""}}
 	if len(b.results) != len(want) {
 		t.Fatalf("%d results, want %d: %+v", len(b.results), len(want), b.results)
 	}

@@ -11,13 +11,13 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/azurite"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/storetest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 var azuriteSrv *azurite.Server
@@ -183,18 +183,18 @@ func TestPoison(t *testing.T) {
 				id                string
 				reason            string // a part of the outcome's reason, if given
 			}{
-				{"undecodable msgpack", journal.Subject("orders", "part-00"), "", []byte{0xc1, 0xff, 0x00}, "poison-msgpack", ""},
-				{"broken JSON", journal.Subject("orders", "part-01"), events.ContentTypeJSON, []byte(`{"id":"poison-json",`), "poison-json", ""},
-				{"subject and body disagree", journal.Subject("orders", "part-02"), events.ContentTypeJSON, []byte(mismatch), "poison-mismatch", ""},
-				{"too many ops", journal.Subject("orders", "part-00"), events.ContentTypeJSON, tooManyJSON, "poison-too-many-ops", ""},
-				{"invalid table", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(badTable), "poison-bad-table", ""},
-				{"unknown content type", journal.Subject("orders", "part-00"), "text/plain", goodJSON, "poison-ok", ""},
-				{"big entity", journal.Subject("orders", "part-03"), events.ContentTypeJSON, bigEntityJSON(t), "poison-big", ""},
-				{"unknown field", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(unguarded), "poison-ifversion",
+				{"undecodable msgpack", wire.JournalSubject("orders", "part-00"), "", []byte{0xc1, 0xff, 0x00}, "poison-msgpack", ""},
+				{"broken JSON", wire.JournalSubject("orders", "part-01"), events.ContentTypeJSON, []byte(`{"id":"poison-json",`), "poison-json", ""},
+				{"subject and body disagree", wire.JournalSubject("orders", "part-02"), events.ContentTypeJSON, []byte(mismatch), "poison-mismatch", ""},
+				{"too many ops", wire.JournalSubject("orders", "part-00"), events.ContentTypeJSON, tooManyJSON, "poison-too-many-ops", ""},
+				{"invalid table", wire.JournalSubject("orders", "part-00"), events.ContentTypeJSON, []byte(badTable), "poison-bad-table", ""},
+				{"unknown content type", wire.JournalSubject("orders", "part-00"), "text/plain", goodJSON, "poison-ok", ""},
+				{"big entity", wire.JournalSubject("orders", "part-03"), events.ContentTypeJSON, bigEntityJSON(t), "poison-big", ""},
+				{"unknown field", wire.JournalSubject("orders", "part-00"), events.ContentTypeJSON, []byte(unguarded), "poison-ifversion",
 					`ops[0]: rule unknown-field: unknown field "ifversion"`},
-				{"no rk", journal.Subject("orders", "part-00"), events.ContentTypeJSON, []byte(noRK), "poison-no-rk", "ops[0].rk: rule rk-required"},
+				{"no rk", wire.JournalSubject("orders", "part-00"), events.ContentTypeJSON, []byte(noRK), "poison-no-rk", "ops[0].rk: rule rk-required"},
 				// The subject names no table once stored: it used to stop the shard.
-				{"partition token not base64url", journal.SubjectPrefix + ".orders.!bad", events.ContentTypeJSON, goodJSON, "poison-bad-token", "pk-token"},
+				{"partition token not base64url", wire.JournalPrefix + ".orders.!bad", events.ContentTypeJSON, goodJSON, "poison-bad-token", "pk-token"},
 			}
 			valid(200)
 			for _, p := range poison {
@@ -207,13 +207,13 @@ func TestPoison(t *testing.T) {
 			h.CheckChangeFeed(ctx, "orders", model)
 			outcomes := h.Outcomes(ctx)
 			checkOutcomesStatusOnly(t, outcomes, model)
-			byID := map[string]journal.Outcome{}
+			byID := map[string]wire.Outcome{}
 			for _, o := range outcomes {
 				byID[o.ID] = o
 			}
 			for _, p := range poison {
 				o, ok := byID[p.id]
-				if !ok || o.Status != journal.StatusRejected || o.Reason == "" || !strings.Contains(o.Reason, p.reason) {
+				if !ok || o.Status != wire.StatusRejected || o.Reason == "" || !strings.Contains(o.Reason, p.reason) {
 					t.Errorf("%s: outcome %+v, want rejected with a reason %q", p.name, o, p.reason)
 					continue
 				}
@@ -223,7 +223,7 @@ func TestPoison(t *testing.T) {
 	}
 }
 
-func checkOutcomesStatusOnly(t *testing.T, got map[uint64]journal.Outcome, model *projectiontest.Model) {
+func checkOutcomesStatusOnly(t *testing.T, got map[uint64]wire.Outcome, model *projectiontest.Model) {
 	t.Helper()
 	for seq, want := range model.Status {
 		if o := got[seq]; string(o.Status) != want {
@@ -261,7 +261,7 @@ func TestDuplicateWithoutMsgID(t *testing.T) {
 			insert := `{"id":"ins-1","table":"orders","pk":"p","ops":[{"op":"insert","rk":"x","entity":{"a":1}}]}`
 			merge := `{"id":"mrg-1","table":"orders","pk":"p","ops":[{"op":"merge","rk":"x","entity":{"b":2}}]}`
 			for i, body := range []string{insert, merge, insert} {
-				m := nats.NewMsg(journal.Subject("orders", "p"))
+				m := nats.NewMsg(wire.JournalSubject("orders", "p"))
 				m.Header.Set("Content-Type", events.ContentTypeJSON)
 				m.Data = []byte(body)
 				if err := h.NC.PublishMsg(m); err != nil {
@@ -276,7 +276,7 @@ func TestDuplicateWithoutMsgID(t *testing.T) {
 				h.WaitProjected(ctx)
 			}
 			got := h.Outcomes(ctx)
-			for seq, want := range map[uint64]journal.Status{1: journal.StatusApplied, 2: journal.StatusApplied, 3: journal.StatusDuplicate} {
+			for seq, want := range map[uint64]wire.Status{1: wire.StatusApplied, 2: wire.StatusApplied, 3: wire.StatusDuplicate} {
 				if o := got[seq]; o.Status != want {
 					t.Errorf("seq %d (%s): %s (%s), want %s", seq, o.ID, o.Status, o.Reason, want)
 				}

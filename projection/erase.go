@@ -8,6 +8,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Erase commands (SPEC §10), applied in journal order like any command: an
@@ -65,14 +66,14 @@ func (b *txn) addErased(e Entry, res Result) (done bool, err error) {
 		return true, errFull
 	}
 	if dup := b.duplicateErase(e); dup != "" {
-		res.Status, res.Reason = journal.StatusDuplicate, dup
+		res.Status, res.Reason = wire.StatusDuplicate, dup
 		b.results = append(b.results, res)
 		return true, nil
 	}
 	b.er.entry = &e
 	b.appliedIDs[e.ID] = e.Seq
 	// An erase applies whatever the rows hold; its outcome names no row.
-	res.Status, res.Changes = journal.StatusApplied, eraseNotice(e)
+	res.Status, res.Changes = wire.StatusApplied, eraseNotice(e)
 	b.results = append(b.results, res)
 	return true, nil
 }
@@ -84,7 +85,7 @@ func (b *txn) duplicateErase(e Entry) string {
 	if s, ok := b.seen[e.ID]; ok && s < e.Seq {
 		return fmt.Sprintf("command %s already applied at journal sequence %d", e.ID, s)
 	}
-	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq && (e.Prior.Status == journal.StatusApplied || e.Prior.Status == journal.StatusDuplicate) {
+	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq && (e.Prior.Status == wire.StatusApplied || e.Prior.Status == wire.StatusDuplicate) {
 		return fmt.Sprintf("command %s already applied at journal sequence %d", e.ID, e.Prior.Seq)
 	}
 	return ""
@@ -98,7 +99,7 @@ func recoverErased(r *Result, e Entry) bool {
 	if !r.erased && e.Erase == nil {
 		return false
 	}
-	r.Status, r.Rows, r.Changes = journal.StatusApplied, nil, eraseNotice(e)
+	r.Status, r.Rows, r.Changes = wire.StatusApplied, nil, eraseNotice(e)
 	return true
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // eraseEntry is an erase of rk (nil: the partition) of orders/pk at seq.
@@ -117,7 +118,7 @@ func TestEraseApplier(t *testing.T) {
 			applyAll(t, app, "q", q)
 			qBefore := keysOf(t, st, "q")
 			rs := applyAll(t, app, "p", journalP)
-			if got := statusOf(rs, eraseRow.Seq); got != journal.StatusApplied {
+			if got := statusOf(rs, eraseRow.Seq); got != wire.StatusApplied {
 				t.Fatalf("row erase: %s", got)
 			}
 			for _, k := range keysOf(t, st, "p") {
@@ -134,7 +135,7 @@ func TestEraseApplier(t *testing.T) {
 
 			journalP = append(journalP, erasePart)
 			rs = applyAll(t, app, "p", journalP[len(journalP)-1:])
-			if got := statusOf(rs, erasePart.Seq); got != journal.StatusApplied {
+			if got := statusOf(rs, erasePart.Seq); got != wire.StatusApplied {
 				t.Fatalf("partition erase: %s", got)
 			}
 			want := []string{rows.ErasedKey, rows.FenceKey}
@@ -161,17 +162,17 @@ func TestEraseApplier(t *testing.T) {
 
 			journalP = append(journalP, after)
 			rs = applyAll(t, app2, "p", journalP[len(journalP)-1:])
-			if len(rs) != 1 || rs[0].Status != journal.StatusApplied || rs[0].Rows[0].Version != 0 {
+			if len(rs) != 1 || rs[0].Status != wire.StatusApplied || rs[0].Rows[0].Version != 0 {
 				t.Fatalf("insert after the erase: %+v", rs)
 			}
 
 			// The erase's ID published again much later is a duplicate: it
 			// must not erase what the partition got since.
 			again := eraseEntry(1003, "erase-part", "p", nil)
-			again.Prior = projection.Prior{Seq: erasePart.Seq, Status: journal.StatusApplied}
+			again.Prior = projection.Prior{Seq: erasePart.Seq, Status: wire.StatusApplied}
 			journalP = append(journalP, again)
 			rs = applyAll(t, app2, "p", journalP[len(journalP)-1:])
-			if got := statusOf(rs, again.Seq); got != journal.StatusDuplicate {
+			if got := statusOf(rs, again.Seq); got != wire.StatusDuplicate {
 				t.Fatalf("the erase's ID again: %s, want duplicate", got)
 			}
 			if got := keysOf(t, st, "p"); len(got) != 3 {
@@ -230,7 +231,7 @@ func TestEraseCrashMidway(t *testing.T) {
 			}
 			app2 := projection.NewApplier(st, projection.ApplierConfig{Logger: projectiontest.QuietLogger()})
 			rs := applyAll(t, app2, "p", append(p, erase))
-			if got := statusOf(rs, erase.Seq); got != journal.StatusApplied {
+			if got := statusOf(rs, erase.Seq); got != wire.StatusApplied {
 				t.Fatalf("the erase again: %s, want applied", got)
 			}
 			if got := holding(t, st, "orders", "SECRET"); len(got) != 0 {
@@ -257,14 +258,14 @@ func TestEraseInvalid(t *testing.T) {
 	stored := func(subject string, data []byte) journal.Msg {
 		return journal.Msg{Seq: 1, Subject: subject, Header: msg.Header, Data: data, Time: time.Unix(1, 0)}
 	}
-	sub := "journal.orders.0." + journal.PKToken("p")
+	sub := "journal.orders.0." + wire.PKToken("p")
 	for _, tt := range []struct {
 		name string
 		m    journal.Msg
 		rule string
 	}{
 		{"values", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","entity":{"name":"Ada"}}`)), string(events.RuleUnknownField)},
-		{"subject", stored("journal.orders.0."+journal.PKToken("q"), msg.Data), journal.RuleSubjectMismatch},
+		{"subject", stored("journal.orders.0."+wire.PKToken("q"), msg.Data), wire.RuleSubjectMismatch},
 		{"rk", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","rk":"a#b"}`)), string(events.RuleKeyForbiddenChar)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,7 +279,7 @@ func TestEraseInvalid(t *testing.T) {
 			if err := app.Apply(context.Background(), table, pk, []projection.Entry{e}, statuses(&rs, &mu)); err != nil {
 				t.Fatal(err)
 			}
-			if len(rs) != 1 || rs[0].Status != journal.StatusRejected || rs[0].Code != journal.CodeInvalid || rs[0].Rule != tt.rule {
+			if len(rs) != 1 || rs[0].Status != wire.StatusRejected || rs[0].Code != wire.CodeInvalid || rs[0].Rule != tt.rule {
 				t.Fatalf("results %+v, want rejected by rule %s", rs, tt.rule)
 			}
 		})

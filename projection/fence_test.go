@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // beforeTxStore runs a function once, just before the first transaction
@@ -51,7 +51,7 @@ func statuses(rs *[]projection.Result, mu *sync.Mutex) projection.Hooks {
 	return projection.Hooks{BeforeCommit: rec, AfterCommit: rec}
 }
 
-func statusOf(rs []projection.Result, seq uint64) journal.Status {
+func statusOf(rs []projection.Result, seq uint64) wire.Status {
 	for _, r := range rs {
 		if r.Seq == seq {
 			return r.Status
@@ -62,7 +62,7 @@ func statusOf(rs []projection.Result, seq uint64) journal.Status {
 
 // checkFenced checks instance A's results against want and the table
 // against the model of es, which it returns.
-func checkFenced(t *testing.T, st store.Store, rs []projection.Result, es []projection.Entry, want map[uint64]journal.Status) *projectiontest.Model {
+func checkFenced(t *testing.T, st store.Store, rs []projection.Result, es []projection.Entry, want map[uint64]wire.Status) *projectiontest.Model {
 	t.Helper()
 	for seq, w := range want {
 		if got := statusOf(rs, seq); got != w {
@@ -110,7 +110,7 @@ func TestFenceLateFirstInsert(t *testing.T) {
 			if err := appA.Apply(ctx, "orders", "p", []projection.Entry{del, reinsert}, statuses(&rs, &mu)); err != nil {
 				t.Fatalf("instance A, re-insert: %v", err)
 			}
-			if got := statusOf(rs, 3); got != journal.StatusApplied {
+			if got := statusOf(rs, 3); got != wire.StatusApplied {
 				t.Errorf("re-insert after the tombstone: %s, want applied", got)
 			}
 			m := projectiontest.NewModel()
@@ -163,8 +163,8 @@ func TestFenceStaleCache(t *testing.T) {
 			if err := appA.Apply(ctx, "orders", "p", es[1:], statuses(&rs, &mu)); err != nil {
 				t.Fatal(err)
 			}
-			m := checkFenced(t, st, rs, es, map[uint64]journal.Status{2: projection.Skipped, 3: projection.Skipped,
-				4: projection.Skipped, 5: journal.StatusApplied, 6: journal.StatusRejected})
+			m := checkFenced(t, st, rs, es, map[uint64]wire.Status{2: projection.Skipped, 3: projection.Skipped,
+				4: projection.Skipped, 5: wire.StatusApplied, 6: wire.StatusRejected})
 			if got := fmt.Sprint(m.Status[6]); got != "rejected" {
 				t.Fatalf("model: seq 6 %s", got)
 			}
@@ -213,8 +213,8 @@ func TestFenceSkippedPastCachedView(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			checkFenced(t, st, rs, es, map[uint64]journal.Status{1: journal.StatusRejected, 2: projection.Skipped,
-				3: projection.Skipped, 4: journal.StatusApplied})
+			checkFenced(t, st, rs, es, map[uint64]wire.Status{1: wire.StatusRejected, 2: projection.Skipped,
+				3: projection.Skipped, 4: wire.StatusApplied})
 		})
 	}
 }

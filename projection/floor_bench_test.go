@@ -11,10 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // floorSeq names the floor's streams uniquely across rounds.
@@ -36,8 +35,8 @@ func journalFloor(b *testing.B, h *projectiontest.Harness, n int) time.Duration 
 	b.Helper()
 	ctx := journaltest.Context(b, 5*time.Minute)
 	id := floorSeq.Add(1)
-	outPrefix, outTmpl := floorStream(b, ctx, h.JS, journal.OutcomesStream, id)
-	chgPrefix, chgTmpl := floorStream(b, ctx, h.JS, projection.ChangeStream, id)
+	outPrefix, outTmpl := floorStream(b, ctx, h.JS, wire.OutcomesStream, id)
+	chgPrefix, chgTmpl := floorStream(b, ctx, h.JS, wire.ChangesStream, id)
 	cons, err := h.JS.CreateConsumer(ctx, h.Journal.Name(), jetstream.ConsumerConfig{AckPolicy: jetstream.AckAllPolicy})
 	if err != nil {
 		b.Fatal(err)
@@ -59,7 +58,7 @@ func journalFloor(b *testing.B, h *projectiontest.Harness, n int) time.Duration 
 				tmpl    *nats.Msg
 				msgID   string
 			}{
-				{outPrefix + journal.OutcomeSubject(cmd), outTmpl, cmd},
+				{outPrefix + wire.OutcomeSubject(cmd), outTmpl, cmd},
 				{chgPrefix + part, chgTmpl, cmd + "/0"},
 			} {
 				msg := &nats.Msg{Subject: p.subject, Data: p.tmpl.Data, Header: nats.Header{}}

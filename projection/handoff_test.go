@@ -12,6 +12,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestHandoffForgetsCachedRows: an instance that gets a shard back after
@@ -37,7 +38,7 @@ func TestHandoffForgetsCachedRows(t *testing.T) {
 		t.Cleanup(func() { cancel() })
 		return p, stop
 	}
-	await := func(c *events.Command) journal.Outcome {
+	await := func(c *events.Command) wire.Outcome {
 		t.Helper()
 		res, err := h.Writer.Publish(ctx, c)
 		if err != nil {
@@ -71,20 +72,20 @@ func TestHandoffForgetsCachedRows(t *testing.T) {
 		o := await(c)
 		if m, err := h.Journal.Get(ctx, o.Seq); err != nil {
 			t.Fatal(err)
-		} else if _, shard, _, _ := journal.ParseSubject(m.Subject); shard == 1 {
+		} else if _, shard, _, _ := wire.ParseJournalSubject(m.Subject); shard == 1 {
 			pk = c.PK
 		}
 	}
 	// b joins and gets shard 1 by handoff, and changes the row.
 	b, stopB := run("b")
 	projectiontest.WaitFor(t, ctx, "b owns shard 1", owns(b, 1))
-	if o := await(op("c2", pk, events.OpReplace, v(0))); o.Status != journal.StatusApplied {
+	if o := await(op("c2", pk, events.OpReplace, v(0))); o.Status != wire.StatusApplied {
 		t.Fatalf("c2 on b: %s %s", o.Status, o.Reason)
 	}
 	// b stops; a takes shard 1 back and must see version 1.
 	stopB()
 	projectiontest.WaitFor(t, ctx, "a owns shard 1 again", owns(a, 1))
-	if o := await(op("c3", pk, events.OpReplace, v(1))); o.Status != journal.StatusApplied {
+	if o := await(op("c3", pk, events.OpReplace, v(1))); o.Status != wire.StatusApplied {
 		t.Fatalf("c3 on a after the handoff back: %s (%s); the model applies it", o.Status, o.Reason)
 	}
 	projectiontest.CompareTable(t, h.Store, "orders", h.Model(ctx))

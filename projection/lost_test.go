@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // lossyStore wraps a real store and loses one confirmed write: the
@@ -98,7 +98,7 @@ func TestLostWrite(t *testing.T) {
 					t.Errorf("seq %d (%s): %s (%s), want %s", seq, o.ID, o.Status, o.Reason, want)
 				}
 			}
-			if o := outcomes[3]; o.Status != journal.StatusApplied {
+			if o := outcomes[3]; o.Status != wire.StatusApplied {
 				t.Errorf("c3: %s; its outcome was published when the store confirmed it", o.Status)
 			}
 			if err := h.StopProjector(); err != nil {
@@ -146,8 +146,8 @@ func TestSkippedWithoutOutcome(t *testing.T) {
 				t.Fatal(err)
 			}
 			outcomes := h.Outcomes(ctx)
-			want := map[uint64]journal.Status{1: journal.StatusApplied, 2: journal.StatusRejected,
-				3: journal.StatusRejected, 4: journal.StatusApplied}
+			want := map[uint64]wire.Status{1: wire.StatusApplied, 2: wire.StatusRejected,
+				3: wire.StatusRejected, 4: wire.StatusApplied}
 			for seq, w := range want {
 				if o := outcomes[seq]; o.Status != w {
 					t.Errorf("seq %d: %s (%s), want %s", seq, o.Status, o.Reason, w)

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Observer receives what the projector does, for metrics and operator
@@ -33,7 +32,7 @@ type Observer interface {
 	// a redelivered command was found already applied). delay is the time
 	// from the command's journal time to its outcome being stored; zero
 	// for Skipped.
-	Handled(status journal.Status, delay time.Duration)
+	Handled(status wire.Status, delay time.Duration)
 	// Transaction reports a committed store transaction that applied
 	// commands.
 	Transaction(commands int)
@@ -83,13 +82,13 @@ type Batch struct {
 // NopObserver ignores everything. It is the default Observer.
 type NopObserver struct{}
 
-func (NopObserver) ShardStarted(int, uint64, uint64)      {}
-func (NopObserver) ShardStopped(int, bool)                {}
-func (NopObserver) Fetched(int, Fetch)                    {}
-func (NopObserver) BatchDone(int, Batch)                  {}
-func (NopObserver) Handled(journal.Status, time.Duration) {}
-func (NopObserver) Transaction(int)                       {}
-func (NopObserver) Retry(string)                          {}
+func (NopObserver) ShardStarted(int, uint64, uint64)   {}
+func (NopObserver) ShardStopped(int, bool)             {}
+func (NopObserver) Fetched(int, Fetch)                 {}
+func (NopObserver) BatchDone(int, Batch)               {}
+func (NopObserver) Handled(wire.Status, time.Duration) {}
+func (NopObserver) Transaction(int)                    {}
+func (NopObserver) Retry(string)                       {}
 
 // JournalShards is the number of shards of the journal the projector
 // applies (all instances together), for metrics.
@@ -185,7 +184,7 @@ func (p *Projector) observeIdle(ctx context.Context, shard int, cons jetstream.C
 		if err != nil {
 			return
 		}
-		m, err := s.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(journal.ShardFilter(shard)))
+		m, err := s.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(wire.ShardFilter(shard)))
 		if err != nil {
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Against a nats-server with its default max_payload (1 MiB) the projector
@@ -27,7 +28,7 @@ func TestProjectorRefusesSmallMaxPayload(t *testing.T) {
 	if !errors.Is(err, journal.ErrMaxPayload) || !strings.Contains(err.Error(), "set max_payload: 8MB") {
 		t.Fatalf("New: %v, want ErrMaxPayload with the fix", err)
 	}
-	if _, err := js.Stream(ctx, journal.DefaultStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+	if _, err := js.Stream(ctx, wire.JournalStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Errorf("the refused projector created the journal: %v", err)
 	}
 }
@@ -43,7 +44,7 @@ func TestUnidentifiedMessages(t *testing.T) {
 			h := projectiontest.Start(t, b.Open(t), projectiontest.Options{})
 			h.StartProjector(projection.Config{})
 			for _, id := range []string{"", strings.Repeat("x", 5000)} {
-				m := nats.NewMsg(journal.Subject("orders", "p"))
+				m := nats.NewMsg(wire.JournalSubject("orders", "p"))
 				m.Header.Set("Content-Type", events.ContentTypeJSON)
 				if id != "" {
 					m.Header.Set(jetstream.MsgIDHeader, id)
@@ -56,22 +57,22 @@ func TestUnidentifiedMessages(t *testing.T) {
 			h.PublishAll(ctx, []*events.Command{{ID: "after", Table: "orders", PK: "p",
 				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: events.Entity{}}}}})
 			h.WaitProjected(ctx)
-			got := map[journal.Status]int{}
+			got := map[wire.Status]int{}
 			for _, o := range h.Outcomes(ctx) {
 				got[o.Status]++
-				if o.Status == journal.StatusRejected && (len(o.ID) > events.MaxIDLen || o.Reason == "") {
+				if o.Status == wire.StatusRejected && (len(o.ID) > events.MaxIDLen || o.Reason == "") {
 					t.Errorf("rejected outcome %+v: want a bounded ID and a reason", o)
 				}
 			}
-			if got[journal.StatusRejected] != 2 || got[journal.StatusApplied] != 1 {
+			if got[wire.StatusRejected] != 2 || got[wire.StatusApplied] != 1 {
 				t.Fatalf("outcomes %v, want 2 rejected and 1 applied", got)
 			}
-			s, err := h.JS.Stream(ctx, journal.OutcomesStream)
+			s, err := h.JS.Stream(ctx, wire.OutcomesStream)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.GetLastMsgForSubject(ctx, journal.OutcomeSubject("")); err != nil {
-				t.Fatalf("no outcome on %s: %v", journal.OutcomeSubject(""), err)
+			if _, err := s.GetLastMsgForSubject(ctx, wire.OutcomeSubject("")); err != nil {
+				t.Fatalf("no outcome on %s: %v", wire.OutcomeSubject(""), err)
 			}
 		})
 	}

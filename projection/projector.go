@@ -15,6 +15,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Log keys used by the projector.
@@ -155,13 +156,13 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 	if err != nil {
 		return nil, err
 	}
-	logStreamChanges(cfg.Logger, journal.OutcomesStream, changes)
+	logStreamChanges(cfg.Logger, wire.OutcomesStream, changes)
 	if !cfg.NoChangeFeed {
 		changes, err := EnsureChangeFeed(ctx, js, cfg.ChangesMaxAge, journal.WithReplicas(cfg.Replicas))
 		if err != nil {
 			return nil, err
 		}
-		logStreamChanges(cfg.Logger, ChangeStream, changes)
+		logStreamChanges(cfg.Logger, wire.ChangesStream, changes)
 	}
 	for _, sh := range cfg.Shards {
 		if sh < 0 || sh >= j.Shards() {
@@ -452,10 +453,10 @@ func journalBackoff() backoff.BackOff { return retry.Backoff(100*time.Millisecon
 // replica group; where the server has no reset, the consumer is deleted and
 // created again.
 func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (jetstream.Consumer, uint64, error) {
-	name := fmt.Sprintf("%s-%d", p.cfg.Durable, shard)
+	name := wire.ConsumerName(p.cfg.Durable, shard)
 	cfg := jetstream.ConsumerConfig{
 		Durable:       name,
-		FilterSubject: journal.ShardFilter(shard),
+		FilterSubject: wire.ShardFilter(shard),
 		AckPolicy:     jetstream.AckAllPolicy, // one ack per batch
 		AckWait:       5 * time.Minute,
 		MaxAckPending: p.maxAckPending(),

@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Prune commands (SPEC §2, "Prune commands"; issue 19). A prune takes
@@ -56,7 +56,7 @@ func (r *partitionRun) decidePrune(ctx context.Context) error {
 		return nil
 	}
 	if dup := r.tx.duplicate(e); dup != "" {
-		res.Status, res.Reason = journal.StatusDuplicate, dup
+		res.Status, res.Reason = wire.StatusDuplicate, dup
 		return nil
 	}
 	// Always the table's fence: a prune is rare, and must see every row.
@@ -72,7 +72,7 @@ func (r *partitionRun) decidePrune(ctx context.Context) error {
 			res.Status, res.Reason, res.Stored = e.own.Status, e.own.Reason, true
 			return nil
 		}
-		res.Status = journal.StatusApplied
+		res.Status = wire.StatusApplied
 		if f.horizon.Cmd == e.ID {
 			res.Pruned = f.horizon.Removed
 		}
@@ -93,7 +93,7 @@ func (r *partitionRun) decidePrune(ctx context.Context) error {
 			w.horizon.Removed = f.horizon.Removed // resumed after a crash
 		}
 	}
-	res.Status, res.Pruned = journal.StatusApplied, int64(len(w.remove))
+	res.Status, res.Pruned = wire.StatusApplied, int64(len(w.remove))
 	r.tx.appliedIDs[e.ID] = e.Seq
 	if w.horizon.Cmd == e.ID {
 		res.Pruned += w.horizon.Removed

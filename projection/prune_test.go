@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 var pruneT0 = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
@@ -110,7 +110,7 @@ func TestPruneEqualsRebuild(t *testing.T) {
 			for _, e := range es {
 				if e.Cmd.IsPrune() {
 					horizon = max(horizon, e.Cmd.Prune.Horizon)
-					if o := outs[e.Seq]; o.Status != journal.StatusApplied {
+					if o := outs[e.Seq]; o.Status != wire.StatusApplied {
 						t.Fatalf("prune at %d: %+v", e.Seq, o)
 					}
 					continue
@@ -258,7 +258,7 @@ func TestPruneFutureHorizon(t *testing.T) {
 	var got projection.Result
 	err := projection.NewApplier(st, projection.ApplierConfig{}).Apply(context.Background(), "pruned", "p", []projection.Entry{e}, projection.Hooks{
 		BeforeCommit: func(_ context.Context, rs []projection.Result) error { got = rs[0]; return nil }})
-	if err != nil || got.Status != journal.StatusRejected || got.Rule != string(events.RulePruneFuture) || got.Code != journal.CodeInvalid {
+	if err != nil || got.Status != wire.StatusRejected || got.Rule != string(events.RulePruneFuture) || got.Code != wire.CodeInvalid {
 		t.Fatalf("%v %+v", err, got)
 	}
 	if _, err := st.Get(context.Background(), "pruned", "p", rows.FenceKey); !errors.Is(err, store.ErrNotFound) {

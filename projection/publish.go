@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // The two publishers of a fetched batch. The batch decides when each
@@ -55,7 +56,7 @@ func newChangeFeed(js jetstream.JetStream) *changeFeed {
 
 // publish sends the change events of an applied result asynchronously.
 func (c *changeFeed) publish(ctx context.Context, part partition, r *Result, e *Entry) error {
-	if c == nil || r.Status != journal.StatusApplied {
+	if c == nil || r.Status != wire.StatusApplied {
 		return nil
 	}
 	for _, ch := range r.Changes {
@@ -162,7 +163,7 @@ type outcomePublisher struct {
 // handled is a command whose outcome is reported to the Observer once it
 // is stored.
 type handled struct {
-	status journal.Status
+	status wire.Status
 	at     time.Time // journal time
 }
 
@@ -172,7 +173,7 @@ func newOutcomePublisher(js jetstream.JetStream, obs Observer) *outcomePublisher
 
 // outcomeMsg is the outcome message of r, with its command's trace context.
 func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
-	msg, err := journal.OutcomeMsg(journal.Outcome{
+	msg, err := journal.OutcomeMsg(wire.Outcome{
 		ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
 		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, Pruned: r.Pruned, At: e.At,
 	})

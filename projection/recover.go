@@ -11,6 +11,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Crash recovery, the stage between deciding a transaction and publishing
@@ -62,7 +63,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 		r.reject(fmt.Sprint(e.Err), e.Err)
 		return nil
 	}
-	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]journal.RowVersion, error) {
+	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]wire.RowVersion, error) {
 		return versionsBySeq(ctx, p.store, part.table, part.pk, e.Cmd, r.Seq)
 	})
 	if err != nil {
@@ -71,7 +72,7 @@ func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Resul
 	if len(rows) == 0 {
 		return p.outcomeFromHistory(ctx, part, r, e)
 	}
-	r.Status, r.Rows = journal.StatusApplied, rows
+	r.Status, r.Rows = wire.StatusApplied, rows
 	return p.recoverChanges(ctx, part, r, e)
 }
 
@@ -176,15 +177,15 @@ func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *R
 		return err
 	}
 	res := b.results[0]
-	if res.Status == journal.StatusApplied && len(res.Rows) == 0 {
+	if res.Status == wire.StatusApplied && len(res.Rows) == 0 {
 		// It applied and changed nothing (it inserted and deleted a row):
 		// no version to find, and its outcome is published after the
 		// commit of its batch, so a crash may lose it. Nothing disagrees.
 		*r = res
 		return nil
 	}
-	if res.Status == journal.StatusApplied {
-		res = Result{Seq: e.Seq, ID: e.ID, Status: journal.StatusRejected, Code: journal.CodeLostWrite,
+	if res.Status == wire.StatusApplied {
+		res = Result{Seq: e.Seq, ID: e.ID, Status: wire.StatusRejected, Code: wire.CodeLostWrite,
 			Reason: "not in the table: the rows moved on past this command, but no version carries it (the store lost a confirmed write?)"}
 	}
 	p.applier.disagree(part.table, part.pk,
@@ -227,11 +228,11 @@ func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq u
 
 // versionsBySeq finds the versions a command (at journal sequence seq)
 // produced on the rows it names; see RowsBySeq.
-func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]journal.RowVersion, error) {
+func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]wire.RowVersion, error) {
 	versions, err := rows.RowsBySeq(ctx, s, table, pk, cmd, seq)
-	out := make([]journal.RowVersion, len(versions))
+	out := make([]wire.RowVersion, len(versions))
 	for i, row := range versions {
-		out[i] = journal.RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted}
+		out[i] = wire.RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted}
 	}
 	return out, err
 }
@@ -241,7 +242,7 @@ func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *ev
 // its sequence), the before image the row's newest version before that sequence (a version
 // row, since it was superseded), absent when that is a tombstone or there
 // is none.
-func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64, versions []journal.RowVersion) ([]Change, error) {
+func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64, versions []wire.RowVersion) ([]Change, error) {
 	var out []Change
 	for _, rv := range versions {
 		cur, ok, err := rows.VersionBySeq(ctx, s, table, pk, rv.RK, seq)
@@ -267,11 +268,11 @@ func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64,
 		ch := Change{RK: rv.RK, Version: rv.Version, Before: before}
 		switch {
 		case cur.Deleted:
-			ch.Kind = Delete
+			ch.Kind = wire.ChangeDelete
 		case before == nil:
-			ch.Kind, ch.After = Create, cur.Props
+			ch.Kind, ch.After = wire.ChangeCreate, cur.Props
 		default:
-			ch.Kind, ch.After = Update, cur.Props
+			ch.Kind, ch.After = wire.ChangeUpdate, cur.Props
 		}
 		out = append(out, ch)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestRecoverUsesBatchLookup: the batch's one look-up of its IDs finds the
@@ -20,11 +21,11 @@ func TestRecoverUsesBatchLookup(t *testing.T) {
 	if _, err := journal.EnsureOutcomes(ctx, js); err != nil {
 		t.Fatal(err)
 	}
-	stored := []journal.Outcome{
-		{ID: "rejected", Seq: 5, Status: journal.StatusRejected, Reason: "row exists"},
-		{ID: "again", Seq: 3, Status: journal.StatusApplied},
-		{ID: "again", Seq: 6, Status: journal.StatusDuplicate, Reason: "already applied"},
-		{ID: "again", Seq: 9, Status: journal.StatusDuplicate, Reason: "already applied"},
+	stored := []wire.Outcome{
+		{ID: "rejected", Seq: 5, Status: wire.StatusRejected, Reason: "row exists"},
+		{ID: "again", Seq: 3, Status: wire.StatusApplied},
+		{ID: "again", Seq: 6, Status: wire.StatusDuplicate, Reason: "already applied"},
+		{ID: "again", Seq: 9, Status: wire.StatusDuplicate, Reason: "already applied"},
 	}
 	for _, o := range stored {
 		if err := journal.PublishOutcome(ctx, js, o); err != nil {
@@ -48,11 +49,11 @@ func TestRecoverUsesBatchLookup(t *testing.T) {
 	tests := []struct {
 		seq        uint64
 		id         string
-		wantStatus journal.Status
+		wantStatus wire.Status
 		wantReason string
 	}{
-		{5, "rejected", journal.StatusRejected, "row exists"},
-		{6, "again", journal.StatusDuplicate, "already applied"},
+		{5, "rejected", wire.StatusRejected, "row exists"},
+		{6, "again", wire.StatusDuplicate, "already applied"},
 	}
 	for _, tt := range tests {
 		r := Result{Seq: tt.seq, ID: tt.id, Status: Skipped}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestStoredChanges: crash recovery of a command older than the change
@@ -36,7 +37,7 @@ func TestStoredChanges(t *testing.T) {
 	for pk, evs := range feeds {
 		part := partition{table: "orders", pk: pk}
 		for _, ev := range evs {
-			msg, err := changeMsg(part, Result{ID: fmt.Sprint("cmd-", ev.seq), Seq: ev.seq}, Change{RK: ev.rk, Kind: Update, Version: int64(ev.seq)}, start)
+			msg, err := changeMsg(part, Result{ID: fmt.Sprint("cmd-", ev.seq), Seq: ev.seq}, Change{RK: ev.rk, Kind: wire.ChangeUpdate, Version: int64(ev.seq)}, start)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // losingConsumer wraps a shard's real consumer: the first delivery of
@@ -88,7 +89,7 @@ func testLoss(t *testing.T, wrap func(jetstream.Consumer) jetstream.Consumer, id
 	go func() { done <- p.Run(runCtx) }()
 	t.Cleanup(func() { stop(); <-done })
 
-	w := journal.NewWriter(js, journal.DefaultStream)
+	w := journal.NewWriter(js, wire.JournalStream)
 	start := time.Now()
 	for i, id := range ids {
 		c := &events.Command{ID: id, Table: "orders", PK: "p",

@@ -8,10 +8,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestTraceContext: a command's W3C traceparent and tracestate headers are
@@ -51,7 +51,7 @@ func TestTraceContext(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				msg := nats.NewMsg(journal.Subject(c.cmd.Table, c.cmd.PK))
+				msg := nats.NewMsg(wire.JournalSubject(c.cmd.Table, c.cmd.PK))
 				msg.Data, msg.Header = data, c.header
 				msg.Header.Set(jetstream.MsgIDHeader, c.cmd.ID)
 				if _, err := h.JS.PublishMsg(ctx, msg); err != nil {
@@ -59,11 +59,11 @@ func TestTraceContext(t *testing.T) {
 				}
 			}
 			h.WaitProjected(ctx)
-			outcomes, err := h.JS.Stream(ctx, journal.OutcomesStream)
+			outcomes, err := h.JS.Stream(ctx, wire.OutcomesStream)
 			if err != nil {
 				t.Fatal(err)
 			}
-			changes, err := h.JS.Stream(ctx, projection.ChangeStream)
+			changes, err := h.JS.Stream(ctx, wire.ChangesStream)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,12 +77,12 @@ func TestTraceContext(t *testing.T) {
 				}
 			}
 			for _, c := range cases {
-				o, err := outcomes.GetLastMsgForSubject(ctx, journal.OutcomeSubject(c.cmd.ID))
+				o, err := outcomes.GetLastMsgForSubject(ctx, wire.OutcomeSubject(c.cmd.ID))
 				if err != nil {
 					t.Fatalf("outcome of %s: %v", c.cmd.ID, err)
 				}
 				check("outcome of "+c.cmd.ID, o.Header, c.wantParent, c.wantState)
-				ch, err := changes.GetLastMsgForSubject(ctx, projection.ChangeSubject(c.cmd.Table, c.cmd.PK))
+				ch, err := changes.GetLastMsgForSubject(ctx, wire.ChangeSubject(c.cmd.Table, c.cmd.PK))
 				switch {
 				case c.wantChanges && err != nil:
 					t.Errorf("change event of %s: %v", c.cmd.ID, err)

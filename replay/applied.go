@@ -6,8 +6,7 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // AppliedSeq returns the highest journal sequence S such that the projector
@@ -34,7 +33,7 @@ func (r *Replayer) AppliedSeq(ctx context.Context) (uint64, error) {
 	}
 	bound := head
 	for shard := range r.j.Shards() {
-		name := fmt.Sprintf("%s-%d", r.cfg.Durable, shard)
+		name := wire.ConsumerName(r.cfg.Durable, shard)
 		var floor uint64
 		cons, err := stream.Consumer(ctx, name)
 		switch {
@@ -55,7 +54,7 @@ func (r *Replayer) AppliedSeq(ctx context.Context) (uint64, error) {
 		if floor >= bound {
 			continue
 		}
-		m, err := stream.GetMsg(ctx, floor+1, jetstream.WithGetMsgSubject(journal.ShardFilter(shard)))
+		m, err := stream.GetMsg(ctx, floor+1, jetstream.WithGetMsgSubject(wire.ShardFilter(shard)))
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			continue // nothing in the shard after the floor

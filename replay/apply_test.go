@@ -6,8 +6,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestApplyAwaitsItsOwnSequence: Apply returns, for each command, the
@@ -24,13 +24,13 @@ func TestApplyAwaitsItsOwnSequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := nats.NewMsg(journal.Subject(cmd.Table, cmd.PK))
+	msg := nats.NewMsg(wire.JournalSubject(cmd.Table, cmd.PK))
 	msg.Data = data
 	ack, err := e.js.PublishMsg(e.ctx, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := e.awaitOutcomes([]string{cmd.ID})[cmd.ID]; o.Status != journal.StatusApplied || o.Seq != ack.Sequence {
+	if o := e.awaitOutcomes([]string{cmd.ID})[cmd.ID]; o.Status != wire.StatusApplied || o.Seq != ack.Sequence {
 		t.Fatalf("first outcome %+v", o)
 	}
 
@@ -42,7 +42,7 @@ func TestApplyAwaitsItsOwnSequence(t *testing.T) {
 	if len(res) != 1 || res[0].Publish.Duplicate || res[0].Publish.Seq == ack.Sequence {
 		t.Fatalf("publish: %+v; want a new journal message", res)
 	}
-	if o := res[0].Outcome; o.Seq != res[0].Publish.Seq || o.Status != journal.StatusDuplicate {
+	if o := res[0].Outcome; o.Seq != res[0].Publish.Seq || o.Status != wire.StatusDuplicate {
 		t.Fatalf("outcome %+v; want the duplicate outcome of seq %d", o, res[0].Publish.Seq)
 	}
 }

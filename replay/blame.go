@@ -11,6 +11,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Blame is what one command did: its outcome, its place in the journal and
@@ -18,7 +19,7 @@ import (
 type Blame struct {
 	// Outcome is the command's outcome: the applied one if it was ever
 	// applied, else the latest.
-	Outcome journal.Outcome
+	Outcome wire.Outcome
 	// Subject and Shard locate the command in the journal; Time is its
 	// journal time. They are empty if the message is no longer stored;
 	// Shard is -1 if the subject has no shard.
@@ -61,7 +62,7 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 		return b, nil
 	}
 	b.Command = cmd
-	if o.Status != journal.StatusApplied {
+	if o.Status != wire.StatusApplied {
 		return b, nil
 	}
 	if err := r.erasedRows(ctx, o); err != nil {
@@ -81,11 +82,11 @@ func (r *Replayer) Blame(ctx context.Context, id string) (*Blame, error) {
 // message published raw with a bad partition token is stored in its shard
 // all the same), or -1 if it has none.
 func subjectShard(subject string) int {
-	if _, shard, _, err := journal.ParseSubject(subject); err == nil {
+	if _, shard, _, err := wire.ParseJournalSubject(subject); err == nil {
 		return shard
 	}
 	parts := strings.Split(subject, ".")
-	if len(parts) == 4 && parts[0] == journal.SubjectPrefix {
+	if len(parts) == 4 && parts[0] == wire.JournalPrefix {
 		if n, err := strconv.Atoi(parts[2]); err == nil && n >= 0 {
 			return n
 		}

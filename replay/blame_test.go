@@ -12,10 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestVersionBySeq: the version a command wrote is read from the version
@@ -77,7 +77,7 @@ func TestBlameShardOfBadSubject(t *testing.T) {
 	e := newEnv(t, backends()[0].open(t))
 	for i := range 20 {
 		id := fmt.Sprintf("raw-%d", i)
-		msg := nats.NewMsg(fmt.Sprintf("%s.orders.!bad%d", journal.SubjectPrefix, i))
+		msg := nats.NewMsg(fmt.Sprintf("%s.orders.!bad%d", wire.JournalPrefix, i))
 		msg.Header.Set(jetstream.MsgIDHeader, id)
 		msg.Data = []byte("{}")
 		ack, err := e.js.PublishMsg(e.ctx, msg)
@@ -92,7 +92,7 @@ func TestBlameShardOfBadSubject(t *testing.T) {
 		if len(parts) != 4 || parts[2] == "0" {
 			continue // shard 0 would not show the fault
 		}
-		if o := e.awaitOutcomes([]string{id})[id]; o.Status != journal.StatusRejected {
+		if o := e.awaitOutcomes([]string{id})[id]; o.Status != wire.StatusRejected {
 			t.Fatalf("outcome %+v, want rejected", o)
 		}
 		b, err := e.rp.Blame(e.ctx, id)

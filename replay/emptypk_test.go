@@ -7,10 +7,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // A rejected raw message on the empty-key subject journal.<table>.= must
@@ -31,7 +30,7 @@ func TestSnapshotAfterRejectedEmptyKeyMessage(t *testing.T) {
 				}})
 			}
 			e.publish(cmds)
-			m := nats.NewMsg(journal.SubjectPrefix + "." + table + ".=")
+			m := nats.NewMsg(wire.JournalPrefix + "." + table + ".=")
 			m.Header.Set("Content-Type", events.ContentTypeJSON)
 			m.Header.Set("Nats-Msg-Id", "snapraw-bad")
 			m.Data = []byte(`{"id":"snapraw-bad",`)
@@ -39,7 +38,7 @@ func TestSnapshotAfterRejectedEmptyKeyMessage(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := e.awaitOutcomes([]string{"snapraw-a", "snapraw-b", "snapraw-c", "snapraw-bad"})
-			if o := out["snapraw-bad"]; o.Status != journal.StatusRejected {
+			if o := out["snapraw-bad"]; o.Status != wire.StatusRejected {
 				t.Fatalf("raw message: %+v, want rejected", o)
 			}
 			want := allRows(t, e.ctx, e.st, table)
@@ -79,8 +78,8 @@ func TestEmptyPartitionKey(t *testing.T) {
 			}
 			seqs := e.publish(cmds)
 			// A client that is not Go: JSON on the empty-key subject.
-			m := nats.NewMsg(journal.Subject(table, ""))
-			if m.Subject != journal.SubjectPrefix+"."+table+".=" {
+			m := nats.NewMsg(wire.JournalSubject(table, ""))
+			if m.Subject != wire.JournalPrefix+"."+table+".=" {
 				t.Fatalf("subject %q", m.Subject)
 			}
 			m.Header.Set("Content-Type", events.ContentTypeJSON)
@@ -92,7 +91,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 			}
 			out := e.awaitOutcomes([]string{"e1", "e2", "e3", "e4"})
 			for id, o := range out {
-				if o.Status != journal.StatusApplied || o.PK != map[string]string{"e2": "a"}[id] {
+				if o.Status != wire.StatusApplied || o.PK != map[string]string{"e2": "a"}[id] {
 					t.Fatalf("%s: %+v, want applied in its partition", id, o)
 				}
 			}
@@ -101,7 +100,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tbl, _, pk, err := journal.ParseSubject(raw.Subject); err != nil || tbl != table || pk != "" {
+			if tbl, _, pk, err := wire.ParseJournalSubject(raw.Subject); err != nil || tbl != table || pk != "" {
 				t.Fatalf("stored subject %q: %q %q %v", raw.Subject, tbl, pk, err)
 			}
 
@@ -119,11 +118,11 @@ func TestEmptyPartitionKey(t *testing.T) {
 			if err != nil || len(h) != 2 || !h[1].Deleted {
 				t.Fatalf("history of \"\"/r2: %+v, %v", h, err)
 			}
-			s, err := e.js.Stream(e.ctx, projection.ChangeStream)
+			s, err := e.js.Stream(e.ctx, wire.ChangesStream)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.GetLastMsgForSubject(e.ctx, projection.ChangeSubject(table, "")); err != nil {
+			if _, err := s.GetLastMsgForSubject(e.ctx, wire.ChangeSubject(table, "")); err != nil {
 				t.Fatalf("change feed of partition \"\": %v", err)
 			}
 

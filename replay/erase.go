@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Erasure (SPEC §10, docs/erasure.md): PlanErase counts what an erase of a
@@ -175,7 +174,7 @@ func (r *Replayer) planErase(ctx context.Context, t EraseTarget, upTo uint64) (*
 	var cand []uint64 // the key's commands since the last erase of it
 	var kept []uint64
 	var ids = map[uint64]string{}
-	err := r.j.Read(ctx, 1, upTo, journal.PartitionFilter(t.Table, t.PK), func(m journal.Msg) error {
+	err := r.j.Read(ctx, 1, upTo, wire.PartitionFilter(t.Table, t.PK), func(m journal.Msg) error {
 		if journal.IsEraseMsg(m.Header) {
 			e, err := journal.DecodeEraseMsg(m)
 			if err == nil && (e.RK == nil || t.RK != nil && *e.RK == *t.RK) {
@@ -245,9 +244,8 @@ func (r *Replayer) planErase(ctx context.Context, t EraseTarget, upTo uint64) (*
 		}
 	}
 	for id := range idSet {
-		err := scanStream(ctx, r.js, journal.OutcomesStream, journal.OutcomeSubject(id), func(seq uint64, _ nats.Header, data []byte) error {
-			var o journal.Outcome
-			if json.Unmarshal(data, &o) != nil || removed[o.Seq] {
+		err := scanStream(ctx, r.js, wire.OutcomesStream, wire.OutcomeSubject(id), func(seq uint64, _ nats.Header, data []byte) error {
+			if o, err := wire.DecodeOutcome(data); err != nil || removed[o.Seq] {
 				p.Outcomes = append(p.Outcomes, seq)
 			}
 			return nil
@@ -300,9 +298,9 @@ func (r *Replayer) countRows(ctx context.Context, t EraseTarget, before uint64) 
 // commands before sequence before (0: all).
 func (r *Replayer) keyChanges(ctx context.Context, t EraseTarget, before uint64) ([]uint64, error) {
 	var seqs []uint64
-	err := scanStream(ctx, r.js, projection.ChangeStream, projection.ChangeSubject(t.Table, t.PK), func(seq uint64, _ nats.Header, data []byte) error {
-		var ev projection.ChangeEvent
-		if err := json.Unmarshal(data, &ev); err != nil {
+	err := scanStream(ctx, r.js, wire.ChangesStream, wire.ChangeSubject(t.Table, t.PK), func(seq uint64, _ nats.Header, data []byte) error {
+		ev, err := wire.DecodeChangeEvent(data)
+		if err != nil {
 			if t.RK == nil {
 				seqs = append(seqs, seq) // unreadable, of the partition
 			}
@@ -356,7 +354,7 @@ func (r *Replayer) EraseKey(ctx context.Context, t EraseTarget, now func() time.
 	if err != nil {
 		return nil, err
 	}
-	if o.Status != journal.StatusApplied {
+	if o.Status != wire.StatusApplied {
 		return nil, fmt.Errorf("erase %s at seq %d: %s: %s: %w", p.EraseID, p.EraseSeq, o.Status, o.Reason, ErrRejected)
 	}
 	// Planned again now that the erase applied: up to its sequence, so
@@ -373,8 +371,8 @@ func (r *Replayer) EraseKey(ctx context.Context, t EraseTarget, now func() time.
 		seqs   []uint64
 		n      *int
 	}{
-		{journal.OutcomesStream, p.Outcomes, &rec.Removed.Outcomes},
-		{projection.ChangeStream, p.Changes, &rec.Removed.ChangeEvents},
+		{wire.OutcomesStream, p.Outcomes, &rec.Removed.Outcomes},
+		{wire.ChangesStream, p.Changes, &rec.Removed.ChangeEvents},
 		{r.cfg.Journal, p.Journal, &rec.Removed.JournalMsgs},
 	} {
 		if len(step.seqs) == 0 {
@@ -472,12 +470,12 @@ func (r *Replayer) erasedHistory(ctx context.Context, table, pk, rk string, vers
 // erasures (SPEC §10): created to allow single deletes for erasure, it
 // denies purges, so no prefix of it was trimmed.
 func erasureOnly(cfg jetstream.StreamConfig) bool {
-	return cfg.DenyPurge && !cfg.DenyDelete && cfg.Metadata[journal.MetadataAllowMsgDelete] == "true"
+	return cfg.DenyPurge && !cfg.DenyDelete && cfg.Metadata[wire.MetadataAllowMsgDelete] == "true"
 }
 
 // refuseUndoErase refuses to undo an erase: what it removed is gone for
 // good. The error wraps ErrErased.
-func (r *Replayer) refuseUndoErase(ctx context.Context, o journal.Outcome) error {
+func (r *Replayer) refuseUndoErase(ctx context.Context, o wire.Outcome) error {
 	if r.j == nil {
 		return nil
 	}
@@ -510,7 +508,7 @@ func (r *Replayer) erasedAfter(ctx context.Context, table string, seq uint64) (*
 		return nil, nil
 	}
 	k := &erasedKeys{parts: map[string]bool{}, rows: map[[2]string]bool{}}
-	err := r.j.Read(ctx, seq+1, 0, journal.SubjectPrefix+"."+table+".*.*", func(m journal.Msg) error {
+	err := r.j.Read(ctx, seq+1, 0, wire.TableFilter(table), func(m journal.Msg) error {
 		if !journal.IsEraseMsg(m.Header) {
 			return nil
 		}
@@ -555,7 +553,7 @@ func eraseNote(m journal.Msg) (string, bool) {
 
 // erasedRows is the *ErasedError of the first row of an applied outcome
 // that an erase after it removed; nil when none was.
-func (r *Replayer) erasedRows(ctx context.Context, o journal.Outcome) error {
+func (r *Replayer) erasedRows(ctx context.Context, o wire.Outcome) error {
 	for _, rv := range o.Rows {
 		if err := r.Erased(ctx, o.Table, o.PK, rv.RK, o.Seq); err != nil {
 			return err

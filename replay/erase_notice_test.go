@@ -6,19 +6,18 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // changeEvents reads every change event of a partition from CHANGES, in
 // order.
-func changeEvents(t *testing.T, ctx context.Context, js jetstream.JetStream, table, pk string) []projection.ChangeEvent {
+func changeEvents(t *testing.T, ctx context.Context, js jetstream.JetStream, table, pk string) []wire.ChangeEvent {
 	t.Helper()
-	s, err := js.Stream(ctx, projection.ChangeStream)
+	s, err := js.Stream(ctx, wire.ChangesStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj := projection.ChangeSubject(table, pk)
+	subj := wire.ChangeSubject(table, pk)
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subj))
 	if err != nil {
 		t.Fatal(err)
@@ -35,13 +34,13 @@ func changeEvents(t *testing.T, ctx context.Context, js jetstream.JetStream, tab
 		t.Fatal(err)
 	}
 	defer it.Stop()
-	var out []projection.ChangeEvent
+	var out []wire.ChangeEvent
 	for {
 		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			t.Fatalf("read %s: %v", subj, err)
 		}
-		var ev projection.ChangeEvent
+		var ev wire.ChangeEvent
 		if err := json.Unmarshal(m.Data(), &ev); err != nil {
 			t.Fatalf("change event %s: %v", m.Data(), err)
 		}
@@ -54,10 +53,10 @@ func changeEvents(t *testing.T, ctx context.Context, js jetstream.JetStream, tab
 }
 
 // eraseNotices are the erase notices among evs (op "erase").
-func eraseNotices(evs []projection.ChangeEvent) []projection.ChangeEvent {
-	var out []projection.ChangeEvent
+func eraseNotices(evs []wire.ChangeEvent) []wire.ChangeEvent {
+	var out []wire.ChangeEvent
 	for _, ev := range evs {
-		if ev.Op == projection.EraseOp {
+		if ev.Op == wire.ChangeErase {
 			out = append(out, ev)
 		}
 	}
@@ -66,9 +65,9 @@ func eraseNotices(evs []projection.ChangeEvent) []projection.ChangeEvent {
 
 // checkNotice fails t unless evs hold exactly one erase notice
 // of the erase at seq: the key (rk, or the partition), no values.
-func checkNotice(t *testing.T, evs []projection.ChangeEvent, seq uint64, cmd string, rk *string) {
+func checkNotice(t *testing.T, evs []wire.ChangeEvent, seq uint64, cmd string, rk *string) {
 	t.Helper()
-	var n *projection.ChangeEvent
+	var n *wire.ChangeEvent
 	for i, ev := range eraseNotices(evs) {
 		if ev.Seq == seq {
 			if n != nil {

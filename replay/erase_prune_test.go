@@ -10,6 +10,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestErasePrune: a prune, then an erase of a row, then of the whole
@@ -33,7 +34,7 @@ func TestErasePrune(t *testing.T) {
 			horizon := seqs[20]
 			prune := &events.Command{ID: table + "-prune", Table: table, PK: "a", Prune: &events.Prune{Horizon: horizon}}
 			e.publish([]*events.Command{prune})
-			if o := e.awaitOutcomes(append(ids(cmds), prune.ID))[prune.ID]; o.Status != journal.StatusApplied || o.Pruned == 0 {
+			if o := e.awaitOutcomes(append(ids(cmds), prune.ID))[prune.ID]; o.Status != wire.StatusApplied || o.Pruned == 0 {
 				t.Fatalf("prune outcome %+v", o)
 			}
 			// fenceHas checks the fence of a against the horizon and the

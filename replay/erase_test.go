@@ -15,9 +15,9 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
-	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // tableHolding lists the stored rows of table whose String values hold
@@ -202,7 +202,7 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 				for i, part := range []struct {
 					stream string
 					seqs   []uint64
-				}{{journal.OutcomesStream, plan.Outcomes}, {projection.ChangeStream, plan.Changes[:2]}, {journal.DefaultStream, plan.Journal[:2]}} {
+				}{{wire.OutcomesStream, plan.Outcomes}, {wire.ChangesStream, plan.Changes[:2]}, {wire.JournalStream, plan.Journal[:2]}} {
 					if i >= point {
 						break
 					}
@@ -213,14 +213,14 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 					if _, err := journal.SecureDelete(ctx, s, part.seqs); err != nil {
 						t.Fatal(err)
 					}
-					if part.stream == journal.DefaultStream {
+					if part.stream == wire.JournalStream {
 						done = len(part.seqs)
 					}
 				}
 				if point > 2 {
 					// Past the change events: all of them went before the
 					// commands did.
-					s, _ := e.js.Stream(ctx, projection.ChangeStream)
+					s, _ := e.js.Stream(ctx, wire.ChangesStream)
 					if _, err := journal.SecureDelete(ctx, s, plan.Changes[2:]); err != nil {
 						t.Fatal(err)
 					}

@@ -24,6 +24,7 @@ import (
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/storetest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // azuriteSrv is the one Azurite of this test binary.
@@ -132,7 +133,7 @@ func (e *env) publish(cmds []*events.Command) []uint64 { return e.PublishAll(e.c
 
 // awaitOutcomes waits, with the env's deadline, until every id has an
 // outcome.
-func (e *env) awaitOutcomes(ids []string) map[string]journal.Outcome {
+func (e *env) awaitOutcomes(ids []string) map[string]wire.Outcome {
 	return e.AwaitOutcomes(e.ctx, ids)
 }
 
@@ -281,7 +282,7 @@ type seeded struct {
 	model        tableModel
 	cmds         []*events.Command
 	seqs         []uint64
-	outcomes     map[string]journal.Outcome
+	outcomes     map[string]wire.Outcome
 	times        map[uint64]time.Time // journal time of every sequence
 	head         uint64
 }
@@ -312,7 +313,7 @@ func (e *env) seed(rng *rand.Rand, n int, pks, rks []string) *seeded {
 		idx[i] = i
 	}
 	sort.Slice(idx, func(a, b int) bool { return s.seqs[idx[a]] < s.seqs[idx[b]] })
-	statuses := map[journal.Status]int{}
+	statuses := map[wire.Status]int{}
 	for _, i := range idx {
 		c := cmds[i]
 		o := s.outcomes[c.ID]
@@ -322,11 +323,11 @@ func (e *env) seed(rng *rand.Rand, n int, pks, rks []string) *seeded {
 		}
 		applied := s.model.apply(s.seqs[i], c)
 		statuses[o.Status]++
-		if applied != (o.Status == journal.StatusApplied) {
+		if applied != (o.Status == wire.StatusApplied) {
 			e.t.Fatalf("%s at seq %d: model applied=%v, projector %s (%s)", c.ID, s.seqs[i], applied, o.Status, o.Reason)
 		}
 	}
-	if statuses[journal.StatusApplied] == 0 || statuses[journal.StatusRejected] == 0 {
+	if statuses[wire.StatusApplied] == 0 || statuses[wire.StatusRejected] == 0 {
 		e.t.Fatalf("workload too tame: %v", statuses)
 	}
 	s.head = s.seqs[idx[len(idx)-1]]

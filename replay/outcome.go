@@ -6,30 +6,31 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // outcome returns the outcome that tells where command id is in the
 // journal and what it did: the applied one if the ID was ever applied
 // (a later re-publish beyond the duplicate window adds a "duplicate"
 // outcome, which is the latest), else the latest.
-func (r *Replayer) outcome(ctx context.Context, id string) (journal.Outcome, error) {
+func (r *Replayer) outcome(ctx context.Context, id string) (wire.Outcome, error) {
 	if err := r.needJournal("outcome of " + id); err != nil {
-		return journal.Outcome{}, err
+		return wire.Outcome{}, err
 	}
 	oc := journal.NewOutcomes(r.js)
 	o, err := oc.Latest(ctx, id)
 	if errors.Is(err, journal.ErrNotFound) {
-		return journal.Outcome{}, fmt.Errorf("command %s: %w (never published, or not projected yet)", id, ErrNoOutcome)
+		return wire.Outcome{}, fmt.Errorf("command %s: %w (never published, or not projected yet)", id, ErrNoOutcome)
 	}
-	if err != nil || o.Status != journal.StatusDuplicate {
+	if err != nil || o.Status != wire.StatusDuplicate {
 		return o, err
 	}
 	all, err := oc.History(ctx, id)
 	if err != nil {
-		return journal.Outcome{}, err
+		return wire.Outcome{}, err
 	}
 	for _, x := range all {
-		if x.Status == journal.StatusApplied {
+		if x.Status == wire.StatusApplied {
 			return x, nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // PlanKind says what a Plan is for.
@@ -95,7 +96,7 @@ type Plan struct {
 	Seq uint64
 	// Status and Reason are, for undo, the undone command's outcome: only
 	// an applied command has anything to undo.
-	Status journal.Status
+	Status wire.Status
 	Reason string
 	// Force includes conflicting rows in Commands.
 	Force bool
@@ -195,7 +196,7 @@ type Applied struct {
 	// already held the command ID (the plan was applied before).
 	Publish journal.PublishResult
 	// Outcome is the projector's outcome of the command.
-	Outcome journal.Outcome
+	Outcome wire.Outcome
 }
 
 // DefaultAwait bounds the wait for outcomes when ctx has no deadline.
@@ -257,7 +258,7 @@ func (r *Replayer) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
 	}
 	rejected := 0
 	for _, a := range res {
-		if a.Outcome.Status == journal.StatusRejected {
+		if a.Outcome.Status == wire.StatusRejected {
 			rejected++
 		}
 	}

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestPrunedReplay runs a prune through the whole pipeline: the projector
@@ -40,7 +40,7 @@ func TestPrunedReplay(t *testing.T) {
 				ids = append(ids, c.ID)
 			}
 			outs := e.awaitOutcomes(ids)
-			if o := outs[prune.ID]; o.Status != journal.StatusApplied || o.Pruned == 0 {
+			if o := outs[prune.ID]; o.Status != wire.StatusApplied || o.Pruned == 0 {
 				t.Fatalf("prune outcome %+v", o)
 			}
 			h, err := rows.ReadHorizon(e.ctx, e.st, table, "a")

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // pruneBigVersions is the size of TestPruneLive's partition: small enough
@@ -105,7 +105,7 @@ func TestPruneLive(t *testing.T) {
 			}
 			outs := e.awaitOutcomes(live)
 			for _, id := range live {
-				if outs[id].Status != journal.StatusApplied {
+				if outs[id].Status != wire.StatusApplied {
 					t.Fatalf("live command %s: %+v", id, outs[id])
 				}
 			}

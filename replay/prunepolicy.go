@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // PruneConfig says which history a Prune removes: versions older than
@@ -63,7 +64,7 @@ type PrunePartition struct {
 	// Command is the last prune's command ID, and Outcome its outcome,
 	// when applied.
 	Command string
-	Outcome *journal.Outcome
+	Outcome *wire.Outcome
 }
 
 // PruneStats sums a Prune.
@@ -240,7 +241,7 @@ func pruneID(table, pk string, h uint64) string {
 
 // publishPrune publishes the prune of one partition and waits for its
 // outcome.
-func (r *Replayer) publishPrune(ctx context.Context, table, pk string, h uint64) (journal.Outcome, error) {
+func (r *Replayer) publishPrune(ctx context.Context, table, pk string, h uint64) (wire.Outcome, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultAwait)
@@ -250,13 +251,13 @@ func (r *Replayer) publishPrune(ctx context.Context, table, pk string, h uint64)
 		Prune: &events.Prune{Horizon: h}}
 	pr, err := journal.NewWriter(r.js, r.j.Name()).Publish(ctx, c)
 	if err != nil {
-		return journal.Outcome{}, fmt.Errorf("prune %s/%q: %w", table, pk, err)
+		return wire.Outcome{}, fmt.Errorf("prune %s/%q: %w", table, pk, err)
 	}
 	o, err := journal.NewOutcomes(r.js).Await(ctx, c.ID, pr.Seq)
 	if err != nil {
 		return o, fmt.Errorf("%w (is the projector running?)", err)
 	}
-	if o.Status == journal.StatusRejected {
+	if o.Status == wire.StatusRejected {
 		return o, fmt.Errorf("prune %s/%q: %w: %s", table, pk, ErrRejected, o.Reason)
 	}
 	return o, nil

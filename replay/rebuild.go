@@ -15,6 +15,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // RebuildConfig configures Rebuild.
@@ -175,11 +176,11 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 	count := func(_ context.Context, rs []projection.Result) error {
 		for _, res := range rs {
 			switch res.Status {
-			case journal.StatusApplied:
+			case wire.StatusApplied:
 				applied.Add(1)
-			case journal.StatusRejected:
+			case wire.StatusRejected:
 				rejected.Add(1)
-			case journal.StatusDuplicate:
+			case wire.StatusDuplicate:
 				dups.Add(1)
 			case projection.Skipped:
 				skipped.Add(1)
@@ -207,7 +208,7 @@ func (r *Replayer) replay(ctx context.Context, cfg RebuildConfig, st *RebuildSta
 	stopProgress := progressLoop(cfg.Progress, &done, total)
 	readErr := r.j.Read(gctx, st.From, st.To, filter, func(m journal.Msg) error {
 		i := 0
-		if _, _, pk, err := journal.ParseSubject(m.Subject); err == nil {
+		if _, _, pk, err := wire.ParseJournalSubject(m.Subject); err == nil {
 			h := fnv.New32a()
 			h.Write([]byte(pk))
 			i = int(h.Sum32() % uint32(workers))
@@ -305,7 +306,7 @@ func progressLoop(fn func(done, total int64), done *atomic.Int64, total int64) (
 
 // tableFilter selects every journal message of table.
 func tableFilter(table string) string {
-	return journal.SubjectPrefix + "." + table + ".*.*"
+	return wire.TableFilter(table)
 }
 
 // subjects returns the journal's stored subjects matching filter with

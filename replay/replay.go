@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Defaults of Config.
@@ -28,7 +29,7 @@ type Config struct {
 	// Load, Snapshot at a given sequence); the others fail with
 	// ErrNoJournal.
 	JetStream jetstream.JetStream
-	// Journal names the journal stream. If empty, journal.DefaultStream.
+	// Journal names the journal stream. If empty, wire.JournalStream.
 	Journal string
 	// Durable is the prefix of the projector's durable consumers
 	// ("<Durable>-<shard>"), read to find the sequence the projector has
@@ -46,7 +47,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Journal == "" {
-		c.Journal = journal.DefaultStream
+		c.Journal = wire.JournalStream
 	}
 	if c.Durable == "" {
 		c.Durable = DefaultDurable

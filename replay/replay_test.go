@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestReplay runs every replay operation against a real projector over a
@@ -189,7 +189,7 @@ func testBlame(t *testing.T, e *env, s *seeded) {
 		if b.Outcome.Status != o.Status || b.Outcome.Seq != s.seqs[i] || b.Command == nil || b.Command.ID != c.ID || !strings.HasPrefix(b.Subject, "journal."+s.table+".") {
 			t.Fatalf("blame %s: %+v, outcome %+v", c.ID, b, o)
 		}
-		if o.Status != journal.StatusApplied {
+		if o.Status != wire.StatusApplied {
 			if len(b.Versions) != 0 {
 				t.Fatalf("blame of rejected %s lists versions", c.ID)
 			}
@@ -325,7 +325,7 @@ func applyPlan(t *testing.T, e *env, s *seeded, p *replay.Plan) []replay.Applied
 		t.Fatalf("apply %s: %v", p.Kind, err)
 	}
 	for _, a := range res {
-		if a.Outcome.Status != journal.StatusApplied {
+		if a.Outcome.Status != wire.StatusApplied {
 			t.Fatalf("%s: %s (%s)", a.Command.ID, a.Outcome.Status, a.Outcome.Reason)
 		}
 		if !a.Publish.Duplicate {
@@ -345,7 +345,7 @@ func untouched(s *seeded) (clean, changed string) {
 	for i := len(s.cmds) - 1; i >= 0; i-- {
 		c := s.cmds[i]
 		o := s.outcomes[c.ID]
-		if c.Table != s.table || o.Status != journal.StatusApplied {
+		if c.Table != s.table || o.Status != wire.StatusApplied {
 			continue
 		}
 		isClean := true
@@ -468,9 +468,9 @@ func testUndo(t *testing.T, e *env, s *seeded) {
 	}
 	// A rejected command has nothing to undo.
 	for _, c := range s.cmds {
-		if s.outcomes[c.ID].Status == journal.StatusRejected {
+		if s.outcomes[c.ID].Status == wire.StatusRejected {
 			p, err := e.rp.PlanUndo(e.ctx, c.ID, replay.UndoOptions{})
-			if err != nil || len(p.Steps) != 0 || p.Status != journal.StatusRejected {
+			if err != nil || len(p.Steps) != 0 || p.Status != wire.StatusRejected {
 				t.Fatalf("undo of rejected %s: %+v %v", c.ID, p, err)
 			}
 			break
@@ -478,7 +478,7 @@ func testUndo(t *testing.T, e *env, s *seeded) {
 	}
 }
 
-func rowsOf(o journal.Outcome) []string {
+func rowsOf(o wire.Outcome) []string {
 	var rks []string
 	seen := map[string]bool{}
 	for _, rv := range o.Rows {

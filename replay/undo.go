@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // UndoOptions configure PlanUndo.
@@ -36,7 +36,7 @@ func (r *Replayer) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*
 	}
 	p := &Plan{Kind: KindUndo, Of: id, Table: o.Table, PK: o.PK, Seq: o.Seq,
 		Status: o.Status, Reason: o.Reason, Force: opts.Force}
-	if o.Status != journal.StatusApplied {
+	if o.Status != wire.StatusApplied {
 		return p, nil
 	}
 	if err := r.refuseUndoErase(ctx, o); err != nil {

@@ -25,7 +25,7 @@ func ExampleStart() {
 	}
 	defer p.Close()
 
-	c, err := tj.Connect(ctx, p.URL(), tj.WithTables(p.Tables()))
+	c, err := tj.Connect(ctx, p.URL(), tj.WithStore(p.Store()))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
 )
 
@@ -42,6 +43,7 @@ type Pipeline struct {
 	srv    *embedded.Server
 	nc     *nats.Conn
 	closer io.Closer
+	store  store.Store
 	tables string
 	cancel context.CancelFunc
 	done   chan error
@@ -83,7 +85,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if err != nil {
 		return fail(err)
 	}
-	p.closer = closer
+	p.closer, p.store = closer, st
 	runCtx, cancel := context.WithCancel(context.Background())
 	proj, err := projection.New(runCtx, js, st, projection.Config{Logger: log})
 	if err != nil {
@@ -98,9 +100,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 // URL is the NATS URL a client connects to.
 func (p *Pipeline) URL() string { return p.srv.ClientURL() }
 
-// Tables is the table store's connection string, for
-// tablejournal.WithTables.
+// Tables is the table store's connection string, as the projector's
+// --tables flag takes it.
 func (p *Pipeline) Tables() string { return p.tables }
+
+// Store is the table store the projector writes, for
+// tablejournal.WithStore. Close closes it.
+func (p *Pipeline) Store() store.Store { return p.store }
 
 // Close stops the projector, closes the store and shuts the server down.
 // It returns what the projector's run returned, if it failed.

@@ -10,9 +10,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/projector/projectorcmd"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // The projector names its journal with --stream or TABLEJOURNAL_STREAM,
@@ -68,12 +67,12 @@ func TestProjectorStreamFlags(t *testing.T) {
 		}
 	}
 	check("ORDERSJOURNAL", 0, true)
-	check(journal.OutcomesStream, time.Hour, false)
-	check(projection.ChangeStream, 2*time.Hour, false)
+	check(wire.OutcomesStream, time.Hour, false)
+	check(wire.ChangesStream, 2*time.Hour, false)
 
 	log := run("--changes-max-age", "30m")
-	check(journal.OutcomesStream, time.Hour, false)
-	check(projection.ChangeStream, 30*time.Minute, false)
+	check(wire.OutcomesStream, time.Hour, false)
+	check(wire.ChangesStream, 30*time.Minute, false)
 	if !strings.Contains(log, "stream configuration updated") || !strings.Contains(log, "max age 2h0m0s → 30m0s") {
 		t.Errorf("the restart's log does not report the change:\n%s", log)
 	}

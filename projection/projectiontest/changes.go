@@ -2,14 +2,13 @@ package projectiontest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // CheckChangeFeed reads the whole change feed and checks it against the
@@ -19,7 +18,7 @@ import (
 func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 	h.t.Helper()
 	t := h.t
-	s, err := h.JS.Stream(ctx, projection.ChangeStream)
+	s, err := h.JS.Stream(ctx, wire.ChangesStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +30,7 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 		id RowID
 		v  int64
 	}
-	seen := make(map[key]projection.ChangeEvent)
+	seen := make(map[key]wire.ChangeEvent)
 	last := make(map[RowID]key)
 	var holes []uint64 // sequences of the stream without a message
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
@@ -43,8 +42,8 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ev projection.ChangeEvent
-		if err := json.Unmarshal(msg.Data, &ev); err != nil {
+		ev, err := wire.DecodeChangeEvent(msg.Data)
+		if err != nil {
 			t.Fatal(err)
 		}
 		id := RowID{ev.Table, ev.PK, ev.RK}
@@ -77,12 +76,12 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 			if i > 0 && !hist[i-1].Deleted {
 				before = hist[i-1].Props
 			}
-			wantOp := projection.Update
+			wantOp := wire.ChangeUpdate
 			switch {
 			case v.Deleted:
-				wantOp = projection.Delete
+				wantOp = wire.ChangeDelete
 			case before == nil:
-				wantOp = projection.Create
+				wantOp = wire.ChangeCreate
 			}
 			var after events.Entity
 			if !v.Deleted {
@@ -101,36 +100,23 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 	}
 }
 
-func checkEvent(ev projection.ChangeEvent, op projection.ChangeKind, v Version, before, after events.Entity) error {
+func checkEvent(ev wire.ChangeEvent, op wire.ChangeOp, v Version, before, after events.Entity) error {
 	if ev.Op != op || ev.Cmd != v.Cmd || ev.Seq != v.Seq {
 		return fmt.Errorf("event op %s cmd %s seq %d, want %s by %s at %d", ev.Op, ev.Cmd, ev.Seq, op, v.Cmd, v.Seq)
 	}
+	gotBefore, gotAfter, err := ev.Images()
+	if err != nil {
+		return err
+	}
 	for _, img := range []struct {
 		name string
-		raw  json.RawMessage
+		got  events.Entity
 		want events.Entity
-	}{{"before", ev.Before, before}, {"after", ev.After, after}} {
-		got, err := decodeImage(img.raw)
-		if err != nil {
-			return fmt.Errorf("%s image: %w", img.name, err)
-		}
+	}{{"before", gotBefore, before}, {"after", gotAfter, after}} {
+		got := img.got
 		if (got == nil) != (img.want == nil) || !got.Equal(img.want) {
 			return fmt.Errorf("%s image %v, want %v", img.name, got, img.want)
 		}
 	}
 	return nil
-}
-
-// decodeImage decodes a change event's entity image by wrapping it in a
-// command, so it goes through the same decoder as commands.
-func decodeImage(raw json.RawMessage) (events.Entity, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	doc := `{"id":"x","table":"img","pk":"p","ops":[{"op":"upsert","rk":"r","entity":` + string(raw) + `}]}`
-	c, err := events.UnmarshalJSON([]byte(doc))
-	if err != nil {
-		return nil, err
-	}
-	return c.Ops[0].Entity, nil
 }

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // SameVersionCount reports whether a and b hold the same rows with the same
@@ -49,7 +49,7 @@ func CompareStores(t testing.TB, a, b store.Store, table string) {
 
 // CheckOutcomes checks that every journal message has exactly the outcome
 // the model gives, and that the workload produced every kind of outcome.
-func CheckOutcomes(t testing.TB, got map[uint64]journal.Outcome, model *Model) {
+func CheckOutcomes(t testing.TB, got map[uint64]wire.Outcome, model *Model) {
 	t.Helper()
 	counts := map[string]int{}
 	for seq, want := range model.Status {
@@ -59,7 +59,7 @@ func CheckOutcomes(t testing.TB, got map[uint64]journal.Outcome, model *Model) {
 			t.Errorf("seq %d: no outcome, model says %s", seq, want)
 		case string(o.Status) != want:
 			t.Errorf("seq %d (%s): outcome %s (%s), model says %s", seq, o.ID, o.Status, o.Reason, want)
-		case o.Status == journal.StatusRejected && o.Reason == "":
+		case o.Status == wire.StatusRejected && o.Reason == "":
 			t.Errorf("seq %d: rejected without a reason", seq)
 		}
 		counts[want]++

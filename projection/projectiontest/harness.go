@@ -23,6 +23,7 @@ import (
 	"github.com/tablejournal/tablejournal/store/azure"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/store/storetest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Backend opens a fresh table store for one test.
@@ -219,7 +220,7 @@ func (h *Harness) PublishAll(ctx context.Context, cmds []*events.Command) []uint
 			if err != nil {
 				h.t.Fatal(err)
 			}
-			msg := nats.NewMsg(journal.Subject(c.Table, c.PK))
+			msg := nats.NewMsg(wire.JournalSubject(c.Table, c.PK))
 			msg.Data = data
 			h.resend(ctx, c.ID, msg)
 			continue
@@ -273,7 +274,7 @@ func (h *Harness) resend(ctx context.Context, id string, msg *nats.Msg) {
 // AwaitOutcomes waits until every command ID in ids has an outcome, and
 // returns the newest of each: it follows the outcomes stream from its
 // start, without polling, for at most two minutes within ctx.
-func (h *Harness) AwaitOutcomes(ctx context.Context, ids []string) map[string]journal.Outcome {
+func (h *Harness) AwaitOutcomes(ctx context.Context, ids []string) map[string]wire.Outcome {
 	h.t.Helper()
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -281,8 +282,8 @@ func (h *Harness) AwaitOutcomes(ctx context.Context, ids []string) map[string]jo
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	got := make(map[string]journal.Outcome, len(ids))
-	err := journal.NewOutcomes(h.JS).Follow(ctx, 1, func(_ uint64, o journal.Outcome) bool {
+	got := make(map[string]wire.Outcome, len(ids))
+	err := journal.NewOutcomes(h.JS).Follow(ctx, 1, func(_ uint64, o wire.Outcome) bool {
 		got[o.ID] = o
 		delete(want, o.ID)
 		return len(want) == 0
@@ -377,9 +378,9 @@ func WaitFor(t testing.TB, ctx context.Context, what string, cond func() (bool, 
 }
 
 // Outcomes reads every outcome stored, by journal sequence.
-func (h *Harness) Outcomes(ctx context.Context) map[uint64]journal.Outcome {
+func (h *Harness) Outcomes(ctx context.Context) map[uint64]wire.Outcome {
 	h.t.Helper()
-	out := make(map[uint64]journal.Outcome)
+	out := make(map[uint64]wire.Outcome)
 	oc := journal.NewOutcomes(h.JS)
 	last, err := oc.Last(ctx)
 	if err != nil {
@@ -388,7 +389,7 @@ func (h *Harness) Outcomes(ctx context.Context) map[uint64]journal.Outcome {
 	if last == 0 {
 		return out
 	}
-	err = oc.Follow(ctx, 1, func(seq uint64, o journal.Outcome) bool {
+	err = oc.Follow(ctx, 1, func(seq uint64, o wire.Outcome) bool {
 		out[o.Seq] = o
 		return seq >= last
 	})

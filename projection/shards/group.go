@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // DefaultBucket is the ownership bucket of the default journal and
@@ -52,7 +53,7 @@ func InstanceKey(id string) string { return InstanceKeyPrefix + id }
 // "projector"), else DefaultBucket_<stream>_<durable>, so that projections
 // with other consumers (into another store) are balanced on their own.
 func BucketFor(stream, durable string) string {
-	if (stream == "" || stream == journal.DefaultStream) && (durable == "" || durable == "projector") {
+	if (stream == "" || stream == wire.JournalStream) && (durable == "" || durable == "projector") {
 		return DefaultBucket
 	}
 	clean := func(s string) string {
@@ -64,7 +65,7 @@ func BucketFor(stream, durable string) string {
 		}, s)
 	}
 	if stream == "" {
-		stream = journal.DefaultStream
+		stream = wire.JournalStream
 	}
 	return DefaultBucket + "_" + clean(stream) + "_" + clean(durable)
 }

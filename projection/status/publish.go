@@ -7,13 +7,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // PublishConfig configures Publish.
 type PublishConfig struct {
-	// Journal is the journal stream's name. If zero, journal.DefaultStream.
+	// Journal is the journal stream's name. If zero, wire.JournalStream.
 	Journal string
 	// Durable is the projector's consumer name prefix. If zero,
 	// "projector".
@@ -35,7 +34,7 @@ func Publish(ctx context.Context, js jetstream.JetStream, cfg PublishConfig, rep
 		cfg.Durable = "projector"
 	}
 	if cfg.Journal == "" {
-		cfg.Journal = journal.DefaultStream
+		cfg.Journal = wire.JournalStream
 	}
 	if cfg.Every == 0 {
 		cfg.Every = 5 * time.Second

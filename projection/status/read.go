@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/shards"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // ShardStatus is the state of one shard as NATS tells it.
@@ -164,8 +165,8 @@ func (st *Overview) add(s ShardStatus) {
 // pending messages, the journal time of the first.
 func readShard(ctx context.Context, stream jetstream.Stream, durable string, shard int, now time.Time) (ShardStatus, error) {
 	s := ShardStatus{Shard: shard}
-	filter := journal.ShardFilter(shard)
-	cons, err := stream.Consumer(ctx, fmt.Sprintf("%s-%d", durable, shard))
+	filter := wire.ShardFilter(shard)
+	cons, err := stream.Consumer(ctx, wire.ConsumerName(durable, shard))
 	switch {
 	case err == nil:
 		info, err := cons.Info(ctx)

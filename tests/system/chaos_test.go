@@ -23,6 +23,7 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store/azure"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Chaos test parameters: publishing lasts chaosPublish, with chaosEvents
@@ -294,7 +295,7 @@ func (c *chaos) event(ctx context.Context) string {
 		if err := c.cluster.WaitReadyErr(ctx, 30*time.Second); err != nil {
 			c.fail(err)
 		}
-		for _, s := range []string{journal.DefaultStream, journal.OutcomesStream, projection.ChangeStream, "KV_" + projection.OwnersBucket} {
+		for _, s := range []string{wire.JournalStream, wire.OutcomesStream, wire.ChangesStream, "KV_" + projection.OwnersBucket} {
 			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			if err := c.cluster.WaitStreamCurrent(wctx, s); err != nil {
 				c.fail(err)
@@ -307,7 +308,7 @@ func (c *chaos) event(ctx context.Context) string {
 
 // checkOutcomeRows checks that every applied outcome names exactly the row
 // versions the model's command produced.
-func checkOutcomeRows(t *testing.T, got map[uint64]journal.Outcome, m *projectiontest.Model) {
+func checkOutcomeRows(t *testing.T, got map[uint64]wire.Outcome, m *projectiontest.Model) {
 	t.Helper()
 	want := make(map[uint64][]string)
 	for id, hist := range m.Rows {
@@ -317,7 +318,7 @@ func checkOutcomeRows(t *testing.T, got map[uint64]journal.Outcome, m *projectio
 	}
 	bad := 0
 	for seq, o := range got {
-		if o.Status != journal.StatusApplied {
+		if o.Status != wire.StatusApplied {
 			continue
 		}
 		var have []string
@@ -343,7 +344,7 @@ func longestStall(t *testing.T, ctx context.Context, h *projectiontest.Harness) 
 	bySeq := make(map[uint64]*times)
 	shardOf := make(map[uint64]int)
 	err := h.Journal.Read(ctx, 1, 0, "", func(m journal.Msg) error {
-		_, shard, _, err := journal.ParseSubject(m.Subject)
+		_, shard, _, err := wire.ParseJournalSubject(m.Subject)
 		if err != nil {
 			return err
 		}
@@ -353,7 +354,7 @@ func longestStall(t *testing.T, ctx context.Context, h *projectiontest.Harness) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := h.JS.Stream(ctx, journal.OutcomesStream)
+	s, err := h.JS.Stream(ctx, wire.OutcomesStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func longestStall(t *testing.T, ctx context.Context, h *projectiontest.Harness) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		var o journal.Outcome
+		var o wire.Outcome
 		if err := json.Unmarshal(m.Data, &o); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestCluster projects a backlog on a 3-node JetStream cluster with
@@ -44,7 +45,7 @@ func TestCluster(t *testing.T) {
 			t.Errorf("deliveries lost on a healthy cluster: %s", line)
 		}
 	}
-	for _, name := range []string{journal.DefaultStream, journal.OutcomesStream, projection.ChangeStream, "KV_" + projection.OwnersBucket} {
+	for _, name := range []string{wire.JournalStream, wire.OutcomesStream, wire.ChangesStream, "KV_" + projection.OwnersBucket} {
 		s, err := h.JS.Stream(ctx, name)
 		if err != nil {
 			t.Fatal(err)

@@ -15,11 +15,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // jitterStore wraps a real store and pauses at random before transactions
@@ -64,16 +64,16 @@ type recordingJS struct {
 	jetstream.JetStream
 	name string
 	mu   sync.Mutex
-	got  []journal.Outcome
+	got  []wire.Outcome
 	at   []time.Time // when each of got was published
 	logs projectiontest.SyncBuffer
 }
 
 func (r *recordingJS) record(m *nats.Msg) {
-	if !strings.HasPrefix(m.Subject, journal.OutcomesPrefix+".") {
+	if !strings.HasPrefix(m.Subject, wire.OutcomesPrefix+".") {
 		return
 	}
-	var o journal.Outcome
+	var o wire.Outcome
 	if json.Unmarshal(m.Data, &o) == nil {
 		r.mu.Lock()
 		r.got = append(r.got, o)
@@ -226,7 +226,7 @@ func TestOverlap(t *testing.T) {
 func consumersDone(ctx context.Context, h *projectiontest.Harness, durables ...string) (bool, error) {
 	for _, d := range durables {
 		for sh := 0; sh < h.Journal.Shards(); sh++ {
-			c, err := h.JS.Consumer(ctx, h.Journal.Name(), fmt.Sprintf("%s-%d", d, sh))
+			c, err := h.JS.Consumer(ctx, h.Journal.Name(), wire.ConsumerName(d, sh))
 			if err != nil {
 				return false, err
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Result is a command's typed result: rendered once as text, and as JSON
@@ -172,10 +172,10 @@ func EntityJSON(e events.Entity) json.RawMessage {
 
 // OutcomeJSON is an outcome as the commands print it: its time with 7
 // fractional digits, as every time they print.
-type OutcomeJSON journal.Outcome
+type OutcomeJSON wire.Outcome
 
 func (o OutcomeJSON) MarshalJSON() ([]byte, error) {
-	type plain journal.Outcome
+	type plain wire.Outcome
 	return json.Marshal(struct {
 		plain
 		At string `json:"at"`

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // The metric names of SPEC §9. They are a contract: keep them stable.
@@ -56,7 +56,7 @@ const (
 )
 
 var (
-	statuses = []journal.Status{journal.StatusApplied, journal.StatusRejected, journal.StatusDuplicate, projection.Skipped}
+	statuses = []wire.Status{wire.StatusApplied, wire.StatusRejected, wire.StatusDuplicate, projection.Skipped}
 	storeOps = []string{OpGet, OpQuery, OpTransact}
 	results  = []string{ResultOK, ResultBusy, ResultConflict, ResultError}
 	reasons  = []string{projection.RetryPublish, projection.RetryFetch, projection.RetryConsumer, projection.RetryDeliveryGap}
@@ -69,8 +69,8 @@ type Metrics struct {
 	reg *prometheus.Registry
 	now func() time.Time
 
-	commands      map[journal.Status]prometheus.Counter
-	counts        map[journal.Status]*atomic.Uint64
+	commands      map[wire.Status]prometheus.Counter
+	counts        map[wire.Status]*atomic.Uint64
 	batchCommands prometheus.Histogram
 	batchSeconds  prometheus.Histogram
 	applyDelay    prometheus.Histogram
@@ -102,8 +102,8 @@ func New() *Metrics {
 	m := &Metrics{
 		reg:      prometheus.NewRegistry(),
 		now:      time.Now,
-		commands: make(map[journal.Status]prometheus.Counter),
-		counts:   make(map[journal.Status]*atomic.Uint64),
+		commands: make(map[wire.Status]prometheus.Counter),
+		counts:   make(map[wire.Status]*atomic.Uint64),
 		shards:   make(map[int]*shardState),
 		retries:  make(map[string]*atomic.Uint64),
 	}
@@ -226,7 +226,7 @@ func (m *Metrics) BatchDone(shard int, b projection.Batch) {
 }
 
 // Handled implements projection.Observer.
-func (m *Metrics) Handled(status journal.Status, delay time.Duration) {
+func (m *Metrics) Handled(status wire.Status, delay time.Duration) {
 	c, ok := m.commands[status]
 	if !ok {
 		return

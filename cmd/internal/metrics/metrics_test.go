@@ -19,10 +19,10 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/metrics/metricstest"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/azurite"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 var azuriteSrv *azurite.Server
@@ -347,8 +347,8 @@ func TestReport(t *testing.T) {
 	defer wcancel()
 	projectiontest.WaitFor(t, wctx, "a summary of the work", func() (bool, error) {
 		// Work goes on until a summary has seen some.
-		m.Handled(journal.StatusApplied, time.Millisecond)
-		m.Handled(journal.StatusRejected, time.Millisecond)
+		m.Handled(wire.StatusApplied, time.Millisecond)
+		m.Handled(wire.StatusRejected, time.Millisecond)
 		return summaryLine.MatchString(out.String()), nil
 	})
 }
@@ -367,18 +367,18 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 
 func TestSummaryOnlyWithWork(t *testing.T) {
 	at := time.Now()
-	idle := Snapshot{At: at, Commands: map[journal.Status]uint64{journal.StatusApplied: 7}}
-	later := Snapshot{At: at.Add(30 * time.Second), Commands: map[journal.Status]uint64{journal.StatusApplied: 7},
+	idle := Snapshot{At: at, Commands: map[wire.Status]uint64{wire.StatusApplied: 7}}
+	later := Snapshot{At: at.Add(30 * time.Second), Commands: map[wire.Status]uint64{wire.StatusApplied: 7},
 		Shards: []ShardSnapshot{{Shard: 0}}}
 	if attrs, ok := summary(idle, later); ok {
 		t.Errorf("summary while idle: %v", attrs)
 	}
-	later.Commands[journal.StatusApplied] = 67
+	later.Commands[wire.StatusApplied] = 67
 	attrs, ok := summary(idle, later)
 	if !ok || fmt.Sprint(attrs[:4]) != "[rate 2 applied 60]" {
 		t.Errorf("summary of 60 commands in 30s: %v %v", attrs, ok)
 	}
-	later.Commands[journal.StatusApplied] = 7
+	later.Commands[wire.StatusApplied] = 7
 	later.Shards[0].Pending = 3
 	if _, ok := summary(idle, later); !ok {
 		t.Error("no summary while commands are pending")
@@ -420,7 +420,7 @@ func BenchmarkObserver(b *testing.B) {
 	b.SetParallelism(64)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.Handled(journal.StatusApplied, time.Millisecond)
+			m.Handled(wire.StatusApplied, time.Millisecond)
 			_ = s.Transact(ctx, "t", "p", nil)
 		}
 	})

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // ReportConfig configures Report.
@@ -42,8 +42,8 @@ func (m *Metrics) Report(ctx context.Context, log *slog.Logger, cfg ReportConfig
 // summary returns the attributes of the summary line from prev to cur,
 // and false when there was no work.
 func summary(prev, cur Snapshot) ([]any, bool) {
-	diff := func(s journal.Status) uint64 { return cur.Commands[s] - prev.Commands[s] }
-	handled := diff(journal.StatusApplied) + diff(journal.StatusRejected) + diff(journal.StatusDuplicate)
+	diff := func(s wire.Status) uint64 { return cur.Commands[s] - prev.Commands[s] }
+	handled := diff(wire.StatusApplied) + diff(wire.StatusRejected) + diff(wire.StatusDuplicate)
 	pending := cur.Pending()
 	if handled == 0 && pending == 0 {
 		return nil, false
@@ -51,7 +51,7 @@ func summary(prev, cur Snapshot) ([]any, bool) {
 	secs := cur.At.Sub(prev.At).Seconds()
 	return []any{
 		"rate", int64(float64(handled) / secs),
-		"applied", diff(journal.StatusApplied), "rejected", diff(journal.StatusRejected), "duplicate", diff(journal.StatusDuplicate),
+		"applied", diff(wire.StatusApplied), "rejected", diff(wire.StatusRejected), "duplicate", diff(wire.StatusDuplicate),
 		"lag_messages", pending, "lag_seconds", int64(cur.MaxLagSeconds()), "shards", len(cur.Shards),
 	}, true
 }

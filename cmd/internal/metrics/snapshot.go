@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Snapshot is the state of the projector's shards and its counters at one
@@ -14,7 +14,7 @@ type Snapshot struct {
 	// Shards are the running shards, in order.
 	Shards []ShardSnapshot
 	// Commands counts the commands handled, by status.
-	Commands map[journal.Status]uint64
+	Commands map[wire.Status]uint64
 	// ShardFailures counts the shards stopped by a persistent failure.
 	ShardFailures uint64
 	// Store is what the store answered.
@@ -33,7 +33,7 @@ type ShardSnapshot struct {
 // Snapshot returns the current state.
 func (m *Metrics) Snapshot() Snapshot {
 	now := m.now()
-	snap := Snapshot{At: now, Commands: make(map[journal.Status]uint64, len(statuses)),
+	snap := Snapshot{At: now, Commands: make(map[wire.Status]uint64, len(statuses)),
 		ShardFailures: m.failures.Load(), Store: m.st.snapshot()}
 	for _, s := range statuses {
 		snap.Commands[s] = m.counts[s].Load()

@@ -21,12 +21,12 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/consoleserve"
 	"github.com/tablejournal/tablejournal/cmd/internal/metrics"
 	"github.com/tablejournal/tablejournal/internal/retry"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/projection"
 	shardsconf "github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // projectorCommands is the command table of the projector: the
@@ -115,7 +115,7 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.logJSON, "log-json", false, "log as JSON lines")
 	fs.IntVar(&cfg.Applier.CacheRows, "cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
 	fs.IntVar(&cfg.FetchBatch, "fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
-	fs.StringVar(&cfg.Journal.Stream, "stream", cli.EnvOr(cli.EnvStream, journal.DefaultStream), "journal stream name (env "+cli.EnvStream+")")
+	fs.StringVar(&cfg.Journal.Stream, "stream", cli.EnvOr(cli.EnvStream, wire.JournalStream), "journal stream name (env "+cli.EnvStream+")")
 	fs.BoolVar(&cfg.Journal.AllowTrim, "journal-allow-trim", false, "create the journal without deny-purge and deny-delete, so an operator may trim it (default: the journal refuses both; JetStream cannot lift that later)")
 	fs.BoolVar(&cfg.Journal.AllowMsgDelete, "journal-allow-msg-delete", false, "create the journal without deny-delete but with deny-purge, so that replay erase can securely delete an erased key's commands (docs/erasure.md)")
 	fs.DurationVar(&cfg.OutcomesMaxAge, "outcomes-max-age", 0, "how long the OUTCOMES stream keeps outcomes (default forever, or as the stream is; negative removes a limit)")

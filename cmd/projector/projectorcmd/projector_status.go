@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/status"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // statusCmd is projector status.
@@ -26,7 +26,7 @@ type statusCmd struct {
 
 func (c *statusCmd) flags(fs *flag.FlagSet) {
 	c.nf.Register(fs, cli.DefaultNATSURL)
-	fs.StringVar(&c.cfg.Journal, "stream", cli.EnvOr(cli.EnvStream, journal.DefaultStream), "journal stream name (env "+cli.EnvStream+")")
+	fs.StringVar(&c.cfg.Journal, "stream", cli.EnvOr(cli.EnvStream, wire.JournalStream), "journal stream name (env "+cli.EnvStream+")")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON (with --watch, one object per line)")
 	fs.BoolVar(&c.watch, "watch", false, "refresh in place until interrupted")
 	fs.DurationVar(&c.every, "interval", 2*time.Second, "refresh interval of --watch")

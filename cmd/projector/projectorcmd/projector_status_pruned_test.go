@@ -10,6 +10,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestProjectorStatusPruned: projector status shows the rows prune
@@ -30,7 +31,7 @@ func TestProjectorStatusPruned(t *testing.T) {
 	prune := &events.Command{ID: "prune", Table: "orders", PK: "p", Prune: &events.Prune{Horizon: seqs[len(seqs)-1]}}
 	ps := e.h.PublishAll(ctx, []*events.Command{prune})
 	o, err := journal.NewOutcomes(e.h.JS).Await(ctx, prune.ID, ps[0])
-	if err != nil || o.Status != journal.StatusApplied || o.Pruned == 0 {
+	if err != nil || o.Status != wire.StatusApplied || o.Pruned == 0 {
 		t.Fatalf("prune outcome %+v, %v", o, err)
 	}
 	projectiontest.WaitFor(t, ctx, "the pruned rows are reported", func() (bool, error) {

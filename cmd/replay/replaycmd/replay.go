@@ -15,10 +15,10 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/snapfile"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // replayEntry is one replay subcommand of the table: its usage and a
@@ -217,7 +217,7 @@ func (b *replayBase) flagSet() *flag.FlagSet {
 	b.nf.Register(fs, cli.DefaultNATSURL)
 	fs.StringVar(&b.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
 	fs.StringVar(&b.data, "data", cli.EnvOr(cli.EnvData, "./data"), "data folder of the embedded store (env "+cli.EnvData+")")
-	fs.StringVar(&b.cfg.Journal, "stream", cli.EnvOr(cli.EnvStream, journal.DefaultStream), "journal stream name (env "+cli.EnvStream+")")
+	fs.StringVar(&b.cfg.Journal, "stream", cli.EnvOr(cli.EnvStream, wire.JournalStream), "journal stream name (env "+cli.EnvStream+")")
 	fs.BoolVar(&b.asJSON, "json", false, "print JSON instead of text")
 	return fs
 }

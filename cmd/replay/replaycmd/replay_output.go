@@ -11,9 +11,9 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // The typed results of replay's subcommands. Each is printed by render:
@@ -375,7 +375,7 @@ func (bl blame) Text(out io.Writer) {
 }
 
 // statusText is an outcome's status with its reason.
-func statusText(o journal.Outcome) string {
+func statusText(o wire.Outcome) string {
 	if o.Reason != "" {
 		return string(o.Status) + ": " + o.Reason
 	}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // planResult is an undo or restore plan, with the outcomes of its
@@ -26,7 +26,7 @@ type planResult struct {
 	Table        string          `json:"table"`
 	Undoes       *string         `json:"undoes,omitempty"` // the undone command, its status and reason
 	UndoneReason string          `json:"undoneReason,omitempty"`
-	UndoneStatus *journal.Status `json:"undoneStatus,omitempty"`
+	UndoneStatus *wire.Status    `json:"undoneStatus,omitempty"`
 
 	p   *replay.Plan
 	res []replay.Applied
@@ -138,7 +138,7 @@ func (r planResult) head(w io.Writer) bool {
 	switch p.Kind {
 	case replay.KindUndo:
 		fmt.Fprintf(w, "undo of %s (seq %d, %s %q)", p.Of, p.Seq, p.Table, p.PK)
-		if p.Status != journal.StatusApplied {
+		if p.Status != wire.StatusApplied {
 			fmt.Fprintf(w, ": the command was %s", p.Status)
 			if p.Reason != "" {
 				fmt.Fprintf(w, " (%s)", p.Reason)

@@ -19,6 +19,7 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // writerEntry is one writer subcommand: a row operation, or apply.
@@ -137,7 +138,7 @@ type writerBase struct {
 func (w *writerBase) register(fs *flag.FlagSet) {
 	w.version = cli.VersionFlag(fs)
 	w.nf.Register(fs, cli.DefaultNATSURL)
-	fs.StringVar(&w.stream, "stream", cli.EnvOr(cli.EnvStream, journal.DefaultStream), "journal stream name (env "+cli.EnvStream+")")
+	fs.StringVar(&w.stream, "stream", cli.EnvOr(cli.EnvStream, wire.JournalStream), "journal stream name (env "+cli.EnvStream+")")
 	fs.BoolVar(&w.jsonOut, "json", false, "print one JSON object per command instead of text")
 	fs.BoolVar(&w.wait, "wait", false, "wait for the projector's outcome of each command")
 	fs.DurationVar(&w.timeout, "timeout", cli.WaitTimeout, "how long to wait for the journal's acknowledgement and, with --wait, the outcome (apply: for the outcomes after the last line)")
@@ -413,7 +414,7 @@ func (c *opCmd) build(op events.OpKind, now time.Time) (*events.Command, error) 
 
 // why is a rejected outcome's reason led by its code (SPEC §5), the word a
 // program branches on: "exists: ops[0] insert ...".
-func why(o *journal.Outcome) string {
+func why(o *wire.Outcome) string {
 	if o.Code == "" {
 		return o.Reason
 	}
@@ -429,12 +430,12 @@ func (r rejection) Unwrap() []error { return []error{cli.ErrRejected, r.err} }
 
 // writeResult is what the writer reports about one published command.
 type writeResult struct {
-	Line      int              `json:"line,omitempty"`
-	ID        string           `json:"id"`
-	Seq       uint64           `json:"seq"`
-	Duplicate bool             `json:"duplicate"`
-	Outcome   *journal.Outcome `json:"outcome,omitempty"`
-	Error     string           `json:"error,omitempty"`
+	Line      int           `json:"line,omitempty"`
+	ID        string        `json:"id"`
+	Seq       uint64        `json:"seq"`
+	Duplicate bool          `json:"duplicate"`
+	Outcome   *wire.Outcome `json:"outcome,omitempty"`
+	Error     string        `json:"error,omitempty"`
 }
 
 // MarshalJSON prints the outcome's time as every command does.
@@ -490,10 +491,10 @@ func (w *opCmd) run(ctx context.Context, cmd *events.Command, stdio cli.IO) erro
 	}
 	if w.jsonOut {
 		cli.PrintJSON(stdout, r)
-	} else if r.Outcome != nil && r.Outcome.Status != journal.StatusRejected {
+	} else if r.Outcome != nil && r.Outcome.Status != wire.StatusRejected {
 		printOutcome(stdout, "", r.Outcome)
 	}
-	if o := r.Outcome; o != nil && o.Status == journal.StatusRejected {
+	if o := r.Outcome; o != nil && o.Status == wire.StatusRejected {
 		return rejection{fmt.Errorf("command %s (seq %d): %s", o.ID, o.Seq, why(o))}
 	}
 	return nil
@@ -516,7 +517,7 @@ func (w *writerBase) checkStreams(ctx context.Context, js jetstream.JetStream) e
 	}
 	if w.wait {
 		if _, err := journal.NewOutcomes(js).Last(ctx); errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fmt.Errorf("--wait needs the %s stream, which the projector creates: is a projector running?", journal.OutcomesStream)
+			return fmt.Errorf("--wait needs the %s stream, which the projector creates: is a projector running?", wire.OutcomesStream)
 		}
 	}
 	return nil
@@ -541,9 +542,9 @@ func printPublished(w io.Writer, prefix string, r writeResult) {
 }
 
 // printOutcome prints an outcome as text.
-func printOutcome(w io.Writer, prefix string, o *journal.Outcome) {
+func printOutcome(w io.Writer, prefix string, o *wire.Outcome) {
 	switch o.Status {
-	case journal.StatusApplied:
+	case wire.StatusApplied:
 		if len(o.Rows) == 0 {
 			fmt.Fprintf(w, "%sapplied\n", prefix)
 		}
@@ -554,9 +555,9 @@ func printOutcome(w io.Writer, prefix string, o *journal.Outcome) {
 			}
 			fmt.Fprintf(w, "%sapplied: row %s version %d (%s)\n", prefix, strconv.Quote(r.RK), r.Version, what)
 		}
-	case journal.StatusDuplicate:
+	case wire.StatusDuplicate:
 		fmt.Fprintf(w, "%sduplicate: %s\n", prefix, o.Reason)
-	case journal.StatusRejected:
+	case wire.StatusRejected:
 		fmt.Fprintf(w, "%srejected: %s\n", prefix, why(o))
 	default:
 		fmt.Fprintf(w, "%s%s: %s\n", prefix, o.Status, o.Reason)

@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // maxApplyLine is the longest line apply reads: a command of the largest
@@ -308,11 +309,11 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 		switch {
 		case r.Outcome == nil:
 			unknown++
-		case r.Outcome.Status == journal.StatusApplied:
+		case r.Outcome.Status == wire.StatusApplied:
 			applied++
-		case r.Outcome.Status == journal.StatusDuplicate:
+		case r.Outcome.Status == wire.StatusDuplicate:
 			duplicate++
-		case r.Outcome.Status == journal.StatusRejected:
+		case r.Outcome.Status == wire.StatusRejected:
 			rejected++
 			rejections = append(rejections, badLine{Line: r.Line, ID: r.ID, Seq: r.Seq, Error: r.Outcome.Reason})
 		}

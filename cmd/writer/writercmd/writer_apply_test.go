@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // applyLine is one line of apply's --json output: a published command or an
@@ -214,8 +215,8 @@ func TestWriterWait(t *testing.T) {
 		}
 		r := oneResult(t, stdout, stderr)
 		o := r.Outcome
-		if o == nil || o.Status != journal.StatusApplied || o.Seq != r.Seq || o.ID != r.ID ||
-			len(o.Rows) != 1 || o.Rows[0] != (journal.RowVersion{RK: "r1", Version: 0, Op: "upsert"}) {
+		if o == nil || o.Status != wire.StatusApplied || o.Seq != r.Seq || o.ID != r.ID ||
+			len(o.Rows) != 1 || o.Rows[0] != (wire.RowVersion{RK: "r1", Version: 0, Op: "upsert"}) {
 			t.Fatalf("result %+v, outcome %+v", r, o)
 		}
 
@@ -238,7 +239,7 @@ func TestWriterWait(t *testing.T) {
 			t.Fatalf("exit %d, want %d; stderr %q", code, cli.ExitRejected, stderr)
 		}
 		r := oneResult(t, stdout, stderr)
-		if r.Outcome == nil || r.Outcome.Status != journal.StatusRejected || r.Outcome.Reason == "" {
+		if r.Outcome == nil || r.Outcome.Status != wire.StatusRejected || r.Outcome.Reason == "" {
 			t.Fatalf("outcome %+v", r.Outcome)
 		}
 		want := "rejected: command w-rej-1 (seq " + strconvU(r.Seq) + "): " + string(r.Outcome.Code) + ": " + r.Outcome.Reason + "\n"
@@ -258,7 +259,7 @@ func TestWriterWait(t *testing.T) {
 		cmd := &events.Command{ID: "w-dup-1", Table: "orders", PK: "w-dup", Ops: []events.RowOp{
 			{Op: events.OpUpsert, RK: "r1", Entity: events.Entity{"a": events.String("x")}}}}
 		first := writerPublishRaw(t, e.js, cmd)
-		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 30*time.Second), cmd.ID, first); err != nil || o.Status != journal.StatusApplied {
+		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 30*time.Second), cmd.ID, first); err != nil || o.Status != wire.StatusApplied {
 			t.Fatalf("first publish: outcome %+v, %v", o, err)
 		}
 
@@ -276,11 +277,11 @@ func TestWriterWait(t *testing.T) {
 			t.Fatalf("again: exit %d, stderr %q", code, stderr)
 		}
 		r := oneResult(t, stdout, stderr)
-		if !r.Duplicate || r.Seq == first || r.Outcome == nil || r.Outcome.Seq != r.Seq || r.Outcome.Status != journal.StatusDuplicate {
+		if !r.Duplicate || r.Seq == first || r.Outcome == nil || r.Outcome.Seq != r.Seq || r.Outcome.Status != wire.StatusDuplicate {
 			t.Fatalf("again: result %+v, outcome %+v", r, r.Outcome)
 		}
 		// And the first sequence still reports applied.
-		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 10*time.Second), cmd.ID, first); err != nil || o.Status != journal.StatusApplied {
+		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 10*time.Second), cmd.ID, first); err != nil || o.Status != wire.StatusApplied {
 			t.Errorf("outcome of seq %d: %+v, %v", first, o, err)
 		}
 	})
@@ -300,14 +301,14 @@ func TestWriterWait(t *testing.T) {
 		}
 		out := applyOutput(t, stdout)
 		want := map[int]struct {
-			status journal.Status
-			rows   []journal.RowVersion
+			status wire.Status
+			rows   []wire.RowVersion
 		}{
-			1: {journal.StatusApplied, []journal.RowVersion{{RK: "r1", Version: 0, Op: "insert"}}},
-			2: {journal.StatusRejected, nil},
-			3: {journal.StatusApplied, []journal.RowVersion{{RK: "r1", Version: 1, Op: "replace"}, {RK: "r2", Version: 0, Op: "insert"}}},
-			5: {journal.StatusApplied, []journal.RowVersion{{RK: "r", Version: 0, Op: "upsert"}}},
-			6: {journal.StatusApplied, []journal.RowVersion{{RK: "r1", Version: 0, Op: "insert"}}}, // line 1's, held by JetStream
+			1: {wire.StatusApplied, []wire.RowVersion{{RK: "r1", Version: 0, Op: "insert"}}},
+			2: {wire.StatusRejected, nil},
+			3: {wire.StatusApplied, []wire.RowVersion{{RK: "r1", Version: 1, Op: "replace"}, {RK: "r2", Version: 0, Op: "insert"}}},
+			5: {wire.StatusApplied, []wire.RowVersion{{RK: "r", Version: 0, Op: "upsert"}}},
+			6: {wire.StatusApplied, []wire.RowVersion{{RK: "r1", Version: 0, Op: "insert"}}}, // line 1's, held by JetStream
 		}
 		for n, w := range want {
 			l := out[n]

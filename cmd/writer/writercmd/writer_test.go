@@ -28,6 +28,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // unreachableNATS is a URL nothing listens on (clitest.UnreachableNATS).
@@ -484,7 +485,7 @@ func writerPublishRaw(t *testing.T, js jetstream.JetStream, cmd *events.Command)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, err := js.PublishMsg(journaltest.Context(t, 10*time.Second), &nats.Msg{Subject: journal.Subject(cmd.Table, cmd.PK), Data: data})
+	ack, err := js.PublishMsg(journaltest.Context(t, 10*time.Second), &nats.Msg{Subject: wire.JournalSubject(cmd.Table, cmd.PK), Data: data})
 	if err != nil {
 		t.Fatal(err)
 	}

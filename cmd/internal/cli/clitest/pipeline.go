@@ -22,6 +22,7 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Pipeline is a pipeline for the command tests: a JetStream server, the
@@ -67,7 +68,7 @@ func StartPipeline(t *testing.T, jcfg ...journal.Config) *Pipeline {
 }
 
 // Publish publishes one command and waits for its outcome.
-func (e *Pipeline) Publish(t *testing.T, id string, ops ...events.RowOp) journal.Outcome {
+func (e *Pipeline) Publish(t *testing.T, id string, ops ...events.RowOp) wire.Outcome {
 	t.Helper()
 	c := &events.Command{ID: id, Table: "orders", PK: "customer-42", Ops: ops}
 	res, err := e.W.Publish(e.Ctx, c)

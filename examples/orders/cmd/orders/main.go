@@ -16,6 +16,7 @@ import (
 
 	"github.com/tablejournal/tablejournal"
 	"github.com/tablejournal/tablejournal/examples/orders"
+	"github.com/tablejournal/tablejournal/store/stores"
 )
 
 func main() {
@@ -34,11 +35,14 @@ func main() {
 func run(natsURL, tables, dataDir, listen, checkpoint string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := []tablejournal.Option{tablejournal.WithDataDir(dataDir), tablejournal.WithIssuer("orders")}
-	if tables != "" {
-		opts = append(opts, tablejournal.WithTables(tables))
+	// The projector's --tables forms: "" for the embedded store in its
+	// data folder, sqlite:PATH, or an Azure Tables connection string.
+	st, closer, err := stores.Open(ctx, tables, dataDir)
+	if err != nil {
+		return err
 	}
-	c, err := tablejournal.Connect(ctx, natsURL, opts...)
+	defer closer.Close()
+	c, err := tablejournal.Connect(ctx, natsURL, tablejournal.WithStore(st), tablejournal.WithIssuer("orders"))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package wirejson
+package wire
 
 import (
 	"bytes"
@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// String appends s as json.Marshal writes a string: HTML characters,
+// appendString appends s as json.Marshal writes a string: HTML characters,
 // control characters, U+2028, U+2029 and invalid UTF-8 escaped. Plain
 // printable ASCII, the common case, is copied; anything else takes
 // json.Marshal's own path.
-func String(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			enc, _ := json.Marshal(s) // a string always marshals
@@ -23,22 +23,22 @@ func String(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// Key appends "name": for a name that needs no escaping.
-func Key(b []byte, name string) []byte {
+// appendKey appends "name": for a name that needs no escaping.
+func appendKey(b []byte, name string) []byte {
 	b = append(b, '"')
 	b = append(b, name...)
 	return append(b, '"', ':')
 }
 
-// Int appends v.
-func Int(b []byte, v int64) []byte { return strconv.AppendInt(b, v, 10) }
+// appendInt appends v.
+func appendInt(b []byte, v int64) []byte { return strconv.AppendInt(b, v, 10) }
 
-// Uint appends v.
-func Uint(b []byte, v uint64) []byte { return strconv.AppendUint(b, v, 10) }
+// appendUint appends v.
+func appendUint(b []byte, v uint64) []byte { return strconv.AppendUint(b, v, 10) }
 
-// Time appends t as json.Marshal writes a time.Time (RFC 3339 with
+// appendTime appends t as json.Marshal writes a time.Time (RFC 3339 with
 // nanoseconds, quoted), or fails as it does (a year outside 0–9999).
-func Time(b []byte, t time.Time) ([]byte, error) {
+func appendTime(b []byte, t time.Time) ([]byte, error) {
 	if y := t.Year(); y < 0 || y > 9999 {
 		_, err := json.Marshal(t)
 		return b, err
@@ -48,11 +48,11 @@ func Time(b []byte, t time.Time) ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-// Raw appends raw, compact JSON (a json.RawMessage of this process's own
+// appendRaw appends raw, compact JSON (a json.RawMessage of this process's own
 // making) as json.Marshal writes a RawMessage field: with '<', '>' and '&'
 // escaped (and U+2028, U+2029, which compact JSON from this module already
 // escapes).
-func Raw(b []byte, raw []byte) []byte {
+func appendRaw(b []byte, raw []byte) []byte {
 	if !bytes.ContainsAny(raw, "<>&\u2028\u2029") {
 		return append(b, raw...)
 	}

@@ -1,4 +1,4 @@
-package journal
+package wire
 
 import (
 	"encoding/json"

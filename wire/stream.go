@@ -1,0 +1,47 @@
+package wire
+
+import "strconv"
+
+// Stream names.
+const (
+	// JournalStream is the default name of the journal stream, the source
+	// of truth: the commands, on journal.<table>.<shard>.<pk-token>.
+	JournalStream = "JOURNAL"
+	// OutcomesStream holds the outcome of every journal message, on
+	// outcomes.<base64url(id)> (OutcomeSubject).
+	OutcomesStream = "OUTCOMES"
+	// ChangesStream is the change feed: one ChangeEvent per applied row
+	// change, on changes.<table>.<pk-token> (ChangeSubject).
+	ChangesStream = "CHANGES"
+)
+
+// The first token of the subjects of each stream.
+const (
+	JournalPrefix  = "journal"
+	OutcomesPrefix = "outcomes"
+	ChangesPrefix  = "changes"
+)
+
+// Stream metadata keys a journal stream records.
+const (
+	// MetadataShards records the journal's shard count.
+	MetadataShards = "tablejournal.shards"
+	// MetadataAllowTrim is "true" on a journal created to allow purges and
+	// deletes (retention).
+	MetadataAllowTrim = "tablejournal.allow-trim"
+	// MetadataAllowMsgDelete is "true" on a journal created to allow
+	// deleting single messages (erasure) while it refuses purges.
+	MetadataAllowMsgDelete = "tablejournal.allow-msg-delete"
+)
+
+// HeaderBodySHA256 carries the hex SHA-256 of a command message's body, so
+// that a writer can tell a republish of the same command from another
+// command under the same ID without decoding the stored one.
+const HeaderBodySHA256 = "Tablejournal-Body-Sha256"
+
+// ConsumerName is the name of the durable consumer of one journal shard:
+// <durable>-<shard>. The projector creates it; replay and the status page
+// read its acknowledged floor; the client waits on it.
+func ConsumerName(durable string, shard int) string {
+	return durable + "-" + strconv.Itoa(shard)
+}

@@ -1,0 +1,95 @@
+package wire
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrBadSubject marks a subject or pk-token that is not of the journal's
+// form; checked with errors.Is.
+var ErrBadSubject = errors.New("malformed journal subject")
+
+// emptyPKToken stands for the empty partition key, which Azure allows but
+// which would leave an empty subject token. "=" is never the output of
+// unpadded base64url.
+const emptyPKToken = "="
+
+// PKToken returns the subject token of a partition key: the key in
+// unpadded base64url (RFC 4648 §5), or "=" for the empty key.
+func PKToken(pk string) string {
+	if pk == "" {
+		return emptyPKToken
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(pk))
+}
+
+// ParsePKToken is the inverse of PKToken.
+func ParsePKToken(tok string) (string, error) {
+	if tok == emptyPKToken {
+		return "", nil
+	}
+	if tok == "" {
+		return "", fmt.Errorf("%w: empty pk-token", ErrBadSubject)
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
+	if err != nil {
+		return "", fmt.Errorf("%w: pk-token %q is not unpadded base64url", ErrBadSubject, tok)
+	}
+	return string(b), nil
+}
+
+// JournalSubject returns the subject a client publishes a command to:
+// journal.<table>.<pk-token>. The stream stores it as
+// journal.<table>.<shard>.<pk-token>.
+func JournalSubject(table, pk string) string {
+	if pk == "" {
+		return JournalPrefix + "." + table + "." + emptyPKToken
+	}
+	enc := base64.RawURLEncoding
+	b := make([]byte, 0, len(JournalPrefix)+len(table)+2+enc.EncodedLen(len(pk)))
+	b = append(b, JournalPrefix...)
+	b = append(b, '.')
+	b = append(b, table...)
+	b = append(b, '.')
+	b = enc.AppendEncode(b, []byte(pk))
+	return string(b)
+}
+
+// ParseJournalSubject splits a stored subject
+// journal.<table>.<shard>.<pk-token>.
+func ParseJournalSubject(stored string) (table string, shard int, pk string, err error) {
+	parts := strings.Split(stored, ".")
+	if len(parts) != 4 || parts[0] != JournalPrefix || parts[1] == "" {
+		return "", 0, "", fmt.Errorf("%w: %q is not journal.<table>.<shard>.<pk-token>", ErrBadSubject, stored)
+	}
+	shard, err = strconv.Atoi(parts[2])
+	if err != nil || shard < 0 || strconv.Itoa(shard) != parts[2] {
+		return "", 0, "", fmt.Errorf("%w: %q has no shard number", ErrBadSubject, stored)
+	}
+	pk, err = ParsePKToken(parts[3])
+	if err != nil {
+		return "", 0, "", fmt.Errorf("subject %q: %w", stored, err)
+	}
+	return parts[1], shard, pk, nil
+}
+
+// ShardFilter returns the subject filter that selects every command stored
+// in shard, for a consumer per shard (ConsumerName).
+func ShardFilter(shard int) string {
+	return JournalPrefix + ".*." + strconv.Itoa(shard) + ".*"
+}
+
+// TableFilter returns the subject filter that selects every command of
+// table, in every shard.
+func TableFilter(table string) string {
+	return JournalPrefix + "." + table + ".*.*"
+}
+
+// PartitionFilter returns the subject filter that selects every command of
+// one partition, wherever it is sharded.
+func PartitionFilter(table, pk string) string {
+	return JournalPrefix + "." + table + ".*." + PKToken(pk)
+}
