@@ -20,7 +20,6 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/store/stores"
 	"github.com/tablejournal/tablejournal/tablejournaltest"
 )
 
@@ -77,7 +76,7 @@ func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	t.Cleanup(cancel)
 	p := tablejournaltest.New(t, tables)
 	f := &fixture{t: t, table: fmt.Sprintf("orders%d", tableN.Add(1)), seq: map[string]uint64{}}
-	c, err := tj.Connect(ctx, p.URL(), tj.WithTables(p.Tables()), tj.WithIssuer("shop"),
+	c, err := tj.Connect(ctx, p.URL(), tj.WithIssuer("shop"),
 		tj.WithPropagator(propagation.TraceContext{}))
 	if err != nil {
 		t.Fatal(err)
@@ -110,13 +109,8 @@ func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e3").Merge("p1", tj.Entity{"n": tj.Int64(3)}))
 
 	_, js := journaltest.Connect(t, p.URL())
-	st, closer, err := stores.Open(ctx, p.Tables(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closer.Close() })
-	f.st = st
-	f.rp, err = replay.New(ctx, replay.Config{Store: st, JetStream: js})
+	f.st = p.Store()
+	f.rp, err = replay.New(ctx, replay.Config{Store: f.st, JetStream: js})
 	if err != nil {
 		t.Fatal(err)
 	}

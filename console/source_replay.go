@@ -2,8 +2,8 @@ package console
 
 // The one adapter of the console to the packages the replay and projector
 // commands read through: replay (time travel and blame), journal (the
-// journal's messages and the outcomes), rows (the layout's prune horizon)
-// and projection/status (the shards). Nothing else of the console knows
+// journal's messages and the outcomes), wire (subjects and outcome types),
+// rows (the layout's prune horizon) and projection/status (the shards). Nothing else of the console knows
 // them; when they move, only this file follows.
 
 import (
@@ -26,6 +26,7 @@ import (
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // SourceConfig configures NewSource.
@@ -102,9 +103,9 @@ func filter(table, pk string, all bool) string {
 	case table == "":
 		return ""
 	case all:
-		return journal.SubjectPrefix + "." + table + ".>"
+		return wire.TableFilter(table)
 	}
-	return journal.PartitionFilter(table, pk)
+	return wire.PartitionFilter(table, pk)
 }
 
 func (s *replaySource) Journal(ctx context.Context, q JournalQuery) (JournalPage, error) {
@@ -194,7 +195,7 @@ func (q JournalQuery) match(e JournalEntry) bool {
 // decodeEntry reads a journal message: a command, a prune or an erase.
 func decodeEntry(m journal.Msg) JournalEntry {
 	e := JournalEntry{Seq: m.Seq, Time: m.Time, Kind: "command"}
-	if table, _, pk, err := journal.ParseSubject(m.Subject); err == nil {
+	if table, _, pk, err := wire.ParseJournalSubject(m.Subject); err == nil {
 		e.Table, e.PK = table, pk
 	}
 	if journal.IsEraseMsg(m.Header) {
@@ -216,7 +217,7 @@ func decodeEntry(m journal.Msg) JournalEntry {
 	return e
 }
 
-func outcomeInto(e *JournalEntry, o journal.Outcome) {
+func outcomeInto(e *JournalEntry, o wire.Outcome) {
 	e.Status, e.Code, e.Rule, e.Reason = string(o.Status), string(o.Code), o.Rule, o.Reason
 	e.Rows, e.Removed = len(o.Rows), o.Pruned
 }
@@ -259,7 +260,7 @@ func (s *replaySource) attachOutcomes(ctx context.Context, es []JournalEntry) er
 }
 
 // entryAt is the journal entry of an outcome, with its message if stored.
-func (s *replaySource) entryAt(ctx context.Context, j *journal.Journal, o journal.Outcome) JournalEntry {
+func (s *replaySource) entryAt(ctx context.Context, j *journal.Journal, o wire.Outcome) JournalEntry {
 	e := JournalEntry{Seq: o.Seq, Time: o.At, ID: o.ID, Table: o.Table, PK: o.PK, Kind: "command"}
 	if m, err := j.Get(ctx, o.Seq); err == nil {
 		e = decodeEntry(m)
@@ -565,7 +566,7 @@ func (s *replaySource) Steps(ctx context.Context, table, pk string, all bool, se
 		}
 		var out []uint64
 		for _, e := range es {
-			if e.Status == string(journal.StatusApplied) {
+			if e.Status == string(wire.StatusApplied) {
 				out = append(out, e.Seq)
 			}
 		}
@@ -612,7 +613,7 @@ func (s *replaySource) Recent(ctx context.Context, n int) ([]OutcomeSample, erro
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var out []OutcomeSample
-	err = s.outcomes.Follow(ctx, from, func(seq uint64, o journal.Outcome) bool {
+	err = s.outcomes.Follow(ctx, from, func(seq uint64, o wire.Outcome) bool {
 		out = append(out, OutcomeSample{At: o.At, Status: string(o.Status), Code: string(o.Code)})
 		return seq >= last
 	})
