@@ -38,6 +38,10 @@ type Config struct {
 	// GrafanaURL, if set, is linked from the health page. Credentials and
 	// the query of the URL are never shown.
 	GrafanaURL string
+	// AllowChanges offers undo, restore, prune and erase, each planned,
+	// previewed and confirmed, and journaled as the replay command's are.
+	// Without it the console changes nothing.
+	AllowChanges bool
 	// Auth, if set, is required of every request.
 	Auth *Auth
 	// Logger receives the errors of pages. If nil, slog.Default().
@@ -114,6 +118,10 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("POST /verify", h.verifyStart)
 	h.mux.HandleFunc("GET /verify/job", h.verifyShow)
 	h.mux.HandleFunc("GET /verify/panel", h.verifyPanel)
+	if cfg.AllowChanges {
+		h.mux.HandleFunc("GET /repair", h.repairPreview)
+		h.mux.HandleFunc("POST /repair", h.repairApply)
+	}
 	return h, nil
 }
 
@@ -161,9 +169,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // posts reports whether path takes a form post: a verify, which checks
-// and changes nothing (its scratch store is a temporary file).
+// and changes nothing (its scratch store is a temporary file), and with
+// AllowChanges a confirmed repair.
 func (h *Handler) posts(path string) bool {
-	return path == "/verify"
+	return path == "/verify" || path == "/repair" && h.cfg.AllowChanges
 }
 
 func (h *Handler) authorized(r *http.Request) bool {

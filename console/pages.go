@@ -13,7 +13,7 @@ import (
 )
 
 // pageNames are the templates of full pages, each parsed with layout.html.
-var pageNames = []string{"journal", "command", "row", "asof", "health", "error", "verify", "retention"}
+var pageNames = []string{"journal", "command", "row", "asof", "health", "error", "verify", "retention", "repair"}
 
 func (h *Handler) parse() error {
 	funcs := template.FuncMap{
@@ -75,6 +75,7 @@ func (h *Handler) link(p string, kv ...any) string {
 type view struct {
 	Title      string
 	Nav        string
+	Changes    bool // the console may change the tables (Config.AllowChanges)
 	HideValues bool
 	Grafana    string
 	Data       any
@@ -90,7 +91,7 @@ func (h *Handler) renderTemplate(w http.ResponseWriter, r *http.Request, page, t
 		title = t.title()
 	}
 	var buf bytes.Buffer
-	err := h.pages[page].ExecuteTemplate(&buf, tmpl, view{Title: title, Nav: page, HideValues: h.cfg.HideValues,
+	err := h.pages[page].ExecuteTemplate(&buf, tmpl, view{Title: title, Nav: page, Changes: h.cfg.AllowChanges, HideValues: h.cfg.HideValues,
 		Grafana: h.cfg.GrafanaURL, Data: data})
 	if err != nil {
 		h.cfg.Logger.Error("console template failed", "page", page, "err", err)

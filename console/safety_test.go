@@ -1,7 +1,10 @@
 package console_test
 
 import (
+	"io"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -65,7 +68,7 @@ func TestSafety(t *testing.T) {
 	})
 
 	t.Run("changes nothing", func(t *testing.T) {
-		paths := []string{"/console/", "/console/journal", "/console/command?id=c1", row, "/console/asof", "/console/health", "/console/health/panel", "/console/static/htmx.min.js", "/console/undo", "/console/erase"}
+		paths := []string{"/console/", "/console/journal", "/console/command?id=c1", row, "/console/asof", "/console/health", "/console/health/panel", "/console/static/htmx.min.js", "/console/repair", "/console/repair?kind=undo&cmd=c1"}
 		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			for _, p := range paths {
 				req, _ := http.NewRequest(m, f.srv.URL+p, strings.NewReader("x=1"))
@@ -81,4 +84,63 @@ func TestSafety(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRepair: with AllowChanges, an undo is planned, previewed, refused
+// without the CSRF token or with a stale plan, and applied on
+// confirmation, through the journal; without it, no repair route exists.
+func TestRepair(t *testing.T) {
+	f := seed(t, "", console.Config{AllowChanges: true})
+	code, page := get(t, f, "/repair?kind=undo&cmd=c3")
+	if code != http.StatusOK {
+		t.Fatalf("undo plan: %d\n%s", code, page)
+	}
+	for _, w := range []string{"shipped", "paid", "undo-c3-", `id="confirm"`} {
+		if !strings.Contains(page, w) {
+			t.Errorf("undo preview: no %q", w)
+		}
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	plan := regexp.MustCompile(`name="plan" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if csrf == nil || plan == nil {
+		t.Fatalf("no confirmation form:\n%s", page)
+	}
+	post := func(form url.Values) (int, string) {
+		resp, err := f.srv.Client().PostForm(f.srv.URL+"/repair", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	form := url.Values{"kind": {"undo"}, "cmd": {"c3"}, "plan": {plan[1]}}
+	if code, _ := post(form); code != http.StatusForbidden {
+		t.Errorf("confirm without the CSRF token: %d, want 403", code)
+	}
+	form.Set("csrf", csrf[1])
+	form.Set("plan", "0000000000000000")
+	if code, body := post(form); code != http.StatusConflict || !strings.Contains(body, "Nothing was applied") {
+		t.Errorf("confirm of a stale plan: %d, want 409\n%s", code, body)
+	}
+	form.Set("plan", plan[1])
+	code, body := post(form)
+	if code != http.StatusOK || !strings.Contains(body, "undo-c3-") || !strings.Contains(body, "applied") {
+		t.Fatalf("confirm: %d\n%s", code, body)
+	}
+	_, row := get(t, f, "/row?table="+f.table+"&pk=customer-42&rk=order-7")
+	if !strings.Contains(row, "version 3") || !strings.Contains(row, "undo-c3-") {
+		t.Errorf("the row has no version by the undo:\n%s", row)
+	}
+	if _, again := get(t, f, "/repair?kind=undo&cmd=c3"); !strings.Contains(again, "nothing to do") && !strings.Contains(again, "blocked") {
+		t.Logf("second plan of the same undo:\n%s", again)
+	}
+
+	ro := seed(t, "", console.Config{})
+	if code, _ := get(t, ro, "/repair?kind=undo&cmd=c3"); code != http.StatusNotFound {
+		t.Errorf("read-only console plans repairs: %d", code)
+	}
+	if _, cmd := get(t, ro, "/command?id=c3"); strings.Contains(cmd, `id="undo"`) {
+		t.Errorf("read-only console offers an undo")
+	}
 }

@@ -14,6 +14,7 @@ type Source interface {
 	RowReader
 	StatusReader
 	Checker
+	Repairer
 }
 
 // Checker checks a table against its journal.
@@ -324,4 +325,69 @@ type VerifySummary struct {
 	Rows                    int64
 	Missing, Extra, Changed int64
 	Elapsed                 time.Duration
+}
+
+// Repairer plans and applies the corrections the console offers with
+// Config.AllowChanges: undo, restore, prune and erase, journaled as the
+// replay command's are.
+type Repairer interface {
+	// Plan says what a repair would do, changing nothing.
+	Plan(ctx context.Context, r Repair) (RepairPlan, error)
+	// Apply plans r again and applies it, unless the plan's fingerprint
+	// is no longer want (the tables changed since the preview): then it
+	// applies nothing and fails with ErrPlanChanged.
+	Apply(ctx context.Context, r Repair, want string) (RepairResult, error)
+}
+
+// ErrPlanChanged: the plan confirmed is not the plan the tables call for
+// now. Checked with errors.Is.
+var ErrPlanChanged = errors.New("the plan changed since its preview")
+
+// Repair names one correction.
+type Repair struct {
+	Kind string // "undo", "restore", "prune" or "erase"
+	// Cmd is the undone command.
+	Cmd string
+	// Table, PK (All for the whole table) and, for a row erase, RK.
+	Table, PK, RK string
+	All, Row      bool
+	// Point is where a restore goes back to, or a prune's horizon.
+	Point string
+	// Force undoes rows later commands changed again.
+	Force bool
+}
+
+// RepairPlan is what a repair would do.
+type RepairPlan struct {
+	Repair
+	Seq   uint64 // the point resolved
+	Steps []RepairStep
+	// Commands are the IDs of the commands it would publish.
+	Commands []string
+	// Counts, for a prune or an erase, say what would go, by place.
+	Counts []Count
+	// Blocked says why the plan cannot be applied ("" when it can).
+	Blocked string
+	// Fingerprint names the plan: the confirmation carries it back.
+	Fingerprint string
+}
+
+// RepairStep is what a plan does to one row.
+type RepairStep struct {
+	PK, RK   string
+	Op       string
+	Conflict bool
+	Changes  []Change
+}
+
+// Count is a number of things of a kind.
+type Count struct {
+	What string
+	N    int64
+}
+
+// RepairResult is what an applied repair did.
+type RepairResult struct {
+	Outcomes []JournalEntry
+	Counts   []Count
 }

@@ -8,6 +8,8 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -737,4 +739,158 @@ func (s *replaySource) Verify(ctx context.Context, table string, progress func(s
 		err = fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return VerifySummary{Seq: st.Seq, Rows: st.Rows, Missing: st.Missing, Extra: st.Extra, Changed: st.Changed, Elapsed: st.Elapsed}, err
+}
+
+func (s *replaySource) Plan(ctx context.Context, r Repair) (RepairPlan, error) {
+	p, _, err := s.plan(ctx, r)
+	return p, err
+}
+
+// plan computes a repair's plan, and the function that applies it.
+func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (RepairResult, error), error) {
+	out := RepairPlan{Repair: r}
+	if _, err := s.journal(); err != nil {
+		return out, nil, err
+	}
+	part := store.InPartition(r.PK)
+	if r.All {
+		part = store.AllPartitions
+	}
+	if r.Kind == "restore" || r.Kind == "prune" {
+		seq, err := s.Resolve(ctx, r.Point)
+		if err != nil {
+			return out, nil, err
+		}
+		out.Seq = seq
+	}
+	switch r.Kind {
+	case "undo", "restore":
+		var p *replay.Plan
+		var err error
+		if r.Kind == "undo" {
+			p, err = s.rp.PlanUndo(ctx, r.Cmd, replay.UndoOptions{Force: r.Force})
+		} else {
+			p, err = s.rp.PlanRestore(ctx, r.Table, part, out.Seq)
+		}
+		if errors.Is(err, replay.ErrNoOutcome) {
+			return out, nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+		} else if err != nil {
+			return out, nil, err
+		}
+		out.Table, out.PK, out.Seq = p.Table, p.PK, p.Seq
+		for _, st := range p.Steps {
+			var before, after events.Entity
+			if st.Exists {
+				before = st.Current.Props
+			}
+			if st.TargetExists {
+				after = st.Target.Props
+			}
+			out.Steps = append(out.Steps, RepairStep{PK: st.PK, RK: st.RK, Op: string(st.Op), Conflict: st.Conflict,
+				Changes: changes(replay.Diff(before, after))})
+		}
+		for _, c := range p.Commands {
+			out.Commands = append(out.Commands, c.ID)
+		}
+		switch {
+		case p.Blocked():
+			out.Blocked = fmt.Sprintf("%d rows were changed again by later commands; undo with force to put them back all the same", len(p.Conflicts()))
+		case r.Kind == "undo" && p.Status != wire.StatusApplied:
+			out.Blocked = fmt.Sprintf("the command was %s: there is nothing to undo", p.Status)
+		case len(p.Commands) == 0:
+			out.Blocked = "nothing to do"
+		}
+		out.Fingerprint = fingerprint(out.Commands)
+		return out, func() (RepairResult, error) {
+			applied, err := s.rp.Apply(ctx, p)
+			var res RepairResult
+			for _, a := range applied {
+				e := JournalEntry{Seq: a.Outcome.Seq, ID: a.Command.ID, Table: a.Command.Table, PK: a.Command.PK, Kind: "command"}
+				outcomeInto(&e, a.Outcome)
+				res.Outcomes = append(res.Outcomes, e)
+			}
+			return res, err
+		}, nil
+	case "prune":
+		cfg := replay.PruneConfig{Table: r.Table, Partition: part, Before: out.Seq}
+		var keys []string
+		_, err := s.rp.Prune(ctx, cfg, func(pp replay.PrunePartition) error {
+			out.Counts = append(out.Counts, Count{What: fmt.Sprintf("partition %q: rows before seq %d", pp.PK, pp.Horizon), N: pp.Rows})
+			keys = append(keys, fmt.Sprintf("%s\x00%d\x00%d", pp.PK, pp.Horizon, pp.Rows))
+			return nil
+		})
+		if err != nil {
+			return out, nil, err
+		}
+		if len(keys) == 0 {
+			out.Blocked = "nothing to prune"
+		}
+		out.Fingerprint = fingerprint(keys)
+		return out, func() (RepairResult, error) {
+			cfg.Apply = true
+			var res RepairResult
+			_, err := s.rp.Prune(ctx, cfg, func(pp replay.PrunePartition) error {
+				res.Counts = append(res.Counts, Count{What: fmt.Sprintf("partition %q: rows removed", pp.PK), N: pp.Rows})
+				if pp.Outcome != nil {
+					e := JournalEntry{Seq: pp.Outcome.Seq, ID: pp.Command, Table: r.Table, PK: pp.PK, Kind: "prune"}
+					outcomeInto(&e, *pp.Outcome)
+					res.Outcomes = append(res.Outcomes, e)
+				}
+				return nil
+			})
+			return res, err
+		}, nil
+	case "erase":
+		t := replay.EraseTarget{Table: r.Table, PK: r.PK}
+		if r.Row {
+			rk := r.RK
+			t.RK = &rk
+		}
+		p, err := s.rp.PlanErase(ctx, t)
+		if err != nil {
+			return out, nil, err
+		}
+		out.Counts = []Count{{"table rows", int64(p.TableRows)}, {"journal commands", int64(len(p.Journal))},
+			{"journal commands kept (they touched other rows too)", int64(len(p.Kept))},
+			{"change events", int64(len(p.Changes))}, {"outcomes", int64(len(p.Outcomes))}}
+		if p.Empty() {
+			out.Blocked = "nothing of the key is left"
+		}
+		out.Fingerprint = fingerprint([]string{fmt.Sprint(p.TableRows, p.Journal, p.Kept, p.Changes, p.Outcomes)})
+		return out, func() (RepairResult, error) {
+			rc, err := s.rp.EraseKey(ctx, t, time.Now)
+			if rc == nil {
+				return RepairResult{}, err
+			}
+			return RepairResult{Counts: []Count{{"table rows removed", int64(rc.Removed.TableRows)},
+				{"journal messages removed", int64(rc.Removed.JournalMsgs)}, {"change events removed", int64(rc.Removed.ChangeEvents)},
+				{"outcomes removed", int64(rc.Removed.Outcomes)}},
+				Outcomes: []JournalEntry{{Seq: rc.EraseSeq, ID: rc.EraseID, Table: rc.Table, Kind: "erase", Status: "applied"}}}, err
+		}, nil
+	}
+	return out, nil, fmt.Errorf("%w: unknown repair %q: want undo, restore, prune or erase", ErrBadRequest, r.Kind)
+}
+
+func (s *replaySource) Apply(ctx context.Context, r Repair, want string) (RepairResult, error) {
+	p, apply, err := s.plan(ctx, r)
+	if err != nil {
+		return RepairResult{}, err
+	}
+	if p.Fingerprint != want {
+		return RepairResult{}, ErrPlanChanged
+	}
+	if p.Blocked != "" {
+		return RepairResult{}, fmt.Errorf("%w: %s", ErrBadRequest, p.Blocked)
+	}
+	return apply()
+}
+
+// fingerprint names a plan by what it would do.
+func fingerprint(parts []string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -22,7 +22,7 @@ import (
 // ("console-" in the projector, "" in replay console).
 type Flags struct {
 	Addr, AuthFile, Grafana string
-	HideValues              bool
+	HideValues, AllowChanges bool
 }
 
 // Register adds the flags to fs. addrUsage describes the address flag,
@@ -31,13 +31,14 @@ func (f *Flags) Register(fs *flag.FlagSet, prefix, addr, addrUsage string) {
 	fs.StringVar(&f.Addr, prefix+"addr", addr, addrUsage)
 	fs.StringVar(&f.AuthFile, prefix+"auth-file", "", "require authentication of the console: a file holding user:password (HTTP basic) or a bearer token")
 	fs.BoolVar(&f.HideValues, prefix+"hide-values", false, "console: show property names and types, never their values (personal data)")
+	fs.BoolVar(&f.AllowChanges, prefix+"allow-changes", false, "console: offer undo, restore, prune and erase (plan, preview, confirm; journaled); without it the console changes nothing")
 	fs.StringVar(&f.Grafana, prefix+"grafana-url", "", "console: link the health page to this Grafana dashboard (its query and credentials are never shown)")
 }
 
 // Config returns the console's config from the flags, reading the
 // authentication file. A file's secret never appears in an error.
 func (f *Flags) Config(src console.Source, log *slog.Logger) (console.Config, error) {
-	cfg := console.Config{Source: src, HideValues: f.HideValues, GrafanaURL: f.Grafana, Logger: log}
+	cfg := console.Config{Source: src, HideValues: f.HideValues, AllowChanges: f.AllowChanges, GrafanaURL: f.Grafana, Logger: log}
 	if f.AuthFile == "" {
 		return cfg, nil
 	}
