@@ -21,7 +21,7 @@ import (
 // Flags are the console's flags; Prefix is prepended to their names
 // ("console-" in the projector, "" in replay console).
 type Flags struct {
-	Addr, AuthFile, Grafana string
+	Addr, AuthFile, Grafana  string
 	HideValues, AllowChanges bool
 }
 
