@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -84,12 +87,20 @@ func FollowFrom(seq uint64) FollowOption { return func(o *followOptions) { o.fro
 // change feed): a change is checkpointed once fn returned nil for it, so
 // Follow with the same name resumes after the last change fn took, in
 // this process or another. Only one Follow should run per name at a time.
-// ctx passed to fn carries the trace context of the command that made
-// the change.
+// A checkpoint follows one table (or, with FollowPartition, one partition)
+// for good: its name with another fails with an error matching
+// ErrInvalid, as does a table name that no table can have (rule
+// table-name). ctx passed to fn carries the trace context of the command
+// that made the change.
 func (c *Client) Follow(ctx context.Context, name, table string, fn func(context.Context, Change) error, opts ...FollowOption) error {
 	var o followOptions
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if !store.ValidTableName(table) {
+		// A name with '.', '*' or '>' would even follow other tables.
+		return fmt.Errorf("tablejournal: follow %s: %w", name, &events.ValidationError{Field: "table", Rule: events.RuleTableName,
+			Detail: fmt.Sprintf("%q is not a table name: want ^[A-Za-z][A-Za-z0-9]{2,62}$", table)})
 	}
 	filter := wire.ChangeFilter(table)
 	if o.onePK {
@@ -126,7 +137,7 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 		return fmt.Errorf("tablejournal: follow %s: %w", name, err)
 	default:
 		if f := cons.CachedInfo().Config.FilterSubject; f != filter {
-			return fmt.Errorf("tablejournal: follow %s: %w: the checkpoint follows %s, not %s", name, ErrInvalid, f, filter)
+			return &checkpointMismatch{name: name, has: followed(f), want: followed(filter)}
 		}
 	}
 	for {
@@ -161,6 +172,37 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 			return fmt.Errorf("tablejournal: follow %s: checkpoint: %w", name, err)
 		}
 	}
+}
+
+// checkpointMismatch is Follow's error for a checkpoint name that follows
+// other changes than asked: a checkpoint follows one table, or one
+// partition, for good. It matches ErrInvalid.
+type checkpointMismatch struct{ name, has, want string }
+
+func (e *checkpointMismatch) Error() string {
+	return fmt.Sprintf("tablejournal: follow %s: the checkpoint %q follows %s, not %s: a checkpoint keeps what it follows; give this one another name, or delete it (consumer %s of stream %s)",
+		e.name, e.name, e.has, e.want, e.name, wire.ChangesStream)
+}
+
+func (e *checkpointMismatch) Unwrap() error { return ErrInvalid }
+
+// followed says in a user's words what a change-feed filter follows:
+// "table orders", "partition \"c-1\" of table orders", or the filter
+// itself if it is not one Follow makes.
+func followed(filter string) string {
+	rest, ok := strings.CutPrefix(filter, wire.ChangesPrefix+".")
+	table, tok, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || strings.Contains(tok, ".") {
+		return filter
+	}
+	if tok == ">" {
+		return "table " + table
+	}
+	pk, err := wire.ParsePKToken(tok)
+	if err != nil {
+		return filter
+	}
+	return fmt.Sprintf("partition %q of table %s", pk, table)
 }
 
 // decodeChange decodes a change event of the feed into a Change.

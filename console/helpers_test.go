@@ -19,6 +19,7 @@ import (
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/retention"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/tablejournaltest"
 )
@@ -49,7 +50,7 @@ const traceHex = "4bf92f3577b34da6a3ce929d0e0e4736"
 type fixture struct {
 	t      testing.TB
 	client *tj.Client
-	rp     *replay.Replayer
+	rp     *replay.Source
 	st     store.Store
 	srv    *httptest.Server
 	h      *console.Handler
@@ -115,12 +116,12 @@ func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 		t.Fatal(err)
 	}
 	// Prune customer-9 at e2: version 0 of p1 goes.
-	_, err = f.rp.Prune(ctx, replay.PruneConfig{Table: f.table, Partition: store.InPartition("customer-9"),
-		Before: f.seq["e2"], Apply: true, Pace: time.Millisecond}, func(replay.PrunePartition) error { return nil })
+	_, err = retention.NewPruner(f.rp).Prune(ctx, retention.PruneConfig{Table: f.table, Partition: store.InPartition("customer-9"),
+		Before: f.seq["e2"], Apply: true, Pace: time.Millisecond}, func(retention.PrunePartition) error { return nil })
 	if err != nil {
 		t.Fatalf("prune: %v", err)
 	}
-	src, err := console.NewSource(console.SourceConfig{Replayer: f.rp, JetStream: js})
+	src, err := console.NewSource(console.SourceConfig{Replay: f.rp, JetStream: js})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 package console
 
 // The one adapter of the console to the packages the replay and projector
-// commands read through: replay (time travel and blame), journal (the
+// commands read through: replay and its parts (history: time travel and
+// blame; repair, rebuild, retention, erasure), journal (the
 // journal's messages and the outcomes), wire (subjects and outcome types),
 // rows (the layout's prune horizon) and projection/status (the shards). Nothing else of the console knows
 // them; when they move, only this file follows.
@@ -25,6 +26,11 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/status"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/erasure"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
+	"github.com/tablejournal/tablejournal/replay/repair"
+	"github.com/tablejournal/tablejournal/replay/retention"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
@@ -33,9 +39,10 @@ import (
 
 // SourceConfig configures NewSource.
 type SourceConfig struct {
-	// Replayer reads the tables; it needs its JetStream connection for
-	// every page but row history and as-of at a sequence. Required.
-	Replayer *replay.Replayer
+	// Replay reads the tables and the journal; it needs its JetStream
+	// connection for every page but row history and as-of at a sequence.
+	// Required.
+	Replay *replay.Source
 	// JetStream reaches the outcomes and the status bucket; nil leaves the
 	// console with the tables alone.
 	JetStream jetstream.JetStream
@@ -47,10 +54,13 @@ type SourceConfig struct {
 // NewSource returns the Source that reads through the replay, journal and
 // status packages.
 func NewSource(cfg SourceConfig) (Source, error) {
-	if cfg.Replayer == nil {
-		return nil, errors.New("console: SourceConfig.Replayer is required")
+	if cfg.Replay == nil {
+		return nil, errors.New("console: SourceConfig.Replay is required")
 	}
-	s := &replaySource{rp: cfg.Replayer, js: cfg.JetStream, st: cfg.Replayer.Store(),
+	src := cfg.Replay
+	s := &replaySource{rp: src, hist: history.New(src), plans: repair.New(src), rb: rebuild.New(src),
+		pruner: retention.NewPruner(src), compactor: retention.NewCompactor(src), eraser: erasure.New(src),
+		js: cfg.JetStream, st: src.Store(),
 		status: status.Config{Journal: cfg.Journal, Durable: cfg.Durable}}
 	if cfg.JetStream != nil {
 		s.outcomes = journal.NewOutcomes(cfg.JetStream)
@@ -59,11 +69,17 @@ func NewSource(cfg SourceConfig) (Source, error) {
 }
 
 type replaySource struct {
-	rp       *replay.Replayer
-	js       jetstream.JetStream
-	st       store.Store
-	outcomes *journal.Outcomes
-	status   status.Config
+	rp        *replay.Source
+	hist      *history.Reader
+	plans     *repair.Planner
+	rb        *rebuild.Rebuilder
+	pruner    *retention.Pruner
+	compactor *retention.Compactor
+	eraser    *erasure.Eraser
+	js        jetstream.JetStream
+	st        store.Store
+	outcomes  *journal.Outcomes
+	status    status.Config
 }
 
 var _ Source = (*replaySource)(nil)
@@ -276,7 +292,7 @@ func (s *replaySource) Command(ctx context.Context, id string) (CommandView, err
 	if err != nil {
 		return CommandView{}, err
 	}
-	b, err := s.rp.Blame(ctx, id)
+	b, err := s.hist.Blame(ctx, id)
 	if errors.Is(err, replay.ErrNoOutcome) {
 		return CommandView{}, fmt.Errorf("command %q: %w", id, ErrNotFound)
 	} else if err != nil {
@@ -335,7 +351,7 @@ func traceID(parent string) string {
 
 func (s *replaySource) History(ctx context.Context, table, pk, rk string) (RowHistory, error) {
 	h := RowHistory{Table: table, PK: pk, RK: rk}
-	vs, err := s.rp.History(ctx, table, pk, rk)
+	vs, err := s.hist.History(ctx, table, pk, rk)
 	if err != nil {
 		return h, err
 	}
@@ -343,8 +359,8 @@ func (s *replaySource) History(ctx context.Context, table, pk, rk string) (RowHi
 		h.PrunedBefore, h.PruneCmd, h.PruneRemoved = hz.Seq, hz.Cmd, hz.Removed
 	}
 	var ee *replay.ErasedError
-	if err := s.rp.Erased(ctx, table, pk, rk, 0); errors.As(err, &ee) {
-		h.Erased = erasure(ee)
+	if err := s.hist.Erased(ctx, table, pk, rk, 0); errors.As(err, &ee) {
+		h.Erased = erasedView(ee)
 	}
 	if len(vs) == 0 && h.Erased == nil {
 		return h, fmt.Errorf("row %s/%s/%s: %w", table, pk, rk, ErrNotFound)
@@ -361,7 +377,7 @@ func (s *replaySource) History(ctx context.Context, table, pk, rk string) (RowHi
 		if !r.Deleted {
 			after = r.Props
 		}
-		v.Changes = changes(replay.Diff(before, after))
+		v.Changes = changes(history.Diff(before, after))
 		h.Versions = append(h.Versions, v)
 		prev = &vs[i]
 	}
@@ -384,7 +400,7 @@ func (s *replaySource) issuers(ctx context.Context, vs []rows.Row) map[uint64]st
 	return out
 }
 
-func erasure(e *replay.ErasedError) *Erasure {
+func erasedView(e *replay.ErasedError) *Erasure {
 	x := &Erasure{PK: e.PK, Cmd: e.Cmd, Seq: e.Seq, At: e.At, Partition: e.RK == nil}
 	if e.RK != nil {
 		x.RK = *e.RK
@@ -449,9 +465,9 @@ func (s *replaySource) AsOf(ctx context.Context, q AsOfQuery) (AsOfPage, error) 
 // partitionAt adds the rows of one partition at seq; a prune or an erase
 // of the partition is noted in the page rather than failing it.
 func (s *replaySource) partitionAt(ctx context.Context, table, pk string, seq uint64, page *AsOfPage, add func(AsOfRow) error) error {
-	err := s.rp.AsOfErasures(ctx, table, store.InPartition(pk), seq, func(es []*replay.ErasedError) error {
+	err := s.hist.AsOfErasures(ctx, table, store.InPartition(pk), seq, func(es []*replay.ErasedError) error {
 		for _, e := range es {
-			page.Erased = append(page.Erased, *erasure(e))
+			page.Erased = append(page.Erased, *erasedView(e))
 		}
 		return nil
 	}, func(r rows.Row) error {
@@ -464,7 +480,7 @@ func (s *replaySource) partitionAt(ctx context.Context, table, pk string, seq ui
 		page.Pruned = pe.Error()
 		return nil
 	case errors.As(err, &ee):
-		page.Erased = append(page.Erased, *erasure(ee))
+		page.Erased = append(page.Erased, *erasedView(ee))
 		return nil
 	}
 	return err
@@ -475,7 +491,7 @@ func (s *replaySource) partitionAt(ctx context.Context, table, pk string, seq ui
 func (s *replaySource) diffPartition(ctx context.Context, q AsOfQuery, pk string, page *AsOfPage, add func(AsOfRow) error) error {
 	at := func(seq uint64) (map[string]rows.Row, error) {
 		m := make(map[string]rows.Row)
-		err := s.rp.AsOf(ctx, q.Table, store.InPartition(pk), seq, func(r rows.Row) error {
+		err := s.hist.AsOf(ctx, q.Table, store.InPartition(pk), seq, func(r rows.Row) error {
 			m[r.RK] = r
 			return nil
 		})
@@ -486,7 +502,7 @@ func (s *replaySource) diffPartition(ctx context.Context, q AsOfQuery, pk string
 			page.Pruned = pe.Error()
 			return m, nil
 		case errors.As(err, &ee):
-			page.Erased = append(page.Erased, *erasure(ee))
+			page.Erased = append(page.Erased, *erasedView(ee))
 			return m, nil
 		}
 		return m, err
@@ -532,7 +548,7 @@ func (s *replaySource) diffPartition(ctx context.Context, q AsOfQuery, pk string
 			after, newest = rb.Props, rb
 		}
 		r.Version, r.Seq, r.Cmd, r.At, r.Fields = newest.Version, newest.Seq, newest.Cmd, newest.At, fields(newest.Props)
-		r.Changes = changes(replay.Diff(before, after))
+		r.Changes = changes(history.Diff(before, after))
 		if err := add(r); err != nil {
 			return err
 		}
@@ -664,7 +680,7 @@ func field(name string, v events.Value) Field {
 	return Field{Name: name, Type: v.Type.String(), Value: v.Text()}
 }
 
-func changes(cs []replay.PropChange) []Change {
+func changes(cs []history.PropChange) []Change {
 	out := make([]Change, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, Change{Name: c.Name, Before: field(c.Name, c.Before), After: field(c.Name, c.After),
@@ -676,7 +692,7 @@ func changes(cs []replay.PropChange) []Change {
 func (s *replaySource) Retention(ctx context.Context, table string, limit int) (RetentionLog, error) {
 	out := RetentionLog{Table: table}
 	if s.rp.Journal() != nil {
-		hz, ok, err := s.rp.Horizon(ctx, table)
+		hz, ok, err := s.compactor.Horizon(ctx, table)
 		if err != nil {
 			return out, err
 		}
@@ -730,12 +746,12 @@ func (s *replaySource) Verify(ctx context.Context, table string, progress func(s
 		return VerifySummary{}, fmt.Errorf("scratch store: %w", err)
 	}
 	defer scratch.Close()
-	st, err := s.rp.Verify(ctx, replay.VerifyConfig{Table: table, Scratch: scratch, Progress: progress,
-		OnDiff: func(d replay.Difference) error {
+	st, err := s.rb.Verify(ctx, rebuild.VerifyConfig{Table: table, Scratch: scratch, Progress: progress,
+		OnDiff: func(d rebuild.Difference) error {
 			diff(Difference{Kind: string(d.Kind), PK: d.PK, Key: d.Key, Columns: changes(d.Columns)})
 			return nil
 		}})
-	if errors.Is(err, replay.ErrUnknownTable) {
+	if errors.Is(err, rebuild.ErrUnknownTable) {
 		err = fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return VerifySummary{Seq: st.Seq, Rows: st.Rows, Missing: st.Missing, Extra: st.Extra, Changed: st.Changed, Elapsed: st.Elapsed}, err
@@ -765,12 +781,12 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 	}
 	switch r.Kind {
 	case "undo", "restore":
-		var p *replay.Plan
+		var p *repair.Plan
 		var err error
 		if r.Kind == "undo" {
-			p, err = s.rp.PlanUndo(ctx, r.Cmd, replay.UndoOptions{Force: r.Force})
+			p, err = s.plans.PlanUndo(ctx, r.Cmd, repair.UndoOptions{Force: r.Force})
 		} else {
-			p, err = s.rp.PlanRestore(ctx, r.Table, part, out.Seq)
+			p, err = s.plans.PlanRestore(ctx, r.Table, part, out.Seq)
 		}
 		if errors.Is(err, replay.ErrNoOutcome) {
 			return out, nil, fmt.Errorf("%w: %w", ErrNotFound, err)
@@ -787,7 +803,7 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 				after = st.Target.Props
 			}
 			out.Steps = append(out.Steps, RepairStep{PK: st.PK, RK: st.RK, Op: string(st.Op), Conflict: st.Conflict,
-				Changes: changes(replay.Diff(before, after))})
+				Changes: changes(history.Diff(before, after))})
 		}
 		for _, c := range p.Commands {
 			out.Commands = append(out.Commands, c.ID)
@@ -802,7 +818,7 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 		}
 		out.Fingerprint = fingerprint(out.Commands)
 		return out, func() (RepairResult, error) {
-			applied, err := s.rp.Apply(ctx, p)
+			applied, err := s.plans.Apply(ctx, p)
 			var res RepairResult
 			for _, a := range applied {
 				e := JournalEntry{Seq: a.Outcome.Seq, ID: a.Command.ID, Table: a.Command.Table, PK: a.Command.PK, Kind: "command"}
@@ -812,9 +828,9 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 			return res, err
 		}, nil
 	case "prune":
-		cfg := replay.PruneConfig{Table: r.Table, Partition: part, Before: out.Seq}
+		cfg := retention.PruneConfig{Table: r.Table, Partition: part, Before: out.Seq}
 		var keys []string
-		_, err := s.rp.Prune(ctx, cfg, func(pp replay.PrunePartition) error {
+		_, err := s.pruner.Prune(ctx, cfg, func(pp retention.PrunePartition) error {
 			out.Counts = append(out.Counts, Count{What: fmt.Sprintf("partition %q: rows before seq %d", pp.PK, pp.Horizon), N: pp.Rows})
 			keys = append(keys, fmt.Sprintf("%s\x00%d\x00%d", pp.PK, pp.Horizon, pp.Rows))
 			return nil
@@ -829,7 +845,7 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 		return out, func() (RepairResult, error) {
 			cfg.Apply = true
 			var res RepairResult
-			_, err := s.rp.Prune(ctx, cfg, func(pp replay.PrunePartition) error {
+			_, err := s.pruner.Prune(ctx, cfg, func(pp retention.PrunePartition) error {
 				res.Counts = append(res.Counts, Count{What: fmt.Sprintf("partition %q: rows removed", pp.PK), N: pp.Rows})
 				if pp.Outcome != nil {
 					e := JournalEntry{Seq: pp.Outcome.Seq, ID: pp.Command, Table: r.Table, PK: pp.PK, Kind: "prune"}
@@ -841,12 +857,12 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 			return res, err
 		}, nil
 	case "erase":
-		t := replay.EraseTarget{Table: r.Table, PK: r.PK}
+		t := erasure.Target{Table: r.Table, PK: r.PK}
 		if r.Row {
 			rk := r.RK
 			t.RK = &rk
 		}
-		p, err := s.rp.PlanErase(ctx, t)
+		p, err := s.eraser.PlanErase(ctx, t)
 		if err != nil {
 			return out, nil, err
 		}
@@ -858,7 +874,7 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 		}
 		out.Fingerprint = fingerprint([]string{fmt.Sprint(p.TableRows, p.Journal, p.Kept, p.Changes, p.Outcomes)})
 		return out, func() (RepairResult, error) {
-			rc, err := s.rp.EraseKey(ctx, t, time.Now)
+			rc, err := s.eraser.EraseKey(ctx, t, time.Now)
 			if rc == nil {
 				return RepairResult{}, err
 			}
