@@ -108,6 +108,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServer(http.FS(static))))
 	h.mux.HandleFunc("GET /{$}", h.journal)
 	h.mux.HandleFunc("GET /journal", h.journal)
+	h.mux.HandleFunc("GET /activity", h.activity)
 	h.mux.HandleFunc("GET /command", h.command)
 	h.mux.HandleFunc("GET /row", h.row)
 	h.mux.HandleFunc("GET /asof", h.asof)

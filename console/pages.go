@@ -107,11 +107,10 @@ func (h *Handler) renderTemplate(w http.ResponseWriter, r *http.Request, page, t
 
 // journalPage is the data of the journal page.
 type journalPage struct {
-	Q        url.Values
-	From     string
-	Page     JournalPage
-	Latest   uint64
-	Activity chart
+	Q      url.Values
+	From   string
+	Page   JournalPage
+	Latest uint64
 }
 
 func (journalPage) title() string { return "Journal" }
@@ -146,10 +145,22 @@ func (h *Handler) journal(w http.ResponseWriter, r *http.Request) {
 	} else {
 		data.Latest = 1
 	}
-	if recent, err := h.cfg.Source.Recent(r.Context(), 2000); err == nil {
-		data.Activity = activityChart(recent, h.cfg.Now(), false)
-	}
 	h.render(w, r, "journal", data)
+}
+
+// recentOutcomes is how many of the newest outcomes the activity and
+// rejection charts count.
+const recentOutcomes = 2000
+
+// activity is the journal page's chart of commands per minute, loaded
+// after the page (htmx) so that the page's list does not wait for it.
+func (h *Handler) activity(w http.ResponseWriter, r *http.Request) {
+	recent, err := h.cfg.Source.Recent(r.Context(), recentOutcomes)
+	if err != nil {
+		h.httpError(w, r, err)
+		return
+	}
+	h.renderTemplate(w, r, "journal", "activity", activityChart(recent, h.cfg.Now(), false))
 }
 
 type commandPage struct {
@@ -275,7 +286,7 @@ func (h *Handler) healthData(r *http.Request) healthPage {
 	}
 	now := h.cfg.Now()
 	p.Lag = lagChart(h.lagSamples(), now)
-	if recent, err := h.cfg.Source.Recent(r.Context(), 2000); err == nil {
+	if recent, err := h.cfg.Source.Recent(r.Context(), recentOutcomes); err == nil {
 		p.Rejections = activityChart(recent, now, true)
 	}
 	return p

@@ -167,6 +167,30 @@ func (s *replaySource) Journal(ctx context.Context, q JournalQuery) (JournalPage
 	from = max(from, 1)
 	end := min(head, from+uint64(q.Scan)-1)
 	subj := filter(q.Table, q.PK, q.PK == "")
+	// Unfiltered by outcome or issuer, a page is its first Limit messages
+	// the subject filter matches: one read, stopped after them.
+	if q.Issuer == "" && q.Status == "" && q.Code == "" {
+		var es []JournalEntry
+		err := j.Read(ctx, from, end, subj, func(m journal.Msg) error {
+			if len(es) == q.Limit {
+				page.Next = m.Seq
+				return errStop
+			}
+			es = append(es, decodeEntry(m))
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return page, err
+		}
+		if err := s.attachOutcomes(ctx, es); err != nil {
+			return page, err
+		}
+		page.Entries = es
+		if page.Next == 0 && end < head {
+			page.Next = end + 1
+		}
+		return page, nil
+	}
 	const chunk = 500
 	for from <= end {
 		to := min(end, from+chunk-1)
@@ -567,7 +591,6 @@ func (s *replaySource) Steps(ctx context.Context, table, pk string, all bool, se
 	if err != nil {
 		return 0, 0, err
 	}
-	const window = 4096
 	// applied returns the sequences of the scope's applied commands in
 	// [from, to], in order.
 	applied := func(from, to uint64) ([]uint64, error) {
@@ -590,8 +613,11 @@ func (s *replaySource) Steps(ctx context.Context, table, pk string, all bool, se
 		}
 		return out, nil
 	}
-	for from, n := seq+1, 0; from <= head && next == 0 && n < 64; from, n = from+window, n+1 {
-		got, err := applied(from, min(head, from+window-1))
+	// Windows grow from small, so that the step next to a busy point
+	// costs a short read, and a far one a few long ones.
+	const first, most = 128, 1 << 16
+	for from, w := seq+1, uint64(first); from <= head && next == 0 && from <= seq+most; from, w = from+w, w*4 {
+		got, err := applied(from, min(head, from+w-1))
 		if err != nil {
 			return 0, 0, err
 		}
@@ -599,10 +625,10 @@ func (s *replaySource) Steps(ctx context.Context, table, pk string, all bool, se
 			next = got[0]
 		}
 	}
-	for to, n := min(seq, head+1), 0; to > 1 && prev == 0 && n < 64; n++ {
+	for to, w := min(seq, head+1), uint64(first); to > 1 && prev == 0 && to+most > seq; w *= 4 {
 		from := uint64(1)
-		if to > window {
-			from = to - window
+		if to > w {
+			from = to - w
 		}
 		got, err := applied(from, to-1)
 		if err != nil {
