@@ -167,29 +167,8 @@ func (s *replaySource) Journal(ctx context.Context, q JournalQuery) (JournalPage
 	from = max(from, 1)
 	end := min(head, from+uint64(q.Scan)-1)
 	subj := filter(q.Table, q.PK, q.PK == "")
-	// Unfiltered by outcome or issuer, a page is its first Limit messages
-	// the subject filter matches: one read, stopped after them.
 	if q.Issuer == "" && q.Status == "" && q.Code == "" {
-		var es []JournalEntry
-		err := j.Read(ctx, from, end, subj, func(m journal.Msg) error {
-			if len(es) == q.Limit {
-				page.Next = m.Seq
-				return errStop
-			}
-			es = append(es, decodeEntry(m))
-			return nil
-		})
-		if err != nil && !errors.Is(err, errStop) {
-			return page, err
-		}
-		if err := s.attachOutcomes(ctx, es); err != nil {
-			return page, err
-		}
-		page.Entries = es
-		if page.Next == 0 && end < head {
-			page.Next = end + 1
-		}
-		return page, nil
+		return s.journalRange(ctx, j, page, from, end, subj, q.Limit)
 	}
 	const chunk = 500
 	for from <= end {
@@ -222,6 +201,31 @@ func (s *replaySource) Journal(ctx context.Context, q JournalQuery) (JournalPage
 	}
 	if from <= head {
 		page.Next = from
+	}
+	return page, nil
+}
+
+// journalRange is a page unfiltered by outcome or issuer: its first limit
+// messages the subject filter matches, in one read stopped after them.
+func (s *replaySource) journalRange(ctx context.Context, j *journal.Journal, page JournalPage, from, end uint64, subj string, limit int) (JournalPage, error) {
+	var es []JournalEntry
+	err := j.Read(ctx, from, end, subj, func(m journal.Msg) error {
+		if len(es) == limit {
+			page.Next = m.Seq
+			return errStop
+		}
+		es = append(es, decodeEntry(m))
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return page, err
+	}
+	if err := s.attachOutcomes(ctx, es); err != nil {
+		return page, err
+	}
+	page.Entries = es
+	if page.Next == 0 && end < page.Head {
+		page.Next = end + 1
 	}
 	return page, nil
 }
@@ -807,110 +811,126 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 	}
 	switch r.Kind {
 	case "undo", "restore":
-		var p *repair.Plan
-		var err error
-		if r.Kind == "undo" {
-			p, err = s.plans.PlanUndo(ctx, r.Cmd, repair.UndoOptions{Force: r.Force})
-		} else {
-			p, err = s.plans.PlanRestore(ctx, r.Table, part, out.Seq)
-		}
-		if errors.Is(err, replay.ErrNoOutcome) {
-			return out, nil, fmt.Errorf("%w: %w", ErrNotFound, err)
-		} else if err != nil {
-			return out, nil, err
-		}
-		out.Table, out.PK, out.Seq = p.Table, p.PK, p.Seq
-		for _, st := range p.Steps {
-			var before, after events.Entity
-			if st.Exists {
-				before = st.Current.Props
-			}
-			if st.TargetExists {
-				after = st.Target.Props
-			}
-			out.Steps = append(out.Steps, RepairStep{PK: st.PK, RK: st.RK, Op: string(st.Op), Conflict: st.Conflict,
-				Changes: changes(history.Diff(before, after))})
-		}
-		for _, c := range p.Commands {
-			out.Commands = append(out.Commands, c.ID)
-		}
-		switch {
-		case p.Blocked():
-			out.Blocked = fmt.Sprintf("%d rows were changed again by later commands; undo with force to put them back all the same", len(p.Conflicts()))
-		case r.Kind == "undo" && p.Status != wire.StatusApplied:
-			out.Blocked = fmt.Sprintf("the command was %s: there is nothing to undo", p.Status)
-		case len(p.Commands) == 0:
-			out.Blocked = "nothing to do"
-		}
-		out.Fingerprint = fingerprint(out.Commands)
-		return out, func() (RepairResult, error) {
-			applied, err := s.plans.Apply(ctx, p)
-			var res RepairResult
-			for _, a := range applied {
-				e := JournalEntry{Seq: a.Outcome.Seq, ID: a.Command.ID, Table: a.Command.Table, PK: a.Command.PK, Kind: "command"}
-				outcomeInto(&e, a.Outcome)
-				res.Outcomes = append(res.Outcomes, e)
-			}
-			return res, err
-		}, nil
+		return s.planCommands(ctx, r, part, out)
 	case "prune":
-		cfg := retention.PruneConfig{Table: r.Table, Partition: part, Before: out.Seq}
-		var keys []string
-		_, err := s.pruner.Prune(ctx, cfg, func(pp retention.PrunePartition) error {
-			out.Counts = append(out.Counts, Count{What: fmt.Sprintf("partition %q: rows before seq %d", pp.PK, pp.Horizon), N: pp.Rows})
-			keys = append(keys, fmt.Sprintf("%s\x00%d\x00%d", pp.PK, pp.Horizon, pp.Rows))
-			return nil
-		})
-		if err != nil {
-			return out, nil, err
-		}
-		if len(keys) == 0 {
-			out.Blocked = "nothing to prune"
-		}
-		out.Fingerprint = fingerprint(keys)
-		return out, func() (RepairResult, error) {
-			cfg.Apply = true
-			var res RepairResult
-			_, err := s.pruner.Prune(ctx, cfg, func(pp retention.PrunePartition) error {
-				res.Counts = append(res.Counts, Count{What: fmt.Sprintf("partition %q: rows removed", pp.PK), N: pp.Rows})
-				if pp.Outcome != nil {
-					e := JournalEntry{Seq: pp.Outcome.Seq, ID: pp.Command, Table: r.Table, PK: pp.PK, Kind: "prune"}
-					outcomeInto(&e, *pp.Outcome)
-					res.Outcomes = append(res.Outcomes, e)
-				}
-				return nil
-			})
-			return res, err
-		}, nil
+		return s.planPrune(ctx, r, part, out)
 	case "erase":
-		t := erasure.Target{Table: r.Table, PK: r.PK}
-		if r.Row {
-			rk := r.RK
-			t.RK = &rk
-		}
-		p, err := s.eraser.PlanErase(ctx, t)
-		if err != nil {
-			return out, nil, err
-		}
-		out.Counts = []Count{{"table rows", int64(p.TableRows)}, {"journal commands", int64(len(p.Journal))},
-			{"journal commands kept (they touched other rows too)", int64(len(p.Kept))},
-			{"change events", int64(len(p.Changes))}, {"outcomes", int64(len(p.Outcomes))}}
-		if p.Empty() {
-			out.Blocked = "nothing of the key is left"
-		}
-		out.Fingerprint = fingerprint([]string{fmt.Sprint(p.TableRows, p.Journal, p.Kept, p.Changes, p.Outcomes)})
-		return out, func() (RepairResult, error) {
-			rc, err := s.eraser.EraseKey(ctx, t, time.Now)
-			if rc == nil {
-				return RepairResult{}, err
-			}
-			return RepairResult{Counts: []Count{{"table rows removed", int64(rc.Removed.TableRows)},
-				{"journal messages removed", int64(rc.Removed.JournalMsgs)}, {"change events removed", int64(rc.Removed.ChangeEvents)},
-				{"outcomes removed", int64(rc.Removed.Outcomes)}},
-				Outcomes: []JournalEntry{{Seq: rc.EraseSeq, ID: rc.EraseID, Table: rc.Table, Kind: "erase", Status: "applied"}}}, err
-		}, nil
+		return s.planErase(ctx, r, out)
 	}
 	return out, nil, fmt.Errorf("%w: unknown repair %q: want undo, restore, prune or erase", ErrBadRequest, r.Kind)
+}
+
+// planCommands plans an undo or a restore: the commands replay's repair
+// planner would publish.
+func (s *replaySource) planCommands(ctx context.Context, r Repair, part store.Partition, out RepairPlan) (RepairPlan, func() (RepairResult, error), error) {
+	var p *repair.Plan
+	var err error
+	if r.Kind == "undo" {
+		p, err = s.plans.PlanUndo(ctx, r.Cmd, repair.UndoOptions{Force: r.Force})
+	} else {
+		p, err = s.plans.PlanRestore(ctx, r.Table, part, out.Seq)
+	}
+	if errors.Is(err, replay.ErrNoOutcome) {
+		return out, nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+	} else if err != nil {
+		return out, nil, err
+	}
+	out.Table, out.PK, out.Seq = p.Table, p.PK, p.Seq
+	for _, st := range p.Steps {
+		var before, after events.Entity
+		if st.Exists {
+			before = st.Current.Props
+		}
+		if st.TargetExists {
+			after = st.Target.Props
+		}
+		out.Steps = append(out.Steps, RepairStep{PK: st.PK, RK: st.RK, Op: string(st.Op), Conflict: st.Conflict,
+			Changes: changes(history.Diff(before, after))})
+	}
+	for _, c := range p.Commands {
+		out.Commands = append(out.Commands, c.ID)
+	}
+	switch {
+	case p.Blocked():
+		out.Blocked = fmt.Sprintf("%d rows were changed again by later commands; undo with force to put them back all the same", len(p.Conflicts()))
+	case r.Kind == "undo" && p.Status != wire.StatusApplied:
+		out.Blocked = fmt.Sprintf("the command was %s: there is nothing to undo", p.Status)
+	case len(p.Commands) == 0:
+		out.Blocked = "nothing to do"
+	}
+	out.Fingerprint = fingerprint(out.Commands)
+	return out, func() (RepairResult, error) {
+		applied, err := s.plans.Apply(ctx, p)
+		var res RepairResult
+		for _, a := range applied {
+			e := JournalEntry{Seq: a.Outcome.Seq, ID: a.Command.ID, Table: a.Command.Table, PK: a.Command.PK, Kind: "command"}
+			outcomeInto(&e, a.Outcome)
+			res.Outcomes = append(res.Outcomes, e)
+		}
+		return res, err
+	}, nil
+}
+
+// planPrune plans the prunes of a partition or table before a point.
+func (s *replaySource) planPrune(ctx context.Context, r Repair, part store.Partition, out RepairPlan) (RepairPlan, func() (RepairResult, error), error) {
+	cfg := retention.PruneConfig{Table: r.Table, Partition: part, Before: out.Seq}
+	var keys []string
+	_, err := s.pruner.Prune(ctx, cfg, func(pp retention.PrunePartition) error {
+		out.Counts = append(out.Counts, Count{What: fmt.Sprintf("partition %q: rows before seq %d", pp.PK, pp.Horizon), N: pp.Rows})
+		keys = append(keys, fmt.Sprintf("%s\x00%d\x00%d", pp.PK, pp.Horizon, pp.Rows))
+		return nil
+	})
+	if err != nil {
+		return out, nil, err
+	}
+	if len(keys) == 0 {
+		out.Blocked = "nothing to prune"
+	}
+	out.Fingerprint = fingerprint(keys)
+	return out, func() (RepairResult, error) {
+		cfg.Apply = true
+		var res RepairResult
+		_, err := s.pruner.Prune(ctx, cfg, func(pp retention.PrunePartition) error {
+			res.Counts = append(res.Counts, Count{What: fmt.Sprintf("partition %q: rows removed", pp.PK), N: pp.Rows})
+			if pp.Outcome != nil {
+				e := JournalEntry{Seq: pp.Outcome.Seq, ID: pp.Command, Table: r.Table, PK: pp.PK, Kind: "prune"}
+				outcomeInto(&e, *pp.Outcome)
+				res.Outcomes = append(res.Outcomes, e)
+			}
+			return nil
+		})
+		return res, err
+	}, nil
+}
+
+// planErase plans the erase of a row or a partition: counts, never values.
+func (s *replaySource) planErase(ctx context.Context, r Repair, out RepairPlan) (RepairPlan, func() (RepairResult, error), error) {
+	t := erasure.Target{Table: r.Table, PK: r.PK}
+	if r.Row {
+		rk := r.RK
+		t.RK = &rk
+	}
+	p, err := s.eraser.PlanErase(ctx, t)
+	if err != nil {
+		return out, nil, err
+	}
+	out.Counts = []Count{{"table rows", int64(p.TableRows)}, {"journal commands", int64(len(p.Journal))},
+		{"journal commands kept (they touched other rows too)", int64(len(p.Kept))},
+		{"change events", int64(len(p.Changes))}, {"outcomes", int64(len(p.Outcomes))}}
+	if p.Empty() {
+		out.Blocked = "nothing of the key is left"
+	}
+	out.Fingerprint = fingerprint([]string{fmt.Sprint(p.TableRows, p.Journal, p.Kept, p.Changes, p.Outcomes)})
+	return out, func() (RepairResult, error) {
+		rc, err := s.eraser.EraseKey(ctx, t, time.Now)
+		if rc == nil {
+			return RepairResult{}, err
+		}
+		return RepairResult{Counts: []Count{{"table rows removed", int64(rc.Removed.TableRows)},
+			{"journal messages removed", int64(rc.Removed.JournalMsgs)}, {"change events removed", int64(rc.Removed.ChangeEvents)},
+			{"outcomes removed", int64(rc.Removed.Outcomes)}},
+			Outcomes: []JournalEntry{{Seq: rc.EraseSeq, ID: rc.EraseID, Table: rc.Table, Kind: "erase", Status: "applied"}}}, err
+	}, nil
 }
 
 func (s *replaySource) Apply(ctx context.Context, r Repair, want string) (RepairResult, error) {
