@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/consoleserve"
 	"github.com/tablejournal/tablejournal/cmd/internal/metrics"
 	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/internal/retry"
@@ -48,7 +49,8 @@ writers in other processes can publish, and the embedded table store, both
 under --data. With --nats it uses that server and starts none; with --tables
 it uses that table store (an Azure connection string, an https:// endpoint to
 sign in to with Microsoft Entra ID, or sqlite:PATH).
-With --metrics-addr it serves Prometheus /metrics, /healthz and /readyz.
+With --metrics-addr it serves Prometheus /metrics, /healthz and /readyz, and
+with --console-addr the web console (docs/console.md) on a listener of its own.
 
 Flags:
 `
@@ -96,6 +98,7 @@ type projectCmd struct {
 	data, listen, tables, shards string
 	noSync, logJSON              bool
 	logLevel, metricsAt          string
+	console                      consoleserve.Flags
 	natsFromEnv                  bool // --nats is $TABLEJOURNAL_NATS, not a flag
 }
 
@@ -123,6 +126,7 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.OutcomesMaxAge, "outcomes-max-age", 0, "how long the OUTCOMES stream keeps outcomes (default forever, or as the stream is; negative removes a limit)")
 	fs.DurationVar(&cfg.ChangesMaxAge, "changes-max-age", 0, "how long the CHANGES stream keeps change events (default forever, or as the stream is; negative removes a limit)")
 	fs.StringVar(&c.metricsAt, "metrics-addr", os.Getenv(EnvMetricsAddr), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464; off when empty (env "+EnvMetricsAddr+")")
+	c.console.Register(fs, "console-", "", "serve the web console on this address, apart from --metrics-addr, e.g. 127.0.0.1:8089; off when empty")
 	c.nf.Register(fs, "")
 	c.az.Register(fs)
 }
@@ -249,6 +253,14 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error
 	p, err := newProjector(ctx, js, st, cfg, log)
 	if err != nil {
 		return err
+	}
+	if c.console.Addr != "" {
+		s, err := startConsole(ctx, &c.console, js, st, cfg.Journal.Stream, log)
+		if err != nil {
+			return fmt.Errorf("--console-addr: %w", err)
+		}
+		defer s.Close()
+		log.Info("console serving", "url", s.URL)
 	}
 	ops.SetJournalShards(p.JournalShards())
 	ops.SetStats(p.Stats())
