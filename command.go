@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // Value is one typed property value: one of the eight EDM types of Azure
@@ -115,10 +116,10 @@ func (c *Command) IfVersion(v int64) *Command {
 	n := len(c.cmd.Ops)
 	switch {
 	case n == 0:
-		c.fail(&events.ValidationError{Field: "ops", Rule: events.RuleIfVersionWithoutOp,
+		c.fail(&rules.ValidationError{Field: "ops", Rule: rules.IfVersionWithoutOp,
 			Detail: fmt.Sprintf("IfVersion(%d) before any operation guards nothing: call it after the operation it guards", v)})
 	case c.cmd.Ops[n-1].IfVersion != nil:
-		c.fail(&events.ValidationError{Field: fmt.Sprintf("ops[%d].ifVersion", n-1), Rule: events.RuleIfVersionTwice,
+		c.fail(&rules.ValidationError{Field: fmt.Sprintf("ops[%d].ifVersion", n-1), Rule: rules.IfVersionTwice,
 			Detail: fmt.Sprintf("IfVersion(%d) after IfVersion(%d) on one operation: give it one guard", v, *c.cmd.Ops[n-1].IfVersion)})
 	default:
 		c.cmd.Ops[n-1].IfVersion = &v

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -99,7 +99,7 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 	}
 	if !store.ValidTableName(table) {
 		// A name with '.', '*' or '>' would even follow other tables.
-		return fmt.Errorf("tablejournal: follow %s: %w", name, &events.ValidationError{Field: "table", Rule: events.RuleTableName,
+		return fmt.Errorf("tablejournal: follow %s: %w", name, &rules.ValidationError{Field: "table", Rule: rules.TableName,
 			Detail: fmt.Sprintf("%q is not a table name: want ^[A-Za-z][A-Za-z0-9]{2,62}$", table)})
 	}
 	filter := wire.ChangeFilter(table)

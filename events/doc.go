@@ -25,8 +25,8 @@
 // rules.
 //
 // Decoding checks the form and every literal; Validate checks the limits.
-// Either way a bad command gives a *ValidationError naming the field and the
-// Rule it broke, which wraps ErrInvalid (checked with errors.Is). Rules are
+// Either way a bad command gives a *rules.ValidationError naming the field and the
+// rules.Rule it broke, which wraps rules.ErrInvalid (checked with errors.Is). Rules are
 // stable strings, fit to record as a rejection reason.
 //
 // Both encodings are deterministic (properties and meta keys sorted), and

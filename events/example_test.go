@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // A service builds a command, validates it, and encodes it for the
@@ -47,13 +48,13 @@ func Example() {
 }
 
 // Any bad input, found while decoding or by Validate, is a
-// *ValidationError wrapping ErrInvalid that names the field and the rule.
+// *rules.ValidationError wrapping rules.ErrInvalid that names the field and the rule.
 func ExampleValidationError() {
 	_, err := events.UnmarshalJSON([]byte(`{"id":"c1","table":"orders","pk":"p","ops":[
 		{"op":"upsert","rk":"r","entity":{"qty":"12x","qty@odata.type":"Edm.Int64"}}]}`))
-	var ve *events.ValidationError
-	if errors.Is(err, events.ErrInvalid) && errors.As(err, &ve) {
-		fmt.Println(ve.Rule == events.RuleBadInt64, ve.Field)
+	var ve *rules.ValidationError
+	if errors.Is(err, rules.ErrInvalid) && errors.As(err, &ve) {
+		fmt.Println(ve.Rule == rules.BadInt64, ve.Field)
 	}
 	fmt.Println(err)
 

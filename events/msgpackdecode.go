@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
@@ -21,8 +22,8 @@ import (
 // "Infinity", "-Infinity" or a decimal); an unannotated bin is a Binary.
 // It is strict otherwise, with the same rules as UnmarshalJSON: one map,
 // nothing after it, str map keys, valid UTF-8, no duplicates, no unknown
-// fields, "rk" in every operation. Every error is a *ValidationError
-// wrapping ErrInvalid. See Decode.
+// fields, "rk" in every operation. Every error is a *rules.ValidationError
+// wrapping rules.ErrInvalid. See Decode.
 func UnmarshalMsgpack(data []byte) (*Command, error) {
 	d := mpDecoders.Get().(*mpDecoder)
 	defer d.release()
@@ -32,7 +33,7 @@ func UnmarshalMsgpack(data []byte) (*Command, error) {
 		return nil, err
 	}
 	if d.r.Len() != 0 {
-		return nil, invalid("", RuleMalformed, "%d bytes after the command map", d.r.Len())
+		return nil, rules.Errorf("", rules.Malformed, "%d bytes after the command map", d.r.Len())
 	}
 	return c, nil
 }
@@ -95,7 +96,7 @@ func (d *mpDecoder) command() (*Command, error) {
 			var s string
 			if s, err = d.str(p); err == nil && s != "" {
 				if c.IssuedAt, err = ParseDateTime(s); err != nil {
-					err = p.fail(RuleBadDateTime, "%v", err)
+					err = p.fail(rules.BadDateTime, "%v", err)
 				}
 			}
 		case "meta":
@@ -111,7 +112,7 @@ func (d *mpDecoder) command() (*Command, error) {
 			return nil, err
 		}
 		if seen&bit != 0 {
-			return nil, p.fail(RuleDuplicateField, "field given twice")
+			return nil, p.fail(rules.DuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
@@ -125,14 +126,14 @@ func (d *mpDecoder) ops() ([]RowOp, error) {
 		return nil, d.nilOr(err)
 	}
 	if !isArray(c) {
-		return nil, p.fail(RuleMalformed, "ops is not an array")
+		return nil, p.fail(rules.Malformed, "ops is not an array")
 	}
 	n, err := d.dec.DecodeArrayLen()
 	if err != nil {
-		return nil, malformed(p.String(), err)
+		return nil, rules.MalformedInput(p.String(), err)
 	}
 	if n > d.r.Len() {
-		return nil, p.fail(RuleMalformed, "array of %d exceeds the input", n)
+		return nil, p.fail(rules.Malformed, "array of %d exceeds the input", n)
 	}
 	// Grow as the ops arrive: a lying header must not make a huge slice.
 	ops := make([]RowOp, 0, min(n, MaxOpsPerCommand))
@@ -179,7 +180,7 @@ func (d *mpDecoder) op(i int, op *RowOp) error {
 			return err
 		}
 		if seen&bit != 0 {
-			return p.fail(RuleDuplicateField, "field given twice")
+			return p.fail(rules.DuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
@@ -213,14 +214,14 @@ func (d *mpDecoder) ifVersion(p path) (*int64, error) {
 		return nil, d.nilOr(err)
 	}
 	if !isInt(c) {
-		return nil, p.fail(RuleMalformed, "ifVersion is not an integer")
+		return nil, p.fail(rules.Malformed, "ifVersion is not an integer")
 	}
 	v, wide, err := d.int(p)
 	if err != nil {
 		return nil, err
 	}
 	if wide != "" {
-		return nil, p.fail(RuleMalformed, "ifVersion %s is out of range", wide)
+		return nil, p.fail(rules.Malformed, "ifVersion %s is out of range", wide)
 	}
 	return &v, nil
 }
@@ -265,7 +266,7 @@ func (d *mpDecoder) annotation(name string) error {
 		return err
 	}
 	if !msgpcode.IsString(c) {
-		return p.fail(RuleBadAnnotation, "annotation is not a type name")
+		return p.fail(rules.BadAnnotation, "annotation is not a type name")
 	}
 	b, err := d.strBytes(p)
 	if err != nil {
@@ -276,7 +277,7 @@ func (d *mpDecoder) annotation(name string) error {
 			return d.b.addAnnotationType(name, Type(t))
 		}
 	}
-	return p.fail(RuleUnknownType, "unknown type %q", b)
+	return p.fail(rules.UnknownType, "unknown type %q", b)
 }
 
 // value reads a property value in its native kind.
@@ -310,9 +311,9 @@ func (d *mpDecoder) value(p path) (Value, error) {
 		b, err := d.dec.DecodeBytes()
 		return Binary(b), d.wrap(p, err)
 	case c == msgpcode.Nil:
-		return Value{}, p.fail(RuleMalformed, "nil is not a property value")
+		return Value{}, p.fail(rules.Malformed, "nil is not a property value")
 	}
-	return Value{}, p.fail(RuleMalformed, "a map, array or extension is not a property value")
+	return Value{}, p.fail(rules.Malformed, "a map, array or extension is not a property value")
 }
 
 // int reads any msgpack integer. A uint64 beyond int64 comes back as its
@@ -356,14 +357,14 @@ func (d *mpDecoder) meta() (map[string]string, error) {
 			return nil, err
 		}
 		if !msgpcode.IsString(c) {
-			return nil, kp.fail(RuleMalformed, "meta value is not a string")
+			return nil, kp.fail(rules.Malformed, "meta value is not a string")
 		}
 		v, err := d.str(kp)
 		if err != nil {
 			return nil, err
 		}
 		if _, dup := m[key]; dup {
-			return nil, kp.fail(RuleDuplicateField, "meta key given twice")
+			return nil, kp.fail(rules.DuplicateField, "meta key given twice")
 		}
 		m[key] = v
 	}
@@ -377,14 +378,14 @@ func (d *mpDecoder) mapLen(p path, what string) (int, error) {
 		return 0, err
 	}
 	if !isMap(c) {
-		return 0, p.fail(RuleMalformed, "a %s is a map", what)
+		return 0, p.fail(rules.Malformed, "a %s is a map", what)
 	}
 	n, err := d.dec.DecodeMapLen()
 	if err != nil {
-		return 0, malformed(p.String(), err)
+		return 0, rules.MalformedInput(p.String(), err)
 	}
 	if 2*n > d.r.Len() {
-		return 0, p.fail(RuleMalformed, "map of %d entries exceeds the input", n)
+		return 0, p.fail(rules.Malformed, "map of %d entries exceeds the input", n)
 	}
 	return n, nil
 }
@@ -396,7 +397,7 @@ func (d *mpDecoder) key(p path) ([]byte, error) {
 		return nil, err
 	}
 	if !msgpcode.IsString(c) {
-		return nil, p.fail(RuleMalformed, "map key is not a string")
+		return nil, p.fail(rules.Malformed, "map key is not a string")
 	}
 	return d.strBytes(p)
 }
@@ -406,21 +407,21 @@ func (d *mpDecoder) strBytes(p path) ([]byte, error) {
 	if c, err := d.peek(p); err != nil {
 		return nil, err
 	} else if !msgpcode.IsString(c) {
-		return nil, p.fail(RuleMalformed, "not a string")
+		return nil, p.fail(rules.Malformed, "not a string")
 	}
 	n, err := d.dec.DecodeBytesLen()
 	if err != nil {
-		return nil, malformed(p.String(), err)
+		return nil, rules.MalformedInput(p.String(), err)
 	}
 	if n > d.r.Len() {
-		return nil, malformed(p.String(), io.ErrUnexpectedEOF)
+		return nil, rules.MalformedInput(p.String(), io.ErrUnexpectedEOF)
 	}
 	d.keyBuf = slices.Grow(d.keyBuf[:0], n)[:n]
 	if err := d.dec.ReadFull(d.keyBuf); err != nil {
-		return nil, malformed(p.String(), err)
+		return nil, rules.MalformedInput(p.String(), err)
 	}
 	if !utf8.Valid(d.keyBuf) {
-		return nil, p.fail(RuleInvalidUTF8, "not valid UTF-8")
+		return nil, p.fail(rules.InvalidUTF8, "not valid UTF-8")
 	}
 	return d.keyBuf, nil
 }
@@ -441,14 +442,14 @@ func (d *mpDecoder) nullableStr(p path) (s string, ok bool, err error) {
 		return "", false, d.wrap(p, d.dec.DecodeNil())
 	}
 	if !msgpcode.IsString(c) {
-		return "", false, p.fail(RuleMalformed, "not a string")
+		return "", false, p.fail(rules.Malformed, "not a string")
 	}
 	s, err = d.dec.DecodeString()
 	if err != nil {
-		return "", false, malformed(p.String(), err)
+		return "", false, rules.MalformedInput(p.String(), err)
 	}
 	if !utf8.ValidString(s) {
-		return "", false, p.fail(RuleInvalidUTF8, "not valid UTF-8")
+		return "", false, p.fail(rules.InvalidUTF8, "not valid UTF-8")
 	}
 	return s, true, nil
 }
@@ -470,16 +471,16 @@ func (d *mpDecoder) nilOr(err error) error {
 	return d.wrap(topPath(""), d.dec.DecodeNil())
 }
 
-// wrap turns a library error into a RuleMalformed *ValidationError.
+// wrap turns a library error into a rules.Malformed *rules.ValidationError.
 func (d *mpDecoder) wrap(p path, err error) error {
 	if err == nil {
 		return nil
 	}
-	var ve *ValidationError
+	var ve *rules.ValidationError
 	if errors.As(err, &ve) {
 		return err
 	}
-	return malformed(p.String(), err)
+	return rules.MalformedInput(p.String(), err)
 }
 
 func isMap(c byte) bool {

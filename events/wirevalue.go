@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // Both decoders first read each property value in its natural wire kind and
@@ -56,7 +58,7 @@ func (b *entityBuilder) add(key string, v Value) error {
 		return b.addAnnotation(name, v)
 	}
 	if _, dup := b.e[key]; dup {
-		return invalid(b.field(key), RuleDuplicateField, "property given twice")
+		return rules.Errorf(b.field(key), rules.DuplicateField, "property given twice")
 	}
 	b.e[key] = v
 	if v.Type == typeNumber || v.Type == typeWideInt {
@@ -67,11 +69,11 @@ func (b *entityBuilder) add(key string, v Value) error {
 
 func (b *entityBuilder) addAnnotation(name string, v Value) error {
 	if v.Type != TypeString {
-		return invalid(b.field(name+annotationSuffix), RuleBadAnnotation, "annotation is a %s, not a type name", kindName(v))
+		return rules.Errorf(b.field(name+annotationSuffix), rules.BadAnnotation, "annotation is a %s, not a type name", kindName(v))
 	}
 	t, ok := ParseType(v.Str)
 	if !ok {
-		return invalid(b.field(name+annotationSuffix), RuleUnknownType, "unknown type %q", v.Str)
+		return rules.Errorf(b.field(name+annotationSuffix), rules.UnknownType, "unknown type %q", v.Str)
 	}
 	return b.addAnnotationType(name, t)
 }
@@ -80,7 +82,7 @@ func (b *entityBuilder) addAnnotation(name string, v Value) error {
 func (b *entityBuilder) addAnnotationType(name string, t Type) error {
 	for _, a := range b.ann {
 		if a.name == name {
-			return invalid(b.field(name+annotationSuffix), RuleDuplicateField, "annotation given twice")
+			return rules.Errorf(b.field(name+annotationSuffix), rules.DuplicateField, "annotation given twice")
 		}
 	}
 	b.ann = append(b.ann, annotation{name, t})
@@ -93,7 +95,7 @@ func (b *entityBuilder) finish() (Entity, error) {
 	for _, a := range b.ann {
 		v, ok := b.e[a.name]
 		if !ok {
-			return nil, invalid(b.field(a.name+annotationSuffix), RuleBadAnnotation,
+			return nil, rules.Errorf(b.field(a.name+annotationSuffix), rules.BadAnnotation,
 				"annotation %s for a property the entity does not have", a.typ)
 		}
 		w, err := convert(v, a.typ)
@@ -120,7 +122,7 @@ func (b *entityBuilder) finish() (Entity, error) {
 
 // natural types an unannotated provisional value: an integer is an Int32,
 // any other number a Double.
-func natural(v Value) (Value, *ValidationError) {
+func natural(v Value) (Value, *rules.ValidationError) {
 	if v.Type == typeNumber && !isIntegerLiteral(v.Str) {
 		return parseDoubleValue(v.Str)
 	}
@@ -132,9 +134,9 @@ func natural(v Value) (Value, *ValidationError) {
 }
 
 // convert gives a value read in its wire kind the annotated type t. A kind
-// that cannot hold t is RuleBadAnnotation; a literal that does not parse
+// that cannot hold t is rules.BadAnnotation; a literal that does not parse
 // breaks the rule of t.
-func convert(v Value, t Type) (Value, *ValidationError) {
+func convert(v Value, t Type) (Value, *rules.ValidationError) {
 	switch t {
 	case TypeString, TypeBoolean:
 		if v.Type == t {
@@ -145,11 +147,11 @@ func convert(v Value, t Type) (Value, *ValidationError) {
 		case TypeInt32:
 			return v, nil
 		case typeWideInt:
-			return Value{}, invalid("", RuleBadInt32, "%d is out of the Int32 range", v.Int)
+			return Value{}, rules.Errorf("", rules.BadInt32, "%d is out of the Int32 range", v.Int)
 		case typeNumber:
 			n, err := strconv.ParseInt(v.Str, 10, 32)
 			if err != nil || !isIntegerLiteral(v.Str) {
-				return Value{}, invalid("", RuleBadInt32, "%s is not an Int32", v.Str)
+				return Value{}, rules.Errorf("", rules.BadInt32, "%s is not an Int32", v.Str)
 			}
 			return Int32(int32(n)), nil
 		}
@@ -159,11 +161,11 @@ func convert(v Value, t Type) (Value, *ValidationError) {
 			return Int64(v.Int), nil
 		case typeNumber, TypeString:
 			if !isIntegerLiteral(v.Str) {
-				return Value{}, invalid("", RuleBadInt64, "%q is not a decimal integer", v.Str)
+				return Value{}, rules.Errorf("", rules.BadInt64, "%q is not a decimal integer", v.Str)
 			}
 			n, err := strconv.ParseInt(v.Str, 10, 64)
 			if err != nil {
-				return Value{}, invalid("", RuleBadInt64, "%s is out of the Int64 range", v.Str)
+				return Value{}, rules.Errorf("", rules.BadInt64, "%s is out of the Int64 range", v.Str)
 			}
 			return Int64(n), nil
 		}
@@ -185,7 +187,7 @@ func convert(v Value, t Type) (Value, *ValidationError) {
 				return Double(math.Inf(-1)), nil
 			}
 			if !isNumberLiteral(v.Str) {
-				return Value{}, invalid("", RuleBadDouble, "%q is not a number, NaN, Infinity or -Infinity", v.Str)
+				return Value{}, rules.Errorf("", rules.BadDouble, "%q is not a number, NaN, Infinity or -Infinity", v.Str)
 			}
 			return parseDoubleValue(v.Str)
 		}
@@ -193,7 +195,7 @@ func convert(v Value, t Type) (Value, *ValidationError) {
 		if v.Type == TypeString {
 			tm, err := ParseDateTime(v.Str)
 			if err != nil {
-				return Value{}, invalid("", RuleBadDateTime, "%v", err)
+				return Value{}, rules.Errorf("", rules.BadDateTime, "%v", err)
 			}
 			return Value{Type: TypeDateTime, Time: tm}, nil
 		}
@@ -201,7 +203,7 @@ func convert(v Value, t Type) (Value, *ValidationError) {
 		if v.Type == TypeString {
 			g, err := ParseGuid(v.Str)
 			if err != nil {
-				return Value{}, invalid("", RuleBadGuid, "%v", err)
+				return Value{}, rules.Errorf("", rules.BadGuid, "%v", err)
 			}
 			return Value{Type: TypeGuid, Str: g}, nil
 		}
@@ -212,19 +214,19 @@ func convert(v Value, t Type) (Value, *ValidationError) {
 		case TypeString:
 			b, err := base64Std.DecodeString(v.Str)
 			if err != nil || strings.ContainsAny(v.Str, "\r\n") {
-				return Value{}, invalid("", RuleBadBinary, "not standard padded base64")
+				return Value{}, rules.Errorf("", rules.BadBinary, "not standard padded base64")
 			}
 			return Binary(b), nil
 		}
 	}
-	return Value{}, invalid("", RuleBadAnnotation, "%s annotation on a %s value", t, kindName(v))
+	return Value{}, rules.Errorf("", rules.BadAnnotation, "%s annotation on a %s value", t, kindName(v))
 }
 
 // parseDoubleValue parses a number literal that isNumberLiteral accepts.
-func parseDoubleValue(s string) (Value, *ValidationError) {
+func parseDoubleValue(s string) (Value, *rules.ValidationError) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return Value{}, invalid("", RuleBadDouble, "%s is out of the Double range", s)
+		return Value{}, rules.Errorf("", rules.BadDouble, "%s is out of the Double range", s)
 	}
 	return Double(f), nil
 }

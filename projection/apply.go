@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -127,7 +128,7 @@ func reject(code wire.Code, rule, format string, args ...any) error {
 // validate, CodeInvalid with the rule it broke.
 func rejection(err error) (wire.Code, string) {
 	var re *rejectError
-	var ve *events.ValidationError
+	var ve *rules.ValidationError
 	switch {
 	case errors.As(err, &re):
 		return re.code, re.rule
@@ -438,7 +439,7 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 		}
 	case events.OpUpsert, events.OpUpsertMerge:
 	default:
-		return reject(wire.CodeInvalid, string(events.RuleUnknownOp), "unknown op %q", kind)
+		return reject(wire.CodeInvalid, string(rules.UnknownOp), "unknown op %q", kind)
 	}
 	if kind == events.OpDelete {
 		s.Tip = nil

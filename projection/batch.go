@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
@@ -168,7 +168,7 @@ func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 	case err != nil:
 		e.Err = err
 	case e.ID != "" && e.ID != cmd.ID:
-		e.Err = fmt.Errorf("%w: Nats-Msg-Id %q differs from command id %q", events.ErrInvalid, e.ID, cmd.ID)
+		e.Err = fmt.Errorf("%w: Nats-Msg-Id %q differs from command id %q", rules.ErrInvalid, e.ID, cmd.ID)
 	default:
 		e.ID, e.Cmd = cmd.ID, cmd
 	}

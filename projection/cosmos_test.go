@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -43,7 +44,7 @@ func TestCosmosLimitsInBatch(t *testing.T) {
 	want := []struct {
 		status wire.Status
 		reason string
-	}{{wire.StatusRejected, string(events.RuleKeyTooLong)}, {wire.StatusRejected, string(events.RulePropertySystem)}, {wire.StatusApplied, ""}, {wire.StatusApplied, ""}}
+	}{{wire.StatusRejected, string(rules.KeyTooLong)}, {wire.StatusRejected, string(rules.PropertySystem)}, {wire.StatusApplied, ""}, {wire.StatusApplied, ""}}
 	if len(b.results) != len(want) {
 		t.Fatalf("%d results, want %d: %+v", len(b.results), len(want), b.results)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -264,9 +265,9 @@ func TestEraseInvalid(t *testing.T) {
 		m    journal.Msg
 		rule string
 	}{
-		{"values", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","entity":{"name":"Ada"}}`)), string(events.RuleUnknownField)},
+		{"values", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","entity":{"name":"Ada"}}`)), string(rules.UnknownField)},
 		{"subject", stored("journal.orders.0."+wire.PKToken("q"), msg.Data), wire.RuleSubjectMismatch},
-		{"rk", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","rk":"a#b"}`)), string(events.RuleKeyForbiddenChar)},
+		{"rk", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","rk":"a#b"}`)), string(rules.KeyForbiddenChar)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			table, pk, e := projection.EntryFromMsg(tt.m)

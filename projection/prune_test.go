@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
@@ -258,7 +259,7 @@ func TestPruneFutureHorizon(t *testing.T) {
 	var got projection.Result
 	err := projection.NewApplier(st, projection.ApplierConfig{}).Apply(context.Background(), "pruned", "p", []projection.Entry{e}, projection.Hooks{
 		BeforeCommit: func(_ context.Context, rs []projection.Result) error { got = rs[0]; return nil }})
-	if err != nil || got.Status != wire.StatusRejected || got.Rule != string(events.RulePruneFuture) || got.Code != wire.CodeInvalid {
+	if err != nil || got.Status != wire.StatusRejected || got.Rule != string(rules.PruneFuture) || got.Code != wire.CodeInvalid {
 		t.Fatalf("%v %+v", err, got)
 	}
 	if _, err := st.Get(context.Background(), "pruned", "p", rows.FenceKey); !errors.Is(err, store.ErrNotFound) {

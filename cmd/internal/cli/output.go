@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -194,7 +195,7 @@ type ErrorJSON struct {
 // it broke, if any.
 func ErrorResult(err error, id string) ErrorJSON {
 	e := ErrorJSON{ID: id, Error: err.Error(), Usage: errors.Is(err, ErrUsage)}
-	if ve := (*events.ValidationError)(nil); errors.As(err, &ve) {
+	if ve := (*rules.ValidationError)(nil); errors.As(err, &ve) {
 		e.Rule = string(ve.Rule)
 	}
 	return e

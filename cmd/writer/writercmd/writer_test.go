@@ -24,6 +24,7 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
@@ -318,7 +319,7 @@ func TestWriterUsageErrors(t *testing.T) {
 		{"bad encoding", up("--encoding", "xml"), []string{"--encoding", "msgpack or json"}},
 		{"bad timeout", up("--timeout", "0s"), []string{"--timeout"}},
 		{"bad if-version", up("--if-version", "x"), []string{"if-version"}},
-		{"if-version twice", append([]string{"replace"}, append(key, "--if-version", "9", "--if-version", "1")...), []string{"-if-version", "given twice (9, then 1)", string(events.RuleIfVersionTwice)}},
+		{"if-version twice", append([]string{"replace"}, append(key, "--if-version", "9", "--if-version", "1")...), []string{"-if-version", "given twice (9, then 1)", string(rules.IfVersionTwice)}},
 		{"positional after op", up("extra"), []string{`unexpected argument "extra"`}},
 		{"apply-only flag", up("--verbose"), []string{"--verbose is for apply only"}},
 		{"op flag on apply", []string{"apply", "--table", "orders", "f.jsonl"}, []string{"--table is not for apply"}},
@@ -358,17 +359,17 @@ func TestWriterInvalidCommand(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		rule events.Rule
+		rule rules.Rule
 	}{
-		{"table name", append([]string{"upsert", "--table", "ab"}, key...), events.RuleTableName},
-		{"id charset", append([]string{"upsert", "--table", "orders", "--id", "bad id"}, key...), events.RuleIDCharset},
-		{"key char", []string{"upsert", "--table", "orders", "--pk", "p", "--rk", "a#b"}, events.RuleKeyForbiddenChar},
-		{"reserved property", append([]string{"upsert", "--table", "orders", "--set", "_v=1"}, key...), events.RulePropertyReserved},
-		{"property name", append([]string{"upsert", "--table", "orders", "--set", "1abc=1"}, key...), events.RulePropertyName},
-		{"insert if version", append([]string{"insert", "--table", "orders", "--if-version", "1"}, key...), events.RuleInsertIfVersion},
-		{"negative if version", append([]string{"replace", "--table", "orders", "--if-version", "-1"}, key...), events.RuleIfVersionNegative},
-		{"binary too long", append([]string{"upsert", "--table", "orders", "--set", "b:binary=@" + big}, key...), events.RuleBinaryTooLong},
-		{"meta key", append([]string{"upsert", "--table", "orders", "--meta", "=v"}, key...), events.RuleMetaKey},
+		{"table name", append([]string{"upsert", "--table", "ab"}, key...), rules.TableName},
+		{"id charset", append([]string{"upsert", "--table", "orders", "--id", "bad id"}, key...), rules.IDCharset},
+		{"key char", []string{"upsert", "--table", "orders", "--pk", "p", "--rk", "a#b"}, rules.KeyForbiddenChar},
+		{"reserved property", append([]string{"upsert", "--table", "orders", "--set", "_v=1"}, key...), rules.PropertyReserved},
+		{"property name", append([]string{"upsert", "--table", "orders", "--set", "1abc=1"}, key...), rules.PropertyName},
+		{"insert if version", append([]string{"insert", "--table", "orders", "--if-version", "1"}, key...), rules.InsertIfVersion},
+		{"negative if version", append([]string{"replace", "--table", "orders", "--if-version", "-1"}, key...), rules.IfVersionNegative},
+		{"binary too long", append([]string{"upsert", "--table", "orders", "--set", "b:binary=@" + big}, key...), rules.BinaryTooLong},
+		{"meta key", append([]string{"upsert", "--table", "orders", "--meta", "=v"}, key...), rules.MetaKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
