@@ -6,29 +6,30 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // checkValue checks what both wire forms need to carry v exactly and what
 // Azure accepts for its type; not the size limits. The error has no Field:
 // the caller sets it.
-func checkValue(v Value) *rules.ValidationError {
+func checkValue(v edm.Value) *rules.ValidationError {
 	switch v.Type {
-	case TypeString:
+	case edm.TypeString:
 		if !utf8.ValidString(v.Str) {
 			return rules.Errorf("", rules.InvalidUTF8, "String value is not valid UTF-8")
 		}
-	case TypeInt32:
+	case edm.TypeInt32:
 		if v.Int < math.MinInt32 || v.Int > math.MaxInt32 {
-			return rules.Errorf("", rules.BadInt32, "%d is out of the Int32 range", v.Int)
+			return rules.Errorf("", rules.BadInt32, "%d is out of the edm.Int32 range", v.Int)
 		}
-	case TypeDateTime:
+	case edm.TypeDateTime:
 		return checkDateTime(v.Time)
-	case TypeGuid:
-		if g, err := ParseGuid(v.Str); err != nil || g != v.Str {
+	case edm.TypeGuid:
+		if g, err := edm.ParseGuid(v.Str); err != nil || g != v.Str {
 			return rules.Errorf("", rules.BadGuid, "%q is not a GUID in canonical lowercase 8-4-4-4-12 form", v.Str)
 		}
-	case TypeBoolean, TypeInt64, TypeDouble, TypeBinary:
+	case edm.TypeBoolean, edm.TypeInt64, edm.TypeDouble, edm.TypeBinary:
 	default:
 		return rules.Errorf("", rules.UnknownType, "unknown type %s", v.Type)
 	}
@@ -99,7 +100,7 @@ func checkWire(c *Command) (time.Time, error) {
 	return at, nil
 }
 
-func checkWireProperty(name string, v Value) *rules.ValidationError {
+func checkWireProperty(name string, v edm.Value) *rules.ValidationError {
 	if !utf8.ValidString(name) {
 		return rules.Errorf("", rules.InvalidUTF8, "property name is not valid UTF-8")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 )
 
@@ -106,10 +107,10 @@ func TestRoundTripAllTypes(t *testing.T) {
 	if ns := e["DT"].Time.Nanosecond(); ns != 123456700 {
 		t.Errorf("DateTime lost its 100 ns: %d", ns)
 	}
-	if !math.Signbit(e["DNegZero"].Float) || e["DIntegral"].Type != events.TypeDouble || !math.IsNaN(e["DNaN"].Float) {
+	if !math.Signbit(e["DNegZero"].Float) || e["DIntegral"].Type != edm.TypeDouble || !math.IsNaN(e["DNaN"].Float) {
 		t.Error("Double -0, 12.0 or NaN did not survive")
 	}
-	if len(e["Bin64K"].Bytes) != events.MaxBinaryBytes || e["BinEmpty"].Bytes == nil && e["BinEmpty"].Type != events.TypeBinary {
+	if len(e["Bin64K"].Bytes) != events.MaxBinaryBytes || e["BinEmpty"].Bytes == nil && e["BinEmpty"].Type != edm.TypeBinary {
 		t.Error("binary sizes did not survive")
 	}
 }
@@ -120,33 +121,33 @@ func TestUnmarshalJSONAzureForms(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		entity string
-		want   events.Value
+		want   edm.Value
 	}{
-		{"untyped string", `{"v":"x"}`, events.String("x")},
-		{"untyped bool", `{"v":true}`, events.Bool(true)},
-		{"untyped integer", `{"v":-12}`, events.Int32(-12)},
-		{"untyped -0 is an integer", `{"v":-0}`, events.Int32(0)},
-		{"untyped fraction", `{"v":1.0}`, events.Double(1)},
-		{"untyped exponent", `{"v":1e2}`, events.Double(100)},
-		{"untyped tiny", `{"v":1e-400}`, events.Double(0)},
-		{"annotation first", `{"v@odata.type":"Edm.Int64","v":"-9223372036854775808"}`, events.Int64(math.MinInt64)},
-		{"Int64 as number", `{"v":9007199254740993,"v@odata.type":"Edm.Int64"}`, events.Int64(9007199254740993)},
-		{"Int32 explicit", `{"v":7,"v@odata.type":"Edm.Int32"}`, events.Int32(7)},
-		{"String explicit", `{"v":"7","v@odata.type":"Edm.String"}`, events.String("7")},
-		{"Boolean explicit", `{"v":false,"v@odata.type":"Edm.Boolean"}`, events.Bool(false)},
-		{"Double integral", `{"v":12,"v@odata.type":"Edm.Double"}`, events.Double(12)},
-		{"Double NaN", `{"v":"NaN","v@odata.type":"Edm.Double"}`, events.Double(math.NaN())},
-		{"Double -Infinity", `{"v":"-Infinity","v@odata.type":"Edm.Double"}`, events.Double(math.Inf(-1))},
-		{"Double as string", `{"v":"-0.5","v@odata.type":"Edm.Double"}`, events.Double(-0.5)},
+		{"untyped string", `{"v":"x"}`, edm.String("x")},
+		{"untyped bool", `{"v":true}`, edm.Bool(true)},
+		{"untyped integer", `{"v":-12}`, edm.Int32(-12)},
+		{"untyped -0 is an integer", `{"v":-0}`, edm.Int32(0)},
+		{"untyped fraction", `{"v":1.0}`, edm.Double(1)},
+		{"untyped exponent", `{"v":1e2}`, edm.Double(100)},
+		{"untyped tiny", `{"v":1e-400}`, edm.Double(0)},
+		{"annotation first", `{"v@odata.type":"Edm.Int64","v":"-9223372036854775808"}`, edm.Int64(math.MinInt64)},
+		{"Int64 as number", `{"v":9007199254740993,"v@odata.type":"Edm.Int64"}`, edm.Int64(9007199254740993)},
+		{"Int32 explicit", `{"v":7,"v@odata.type":"Edm.Int32"}`, edm.Int32(7)},
+		{"String explicit", `{"v":"7","v@odata.type":"Edm.String"}`, edm.String("7")},
+		{"Boolean explicit", `{"v":false,"v@odata.type":"Edm.Boolean"}`, edm.Bool(false)},
+		{"Double integral", `{"v":12,"v@odata.type":"Edm.Double"}`, edm.Double(12)},
+		{"Double NaN", `{"v":"NaN","v@odata.type":"Edm.Double"}`, edm.Double(math.NaN())},
+		{"Double -Infinity", `{"v":"-Infinity","v@odata.type":"Edm.Double"}`, edm.Double(math.Inf(-1))},
+		{"Double as string", `{"v":"-0.5","v@odata.type":"Edm.Double"}`, edm.Double(-0.5)},
 		{"DateTime offset, no fraction", `{"v":"2026-11-21T11:00:00+01:00","v@odata.type":"Edm.DateTime"}`,
-			events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))},
+			edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))},
 		{"DateTime 100 ns", `{"v":"2026-11-21T10:00:00.0000001Z","v@odata.type":"Edm.DateTime"}`,
-			events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 100, time.UTC))},
+			edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 100, time.UTC))},
 		{"Guid braces upper", `{"v":"{C9DA6455-213D-42C9-9A79-3E9149A57833}","v@odata.type":"Edm.Guid"}`,
 			mustGuid("c9da6455-213d-42c9-9a79-3e9149a57833")},
-		{"Binary", `{"v":"AAEC","v@odata.type":"Edm.Binary"}`, events.Binary([]byte{0, 1, 2})},
-		{"Binary empty", `{"v":"","v@odata.type":"Edm.Binary"}`, events.Binary([]byte{})},
-		{"escaped key", `{"\u0076":"x"}`, events.String("x")},
+		{"Binary", `{"v":"AAEC","v@odata.type":"Edm.Binary"}`, edm.Binary([]byte{0, 1, 2})},
+		{"Binary empty", `{"v":"","v@odata.type":"Edm.Binary"}`, edm.Binary([]byte{})},
+		{"escaped key", `{"\u0076":"x"}`, edm.String("x")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := events.UnmarshalJSON([]byte(jsonCommand(tc.entity)))
@@ -278,21 +279,21 @@ func TestUnmarshalMsgpackTolerant(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		in   om
-		want events.Value
+		want edm.Value
 	}{
-		{"Int64 native", om{"v", int64(1) << 60, "v@odata.type", "Edm.Int64"}, events.Int64(1 << 60)},
-		{"Int64 small native", om{"v@odata.type", "Edm.Int64", "v", 3}, events.Int64(3)},
-		{"Int64 as str", om{"v", "9007199254740993", "v@odata.type", "Edm.Int64"}, events.Int64(9007199254740993)},
-		{"Int64 as uint64", om{"v", uint64(math.MaxInt64), "v@odata.type", "Edm.Int64"}, events.Int64(math.MaxInt64)},
-		{"Binary as str", om{"v", "AAEC", "v@odata.type", "Edm.Binary"}, events.Binary([]byte{0, 1, 2})},
-		{"Binary unannotated", om{"v", []byte{9}}, events.Binary([]byte{9})},
-		{"Double as str", om{"v", "Infinity", "v@odata.type", "Edm.Double"}, events.Double(math.Inf(1))},
-		{"Double as int", om{"v", 12, "v@odata.type", "Edm.Double"}, events.Double(12)},
-		{"Double as float32", om{"v", float32(0.5)}, events.Double(0.5)},
-		{"Double uint64 beyond int64", om{"v", uint64(math.MaxUint64), "v@odata.type", "Edm.Double"}, events.Double(math.MaxUint64)},
-		{"Int32 from uint8", om{"v", uint8(200)}, events.Int32(200)},
+		{"Int64 native", om{"v", int64(1) << 60, "v@odata.type", "Edm.Int64"}, edm.Int64(1 << 60)},
+		{"Int64 small native", om{"v@odata.type", "Edm.Int64", "v", 3}, edm.Int64(3)},
+		{"Int64 as str", om{"v", "9007199254740993", "v@odata.type", "Edm.Int64"}, edm.Int64(9007199254740993)},
+		{"Int64 as uint64", om{"v", uint64(math.MaxInt64), "v@odata.type", "Edm.Int64"}, edm.Int64(math.MaxInt64)},
+		{"Binary as str", om{"v", "AAEC", "v@odata.type", "Edm.Binary"}, edm.Binary([]byte{0, 1, 2})},
+		{"Binary unannotated", om{"v", []byte{9}}, edm.Binary([]byte{9})},
+		{"Double as str", om{"v", "Infinity", "v@odata.type", "Edm.Double"}, edm.Double(math.Inf(1))},
+		{"Double as int", om{"v", 12, "v@odata.type", "Edm.Double"}, edm.Double(12)},
+		{"Double as float32", om{"v", float32(0.5)}, edm.Double(0.5)},
+		{"Double uint64 beyond int64", om{"v", uint64(math.MaxUint64), "v@odata.type", "Edm.Double"}, edm.Double(math.MaxUint64)},
+		{"Int32 from uint8", om{"v", uint8(200)}, edm.Int32(200)},
 		{"DateTime", om{"v", "2026-11-21T10:00:00.1234567Z", "v@odata.type", "Edm.DateTime"},
-			events.DateTime(mustTime("2026-11-21T10:00:00.1234567Z"))},
+			edm.DateTime(mustTime("2026-11-21T10:00:00.1234567Z"))},
 		{"Guid", om{"v", "C9DA6455-213D-42C9-9A79-3E9149A57833", "v@odata.type", "Edm.Guid"},
 			mustGuid("c9da6455-213d-42c9-9a79-3e9149a57833")},
 	} {
@@ -492,27 +493,27 @@ func TestEncodeRejectsWhatCannotRoundTrip(t *testing.T) {
 		rule rules.Rule
 	}{
 		{"DateTime finer than 100 ns", func(c *events.Command) {
-			c.Ops[0].Entity["v"] = events.Value{Type: events.TypeDateTime, Time: time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC)}
+			c.Ops[0].Entity["v"] = edm.Value{Type: edm.TypeDateTime, Time: time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC)}
 		}, rules.BadDateTime},
 		{"DateTime zero", func(c *events.Command) {
-			c.Ops[0].Entity["v"] = events.Value{Type: events.TypeDateTime}
+			c.Ops[0].Entity["v"] = edm.Value{Type: edm.TypeDateTime}
 		}, rules.BadDateTime},
 		{"Int32 out of range", func(c *events.Command) {
-			c.Ops[0].Entity["v"] = events.Value{Type: events.TypeInt32, Int: 1 << 31}
+			c.Ops[0].Entity["v"] = edm.Value{Type: edm.TypeInt32, Int: 1 << 31}
 		}, rules.BadInt32},
 		{"Guid not canonical", func(c *events.Command) {
-			c.Ops[0].Entity["v"] = events.Value{Type: events.TypeGuid, Str: "C9DA6455-213D-42C9-9A79-3E9149A57833"}
+			c.Ops[0].Entity["v"] = edm.Value{Type: edm.TypeGuid, Str: "C9DA6455-213D-42C9-9A79-3E9149A57833"}
 		}, rules.BadGuid},
-		{"unknown type", func(c *events.Command) { c.Ops[0].Entity["v"] = events.Value{Type: 99} }, rules.UnknownType},
-		{"invalid UTF-8 value", func(c *events.Command) { c.Ops[0].Entity["v"] = events.String("\xff") }, rules.InvalidUTF8},
-		{"invalid UTF-8 name", func(c *events.Command) { c.Ops[0].Entity["\xff"] = events.String("") }, rules.InvalidUTF8},
-		{"annotation-like name", func(c *events.Command) { c.Ops[0].Entity["v@odata.type"] = events.String("") }, rules.PropertyName},
+		{"unknown type", func(c *events.Command) { c.Ops[0].Entity["v"] = edm.Value{Type: 99} }, rules.UnknownType},
+		{"invalid UTF-8 value", func(c *events.Command) { c.Ops[0].Entity["v"] = edm.String("\xff") }, rules.InvalidUTF8},
+		{"invalid UTF-8 name", func(c *events.Command) { c.Ops[0].Entity["\xff"] = edm.String("") }, rules.InvalidUTF8},
+		{"annotation-like name", func(c *events.Command) { c.Ops[0].Entity["v@odata.type"] = edm.String("") }, rules.PropertyName},
 		{"invalid UTF-8 pk", func(c *events.Command) { c.PK = "\xff" }, rules.InvalidUTF8},
 		{"invalid UTF-8 meta", func(c *events.Command) { c.Meta = map[string]string{"k": "\xff"} }, rules.InvalidUTF8},
 		{"issuedAt year 1", func(c *events.Command) { c.IssuedAt = time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC) }, rules.BadDateTime},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &events.Command{ID: "c", Table: "things", PK: "p", Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}
+			c := &events.Command{ID: "c", Table: "things", PK: "p", Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{}}}}
 			tc.mod(c)
 			for _, codec := range codecs {
 				_, err := codec.marshal(c)
@@ -546,7 +547,7 @@ func TestIssuedAtTruncatedTo100ns(t *testing.T) {
 func TestCommandEqual(t *testing.T) {
 	base := func() *events.Command {
 		return &events.Command{ID: "c", Table: "things", PK: "p", Ops: []events.RowOp{
-			{Op: events.OpUpsert, RK: "a", Entity: events.Entity{"x": events.Int32(1)}},
+			{Op: events.OpUpsert, RK: "a", Entity: edm.Entity{"x": edm.Int32(1)}},
 			{Op: events.OpDelete, RK: "b", IfVersion: ptr(2)},
 		}}
 	}
@@ -560,20 +561,20 @@ func TestCommandEqual(t *testing.T) {
 	}
 	b := base()
 	b.Meta = map[string]string{}
-	b.Ops[1].Entity = events.Entity{}
+	b.Ops[1].Entity = edm.Entity{}
 	if !a.Equal(b) {
-		t.Error("nil and empty Meta or Entity differ")
+		t.Error("nil and empty Meta or edm.Entity differ")
 	}
 	for name, mod := range map[string]func(*events.Command){
 		"id":             func(c *events.Command) { c.ID = "d" },
-		"value type":     func(c *events.Command) { c.Ops[0].Entity["x"] = events.Int64(1) },
+		"value type":     func(c *events.Command) { c.Ops[0].Entity["x"] = edm.Int64(1) },
 		"ifVersion nil":  func(c *events.Command) { c.Ops[1].IfVersion = nil },
 		"ifVersion":      func(c *events.Command) { c.Ops[1].IfVersion = ptr(3) },
 		"op order":       func(c *events.Command) { c.Ops[0], c.Ops[1] = c.Ops[1], c.Ops[0] },
 		"meta":           func(c *events.Command) { c.Meta = map[string]string{"k": ""} },
 		"issuedAt":       func(c *events.Command) { c.IssuedAt = time.Unix(1, 0) },
 		"fewer ops":      func(c *events.Command) { c.Ops = c.Ops[:1] },
-		"extra property": func(c *events.Command) { c.Ops[0].Entity["y"] = events.Int32(1) },
+		"extra property": func(c *events.Command) { c.Ops[0].Entity["y"] = edm.Int32(1) },
 	} {
 		c := base()
 		mod(c)

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
@@ -149,7 +150,7 @@ func (e *Erase) fields() ([][2]string, error) {
 		fs = append(fs, [2]string{"issuer", e.Issuer})
 	}
 	if !at.IsZero() {
-		fs = append(fs, [2]string{"issuedAt", FormatDateTime(at)})
+		fs = append(fs, [2]string{"issuedAt", edm.FormatDateTime(at)})
 	}
 	for _, f := range fs {
 		if !utf8.ValidString(f[1]) {
@@ -253,7 +254,7 @@ func DecodeErase(data []byte, contentType string) (*Erase, error) {
 			e.Issuer = val
 		case "issuedAt":
 			if val != "" {
-				if e.IssuedAt, err = ParseDateTime(val); err != nil {
+				if e.IssuedAt, err = edm.ParseDateTime(val); err != nil {
 					return nil, rules.Errorf(key, rules.BadDateTime, "%v", err)
 				}
 			}

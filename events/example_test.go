@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 )
 
@@ -17,10 +18,10 @@ func Example() {
 		Table: "orders",
 		PK:    "customer-42",
 		Ops: []events.RowOp{
-			{Op: events.OpUpsert, RK: "order-7", Entity: events.Entity{
-				"status": events.String("shipped"),
-				"total":  events.Double(12),
-				"qty":    events.Int64(9007199254740993),
+			{Op: events.OpUpsert, RK: "order-7", Entity: edm.Entity{
+				"status": edm.String("shipped"),
+				"total":  edm.Double(12),
+				"qty":    edm.Int64(9007199254740993),
 			}},
 			{Op: events.OpDelete, RK: "order-6", IfVersion: &ifVersion},
 		},
@@ -59,7 +60,7 @@ func ExampleValidationError() {
 	fmt.Println(err)
 
 	c := &events.Command{ID: "c2", Table: "orders", PK: "p", Ops: []events.RowOp{
-		{Op: events.OpUpsert, RK: "order#7", Entity: events.Entity{}},
+		{Op: events.OpUpsert, RK: "order#7", Entity: edm.Entity{}},
 	}}
 	fmt.Println(c.Validate())
 	// Output:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 )
 
@@ -105,7 +106,7 @@ func (d *jsonDecoder) command() (*Command, error) {
 			bit = fieldIssuedAt
 			var s string
 			if s, err = d.str(p); err == nil && s != "" {
-				if c.IssuedAt, err = ParseDateTime(s); err != nil {
+				if c.IssuedAt, err = edm.ParseDateTime(s); err != nil {
 					err = p.fail(rules.BadDateTime, "%v", err)
 				}
 			}
@@ -214,7 +215,7 @@ func (d *jsonDecoder) ifVersion(p path) (*int64, error) {
 	return &v, nil
 }
 
-func (d *jsonDecoder) entity(i int) (Entity, error) {
+func (d *jsonDecoder) entity(i int) (edm.Entity, error) {
 	p := entityPath(i)
 	tok, err := d.token(p)
 	if tok == nil || err != nil {
@@ -234,14 +235,14 @@ func (d *jsonDecoder) entity(i int) (Entity, error) {
 		if err != nil {
 			return nil, err
 		}
-		var v Value
+		var v edm.Value
 		switch t := tok.(type) {
 		case string:
-			v = String(t)
+			v = edm.String(t)
 		case bool:
-			v = Bool(t)
+			v = edm.Bool(t)
 		case json.Number:
-			v = Value{Type: typeNumber, Str: string(t)}
+			v = edm.Value{Type: typeNumber, Str: string(t)}
 		case nil:
 			if strings.HasSuffix(key, annotationSuffix) {
 				return nil, kp.fail(rules.BadAnnotation, "annotation is null, not a type name")

@@ -3,6 +3,7 @@ package events
 import (
 	"strings"
 
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 )
 
@@ -97,7 +98,7 @@ func (l Limits) Check(c *Command) error {
 				return propertyPath(i, name).fail(rules.PropertySystem, "%s is a property name %s reserves", name, l.Service)
 			}
 		}
-		total += EntitySize(c.PK, op.RK, op.Entity)
+		total += edm.EntitySize(c.PK, op.RK, op.Entity)
 	}
 	if total > l.TxBytes() {
 		return topPath("ops").fail(rules.CommandTooLarge, "entities total %d bytes, at most %d (%s: batches up to %d bytes)",

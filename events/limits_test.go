@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 )
 
@@ -22,7 +23,7 @@ func TestCosmosLimits(t *testing.T) {
 	}
 	withProp := func(name string) *events.Command {
 		c := validCommand()
-		c.Ops[0].Entity[name] = events.Int32(1)
+		c.Ops[0].Entity[name] = edm.Int32(1)
 		return c
 	}
 	sized := func(total int) *events.Command {

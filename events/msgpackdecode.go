@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
@@ -95,7 +96,7 @@ func (d *mpDecoder) command() (*Command, error) {
 			bit, p = fieldIssuedAt, topPath("issuedAt")
 			var s string
 			if s, err = d.str(p); err == nil && s != "" {
-				if c.IssuedAt, err = ParseDateTime(s); err != nil {
+				if c.IssuedAt, err = edm.ParseDateTime(s); err != nil {
 					err = p.fail(rules.BadDateTime, "%v", err)
 				}
 			}
@@ -226,7 +227,7 @@ func (d *mpDecoder) ifVersion(p path) (*int64, error) {
 	return &v, nil
 }
 
-func (d *mpDecoder) entity(i int) (Entity, error) {
+func (d *mpDecoder) entity(i int) (edm.Entity, error) {
 	p := entityPath(i)
 	c, err := d.peek(p)
 	if err != nil || c == msgpcode.Nil {
@@ -246,7 +247,7 @@ func (d *mpDecoder) entity(i int) (Entity, error) {
 			err = d.annotation(string(name))
 		} else {
 			key := string(k)
-			var v Value
+			var v edm.Value
 			if v, err = d.value(propertyPath(i, key)); err == nil {
 				err = d.b.add(key, v)
 			}
@@ -272,48 +273,48 @@ func (d *mpDecoder) annotation(name string) error {
 	if err != nil {
 		return err
 	}
-	for t, n := range typeNames {
-		if string(b) == n {
-			return d.b.addAnnotationType(name, Type(t))
+	for t := edm.TypeString; t <= edm.TypeBinary; t++ {
+		if string(b) == t.String() {
+			return d.b.addAnnotationType(name, t)
 		}
 	}
 	return p.fail(rules.UnknownType, "unknown type %q", b)
 }
 
 // value reads a property value in its native kind.
-func (d *mpDecoder) value(p path) (Value, error) {
+func (d *mpDecoder) value(p path) (edm.Value, error) {
 	c, err := d.peek(p)
 	if err != nil {
-		return Value{}, err
+		return edm.Value{}, err
 	}
 	switch {
 	case msgpcode.IsString(c):
 		s, err := d.str(p)
-		return String(s), err
+		return edm.String(s), err
 	case c == msgpcode.False || c == msgpcode.True:
 		b, err := d.dec.DecodeBool()
-		return Bool(b), d.wrap(p, err)
+		return edm.Bool(b), d.wrap(p, err)
 	case isInt(c):
 		n, wide, err := d.int(p)
 		switch {
 		case err != nil:
-			return Value{}, err
+			return edm.Value{}, err
 		case wide != "":
-			return Value{Type: typeNumber, Str: wide}, nil
+			return edm.Value{Type: typeNumber, Str: wide}, nil
 		case n < math.MinInt32 || n > math.MaxInt32:
-			return Value{Type: typeWideInt, Int: n}, nil
+			return edm.Value{Type: typeWideInt, Int: n}, nil
 		}
-		return Int32(int32(n)), nil
+		return edm.Int32(int32(n)), nil
 	case c == msgpcode.Float || c == msgpcode.Double:
 		f, err := d.dec.DecodeFloat64()
-		return Double(f), d.wrap(p, err)
+		return edm.Double(f), d.wrap(p, err)
 	case msgpcode.IsBin(c):
 		b, err := d.dec.DecodeBytes()
-		return Binary(b), d.wrap(p, err)
+		return edm.Binary(b), d.wrap(p, err)
 	case c == msgpcode.Nil:
-		return Value{}, p.fail(rules.Malformed, "nil is not a property value")
+		return edm.Value{}, p.fail(rules.Malformed, "nil is not a property value")
 	}
-	return Value{}, p.fail(rules.Malformed, "a map, array or extension is not a property value")
+	return edm.Value{}, p.fail(rules.Malformed, "a map, array or extension is not a property value")
 }
 
 // int reads any msgpack integer. A uint64 beyond int64 comes back as its

@@ -5,6 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 )
 
@@ -192,7 +193,7 @@ func (c *Command) validateOp(i int) (int, error) {
 			return 0, firstBadProperty(i, op.Entity)
 		}
 	}
-	size := EntitySize(c.PK, op.RK, op.Entity)
+	size := edm.EntitySize(c.PK, op.RK, op.Entity)
 	if size > MaxEntitySize {
 		return 0, entityPath(i).fail(rules.EntityTooLarge, "%d bytes, at most %d (%d minus %d for system columns)",
 			size, MaxEntitySize, MaxEntityBytes, SystemColumnsReserve)
@@ -201,7 +202,7 @@ func (c *Command) validateOp(i int) (int, error) {
 }
 
 // firstBadProperty finds, in name order, the property that fails.
-func firstBadProperty(i int, e Entity) error {
+func firstBadProperty(i int, e edm.Entity) error {
 	for _, name := range appendSortedKeys(nil, e) {
 		if err := checkProperty(name, e[name]); err != nil {
 			err.Field = propertyPath(i, name).String()
@@ -215,7 +216,7 @@ func firstBadProperty(i int, e Entity) error {
 var systemNames = map[string]bool{"PartitionKey": true, "RowKey": true, "Timestamp": true, "odata.etag": true}
 
 // checkProperty checks a property name and its value.
-func checkProperty(name string, v Value) *rules.ValidationError {
+func checkProperty(name string, v edm.Value) *rules.ValidationError {
 	if err := checkPropertyName(name); err != nil {
 		return err
 	}
@@ -223,9 +224,9 @@ func checkProperty(name string, v Value) *rules.ValidationError {
 		return err
 	}
 	switch {
-	case v.Type == TypeString && 2*utf16Len(v.Str) > MaxBinaryBytes:
+	case v.Type == edm.TypeString && 2*utf16Len(v.Str) > MaxBinaryBytes:
 		return rules.Errorf("", rules.StringTooLong, "%d UTF-16 characters, at most %d", utf16Len(v.Str), MaxBinaryBytes/2)
-	case v.Type == TypeBinary && len(v.Bytes) > MaxBinaryBytes:
+	case v.Type == edm.TypeBinary && len(v.Bytes) > MaxBinaryBytes:
 		return rules.Errorf("", rules.BinaryTooLong, "%d bytes, at most %d", len(v.Bytes), MaxBinaryBytes)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 )
 
@@ -17,7 +18,7 @@ import (
 const (
 	// typeNumber is a JSON number (or a msgpack uint64 beyond int64),
 	// its literal text in Str.
-	typeNumber Type = 0xF0 + iota
+	typeNumber edm.Type = 0xF0 + iota
 	// typeWideInt is a msgpack integer outside the Int32 range, in Int.
 	typeWideInt
 )
@@ -29,21 +30,21 @@ var base64Std = base64.StdEncoding.Strict()
 // annotation is one "name@odata.type": "Edm.X" pair of an entity.
 type annotation struct {
 	name string
-	typ  Type
+	typ  edm.Type
 }
 
 // entityBuilder collects the properties and annotations of one entity and
 // resolves them into typed values.
 type entityBuilder struct {
 	op      int // index of the operation, for error fields
-	e       Entity
+	e       edm.Entity
 	ann     []annotation
 	pending []string // names of properties holding a provisional type
 }
 
 func (b *entityBuilder) reset(op, sizeHint int) {
 	b.op = op
-	b.e = make(Entity, sizeHint)
+	b.e = make(edm.Entity, sizeHint)
 	b.ann = b.ann[:0]
 	b.pending = b.pending[:0]
 }
@@ -53,7 +54,7 @@ func (b *entityBuilder) field(name string) string { return propertyPath(b.op, na
 // add records one key of the entity object: a property in its natural
 // kind, or an annotation when key ends in "@odata.type" (then v must be a
 // String holding the type name).
-func (b *entityBuilder) add(key string, v Value) error {
+func (b *entityBuilder) add(key string, v edm.Value) error {
 	if name, ok := strings.CutSuffix(key, annotationSuffix); ok {
 		return b.addAnnotation(name, v)
 	}
@@ -67,11 +68,11 @@ func (b *entityBuilder) add(key string, v Value) error {
 	return nil
 }
 
-func (b *entityBuilder) addAnnotation(name string, v Value) error {
-	if v.Type != TypeString {
+func (b *entityBuilder) addAnnotation(name string, v edm.Value) error {
+	if v.Type != edm.TypeString {
 		return rules.Errorf(b.field(name+annotationSuffix), rules.BadAnnotation, "annotation is a %s, not a type name", kindName(v))
 	}
-	t, ok := ParseType(v.Str)
+	t, ok := edm.ParseType(v.Str)
 	if !ok {
 		return rules.Errorf(b.field(name+annotationSuffix), rules.UnknownType, "unknown type %q", v.Str)
 	}
@@ -79,7 +80,7 @@ func (b *entityBuilder) addAnnotation(name string, v Value) error {
 }
 
 // addAnnotationType records that property name has type t.
-func (b *entityBuilder) addAnnotationType(name string, t Type) error {
+func (b *entityBuilder) addAnnotationType(name string, t edm.Type) error {
 	for _, a := range b.ann {
 		if a.name == name {
 			return rules.Errorf(b.field(name+annotationSuffix), rules.DuplicateField, "annotation given twice")
@@ -91,7 +92,7 @@ func (b *entityBuilder) addAnnotationType(name string, t Type) error {
 
 // finish applies the annotations and gives every unannotated value its
 // natural type.
-func (b *entityBuilder) finish() (Entity, error) {
+func (b *entityBuilder) finish() (edm.Entity, error) {
 	for _, a := range b.ann {
 		v, ok := b.e[a.name]
 		if !ok {
@@ -122,11 +123,11 @@ func (b *entityBuilder) finish() (Entity, error) {
 
 // natural types an unannotated provisional value: an integer is an Int32,
 // any other number a Double.
-func natural(v Value) (Value, *rules.ValidationError) {
+func natural(v edm.Value) (edm.Value, *rules.ValidationError) {
 	if v.Type == typeNumber && !isIntegerLiteral(v.Str) {
 		return parseDoubleValue(v.Str)
 	}
-	w, err := convert(v, TypeInt32)
+	w, err := convert(v, edm.TypeInt32)
 	if err != nil {
 		err.Detail += "; annotate it as Edm.Int64"
 	}
@@ -136,115 +137,115 @@ func natural(v Value) (Value, *rules.ValidationError) {
 // convert gives a value read in its wire kind the annotated type t. A kind
 // that cannot hold t is rules.BadAnnotation; a literal that does not parse
 // breaks the rule of t.
-func convert(v Value, t Type) (Value, *rules.ValidationError) {
+func convert(v edm.Value, t edm.Type) (edm.Value, *rules.ValidationError) {
 	switch t {
-	case TypeString, TypeBoolean:
+	case edm.TypeString, edm.TypeBoolean:
 		if v.Type == t {
 			return v, nil
 		}
-	case TypeInt32:
+	case edm.TypeInt32:
 		switch v.Type {
-		case TypeInt32:
+		case edm.TypeInt32:
 			return v, nil
 		case typeWideInt:
-			return Value{}, rules.Errorf("", rules.BadInt32, "%d is out of the Int32 range", v.Int)
+			return edm.Value{}, rules.Errorf("", rules.BadInt32, "%d is out of the edm.Int32 range", v.Int)
 		case typeNumber:
 			n, err := strconv.ParseInt(v.Str, 10, 32)
 			if err != nil || !isIntegerLiteral(v.Str) {
-				return Value{}, rules.Errorf("", rules.BadInt32, "%s is not an Int32", v.Str)
+				return edm.Value{}, rules.Errorf("", rules.BadInt32, "%s is not an Int32", v.Str)
 			}
-			return Int32(int32(n)), nil
+			return edm.Int32(int32(n)), nil
 		}
-	case TypeInt64:
+	case edm.TypeInt64:
 		switch v.Type {
-		case TypeInt32, typeWideInt:
-			return Int64(v.Int), nil
-		case typeNumber, TypeString:
+		case edm.TypeInt32, typeWideInt:
+			return edm.Int64(v.Int), nil
+		case typeNumber, edm.TypeString:
 			if !isIntegerLiteral(v.Str) {
-				return Value{}, rules.Errorf("", rules.BadInt64, "%q is not a decimal integer", v.Str)
+				return edm.Value{}, rules.Errorf("", rules.BadInt64, "%q is not a decimal integer", v.Str)
 			}
 			n, err := strconv.ParseInt(v.Str, 10, 64)
 			if err != nil {
-				return Value{}, rules.Errorf("", rules.BadInt64, "%s is out of the Int64 range", v.Str)
+				return edm.Value{}, rules.Errorf("", rules.BadInt64, "%s is out of the edm.Int64 range", v.Str)
 			}
-			return Int64(n), nil
+			return edm.Int64(n), nil
 		}
-	case TypeDouble:
+	case edm.TypeDouble:
 		switch v.Type {
-		case TypeDouble:
+		case edm.TypeDouble:
 			return v, nil
-		case TypeInt32, typeWideInt:
-			return Double(float64(v.Int)), nil
+		case edm.TypeInt32, typeWideInt:
+			return edm.Double(float64(v.Int)), nil
 		case typeNumber:
 			return parseDoubleValue(v.Str)
-		case TypeString:
+		case edm.TypeString:
 			switch v.Str {
 			case "NaN":
-				return Double(math.NaN()), nil
+				return edm.Double(math.NaN()), nil
 			case "Infinity":
-				return Double(math.Inf(1)), nil
+				return edm.Double(math.Inf(1)), nil
 			case "-Infinity":
-				return Double(math.Inf(-1)), nil
+				return edm.Double(math.Inf(-1)), nil
 			}
 			if !isNumberLiteral(v.Str) {
-				return Value{}, rules.Errorf("", rules.BadDouble, "%q is not a number, NaN, Infinity or -Infinity", v.Str)
+				return edm.Value{}, rules.Errorf("", rules.BadDouble, "%q is not a number, NaN, Infinity or -Infinity", v.Str)
 			}
 			return parseDoubleValue(v.Str)
 		}
-	case TypeDateTime:
-		if v.Type == TypeString {
-			tm, err := ParseDateTime(v.Str)
+	case edm.TypeDateTime:
+		if v.Type == edm.TypeString {
+			tm, err := edm.ParseDateTime(v.Str)
 			if err != nil {
-				return Value{}, rules.Errorf("", rules.BadDateTime, "%v", err)
+				return edm.Value{}, rules.Errorf("", rules.BadDateTime, "%v", err)
 			}
-			return Value{Type: TypeDateTime, Time: tm}, nil
+			return edm.Value{Type: edm.TypeDateTime, Time: tm}, nil
 		}
-	case TypeGuid:
-		if v.Type == TypeString {
-			g, err := ParseGuid(v.Str)
+	case edm.TypeGuid:
+		if v.Type == edm.TypeString {
+			g, err := edm.ParseGuid(v.Str)
 			if err != nil {
-				return Value{}, rules.Errorf("", rules.BadGuid, "%v", err)
+				return edm.Value{}, rules.Errorf("", rules.BadGuid, "%v", err)
 			}
-			return Value{Type: TypeGuid, Str: g}, nil
+			return edm.Value{Type: edm.TypeGuid, Str: g}, nil
 		}
-	case TypeBinary:
+	case edm.TypeBinary:
 		switch v.Type {
-		case TypeBinary:
+		case edm.TypeBinary:
 			return v, nil
-		case TypeString:
+		case edm.TypeString:
 			b, err := base64Std.DecodeString(v.Str)
 			if err != nil || strings.ContainsAny(v.Str, "\r\n") {
-				return Value{}, rules.Errorf("", rules.BadBinary, "not standard padded base64")
+				return edm.Value{}, rules.Errorf("", rules.BadBinary, "not standard padded base64")
 			}
-			return Binary(b), nil
+			return edm.Binary(b), nil
 		}
 	}
-	return Value{}, rules.Errorf("", rules.BadAnnotation, "%s annotation on a %s value", t, kindName(v))
+	return edm.Value{}, rules.Errorf("", rules.BadAnnotation, "%s annotation on a %s value", t, kindName(v))
 }
 
 // parseDoubleValue parses a number literal that isNumberLiteral accepts.
-func parseDoubleValue(s string) (Value, *rules.ValidationError) {
+func parseDoubleValue(s string) (edm.Value, *rules.ValidationError) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return Value{}, rules.Errorf("", rules.BadDouble, "%s is out of the Double range", s)
+		return edm.Value{}, rules.Errorf("", rules.BadDouble, "%s is out of the edm.Double range", s)
 	}
-	return Double(f), nil
+	return edm.Double(f), nil
 }
 
 // kindName names the wire kind of a value read before typing.
-func kindName(v Value) string {
+func kindName(v edm.Value) string {
 	switch v.Type {
-	case TypeString:
+	case edm.TypeString:
 		return "string"
-	case TypeBoolean:
+	case edm.TypeBoolean:
 		return "boolean"
-	case TypeInt32, typeWideInt:
+	case edm.TypeInt32, typeWideInt:
 		return "integer"
 	case typeNumber:
 		return "number"
-	case TypeDouble:
+	case edm.TypeDouble:
 		return "float"
-	case TypeBinary:
+	case edm.TypeBinary:
 		return "binary"
 	}
 	return v.Type.String()

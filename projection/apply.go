@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
@@ -92,8 +93,8 @@ type Change struct {
 	RK      string
 	Kind    wire.ChangeOp
 	Version int64
-	Before  events.Entity // nil for wire.ChangeCreate
-	After   events.Entity // nil for wire.ChangeDelete
+	Before  edm.Entity // nil for wire.ChangeCreate
+	After   edm.Entity // nil for wire.ChangeDelete
 	// Partition marks the notice of a whole-partition erase (wire.ChangeErase).
 	Partition bool
 }
@@ -520,7 +521,7 @@ func rowCost(pk string, baseTip, tip *rows.Row, added []rows.Row) (ops, bytes in
 		bytes += sz
 	case tip == nil && baseTip != nil:
 		ops++
-		bytes += wireCost(events.EntitySize(pk, rows.TipKey(baseTip.RK), nil), nil)
+		bytes += wireCost(edm.EntitySize(pk, rows.TipKey(baseTip.RK), nil), nil)
 	}
 	return ops, bytes, nil
 }
@@ -535,7 +536,7 @@ func entityCost(pk string, r rows.Row) (int, error) {
 	return wireCost(sz, r.Props), nil
 }
 
-// encodedSize is events.EntitySize of r as stored (r.Encode() under
+// encodedSize is edm.EntitySize of r as stored (r.Encode() under
 // r.StoreKey()) without building the entity, which was a map per row image
 // priced, on the hot path, for a figure.
 func encodedSize(pk string, r rows.Row) int {
@@ -544,12 +545,12 @@ func encodedSize(pk string, r rows.Row) int {
 		if _, ok := r.Props[c.Name]; ok {
 			// Not from a valid command (names beginning with '_' are
 			// reserved): Encode overwrites it, so count what it stores.
-			return events.EntitySize(pk, r.StoreKey(), r.Encode())
+			return edm.EntitySize(pk, r.StoreKey(), r.Encode())
 		}
 	}
-	n := events.EntitySize(pk, r.StoreKey(), r.Props)
+	n := edm.EntitySize(pk, r.StoreKey(), r.Props)
 	for _, c := range sys[:cols] {
-		n += events.PropertySize(c.Name, c.Value)
+		n += edm.PropertySize(c.Name, c.Value)
 	}
 	return n
 }
@@ -561,9 +562,9 @@ const opWireOverhead = 512
 // wireCost estimates an entity's share of a transaction's request body,
 // which is what Azure holds to 4 MiB: Binary travels in base64, a third
 // larger than EntitySize counts it.
-func wireCost(size int, props events.Entity) int {
+func wireCost(size int, props edm.Entity) int {
 	for _, v := range props {
-		if v.Type == events.TypeBinary {
+		if v.Type == edm.TypeBinary {
 			size += (len(v.Bytes) + 2) / 3
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
@@ -14,13 +15,13 @@ import (
 // TestRejectionCodes: every rejection the batch makes carries the stable
 // code (and rule) of SPEC §5 beside its reason.
 func TestRejectionCodes(t *testing.T) {
-	many := events.Entity{}
+	many := edm.Entity{}
 	for i := range events.MaxProperties {
-		many[fmt.Sprintf("p%d", i)] = events.Int64(1)
+		many[fmt.Sprintf("p%d", i)] = edm.Int64(1)
 	}
-	big := events.Entity{"b": events.Binary(make([]byte, 60<<10))}
+	big := edm.Entity{"b": edm.Binary(make([]byte, 60<<10))}
 	for i := range 16 {
-		big[fmt.Sprintf("s%d", i)] = events.Binary(make([]byte, 60<<10))
+		big[fmt.Sprintf("s%d", i)] = edm.Binary(make([]byte, 60<<10))
 	}
 	tests := []struct {
 		name       string

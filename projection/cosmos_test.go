@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -16,11 +17,11 @@ import (
 // transactions.
 func TestCosmosLimitsInBatch(t *testing.T) {
 	big := func(rk string) events.RowOp {
-		return events.RowOp{Op: events.OpUpsert, RK: rk, Entity: events.Entity{
-			"a": events.Binary(make([]byte, 60<<10)), "b": events.Binary(make([]byte, 60<<10)),
-			"c": events.Binary(make([]byte, 60<<10)), "d": events.Binary(make([]byte, 60<<10)),
-			"e": events.Binary(make([]byte, 60<<10)), "f": events.Binary(make([]byte, 60<<10)),
-			"g": events.Binary(make([]byte, 60<<10)), "h": events.Binary(make([]byte, 60<<10))}}
+		return events.RowOp{Op: events.OpUpsert, RK: rk, Entity: edm.Entity{
+			"a": edm.Binary(make([]byte, 60<<10)), "b": edm.Binary(make([]byte, 60<<10)),
+			"c": edm.Binary(make([]byte, 60<<10)), "d": edm.Binary(make([]byte, 60<<10)),
+			"e": edm.Binary(make([]byte, 60<<10)), "f": edm.Binary(make([]byte, 60<<10)),
+			"g": edm.Binary(make([]byte, 60<<10)), "h": edm.Binary(make([]byte, 60<<10))}}
 	}
 	b := newTxn("p", map[string]*rowState{}, events.CosmosLimits)
 	b.seen = map[string]uint64{}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
@@ -37,7 +38,7 @@ func eraseWorkload(secret string) (p, q []projection.Entry) {
 			var ops []events.RowOp
 			for j := i; j < i+3; j++ {
 				ops = append(ops, events.RowOp{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", j),
-					Entity: events.Entity{"v": events.String(fmt.Sprintf("%s-%d-%d", secret, j, round))}})
+					Entity: edm.Entity{"v": edm.String(fmt.Sprintf("%s-%d-%d", secret, j, round))}})
 			}
 			e := cmdEntry(seq, fmt.Sprintf("p%d", seq), ops...)
 			p = append(p, e)
@@ -68,7 +69,7 @@ func holding(t *testing.T, st store.Store, table, s string) []string {
 	var keys []string
 	for _, e := range storedRows(t, st, table) {
 		for _, v := range e.Props {
-			if v.Type == events.TypeString && strings.Contains(v.Str, s) {
+			if v.Type == edm.TypeString && strings.Contains(v.Str, s) {
 				keys = append(keys, e.PK+"/"+e.RK)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -252,7 +253,7 @@ func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64,
 		if err != nil {
 			return nil, err
 		}
-		var before events.Entity
+		var before edm.Entity
 		if rv.Version > 0 {
 			prev, ok, err := rows.VersionAt(ctx, s, table, pk, rv.RK, seq-1)
 			if err == nil && (!ok || prev.Version != rv.Version-1) {

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // Validation shared by the backends, so that they refuse exactly what Azure
@@ -120,28 +121,28 @@ func ValidatePropertyName(name string) error {
 // a known type, an Int32 in range, a canonical Guid, a DateTime in years
 // 1601..9999 with 100 ns precision, valid UTF-8 strings (ErrInvalid); a
 // String or Binary of at most 64 KiB (ErrTooLarge).
-func ValidateValue(v events.Value) error {
+func ValidateValue(v edm.Value) error {
 	switch v.Type {
-	case events.TypeString:
+	case edm.TypeString:
 		if !utf8.ValidString(v.Str) {
 			return fmt.Errorf("string is not valid UTF-8: %w", ErrInvalid)
 		}
 		if n := utf16Len(v.Str) * 2; n > MaxValueBytes {
 			return fmt.Errorf("string of %d UTF-16 bytes, limit %d: %w", n, MaxValueBytes, ErrTooLarge)
 		}
-	case events.TypeBinary:
+	case edm.TypeBinary:
 		if n := len(v.Bytes); n > MaxValueBytes {
 			return fmt.Errorf("binary of %d bytes, limit %d: %w", n, MaxValueBytes, ErrTooLarge)
 		}
-	case events.TypeInt32:
+	case edm.TypeInt32:
 		if v.Int < -1<<31 || v.Int > 1<<31-1 {
 			return fmt.Errorf("Int32 %d out of range: %w", v.Int, ErrInvalid)
 		}
-	case events.TypeGuid:
-		if g, err := events.ParseGuid(v.Str); err != nil || g != v.Str {
+	case edm.TypeGuid:
+		if g, err := edm.ParseGuid(v.Str); err != nil || g != v.Str {
 			return fmt.Errorf("guid %q is not in canonical form: %w", v.Str, ErrInvalid)
 		}
-	case events.TypeDateTime:
+	case edm.TypeDateTime:
 		t := v.Time.UTC()
 		if t.Year() < 1601 || t.Year() > 9999 {
 			return fmt.Errorf("DateTime %v outside years 1601..9999: %w", t, ErrInvalid)
@@ -149,7 +150,7 @@ func ValidateValue(v events.Value) error {
 		if t.Nanosecond()%100 != 0 {
 			return fmt.Errorf("DateTime %v is finer than 100 ns: %w", t, ErrInvalid)
 		}
-	case events.TypeBoolean, events.TypeInt64, events.TypeDouble:
+	case edm.TypeBoolean, edm.TypeInt64, edm.TypeDouble:
 	default:
 		return fmt.Errorf("unknown type %v: %w", v.Type, ErrInvalid)
 	}
@@ -157,9 +158,9 @@ func ValidateValue(v events.Value) error {
 }
 
 // ValidateEntity checks one entity as written: its keys, at most
-// MaxProperties properties and events.EntitySize at most MaxEntityBytes
+// MaxProperties properties and edm.EntitySize at most MaxEntityBytes
 // (ErrTooLarge), and every property name and value.
-func ValidateEntity(pk, rk string, props events.Entity) error {
+func ValidateEntity(pk, rk string, props edm.Entity) error {
 	if err := ValidateKey(pk); err != nil {
 		return fmt.Errorf("partition key: %w", err)
 	}
@@ -174,7 +175,7 @@ func ValidateEntity(pk, rk string, props events.Entity) error {
 
 // ValidateProps checks every property name and value of props, without
 // the limits on the whole entity.
-func ValidateProps(props events.Entity) error {
+func ValidateProps(props edm.Entity) error {
 	for name, v := range props {
 		if err := ValidatePropertyName(name); err != nil {
 			return err
@@ -187,13 +188,13 @@ func ValidateProps(props events.Entity) error {
 }
 
 // CheckEntityLimits checks the limits on a whole entity: at most
-// MaxProperties properties and at most MaxEntityBytes by events.EntitySize.
+// MaxProperties properties and at most MaxEntityBytes by edm.EntitySize.
 // Backends also apply it to the result of a Merge.
-func CheckEntityLimits(pk, rk string, props events.Entity) error {
+func CheckEntityLimits(pk, rk string, props edm.Entity) error {
 	if len(props) > MaxProperties {
 		return fmt.Errorf("%d properties, limit %d: %w", len(props), MaxProperties, ErrTooLarge)
 	}
-	if n := events.EntitySize(pk, rk, props); n > MaxEntityBytes {
+	if n := edm.EntitySize(pk, rk, props); n > MaxEntityBytes {
 		return fmt.Errorf("entity of %d bytes, limit %d: %w", n, MaxEntityBytes, ErrTooLarge)
 	}
 	return nil
@@ -221,7 +222,7 @@ func ValidateTx(pk string, ops []Op) error {
 		if err := validateOp(pk, op, seen); err != nil {
 			return &TxError{Index: i, RK: op.RK, Err: err}
 		}
-		total += events.EntitySize(pk, op.RK, op.Props)
+		total += edm.EntitySize(pk, op.RK, op.Props)
 	}
 	if total > MaxTxBytes {
 		return fmt.Errorf("transaction of %d bytes, limit %d: %w", total, MaxTxBytes, ErrTooLarge)
@@ -248,7 +249,7 @@ func ValidateTxLimits(pk string, ops []Op, l events.Limits) error {
 				return &TxError{Index: i, RK: op.RK, Err: fmt.Errorf("property %s is reserved by %s: %w", name, l.Service, ErrInvalid)}
 			}
 		}
-		total += events.EntitySize(pk, op.RK, op.Props)
+		total += edm.EntitySize(pk, op.RK, op.Props)
 	}
 	if total > l.TxBytes() {
 		return fmt.Errorf("transaction of %d bytes, %s's limit %d: %w", total, l.Service, l.TxBytes(), ErrTooLarge)

@@ -16,7 +16,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -474,7 +474,7 @@ func (l *loader) block(pk string, es []store.Entity) error {
 			l.erasedRows++
 			continue
 		}
-		sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
+		sz := edm.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
 		if len(ops) > 0 && bytes+sz > replay.TxBudget {
 			if err := l.send(pk, ops); err != nil {
 				return err

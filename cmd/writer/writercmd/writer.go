@@ -18,6 +18,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
@@ -397,7 +398,7 @@ func (c *opCmd) build(op events.OpKind, now time.Time) (*events.Command, error) 
 			return nil, errors.New("--set: delete takes no properties")
 		}
 	} else {
-		row.Entity = make(events.Entity, len(c.sets))
+		row.Entity = make(edm.Entity, len(c.sets))
 		for _, s := range c.sets {
 			name, v, err := parseSet(s, os.ReadFile)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
@@ -258,7 +259,7 @@ func TestWriterWait(t *testing.T) {
 		// A client without Nats-Msg-Id published the command first, so
 		// JetStream does not know its ID: the projector finds it on the row.
 		cmd := &events.Command{ID: "w-dup-1", Table: "orders", PK: "w-dup", Ops: []events.RowOp{
-			{Op: events.OpUpsert, RK: "r1", Entity: events.Entity{"a": events.String("x")}}}}
+			{Op: events.OpUpsert, RK: "r1", Entity: edm.Entity{"a": edm.String("x")}}}}
 		first := writerPublishRaw(t, e.js, cmd)
 		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 30*time.Second), cmd.ID, first); err != nil || o.Status != wire.StatusApplied {
 			t.Fatalf("first publish: outcome %+v, %v", o, err)
