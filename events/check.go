@@ -21,7 +21,7 @@ func checkValue(v edm.Value) *rules.ValidationError {
 		}
 	case edm.TypeInt32:
 		if v.Int < math.MinInt32 || v.Int > math.MaxInt32 {
-			return rules.Errorf("", rules.BadInt32, "%d is out of the edm.Int32 range", v.Int)
+			return rules.Errorf("", rules.BadInt32, "%d is out of the Int32 range", v.Int)
 		}
 	case edm.TypeDateTime:
 		return checkDateTime(v.Time)

@@ -563,7 +563,7 @@ func TestCommandEqual(t *testing.T) {
 	b.Meta = map[string]string{}
 	b.Ops[1].Entity = edm.Entity{}
 	if !a.Equal(b) {
-		t.Error("nil and empty Meta or edm.Entity differ")
+		t.Error("nil and empty Meta or Entity differ")
 	}
 	for name, mod := range map[string]func(*events.Command){
 		"id":             func(c *events.Command) { c.ID = "d" },

@@ -148,7 +148,7 @@ func convert(v edm.Value, t edm.Type) (edm.Value, *rules.ValidationError) {
 		case edm.TypeInt32:
 			return v, nil
 		case typeWideInt:
-			return edm.Value{}, rules.Errorf("", rules.BadInt32, "%d is out of the edm.Int32 range", v.Int)
+			return edm.Value{}, rules.Errorf("", rules.BadInt32, "%d is out of the Int32 range", v.Int)
 		case typeNumber:
 			n, err := strconv.ParseInt(v.Str, 10, 32)
 			if err != nil || !isIntegerLiteral(v.Str) {
@@ -166,7 +166,7 @@ func convert(v edm.Value, t edm.Type) (edm.Value, *rules.ValidationError) {
 			}
 			n, err := strconv.ParseInt(v.Str, 10, 64)
 			if err != nil {
-				return edm.Value{}, rules.Errorf("", rules.BadInt64, "%s is out of the edm.Int64 range", v.Str)
+				return edm.Value{}, rules.Errorf("", rules.BadInt64, "%s is out of the Int64 range", v.Str)
 			}
 			return edm.Int64(n), nil
 		}
@@ -227,7 +227,7 @@ func convert(v edm.Value, t edm.Type) (edm.Value, *rules.ValidationError) {
 func parseDoubleValue(s string) (edm.Value, *rules.ValidationError) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return edm.Value{}, rules.Errorf("", rules.BadDouble, "%s is out of the edm.Double range", s)
+		return edm.Value{}, rules.Errorf("", rules.BadDouble, "%s is out of the Double range", s)
 	}
 	return edm.Double(f), nil
 }
