@@ -171,26 +171,8 @@ func convert(v edm.Value, t edm.Type) (edm.Value, *rules.ValidationError) {
 			return edm.Int64(n), nil
 		}
 	case edm.TypeDouble:
-		switch v.Type {
-		case edm.TypeDouble:
-			return v, nil
-		case edm.TypeInt32, typeWideInt:
-			return edm.Double(float64(v.Int)), nil
-		case typeNumber:
-			return parseDoubleValue(v.Str)
-		case edm.TypeString:
-			switch v.Str {
-			case "NaN":
-				return edm.Double(math.NaN()), nil
-			case "Infinity":
-				return edm.Double(math.Inf(1)), nil
-			case "-Infinity":
-				return edm.Double(math.Inf(-1)), nil
-			}
-			if !isNumberLiteral(v.Str) {
-				return edm.Value{}, rules.Errorf("", rules.BadDouble, "%q is not a number, NaN, Infinity or -Infinity", v.Str)
-			}
-			return parseDoubleValue(v.Str)
+		if w, ok, err := toDouble(v); ok {
+			return w, err
 		}
 	case edm.TypeDateTime:
 		if v.Type == edm.TypeString {
@@ -221,6 +203,35 @@ func convert(v edm.Value, t edm.Type) (edm.Value, *rules.ValidationError) {
 		}
 	}
 	return edm.Value{}, rules.Errorf("", rules.BadAnnotation, "%s annotation on a %s value", t, kindName(v))
+}
+
+// toDouble gives v the type Double; ok is false for a kind that cannot
+// hold a Double.
+func toDouble(v edm.Value) (edm.Value, bool, *rules.ValidationError) {
+	switch v.Type {
+	case edm.TypeDouble:
+		return v, true, nil
+	case edm.TypeInt32, typeWideInt:
+		return edm.Double(float64(v.Int)), true, nil
+	case typeNumber:
+		w, err := parseDoubleValue(v.Str)
+		return w, true, err
+	case edm.TypeString:
+		switch v.Str {
+		case "NaN":
+			return edm.Double(math.NaN()), true, nil
+		case "Infinity":
+			return edm.Double(math.Inf(1)), true, nil
+		case "-Infinity":
+			return edm.Double(math.Inf(-1)), true, nil
+		}
+		if !isNumberLiteral(v.Str) {
+			return edm.Value{}, true, rules.Errorf("", rules.BadDouble, "%q is not a number, NaN, Infinity or -Infinity", v.Str)
+		}
+		w, err := parseDoubleValue(v.Str)
+		return w, true, err
+	}
+	return edm.Value{}, false, nil
 }
 
 // parseDoubleValue parses a number literal that isNumberLiteral accepts.
