@@ -157,22 +157,6 @@ func validateValue(v edm.Value) error {
 	return nil
 }
 
-// validateEntity checks one entity as written: its keys, at most
-// MaxProperties properties and edm.EntitySize at most MaxEntityBytes
-// (ErrTooLarge), and every property name and value.
-func validateEntity(pk, rk string, props edm.Entity) error {
-	if err := ValidateKey(pk); err != nil {
-		return fmt.Errorf("partition key: %w", err)
-	}
-	if err := ValidateKey(rk); err != nil {
-		return fmt.Errorf("row key: %w", err)
-	}
-	if err := validateProps(props); err != nil {
-		return err
-	}
-	return CheckEntityLimits(pk, rk, props)
-}
-
 // validateProps checks every property name and value of props, without
 // the limits on the whole entity.
 func validateProps(props edm.Entity) error {
@@ -203,8 +187,9 @@ func CheckEntityLimits(pk, rk string, props edm.Entity) error {
 // ValidateTx checks a transaction before it is sent: 1..MaxOps operations
 // (ErrInvalid, ErrTooLarge), a valid partition key, and per operation a known
 // kind, a valid RowKey not used by an earlier operation, IfMatch only on
-// Replace, Merge and Delete, and a valid entity (see validateEntity); then the
-// sum of the entities' sizes at most MaxTxBytes (ErrTooLarge). An error that
+// Replace, Merge and Delete, and a valid entity (its keys, at most
+// MaxProperties properties and edm.EntitySize at most MaxEntityBytes, every
+// property name and value); then the sum of the entities' sizes at most MaxTxBytes (ErrTooLarge). An error that
 // is one operation's fault is a *TxError naming it.
 func ValidateTx(pk string, ops []Op) error {
 	switch {
