@@ -78,7 +78,7 @@ FUZZTIME ?= 20s
 fuzz:
 	go test ./events -run '^$$' -fuzz FuzzDecodeJSON -fuzztime $(FUZZTIME)
 	go test ./events -run '^$$' -fuzz FuzzDecodeMsgpack -fuzztime $(FUZZTIME)
-	go test ./events -run '^$$' -fuzz FuzzReadBinary -fuzztime $(FUZZTIME)
+	go test ./events/edm -run '^$$' -fuzz FuzzReadBinary -fuzztime $(FUZZTIME)
 
 # Every benchmark suite, as one table of medians over 3 runs with the ratios
 # against their targets (cmd/benchreport; about 10 minutes on 2 cores).

@@ -21,7 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/status"
@@ -398,7 +398,7 @@ func (s *replaySource) History(ctx context.Context, table, pk, rk string) (RowHi
 	for i, r := range vs {
 		v := Version{Version: r.Version, Seq: r.Seq, At: r.At, Cmd: r.Cmd, Issuer: issuers[r.Seq],
 			Op: string(r.Op), Deleted: r.Deleted, Tip: r.Tip, Fields: fields(r.Props)}
-		var before, after events.Entity
+		var before, after edm.Entity
 		if prev != nil && !prev.Deleted {
 			before = prev.Props
 		}
@@ -567,7 +567,7 @@ func (s *replaySource) diffPartition(ctx context.Context, q AsOfQuery, pk string
 		default:
 			r.Kind = "changed"
 		}
-		var before, after events.Entity
+		var before, after edm.Entity
 		if inA {
 			before = ra.Props
 		}
@@ -697,7 +697,7 @@ func (s *replaySource) Health(ctx context.Context) (Health, error) {
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
 // fields renders an entity's properties, by name.
-func fields(e events.Entity) []Field {
+func fields(e edm.Entity) []Field {
 	out := make([]Field, 0, len(e))
 	for name, v := range e {
 		out = append(out, field(name, v))
@@ -706,7 +706,7 @@ func fields(e events.Entity) []Field {
 	return out
 }
 
-func field(name string, v events.Value) Field {
+func field(name string, v edm.Value) Field {
 	return Field{Name: name, Type: v.Type.String(), Value: v.Text()}
 }
 
@@ -837,7 +837,7 @@ func (s *replaySource) planCommands(ctx context.Context, r Repair, part store.Pa
 	}
 	out.Table, out.PK, out.Seq = p.Table, p.PK, p.Seq
 	for _, st := range p.Steps {
-		var before, after events.Entity
+		var before, after edm.Entity
 		if st.Exists {
 			before = st.Current.Props
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
@@ -308,15 +309,15 @@ const minScrubValue = 8
 
 // scrubValues adds to values the string and binary properties of a row
 // that are at least minScrubValue bytes long, once each.
-func scrubValues(values [][]byte, props events.Entity) [][]byte {
+func scrubValues(values [][]byte, props edm.Entity) [][]byte {
 	for name, v := range props {
 		var b []byte
 		switch {
 		case strings.HasPrefix(name, "_"):
 			continue // system columns: IDs and operations, not the key's data
-		case v.Type == events.TypeString:
+		case v.Type == edm.TypeString:
 			b = []byte(v.Str)
-		case v.Type == events.TypeBinary:
+		case v.Type == edm.TypeBinary:
 			b = v.Bytes
 		}
 		if len(b) >= minScrubValue && !slices.ContainsFunc(values, func(o []byte) bool { return bytes.Equal(o, b) }) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/repair"
@@ -32,13 +33,13 @@ func TestPrunedReplay(t *testing.T) {
 			for i := range 40 {
 				pk := []string{"a", "b"}[i%2]
 				cmds = append(cmds, &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: pk,
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%3), Entity: events.Entity{"n": events.Int64(int64(i))}}}})
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%3), Entity: edm.Entity{"n": edm.Int64(int64(i))}}}})
 			}
 			seqs := e.Publish(cmds)
 			horizon := seqs[29]
 			prune := &events.Command{ID: table + "-prune", Table: table, PK: "a", Prune: &events.Prune{Horizon: horizon}}
 			more := []*events.Command{prune, {ID: table + "-after", Table: table, PK: "a",
-				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r0", Entity: events.Entity{"n": events.Int64(99)}}}}}
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r0", Entity: edm.Entity{"n": edm.Int64(99)}}}}}
 			e.Publish(more)
 			ids := []string{prune.ID, more[1].ID}
 			for _, c := range cmds {
@@ -98,7 +99,7 @@ func TestPrunePolicy(t *testing.T) {
 			var ids []string
 			for i := range 60 {
 				c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: events.Entity{"n": events.Int64(int64(i))}}}}
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: edm.Entity{"n": edm.Int64(int64(i))}}}}
 				if i == 30 {
 					c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r0"}
 				}
@@ -172,7 +173,7 @@ func TestPrunedCopy(t *testing.T) {
 			var ids []string
 			for i := range 12 {
 				c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b"}[i%2],
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int64(int64(i))}}}}
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int64(int64(i))}}}}
 				cmds = append(cmds, c)
 				ids = append(ids, c.ID)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
@@ -25,7 +26,7 @@ func TestRefusedPoints(t *testing.T) {
 			e := replaytest.NewEnv(t, b.Open(t))
 			table := replaytest.UniqueTable("Refuse")
 			seqs := e.Publish([]*events.Command{{ID: "rf1", Table: table, PK: "p",
-				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}})
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{}}}}})
 			e.Await([]string{"rf1"})
 			head := seqs[0]
 
@@ -60,7 +61,7 @@ func TestLoadWithoutJournal(t *testing.T) {
 	e := replaytest.NewEnv(t, b.Open(t))
 	table := replaytest.UniqueTable("Nojournal")
 	e.Publish([]*events.Command{{ID: "nj1", Table: table, PK: "p",
-		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}})
+		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{}}}}})
 	e.Await([]string{"nj1"})
 	var buf bytes.Buffer
 	if _, err := e.Snap.Take(e.Ctx, &buf, snapshot.Config{Table: table}); err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -277,14 +277,14 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 // copy lacks what the original lacks and must refuse where it refuses. ok
 // is false when there is nothing to carry.
 func fenceAt(stored, newest store.Entity, seq uint64) (store.Entity, bool) {
-	if s, ok := stored.Props[rows.ColSeq]; ok && s.Type == events.TypeInt64 && uint64(s.Int) <= seq {
+	if s, ok := stored.Props[rows.ColSeq]; ok && s.Type == edm.TypeInt64 && uint64(s.Int) <= seq {
 		return stored, true
 	}
 	h := rows.HorizonOf(stored.Props)
 	if newest.Props == nil && h.Seq == 0 {
 		return store.Entity{}, false
 	}
-	props := events.Entity{}
+	props := edm.Entity{}
 	if newest.Props != nil {
 		for _, c := range []string{rows.ColSeq, rows.ColCmd, rows.ColAt} {
 			props[c] = newest.Props[c]
@@ -292,11 +292,11 @@ func fenceAt(stored, newest store.Entity, seq uint64) (store.Entity, bool) {
 	} else {
 		// No row at or before seq, only a horizon: the fence says nothing
 		// was applied after the snapshot's sequence.
-		props[rows.ColSeq] = events.Int64(int64(seq))
-		props[rows.ColCmd] = events.String(h.Cmd)
+		props[rows.ColSeq] = edm.Int64(int64(seq))
+		props[rows.ColCmd] = edm.String(h.Cmd)
 		props[rows.ColAt] = stored.Props[rows.ColAt]
 	}
-	if es, ok := stored.Props[rows.ColEraseSeq]; ok && es.Type == events.TypeInt64 && uint64(es.Int) <= seq {
+	if es, ok := stored.Props[rows.ColEraseSeq]; ok && es.Type == edm.TypeInt64 && uint64(es.Int) <= seq {
 		props[rows.ColEraseSeq] = es
 	}
 	h.Put(props)
@@ -537,7 +537,7 @@ func (l *loader) block(pk string, es []store.Entity) error {
 			l.erasedRows++
 			continue
 		}
-		sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
+		sz := edm.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
 		if len(ops) > 0 && bytes+sz > replay.TxBudget {
 			if err := l.send(pk, ops); err != nil {
 				return err

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/store"
@@ -125,7 +125,7 @@ func TestRefusalsExplained(t *testing.T) {
 		cred := &azurite.Credential{}
 		owner := newSignedInStore(t, cred)
 		name := table(t, owner)
-		if _, err := owner.Transact(bg, name, "p", []store.Op{{Kind: store.Insert, RK: "r", Props: events.Entity{"n": events.Int32(1)}}}); err != nil {
+		if _, err := owner.Transact(bg, name, "p", []store.Op{{Kind: store.Insert, RK: "r", Props: edm.Entity{"n": edm.Int32(1)}}}); err != nil {
 			t.Fatal(err)
 		}
 		s, err := New(Config{Endpoint: reader, Credential: cred, CAFile: o.CAFile(), MaxRetries: -1})

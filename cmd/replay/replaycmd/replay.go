@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/repair"
@@ -259,7 +259,7 @@ func checkValues(fs *flag.FlagSet) error {
 		case valueFlags[f.Name] && v == "":
 			err = fmt.Errorf("--%s needs a value", f.Name)
 		case tableFlags[f.Name] && !store.ValidTableName(v):
-			err = fmt.Errorf("--%s %q: rule %s: a table name is 3 to 63 letters and digits, starting with a letter (^[A-Za-z][A-Za-z0-9]{2,62}$), and not \"tables\"", f.Name, v, events.RuleTableName)
+			err = fmt.Errorf("--%s %q: rule %s: a table name is 3 to 63 letters and digits, starting with a letter (^[A-Za-z][A-Za-z0-9]{2,62}$), and not \"tables\"", f.Name, v, rules.TableName)
 		}
 	})
 	return err

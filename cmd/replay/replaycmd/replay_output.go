@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
@@ -64,11 +64,11 @@ type diffJSON struct {
 	After   json.RawMessage `json:"after,omitempty"`
 }
 
-func diffOut(before, after events.Entity) *diffJSON {
-	var added, removed, was, now events.Entity
-	put := func(e *events.Entity, name string, v events.Value) {
+func diffOut(before, after edm.Entity) *diffJSON {
+	var added, removed, was, now edm.Entity
+	put := func(e *edm.Entity, name string, v edm.Value) {
 		if *e == nil {
-			*e = events.Entity{}
+			*e = edm.Entity{}
 		}
 		(*e)[name] = v
 	}
@@ -125,13 +125,13 @@ func (r asofRow) Text(w io.Writer) {
 	printProps(w, row.Props)
 }
 
-func printProps(w io.Writer, e events.Entity) {
+func printProps(w io.Writer, e edm.Entity) {
 	tw := cli.NewTab(w)
 	fmt.Fprintln(tw, "  PROPERTY\tTYPE\tVALUE")
 	for _, n := range cli.SortedNames(e) {
 		v := e[n]
 		text := v.Text()
-		if v.Type == events.TypeString {
+		if v.Type == edm.TypeString {
 			text = strconv.Quote(text)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", n, v.Type, text)
@@ -241,7 +241,7 @@ type prunedOut struct {
 
 func newHistory(table, pk, rk string, rows []rows.Row, diff bool) historyView {
 	h := historyView{PK: pk, RK: rk, Table: table, Versions: make([]replayRow, len(rows)), rows: rows, diff: diff}
-	var prev events.Entity // nil: the row did not exist
+	var prev edm.Entity // nil: the row did not exist
 	for i, r := range rows {
 		h.Versions[i] = rowOut(r)
 		if diff {
@@ -254,7 +254,7 @@ func newHistory(table, pk, rk string, rows []rows.Row, diff bool) historyView {
 }
 
 // liveProps is a version's properties, nil for a tombstone.
-func liveProps(r rows.Row) events.Entity {
+func liveProps(r rows.Row) edm.Entity {
 	if r.Deleted {
 		return nil
 	}
@@ -278,7 +278,7 @@ func (h historyView) Text(w io.Writer) {
 		what = "CHANGES"
 	}
 	fmt.Fprintf(tw, "V\tOP\tCMD\tSEQ\tAT\tSTATE\t%s\n", what)
-	var prev events.Entity // nil: the row did not exist
+	var prev edm.Entity // nil: the row did not exist
 	for _, r := range h.rows {
 		props := cli.PropsText(r.Props)
 		if h.diff {
@@ -305,7 +305,7 @@ func stateText(r rows.Row, other string) string {
 
 // diffText renders what changed from before to after: +added, -removed,
 // ~changed (old → new); a nil side is an absent row.
-func diffText(before, after events.Entity) string {
+func diffText(before, after edm.Entity) string {
 	text := ""
 	for _, c := range history.Diff(before, after) {
 		if text != "" {
