@@ -215,9 +215,10 @@ func TestRejections(t *testing.T) {
 
 // TestReadYourWrites: a read with AfterSeq sees the command at that
 // sequence, applied or rejected, and every earlier command of its
-// partition.
+// partition, whether the reading client published it (and knows its ID)
+// or another did (and it reads the journal for it).
 func TestReadYourWrites(t *testing.T) {
-	c := connect(t)
+	c, other := connect(t), connect(t)
 	ctx := testContext(t)
 	pk := fmt.Sprintf("ryw-%d", time.Now().UnixNano())
 	for i := range 20 {
@@ -225,7 +226,11 @@ func TestReadYourWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := c.Get(ctx, "ryw", pk, "row", tj.AfterSeq(pos.Seq))
+		reader := c
+		if i%2 == 1 {
+			reader = other
+		}
+		r, err := reader.Get(ctx, "ryw", pk, "row", tj.AfterSeq(pos.Seq))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,11 +254,33 @@ func TestReadYourWrites(t *testing.T) {
 	if len(rows) != 2 || rows[0].RK != "other" || rows[0].Seq != applied.Seq {
 		t.Fatalf("partition after a rejected command: %+v", rows)
 	}
-	// The deadline bounds the wait for a sequence never written.
-	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	if _, err := c.Get(short, "ryw", pk, "row", tj.AfterSeq(rejected.Seq+1_000_000)); err == nil {
-		t.Fatal("a read after a sequence not in the journal succeeded")
+	if rows, err := other.Partition(ctx, "ryw", pk, tj.AfterSeq(rejected.Seq)); err != nil || len(rows) != 2 {
+		t.Fatalf("partition after a rejected command, read by another client: %+v, %v", rows, err)
+	}
+	// A sequence past the journal's head is no Position of this journal:
+	// refused at once (issue 28, item 13), not waited for.
+	start := time.Now()
+	if _, err := c.Get(ctx, "ryw", pk, "row", tj.AfterSeq(rejected.Seq+1_000_000)); !errors.Is(err, tj.ErrInvalid) {
+		t.Fatalf("a read after a sequence past the journal's head: %v, want ErrInvalid", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the refusal of a sequence past the head took %s", took)
+	}
+}
+
+// TestWaitZeroPosition: Wait refuses a Position without ID or Seq at
+// once (issue 28, item 13) instead of waiting until the deadline.
+func TestWaitZeroPosition(t *testing.T) {
+	c := connect(t)
+	ctx := testContext(t)
+	for _, pos := range []tj.Position{{}, {ID: "x"}, {Seq: 1}} {
+		start := time.Now()
+		if _, err := c.Wait(ctx, pos); !errors.Is(err, tj.ErrInvalid) {
+			t.Fatalf("Wait(%+v) = %v, want ErrInvalid", pos, err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("Wait(%+v) took %s to refuse", pos, took)
+		}
 	}
 }
 

@@ -72,6 +72,8 @@ func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, req m
 	switch {
 	case r.Error != nil && r.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
 		return rawMsg{}, ErrNotFound
+	case r.Error != nil && r.Error.ErrCode == int(jetstream.JSErrCodeStreamNotFound):
+		return rawMsg{}, fmt.Errorf("get from %s: %w", stream, jetstream.ErrStreamNotFound)
 	case r.Error != nil:
 		return rawMsg{}, fmt.Errorf("get from %s: %s (%d)", stream, r.Error.Description, r.Error.ErrCode)
 	case r.Message == nil:

@@ -189,18 +189,16 @@ func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]wire
 
 // Await waits for the outcome of command id published at journal sequence
 // seq, and returns it rather than a later outcome of the same ID. It
-// subscribes before it reads, so an outcome stored at any moment is seen,
-// and it does not poll.
+// subscribes to the ID's outcomes before it looks up those stored, so an
+// outcome stored at any moment is seen, and it creates no consumer (see
+// OutcomeWatch).
 func (o *Outcomes) Await(ctx context.Context, id string, seq uint64) (wire.Outcome, error) {
-	var found wire.Outcome
-	err := o.read(ctx, wire.OutcomeSubject(id), 0, func(_ uint64, x wire.Outcome, _ uint64) bool {
-		found = x
-		return x.ID == id && x.Seq == seq
-	})
+	w, err := o.Watch(id)
 	if err != nil {
-		return wire.Outcome{}, fmt.Errorf("await the outcome of %s seq %d: %w", id, seq, err)
+		return wire.Outcome{}, err
 	}
-	return found, nil
+	defer w.Stop()
+	return w.Await(ctx, seq, true)
 }
 
 // Last returns the OUTCOMES sequence of the newest outcome stored (0 when
