@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -84,9 +85,9 @@ func NewApplier(s store.Store, cfg ApplierConfig) *Applier {
 // Stats returns the Applier's counters.
 func (a *Applier) Stats() *Stats { return a.stats }
 
-// Hooks let a caller of Apply (replay's rebuild) see the results of each
-// transaction at the points exactly-once needs. The projector takes the
-// same steps itself, without hooks (partitionRun, batch.go).
+// Hooks are what a caller of Apply adds around each transaction, at the
+// points exactly-once needs: the projector publishes outcomes and change
+// events there (batch.go), replay's rebuild counts the results.
 type Hooks struct {
 	// BeforeCommit receives the results that wrote nothing (rejected,
 	// duplicate, skipped) before the transaction of their batch commits, so
@@ -116,28 +117,34 @@ type view struct {
 }
 
 // Apply applies entries, all of table and pk and in journal order, handing
-// the results of each transaction to h. It returns nil once every entry
-// has a result handed to hooks; an error means a persistent store failure,
-// and entries from the failed batch on were not applied. The projector
-// takes the same steps itself, without hooks (batch.go).
+// the results of each transaction to h. It is the one driver of the
+// exactly-once path: the projector (batch.go) and replay's rebuild both
+// call it. Each transaction is decided on the table, its results that
+// wrote nothing go to h.BeforeCommit, it commits, and its applied results
+// go to h.AfterCommit; a transaction the table refused is decided again.
+// What a transaction is decided and committed as depends on its kind
+// (txKind). Apply returns nil once every entry has a result handed to
+// hooks; an error means a persistent store failure (or a hook's error),
+// and entries from the failed transaction on were not applied.
 func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, h Hooks) error {
-	run, err := a.partition(ctx, table, pk, entries)
+	r, err := a.partition(ctx, table, pk, entries)
 	if err != nil {
 		return err
 	}
-	for run.more() {
-		if err := run.decide(ctx); err != nil {
+	for r.next < len(r.entries) {
+		kind := kindOf(r.entries[r.next])
+		if err := kind.decide(ctx, r); err != nil {
 			return err
 		}
-		if err := callHook(ctx, h.BeforeCommit, run.results(), false); err != nil {
+		if err := callHook(ctx, h.BeforeCommit, r.tx.results, false); err != nil {
 			return err
 		}
-		committed, err := run.commit(ctx)
+		committed, err := kind.commit(ctx, r)
 		if err != nil {
 			return err
 		}
 		if committed {
-			if err := callHook(ctx, h.AfterCommit, run.results(), true); err != nil {
+			if err := callHook(ctx, h.AfterCommit, r.tx.results, true); err != nil {
 				return err
 			}
 		}
@@ -145,20 +152,40 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 	return nil
 }
 
+// txKind is a kind of transaction: how the transaction that starts at
+// r.entries[r.next] is decided on the table (decide sets r.tx to the
+// results of r.entries[r.next:r.end]) and committed (commit reports false
+// when the table was not as decided: the transaction is decided again).
+type txKind interface {
+	decide(ctx context.Context, r *partitionRun) error
+	commit(ctx context.Context, r *partitionRun) (bool, error)
+}
+
+// kindOf is the kind of the transaction that starts with e: a message that
+// cannot apply (rejectOnly), an erase (eraseTx, erase.go), a prune
+// (pruneTx, prune.go), else the commands that write rows (rowsTx).
+func kindOf(e Entry) txKind {
+	switch {
+	case e.Err != nil:
+		return rejectOnly{}
+	case e.Erase != nil:
+		return eraseTx{}
+	case isPrune(e):
+		return &pruneTx{}
+	}
+	return rowsTx{}
+}
+
+// ownTx reports whether e takes a transaction of its own kind (an erase,
+// a prune), after the ones before it.
+func ownTx(e Entry) bool { return e.Erase != nil || isPrune(e) }
+
 // partitionRun is one partition's entries on their way into the table, one
-// transaction at a time: decide the next transaction against the table
-// (decide), then commit it (commit), until every entry is committed
-// (more). Between the two the caller settles and publishes the results
-// that wrote nothing; after commit, the applied ones.
+// transaction at a time (Apply).
 type partitionRun struct {
 	a       *Applier
 	part    partKey
 	entries []Entry
-	// invalid: every entry is invalid (undecodable, or on a subject that
-	// names no valid table): each is rejected on its own, without reading
-	// the partition's rows or fence — its table may not even be a valid
-	// name — and nothing is written.
-	invalid bool
 	next    int // the first entry not committed
 	end     int // after decide: tx holds entries[next:end]
 	v       view
@@ -167,19 +194,17 @@ type partitionRun struct {
 	// RememberIDs every call's).
 	seen               map[string]uint64
 	contention, wedged int
-	// prune is the prune decided last, to commit (prune.go).
-	prune *pruneWork
 }
 
 // partition starts applying entries, all of table and pk and in journal
 // order.
 func (a *Applier) partition(ctx context.Context, table, pk string, entries []Entry) (*partitionRun, error) {
 	r := &partitionRun{a: a, part: partKey{table, pk}, entries: entries, seen: make(map[string]uint64)}
-	if len(touchedRKs(entries)) == 0 && !anyErase(entries) && !hasPrune(entries) {
-		r.invalid = true
+	// Only valid messages name a valid table: without one, nothing is read
+	// or written (rejectOnly).
+	if !slices.ContainsFunc(entries, func(e Entry) bool { return e.Err == nil }) {
 		return r, nil
 	}
-	// Only valid commands name a valid table.
 	if err := a.ensureTable(ctx, table); err != nil {
 		return nil, err
 	}
@@ -193,33 +218,47 @@ func (a *Applier) partition(ctx context.Context, table, pk string, entries []Ent
 	return r, nil
 }
 
-// more reports whether entries remain to be decided and committed.
-func (r *partitionRun) more() bool { return r.next < len(r.entries) }
+// newTxn starts the transaction at r.next on the view's rows.
+func (r *partitionRun) newTxn() *txn {
+	tx := newTxn(r.part.pk, r.v.rows, r.a.store.Limits())
+	tx.seen = r.seen
+	tx.er.to = r.v.f.eraseSeq
+	return tx
+}
 
-// results are the results of the transaction decided last, in journal
-// order; the caller may settle skipped ones in place before commit.
-func (r *partitionRun) results() []Result { return r.tx.results }
+// rejectOnly is a transaction of messages that cannot apply (undecodable,
+// invalid, or on a subject that names no valid table): each is rejected on
+// the message alone, without reading the partition's rows or fence (its
+// table may not even be a valid name), and nothing is written.
+type rejectOnly struct{}
 
-// decide decides the next transaction on the partition's rows as the table
+func (rejectOnly) decide(_ context.Context, r *partitionRun) error {
+	r.tx = newTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
+	for r.end = r.next; r.end < len(r.entries) && r.entries[r.end].Err != nil; r.end++ {
+		if err := r.tx.add(r.entries[r.end]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (rejectOnly) commit(_ context.Context, r *partitionRun) (bool, error) {
+	r.next = r.end // nothing to write
+	return true, nil
+}
+
+// rowsTx is a transaction of consecutive commands that write rows (and
+// messages that cannot apply among them), as many as fit the store's
+// limits, up to the next erase or prune.
+type rowsTx struct{}
+
+// decide decides the transaction on the partition's rows as the table
 // holds them: the fence (rule 4) and the rows under it, from the cache
 // when cached under the same fence (rule 5). A rejection is decided on the
 // rows' state, so when rows were read since the fence was last checked the
 // fence is read again, and the transaction decided again if it moved (rule
 // 6).
-func (r *partitionRun) decide(ctx context.Context) error {
-	if r.invalid {
-		r.tx = newTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
-		for _, e := range r.entries {
-			if err := r.tx.add(e); err != nil {
-				return err
-			}
-		}
-		r.end = len(r.entries)
-		return nil
-	}
-	if isPrune(r.entries[r.next]) {
-		return r.decidePrune(ctx)
-	}
+func (rowsTx) decide(ctx context.Context, r *partitionRun) error {
 	for {
 		if err := r.a.begin(ctx, r.part, &r.v); err != nil {
 			return err
@@ -241,12 +280,10 @@ func (r *partitionRun) decide(ctx context.Context) error {
 				continue
 			}
 		}
-		r.tx = newTxn(r.part.pk, r.v.rows, r.a.store.Limits())
-		r.tx.seen = r.seen
-		r.tx.er.to = r.v.f.eraseSeq
+		r.tx = r.newTxn()
 		for r.end = r.next; r.end < len(r.entries); r.end++ {
-			if r.end > r.next && isPrune(r.entries[r.end]) {
-				break // a prune takes transactions of its own
+			if r.end > r.next && ownTx(r.entries[r.end]) {
+				break
 			}
 			if err := r.tx.add(r.entries[r.end]); errors.Is(err, errFull) {
 				break
@@ -263,6 +300,10 @@ func (r *partitionRun) decide(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+func (rowsTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
+	return r.commitWith(ctx, r.a.commitRows)
 }
 
 // logDecided logs at Debug the transaction just decided and the view it
@@ -282,23 +323,17 @@ func (r *partitionRun) logDecided(checked bool) {
 		"checked", checked, "results", strings.TrimSpace(results.String()))
 }
 
-// commit commits the transaction decided last, with the fence. It returns
-// false when the table was not as the view said: the transaction must be
-// decided again (decide), on the rows the table holds now.
-func (r *partitionRun) commit(ctx context.Context) (bool, error) {
-	if r.invalid {
-		r.next = r.end
-		return true, nil
-	}
-	if r.prune != nil {
-		return r.commitPrune(ctx)
-	}
+// commitWith commits the transaction decided last with write, which writes
+// it with the fence. It returns false when the table was not as the view
+// said: the transaction must be decided again, on the rows the table holds
+// now.
+func (r *partitionRun) commitWith(ctx context.Context, write func(context.Context, partKey, *view, *txn) error) (bool, error) {
 	for _, res := range r.tx.results {
 		if res.Status == wire.StatusApplied && res.Stored { // a skipped command found applied
 			r.seen[res.ID] = max(r.seen[res.ID], res.Seq)
 		}
 	}
-	err := r.a.commit(ctx, r.part, &r.v, r.tx)
+	err := write(ctx, r.part, &r.v, r.tx)
 	var ce *conflictError
 	if errors.As(err, &ce) {
 		r.a.log.Debug("transaction refused; deciding again", LogTable, r.part.table, LogPK, r.part.pk,
@@ -365,33 +400,21 @@ func dependsOnState(rs []Result) bool {
 }
 
 // begin makes sure v holds the partition's fence with its etag: from the
-// cache, else read from the table. After a commit on a store that does not
-// report etags, the fence is read again; if its content is still what the
-// commit wrote, nobody wrote since and the view holds.
+// cache, else read from the table. (After a commit the view holds the
+// fence it wrote, with the etag the store reported.)
 func (a *Applier) begin(ctx context.Context, part partKey, v *view) error {
-	if !v.valid {
-		if f, epoch, ok := a.cache.fence(part); ok {
-			*v = view{valid: true, f: f, epoch: epoch, rows: make(map[string]*rowState)}
-		} else {
-			f, err := a.readFence(ctx, part.table, part.pk)
-			if err != nil {
-				return err
-			}
-			a.adopt(part, v, f)
-		}
+	if v.valid {
+		return nil
 	}
-	if v.f.exists && v.f.etag == "" {
-		f, err := a.readFence(ctx, part.table, part.pk)
-		if err != nil {
-			return err
-		}
-		if f.sameContent(v.f) {
-			v.f.etag = f.etag
-			a.cache.setFence(part, v.f, v.epoch)
-		} else {
-			a.adopt(part, v, f)
-		}
+	if f, epoch, ok := a.cache.fence(part); ok {
+		*v = view{valid: true, f: f, epoch: epoch, rows: make(map[string]*rowState)}
+		return nil
 	}
+	f, err := a.readFence(ctx, part.table, part.pk)
+	if err != nil {
+		return err
+	}
+	a.adopt(part, v, f)
 	return nil
 }
 
@@ -539,13 +562,10 @@ type opSource struct {
 	cmd     string
 }
 
-// commit writes the batch in one transaction with the fence, retrying
+// commitRows writes the batch in one transaction with the fence, retrying
 // transient errors under the one retry policy. A batch that writes nothing
 // commits nothing. On success the view's fence is the one written.
-func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *txn) error {
-	if b.er.entry != nil {
-		return a.commitErase(ctx, part, v, b)
-	}
+func (a *Applier) commitRows(ctx context.Context, part partKey, v *view, b *txn) error {
 	rowOps := b.txOps()
 	if len(rowOps) == 0 {
 		return nil
@@ -559,25 +579,24 @@ func (a *Applier) commit(ctx context.Context, part partKey, v *view, b *txn) err
 	next.horizon = v.f.horizon // a prune's horizon stays (prune.go)
 	// The fence goes first: a stale view fails on it, whatever else differs.
 	ops := append([]store.Op{v.f.op(next)}, rowOps...)
-	etags, err := a.transact(ctx, part, ops)
+	etag, err := a.transact(ctx, part, ops)
 	if err != nil {
 		return a.commitFailed(ctx, part, v, b, ops, err)
 	}
 	b.wrote = true
-	next.etag = ""
-	if len(etags) > 0 {
-		next.etag = etags[0]
-	}
+	next.etag = etag
 	v.f = next
 	a.cache.setFence(part, v.f, v.epoch)
 	return nil
 }
 
-// transact commits ops in the partition, retrying transient errors under
-// the one retry policy, and returns the etags the store reports.
-func (a *Applier) transact(ctx context.Context, part partKey, ops []store.Op) ([]string, error) {
-	return retryStore(ctx, a.policy, "transaction in "+part.table, func() ([]string, error) {
-		etags, err := store.TransactETags(ctx, a.store, part.table, part.pk, ops)
+// transact commits ops, the fence's write first, in the partition,
+// retrying transient errors under the one retry policy, and returns the
+// etag the fence now has, on which the partition's next transaction is
+// conditional.
+func (a *Applier) transact(ctx context.Context, part partKey, ops []store.Op) (string, error) {
+	etags, err := retryStore(ctx, a.policy, "transaction in "+part.table, func() ([]string, error) {
+		etags, err := a.store.Transact(ctx, part.table, part.pk, ops)
 		if errors.Is(err, store.ErrTableNotFound) {
 			a.forgetTable(part.table)
 			if cerr := a.ensureTable(ctx, part.table); cerr != nil {
@@ -587,6 +606,22 @@ func (a *Applier) transact(ctx context.Context, part partKey, ops []store.Op) ([
 		}
 		return etags, err
 	})
+	if err != nil {
+		return "", err
+	}
+	if len(etags) != len(ops) || etags[0] == "" {
+		// Never the fence write "on etag \"\"": that would be unconditional.
+		return "", fmt.Errorf("transaction in %s/%q committed, but the store reported %d etags for %d ops, the fence's %q",
+			part.table, part.pk, len(etags), len(ops), firstOr(etags))
+	}
+	return etags[0], nil
+}
+
+func firstOr(etags []string) string {
+	if len(etags) == 0 {
+		return ""
+	}
+	return etags[0]
 }
 
 // commitFailed says why a transaction failed: a conflictError when the

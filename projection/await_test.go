@@ -116,7 +116,7 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 		r.Rows = append(r.Rows, wire.RowVersion{RK: "s", Version: v, Op: events.OpUpsert})
 		r.Changes = append(r.Changes, Change{RK: "s", Kind: wire.ChangeUpdate, Version: v, After: events.Entity{"n": events.Int64(v)}})
 		b.bySeq[r.Seq] = &Entry{Seq: uint64(v), ID: id}
-		if err := b.publishApplied(ctx, part, []*Result{&r}); err != nil {
+		if err := b.publishApplied(ctx, part, []Result{r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -221,7 +221,7 @@ func TestNoOutcomeWithoutChangeEvent(t *testing.T) {
 			Rows:    []wire.RowVersion{{RK: "r", Version: v, Op: events.OpUpsert}},
 			Changes: []Change{{RK: "r", Kind: wire.ChangeUpdate, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
 		b.bySeq[r.Seq] = &Entry{Seq: uint64(v), ID: id}
-		if failed = b.publishApplied(ctx, part, []*Result{&r}); failed != nil {
+		if failed = b.publishApplied(ctx, part, []Result{r}); failed != nil {
 			break
 		}
 	}

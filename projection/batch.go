@@ -24,16 +24,19 @@ import (
 //  1. decode and check every message (decode);
 //  2. look up the earlier outcomes of its command IDs, once (lookup);
 //  3. decide each partition's next transaction against the table
-//     (partitionRun.decide, applier.go), settling commands found handled
-//     before a crash (recover, recover.go);
-//  4. publish and await the outcomes of commands that wrote nothing
-//     (publishUnwritten);
-//  5. commit the transaction (partitionRun.commit, applier.go);
-//  6. publish the applied commands' change events (publishApplied), and
-//     their outcomes once the change events are stored (finish);
+//     (Applier.Apply, applier.go, by the transaction's txKind);
+//  4. settle commands found handled before a crash (recover, recover.go),
+//     then publish and await the outcomes of commands that wrote nothing
+//     (publishUnwritten): the BeforeCommit hook;
+//  5. commit the transaction (the txKind's commit, applier.go);
+//  6. publish the applied commands' change events (publishApplied, the
+//     AfterCommit hook), and their outcomes once the change events are
+//     stored (finish);
 //  7. acknowledge the batch (ack).
 //
-// Partitions go through 3–6 concurrently, each in journal order.
+// Partitions go through 3–6 concurrently, each in journal order, each
+// through the one driver that replay's rebuild uses too (Applier.Apply);
+// stages 4 and 6 are what the projector adds around it.
 
 // ErrPublish wraps a failure to publish outcomes or change events, or to
 // look one up: the journal side is unreachable, not the store. The batch is
@@ -308,49 +311,27 @@ func (b *batch) applyAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// apply takes one partition through stages 3–6, one transaction at a
-// time.
+// apply takes one partition through stages 3–6 with the applier's one
+// driver (Applier.Apply): the projector's steps are its hooks, before and
+// after each transaction commits.
 func (b *batch) apply(ctx context.Context, part partition) error {
-	run, err := b.p.applier.partition(ctx, part.table, part.pk, b.entries[part])
-	if err != nil {
-		return err
-	}
-	for run.more() {
-		if err := run.decide(ctx); err != nil {
-			return err
-		}
-		unwritten, applied := split(run.results())
-		if err := b.recover(ctx, part, unwritten); err != nil {
-			return err
-		}
-		if err := b.publishUnwritten(ctx, part, unwritten); err != nil {
-			return fmt.Errorf("%w: %w", ErrPublish, err)
-		}
-		committed, err := run.commit(ctx)
-		if err != nil {
-			return err
-		}
-		if !committed {
-			continue // the table moved: decided again
-		}
-		if err := b.publishApplied(ctx, part, applied); err != nil {
-			return fmt.Errorf("%w: %w", ErrPublish, err)
-		}
-	}
-	return nil
-}
-
-// split sorts a transaction's results into those that write nothing
-// (rejected, duplicate, skipped) and those it applies.
-func split(rs []Result) (unwritten, applied []*Result) {
-	for i := range rs {
-		if rs[i].Status == wire.StatusApplied && !rs[i].Stored {
-			applied = append(applied, &rs[i])
-		} else {
-			unwritten = append(unwritten, &rs[i])
-		}
-	}
-	return unwritten, applied
+	return b.p.applier.Apply(ctx, part.table, part.pk, b.entries[part], Hooks{
+		BeforeCommit: func(ctx context.Context, rs []Result) error {
+			if err := b.recover(ctx, part, rs); err != nil {
+				return err
+			}
+			if err := b.publishUnwritten(ctx, part, rs); err != nil {
+				return fmt.Errorf("%w: %w", ErrPublish, err)
+			}
+			return nil
+		},
+		AfterCommit: func(ctx context.Context, rs []Result) error {
+			if err := b.publishApplied(ctx, part, rs); err != nil {
+				return fmt.Errorf("%w: %w", ErrPublish, err)
+			}
+			return nil
+		},
+	})
 }
 
 // publishUnwritten publishes the outcomes of commands that wrote nothing
@@ -358,13 +339,14 @@ func split(rs []Result) (unwritten, applied []*Result) {
 // commits: so no later command's effect is durable before their outcome
 // is. A command recovered as applied (recover.go) has its change events
 // published before its outcome.
-func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []*Result) error {
+func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []Result) error {
 	b.p.logResults(part, rs)
 	var (
 		fs []jetstream.PubAckFuture
 		hs []handled
 	)
-	for _, r := range rs {
+	for i := range rs {
+		r := &rs[i]
 		if r.Status == Skipped || r.Stored {
 			hs = append(hs, handled{status: Skipped}) // handled before
 			continue
@@ -387,8 +369,8 @@ func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []*Resu
 	if err := b.outcomes.await(ctx, fs, hs); err != nil {
 		return err
 	}
-	for _, r := range rs {
-		r.Stored = true // never acknowledged without it: published and awaited
+	for i := range rs {
+		rs[i].Stored = true // never acknowledged without it: published and awaited
 	}
 	return nil
 }
@@ -396,14 +378,14 @@ func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []*Resu
 // publishApplied publishes the change events of a committed transaction's
 // applied commands (stage 6) and queues their outcomes, which finish
 // publishes once every change event is stored.
-func (b *batch) publishApplied(ctx context.Context, part partition, rs []*Result) error {
+func (b *batch) publishApplied(ctx context.Context, part partition, rs []Result) error {
 	if len(rs) == 0 {
 		return nil
 	}
 	b.p.obs.Transaction(len(rs)) // one committed transaction's commands
 	b.p.logResults(part, rs)
-	for _, r := range rs {
-		msg, h, err := b.publishChanges(ctx, part, r)
+	for i := range rs {
+		msg, h, err := b.publishChanges(ctx, part, &rs[i])
 		if err != nil {
 			return err
 		}
@@ -439,11 +421,12 @@ func (b *batch) ack() {
 	_ = b.msgs[len(b.msgs)-1].Ack()
 }
 
-func (p *Projector) logResults(part partition, rs []*Result) {
+func (p *Projector) logResults(part partition, rs []Result) {
 	// Asked once: the arguments of a disabled Debug line still cost an
 	// allocation each, per applied command.
 	debug := p.log.Enabled(context.Background(), slog.LevelDebug)
-	for _, r := range rs {
+	for i := range rs {
+		r := &rs[i]
 		if r.Stored || (r.Status == wire.StatusApplied && !debug) {
 			continue // logged when its outcome was published, or not at all
 		}

@@ -166,7 +166,7 @@ func batched(b *testing.B, st store.Store, n int, pk func(int) string) time.Dura
 	batches := batchRows(n, pk)
 	start := time.Now()
 	for _, t := range batches {
-		if err := st.Transact(ctx, table, t.pk, t.ops); err != nil {
+		if _, err := st.Transact(ctx, table, t.pk, t.ops); err != nil {
 			b.Fatalf("Transact: %v", err)
 		}
 	}
@@ -220,17 +220,10 @@ func (c *countingStore) Query(ctx context.Context, table string, q store.Query) 
 	return c.Store.Query(ctx, table, q)
 }
 
-func (c *countingStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+// Transact counts a transaction and passes on the etags the store reports.
+func (c *countingStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	c.txs.Add(1)
 	return c.Store.Transact(ctx, table, pk, ops)
-}
-
-// TransactETags counts a transaction and passes on the etags the store
-// reports, as a production wrapper must: without them the projector reads
-// each partition's fence again after every commit.
-func (c *countingStore) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	c.txs.Add(1)
-	return store.TransactETags(ctx, c.Store, table, pk, ops)
 }
 
 // outcomeRate is the offered load of BenchmarkPublishToOutcome.

@@ -18,9 +18,9 @@ import (
 // partition since; the partition's entry is then dropped (which drops all
 // its rows at once) and the rows are read from the table again.
 //
-// Tips in the cache carry no etag: the store does not return the etags a
-// transaction produced. Tip writes from cached state use If-Match "*"; the
-// fence is what makes them safe.
+// Tips the projector wrote are cached without their etag (it keeps only
+// the fence's etag of a transaction): tip writes from cached state use
+// If-Match "*", and the fence is what makes them safe.
 type rowCache struct {
 	mu    sync.Mutex
 	max   int

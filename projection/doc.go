@@ -8,11 +8,14 @@
 //
 //   - apply.go is the pure versioned apply of one transaction of a
 //     partition's commands: results and store operations, no clock, no I/O.
-//   - applier.go is the [Applier]: for each transaction of a partition it
+//   - applier.go is the [Applier] and [Applier.Apply], the one driver of
+//     the exactly-once path: for each transaction of a partition it
 //     decides on the rows as the table holds them (through the fence of
 //     fence.go and the bounded row cache of cache.go) and commits with
-//     retries. The projector drives its steps; replay's rebuild calls
-//     [Applier.Apply] with [Hooks].
+//     retries, by the transaction's kind (txKind: rows, reject-only, and
+//     the erase and prune of erase.go and prune.go). The projector and
+//     replay's rebuild both call it; what they add around each transaction
+//     are its [Hooks].
 //   - projector.go is the [Projector] and its shards: one durable JetStream
 //     consumer per shard, each fetched batch handed over in delivery order.
 //   - batch.go takes one fetched batch through the exactly-once order, top

@@ -39,16 +39,6 @@ func eraseEntry(m journal.Msg, e *Entry) {
 	e.ID, e.Erase = er.ID, er
 }
 
-// anyErase reports whether entries hold an erase.
-func anyErase(entries []Entry) bool {
-	for _, e := range entries {
-		if e.Erase != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // addErased adds e to the batch when it is an erase, or was handled before
 // the partition's newest erase, or follows an erase in the batch (errFull:
 // an erase is alone in its transaction). done says e was dealt with here.
@@ -103,6 +93,26 @@ func recoverErased(r *Result, e Entry) bool {
 	return true
 }
 
+// eraseTx is the transaction of an erase, alone: decided on the fence
+// alone (its _eraseSeq), committed by commitErase.
+type eraseTx struct{}
+
+func (eraseTx) decide(ctx context.Context, r *partitionRun) error {
+	if err := r.a.begin(ctx, r.part, &r.v); err != nil {
+		return err
+	}
+	r.tx, r.end = r.newTxn(), r.next+1
+	if err := r.tx.add(r.entries[r.next]); err != nil {
+		return err
+	}
+	r.logDecided(false)
+	return nil
+}
+
+func (eraseTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
+	return r.commitWith(ctx, r.a.commitErase)
+}
+
 // eraseBatch is how many rows one erase transaction deletes beside the
 // fence and the marker.
 const eraseBatch = store.MaxOps - 2
@@ -113,6 +123,9 @@ const eraseBatch = store.MaxOps - 2
 // A transaction the table refuses is a *conflictError, decided again.
 func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn) error {
 	e := b.er.entry
+	if e == nil {
+		return nil // skipped, or a duplicate: nothing to erase
+	}
 	keys, err := retryStore(ctx, a.policy, "list rows to erase in "+part.table, func() ([]string, error) {
 		return eraseKeys(ctx, a.store, part.table, part.pk, e.Erase.RK)
 	})
@@ -149,27 +162,12 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 			ops = append(ops, store.Op{Kind: store.Upsert, RK: marker,
 				Props: rows.Marker{Seq: e.Seq, Cmd: e.ID, At: e.At}.Encode()})
 		}
-		etags, err := a.transact(ctx, part, ops)
+		etag, err := a.transact(ctx, part, ops)
 		if err != nil {
 			return a.commitFailed(ctx, part, v, b, ops, err)
 		}
 		b.wrote = true
-		next.etag = ""
-		if len(etags) > 0 {
-			next.etag = etags[0]
-		}
-		if next.etag == "" && !final {
-			// The store does not report etags: the next transaction is
-			// conditional on the fence as read, if it is still ours.
-			f, err := a.readFence(ctx, part.table, part.pk)
-			if err != nil {
-				return err
-			}
-			if !f.sameContent(next) {
-				return &conflictError{fence: true, err: fmt.Errorf("the fence moved during an erase: %v", f)}
-			}
-			next.etag = f.etag
-		}
+		next.etag = etag
 		v.f = next
 		keys = keys[n:]
 		if final {

@@ -199,9 +199,9 @@ type failNthTx struct {
 
 var errCrash = errors.New("crash between erase transactions")
 
-func (f *failNthTx) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+func (f *failNthTx) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	if f.armed.Load() && f.n.Add(-1) == 0 {
-		return errCrash
+		return nil, errCrash
 	}
 	return f.Store.Transact(ctx, table, pk, ops)
 }

@@ -41,7 +41,7 @@ func newFaultStore(s store.Store, seed uint64) *faultStore {
 
 func (f *faultStore) roll(pct int) bool { return pct > 0 && f.rng.IntN(100) < pct }
 
-func (f *faultStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+func (f *faultStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	f.mu.Lock()
 	f.calls++
 	var fault string
@@ -57,14 +57,14 @@ func (f *faultStore) Transact(ctx context.Context, table, pk string, ops []store
 	f.mu.Unlock()
 	switch fault {
 	case "persistent":
-		return errDiskOnFire
+		return nil, errDiskOnFire
 	case "busy":
-		return store.ErrBusy
+		return nil, store.ErrBusy
 	case "ambiguous":
-		if err := f.Store.Transact(ctx, table, pk, ops); err != nil {
-			return err
+		if _, err := f.Store.Transact(ctx, table, pk, ops); err != nil {
+			return nil, err
 		}
-		return store.ErrBusy
+		return nil, store.ErrBusy
 	}
 	return f.Store.Transact(ctx, table, pk, ops)
 }

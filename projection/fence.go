@@ -14,8 +14,8 @@ import (
 // fence is what the applier knows of a partition's fence row.
 type fence struct {
 	exists bool
-	// etag is the fence's etag; "" when unknown (after a commit on a store
-	// that does not report the etags a transaction produced).
+	// etag is the fence's etag, as read or as the store reported it for
+	// the transaction that wrote it; "" when there is no fence.
 	etag string
 	// The newest command applied to the partition.
 	seq uint64
@@ -27,13 +27,6 @@ type fence struct {
 	// horizon is the partition's prune horizon (prune.go), carried on by
 	// every fence write.
 	horizon rows.Horizon
-}
-
-// sameContent reports whether f and g describe the same applied prefix.
-// The fence's _seq grows with every transaction that changes a row (see
-// ARCHITECTURE.md), so equal content means no row changed in between.
-func (f fence) sameContent(g fence) bool {
-	return f.exists == g.exists && f.seq == g.seq && f.cmd == g.cmd
 }
 
 func (f fence) String() string {

@@ -23,7 +23,7 @@ type beforeTxStore struct {
 	fn   func()
 }
 
-func (b *beforeTxStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+func (b *beforeTxStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	b.once.Do(b.fn)
 	return b.Store.Transact(ctx, table, pk, ops)
 }

@@ -17,9 +17,10 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// lossyStore wraps a real store and loses one confirmed write: the
+// lossyStore wraps a real store and loses one confirmed write: the first
 // transaction that carries a version written by command lose reports
-// success and writes nothing, as Azurite killed before it flushed did.
+// success (with etags, as a real store would answer) and writes nothing,
+// as Azurite killed before it flushed did.
 type lossyStore struct {
 	store.Store
 	lose string
@@ -27,13 +28,25 @@ type lossyStore struct {
 	lost int
 }
 
-func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	for _, op := range ops {
 		if v, ok := op.Props[rows.ColCmd]; ok && v.Str == l.lose && op.RK != rows.FenceKey {
 			l.mu.Lock()
-			l.lost++
+			once := l.lost == 0
+			if once {
+				l.lost++
+			}
 			l.mu.Unlock()
-			return nil
+			if !once {
+				break // lost once; the next write carrying it reaches the store
+			}
+			etags := make([]string, len(ops))
+			for i, op := range ops {
+				if op.Kind != store.Delete {
+					etags[i] = `W/"lost"`
+				}
+			}
+			return etags, nil
 		}
 	}
 	return l.Store.Transact(ctx, table, pk, ops)

@@ -25,6 +25,10 @@ import (
 // write takes the last of store.MaxOps.
 const pruneOpsPerTx = store.MaxOps - 1
 
+// pruneTx is the transactions of a prune, alone: decide decides the prune
+// at r.next; when it applies, w is what commit removes.
+type pruneTx struct{ w *pruneWork }
+
 // pruneWork is a decided prune, to commit.
 type pruneWork struct {
 	e       Entry
@@ -34,19 +38,10 @@ type pruneWork struct {
 
 func isPrune(e Entry) bool { return e.Cmd.IsPrune() }
 
-func hasPrune(entries []Entry) bool {
-	for _, e := range entries {
-		if isPrune(e) {
-			return true
-		}
-	}
-	return false
-}
-
-// decidePrune decides the prune at r.next, alone in its "transaction".
-func (r *partitionRun) decidePrune(ctx context.Context) error {
+// decide decides the prune at r.next, alone in its "transaction".
+func (p *pruneTx) decide(ctx context.Context, r *partitionRun) error {
 	e := r.entries[r.next]
-	r.end, r.prune = r.next+1, nil
+	r.end, p.w = r.next+1, nil
 	r.tx = newTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
 	r.tx.seen = r.seen
 	res := Result{Seq: e.Seq, ID: e.ID}
@@ -98,15 +93,19 @@ func (r *partitionRun) decidePrune(ctx context.Context) error {
 	if w.horizon.Cmd == e.ID {
 		res.Pruned += w.horizon.Removed
 	}
-	r.prune = w
+	p.w = w
 	return nil
 }
 
-// commitPrune removes the decided rows, pruneOpsPerTx at a time, each
+// commit removes the decided rows, pruneOpsPerTx at a time, each
 // transaction with the fence. It returns false when the partition moved
 // under it (another writer): the prune is decided again, on what is left.
-func (r *partitionRun) commitPrune(ctx context.Context) (bool, error) {
-	w := r.prune
+func (p *pruneTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
+	w := p.w
+	if w == nil {
+		// A rejection, a duplicate, or handled before: nothing to write.
+		return r.commitWith(ctx, func(context.Context, partKey, *view, *txn) error { return nil })
+	}
 	for first := true; first || len(w.remove) > 0; first = false {
 		n := min(len(w.remove), pruneOpsPerTx)
 		next := r.v.f
@@ -121,35 +120,17 @@ func (r *partitionRun) commitPrune(ctx context.Context) (bool, error) {
 		for _, row := range w.remove[:n] {
 			ops = append(ops, store.Op{Kind: store.Delete, RK: row.StoreKey(), IfMatch: etagOrAny(row.ETag)})
 		}
-		etags, err := retryStore(ctx, r.a.policy, "prune in "+r.part.table, func() ([]string, error) {
-			return store.TransactETags(ctx, r.a.store, r.part.table, r.part.pk, ops)
-		})
+		etag, err := r.a.transact(ctx, r.part, ops)
 		if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrPrecondition) {
 			// The fence moved, or a row is not as read: decide again.
 			r.a.stats.FenceConflicts.Add(1)
 			r.a.forget(r.part, &r.v)
-			r.prune = nil
 			return false, nil
 		}
 		if err != nil {
 			return false, fmt.Errorf("prune %s of %s/%q: %w", w.e.ID, r.part.table, r.part.pk, err)
 		}
-		next.etag = ""
-		if len(etags) > 0 {
-			next.etag = etags[0]
-		} else if len(w.remove) > n {
-			// The store did not say the fence's etag: read it back.
-			f, err := r.a.readFence(ctx, r.part.table, r.part.pk)
-			if err != nil {
-				return false, err
-			}
-			if !f.sameContent(next) {
-				r.a.forget(r.part, &r.v)
-				r.prune = nil
-				return false, nil
-			}
-			next.etag = f.etag
-		}
+		next.etag = etag
 		r.v.f, w.horizon = next, next.horizon
 		w.remove = w.remove[n:]
 		r.a.stats.PrunedRows.Add(int64(n))
@@ -158,6 +139,5 @@ func (r *partitionRun) commitPrune(ctx context.Context) (bool, error) {
 	// start the next decision from the table.
 	r.a.forget(r.part, &r.v)
 	r.committed()
-	r.prune = nil
 	return true, nil
 }

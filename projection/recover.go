@@ -22,9 +22,9 @@ import (
 
 // recover settles the skipped results among rs whose outcome is not known
 // to be stored.
-func (b *batch) recover(ctx context.Context, part partition, rs []*Result) error {
-	for _, r := range rs {
-		if r.Status == Skipped && !r.Stored {
+func (b *batch) recover(ctx context.Context, part partition, rs []Result) error {
+	for i := range rs {
+		if r := &rs[i]; r.Status == Skipped && !r.Stored {
 			if err := b.p.recoverOutcome(ctx, part, r, b.entries[part]); err != nil {
 				return err
 			}

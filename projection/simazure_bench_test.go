@@ -342,7 +342,7 @@ func simRaw(b *testing.B, cfg simazure.Config, n int, pk func(int) string) simRe
 					bo := backoff.NewExponentialBackOff()
 					bo.InitialInterval = 50 * time.Millisecond
 					err := backoff.Retry(func() error {
-						err := sim.Transact(ctx, table, t.pk, t.ops)
+						_, err := sim.Transact(ctx, table, t.pk, t.ops)
 						if err != nil && !errors.Is(err, store.ErrBusy) {
 							return backoff.Permanent(err)
 						}

@@ -46,7 +46,7 @@ func TestVersionBySeq(t *testing.T) {
 				r.Props = events.Entity{"n": events.Int64(r.Version)}
 				ops = append(ops, store.Op{Kind: store.Insert, RK: r.StoreKey(), Props: r.Encode()})
 			}
-			if err := st.Transact(ctx, table, "p", ops); err != nil {
+			if _, err := st.Transact(ctx, table, "p", ops); err != nil {
 				t.Fatal(err)
 			}
 			tests := []struct {

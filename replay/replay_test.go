@@ -646,7 +646,7 @@ func testVerify(t *testing.T, e *env, s *seeded) {
 		{version.PK, []store.Op{{Kind: store.Delete, RK: version.RK, IfMatch: "*"}}},
 	}
 	for _, tm := range tamper {
-		if err := e.st.Transact(e.ctx, s.table, tm.pk, tm.ops); err != nil {
+		if _, err := e.st.Transact(e.ctx, s.table, tm.pk, tm.ops); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -465,7 +465,7 @@ func (r *Replayer) Load(ctx context.Context, in io.Reader, cfg LoadConfig) (Load
 // transact runs one transaction, retrying while the store is busy.
 func transact(ctx context.Context, st store.Store, table, pk string, ops []store.Op) error {
 	op := func() error {
-		err := st.Transact(ctx, table, pk, ops)
+		_, err := st.Transact(ctx, table, pk, ops)
 		if err == nil || errors.Is(err, store.ErrBusy) {
 			return err
 		}

@@ -37,7 +37,13 @@ type Store interface {
 	// partition pk; at most MaxOps ops and MaxTxBytes bytes; no row twice.
 	// When an op fails, the error is a *TxError naming it and wrapping the
 	// cause (ErrNotFound, ErrExists, ErrPrecondition, ...).
-	Transact(ctx context.Context, table, pk string, ops []Op) error
+	//
+	// On success it returns one etag per op, in op order: the etag the
+	// entity the op wrote now has ("" for a Delete), as Azure's $batch
+	// response reports it, so that a writer can make its next write
+	// conditional on what it just wrote without reading it back. A failed
+	// transaction returns no etags.
+	Transact(ctx context.Context, table, pk string, ops []Op) ([]string, error)
 
 	// Partitions calls fn with the key of every partition of table that
 	// holds at least one entity, in key order, the empty key included,

@@ -72,21 +72,7 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 				t.Errorf("%s/%s version %d (seq %d, %s): no change event", id.PK, id.RK, v.Version, v.Seq, v.Cmd)
 				continue
 			}
-			var before events.Entity
-			if i > 0 && !hist[i-1].Deleted {
-				before = hist[i-1].Props
-			}
-			wantOp := wire.ChangeUpdate
-			switch {
-			case v.Deleted:
-				wantOp = wire.ChangeDelete
-			case before == nil:
-				wantOp = wire.ChangeCreate
-			}
-			var after events.Entity
-			if !v.Deleted {
-				after = v.Props
-			}
+			wantOp, before, after := wantChange(hist, i)
 			if err := checkEvent(ev, wantOp, v, before, after); err != nil {
 				t.Errorf("%s/%s version %d: %v", id.PK, id.RK, v.Version, err)
 			}
@@ -98,6 +84,25 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 		t.Errorf("%d change events, the model has %d row versions; the stream holds %d messages in %d..%d, %d sequences without one %v",
 			len(seen), n, info.State.Msgs, info.State.FirstSeq, info.State.LastSeq, len(holes), holes[:min(len(holes), 20)])
 	}
+}
+
+// wantChange is the change event the model's version i of a row's history
+// hist makes: its kind and before and after images.
+func wantChange(hist []Version, i int) (op wire.ChangeOp, before, after events.Entity) {
+	v := hist[i]
+	if i > 0 && !hist[i-1].Deleted {
+		before = hist[i-1].Props
+	}
+	if !v.Deleted {
+		after = v.Props
+	}
+	switch {
+	case v.Deleted:
+		return wire.ChangeDelete, before, after
+	case before == nil:
+		return wire.ChangeCreate, before, after
+	}
+	return wire.ChangeUpdate, before, after
 }
 
 func checkEvent(ev wire.ChangeEvent, op wire.ChangeOp, v Version, before, after events.Entity) error {

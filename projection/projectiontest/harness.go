@@ -67,19 +67,11 @@ func Backends(azuriteConn string) []Backend {
 
 // Shuffled wraps st so that every page of a query comes back with its rows
 // shuffled (storetest.Shuffle), seeded by the test's name so that a failure
-// repeats. It passes on the etags st reports (store.ETagTransactor).
+// repeats.
 func Shuffled(t testing.TB, st store.Store) store.Store {
 	h := fnv.New64a()
 	h.Write([]byte(t.Name()))
-	return shuffled{&storetest.Shuffle{Store: st, Seed: h.Sum64()}}
-}
-
-type shuffled struct{ *storetest.Shuffle }
-
-var _ store.ETagTransactor = shuffled{}
-
-func (s shuffled) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	return store.TransactETags(ctx, s.Store, table, pk, ops)
+	return &storetest.Shuffle{Store: st, Seed: h.Sum64()}
 }
 
 // SQLite opens the embedded store in a fresh file of the test, answering

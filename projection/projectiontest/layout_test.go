@@ -68,7 +68,7 @@ func TestLayoutErrors(t *testing.T) {
 			if err := st.CreateTable(ctx, "orders"); err != nil {
 				t.Fatal(err)
 			}
-			if err := st.Transact(ctx, "orders", "p", tt.ops); err != nil {
+			if _, err := st.Transact(ctx, "orders", "p", tt.ops); err != nil {
 				t.Fatal(err)
 			}
 			errs := LayoutErrors(ctx, st, "orders")
@@ -116,7 +116,7 @@ func TestCheckLayoutInCleanup(t *testing.T) {
 			if err := st.CreateTable(ctx, "orders"); err != nil {
 				t.Fatal(err)
 			}
-			if err := st.Transact(ctx, "orders", "p", []store.Op{{Kind: store.Insert, RK: broken.StoreKey(), Props: broken.Encode()}}); err != nil {
+			if _, err := st.Transact(ctx, "orders", "p", []store.Op{{Kind: store.Insert, RK: broken.StoreKey(), Props: broken.Encode()}}); err != nil {
 				t.Fatal(err)
 			}
 			if len(rec.cleanups) != 1 {

@@ -113,20 +113,12 @@ func (m *Model) apply(seq uint64, c *events.Command) string {
 	// on a row apply in order to the row's state, and the state after the
 	// last one is the version (SPEC §4). A row inserted and deleted by one
 	// command gets none.
-	type state struct {
-		before *Version // the newest version before the command
-		exists bool
-		props  events.Entity
-		v      int64 // the row's version now
-		next   int64 // the version the command makes
-		op     events.OpKind
-	}
-	work := make(map[string]*state)
+	work := make(map[string]*modelRow)
 	var order []string
 	for _, op := range c.Ops {
 		s, ok := work[op.RK]
 		if !ok {
-			s = &state{}
+			s = &modelRow{}
 			if h := m.Rows[RowID{c.Table, c.PK, op.RK}]; len(h) > 0 {
 				s.before = &h[len(h)-1]
 				s.exists, s.props, s.v, s.next = !s.before.Deleted, s.before.Props, s.before.Version, s.before.Version+1
@@ -134,45 +126,9 @@ func (m *Model) apply(seq uint64, c *events.Command) string {
 			work[op.RK] = s
 			order = append(order, op.RK)
 		}
-		if op.IfVersion != nil && (!s.exists || s.v != *op.IfVersion) {
+		if !s.do(op) {
 			return "rejected"
 		}
-		switch op.Op {
-		case events.OpInsert:
-			if s.exists {
-				return "rejected"
-			}
-			s.props = op.Entity.Clone()
-		case events.OpReplace:
-			if !s.exists {
-				return "rejected"
-			}
-			s.props = op.Entity.Clone()
-		case events.OpUpsert:
-			s.props = op.Entity.Clone()
-		case events.OpMerge, events.OpUpsertMerge:
-			if !s.exists && op.Op == events.OpMerge {
-				return "rejected"
-			}
-			merged := events.Entity{}
-			if s.exists {
-				merged = s.props.Clone()
-			}
-			for k, v := range op.Entity {
-				merged[k] = v
-			}
-			s.props = merged
-		case events.OpDelete:
-			if !s.exists {
-				return "rejected"
-			}
-			s.exists, s.props = false, nil
-			s.v, s.op = s.next, op.Op
-			continue
-		default:
-			return "rejected"
-		}
-		s.exists, s.v, s.op = true, s.next, op.Op
 	}
 	for _, rk := range order {
 		s := work[rk]
@@ -185,6 +141,60 @@ func (m *Model) apply(seq uint64, c *events.Command) string {
 		}
 	}
 	return "applied"
+}
+
+// modelRow is a row's working state while the model applies a command.
+type modelRow struct {
+	before *Version // the newest version before the command
+	exists bool
+	props  events.Entity
+	v      int64 // the row's version now
+	next   int64 // the version the command makes
+	op     events.OpKind
+}
+
+// do applies op to the row; false when op is rejected.
+func (s *modelRow) do(op events.RowOp) bool {
+	if op.IfVersion != nil && (!s.exists || s.v != *op.IfVersion) {
+		return false
+	}
+	switch op.Op {
+	case events.OpInsert:
+		if s.exists {
+			return false
+		}
+		s.props = op.Entity.Clone()
+	case events.OpReplace:
+		if !s.exists {
+			return false
+		}
+		s.props = op.Entity.Clone()
+	case events.OpUpsert:
+		s.props = op.Entity.Clone()
+	case events.OpMerge, events.OpUpsertMerge:
+		if !s.exists && op.Op == events.OpMerge {
+			return false
+		}
+		merged := events.Entity{}
+		if s.exists {
+			merged = s.props.Clone()
+		}
+		for k, v := range op.Entity {
+			merged[k] = v
+		}
+		s.props = merged
+	case events.OpDelete:
+		if !s.exists {
+			return false
+		}
+		s.exists, s.props = false, nil
+		s.v, s.op = s.next, op.Op
+		return true
+	default:
+		return false
+	}
+	s.exists, s.v, s.op = true, s.next, op.Op
+	return true
 }
 
 // IDs returns the model's rows in a stable order.

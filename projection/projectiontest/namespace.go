@@ -8,10 +8,7 @@ import (
 	"github.com/tablejournal/tablejournal/store"
 )
 
-var (
-	_ store.Store          = (*namespaced)(nil)
-	_ store.ETagTransactor = (*namespaced)(nil)
-)
+var _ store.Store = (*namespaced)(nil)
 
 // namespaced wraps a real store (Azure Tables, which lists partitions) so that each test sees its own tables on a
 // server shared by the whole test binary (one Azurite): every table name
@@ -61,17 +58,11 @@ func (n *namespaced) Query(ctx context.Context, table string, q store.Query) (st
 	return n.Store.Query(ctx, n.prefix+table, q)
 }
 
-func (n *namespaced) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+func (n *namespaced) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	return n.Store.Transact(ctx, n.prefix+table, pk, ops)
 }
 
 // Partitions lists the partitions of the test's table.
 func (n *namespaced) Partitions(ctx context.Context, table string, fn func(pk string) error) error {
 	return n.Store.Partitions(ctx, n.prefix+table, fn)
-}
-
-// TransactETags passes on the etags the wrapped store reports, so that the
-// projector commits on Azurite as it does on Azure.
-func (n *namespaced) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	return store.TransactETags(ctx, n.Store, n.prefix+table, pk, ops)
 }

@@ -142,36 +142,50 @@ func (k *keeper) run() {
 		case err := <-done:
 			cancel(nil)
 			cancel, done = nil, nil
-			k.mu.Lock()
-			k.working = false
-			stopped := k.fenced || k.released != "" || k.lostWhy != "" || g.runCtx.Err() != nil
-			k.mu.Unlock()
-			switch {
-			case errors.Is(err, ErrNotOwner):
-				k.markLost("lease not held")
-			case !stopped:
-				if err == nil {
-					err = errors.New("worker returned")
-				}
-				g.fail(fmt.Errorf("shard %d: %w", k.shard, err))
-			case err != nil:
-				log.Warn("shard worker ended with an error after it was stopped", "err", err)
-			}
+			k.workerEnded(err, log)
 		}
-		// A fenced lease renewed again: apply the shard again.
-		k.mu.Lock()
-		resume := done == nil && k.fenced && k.released == "" && k.lostWhy == "" && g.runCtx.Err() == nil
-		k.mu.Unlock()
-		if resume {
-			k.wmu.Lock()
-			fresh := time.Since(k.lastOK) < g.fenceAfter
-			k.wmu.Unlock()
-			if fresh {
-				log.Info("shard resumed: lease renewed")
-				start()
-			}
+		if done == nil && k.renewedAfterFence() {
+			log.Info("shard resumed: lease renewed")
+			start()
 		}
 	}
+}
+
+// workerEnded handles the end of the shard's worker with err: the lease
+// was not held, or the worker failed (the group fails) unless it was
+// stopped.
+func (k *keeper) workerEnded(err error, log interface{ Warn(string, ...any) }) {
+	g := k.g
+	k.mu.Lock()
+	k.working = false
+	stopped := k.fenced || k.released != "" || k.lostWhy != "" || g.runCtx.Err() != nil
+	k.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrNotOwner):
+		k.markLost("lease not held")
+	case !stopped:
+		if err == nil {
+			err = errors.New("worker returned")
+		}
+		g.fail(fmt.Errorf("shard %d: %w", k.shard, err))
+	case err != nil:
+		log.Warn("shard worker ended with an error after it was stopped", "err", err)
+	}
+}
+
+// renewedAfterFence reports whether a fenced lease was renewed again (and
+// the shard is neither released nor lost): its worker starts again.
+func (k *keeper) renewedAfterFence() bool {
+	g := k.g
+	k.mu.Lock()
+	resume := k.fenced && k.released == "" && k.lostWhy == "" && g.runCtx.Err() == nil
+	k.mu.Unlock()
+	if !resume {
+		return false
+	}
+	k.wmu.Lock()
+	defer k.wmu.Unlock()
+	return time.Since(k.lastOK) < g.fenceAfter
 }
 
 func (k *keeper) renewLogged(log interface{ Debug(string, ...any) }) {

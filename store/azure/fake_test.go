@@ -246,7 +246,7 @@ func TestTxErrorFromBatchResponse(t *testing.T) {
 		{503, "ServerBusy", 0, store.ErrBusy},
 	} {
 		f, s := newFake(t, batchFailure(tc.status, tc.code, tc.index))
-		err := s.Transact(bg, "orders", "p", ops)
+		_, err := s.Transact(bg, "orders", "p", ops)
 		var te *store.TxError
 		if !errors.As(err, &te) || te.Index != tc.index || te.RK != ops[tc.index].RK || !errors.Is(err, tc.want) {
 			t.Errorf("%d %s at %d: err = %v", tc.status, tc.code, tc.index, err)
@@ -261,7 +261,7 @@ func TestTxErrorFromBatchResponse(t *testing.T) {
 		w.WriteHeader(http.StatusConflict)
 		io.WriteString(w, `{"odata.error":{"code":"EntityAlreadyExists","message":{"lang":"en-us","value":"1:The specified entity already exists.\nRequestID:z"}}}`)
 	})
-	err := s.Transact(bg, "orders", "p", ops)
+	_, err := s.Transact(bg, "orders", "p", ops)
 	var te *store.TxError
 	if !errors.As(err, &te) || te.Index != 1 || !errors.Is(err, store.ErrExists) {
 		t.Errorf("JSON batch error: %v", err)
@@ -410,11 +410,20 @@ func TestBatchKeysRewrite(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "multipart/mixed; boundary=batchresponse_1")
 		w.WriteHeader(http.StatusAccepted)
-		io.WriteString(w, "--batchresponse_1\r\nContent-Type: multipart/mixed; boundary=cs_2\r\n\r\n--cs_2\r\n"+
-			"Content-Type: application/http\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n\r\n--cs_2--\r\n--batchresponse_1--\r\n")
+		// One response per op, as Azure answers: an ETag for each but the
+		// delete.
+		resp := "--batchresponse_1\r\nContent-Type: multipart/mixed; boundary=cs_2\r\n\r\n"
+		for i, op := range got {
+			etag := ""
+			if op.method != "DELETE" {
+				etag = fmt.Sprintf("ETag: W/\"datetime'%d'\"\r\n", i)
+			}
+			resp += "--cs_2\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 204 No Content\r\n" + etag + "\r\n\r\n"
+		}
+		io.WriteString(w, resp+"--cs_2--\r\n--batchresponse_1--\r\n")
 	})
 	long := strings.Repeat("x", 200) + "'<&>"
-	err := s.Transact(bg, "orders", "", []store.Op{
+	_, err := s.Transact(bg, "orders", "", []store.Op{
 		{Kind: store.Insert, RK: "ins'ert", Props: events.Entity{"n": events.Int32(1)}},
 		{Kind: store.Replace, RK: "it's", Props: events.Entity{"n": events.Int32(2)}},
 		{Kind: store.Merge, RK: long, Props: events.Entity{}},

@@ -58,7 +58,7 @@ func TestRoundTripEDM(t *testing.T) {
 		"bin":    events.Binary([]byte{0, 1, 2, 0xff}),
 		"bin0":   events.Binary([]byte{}),
 	}
-	if err := s.Transact(bg, name, "p", []store.Op{{Kind: store.Insert, RK: "r", Props: want}}); err != nil {
+	if _, err := s.Transact(bg, name, "p", []store.Op{{Kind: store.Insert, RK: "r", Props: want}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(bg, name, "p", "r")
@@ -117,7 +117,7 @@ func TestErrorMapping(t *testing.T) {
 	ins := func(rk string) store.Op {
 		return store.Op{Kind: store.Insert, RK: rk, Props: events.Entity{"n": events.Int32(1)}}
 	}
-	if err := s.Transact(bg, name, "p", []store.Op{ins("a")}); err != nil {
+	if _, err := s.Transact(bg, name, "p", []store.Op{ins("a")}); err != nil {
 		t.Fatal(err)
 	}
 	a, err := s.Get(bg, name, "p", "a")
@@ -137,7 +137,7 @@ func TestErrorMapping(t *testing.T) {
 		{"delete missing", []store.Op{ins("b"), ins("c"), {Kind: store.Delete, RK: "zz"}}, 2, store.ErrNotFound},
 		{"stale etag", []store.Op{ins("b"), {Kind: store.Replace, RK: "a", IfMatch: `W/"datetime'2000-01-01T00%3A00%3A00.0000000Z'"`}}, 1, store.ErrPrecondition},
 	} {
-		err := s.Transact(bg, name, "p", tc.ops)
+		_, err := s.Transact(bg, name, "p", tc.ops)
 		var te *store.TxError
 		if !errors.As(err, &te) {
 			t.Errorf("%s: err = %v, want a *store.TxError", tc.what, err)
@@ -151,16 +151,16 @@ func TestErrorMapping(t *testing.T) {
 		}
 	}
 	// The current etag works; Replace and Delete take it.
-	if err := s.Transact(bg, name, "p", []store.Op{{Kind: store.Replace, RK: "a", IfMatch: a.ETag, Props: events.Entity{"n": events.Int32(2)}}}); err != nil {
+	if _, err := s.Transact(bg, name, "p", []store.Op{{Kind: store.Replace, RK: "a", IfMatch: a.ETag, Props: events.Entity{"n": events.Int32(2)}}}); err != nil {
 		t.Fatalf("Replace with current etag: %v", err)
 	}
-	err = s.Transact(bg, name, "p", []store.Op{{Kind: store.Delete, RK: "a", IfMatch: a.ETag}})
+	_, err = s.Transact(bg, name, "p", []store.Op{{Kind: store.Delete, RK: "a", IfMatch: a.ETag}})
 	is(err, store.ErrPrecondition, "Delete with the old etag")
 	// A transaction that touches a missing table.
-	err = s.Transact(bg, "nosuchtable", "p", []store.Op{ins("a")})
+	_, err = s.Transact(bg, "nosuchtable", "p", []store.Op{ins("a")})
 	is(err, store.ErrTableNotFound, "Transact missing table")
 	// Refused before sending, by the shared validation.
-	err = s.Transact(bg, name, "p", []store.Op{ins("x"), ins("x")})
+	_, err = s.Transact(bg, name, "p", []store.Op{ins("x"), ins("x")})
 	is(err, store.ErrInvalid, "row twice")
 }
 
@@ -180,7 +180,7 @@ func TestOddKeys(t *testing.T) {
 				{Kind: store.UpsertMerge, RK: rk, Props: events.Entity{"m": events.Bool(false)}},
 			}
 			for _, op := range steps {
-				if err := s.Transact(bg, name, pk, []store.Op{op}); err != nil {
+				if _, err := s.Transact(bg, name, pk, []store.Op{op}); err != nil {
 					t.Fatalf("(%q, %q) %v: %v", pk, rk, op.Kind, err)
 				}
 			}
@@ -196,7 +196,7 @@ func TestOddKeys(t *testing.T) {
 			if err != nil || len(page.Entities) == 0 || page.Entities[0].RK != rk {
 				t.Fatalf("Query(%q from %q) = %v, %v", pk, rk, page.Entities, err)
 			}
-			if err := s.Transact(bg, name, pk, []store.Op{{Kind: store.Delete, RK: rk}}); err != nil {
+			if _, err := s.Transact(bg, name, pk, []store.Op{{Kind: store.Delete, RK: rk}}); err != nil {
 				t.Fatalf("(%q, %q) delete: %v", pk, rk, err)
 			}
 			if _, err := s.Get(bg, name, pk, rk); !errors.Is(err, store.ErrNotFound) {
@@ -220,7 +220,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 			{Kind: store.UpsertMerge, RK: rk, Props: events.Entity{"m": events.Int32(5)}},
 		}
 		for _, op := range steps {
-			if err := s.Transact(bg, name, "", []store.Op{op}); err != nil {
+			if _, err := s.Transact(bg, name, "", []store.Op{op}); err != nil {
 				t.Fatalf("rk %q: %v: %v", rk, op.Kind, err)
 			}
 		}
@@ -229,7 +229,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 			t.Fatalf("Get(\"\", %q) = %+v, %v", rk, got, err)
 		}
 		checkProps(t, "empty partition", events.Entity{"n": events.Int32(4), "m": events.Int32(5)}, got.Props)
-		if err := s.Transact(bg, name, "", []store.Op{{Kind: store.Delete, RK: rk, IfMatch: got.ETag}}); err != nil {
+		if _, err := s.Transact(bg, name, "", []store.Op{{Kind: store.Delete, RK: rk, IfMatch: got.ETag}}); err != nil {
 			t.Fatalf("rk %q: delete: %v", rk, err)
 		}
 		if _, err := s.Get(bg, name, "", rk); !errors.Is(err, store.ErrNotFound) {
@@ -238,7 +238,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 	}
 	// Several ops of one transaction, each with a placeholder, and a
 	// failure among them still names the right op.
-	err := s.Transact(bg, name, "", []store.Op{
+	_, err := s.Transact(bg, name, "", []store.Op{
 		{Kind: store.Upsert, RK: "a'", Props: events.Entity{}},
 		{Kind: store.Upsert, RK: "b'", Props: events.Entity{}},
 		{Kind: store.Delete, RK: "c'"},
@@ -265,7 +265,7 @@ func TestFilterOnAzurite(t *testing.T) {
 	for i, props := range rows {
 		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprint(i), Props: props})
 	}
-	if err := s.Transact(bg, name, "p", ops); err != nil {
+	if _, err := s.Transact(bg, name, "p", ops); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -311,7 +311,8 @@ func TestBadKeyNeverInError(t *testing.T) {
 	errs := []error{s.CreateTable(bg, "secrettest")}
 	_, err = s.Get(bg, "secrettest", "p", "r")
 	errs = append(errs, err)
-	errs = append(errs, s.Transact(bg, "secrettest", "p", []store.Op{{Kind: store.Insert, RK: "r"}}))
+	_, err = s.Transact(bg, "secrettest", "p", []store.Op{{Kind: store.Insert, RK: "r"}})
+	errs = append(errs, err)
 	for _, err := range errs {
 		noSecret(t, err, key)
 	}
@@ -343,7 +344,8 @@ func TestSASNeverInError(t *testing.T) {
 		t.Fatal("Get with a bad SAS succeeded")
 	}
 	noSecret(t, err, sig)
-	noSecret(t, s.Transact(bg, "sastest", "p", []store.Op{{Kind: store.Insert, RK: "r"}}), sig)
+	_, err = s.Transact(bg, "sastest", "p", []store.Op{{Kind: store.Insert, RK: "r"}})
+	noSecret(t, err, sig)
 }
 
 // noSecret fails if the secret, raw or unescaped, appears in err or in
@@ -394,7 +396,7 @@ func TestCosmosPartitions(t *testing.T) {
 	}
 	t.Cleanup(func() { plain.DeleteTable(bg, table) })
 	for _, pk := range []string{"m", "", "a", "it's", "z", "b"} {
-		if err := plain.Transact(bg, table, pk, []store.Op{{Kind: store.Upsert, RK: "r", Props: events.Entity{}}}); err != nil {
+		if _, err := plain.Transact(bg, table, pk, []store.Op{{Kind: store.Upsert, RK: "r", Props: events.Entity{}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -412,15 +414,15 @@ func TestCosmosPartitions(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("k", 256)
-	err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: events.Entity{}}})
+	_, err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: events.Entity{}}})
 	var te *store.TxError
 	if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &te) || te.Index != 0 {
 		t.Errorf("a 256-byte row key on Cosmos: %v", err)
 	}
-	if err := plain.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: events.Entity{}}}); err != nil {
+	if _, err := plain.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: events.Entity{}}}); err != nil {
 		t.Errorf("a 256-byte row key on Azure: %v", err)
 	}
-	err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: "x", Props: events.Entity{"etag": events.Int32(1)}}})
+	_, err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: "x", Props: events.Entity{"etag": events.Int32(1)}}})
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("a property Cosmos reserves: %v", err)
 	}

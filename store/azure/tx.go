@@ -22,21 +22,14 @@ import (
 )
 
 // Transact implements store.Store: one entity-group transaction through the
-// SDK's SubmitTransaction, after store.ValidateTx.
-func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
-	_, err := s.TransactETags(ctx, table, pk, ops)
-	return err
-}
-
-var _ store.ETagTransactor = (*Store)(nil)
-
-// TransactETags implements store.ETagTransactor: Transact, returning the
-// etag of each op's entity as the service reports it in the op's response
-// inside the $batch response (an ETag header per insert, update or merge;
-// none for a delete). The SDK discards that response; it is read here from
-// the raw response. An op whose etag the response does not carry gets "",
-// which a caller treats as unknown.
-func (s *Store) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+// SDK's SubmitTransaction, after store.ValidateTx. It returns the etag of
+// each op's entity as the service reports it in the op's response inside
+// the $batch response (an ETag header per insert, update or merge; none for
+// a delete). The SDK discards that response; it is read here from the raw
+// response. A response that does not carry them (never seen from Azure,
+// Azurite or Cosmos DB) is an error, although the transaction committed: a
+// caller cannot make its next write conditional on what this one wrote.
+func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	if err := store.ValidateTableName(table); err != nil {
 		return nil, err
 	}
@@ -64,7 +57,11 @@ func (s *Store) TransactETags(ctx context.Context, table, pk string, ops []store
 	if err != nil {
 		return nil, s.txError("transact "+table, err, ops)
 	}
-	return batchETags(resp, len(ops)), nil
+	etags := batchETags(resp, len(ops))
+	if etags == nil {
+		return nil, fmt.Errorf("azure: transact %s: committed, but the response does not carry the etags of its %d ops", table, len(ops))
+	}
+	return etags, nil
 }
 
 // batchETags reads the ETag header of each op's response in a successful

@@ -343,23 +343,14 @@ func (s *Store) Query(ctx context.Context, table string, q store.Query) (store.P
 	return p, err
 }
 
-// Transact implements store.Store; it costs one entity per operation.
-func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
-	_, err := s.TransactETags(ctx, table, pk, ops)
-	return err
-}
-
-var _ store.ETagTransactor = (*Store)(nil)
-
-// TransactETags implements store.ETagTransactor as Azure does (its $batch
-// response carries each op's etag): Transact, passing on the etags the
-// inner store reports.
-func (s *Store) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+// Transact implements store.Store; it costs one entity per operation, and
+// passes on the etags the inner store reports.
+func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	cost := float64(min(max(len(ops), 1), store.MaxOps))
 	var etags []string
 	err := s.do(ctx, "transaction", table, pk, true, cost, func() (err error) {
 		s.txs.Add(1)
-		etags, err = store.TransactETags(ctx, s.inner, table, pk, ops)
+		etags, err = s.inner.Transact(ctx, table, pk, ops)
 		if err == nil {
 			s.written.Add(int64(len(ops)))
 		}

@@ -180,7 +180,7 @@ func TestLimits(t *testing.T) {
 			for _, st := range tt.steps {
 				for lo := 0; lo < st.query; lo += store.MaxOps {
 					ops := rows(st.query)[lo:min(st.query, lo+store.MaxOps)]
-					if err := inner.Transact(ctx, table, st.pk, ops); err != nil {
+					if _, err := inner.Transact(ctx, table, st.pk, ops); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -197,7 +197,7 @@ func TestLimits(t *testing.T) {
 					for j := range ops {
 						ops[j].RK = fmt.Sprintf("tx%d-%03d", i, j)
 					}
-					err = s.Transact(ctx, table, st.pk, ops)
+					_, err = s.Transact(ctx, table, st.pk, ops)
 					_, gerr := inner.Get(ctx, table, st.pk, ops[0].RK)
 					if st.busy && !errors.Is(gerr, store.ErrNotFound) {
 						t.Errorf("%s: a throttled transaction wrote: Get = %v", what, gerr)
@@ -242,7 +242,7 @@ func TestLatency(t *testing.T) {
 			return err
 		}},
 		{"query", func(s *Store) error { _, err := s.Query(ctx, "lat", store.Query{PK: "p"}); return err }},
-		{"transact", func(s *Store) error { return s.Transact(ctx, "lat", "p", rows(3)) }},
+		{"transact", func(s *Store) error { _, err := s.Transact(ctx, "lat", "p", rows(3)); return err }},
 		{"delete table", func(s *Store) error { return s.DeleteTable(ctx, "lat") }},
 	}
 	for _, c := range calls {
@@ -307,7 +307,7 @@ func TestRetry(t *testing.T) {
 			clock := newFakeClock()
 			s := newStore(t, inner, Config{Latency: -1, PartitionRate: 200, AccountRate: -1, Clock: clock,
 				Retry: Retry{MaxRetries: tt.retries, Delay: 100 * time.Millisecond, MaxDelay: time.Second}})
-			err := s.Transact(ctx, "retry", "p", rows(tt.ops))
+			_, err := s.Transact(ctx, "retry", "p", rows(tt.ops))
 			if tt.wantBusy != errors.Is(err, store.ErrBusy) || (!tt.wantBusy && err != nil) {
 				t.Fatalf("err = %v, want busy %v", err, tt.wantBusy)
 			}
@@ -366,12 +366,12 @@ func TestSweep(t *testing.T) {
 	s.sweepAt = 3
 	clock.advance(time.Second)
 	for _, pk := range []string{"a", "b", "c"} {
-		if err := s.Transact(ctx, "sweep", pk, rows(100)); err != nil {
+		if _, err := s.Transact(ctx, "sweep", pk, rows(100)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	clock.advance(time.Second) // a, b and c are full again
-	if err := s.Transact(ctx, "sweep", "d", rows(100)); err != nil {
+	if _, err := s.Transact(ctx, "sweep", "d", rows(100)); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(s.parts); n != 1 {
@@ -379,7 +379,7 @@ func TestSweep(t *testing.T) {
 	}
 	// a comes back with a full bucket: two full transactions, then no more.
 	for i, want := range []bool{false, false, true} {
-		if err := s.Transact(ctx, "sweep", "a", rows(100)); errors.Is(err, store.ErrBusy) != want {
+		if _, err := s.Transact(ctx, "sweep", "a", rows(100)); errors.Is(err, store.ErrBusy) != want {
 			t.Errorf("transaction %d on a swept partition: err = %v, want busy %v", i, err, want)
 		}
 	}

@@ -74,7 +74,7 @@ func seedShared(t *testing.T, s *Store) {
 	for i := range sharedRows {
 		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%02d", i), Props: events.Entity{"n": events.Int64(sharedTotal / sharedRows)}})
 	}
-	if err := s.Transact(ctx, sharedTable, "p", ops); err != nil {
+	if _, err := s.Transact(ctx, sharedTable, "p", ops); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -99,7 +99,7 @@ func moveTotals(s *Store, stop <-chan struct{}, deadline time.Time) (writes int,
 			left -= n
 			ops[i] = store.Op{Kind: store.Replace, RK: fmt.Sprintf("r%02d", i), Props: events.Entity{"n": events.Int64(n)}}
 		}
-		if err := s.Transact(context.Background(), sharedTable, "p", ops); err != nil {
+		if _, err := s.Transact(context.Background(), sharedTable, "p", ops); err != nil {
 			return writes, err
 		}
 		writes++
@@ -155,7 +155,7 @@ func TestSecondOpenReadsWhileFirstWrites(t *testing.T) {
 	}
 
 	// The second store writes too, and the first sees it.
-	if err := reader.Transact(ctx, sharedTable, "q", []store.Op{{Kind: store.Insert, RK: "from-reader"}}); err != nil {
+	if _, err := reader.Transact(ctx, sharedTable, "q", []store.Op{{Kind: store.Insert, RK: "from-reader"}}); err != nil {
 		t.Fatalf("second store's write: %v", err)
 	}
 	if _, err := writer.Get(ctx, sharedTable, "q", "from-reader"); err != nil {
@@ -232,7 +232,7 @@ func TestReopenAndClockStepBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := storetest.EdgeEntity()
-	if err := s1.Transact(ctx, "keep", "p", []store.Op{{Kind: store.Insert, RK: "r", Props: want}}); err != nil {
+	if _, err := s1.Transact(ctx, "keep", "p", []store.Op{{Kind: store.Insert, RK: "r", Props: want}}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := s1.Get(ctx, "keep", "p", "r")
@@ -249,7 +249,7 @@ func TestReopenAndClockStepBack(t *testing.T) {
 	if !sameProps(want, got.Props) || got.ETag != before.ETag {
 		t.Fatal("row changed across reopen")
 	}
-	if err := s2.Transact(ctx, "keep", "p", []store.Op{{Kind: store.Merge, RK: "r", IfMatch: got.ETag}}); err != nil {
+	if _, err := s2.Transact(ctx, "keep", "p", []store.Op{{Kind: store.Merge, RK: "r", IfMatch: got.ETag}}); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := s2.Get(ctx, "keep", "p", "r")
@@ -417,14 +417,14 @@ func TestBusy(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	err = s.Transact(ctx, "busy", "p", []store.Op{{Kind: store.Insert, RK: "r"}})
+	_, err = s.Transact(ctx, "busy", "p", []store.Op{{Kind: store.Insert, RK: "r"}})
 	if !errors.Is(err, store.ErrBusy) {
 		t.Fatalf("Transact while another writer holds the lock: %v, want ErrBusy", err)
 	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Transact(ctx, "busy", "p", []store.Op{{Kind: store.Insert, RK: "r"}}); err != nil {
+	if _, err := s.Transact(ctx, "busy", "p", []store.Op{{Kind: store.Insert, RK: "r"}}); err != nil {
 		t.Fatalf("Transact after the lock is released: %v", err)
 	}
 }

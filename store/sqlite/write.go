@@ -85,20 +85,12 @@ func (s *Store) tableID(ctx context.Context, tx *sql.Tx, table string) (int64, e
 	return id, err
 }
 
-var _ store.ETagTransactor = (*Store)(nil)
-
 // Transact applies ops atomically in one SQLite transaction. It checks the
 // limits first (store.ValidateTx), so it refuses what Azure refuses, then
-// applies the ops in order; the first that fails rolls all back.
-func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
-	_, err := s.TransactETags(ctx, table, pk, ops)
-	return err
-}
-
-// TransactETags implements store.ETagTransactor: Transact, returning each
-// op's etag. Every row a transaction writes gets the transaction's version,
-// so the etags are known without reading the rows back; "" for a Delete.
-func (s *Store) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+// applies the ops in order; the first that fails rolls all back. Every row
+// a transaction writes gets the transaction's version, so the etags it
+// returns are known without reading the rows back; "" for a Delete.
+func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	if err := store.ValidateTableName(table); err != nil {
 		return nil, err
 	}

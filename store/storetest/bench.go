@@ -63,7 +63,7 @@ func benchTx(b *testing.B, s store.Store, per int) {
 			ops[i] = store.Op{Kind: store.Upsert, RK: fmt.Sprintf("tip:row-%09d", n), Props: BenchEntity(n)}
 			n++
 		}
-		if err := s.Transact(ctx, name, fmt.Sprintf("pk-%d", n/10000), ops); err != nil {
+		if _, err := s.Transact(ctx, name, fmt.Sprintf("pk-%d", n/10000), ops); err != nil {
 			b.Fatalf("Transact: %v", err)
 		}
 	}
@@ -78,7 +78,7 @@ func seed(b *testing.B, s store.Store, name, pk string, n int) {
 		for i := start; i < min(n, start+store.MaxOps); i++ {
 			ops = append(ops, store.Op{Kind: store.Upsert, RK: fmt.Sprintf("tip:row-%09d", i), Props: BenchEntity(i)})
 		}
-		if err := s.Transact(ctx, name, pk, ops); err != nil {
+		if _, err := s.Transact(ctx, name, pk, ops); err != nil {
 			b.Fatalf("Transact: %v", err)
 		}
 	}

@@ -61,17 +61,11 @@ func (p *Paging) Get(ctx context.Context, table, pk, rk string) (store.Entity, e
 	return p.Store.Get(ctx, table, pk, rk)
 }
 
-// Transact writes through to the inner store.
-func (p *Paging) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+// Transact writes through to the inner store, passing on the etags it
+// reports.
+func (p *Paging) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	p.requests.Add(1)
 	return p.Store.Transact(ctx, table, pk, ops)
-}
-
-// TransactETags writes through to the inner store, passing on the etags it
-// reports.
-func (p *Paging) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	p.requests.Add(1)
-	return store.TransactETags(ctx, p.Store, table, pk, ops)
 }
 
 // pagingPos is where a query resumes: the inner store's page Inner starts,

@@ -38,11 +38,6 @@ type Shuffle struct {
 
 var _ store.Store = (*Shuffle)(nil)
 
-// TransactETags passes on the etags the inner store reports.
-func (s *Shuffle) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	return store.TransactETags(ctx, s.Store, table, pk, ops)
-}
-
 // ShuffledPages returns the number of pages answered in an order other
 // than the inner store's so far.
 func (s *Shuffle) ShuffledPages() int64 { return s.shuffled.Load() }

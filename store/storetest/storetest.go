@@ -135,8 +135,35 @@ func (e *env) table() string {
 	return name
 }
 
+// tx runs a transaction and checks what every successful one returns: one
+// etag per op, "" for a Delete and not for any other (testTransactETags
+// checks they are the stored ones).
 func (e *env) tx(table, pk string, ops ...store.Op) error {
-	return e.s.Transact(e.ctx, table, pk, ops)
+	e.t.Helper()
+	etags, err := e.s.Transact(e.ctx, table, pk, ops)
+	if err != nil {
+		if etags != nil {
+			e.t.Errorf("a failed transaction returned etags %q", etags)
+		}
+		return err
+	}
+	checkETags(e.t, ops, etags)
+	return nil
+}
+
+// checkETags checks the etags of a successful transaction of ops: one per
+// op, "" for a Delete only.
+func checkETags(t testing.TB, ops []store.Op, etags []string) {
+	t.Helper()
+	if len(etags) != len(ops) {
+		t.Errorf("Transact of %d ops returned %d etags", len(ops), len(etags))
+		return
+	}
+	for i, op := range ops {
+		if (etags[i] == "") != (op.Kind == store.Delete) {
+			t.Errorf("Transact: op %d (%s %q) returned etag %q", i, op.Kind, op.RK, etags[i])
+		}
+	}
 }
 
 func (e *env) mustTx(table, pk string, ops ...store.Op) {

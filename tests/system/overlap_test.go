@@ -53,7 +53,7 @@ func (j *jitterStore) Query(ctx context.Context, table string, q store.Query) (s
 	return j.Store.Query(ctx, table, q)
 }
 
-func (j *jitterStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+func (j *jitterStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	j.pause()
 	return j.Store.Transact(ctx, table, pk, ops)
 }

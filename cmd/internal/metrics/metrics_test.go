@@ -131,9 +131,9 @@ func (f *faultyStore) injected() error {
 	return nil
 }
 
-func (f *faultyStore) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+func (f *faultyStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	if err := f.injected(); err != nil {
-		return err
+		return nil, err
 	}
 	return f.Store.Transact(ctx, table, pk, ops)
 }
@@ -160,10 +160,10 @@ func TestStoreRequests(t *testing.T) {
 				t.Errorf("readiness after an answer: %v", err)
 			}
 			ins := []store.Op{{Kind: store.Insert, RK: "r", Props: events.Entity{"n": events.Int64(1)}}}
-			if err := s.Transact(ctx, "measured", "p", ins); err != nil {
+			if _, err := s.Transact(ctx, "measured", "p", ins); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Transact(ctx, "measured", "p", ins); !errors.Is(err, store.ErrExists) {
+			if _, err := s.Transact(ctx, "measured", "p", ins); !errors.Is(err, store.ErrExists) {
 				t.Fatalf("insert twice: %v", err)
 			}
 			if _, err := s.Get(ctx, "measured", "p", "missing"); !errors.Is(err, store.ErrNotFound) {
@@ -175,7 +175,7 @@ func TestStoreRequests(t *testing.T) {
 			c.add(31 * time.Second)
 			faulty.fail = 2
 			for range 2 {
-				if err := s.Transact(ctx, "measured", "p", ins); !errors.Is(err, store.ErrBusy) {
+				if _, err := s.Transact(ctx, "measured", "p", ins); !errors.Is(err, store.ErrBusy) {
 					t.Fatalf("injected busy: %v", err)
 				}
 			}
@@ -202,28 +202,24 @@ func TestStoreRequests(t *testing.T) {
 	}
 }
 
-// etagStore reports etags, as store.ETagTransactor.
+// etagStore reports an etag for every transaction.
 type etagStore struct{ store.Store }
 
-func (e etagStore) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	return []string{"W/\"1\""}, e.Transact(ctx, table, pk, ops)
+func (e etagStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
+	_, err := e.Store.Transact(ctx, table, pk, ops)
+	return []string{"W/\"1\""}, err
 }
 
-// The measured store passes on the etags of what it wraps, measures
-// TransactETags as a transaction, and answers nil etags for a store that
-// reports none.
+// The measured store passes on the etags of what it wraps (none from a
+// store that reports none) and measures each Transact as a transaction.
 func TestStorePassesETags(t *testing.T) {
 	m, _ := newTestMetrics()
 	for _, c := range []struct {
 		st   store.Store
 		want int
 	}{{etagStore{nopStore{}}, 1}, {nopStore{}, 0}} {
-		et, ok := m.Store(c.st).(store.ETagTransactor)
-		if !ok {
-			t.Fatal("the measured store hides ETagTransactor")
-		}
-		if etags, err := et.TransactETags(context.Background(), "t", "p", nil); err != nil || len(etags) != c.want {
-			t.Fatalf("TransactETags through %T: %v %v, want %d etags", c.st, etags, err, c.want)
+		if etags, err := m.Store(c.st).Transact(context.Background(), "t", "p", nil); err != nil || len(etags) != c.want {
+			t.Fatalf("Transact through %T: %v %v, want %d etags", c.st, etags, err, c.want)
 		}
 	}
 	f, err := metricstest.Scrape(context.Background(), httptestServer(t, m)+"/metrics")
@@ -231,7 +227,7 @@ func TestStorePassesETags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n, _ := f.Histogram(NameStoreRequest, "op", OpTransact, "result", ResultOK); n != 2 {
-		t.Errorf("TransactETags measured %d times, want 2", n)
+		t.Errorf("Transact measured %d times, want 2", n)
 	}
 }
 
@@ -407,7 +403,9 @@ func TestRate(t *testing.T) {
 // measures the metrics alone.
 type nopStore struct{ store.Store }
 
-func (nopStore) Transact(context.Context, string, string, []store.Op) error { return nil }
+func (nopStore) Transact(context.Context, string, string, []store.Op) ([]string, error) {
+	return nil, nil
+}
 
 // BenchmarkObserver measures what metrics add per command on the hot path,
 // from as many goroutines as the projector runs: one outcome (Handled) and
@@ -421,7 +419,7 @@ func BenchmarkObserver(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			m.Handled(wire.StatusApplied, time.Millisecond)
-			_ = s.Transact(ctx, "t", "p", nil)
+			_, _ = s.Transact(ctx, "t", "p", nil)
 		}
 	})
 }

@@ -13,10 +13,6 @@ import (
 // Store wraps s so that its round trips are measured
 // (tablejournal_store_request_seconds by op and result) and its answers
 // feed readiness. Both backends are measured alike, above the store seam.
-//
-// The wrapper passes on the etags s reports (store.ETagTransactor), so
-// that the projector commits without reading its fence back, as it does
-// without metrics.
 func (m *Metrics) Store(s store.Store) store.Store {
 	return &measured{Store: s, m: m}
 }
@@ -26,18 +22,7 @@ type measured struct {
 	m *Metrics
 }
 
-var (
-	_ store.Store          = (*measured)(nil)
-	_ store.ETagTransactor = (*measured)(nil)
-)
-
-// TransactETags is measured as a transaction.
-func (s *measured) TransactETags(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	start := s.m.now()
-	etags, err := store.TransactETags(ctx, s.Store, table, pk, ops)
-	s.m.request(OpTransact, start, err)
-	return etags, err
-}
+var _ store.Store = (*measured)(nil)
 
 func (s *measured) Get(ctx context.Context, table, pk, rk string) (store.Entity, error) {
 	start := s.m.now()
@@ -53,11 +38,12 @@ func (s *measured) Query(ctx context.Context, table string, q store.Query) (stor
 	return p, err
 }
 
-func (s *measured) Transact(ctx context.Context, table, pk string, ops []store.Op) error {
+// Transact is measured as a transaction; it passes on the etags s reports.
+func (s *measured) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	start := s.m.now()
-	err := s.Store.Transact(ctx, table, pk, ops)
+	etags, err := s.Store.Transact(ctx, table, pk, ops)
 	s.m.request(OpTransact, start, err)
-	return err
+	return etags, err
 }
 
 func (s *measured) ListTables(ctx context.Context) ([]string, error) {

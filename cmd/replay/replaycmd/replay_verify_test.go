@@ -58,7 +58,7 @@ func TestVerifyAndDiffCLI(t *testing.T) {
 		{Kind: store.Insert, RK: "tip:order-9", Props: events.Entity{"total": events.Double(1)}},
 		{Kind: store.Delete, RK: version, IfMatch: "*"},
 	} {
-		if err := e.Store.Transact(e.Ctx, "orders", "customer-42", []store.Op{op}); err != nil {
+		if _, err := e.Store.Transact(e.Ctx, "orders", "customer-42", []store.Op{op}); err != nil {
 			t.Fatalf("%v %s: %v", op.Kind, op.RK, err)
 		}
 	}

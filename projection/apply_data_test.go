@@ -1,0 +1,237 @@
+package projection
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/rows"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
+)
+
+// TestApplyData runs the pure apply (apply.go) on the files of
+// testdata/apply, in the style of Pebble's data-driven tests: each file
+// sets the partition's rows, applies commands to them and holds what the
+// apply must answer (results, rows after, store operations). A change of
+// behaviour is a reviewed diff of a text file; after one, regenerate the
+// expectations with
+//
+//	go test -run TestApplyData ./projection -rewrite
+//
+// and read the diff. Commands:
+//
+//	rows                    the partition's rows before, one per line:
+//	<rk> v=<version> seq=<seq> cmd=<id> [deleted] [<prop>=<int> ...]
+//
+//	apply                   commands in journal order, one per line:
+//	<seq> <id> [prior=<seq>:<status>] <op> <rk> [ifv=<n>] [<prop>=<int> ...] [; <op> <rk> ...]
+//	                        answers each result, the rows after, and the
+//	                        store operations of the (last) transaction;
+//	                        the rows after become the rows of the next
+//	                        command of the file.
+func TestApplyData(t *testing.T) {
+	datadriven.Walk(t, "testdata/apply", func(t *testing.T, path string) {
+		state := map[string]*rowState{}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "rows":
+				state = map[string]*rowState{}
+				for _, line := range nonEmptyLines(d.Input) {
+					rk, s, err := parseRow(line)
+					if err != nil {
+						d.Fatalf(t, "%v", err)
+					}
+					state[rk] = s
+				}
+				return ""
+			case "apply":
+				var entries []Entry
+				for _, line := range nonEmptyLines(d.Input) {
+					e, err := parseEntry(line)
+					if err != nil {
+						d.Fatalf(t, "%v", err)
+					}
+					entries = append(entries, e)
+				}
+				b := runBatch(t, state, entries...)
+				out := describeApply(b)
+				for rk, s := range b.cur {
+					state[rk] = s
+				}
+				return out
+			}
+			d.Fatalf(t, "unknown command %q", d.Cmd)
+			return ""
+		})
+	})
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// parseRow reads "<rk> v=<version> seq=<seq> cmd=<id> [deleted] [<prop>=<int> ...]".
+func parseRow(line string) (string, *rowState, error) {
+	f := strings.Fields(line)
+	r := rows.Row{PK: "p", RK: f[0], Tip: true, Props: events.Entity{}, At: t0}
+	for _, kv := range f[1:] {
+		if kv == "deleted" {
+			r.Deleted, r.Tip, r.Op = true, false, events.OpDelete
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return "", nil, fmt.Errorf("row %q: %q is not key=value", line, kv)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "cmd":
+			r.Cmd, err = v, nil
+		case "v":
+			r.Version = n
+		case "seq":
+			r.Seq = uint64(n)
+		default:
+			r.Props[k] = events.Int64(n)
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("row %q: %w", line, err)
+		}
+	}
+	if r.Deleted {
+		return r.RK, &rowState{Latest: &r}, nil
+	}
+	return r.RK, &rowState{Tip: &r, Latest: &r}, nil
+}
+
+// parseEntry reads "<seq> <id> [prior=<seq>:<status>] <op> <rk> [ifv=<n>] [<prop>=<int> ...] [; ...]".
+func parseEntry(line string) (Entry, error) {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return Entry{}, fmt.Errorf("command %q: want <seq> <id> ops", line)
+	}
+	seq, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil {
+		return Entry{}, fmt.Errorf("command %q: %w", line, err)
+	}
+	e := entry(seq, f[1])
+	rest := f[2:]
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "prior=") {
+		ps, st, _ := strings.Cut(strings.TrimPrefix(rest[0], "prior="), ":")
+		n, err := strconv.ParseUint(ps, 10, 64)
+		if err != nil {
+			return Entry{}, fmt.Errorf("command %q: %w", line, err)
+		}
+		e.Prior = Prior{Seq: n, Status: wire.Status(st)}
+		rest = rest[1:]
+	}
+	for _, opText := range strings.Split(strings.Join(rest, " "), ";") {
+		of := strings.Fields(opText)
+		if len(of) < 2 {
+			return Entry{}, fmt.Errorf("command %q: op %q: want <op> <rk>", line, opText)
+		}
+		o := events.RowOp{Op: events.OpKind(of[0]), RK: of[1]}
+		if o.Op != events.OpDelete {
+			o.Entity = events.Entity{}
+		}
+		for _, kv := range of[2:] {
+			k, v, _ := strings.Cut(kv, "=")
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return Entry{}, fmt.Errorf("command %q: %q: %w", line, kv, err)
+			}
+			if k == "ifv" {
+				o.IfVersion = &n
+				continue
+			}
+			o.Entity[k] = events.Int64(n)
+		}
+		e.Cmd.Ops = append(e.Cmd.Ops, o)
+	}
+	return e, nil
+}
+
+// describeApply renders what a batch decided: each result, the rows it
+// touched after it, and the store operations of its transaction.
+func describeApply(b *txn) string {
+	var sb strings.Builder
+	for _, r := range b.results {
+		fmt.Fprintf(&sb, "%d %s: %s", r.Seq, r.ID, r.Status)
+		if r.Code != "" {
+			fmt.Fprintf(&sb, " (%s)", r.Code)
+		}
+		for _, rv := range r.Rows {
+			fmt.Fprintf(&sb, " %s@%d", rv.RK, rv.Version)
+		}
+		for _, c := range r.Changes {
+			fmt.Fprintf(&sb, " %s:%s", c.RK, c.Kind)
+		}
+		sb.WriteString("\n")
+	}
+	sb.WriteString("rows after:\n")
+	for _, rk := range slices.Sorted(maps.Keys(b.cur)) {
+		s := b.cur[rk]
+		switch {
+		case s.Tip != nil:
+			fmt.Fprintf(&sb, "  %s v=%d seq=%d cmd=%s %s\n", rk, s.Tip.Version, s.Tip.Seq, s.Tip.Cmd, props(s.Tip.Props))
+		case s.Latest != nil:
+			fmt.Fprintf(&sb, "  %s v=%d seq=%d cmd=%s deleted\n", rk, s.Latest.Version, s.Latest.Seq, s.Latest.Cmd)
+		default:
+			fmt.Fprintf(&sb, "  %s none\n", rk)
+		}
+	}
+	sb.WriteString("store ops:\n")
+	ops := b.txOps()
+	slices.SortFunc(ops, func(x, y store.Op) int { return strings.Compare(x.RK, y.RK) })
+	for _, o := range ops {
+		fmt.Fprintf(&sb, "  %s %s", o.Kind, describeKey(o.RK))
+		if o.IfMatch != "" {
+			fmt.Fprintf(&sb, " if-match=%s", o.IfMatch)
+		}
+		if o.Props != nil {
+			user := events.Entity{}
+			for k, v := range o.Props {
+				if !strings.HasPrefix(k, "_") {
+					user[k] = v
+				}
+			}
+			fmt.Fprintf(&sb, " %s", props(user))
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// describeKey names a stored RowKey: the tip of a row, or its version row
+// (keyed by the journal sequence that wrote it).
+func describeKey(key string) string {
+	rk, seq, tip, ok := rows.ParseKey(key)
+	switch {
+	case !ok:
+		return key
+	case tip:
+		return "tip(" + rk + ")"
+	}
+	return fmt.Sprintf("version(%s seq=%d)", rk, seq)
+}
+
+func props(e events.Entity) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(e)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, e[k].Int))
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
