@@ -138,7 +138,7 @@ func (r *round) do(kind string, i int, due time.Time) error {
 			return err
 		}
 	case kindStore:
-		err := r.e.st.Transact(r.ctx, rawTable, pk, []store.Op{{Kind: store.Upsert, RK: fmt.Sprintf("r%d", i%10),
+		_, err := r.e.st.Transact(r.ctx, rawTable, pk, []store.Op{{Kind: store.Upsert, RK: fmt.Sprintf("r%d", i%10),
 			Props: tj.Entity{"i": tj.Int64(int64(i)), "note": tj.String("a row of a latency benchmark")}}})
 		if err != nil {
 			return err
