@@ -469,3 +469,71 @@ func TestRejectionWithoutCode(t *testing.T) {
 		t.Errorf("Error() = %q", got)
 	}
 }
+
+// TestFollowRestartAfterCrash: a follower that dies holding a change (its
+// connection gone, no acknowledgement) is restarted; the new run gets that
+// change at once (issue 31: within 1 s), not after the checkpoint's ack
+// wait, with the ack wait of FollowAckWait applied to the checkpoint.
+func TestFollowRestartAfterCrash(t *testing.T) {
+	c := connect(t)
+	ctx := testContext(t)
+	table := fmt.Sprintf("crash%d", time.Now().UnixNano())
+	dead, err := tj.Connect(ctx, natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	held := make(chan tj.Change, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- dead.Follow(ctx, table, table, func(_ context.Context, ch tj.Change) error {
+			held <- ch
+			dead.Close() // the process dies with the change in hand
+			return errors.New("crashed")
+		})
+	}()
+	pos, err := c.Publish(ctx, tj.NewCommand(table, "p").Upsert("r", tj.Entity{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ch := <-held:
+		if ch.Seq != pos.Seq {
+			t.Fatalf("the first run got seq %d, want %d", ch.Seq, pos.Seq)
+		}
+	case err := <-done:
+		t.Fatalf("the first run ended before a change: %v", err)
+	}
+	<-done
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan tj.Change, 1)
+	start := time.Now()
+	go func() {
+		done <- c.Follow(fctx, table, table, func(_ context.Context, ch tj.Change) error {
+			select {
+			case got <- ch:
+			default:
+			}
+			return nil
+		}, tj.FollowAckWait(20*time.Second))
+	}()
+	select {
+	case ch := <-got:
+		if ch.Seq != pos.Seq {
+			t.Fatalf("the restarted run got seq %d first, want %d", ch.Seq, pos.Seq)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the restarted follower did not get the held change within 10s")
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the restarted follower took %s for the held change", took)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Follow(ctx, table, table, func(context.Context, tj.Change) error { return nil }, tj.FollowAckWait(-time.Second)); !errors.Is(err, tj.ErrInvalid) {
+		t.Fatalf("FollowAckWait(-1s): %v, want ErrInvalid", err)
+	}
+}
