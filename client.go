@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,7 +33,8 @@ type Client struct {
 	mu      sync.Mutex
 	journal *journal.Journal // opened on first use
 
-	recent recentIDs // the command IDs of this Client's latest publishes
+	recent        recentIDs   // the command IDs of this Client's latest publishes
+	streamChecked atomic.Bool // the first Publish found the journal stream
 }
 
 // recentCap is how many publishes recentIDs remembers.
@@ -97,11 +99,16 @@ func WithStore(s store.Store) Option {
 }
 
 // WithStream names the journal stream; the default is the projector's
-// ("JOURNAL").
+// ("JOURNAL"). Connect does not need it to exist yet; Publish fails with
+// ErrNoJournal while it does not.
 func WithStream(name string) Option { return func(o *options) { o.stream = name } }
 
-// WithDurable is the projector's --durable consumer name prefix (default
-// "projector"), which AfterSeq reads the applied position from.
+// WithDurable names the prefix of the projection's consumers
+// ("<prefix>-<shard>"), which AfterSeq and WaitApplied read the applied
+// position from. The default, "projector", is what the projector command
+// always uses; another is needed only for a projection a program runs with
+// another projection.Config.Durable (replay's --durable names the same
+// prefix).
 func WithDurable(prefix string) Option { return func(o *options) { o.durable = prefix } }
 
 // WithPropagator sets how the trace context of a publish's context.Context
@@ -120,10 +127,6 @@ func WithIssuer(name string) Option { return func(o *options) { o.issuer = name 
 func WithNATSOptions(opts ...nats.Option) Option {
 	return func(o *options) { o.natsOpts = append(o.natsOpts, opts...) }
 }
-
-// ErrNoTables is returned by reads of a Client opened without a table
-// store (WithStore).
-var ErrNoTables = errors.New("tablejournal: no table store configured")
 
 // Connect connects to the NATS server at url and returns a Client of the
 // journal there, reading rows from the table store of WithStore.
@@ -177,6 +180,29 @@ func (c *Client) openJournal(ctx context.Context) (*journal.Journal, error) {
 	}
 	c.journal = j
 	return j, nil
+}
+
+// checkStream makes sure, once, that the journal stream exists before a
+// publish: to a stream that does not, the journal's subjects go to no
+// stream (the publish retries until its budget is spent) or to another
+// one (JetStream refuses it with "expected stream does not match").
+// Other errors, such as a user without the right to read stream
+// information, are left to the publish to report.
+func (c *Client) checkStream(ctx context.Context) error {
+	if c.streamChecked.Load() {
+		return nil
+	}
+	_, err := c.openJournal(ctx)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return fmt.Errorf("%w %s: check WithStream, or start the projector, which creates it", ErrNoJournal, c.o.stream)
+	case errors.Is(err, journal.ErrNotJournal):
+		return fmt.Errorf("%w %s: %w", ErrNoJournal, c.o.stream, err)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	c.streamChecked.Store(true)
+	return nil
 }
 
 // inject writes the trace context of ctx onto a command's headers.

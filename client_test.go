@@ -161,6 +161,10 @@ func exampleOwner(n string) string {
 		return "ChangeOp"
 	case "ErrNoTables":
 		return "WithStore"
+	case "ErrNoJournal":
+		return "WithStream"
+	case "ErrBodyDiffers":
+		return "Client_Publish"
 	}
 	return ""
 }

@@ -40,7 +40,8 @@ func DateTime(t time.Time) Value { return events.DateTime(t) }
 // Binary is an Edm.Binary value of at most 64 KiB.
 func Binary(b []byte) Value { return events.Binary(b) }
 
-// Guid is an Edm.Guid value; it fails on a string that is not a GUID.
+// Guid is an Edm.Guid value; it fails on a string that is not a GUID
+// with an error matching ErrInvalid (rule bad-guid).
 func Guid(s string) (Value, error) { return events.Guid(s) }
 
 // Command is one command: row operations on one partition of one table,
@@ -48,6 +49,9 @@ func Guid(s string) (Value, error) { return events.Guid(s) }
 // methods, which return the Command so that calls chain.
 type Command struct {
 	cmd events.Command
+	// err is the first misuse of the builder (an IfVersion that guards
+	// nothing), which Publish returns.
+	err error
 }
 
 // NewCommand starts a command on partition pk of table, with a fresh
@@ -103,12 +107,30 @@ func (c *Command) Delete(rk string) *Command { return c.add(events.OpDelete, rk,
 
 // IfVersion guards the operation added last: it applies only if its row
 // exists at exactly version v (Row.Version), else the command is rejected
-// with ErrVersionMismatch. An insert cannot carry it.
+// with ErrVersionMismatch. An insert cannot carry it. Called before any
+// operation, or twice on one, it guards nothing certain: Publish then
+// refuses the command with ErrInvalid (rules if-version-without-op and
+// if-version-twice) rather than apply it unguarded.
 func (c *Command) IfVersion(v int64) *Command {
-	if n := len(c.cmd.Ops); n > 0 {
+	n := len(c.cmd.Ops)
+	switch {
+	case n == 0:
+		c.fail(&events.ValidationError{Field: "ops", Rule: events.RuleIfVersionWithoutOp,
+			Detail: fmt.Sprintf("IfVersion(%d) before any operation guards nothing: call it after the operation it guards", v)})
+	case c.cmd.Ops[n-1].IfVersion != nil:
+		c.fail(&events.ValidationError{Field: fmt.Sprintf("ops[%d].ifVersion", n-1), Rule: events.RuleIfVersionTwice,
+			Detail: fmt.Sprintf("IfVersion(%d) after IfVersion(%d) on one operation: give it one guard", v, *c.cmd.Ops[n-1].IfVersion)})
+	default:
 		c.cmd.Ops[n-1].IfVersion = &v
 	}
 	return c
+}
+
+// fail records the first misuse of the builder.
+func (c *Command) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
 }
 
 // Position is where a published command is in the journal: its command ID
@@ -123,9 +145,17 @@ type Position struct {
 
 // Publish validates cmd and publishes it into the journal, returning once
 // the journal stored it. An invalid command is refused with an error that
-// errors.Is matches against ErrInvalid, and nothing is published. The
-// trace context of ctx travels with the command.
+// errors.Is matches against ErrInvalid, and nothing is published. A
+// command ID the journal holds with another body is ErrBodyDiffers; no
+// journal stream, ErrNoJournal. The trace context of ctx travels with the
+// command.
 func (c *Client) Publish(ctx context.Context, cmd *Command) (Position, error) {
+	if cmd.err != nil {
+		return Position{}, fmt.Errorf("tablejournal: publish %s: %w", cmd.cmd.ID, cmd.err)
+	}
+	if err := c.checkStream(ctx); err != nil {
+		return Position{}, fmt.Errorf("tablejournal: publish %s: %w", cmd.cmd.ID, err)
+	}
 	x := cmd.cmd
 	if x.Issuer == "" {
 		x.Issuer = c.o.issuer

@@ -147,11 +147,19 @@ func ExampleWithStream() {
 	defer done()
 	pos, err := c.Publish(ctx, tj.NewCommand("orders", newPK("c")).Upsert("o", tj.Entity{}))
 	fmt.Println(err, pos.Seq > 0)
-	// Output: <nil> true
+	// A stream that does not exist is named as such.
+	other, _, done2 := connectWith(tj.WithStream("NOPE"))
+	defer done2()
+	_, err = other.Publish(ctx, tj.NewCommand("orders", newPK("c")).Upsert("o", tj.Entity{}))
+	fmt.Println(errors.Is(err, tj.ErrNoJournal))
+	// Output:
+	// <nil> true
+	// true
 }
 
 func ExampleWithDurable() {
-	// The projector runs with its default --durable, "projector".
+	// The projector command's consumers are "projector-<shard>", the
+	// default; a program running its own projection may name others.
 	c, ctx, done := connectWith(tj.WithStore(tableStore), tj.WithDurable("projector"))
 	defer done()
 	pk := newPK("c")
@@ -213,9 +221,14 @@ func ExampleClient_Publish() {
 	// The same command ID again is the same command.
 	again, _ := c.Publish(ctx, cmd)
 	fmt.Println(again.Duplicate, again.Seq == pos.Seq)
+	// The same ID with another body is refused: the journal keeps the first.
+	other := tj.NewCommand("orders", newPK("c")).WithID(cmd.ID()).Upsert("order-1", tj.Entity{})
+	_, err = c.Publish(ctx, other)
+	fmt.Println(errors.Is(err, tj.ErrBodyDiffers))
 	// Output:
 	// true true
 	// true true
+	// true
 }
 
 func ExampleClient_Wait() {
@@ -478,7 +491,7 @@ func ExampleGuid() {
 	v, err := tj.Guid("4bf92f35-77b3-4da6-a3ce-929d0e0e4736")
 	fmt.Println(v.Type, err)
 	_, err = tj.Guid("nope")
-	fmt.Println(err != nil)
+	fmt.Println(errors.Is(err, tj.ErrInvalid))
 	// Output:
 	// Edm.Guid <nil>
 	// true
@@ -695,6 +708,22 @@ func ExampleFollowFrom() {
 		return nil
 	}, tj.FollowPartition(pk), tj.FollowFrom(from.Seq))
 	// Output: new
+}
+
+func ExampleFollowAckWait() {
+	c, ctx, done := setup()
+	defer done()
+	pk := newPK("c")
+	c.Publish(ctx, tj.NewCommand("orders", pk).Upsert("slow", tj.Entity{}))
+	fctx, stop := context.WithCancel(ctx)
+	// A handler that may run for minutes: a change it holds is not
+	// offered again before 10 minutes.
+	c.Follow(fctx, newPK("f"), "orders", func(_ context.Context, ch tj.Change) error {
+		fmt.Println(ch.RK)
+		stop()
+		return nil
+	}, tj.FollowPartition(pk), tj.FollowAckWait(10*time.Minute))
+	// Output: slow
 }
 
 func ExampleOption() {

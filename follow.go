@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -103,8 +106,11 @@ func FollowFrom(seq uint64) FollowOption { return func(o *followOptions) { o.fro
 // with fn running) back at once, resetting the checkpoint's deliveries to
 // its last checkpointed change (on nats-server 2.14 or later; an older
 // server delivers it again after FollowAckWait).
-// ctx passed to fn carries the trace context of the command that made
-// the change.
+// A checkpoint follows one table (or, with FollowPartition, one partition)
+// for good: its name with another fails with an error matching
+// ErrInvalid, as does a table name that no table can have (rule
+// table-name). ctx passed to fn carries the trace context of the command
+// that made the change.
 func (c *Client) Follow(ctx context.Context, name, table string, fn func(context.Context, Change) error, opts ...FollowOption) error {
 	o := followOptions{ackWait: defaultFollowAckWait}
 	for _, opt := range opts {
@@ -112,6 +118,11 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 	}
 	if o.ackWait <= 0 {
 		return fmt.Errorf("tablejournal: follow %s: %w: FollowAckWait %s is not positive", name, ErrInvalid, o.ackWait)
+	}
+	if !store.ValidTableName(table) {
+		// A name with '.', '*' or '>' would even follow other tables.
+		return fmt.Errorf("tablejournal: follow %s: %w", name, &events.ValidationError{Field: "table", Rule: events.RuleTableName,
+			Detail: fmt.Sprintf("%q is not a table name: want ^[A-Za-z][A-Za-z0-9]{2,62}$", table)})
 	}
 	filter := wire.ChangeFilter(table)
 	if o.onePK {
@@ -149,7 +160,7 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 	default:
 		info := cons.CachedInfo()
 		if f := info.Config.FilterSubject; f != filter {
-			return fmt.Errorf("tablejournal: follow %s: %w: the checkpoint follows %s, not %s", name, ErrInvalid, f, filter)
+			return &checkpointMismatch{name: name, has: followed(f), want: followed(filter)}
 		}
 		if cons, err = c.resume(ctx, name, info, o.ackWait); err != nil {
 			return err
@@ -214,6 +225,37 @@ func (c *Client) resume(ctx context.Context, name string, info *jetstream.Consum
 		return nil, fmt.Errorf("tablejournal: follow %s: %w", name, err)
 	}
 	return cons, nil
+}
+
+// checkpointMismatch is Follow's error for a checkpoint name that follows
+// other changes than asked: a checkpoint follows one table, or one
+// partition, for good. It matches ErrInvalid.
+type checkpointMismatch struct{ name, has, want string }
+
+func (e *checkpointMismatch) Error() string {
+	return fmt.Sprintf("tablejournal: follow %s: the checkpoint %q follows %s, not %s: a checkpoint keeps what it follows; give this one another name, or delete it (consumer %s of stream %s)",
+		e.name, e.name, e.has, e.want, e.name, wire.ChangesStream)
+}
+
+func (e *checkpointMismatch) Unwrap() error { return ErrInvalid }
+
+// followed says in a user's words what a change-feed filter follows:
+// "table orders", "partition \"c-1\" of table orders", or the filter
+// itself if it is not one Follow makes.
+func followed(filter string) string {
+	rest, ok := strings.CutPrefix(filter, wire.ChangesPrefix+".")
+	table, tok, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || strings.Contains(tok, ".") {
+		return filter
+	}
+	if tok == ">" {
+		return "table " + table
+	}
+	pk, err := wire.ParsePKToken(tok)
+	if err != nil {
+		return filter
+	}
+	return fmt.Sprintf("partition %q of table %s", pk, table)
 }
 
 // decodeChange decodes a change event of the feed into a Change.

@@ -54,6 +54,19 @@ const (
 	RuleInvalidUTF8 = Rule("invalid-utf8") // a key, name, string value, issuer or meta entry is not valid UTF-8
 )
 
+// Rules of the Go command builder (package tablejournal's Command), which
+// a command on the wire cannot break: Publish refuses such a command with
+// them, and nothing is published.
+const (
+	// RuleIfVersionWithoutOp: IfVersion called before any operation, so
+	// it guards nothing. It guards the operation added last: call it after
+	// the operation.
+	RuleIfVersionWithoutOp = Rule("if-version-without-op")
+	// RuleIfVersionTwice: IfVersion called twice on one operation (or
+	// --if-version given twice), so which guard was meant is unknown.
+	RuleIfVersionTwice = Rule("if-version-twice")
+)
+
 // Rules about a single typed value. Validate checks them on values built in
 // Go; the decoders report them for literals that do not parse.
 const (

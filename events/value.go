@@ -84,11 +84,12 @@ func DateTime(t time.Time) Value {
 	return Value{Type: TypeDateTime, Time: t.UTC().Truncate(100 * time.Nanosecond)}
 }
 
-// Guid returns a Guid value from its textual form; see ParseGuid.
+// Guid returns a Guid value from its textual form; see ParseGuid. Its
+// error is a *ValidationError (rule bad-guid) wrapping ErrInvalid.
 func Guid(s string) (Value, error) {
 	g, err := ParseGuid(s)
 	if err != nil {
-		return Value{}, err
+		return Value{}, invalid("", RuleBadGuid, "%v", err)
 	}
 	return Value{Type: TypeGuid, Str: g}, nil
 }
@@ -148,9 +149,14 @@ func (v Value) Text() string {
 	return ""
 }
 
-// Entity is the set of properties of one row, without its keys: what a
-// command writes. store.Entity is a stored row: keys, an Entity and the
-// store's etag and timestamp.
+// Entity is the set of properties of one row, without its keys: the
+// payload of a command's row operation (RowOp.Props), in the command layer.
+// It is one of three notions of a row, one per layer: this one is what a
+// command carries; store.Entity is what a table store holds (keys, an
+// Entity of properties, with the layout's system columns among them, and
+// the store's etag and timestamp); rows.Row is a store.Entity read by the
+// versioned layout of SPEC §4 (one version of a logical row, its system
+// columns decoded and its user properties, an Entity, apart).
 type Entity map[string]Value
 
 // Equal reports whether two entities hold the same properties with equal

@@ -9,6 +9,7 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -63,16 +64,16 @@ func TestPruneEveryPoint(t *testing.T) {
 }
 
 // checkPoint checks replay's answers at seq against the unpruned store.
-func checkPoint(t *testing.T, rp *replay.Replayer, full store.Store, seq, horizon uint64) {
+func checkPoint(t *testing.T, rp *replay.Source, full store.Store, seq, horizon uint64) {
 	t.Helper()
 	ctx := context.Background()
-	err := rp.AsOf(ctx, "pruned", store.InPartition("p"), seq, func(rows.Row) error { return nil })
+	err := history.New(rp).AsOf(ctx, "pruned", store.InPartition("p"), seq, func(rows.Row) error { return nil })
 	if seq < horizon && !errors.Is(err, replay.ErrPruned) || seq >= horizon && err != nil {
 		t.Fatalf("asof of the partition at %d (horizon %d): %v", seq, horizon, err)
 	}
 	for k := range 4 {
 		rk := fmt.Sprintf("r%d", k)
-		got, ok, err := rp.AsOfRow(ctx, "pruned", "p", rk, seq)
+		got, ok, err := history.New(rp).AsOfRow(ctx, "pruned", "p", rk, seq)
 		if errors.Is(err, replay.ErrPruned) && seq < horizon {
 			continue
 		}

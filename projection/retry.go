@@ -51,7 +51,7 @@ func newRetryPolicy(maxElapsed time.Duration, log *slog.Logger, stats *Stats) *r
 // since a shard's batch waits for its slowest partition, one partition
 // asleep for the library's default of up to a minute stalls its whole
 // shard. Against store/simazure answering ErrBusy unretried
-// (BenchmarkSimAzure spread, see docs/ARCHITECTURE.md) the projector
+// (BenchmarkSimAzure spread, see docs/performance.md) the projector
 // reached 0.56 of the account limit uncapped, 0.73 capped.
 const maxBusyWait = time.Second
 

@@ -19,8 +19,8 @@ import (
 // first). A shard without a consumer is bounded by its first
 // message. The projector acknowledges a command only after its
 // transaction committed, so an acknowledged command is in the tables.
-func (r *Replayer) AppliedSeq(ctx context.Context) (uint64, error) {
-	if err := r.needJournal("applied sequence"); err != nil {
+func (r *Source) AppliedSeq(ctx context.Context) (uint64, error) {
+	if err := r.NeedJournal("applied sequence"); err != nil {
 		return 0, err
 	}
 	head, err := r.j.Head(ctx)

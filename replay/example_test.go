@@ -7,7 +7,7 @@ import (
 )
 
 // A point names a position of the journal by sequence, time or command ID;
-// Replayer.Resolve turns it into the journal sequence whose prefix the
+// Source.Resolve turns it into the journal sequence whose prefix the
 // state at the point is.
 func ExampleParsePoint() {
 	for _, s := range []string{"1234", "seq:1234", "2026-11-21T10:00:00Z", "cmd:01JD3X9Q7ZBGN0V0W4Q6T8Y2KE", "undo-c1-0", "head"} {

@@ -9,12 +9,12 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// outcome returns the outcome that tells where command id is in the
+// Outcome returns the outcome that tells where command id is in the
 // journal and what it did: the applied one if the ID was ever applied
 // (a later re-publish beyond the duplicate window adds a "duplicate"
 // outcome, which is the latest), else the latest.
-func (r *Replayer) outcome(ctx context.Context, id string) (wire.Outcome, error) {
-	if err := r.needJournal("outcome of " + id); err != nil {
+func (r *Source) Outcome(ctx context.Context, id string) (wire.Outcome, error) {
+	if err := r.NeedJournal("outcome of " + id); err != nil {
 		return wire.Outcome{}, err
 	}
 	oc := journal.NewOutcomes(r.js)

@@ -123,11 +123,11 @@ func isDigits(s string) bool {
 //     stored after it, minus one; the head if none is after it).
 //   - AtCmd: the command's journal sequence, from its outcome
 //     (ErrNoOutcome if it has none).
-func (r *Replayer) Resolve(ctx context.Context, p Point) (uint64, error) {
+func (r *Source) Resolve(ctx context.Context, p Point) (uint64, error) {
 	if p.Kind == AtSeq && r.j == nil {
 		return p.Seq, nil // no journal to check it against: asof on tables alone
 	}
-	if err := r.needJournal("resolve " + p.String()); err != nil {
+	if err := r.NeedJournal("resolve " + p.String()); err != nil {
 		return 0, err
 	}
 	switch p.Kind {
@@ -152,7 +152,7 @@ func (r *Replayer) Resolve(ctx context.Context, p Point) (uint64, error) {
 		}
 		return next - 1, nil
 	case AtCmd:
-		o, err := r.outcome(ctx, p.Cmd)
+		o, err := r.Outcome(ctx, p.Cmd)
 		if err != nil {
 			return 0, err
 		}

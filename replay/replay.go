@@ -20,7 +20,7 @@ const (
 	DefaultIssuer  = "tablejournal-replay"
 )
 
-// Config configures a Replayer.
+// Config configures a Source.
 type Config struct {
 	// Store is the table store the projector writes. Required.
 	Store store.Store
@@ -75,23 +75,25 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Replayer reads the projected tables through time and writes corrections
-// back through the journal. It is safe for concurrent use.
-type Replayer struct {
+// Source is what every part of replay reads and writes through: the table
+// store, and optionally the journal with its outcomes. The sub-packages
+// (history, repair, rebuild, snapshot, retention, erasure) each take one.
+// It is safe for concurrent use.
+type Source struct {
 	cfg Config
 	st  store.Store
 	js  jetstream.JetStream
 	j   *journal.Journal // nil without JetStream
 }
 
-// New returns a Replayer. With a JetStream connection it opens the journal
+// New returns a Source. With a JetStream connection it opens the journal
 // stream, which must exist.
-func New(ctx context.Context, cfg Config) (*Replayer, error) {
+func New(ctx context.Context, cfg Config) (*Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("replay config: %w", err)
 	}
 	cfg.setDefaults()
-	r := &Replayer{cfg: cfg, st: cfg.Store, js: cfg.JetStream}
+	r := &Source{cfg: cfg, st: cfg.Store, js: cfg.JetStream}
 	if r.js != nil {
 		j, err := journal.Open(ctx, r.js, cfg.Journal)
 		if err != nil {
@@ -103,12 +105,20 @@ func New(ctx context.Context, cfg Config) (*Replayer, error) {
 }
 
 // Store returns the table store r reads.
-func (r *Replayer) Store() store.Store { return r.st }
+func (r *Source) Store() store.Store { return r.st }
 
 // Journal returns the journal, or nil without a JetStream connection.
-func (r *Replayer) Journal() *journal.Journal { return r.j }
+func (r *Source) Journal() *journal.Journal { return r.j }
 
-func (r *Replayer) needJournal(what string) error {
+// JetStream returns the JetStream connection, or nil without one.
+func (r *Source) JetStream() jetstream.JetStream { return r.js }
+
+// Config returns the configuration r was made with, defaults filled in.
+func (r *Source) Config() Config { return r.cfg }
+
+// NeedJournal fails with ErrNoJournal, naming what needed it, when r has
+// no JetStream connection.
+func (r *Source) NeedJournal(what string) error {
 	if r.j == nil {
 		return fmt.Errorf("%s: %w", what, ErrNoJournal)
 	}

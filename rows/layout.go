@@ -108,8 +108,12 @@ func ParseKey(key string) (rk string, seq uint64, tip bool, ok bool) {
 	return rkUnescaper.Replace(rest[:i]), uint64(math.MaxInt64 - inv), false, true
 }
 
-// Row is one version of a logical row as stored: the tip, a version row or a
-// tombstone, with its system columns decoded and the user properties apart.
+// Row is one version of a logical row as stored, in the layout layer: the
+// tip, a version row or a tombstone, with its system columns decoded and
+// the user properties (an events.Entity, as the command wrote them) apart.
+// It is a store.Entity read by the layout (DecodeRow) and written back as
+// one (PK, the RowKey of TipKey or VersionKey, and Encode); the store below
+// holds entities and knows nothing of versions.
 type Row struct {
 	PK, RK  string
 	Version int64

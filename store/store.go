@@ -61,10 +61,13 @@ type Store interface {
 	Limits() events.Limits
 }
 
-// Entity is one stored row: its keys, its properties (an events.Entity,
-// which is the properties alone, as a command carries them) and what the
-// store keeps of it (etag, timestamp). projection.Row is the same row
-// decoded by the versioned layout of SPEC §4.
+// Entity is one stored row, in the store layer: its keys, its properties
+// (an events.Entity, the properties alone, as a command carries them; the
+// layout's system columns, such as _v and _seq, are properties here like
+// any other) and what the store keeps of it (etag, timestamp). The store
+// knows nothing of versions: rows.Row is the same entity read by the
+// versioned layout of SPEC §4 (rows.DecodeRow, Row.Encode), the layer
+// above.
 type Entity struct {
 	PK, RK string
 	Props  events.Entity

@@ -11,18 +11,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/store/stores"
 )
 
 // Config configures Start.
@@ -33,20 +27,15 @@ type Config struct {
 	// the embedded store in Dir; an Azure Tables connection string (such
 	// as Azurite's) works too.
 	Tables string
-	// Logger receives the server's and the projector's logs; if nil,
-	// warnings and errors go to slog.Default()'s handler.
+	// Logger receives the server's and the projector's logs; if nil, they
+	// are discarded.
 	Logger *slog.Logger
 }
 
-// Pipeline is a running pipeline.
+// Pipeline is a running pipeline: a layer over projectiontest.Pipeline,
+// which the module's own tests start too.
 type Pipeline struct {
-	srv    *embedded.Server
-	nc     *nats.Conn
-	closer io.Closer
-	store  store.Store
-	tables string
-	cancel context.CancelFunc
-	done   chan error
+	p *projectiontest.Pipeline
 }
 
 // Start starts the server, opens the table store and runs a projector
@@ -59,76 +48,31 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	srv, err := embedded.Start(embedded.Config{Dir: filepath.Join(cfg.Dir, "jetstream"), Listen: "127.0.0.1:-1", NoSync: true, Logger: log})
+	p, err := projectiontest.StartPipeline(ctx, nil, projectiontest.PipelineConfig{Dir: cfg.Dir, Tables: cfg.Tables, ServerLogger: log})
 	if err != nil {
 		return nil, fmt.Errorf("tablejournaltest: %w", err)
 	}
-	p := &Pipeline{srv: srv, tables: cfg.Tables, done: make(chan error, 1)}
-	if p.tables == "" {
-		p.tables = "sqlite:" + filepath.Join(cfg.Dir, stores.EmbeddedFile)
-	}
-	fail := func(err error) (*Pipeline, error) {
+	if _, err := p.RunProjector(projection.Config{Logger: log}); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("tablejournaltest: %w", err)
 	}
-	if p.nc, err = nats.Connect(srv.ClientURL()); err != nil {
-		return fail(err)
-	}
-	js, err := jetstream.New(p.nc)
-	if err != nil {
-		return fail(err)
-	}
-	if _, err := journal.Ensure(ctx, js, journal.Config{}); err != nil {
-		return fail(err)
-	}
-	st, closer, err := stores.Open(ctx, p.tables, cfg.Dir)
-	if err != nil {
-		return fail(err)
-	}
-	p.closer, p.store = closer, st
-	runCtx, cancel := context.WithCancel(context.Background())
-	proj, err := projection.New(runCtx, js, st, projection.Config{Logger: log})
-	if err != nil {
-		cancel()
-		return fail(err)
-	}
-	p.cancel = cancel
-	go func() { p.done <- proj.Run(runCtx) }()
-	return p, nil
+	return &Pipeline{p}, nil
 }
 
 // URL is the NATS URL a client connects to.
-func (p *Pipeline) URL() string { return p.srv.ClientURL() }
+func (p *Pipeline) URL() string { return p.p.URL() }
 
 // Tables is the table store's connection string, as the projector's
 // --tables flag takes it.
-func (p *Pipeline) Tables() string { return p.tables }
+func (p *Pipeline) Tables() string { return p.p.Tables }
 
 // Store is the table store the projector writes, for
 // tablejournal.WithStore. Close closes it.
-func (p *Pipeline) Store() store.Store { return p.store }
+func (p *Pipeline) Store() store.Store { return p.p.Store }
 
 // Close stops the projector, closes the store and shuts the server down.
 // It returns what the projector's run returned, if it failed.
-func (p *Pipeline) Close() error {
-	var err error
-	if p.cancel != nil {
-		p.cancel()
-		if e := <-p.done; e != nil && !errors.Is(e, context.Canceled) {
-			err = e
-		}
-		p.cancel = nil
-	}
-	if p.closer != nil {
-		p.closer.Close()
-		p.closer = nil
-	}
-	if p.nc != nil {
-		p.nc.Close()
-	}
-	p.srv.Shutdown()
-	return err
-}
+func (p *Pipeline) Close() error { return p.p.Close() }
 
 // New starts a pipeline for test t on the table store tables ("" for the
 // embedded one) in a temporary folder, and closes it when the test ends,

@@ -4,6 +4,7 @@ package journaltest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -60,24 +61,36 @@ func Restart(t testing.TB, s *embedded.Server) *embedded.Server {
 	return StartServerConfig(t, s.Config())
 }
 
-// Connect connects to url, reconnecting forever, and closes the connection
-// when the test ends.
+// Connect connects to url, reconnecting forever (Dial), and closes the
+// connection when the test ends.
 func Connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
+	nc, js, err := Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, js
+}
+
+// Dial connects to url as the tests' clients do: reconnecting forever,
+// every 50ms, so that a test may restart the servers under it. The caller
+// closes the connection.
+func Dial(url string) (*nats.Conn, jetstream.JetStream, error) {
 	nc, err := nats.Connect(url,
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(50*time.Millisecond),
 		nats.ReconnectJitter(0, 0),
 	)
 	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
+		return nil, nil, fmt.Errorf("connect %s: %w", url, err)
 	}
-	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
-		t.Fatalf("jetstream: %v", err)
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return nc, js
+	return nc, js, nil
 }
 
 // Context returns a context that ends with the test or after d, whichever

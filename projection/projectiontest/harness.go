@@ -15,7 +15,6 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/rows"
@@ -94,19 +93,13 @@ func orderedSQLite(t testing.TB) store.Store {
 	return s
 }
 
-// Harness is a real pipeline for one test: an in-process JetStream server,
-// the journal, a Writer, a table store and, once started, a projector.
+// Harness is a real pipeline for one test (a Pipeline, closed when the
+// test ends) with a Writer and what the test published through it.
 type Harness struct {
-	t       testing.TB
-	Server  *embedded.Server
-	NC      *nats.Conn
-	JS      jetstream.JetStream
-	Journal *journal.Journal
-	Writer  *journal.Writer
-	Store   store.Store
+	*Pipeline
+	t      testing.TB
+	Writer *journal.Writer
 
-	stop  func() error
-	done  chan error
 	sent  map[string]bool
 	acked map[string]uint64 // command ID → the sequence the journal acknowledged
 }
@@ -118,80 +111,47 @@ type Options struct {
 	Journal journal.Config
 }
 
-// Start starts a JetStream server (fsync off: these tests are about the
-// projection, the journal's own tests crash the server) and the journal.
+// Start starts a Pipeline on st in a temporary folder of the test, without
+// a projector (StartProjector), and closes it when the test ends.
 func Start(t testing.TB, st store.Store, opts Options) *Harness {
 	t.Helper()
-	srv := journaltest.StartServerConfig(t, embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
-	h := Attach(t, srv.ClientURL(), st, opts)
-	h.Server = srv
-	return h
+	return start(t, st, PipelineConfig{Dir: t.TempDir(), Journal: opts.Journal})
 }
 
 // Attach is Start on servers the test started itself, such as a
 // journaltest.Cluster: url may list several. Server is nil.
 func Attach(t testing.TB, url string, st store.Store, opts Options) *Harness {
 	t.Helper()
-	nc, js := journaltest.Connect(t, url)
-	ctx := journaltest.Context(t, time.Minute)
-	j, err := journal.Ensure(ctx, js, opts.Journal)
+	return start(t, st, PipelineConfig{URL: url, Journal: opts.Journal})
+}
+
+func start(t testing.TB, st store.Store, cfg PipelineConfig) *Harness {
+	t.Helper()
+	p, err := StartPipeline(journaltest.Context(t, time.Minute), st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &Harness{t: t, NC: nc, JS: js, Journal: j, Store: st,
-		Writer: journal.NewWriter(js, j.Name())}
 	t.Cleanup(func() {
-		if h.stop != nil {
-			if err := h.stop(); err != nil {
-				t.Errorf("projector: %v", err)
-			}
+		if err := p.Close(); err != nil {
+			t.Errorf("projector: %v", err)
 		}
 	})
-	return h
+	return &Harness{Pipeline: p, t: t, Writer: journal.NewWriter(p.JS, p.Journal.Name())}
 }
 
 // StartProjector runs a projector on the harness's store in the
 // background until StopProjector or the end of the test, and returns it.
+// Its Logger, if nil, is QuietLogger().
 func (h *Harness) StartProjector(cfg projection.Config) *projection.Projector {
 	h.t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = QuietLogger()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p, err := projection.New(ctx, h.JS, h.Store, cfg)
+	p, err := h.RunProjector(cfg)
 	if err != nil {
-		cancel()
 		h.t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	h.done = done
-	h.stop = func() error {
-		cancel()
-		return <-done
-	}
 	return p
-}
-
-// ProjectorExited reports whether the projector's Run returned, and what.
-func (h *Harness) ProjectorExited() (bool, error) {
-	select {
-	case err := <-h.done:
-		h.done <- err
-		return true, err
-	default:
-		return false, nil
-	}
-}
-
-// StopProjector stops the projector and returns what Run returned.
-func (h *Harness) StopProjector() error {
-	stop := h.stop
-	h.stop = nil
-	if stop == nil {
-		return nil
-	}
-	return stop()
 }
 
 // PublishAll publishes cmds in order, pipelined, and returns the journal

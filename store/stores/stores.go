@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/azure"
@@ -54,7 +56,30 @@ func Parse(spec, dataDir string) (kind Kind, path string, err error) {
 		}
 		return Azure, "", nil
 	}
-	return 0, "", fmt.Errorf("stores: %q is neither sqlite:PATH nor an Azure Tables connection string or URL", Describe(spec))
+	return 0, "", fmt.Errorf("stores: %s is neither sqlite:PATH nor an Azure Tables connection string (AccountName=…;AccountKey=…) or URL (https://…)%s", describeUnknown(spec), didYouMean(spec))
+}
+
+// maxShownUnknown is the longest value of no known form that an error
+// quotes: a typo or a word ("garbage", "postgres") is shown, while a long
+// value, which may be key material pasted in the wrong place, is not.
+const maxShownUnknown = 32
+
+// describeUnknown renders a spec of no known form for an error. It holds
+// no '=' (so no key=value pair of a connection string) and is no URL.
+func describeUnknown(spec string) string {
+	printable := !strings.ContainsFunc(spec, func(r rune) bool { return r <= ' ' || r == 0x7f || r == utf8.RuneError })
+	if len(spec) <= maxShownUnknown && printable {
+		return strconv.Quote(spec)
+	}
+	return fmt.Sprintf("a value of %d characters (not shown: it may hold a secret)", utf8.RuneCountInString(spec))
+}
+
+// didYouMean suggests sqlite: for a spec that looks like a file path.
+func didYouMean(spec string) string {
+	if strings.HasSuffix(spec, ".db") || strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "./") {
+		return "; for an embedded store file write sqlite:" + spec
+	}
+	return ""
 }
 
 // Option configures Open.

@@ -67,6 +67,37 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestParseUnknownSays: a value of no known form is quoted when it is
+// short, so a typo can be seen, and never when it may be key material;
+// before, every such value read "***".
+func TestParseUnknownSays(t *testing.T) {
+	long := strings.TrimRight(key, "=") // a key without its padding has no '='
+	for _, tc := range []struct {
+		spec     string
+		want     []string
+		withheld string
+	}{
+		{"garbage", []string{`"garbage" is neither sqlite:PATH`}, ""},
+		{" postgres ", []string{`"postgres" is neither`}, ""},
+		{"/var/lib/tj/tables.db", []string{`"/var/lib/tj/tables.db"`, "write sqlite:/var/lib/tj/tables.db"}, ""},
+		{long, []string{"a value of 42 characters (not shown: it may hold a secret)"}, long},
+		{"pass word", []string{"a value of 9 characters (not shown"}, "pass word"},
+	} {
+		_, _, err := Parse(tc.spec, "")
+		if err == nil {
+			t.Fatalf("Parse(%q): no error", tc.spec)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Parse(%q): %v, want it to say %q", tc.spec, err, w)
+			}
+		}
+		if tc.withheld != "" && strings.Contains(err.Error(), tc.withheld) {
+			t.Errorf("Parse(%q) shows the value: %v", tc.spec, err)
+		}
+	}
+}
+
 func TestOpenAzure(t *testing.T) {
 	s, closer, err := Open(context.Background(), "UseDevelopmentStorage=true", "")
 	if err != nil {

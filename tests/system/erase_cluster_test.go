@@ -16,6 +16,8 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/erasure"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
 )
 
 // TestEraseCluster erases a partition on a 3-node JetStream cluster with
@@ -54,7 +56,7 @@ func TestEraseCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.AwaitOutcomes(ctx, []string{"c19"})
-	rec, err := rp.EraseKey(ctx, replay.EraseTarget{Table: "orders", PK: "cust-1"}, nil)
+	rec, err := erasure.New(rp).EraseKey(ctx, erasure.Target{Table: "orders", PK: "cust-1"}, nil)
 	if err != nil {
 		t.Fatalf("erase: %v", err)
 	}
@@ -69,7 +71,7 @@ func TestEraseCluster(t *testing.T) {
 		t.Errorf("%s still holds the erased values", at)
 	}
 	// Rebuild equals live on the cluster too.
-	stats, err := rp.Verify(ctx, replay.VerifyConfig{Table: "orders"})
+	stats, err := rebuild.New(rp).Verify(ctx, rebuild.VerifyConfig{Table: "orders"})
 	if err != nil || !stats.Identical() {
 		t.Errorf("verify: %+v, %v", stats, err)
 	}

@@ -38,9 +38,14 @@ type NATSFlags struct {
 func (n *NATSFlags) URL() string { return n.url }
 
 // Register registers the connection flags on fs, --nats defaulting to
-// $TABLEJOURNAL_NATS or else defaultURL.
+// $TABLEJOURNAL_NATS or else defaultURL; "" is the projector's: no URL,
+// its embedded server.
 func (n *NATSFlags) Register(fs *flag.FlagSet, defaultURL string) {
-	fs.StringVar(&n.url, "nats", EnvOr(EnvNATS, defaultURL), "NATS server URLs, comma-separated (env "+EnvNATS+")")
+	usage := "NATS server URLs, comma-separated (env " + EnvNATS + ")"
+	if defaultURL == "" {
+		usage += "; when neither is set, the embedded server"
+	}
+	fs.StringVar(&n.url, "nats", EnvOr(EnvNATS, defaultURL), usage)
 	// The URLs from the environment may carry user:password@: --help shows
 	// the default redacted.
 	fs.Lookup("nats").DefValue = redactURLs(n.url)
@@ -142,6 +147,11 @@ func redactURLs(list string) string {
 // parse loses everything before its last '@'.
 func RedactURL(raw string) string {
 	s := strings.TrimSpace(raw)
+	if s == "" {
+		// Nothing to hide, and no URL to show: parsed as "nats://" it
+		// would read "nats:", a URL of no server.
+		return ""
+	}
 	noScheme := !strings.Contains(s, "://")
 	in := s
 	if noScheme {

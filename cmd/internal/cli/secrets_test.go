@@ -4,6 +4,7 @@ import "testing"
 
 func TestRedactURLs(t *testing.T) {
 	tests := []struct{ in, want string }{
+		{"", ""}, // the projector's default: its embedded server, not "nats:"
 		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
 		{"nats://u:secret1@h1,nats://u:secret2@h2", "nats://u:xxxxx@h1,nats://u:xxxxx@h2"},
 		{"nats://u:secret1@h1, tls://u:secret2@h2:4443", "nats://u:xxxxx@h1,tls://u:xxxxx@h2:4443"},

@@ -106,7 +106,10 @@ func Start(ctx context.Context, cfg OpsConfig) (*Ops, store.Store, error) {
 	go func() {
 		defer o.wg.Done()
 		err := o.PublishStatus(ctx, cfg.JS, StatusConfig{Instance: cfg.Instance, Journal: cfg.Journal, Replicas: cfg.Replicas})
-		if err != nil {
+		// Once ctx ended (Close, as a projector that failed to start
+		// exits), its error is that end, not reports failing: a warning
+		// then would precede the start-up error as if it were the cause.
+		if err != nil && ctx.Err() == nil {
 			cfg.Logger.Warn("projector status reports are off", "err", err)
 		}
 	}()

@@ -92,6 +92,7 @@ type projectCmd struct {
 	data, listen, tables, shards string
 	noSync, logJSON              bool
 	logLevel, metricsAt          string
+	natsFromEnv                  bool // --nats is $TABLEJOURNAL_NATS, not a flag
 }
 
 func (c *projectCmd) flags(fs *flag.FlagSet) {
@@ -137,6 +138,8 @@ func (c *projectCmd) parse(args []string, stdio cli.IO) (*slog.Logger, error) {
 	if fs.NArg() > 0 {
 		return nil, cli.UsageError(fmt.Errorf("unexpected argument %q; the projector takes only flags", fs.Arg(0)))
 	}
+	c.natsFromEnv = c.nf.URL() != ""
+	fs.Visit(func(f *flag.Flag) { c.natsFromEnv = c.natsFromEnv && f.Name != "nats" })
 	if c.tables == "" {
 		c.tables = cli.EnvOr(cli.EnvTables, "")
 	}
@@ -195,6 +198,11 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error
 	}
 	nc, js, err := cli.ConnectURL(&c.nf, url, "tablejournal-projector", cli.LogAsyncErrors(log))
 	if err != nil {
+		if c.natsFromEnv {
+			// The variable, perhaps exported for the writer, is easy to
+			// forget: say that it chose this server over the embedded one.
+			return fmt.Errorf("%w; the URL is %s's, and with a NATS URL the projector starts no embedded server: unset %s to run the embedded one", err, cli.EnvNATS, cli.EnvNATS)
+		}
 		return err
 	}
 	defer nc.Close()

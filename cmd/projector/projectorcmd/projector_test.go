@@ -44,6 +44,38 @@ func TestProjectorUsage(t *testing.T) {
 	}
 }
 
+// TestProjectorNATSFromEnv: a projector that cannot reach the server of
+// $TABLEJOURNAL_NATS says that the variable chose it over the embedded
+// server; given by --nats, it says nothing of the variable.
+func TestProjectorNATSFromEnv(t *testing.T) {
+	const down = "nats://127.0.0.1:1" // loopback, nothing listens
+	tests := []struct {
+		name    string
+		env     string
+		args    []string
+		mention bool
+	}{
+		{"from the environment", down, nil, true},
+		{"from the flag", "", []string{"--nats", down}, false},
+		{"the flag over the environment", "nats://127.0.0.1:2", []string{"--nats", down}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(cli.EnvNATS, tt.env)
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--data", t.TempDir(), "--tables", "sqlite:" + t.TempDir() + "/t.db"}, tt.args...)
+			err := Run(context.Background(), args, cli.IO{Stdout: &stdout, Stderr: &stderr})
+			if err == nil || !strings.Contains(err.Error(), "connect to NATS at "+down) {
+				t.Fatalf("err = %v, want a connection error", err)
+			}
+			says := strings.Contains(err.Error(), "the URL is "+cli.EnvNATS+"'s") && strings.Contains(err.Error(), "unset "+cli.EnvNATS+" to run the embedded one")
+			if says != tt.mention {
+				t.Fatalf("err = %v: mentions %s: %v, want %v", err, cli.EnvNATS, says, tt.mention)
+			}
+		})
+	}
+}
+
 // TestTransientJetStream: the projector retries its start while JetStream
 // is briefly unavailable (503 during a cluster's leader election, timeouts)
 // and stops at once when it refuses.

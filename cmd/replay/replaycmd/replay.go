@@ -14,11 +14,13 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/internal/snapfile"
+	"github.com/tablejournal/tablejournal/wire"
+
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/repair"
+	"github.com/tablejournal/tablejournal/replay/retention"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
-	"github.com/tablejournal/tablejournal/wire"
 )
 
 // replayEntry is one replay subcommand of the table: its usage and a
@@ -137,9 +139,9 @@ func refusals(err error) error {
 		return cli.Refused("erased", err)
 	case errors.Is(err, replay.ErrPruned):
 		return cli.Refused("pruned", err)
-	case errors.Is(err, replay.ErrBeforeHorizon):
+	case errors.Is(err, retention.ErrBeforeHorizon):
 		return cli.Refused("trimmed", err)
-	case errors.Is(err, replay.ErrTrimDenied), errors.Is(err, replay.ErrNoSnapshotAtHorizon):
+	case errors.Is(err, retention.ErrTrimDenied), errors.Is(err, retention.ErrNoSnapshotAtHorizon):
 		return cli.Refused("refused", err)
 	}
 	return err
@@ -203,7 +205,7 @@ type replayBase struct {
 
 	nc      *nats.Conn
 	closeSt io.Closer
-	rp      *replay.Replayer
+	rp      *replay.Source
 }
 
 func (b *replayBase) base() *replayBase { return b }
@@ -421,7 +423,7 @@ func (b *replayBase) progress(stdio cli.IO, what, unit string) (func(done, total
 
 // refused marks a refusal (conflicts, rejected commands): exit status 3.
 func refused(err error) error {
-	if errors.Is(err, replay.ErrConflicts) || errors.Is(err, replay.ErrRejected) {
+	if errors.Is(err, repair.ErrConflicts) || errors.Is(err, replay.ErrRejected) {
 		return replayRefusal{err}
 	}
 	return err
@@ -432,18 +434,3 @@ type replayRefusal struct{ err error }
 
 func (r replayRefusal) Error() string   { return r.err.Error() }
 func (r replayRefusal) Unwrap() []error { return []error{cli.ErrRejected, r.err} }
-
-// writeSnapshot writes a snapshot to file, a local file or a blob
-// (internal/snapfile), visible only once complete: a failed snapshot
-// leaves no partial file or blob behind.
-func writeSnapshot(ctx context.Context, file, tables string, write func(io.Writer) error) error {
-	w, err := snapfile.Create(ctx, file, tables)
-	if err != nil {
-		return err
-	}
-	if err := write(w); err != nil {
-		w.Abort(err)
-		return err
-	}
-	return w.Commit()
-}

@@ -1,31 +1,11 @@
 package replaycmd
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/tablejournal/tablejournal/replay"
-	"github.com/tablejournal/tablejournal/rows"
 )
-
-// erasedRow is the answer of asof of one row that AsOfRow did not find
-// (SPEC §10): the erase that removed it, if one did. A row deleted later
-// by a command keeps its tombstone answer; a point before the prune
-// horizon answers erased when an erase after the point removed the row,
-// since the erase is what took its state for good.
-func (c *asofCmd) erasedRow(ctx context.Context, seq uint64, row rows.Row, ok bool, err error) error {
-	switch {
-	case err == nil && !ok && !row.Deleted:
-		return c.rp.Erased(ctx, c.table, c.pk, c.rk, 0) // gone because erased?
-	case errors.Is(err, replay.ErrPruned):
-		if e := c.rp.Erased(ctx, c.table, c.pk, c.rk, seq); e != nil {
-			return e
-		}
-	}
-	return err
-}
 
 // erasedOut is one erasure after the point of asof over a partition or
 // table: a whole partition (rk absent) or one row.

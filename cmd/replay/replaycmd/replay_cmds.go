@@ -10,8 +10,12 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/snapfile"
+
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
+	"github.com/tablejournal/tablejournal/replay/repair"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -52,8 +56,7 @@ func (c *asofCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	at := pointText(p, seq)
 	if c.set["rk"] {
-		row, ok, err := c.rp.AsOfRow(ctx, c.table, c.pk, c.rk, seq)
-		err = c.erasedRow(ctx, seq, row, ok, err)
+		row, ok, err := history.New(c.rp).AsOfRowErased(ctx, c.table, c.pk, c.rk, seq)
 		if err != nil {
 			return err
 		}
@@ -89,7 +92,7 @@ func (c *historyCmd) check() error   { return c.need("table", "pk", "rk") }
 func (c *historyCmd) nats() natsNeed { return natsNo }
 
 func (c *historyCmd) run(ctx context.Context, stdio cli.IO) error {
-	rows, err := c.rp.History(ctx, c.table, c.pk, c.rk)
+	rows, err := history.New(c.rp).History(ctx, c.table, c.pk, c.rk)
 	if err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func (c *blameCmd) check() error   { return c.need("cmd") }
 func (c *blameCmd) nats() natsNeed { return natsYes }
 
 func (c *blameCmd) run(ctx context.Context, stdio cli.IO) error {
-	b, err := c.rp.Blame(ctx, c.cmd)
+	b, err := history.New(c.rp).Blame(ctx, c.cmd)
 	if err != nil {
 		return err
 	}
@@ -122,7 +125,7 @@ func (c *blameCmd) run(ctx context.Context, stdio cli.IO) error {
 // rebuildCmd is replay rebuild.
 type rebuildCmd struct {
 	replayBase
-	cfg      replay.RebuildConfig
+	cfg      rebuild.Config
 	pt       pointFlags
 	snapshot string
 }
@@ -160,7 +163,7 @@ func (c *rebuildCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	c.cfg.To = seq
 	if c.snapshot != "" {
-		f, err := snapfile.Open(ctx, c.snapshot, c.tables)
+		f, err := snapshot.Open(ctx, c.snapshot, c.tables)
 		if err != nil {
 			return err
 		}
@@ -173,7 +176,7 @@ func (c *rebuildCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	var done func()
 	c.cfg.Progress, done = c.progress(stdio, "rebuild", "cmd")
-	st, err := c.rp.Rebuild(ctx, c.cfg)
+	st, err := rebuild.New(c.rp).Rebuild(ctx, c.cfg)
 	done()
 	if err != nil {
 		return err
@@ -198,7 +201,7 @@ func (p *planFlags) register(fs *flag.FlagSet, apply string) {
 type undoCmd struct {
 	replayBase
 	cmd  string
-	opts replay.UndoOptions
+	opts repair.UndoOptions
 	plan planFlags
 }
 
@@ -212,7 +215,7 @@ func (c *undoCmd) check() error   { return c.need("cmd") }
 func (c *undoCmd) nats() natsNeed { return natsYes }
 
 func (c *undoCmd) run(ctx context.Context, stdio cli.IO) error {
-	p, err := c.rp.PlanUndo(ctx, c.cmd, c.opts)
+	p, err := repair.New(c.rp).PlanUndo(ctx, c.cmd, c.opts)
 	if err != nil {
 		return err
 	}
@@ -253,7 +256,7 @@ func (c *restoreCmd) run(ctx context.Context, stdio cli.IO) error {
 	if err != nil {
 		return err
 	}
-	p, err := c.rp.PlanRestore(ctx, c.table, partition(c.set, c.pk), seq)
+	p, err := repair.New(c.rp).PlanRestore(ctx, c.table, partition(c.set, c.pk), seq)
 	if err != nil {
 		return err
 	}
@@ -263,7 +266,7 @@ func (c *restoreCmd) run(ctx context.Context, stdio cli.IO) error {
 // snapshotCmd is replay snapshot.
 type snapshotCmd struct {
 	replayBase
-	cfg replay.SnapshotConfig
+	cfg snapshot.Config
 	out string
 }
 
@@ -288,10 +291,10 @@ func (c *snapshotCmd) run(ctx context.Context, stdio cli.IO) error {
 	if c.set["at"] && c.cfg.Seq == 0 {
 		return cli.UsageError(errors.New("--at 0 is the empty table; give a journal sequence"))
 	}
-	var st replay.SnapshotStats
+	var st snapshot.Stats
 	write := func(w io.Writer) error {
 		var err error
-		st, err = c.rp.Snapshot(ctx, w, c.cfg)
+		st, err = snapshot.New(c.rp).Take(ctx, w, c.cfg)
 		return err
 	}
 	var err error
@@ -300,19 +303,19 @@ func (c *snapshotCmd) run(ctx context.Context, stdio cli.IO) error {
 		err = write(stdio.Stdout)
 		out = stdio.Stderr
 	} else {
-		err = writeSnapshot(ctx, c.out, c.tables, write)
+		err = snapshot.WriteAt(ctx, c.out, c.tables, write)
 	}
 	if err != nil {
 		return err
 	}
-	cli.Render(out, c.asJSON, newSnapshotResult(st, snapfile.Describe(c.out)))
+	cli.Render(out, c.asJSON, newSnapshotResult(st, snapshot.Describe(c.out)))
 	return nil
 }
 
 // loadCmd is replay load.
 type loadCmd struct {
 	replayBase
-	cfg replay.LoadConfig
+	cfg snapshot.LoadConfig
 	in  string
 }
 
@@ -329,14 +332,14 @@ func (c *loadCmd) nats() natsNeed { return natsIfUp }
 func (c *loadCmd) run(ctx context.Context, stdio cli.IO) error {
 	in := stdio.Input()
 	if c.in != "-" {
-		f, err := snapfile.Open(ctx, c.in, c.tables)
+		f, err := snapshot.Open(ctx, c.in, c.tables)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		in = f
 	}
-	st, err := c.rp.Load(ctx, in, c.cfg)
+	st, err := snapshot.New(c.rp).Load(ctx, in, c.cfg)
 	if err != nil {
 		return err
 	}
@@ -346,11 +349,11 @@ func (c *loadCmd) run(ctx context.Context, stdio cli.IO) error {
 
 // runPlan prints a plan, and with --apply publishes it and prints the
 // outcomes. A blocked plan is refused without publishing anything.
-func runPlan(ctx context.Context, b *replayBase, stdio cli.IO, f planFlags, p *replay.Plan) error {
+func runPlan(ctx context.Context, b *replayBase, stdio cli.IO, f planFlags, p *repair.Plan) error {
 	if !f.apply || p.Blocked() {
 		cli.Render(stdio.Stdout, b.asJSON, newPlanResult(p, nil))
 		if p.Blocked() {
-			return refused(fmt.Errorf("undo %s: %w: %s; --force includes them", p.Of, replay.ErrConflicts, cli.Plural(len(p.Conflicts()), "row")))
+			return refused(fmt.Errorf("undo %s: %w: %s; --force includes them", p.Of, repair.ErrConflicts, cli.Plural(len(p.Conflicts()), "row")))
 		}
 		return nil
 	}
@@ -359,7 +362,7 @@ func runPlan(ctx context.Context, b *replayBase, stdio cli.IO, f planFlags, p *r
 	}
 	actx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	res, err := b.rp.Apply(actx, p)
+	res, err := repair.New(b.rp).Apply(actx, p)
 	if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		err = fmt.Errorf("%s: no outcome for %s within --timeout %s: is a projector running? (applying again is safe: the commands are deduplicated)",
 			p.Kind, cli.Plural(len(p.Commands), "command"), f.timeout)

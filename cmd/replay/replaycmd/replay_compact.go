@@ -6,13 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/internal/snapfile"
-	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/retention"
 )
 
 // compactCmd is replay compact: the journal horizon (docs/replay.md).
@@ -38,49 +34,14 @@ func (c *compactCmd) run(ctx context.Context, stdio cli.IO) error {
 	if c.set["at"] && c.at == 0 {
 		return cli.UsageError(errors.New("--at 0 is the empty table; give a journal sequence"))
 	}
-	res := compactResult{Table: c.table, Snapshot: snapfile.Describe(c.snapshot)}
-	checked, err := checkSnapshotAt(ctx, c.snapshot, c.tables)
-	if errors.Is(err, fs.ErrNotExist) || bloberror.HasCode(err, bloberror.BlobNotFound) {
-		write := func(w io.Writer) error {
-			_, err := c.rp.Snapshot(ctx, w, replay.SnapshotConfig{Table: c.table, Seq: c.at})
-			return err
-		}
-		if err := writeSnapshot(ctx, c.snapshot, c.tables, write); err != nil {
-			return err
-		}
-		res.Taken = true
-		checked, err = checkSnapshotAt(ctx, c.snapshot, c.tables) // what was stored, read back
-	}
+	st, err := retention.NewCompactor(c.rp).CompactAt(ctx, retention.CompactAtConfig{
+		Table: c.table, Snapshot: c.snapshot, Tables: c.tables, At: c.at, Apply: c.apply})
 	if err != nil {
 		return err
 	}
-	if checked.Header.Table != c.table {
-		return fmt.Errorf("compact: %w: %s is a snapshot of table %s, not %s", replay.ErrNoSnapshotAtHorizon, res.Snapshot, checked.Header.Table, c.table)
-	}
-	if c.set["at"] && checked.Header.Seq != c.at {
-		return fmt.Errorf("compact: %w: %s is at sequence %d, not %d", replay.ErrNoSnapshotAtHorizon, res.Snapshot, checked.Header.Seq, c.at)
-	}
-	st, err := c.rp.Compact(ctx, replay.CompactConfig{Snapshot: checked, Location: res.Snapshot, Apply: c.apply})
-	if err != nil {
-		return err
-	}
-	res.Seq, res.SHA256, res.Commands, res.Applied, res.Previous = st.Horizon.Seq, st.Horizon.SHA256, st.Commands, st.Applied, st.Previous
-	cli.Render(stdio.Stdout, c.asJSON, res)
+	cli.Render(stdio.Stdout, c.asJSON, compactResult{Applied: st.Applied, Table: c.table, Snapshot: st.Location, Taken: st.Taken,
+		Seq: st.Horizon.Seq, SHA256: st.Horizon.SHA256, Previous: st.Previous, Commands: st.Commands})
 	return nil
-}
-
-// checkSnapshotAt reads the snapshot at loc through (replay.CheckSnapshot).
-func checkSnapshotAt(ctx context.Context, loc, tables string) (replay.CheckedSnapshot, error) {
-	f, err := snapfile.Open(ctx, loc, tables)
-	if err != nil {
-		return replay.CheckedSnapshot{}, err
-	}
-	defer f.Close()
-	checked, err := replay.CheckSnapshot(f)
-	if err != nil {
-		return checked, fmt.Errorf("%s: %w", snapfile.Describe(loc), err)
-	}
-	return checked, nil
 }
 
 // compactResult is what replay compact did, or would do.
@@ -121,27 +82,17 @@ func (c *rebuildCmd) recordedSnapshot(ctx context.Context, stdio cli.IO) (io.Clo
 }
 
 // recordedSnapshotFor opens the snapshot recorded at table's journal
-// horizon, for what (rebuild, verify) up to the sequence to (0: the head),
-// after reading it through and checking its SHA-256 against the recorded
-// one, and says so on stderr; nil when the table has no horizon or to is
-// before it (the replayer then refuses, naming it).
+// horizon, checked (retention.Compactor.RecordedSnapshot), for what
+// (rebuild, verify) up to the sequence to (0: the head), and says so on
+// stderr; nil when the table has no horizon or to is before it (the
+// replayer then refuses, naming it).
 func recordedSnapshotFor(ctx context.Context, b *replayBase, stdio cli.IO, what, table string, to uint64) (io.ReadCloser, error) {
-	h, ok, err := b.rp.Horizon(ctx, table)
-	if err != nil || !ok || to != 0 && to < h.Seq {
-		return nil, err
-	}
-	// Read it through first: it is the only record of the trimmed
-	// commands, and a different file would rebuild something else.
-	checked, err := checkSnapshotAt(ctx, h.Snapshot, b.tables)
-	if err == nil && checked.SHA256 != h.SHA256 {
-		err = fmt.Errorf("its SHA-256 is %s, the horizon recorded %s", checked.SHA256, h.SHA256)
-	}
-	var f io.ReadCloser
-	if err == nil {
-		f, err = snapfile.Open(ctx, h.Snapshot, b.tables)
-	}
+	f, h, err := retention.NewCompactor(b.rp).RecordedSnapshot(ctx, table, to, b.tables)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the journal of %s is trimmed below %d; its recorded snapshot %s: %w (give --from-snapshot)", what, table, h.Seq, h.Snapshot, err)
+		return nil, fmt.Errorf("%s: %w (give --from-snapshot)", what, err)
+	}
+	if f == nil {
+		return nil, nil
 	}
 	fmt.Fprintf(stdio.Stderr, "%s: the journal of %s is trimmed below sequence %d; loading its recorded snapshot %s (sha256 %s)\n", what, table, h.Seq, h.Snapshot, h.SHA256)
 	return f, nil

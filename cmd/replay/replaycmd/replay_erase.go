@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/erasure"
 )
 
 // eraseCmd is replay erase (SPEC §10, docs/erasure.md).
@@ -29,8 +29,8 @@ func (c *eraseCmd) flags(fs *flag.FlagSet) {
 func (c *eraseCmd) check() error   { return c.need("table", "pk") }
 func (c *eraseCmd) nats() natsNeed { return natsYes }
 
-func (c *eraseCmd) target() replay.EraseTarget {
-	t := replay.EraseTarget{Table: c.table, PK: c.pk}
+func (c *eraseCmd) target() erasure.Target {
+	t := erasure.Target{Table: c.table, PK: c.pk}
 	if c.set["rk"] {
 		rk := c.rk
 		t.RK = &rk
@@ -40,7 +40,7 @@ func (c *eraseCmd) target() replay.EraseTarget {
 
 func (c *eraseCmd) run(ctx context.Context, stdio cli.IO) error {
 	if !c.apply {
-		p, err := c.rp.PlanErase(ctx, c.target())
+		p, err := erasure.New(c.rp).PlanErase(ctx, c.target())
 		if err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func (c *eraseCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.wait)
 	defer cancel()
-	rec, err := c.rp.EraseKey(ctx, c.target(), nil)
+	rec, err := erasure.New(c.rp).EraseKey(ctx, c.target(), nil)
 	if rec != nil {
 		cli.Render(stdio.Stdout, c.asJSON, eraseReceiptView{rec})
 	}
@@ -91,10 +91,10 @@ func (v erasePlanView) Text(w io.Writer) {
 }
 
 // eraseReceiptView is the receipt of replay erase --apply.
-type eraseReceiptView struct{ *replay.EraseReceipt }
+type eraseReceiptView struct{ *erasure.Receipt }
 
 func (v eraseReceiptView) Text(w io.Writer) {
-	r := v.EraseReceipt
+	r := v.Receipt
 	fmt.Fprintf(w, "erased by %s at seq %d: table %s, key sha256 %s\n", r.EraseID, r.EraseSeq, r.Table, r.KeySHA256)
 	fmt.Fprintf(w, "  removed: %d table rows, %d journal commands, %d change events, %d outcomes\n",
 		r.Removed.TableRows, r.Removed.JournalMsgs, r.Removed.ChangeEvents, r.Removed.Outcomes)

@@ -12,6 +12,9 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -69,7 +72,7 @@ func diffOut(before, after events.Entity) *diffJSON {
 		}
 		(*e)[name] = v
 	}
-	for _, c := range replay.Diff(before, after) {
+	for _, c := range history.Diff(before, after) {
 		switch {
 		case !c.HadBefore:
 			put(&added, c.Name, c.After)
@@ -160,7 +163,7 @@ func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) 
 			head, _ := json.Marshal(h)
 			fmt.Fprintf(w, "%s,\"rows\":[", head[:len(head)-1])
 		}
-		err := c.rp.AsOfErasures(ctx, c.table, part, seq, func(g []*replay.ErasedError) error {
+		err := history.New(c.rp).AsOfErasures(ctx, c.table, part, seq, func(g []*replay.ErasedError) error {
 			h.Erased = erasedList(g)
 			return nil
 		}, func(r rows.Row) error {
@@ -192,7 +195,7 @@ func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) 
 	tw := cli.NewTab(w)
 	fmt.Fprintln(tw, "PK\tRK\tV\tOP\tCMD\tSEQ\tAT\tPROPERTIES")
 	var gone []erasedOut
-	err := c.rp.AsOfErasures(ctx, c.table, part, seq, func(g []*replay.ErasedError) error {
+	err := history.New(c.rp).AsOfErasures(ctx, c.table, part, seq, func(g []*replay.ErasedError) error {
 		gone = erasedList(g)
 		return nil
 	}, func(r rows.Row) error {
@@ -214,8 +217,8 @@ func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) 
 	return nil
 }
 
-// history is replay history.
-type history struct {
+// historyView is replay history.
+type historyView struct {
 	PK       string      `json:"pk"`
 	RK       string      `json:"rk"`
 	Table    string      `json:"table"`
@@ -225,8 +228,8 @@ type history struct {
 	diff bool
 }
 
-func newHistory(table, pk, rk string, rows []rows.Row, diff bool) history {
-	h := history{PK: pk, RK: rk, Table: table, Versions: make([]replayRow, len(rows)), rows: rows, diff: diff}
+func newHistory(table, pk, rk string, rows []rows.Row, diff bool) historyView {
+	h := historyView{PK: pk, RK: rk, Table: table, Versions: make([]replayRow, len(rows)), rows: rows, diff: diff}
 	var prev events.Entity // nil: the row did not exist
 	for i, r := range rows {
 		h.Versions[i] = rowOut(r)
@@ -247,7 +250,7 @@ func liveProps(r rows.Row) events.Entity {
 	return r.Props
 }
 
-func (h history) Text(w io.Writer) {
+func (h historyView) Text(w io.Writer) {
 	if len(h.rows) == 0 {
 		fmt.Fprintf(w, "%s %q/%q has no versions\n", h.Table, h.PK, h.RK)
 		return
@@ -288,7 +291,7 @@ func stateText(r rows.Row, other string) string {
 // ~changed (old → new); a nil side is an absent row.
 func diffText(before, after events.Entity) string {
 	text := ""
-	for _, c := range replay.Diff(before, after) {
+	for _, c := range history.Diff(before, after) {
 		if text != "" {
 			text += " "
 		}
@@ -318,10 +321,10 @@ type blame struct {
 	Time        string             `json:"time,omitempty"`
 	Versions    []replayRow        `json:"versions"`
 
-	b *replay.Blame
+	b *history.Blame
 }
 
-func newBlame(b *replay.Blame) blame {
+func newBlame(b *history.Blame) blame {
 	out := blame{DecodeError: b.DecodeErr, Outcome: cli.OutcomeJSON(b.Outcome), Shard: b.Shard, Subject: b.Subject,
 		Versions: make([]replayRow, len(b.Versions)), b: b}
 	if !b.Time.IsZero() {
@@ -387,8 +390,8 @@ func perSecond[N int64 | uint64](n N, d time.Duration) float64 {
 	return float64(n) / max(d.Seconds(), 1e-9)
 }
 
-// rebuild is replay rebuild.
-type rebuild struct {
+// rebuildView is replay rebuild.
+type rebuildView struct {
 	Applied           int64   `json:"applied"`
 	Commands          int64   `json:"commands"`
 	CommandsPerSecond float64 `json:"commandsPerSecond"`
@@ -406,13 +409,13 @@ type rebuild struct {
 	elapsed time.Duration
 }
 
-func newRebuild(st replay.RebuildStats) rebuild {
-	return rebuild{Applied: st.Applied, Commands: st.Commands, CommandsPerSecond: perSecond(st.Commands, st.Elapsed),
+func newRebuild(st rebuild.Stats) rebuildView {
+	return rebuildView{Applied: st.Applied, Commands: st.Commands, CommandsPerSecond: perSecond(st.Commands, st.Elapsed),
 		Duplicates: st.Duplicates, Erased: st.Erased, From: st.From, Into: st.Into, Loaded: st.Loaded, Rejected: st.Rejected,
 		Seconds: st.Elapsed.Seconds(), Skipped: st.Skipped, Table: st.Table, To: st.To, elapsed: st.Elapsed}
 }
 
-func (r rebuild) Text(w io.Writer) {
+func (r rebuildView) Text(w io.Writer) {
 	if r.Loaded > 0 {
 		fmt.Fprintf(w, "loaded %s of %s from the snapshot\n", cli.Plural(r.Loaded, "row"), r.Table)
 	}
@@ -442,18 +445,18 @@ type rowsResult struct {
 	elapsed time.Duration
 }
 
-func newRowsResult(entities int64, h replay.Header, elapsed time.Duration) rowsResult {
+func newRowsResult(entities int64, h snapshot.Header, elapsed time.Duration) rowsResult {
 	return rowsResult{Entities: entities, EntitiesPerSecond: perSecond(entities, elapsed),
 		Seconds: elapsed.Seconds(), Seq: h.Seq, Table: h.Table, elapsed: elapsed}
 }
 
-func newSnapshotResult(st replay.SnapshotStats, file string) rowsResult {
+func newSnapshotResult(st snapshot.Stats, file string) rowsResult {
 	r := newRowsResult(st.Entities, st.Header, st.Elapsed)
 	r.File, r.Partitions = file, &st.Partitions
 	return r
 }
 
-func newLoadResult(st replay.LoadStats, into string) rowsResult {
+func newLoadResult(st snapshot.LoadStats, into string) rowsResult {
 	r := newRowsResult(st.Entities, st.Header, st.Elapsed)
 	r.Into, r.Transactions, r.Erased = into, &st.Transactions, st.Erased
 	return r

@@ -7,7 +7,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
+	"github.com/tablejournal/tablejournal/replay/repair"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -18,7 +19,7 @@ type planResult struct {
 	Applied      bool            `json:"applied"` // this plan's commands were published
 	Commands     int             `json:"commands"`
 	Conflicts    int             `json:"conflicts"`
-	Kind         replay.PlanKind `json:"kind"`
+	Kind         repair.PlanKind `json:"kind"`
 	PK           *string         `json:"pk"` // null: the whole table
 	Published    []publishedJSON `json:"published,omitempty"`
 	Seq          uint64          `json:"seq"`
@@ -28,8 +29,8 @@ type planResult struct {
 	UndoneReason string          `json:"undoneReason,omitempty"`
 	UndoneStatus *wire.Status    `json:"undoneStatus,omitempty"`
 
-	p   *replay.Plan
-	res []replay.Applied
+	p   *repair.Plan
+	res []repair.Applied
 }
 
 // planStep is a plan step in JSON output.
@@ -56,13 +57,13 @@ type publishedJSON struct {
 }
 
 // newPlanResult builds the result of plan p; res is nil for a dry run.
-func newPlanResult(p *replay.Plan, res []replay.Applied) planResult {
+func newPlanResult(p *repair.Plan, res []repair.Applied) planResult {
 	r := planResult{Applied: res != nil, Commands: len(p.Commands), Conflicts: len(p.Conflicts()), Kind: p.Kind,
 		Seq: p.Seq, Steps: make([]planStep, len(p.Steps)), Table: p.Table, p: p, res: res}
 	if !p.AllPartitions {
 		r.PK = &p.PK
 	}
-	if p.Kind == replay.KindUndo {
+	if p.Kind == repair.KindUndo {
 		r.Undoes, r.UndoneStatus, r.UndoneReason = &p.Of, &p.Status, p.Reason
 	}
 	for i, s := range p.Steps {
@@ -76,7 +77,7 @@ func newPlanResult(p *replay.Plan, res []replay.Applied) planResult {
 
 // step is one step in JSON: the rows it compares and the command that
 // carries it.
-func (r planResult) step(s replay.Step) planStep {
+func (r planResult) step(s repair.Step) planStep {
 	ps := planStep{PK: s.PK, RK: s.RK, Op: s.Op, IfVersion: s.IfVersion, Conflict: s.Conflict, Reverted: s.Reverted,
 		Current: rowPtr(s.Current, s.Exists || s.Current.Deleted), Target: rowPtr(s.Target, s.TargetExists || s.Target.Deleted)}
 	if s.Undone != nil {
@@ -92,7 +93,7 @@ func (r planResult) step(s replay.Step) planStep {
 }
 
 // carrier is the index of the command that carries step s, if any.
-func (r planResult) carrier(s replay.Step) (int, bool) {
+func (r planResult) carrier(s repair.Step) (int, bool) {
 	found, at := false, 0
 	if s.Op == "" {
 		return 0, false
@@ -136,7 +137,7 @@ func (r planResult) Text(w io.Writer) {
 func (r planResult) head(w io.Writer) bool {
 	p := r.p
 	switch p.Kind {
-	case replay.KindUndo:
+	case repair.KindUndo:
 		fmt.Fprintf(w, "undo of %s (seq %d, %s %q)", p.Of, p.Seq, p.Table, p.PK)
 		if p.Status != wire.StatusApplied {
 			fmt.Fprintf(w, ": the command was %s", p.Status)
@@ -146,7 +147,7 @@ func (r planResult) head(w io.Writer) bool {
 			fmt.Fprintln(w, "; nothing to undo")
 			return false
 		}
-	case replay.KindRestore:
+	case repair.KindRestore:
 		scope := p.Table
 		if !p.AllPartitions {
 			scope += fmt.Sprintf(" %q", p.PK)
@@ -159,7 +160,7 @@ func (r planResult) head(w io.Writer) bool {
 
 // stepText prints one step: its title, for a conflict the versions in
 // play, and the properties its command changes.
-func (r planResult) stepText(w io.Writer, s replay.Step) {
+func (r planResult) stepText(w io.Writer, s repair.Step) {
 	fmt.Fprintln(w)
 	fmt.Fprint(w, stepTitle(s))
 	if ci, ok := r.carrier(s); ok {
@@ -183,7 +184,7 @@ func (r planResult) stepText(w io.Writer, s replay.Step) {
 	if s.TargetExists {
 		target = s.Target.Props
 	}
-	for _, c := range replay.Diff(now, target) {
+	for _, c := range history.Diff(now, target) {
 		switch {
 		case !c.HadBefore:
 			fmt.Fprintf(w, "    + %s = %s\n", c.Name, cli.ValueText(c.After))
@@ -211,7 +212,7 @@ func (r planResult) dryRunText() string {
 
 // reverted reports whether a plan's rows were all put back by the plan's
 // own commands: an undo applied before.
-func reverted(p *replay.Plan) bool {
+func reverted(p *repair.Plan) bool {
 	for _, s := range p.Steps {
 		if !s.Reverted {
 			return false
@@ -221,7 +222,7 @@ func reverted(p *replay.Plan) bool {
 }
 
 // stepTitle is one line naming a step: row, operation and guard.
-func stepTitle(s replay.Step) string {
+func stepTitle(s repair.Step) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%q/%q: ", s.PK, s.RK)
 	switch {
@@ -242,7 +243,7 @@ func stepTitle(s replay.Step) string {
 	return b.String()
 }
 
-func opText(s replay.Step) string {
+func opText(s repair.Step) string {
 	t := string(s.Op)
 	if s.IfVersion != nil {
 		t += fmt.Sprintf(" ifVersion %d", *s.IfVersion)

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/retention"
 )
 
 // pruneCmd is replay prune.
 type pruneCmd struct {
 	replayBase
-	cfg  replay.PruneConfig
+	cfg  retention.PruneConfig
 	pk   string
 	keep string
 }
@@ -30,7 +30,7 @@ func (c *pruneCmd) flags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.cfg.Before, "before", 0, "the horizon itself: a journal sequence")
 	fs.BoolVar(&c.cfg.Apply, "apply", false, "publish the prunes, partition by partition, and wait for their outcomes (default: dry run, count what would go)")
 	fs.DurationVar(&c.cfg.Pace, "pace", 100*time.Millisecond, "pause between two prune commands with --apply")
-	fs.IntVar(&c.cfg.MaxRows, "max-rows", replay.DefaultPruneMaxRows, "most rows one prune command removes; a partition with more gets several, with rising horizons")
+	fs.IntVar(&c.cfg.MaxRows, "max-rows", retention.DefaultPruneMaxRows, "most rows one prune command removes; a partition with more gets several, with rising horizons")
 }
 
 func (c *pruneCmd) check() error {
@@ -79,7 +79,7 @@ func (c *pruneCmd) nats() natsNeed {
 func (c *pruneCmd) run(ctx context.Context, stdio cli.IO) error {
 	c.cfg.Partition = partition(c.set, c.pk)
 	res := pruneResult{Applied: c.cfg.Apply, Table: c.cfg.Table, Partitions: []prunePartJSON{}}
-	st, err := c.rp.Prune(ctx, c.cfg, func(p replay.PrunePartition) error {
+	st, err := retention.NewPruner(c.rp).Prune(ctx, c.cfg, func(p retention.PrunePartition) error {
 		res.Partitions = append(res.Partitions, prunePartJSON{PK: p.PK, Horizon: p.Horizon, Rows: p.Rows, Prunes: p.Prunes, Command: p.Command})
 		return nil
 	})

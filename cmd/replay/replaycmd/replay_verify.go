@@ -14,13 +14,14 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
 
 // verifyCmd is replay verify.
 type verifyCmd struct {
 	replayBase
-	cfg          replay.VerifyConfig
+	cfg          rebuild.VerifyConfig
 	pt           pointFlags
 	scratchLocal bool
 	max          int
@@ -80,7 +81,7 @@ func (c *verifyCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	out := newDiffPrinter(stdio, c.asJSON, c.max)
 	c.cfg.OnDiff, c.cfg.Progress = out.add, out.progress
-	st, err := c.rp.Verify(ctx, c.cfg)
+	st, err := rebuild.New(c.rp).Verify(ctx, c.cfg)
 	out.bar.Finish()
 	if err != nil {
 		return err
@@ -91,7 +92,7 @@ func (c *verifyCmd) run(ctx context.Context, stdio cli.IO) error {
 // diffCmd is replay diff.
 type diffCmd struct {
 	replayBase
-	cfg replay.DiffConfig
+	cfg rebuild.DiffConfig
 	pt  pointFlags
 	max int
 }
@@ -117,7 +118,7 @@ func (c *diffCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	out := newDiffPrinter(stdio, c.asJSON, c.max)
 	c.cfg.Seq, c.cfg.OnDiff, c.cfg.Progress = seq, out.add, out.progress
-	st, err := c.rp.DiffTables(ctx, c.cfg)
+	st, err := rebuild.New(c.rp).DiffTables(ctx, c.cfg)
 	out.bar.Finish()
 	if err != nil {
 		return err
@@ -155,7 +156,7 @@ func newDiffPrinter(stdio cli.IO, asJSON bool, max int) *diffPrinter {
 	return &diffPrinter{stdio: stdio, asJSON: asJSON, max: max}
 }
 
-func (p *diffPrinter) add(d replay.Difference) error {
+func (p *diffPrinter) add(d rebuild.Difference) error {
 	if p.max > 0 && p.shown >= p.max {
 		p.truncated = true
 		return nil
@@ -164,7 +165,7 @@ func (p *diffPrinter) add(d replay.Difference) error {
 	if p.asJSON {
 		got, want := d.Got, d.Want
 		var cols []string
-		if d.Kind == replay.Changed {
+		if d.Kind == rebuild.Changed {
 			got, want = events.Entity{}, events.Entity{}
 			for _, c := range d.Columns {
 				cols = append(cols, c.Name)
@@ -182,14 +183,14 @@ func (p *diffPrinter) add(d replay.Difference) error {
 	p.bar.Clear()
 	w := p.stdio.Stdout
 	switch d.Kind {
-	case replay.Changed:
+	case rebuild.Changed:
 		fmt.Fprintf(w, "changed  %q %q\n", d.PK, d.Key)
 		for _, c := range d.Columns {
 			fmt.Fprintf(w, "    %s: %s, want %s\n", c.Name, optValue(c.After, c.HasNow), optValue(c.Before, c.HadBefore))
 		}
-	case replay.Missing:
+	case rebuild.Missing:
 		fmt.Fprintf(w, "missing  %q %q  %s\n", d.PK, d.Key, cli.PropsText(d.Want))
-	case replay.Extra:
+	case rebuild.Extra:
 		fmt.Fprintf(w, "extra    %q %q  %s\n", d.PK, d.Key, cli.PropsText(d.Got))
 	}
 	return nil
@@ -240,14 +241,14 @@ type diffSummary struct {
 	Table          string        `json:"table"`
 	Truncated      bool          `json:"truncated"`
 
-	st    replay.DiffStats
+	st    rebuild.DiffStats
 	shown int
 	max   int
 }
 
 // summary prints the counts, and returns ErrDrift when there are
 // differences. against is the reference table; "" for the journal.
-func (p *diffPrinter) summary(st replay.DiffStats, against string) error {
+func (p *diffPrinter) summary(st rebuild.DiffStats, against string) error {
 	s := diffSummary{Against: against, Changed: st.Changed, Differences: p.listed, Extra: st.Extra, Identical: st.Identical(),
 		Missing: st.Missing, Rows: st.Rows, Seconds: st.Elapsed.Seconds(), Seq: st.Seq, Table: st.Table, Truncated: p.truncated,
 		st: st, shown: p.shown, max: p.max}

@@ -98,9 +98,14 @@ at the end; a progress bar is drawn on stderr when stderr is a terminal
 (unless per-command output goes to a terminal too). Per command it prints one
 line with --verbose, one JSON object with --json, otherwise nothing.
 
+Interrupted, apply sends no more lines and waits up to --timeout for the
+acknowledgements of those it sent: each counts as published, or unconfirmed
+(sent, not acknowledged: it may be in the journal), and the summary says from
+which line on none was sent. Apply the same input again to finish.
+
 Output, per command: "published ID seq N", or "already in the journal: ID seq
 N" when the journal held the ID already; with --json one JSON object:
-  {"id":ID,"seq":N,"duplicate":BOOL[,"line":N][,"outcome":{...}][,"error":MSG]}
+  {"id":ID,"seq":N,"duplicate":BOOL[,"line":N][,"outcome":{...}][,"error":MSG][,"unconfirmed":true]}
 and, for an invalid line of apply, {"line":N,"id":ID,"error":MSG,"rule":RULE}.
 
 Exit status:
@@ -152,7 +157,7 @@ type opCmd struct {
 	*writerBase
 	cmd         events.Command
 	row         events.RowOp
-	ifVersion   int64
+	ifVersion   onceInt64
 	sets, metas stringList
 }
 
@@ -161,7 +166,7 @@ func (c *opCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cmd.PK, "pk", "", "OP: partition key (required; may be empty: --pk '')")
 	fs.StringVar(&c.row.RK, "rk", "", "OP: row key (required; may be empty: --rk '')")
 	fs.Var(&c.sets, "set", "OP: a property, `name[:type]=value`; repeatable (see above)")
-	fs.Int64Var(&c.ifVersion, "if-version", 0, "OP: apply only if the row exists at exactly this logical `version`")
+	fs.Var(&c.ifVersion, "if-version", "OP: apply only if the row exists at exactly this logical `version`")
 	fs.StringVar(&c.cmd.ID, "id", "", "OP: command ID (default a fresh UUIDv7)")
 	fs.StringVar(&c.cmd.Issuer, "issuer", "", "OP: name of the issuing service, recorded in the command")
 	fs.Var(&c.metas, "meta", "OP: metadata `key=value` recorded in the command; repeatable")
@@ -190,6 +195,27 @@ func flagNames(register func(*flag.FlagSet)) []string {
 }
 
 type stringList []string
+
+// onceInt64 is an int64 flag that may be given once: a second
+// --if-version would silently replace the guard the first one set.
+type onceInt64 struct {
+	v   int64
+	set bool
+}
+
+func (o *onceInt64) String() string { return strconv.FormatInt(o.v, 10) }
+
+func (o *onceInt64) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	if o.set {
+		return fmt.Errorf("given twice (%d, then %d): rule %s: a row operation has one guard", o.v, v, events.RuleIfVersionTwice)
+	}
+	o.v, o.set = v, true
+	return nil
+}
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
@@ -383,7 +409,7 @@ func (c *opCmd) build(op events.OpKind, now time.Time) (*events.Command, error) 
 		}
 	}
 	if c.set["if-version"] {
-		v := c.ifVersion
+		v := c.ifVersion.v
 		row.IfVersion = &v
 	}
 	cmd := c.cmd
@@ -436,6 +462,9 @@ type writeResult struct {
 	Duplicate bool          `json:"duplicate"`
 	Outcome   *wire.Outcome `json:"outcome,omitempty"`
 	Error     string        `json:"error,omitempty"`
+	// Unconfirmed: apply sent the command but had no acknowledgement when
+	// it stopped waiting; it may be in the journal.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
 }
 
 // MarshalJSON prints the outcome's time as every command does.

@@ -66,12 +66,19 @@ type applyRun struct {
 	stdout, stderr io.Writer
 	perCommand     bool
 
-	lines     int     // non-blank lines read
-	pending   []entry // in line order, not yet settled
-	done      []entry // settled, in line order; kept with --wait, to print after the outcomes
-	published []*writeResult
-	invalid   []badLine
-	failed    []badLine
+	lines       int     // non-blank lines read
+	pending     []entry // in line order, not yet settled
+	flying      int     // entries of pending that were sent (have a Future)
+	done        []entry // settled, in line order; kept with --wait, to print after the outcomes
+	published   []*writeResult
+	invalid     []badLine
+	unconfirmed []badLine // sent, but no acknowledgement: they may be in the journal
+	failed      []badLine // refused or never sent
+
+	// Where an interrupted load stopped: the first line not sent, and how
+	// many non-blank lines from it on were not sent (-1: not known, the
+	// rest of a stream is not read).
+	stoppedAt, notSent int
 }
 
 // entry is one non-blank line: a command published (r and f) or not (bad).
@@ -118,13 +125,22 @@ func (w *applyCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 
 	jw := journal.NewWriter(js, w.stream, journal.WithContentType(ct), journal.WithMaxInFlight(w.maxInFlight))
-	loadErr := a.load(ctx, jw, newLineReader(in, maxApplyLine), bar)
+	lr := newLineReader(in, maxApplyLine)
+	loadErr := a.load(ctx, jw, lr, bar)
 	// Settle what is in flight even when the load stopped early (ctx ended):
-	// those commands may be stored, and the user needs their IDs.
+	// those commands were sent and may be stored; their acknowledgements
+	// are awaited for up to --timeout, and the user needs their IDs.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	a.settle(sctx, true)
 	cancel()
 	bar.Finish()
+	if a.stoppedAt > 0 {
+		if size >= 0 { // a file: count what was not sent
+			a.notSent = countRest(lr, a.notSent)
+		} else { // a stream may not end: leave it unread
+			a.notSent = -1
+		}
+	}
 
 	var waitErr error
 	if w.wait {
@@ -161,9 +177,26 @@ func openApplyInput(path string, stdin io.Reader) (io.ReadCloser, int64, error) 
 }
 
 // load reads, checks and publishes every line. It returns an error only when
-// the load cannot go on: the input cannot be read, or ctx ended.
+// the load cannot go on: the input cannot be read, or ctx ended (then it
+// sends no more, and a.stoppedAt is the first line it did not send). The
+// commands it sent are not abandoned when ctx ends: they are published
+// under a context without its cancellation, bounded by the journal
+// writer's retry budget, so that their acknowledgements still count.
 func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader, bar *cli.Progress) error {
+	pctx := context.WithoutCancel(ctx)
+	// stop records where the load stopped: at the line just read, not
+	// sent, or else at the next one.
+	stop := func(readNotSent bool) error {
+		a.stoppedAt, a.notSent = lr.line+1, 0
+		if readNotSent {
+			a.stoppedAt, a.notSent = lr.line, 1
+		}
+		return fmt.Errorf("stopped at line %d: %w", a.stoppedAt, ctx.Err())
+	}
 	for {
+		if ctx.Err() != nil {
+			return stop(false)
+		}
 		line, n, err := lr.next()
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -205,18 +238,61 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 			a.settle(ctx, false)
 			continue
 		}
-		f, err := jw.PublishAsync(ctx, cmd)
+		if !a.waitSlot(ctx) {
+			a.lines--
+			return stop(true)
+		}
+		f, err := jw.PublishAsync(pctx, cmd)
 		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("stopped at line %d: %w", lr.line, ctx.Err())
-			}
 			a.pending = append(a.pending, entry{r: &writeResult{Line: lr.line, ID: cmd.ID, Error: err.Error()}})
 			a.failed = append(a.failed, badLine{Line: lr.line, ID: cmd.ID, Error: err.Error()})
 			a.settle(ctx, false)
 			continue
 		}
 		a.pending = append(a.pending, entry{r: &writeResult{Line: lr.line, ID: cmd.ID}, f: f})
+		a.flying++
 		a.settle(ctx, false)
+	}
+}
+
+// waitSlot waits until fewer than --max-in-flight sent commands await
+// their acknowledgement, so that PublishAsync does not block, and reports
+// false if ctx ended first.
+func (a *applyRun) waitSlot(ctx context.Context) bool {
+	for a.flying >= a.w.maxInFlight {
+		var oldest *journal.Future
+		for _, e := range a.pending {
+			if e.f != nil {
+				oldest = e.f
+				break
+			}
+		}
+		select {
+		case <-oldest.Done():
+			a.settle(ctx, false)
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// countRest counts the non-blank lines of the rest of the input, after an
+// interrupted load: how many were not sent, beside the notSent already
+// counted.
+func countRest(lr *lineReader, notSent int) int {
+	for {
+		line, _, err := lr.next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return notSent
+		case errors.Is(err, errLineTooLong):
+			notSent++
+		case err != nil:
+			return -1
+		case len(bytes.TrimSpace(line)) > 0:
+			notSent++
+		}
 	}
 }
 
@@ -257,12 +333,27 @@ func (a *applyRun) settle(ctx context.Context, all bool) {
 				}
 			}
 			res, err := e.f.Result(ctx)
-			if err != nil {
-				e.r.Error = err.Error()
-				a.failed = append(a.failed, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
-			} else {
+			done := isDone(e.f)
+			if done {
+				res, err = e.f.Result(context.Background()) // a result in wins over ctx
+			}
+			a.flying--
+			switch {
+			case err == nil:
 				e.r.Seq, e.r.Duplicate = res.Seq, res.Duplicate
 				a.published = append(a.published, e.r)
+			case !done || errors.Is(err, journal.ErrRetryBudget) || errors.Is(err, journal.ErrAckTimeout):
+				// Sent, and no acknowledgement came (in time): it may be
+				// stored. Counting it as not published would be wrong
+				// as often as not.
+				if !done {
+					err = fmt.Errorf("no acknowledgement within --timeout %s", a.w.timeout)
+				}
+				e.r.Error, e.r.Unconfirmed = err.Error(), true
+				a.unconfirmed = append(a.unconfirmed, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
+			default:
+				e.r.Error = err.Error()
+				a.failed = append(a.failed, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
 			}
 		}
 		a.pending[0] = entry{}
@@ -277,6 +368,16 @@ func (a *applyRun) settle(ctx context.Context, all bool) {
 	}
 }
 
+// isDone reports whether f's result is in.
+func isDone(f *journal.Future) bool {
+	select {
+	case <-f.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 // print prints one entry, if per-command output is on.
 func (a *applyRun) print(e entry) {
 	switch {
@@ -286,6 +387,8 @@ func (a *applyRun) print(e entry) {
 		fmt.Fprintf(a.stdout, "line %d: invalid: %s\n", e.bad.Line, e.bad.Error)
 	case a.w.jsonOut:
 		cli.PrintJSON(a.stdout, e.r)
+	case a.w.verbose && e.r.Unconfirmed:
+		fmt.Fprintf(a.stdout, "line %d: unconfirmed: %s sent, %s; it may be in the journal\n", e.r.Line, e.r.ID, e.r.Error)
 	case a.w.verbose && e.r.Error != "":
 		fmt.Fprintf(a.stdout, "line %d: not published: %s\n", e.r.Line, e.r.Error)
 	case a.w.verbose:
@@ -320,10 +423,24 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 	}
 	w := a.stderr
 	fmt.Fprintf(w, "apply: %s read, %d published (%d already in the journal), %d invalid", cli.Plural(a.lines, "command"), len(a.published), dups, len(a.invalid))
+	if len(a.unconfirmed) > 0 {
+		fmt.Fprintf(w, ", %d unconfirmed (sent, not acknowledged: they may be in the journal)", len(a.unconfirmed))
+	}
 	if len(a.failed) > 0 {
 		fmt.Fprintf(w, ", %d not published", len(a.failed))
 	}
 	fmt.Fprintln(w)
+	if a.stoppedAt > 0 {
+		switch {
+		case a.notSent < 0:
+			fmt.Fprintf(w, "stopped at line %d: it and the rest of the input were not read or sent\n", a.stoppedAt)
+		default:
+			fmt.Fprintf(w, "stopped at line %d: %s from it on not sent\n", a.stoppedAt, cli.Plural(a.notSent, "command"))
+		}
+	}
+	if a.stoppedAt > 0 || len(a.unconfirmed) > 0 {
+		fmt.Fprintln(w, "to finish, apply the same input again: a command ID the journal or the projector has seen is not applied twice")
+	}
 	if a.w.wait {
 		fmt.Fprintf(w, "outcomes: %d applied, %d rejected, %d duplicate", applied, rejected, duplicate)
 		if unknown > 0 {
@@ -332,6 +449,7 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 		fmt.Fprintln(w)
 	}
 	list(w, "invalid lines", a.invalid)
+	list(w, "unconfirmed", a.unconfirmed)
 	list(w, "not published", a.failed)
 	list(w, "rejected", rejections)
 
@@ -340,6 +458,8 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 		return loadErr
 	case len(a.failed) > 0:
 		return fmt.Errorf("%d of %s not published; the first, line %d: %s", len(a.failed), cli.Plural(a.lines, "command"), a.failed[0].Line, a.failed[0].Error)
+	case len(a.unconfirmed) > 0:
+		return fmt.Errorf("%d of %s unconfirmed: sent, not acknowledged; the first, line %d: %s", len(a.unconfirmed), cli.Plural(a.lines, "command"), a.unconfirmed[0].Line, a.unconfirmed[0].Error)
 	case waitErr != nil:
 		return waitErr
 	case len(a.invalid) > 0 && rejected > 0:

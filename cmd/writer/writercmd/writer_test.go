@@ -318,6 +318,7 @@ func TestWriterUsageErrors(t *testing.T) {
 		{"bad encoding", up("--encoding", "xml"), []string{"--encoding", "msgpack or json"}},
 		{"bad timeout", up("--timeout", "0s"), []string{"--timeout"}},
 		{"bad if-version", up("--if-version", "x"), []string{"if-version"}},
+		{"if-version twice", append([]string{"replace"}, append(key, "--if-version", "9", "--if-version", "1")...), []string{"-if-version", "given twice (9, then 1)", string(events.RuleIfVersionTwice)}},
 		{"positional after op", up("extra"), []string{`unexpected argument "extra"`}},
 		{"apply-only flag", up("--verbose"), []string{"--verbose is for apply only"}},
 		{"op flag on apply", []string{"apply", "--table", "orders", "f.jsonl"}, []string{"--table is not for apply"}},

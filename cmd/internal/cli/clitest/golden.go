@@ -12,7 +12,7 @@ import (
 )
 
 // update rewrites the golden files under testdata instead of comparing:
-// go test ./cmd/... ./tests/cli -run Golden -update
+// go test ./cmd/... -run Golden -update
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // A golden script, after Pebble's data-driven tests: a file of blocks,

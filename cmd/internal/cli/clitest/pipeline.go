@@ -17,16 +17,16 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Pipeline is a pipeline for the command tests: a JetStream server, the
-// embedded store in a file, a projector in the background.
+// embedded store in a file, a projector in the background. It is a layer
+// over projectiontest.Pipeline.
 type Pipeline struct {
 	URL    string // the JetStream server's client URL
 	Tables string // the --tables of the store: sqlite:PATH
@@ -41,30 +41,23 @@ type Pipeline struct {
 // configuration, if given, is the projector's (AllowMsgDelete, say).
 func StartPipeline(t *testing.T, jcfg ...journal.Config) *Pipeline {
 	t.Helper()
-	srv := journaltest.StartServerConfig(t, embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: true})
-	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, 2*time.Minute)
-	path := filepath.Join(t.TempDir(), "tables.db")
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	pctx, cancel := context.WithCancel(context.Background())
-	cfg := projection.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var cfg projection.Config
 	if len(jcfg) > 0 {
 		cfg.Journal = jcfg[0]
 	}
-	p, err := projection.New(pctx, js, st, cfg)
+	p, err := projectiontest.StartPipeline(ctx, nil, projectiontest.PipelineConfig{Dir: t.TempDir(), Journal: cfg.Journal})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
+	t.Cleanup(func() { p.Close() })
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := p.RunProjector(cfg); err != nil {
+		t.Fatal(err)
+	}
 	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return &Pipeline{URL: srv.ClientURL(), Tables: "sqlite:" + path, W: journal.NewWriter(js, ""), JS: js, Ctx: ctx, Stop: stop, Store: st}
+	stop := func() { once.Do(func() { p.StopProjector() }) }
+	return &Pipeline{URL: p.URL(), Tables: p.Tables, W: journal.NewWriter(p.JS, ""), JS: p.JS, Ctx: ctx, Stop: stop, Store: p.Store}
 }
 
 // Publish publishes one command and waits for its outcome.

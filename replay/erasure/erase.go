@@ -1,0 +1,435 @@
+package erasure
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/rows"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
+)
+
+// Erasure (SPEC §10, docs/erasure.md): PlanErase counts what an erase of a
+// row or partition will remove; EraseKey publishes the erase, waits for the
+// projector to apply it, removes the key's change events, earlier commands
+// and their outcomes from JetStream with secure deletes, checks that nothing
+// of the key is left and returns a receipt. Every step can be run again: a
+// crash at any point leaves a state that the same call finishes.
+
+// ErrEraseIncomplete: after an erase, something of the key was still found
+// (EraseKey's final check); running it again finishes the job.
+var ErrEraseIncomplete = errors.New("erase incomplete")
+
+// Target names what to erase: one row (RK set) or a whole partition.
+type Target struct {
+	Table, PK string
+	RK        *string
+}
+
+func (t Target) covers(rk string) bool { return t.RK == nil || *t.RK == rk }
+
+// SHA256 is the hex SHA-256 of the key (table, pk and rk, each
+// length-prefixed), as the receipt names it without holding it.
+func (t Target) SHA256() string {
+	h := sha256.New()
+	for _, s := range []string{t.Table, t.PK} {
+		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	if t.RK != nil {
+		fmt.Fprintf(h, "%d:%s", len(*t.RK), *t.RK)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Plan is what an erase of a key removes, as found now.
+type Plan struct {
+	Target Target
+	// EraseID and EraseSeq name the erase of the key already in the
+	// journal that this plan finishes; zero when none is.
+	EraseID  string
+	EraseSeq uint64
+	// TableRows counts the key's stored tip, version and tombstone rows.
+	TableRows int
+	// Journal are the sequences of the key's earlier commands to remove;
+	// Kept those that stay: for a row erase, commands that touched the row
+	// and other rows of the partition.
+	Journal, Kept []uint64
+	// Changes are the CHANGES sequences of the key's change events.
+	Changes []uint64
+	// Outcomes are the OUTCOMES sequences of the removed commands'
+	// outcomes.
+	Outcomes []uint64
+}
+
+// Empty reports whether nothing of the key is left to remove.
+func (p *Plan) Empty() bool {
+	return p.TableRows == 0 && len(p.Journal) == 0 && len(p.Changes) == 0 && len(p.Outcomes) == 0
+}
+
+// Receipt is what EraseKey did.
+type Receipt struct {
+	Table     string `json:"table"`
+	Partition bool   `json:"partition"`
+	// KeySHA256 is Target.SHA256: the receipt names the key without
+	// holding it.
+	KeySHA256 string `json:"keySha256"`
+	EraseID   string `json:"eraseId"`
+	EraseSeq  uint64 `json:"eraseSeq"`
+	// Removed counts, per place, what this run removed: the table rows are
+	// those the projector deleted when it applied the erase in this run.
+	Removed struct {
+		TableRows    int `json:"tableRows"`
+		JournalMsgs  int `json:"journalMessages"`
+		ChangeEvents int `json:"changeEvents"`
+		Outcomes     int `json:"outcomes"`
+	} `json:"removed"`
+	// JournalSeqs are the journal sequences removed; KeptSeqs the commands
+	// that touched the row and others, kept (row erase only).
+	JournalSeqs []uint64  `json:"journalSeqs"`
+	KeptSeqs    []uint64  `json:"keptSeqs,omitempty"`
+	Started     time.Time `json:"started"`
+	Finished    time.Time `json:"finished"`
+	// Verified: the final check found nothing of the key left in the
+	// table, the journal (but Kept), the change feed or the outcomes.
+	Verified bool `json:"verified"`
+}
+
+// PlanErase finds what an erase of t removes: everything up to the newest
+// erase of the key already in the journal, if no command touched the key
+// after it, else everything up to the journal's head.
+func (r *Eraser) PlanErase(ctx context.Context, t Target) (*Plan, error) {
+	return r.planErase(ctx, t, 0)
+}
+
+// planErase is PlanErase reading the journal up to sequence upTo (0: the
+// head): with upTo an erase's sequence, the plan finishes that erase and
+// never touches what the key got after it.
+func (r *Eraser) planErase(ctx context.Context, t Target, upTo uint64) (*Plan, error) {
+	if err := r.NeedJournal("erase"); err != nil {
+		return nil, err
+	}
+	if err := r.validTarget(t); err != nil {
+		return nil, err
+	}
+	p := &Plan{Target: t}
+	ids, err := r.keyCommands(ctx, p, upTo)
+	if err != nil {
+		return nil, fmt.Errorf("plan erase: read the journal: %w", err)
+	}
+	if p.TableRows, err = r.countRows(ctx, t, p.EraseSeq); err != nil {
+		return nil, err
+	}
+	if p.Changes, err = r.keyChanges(ctx, t, p.EraseSeq); err != nil {
+		return nil, err
+	}
+	if p.Outcomes, err = r.keyOutcomes(ctx, p.Journal, ids); err != nil {
+		return nil, fmt.Errorf("plan erase: read outcomes: %w", err)
+	}
+	return p, nil
+}
+
+// keyCommands reads the journal of the key's partition up to sequence upTo
+// (0: the head) into p: the newest erase of the key, and the key's commands
+// to remove (Journal) or keep (Kept). It returns the command IDs by
+// sequence.
+func (r *Eraser) keyCommands(ctx context.Context, p *Plan, upTo uint64) (map[uint64]string, error) {
+	t := p.Target
+	var cand []uint64 // the key's commands since the last erase of it
+	var kept []uint64
+	var ids = map[uint64]string{}
+	err := r.Journal().Read(ctx, 1, upTo, wire.PartitionFilter(t.Table, t.PK), func(m journal.Msg) error {
+		if journal.IsEraseMsg(m.Header) {
+			e, err := journal.DecodeEraseMsg(m)
+			if err == nil && (e.RK == nil || t.RK != nil && *e.RK == *t.RK) {
+				p.EraseID, p.EraseSeq = e.ID, m.Seq
+				p.Journal, p.Kept = append(p.Journal, cand...), append(p.Kept, kept...)
+				cand, kept = nil, nil
+			}
+			return nil
+		}
+		cmd, err := journal.DecodeMsg(m)
+		id := m.Header.Get(jetstream.MsgIDHeader)
+		if cmd != nil {
+			id = cmd.ID
+		}
+		switch removed, keep := t.classify(cmd, err); {
+		case removed:
+			cand = append(cand, m.Seq)
+			ids[m.Seq] = id
+		case keep:
+			kept = append(kept, m.Seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(cand) > 0 || len(kept) > 0 {
+		// The key was written after its last erase (or never erased):
+		// a new erase will cover everything to the head.
+		p.EraseID, p.EraseSeq = "", 0
+		p.Journal, p.Kept = append(p.Journal, cand...), append(p.Kept, kept...)
+	}
+	return ids, nil
+}
+
+// classify says what an erase of t does with a journaled command (cmd, or
+// decodeErr when it does not decode): remove it, keep it (it touched t and
+// other rows), or neither (it did not touch t).
+func (t Target) classify(cmd *events.Command, decodeErr error) (remove, keep bool) {
+	switch {
+	case keptPrune(cmd):
+		return false, false
+	case t.RK == nil, cmd == nil && decodeErr != nil:
+		// The whole partition; or a command that does not decode,
+		// which may hold anything: removed with a partition, and with
+		// a row only when the partition goes (it is listed as kept).
+		return t.RK == nil, t.RK != nil
+	}
+	mine, others := false, false
+	for _, op := range cmd.Ops {
+		if t.covers(op.RK) {
+			mine = true
+		} else {
+			others = true
+		}
+	}
+	return mine && !others, mine && others
+}
+
+// keyOutcomes lists the OUTCOMES sequences of the outcomes of the removed
+// commands (journal, their IDs in ids), in order.
+func (r *Eraser) keyOutcomes(ctx context.Context, journalSeqs []uint64, ids map[uint64]string) ([]uint64, error) {
+	removed := make(map[uint64]bool, len(journalSeqs))
+	idSet := map[string]bool{}
+	for _, s := range journalSeqs {
+		removed[s] = true
+		if ids[s] != "" {
+			idSet[ids[s]] = true
+		}
+	}
+	var out []uint64
+	for id := range idSet {
+		err := scanStream(ctx, r.JetStream(), wire.OutcomesStream, wire.OutcomeSubject(id), func(seq uint64, _ nats.Header, data []byte) error {
+			var o wire.Outcome
+			if json.Unmarshal(data, &o) != nil || removed[o.Seq] {
+				out = append(out, seq)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (r *Eraser) validTarget(t Target) error {
+	e := &events.Erase{ID: "plan", Table: t.Table, PK: t.PK, RK: t.RK}
+	return e.Validate()
+}
+
+// countRows counts the key's stored rows: tips, versions and tombstones,
+// those written before sequence before (0: all).
+func (r *Eraser) countRows(ctx context.Context, t Target, before uint64) (int, error) {
+	n := 0
+	count := func(e store.Entity) {
+		if !rows.IsLayoutKey(e.RK) {
+			return
+		}
+		if s, ok := e.Props[rows.ColSeq]; before == 0 || !ok || uint64(s.Int) < before {
+			n++
+		}
+	}
+	q := store.Query{PK: t.PK}
+	if t.RK != nil {
+		q.From, q.To = rows.HistoryRange(*t.RK)
+		if e, err := r.Store().Get(ctx, t.Table, t.PK, rows.TipKey(*t.RK)); err == nil {
+			count(e)
+		} else if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTableNotFound) {
+			return 0, err
+		}
+	}
+	err := store.All(ctx, r.Store(), t.Table, q, func(e store.Entity) error {
+		count(e)
+		return nil
+	})
+	if errors.Is(err, store.ErrTableNotFound) {
+		return n, nil
+	}
+	return n, err
+}
+
+// keyChanges lists the CHANGES sequences of the key's change events, of
+// commands before sequence before (0: all).
+func (r *Eraser) keyChanges(ctx context.Context, t Target, before uint64) ([]uint64, error) {
+	var seqs []uint64
+	err := scanStream(ctx, r.JetStream(), wire.ChangesStream, wire.ChangeSubject(t.Table, t.PK), func(seq uint64, _ nats.Header, data []byte) error {
+		var ev wire.ChangeEvent
+		if err := json.Unmarshal(data, &ev); err != nil {
+			if t.RK == nil {
+				seqs = append(seqs, seq) // unreadable, of the partition
+			}
+			return nil
+		}
+		if (before == 0 || ev.Seq < before) && t.covers(ev.RK) {
+			seqs = append(seqs, seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan erase: read the change feed: %w", err)
+	}
+	return seqs, nil
+}
+
+// EraseKey erases t everywhere (see the top of this file) and returns the
+// receipt. It waits for the projector to apply the erase as long as ctx
+// allows. The change events go by secure per-message deletes, for a
+// partition as for a row: unlike a subject purge, that overwrites them.
+func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (*Receipt, error) {
+	if err := r.NeedJournal("erase"); err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	rec := &Receipt{Table: t.Table, Partition: t.RK == nil, KeySHA256: t.SHA256(), Started: now().UTC()}
+	js, err := r.JetStream().Stream(ctx, r.Config().Journal)
+	if err != nil {
+		return nil, err
+	}
+	if err := journal.CheckDeletable(js); err != nil {
+		return nil, err
+	}
+	p, err := r.PlanErase(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	rowsBefore := p.TableRows
+	if p.EraseSeq == 0 {
+		e := &events.Erase{ID: eraseID(now()), Table: t.Table, PK: t.PK, RK: t.RK, Issuer: r.Config().Issuer, IssuedAt: now()}
+		res, err := journal.NewWriter(r.JetStream(), r.Config().Journal).PublishErase(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		p.EraseID, p.EraseSeq = e.ID, res.Seq
+	}
+	rec.EraseID, rec.EraseSeq = p.EraseID, p.EraseSeq
+	o, err := journal.NewOutcomes(r.JetStream()).Await(ctx, p.EraseID, p.EraseSeq)
+	if err != nil {
+		return nil, err
+	}
+	if o.Status != wire.StatusApplied {
+		return nil, fmt.Errorf("erase %s at seq %d: %s: %s: %w", p.EraseID, p.EraseSeq, o.Status, o.Reason, replay.ErrRejected)
+	}
+	// Planned again now that the erase applied: up to its sequence, so
+	// that what the key got after the erase stays.
+	eraseSeq := p.EraseSeq
+	if p, err = r.planErase(ctx, t, eraseSeq); err != nil {
+		return nil, err
+	}
+	rec.Removed.TableRows = rowsBefore - p.TableRows
+	// Outcomes first, then change events, then the commands: the commands
+	// are how a run again finds their outcomes.
+	for _, step := range []struct {
+		stream string
+		seqs   []uint64
+		n      *int
+	}{
+		{wire.OutcomesStream, p.Outcomes, &rec.Removed.Outcomes},
+		{wire.ChangesStream, p.Changes, &rec.Removed.ChangeEvents},
+		{r.Config().Journal, p.Journal, &rec.Removed.JournalMsgs},
+	} {
+		if len(step.seqs) == 0 {
+			continue
+		}
+		s, err := r.JetStream().Stream(ctx, step.stream)
+		if err != nil {
+			return nil, err
+		}
+		n, err := journal.SecureDelete(ctx, s, step.seqs)
+		*step.n += n
+		if err != nil {
+			return nil, err
+		}
+	}
+	rec.JournalSeqs, rec.KeptSeqs = p.Journal, p.Kept
+	left, err := r.planErase(ctx, t, eraseSeq)
+	if err != nil {
+		return nil, err
+	}
+	rec.Finished = now().UTC()
+	if !left.Empty() || left.EraseSeq != p.EraseSeq {
+		return rec, fmt.Errorf("%w: %d rows, %d journal messages, %d change events, %d outcomes left; run it again",
+			ErrEraseIncomplete, left.TableRows, len(left.Journal), len(left.Changes), len(left.Outcomes))
+	}
+	rec.Verified = true
+	return rec, nil
+}
+
+// eraseID is the ID of an erase published at t.
+func eraseID(t time.Time) string {
+	return fmt.Sprintf("erase-%d", t.UTC().UnixNano())
+}
+
+// scanStream calls fn with every message of stream on subject filter, in
+// stream order. A stream that does not exist holds nothing.
+func scanStream(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func(seq uint64, h nats.Header, data []byte) error) error {
+	s, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return err
+	}
+	total := uint64(0)
+	for _, n := range info.State.Subjects {
+		total += n
+	}
+	if total == 0 {
+		return nil
+	}
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, InactiveThreshold: time.Minute})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		if err := fn(meta.Sequence.Stream, m.Headers(), m.Data()); err != nil {
+			return err
+		}
+		if meta.NumPending == 0 {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package retention_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
+	"github.com/tablejournal/tablejournal/replay/repair"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
+	"github.com/tablejournal/tablejournal/replay/retention"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
+	"github.com/tablejournal/tablejournal/rows"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
+)
+
+// TestPrunedReplay runs a prune through the whole pipeline: the projector
+// applies it, reads before its horizon answer ErrPruned naming it, reads
+// from it answer, and verify finds the rebuilt table equal to the live one.
+func TestPrunedReplay(t *testing.T) {
+	for _, b := range replaytest.Stores() {
+		t.Run(b.Name, func(t *testing.T) {
+			e := replaytest.NewEnv(t, b.Open(t))
+			table := replaytest.UniqueTable("Pruned")
+			var cmds []*events.Command
+			for i := range 40 {
+				pk := []string{"a", "b"}[i%2]
+				cmds = append(cmds, &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: pk,
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%3), Entity: events.Entity{"n": events.Int64(int64(i))}}}})
+			}
+			seqs := e.Publish(cmds)
+			horizon := seqs[29]
+			prune := &events.Command{ID: table + "-prune", Table: table, PK: "a", Prune: &events.Prune{Horizon: horizon}}
+			more := []*events.Command{prune, {ID: table + "-after", Table: table, PK: "a",
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r0", Entity: events.Entity{"n": events.Int64(99)}}}}}
+			e.Publish(more)
+			ids := []string{prune.ID, more[1].ID}
+			for _, c := range cmds {
+				ids = append(ids, c.ID)
+			}
+			outs := e.Await(ids)
+			if o := outs[prune.ID]; o.Status != wire.StatusApplied || o.Pruned == 0 {
+				t.Fatalf("prune outcome %+v", o)
+			}
+			h, err := rows.ReadHorizon(e.Ctx, e.Store, table, "a")
+			if err != nil || h.Seq != horizon || h.Cmd != prune.ID {
+				t.Fatalf("horizon %+v %v", h, err)
+			}
+			isPruned := func(what string, err error) {
+				t.Helper()
+				var pe *replay.PrunedError
+				if !errors.Is(err, replay.ErrPruned) || !errors.As(err, &pe) || pe.Horizon.Seq != horizon || !strings.Contains(err.Error(), prune.ID) {
+					t.Fatalf("%s: %v, want the pruned error naming %s", what, err, prune.ID)
+				}
+			}
+			none := func(rows.Row) error { return nil }
+			isPruned("asof partition", e.Hist.AsOf(e.Ctx, table, store.InPartition("a"), horizon-1, none))
+			isPruned("asof table", e.Hist.AsOf(e.Ctx, table, store.AllPartitions, seqs[0], none))
+			_, err = e.Hist.Blame(e.Ctx, cmds[0].ID)
+			isPruned("blame", err)
+			_, err = e.Repair.PlanUndo(e.Ctx, cmds[2].ID, repair.UndoOptions{})
+			isPruned("undo", err)
+			_, err = e.Repair.PlanRestore(e.Ctx, table, store.InPartition("a"), seqs[4])
+			isPruned("restore", err)
+			_, err = e.Snap.Take(e.Ctx, io.Discard, snapshot.Config{Table: table, Seq: horizon - 1})
+			isPruned("snapshot", err)
+			// The other partition, and the pruned one from its horizon on.
+			if err := e.Hist.AsOf(e.Ctx, table, store.InPartition("b"), seqs[1], none); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			if err := e.Hist.AsOf(e.Ctx, table, store.InPartition("a"), horizon, func(rows.Row) error { n++; return nil }); err != nil || n != 3 {
+				t.Fatalf("asof at the horizon: %d rows, %v", n, err)
+			}
+			st, err := e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table})
+			if err != nil || st.Missing+st.Extra+st.Changed != 0 || st.Rows == 0 {
+				t.Fatalf("verify after a prune: %+v %v", st, err)
+			}
+		})
+	}
+}
+
+// TestPrunePolicy runs replay's prune policy: a dry run counts, --apply
+// publishes one prune per partition, a second run finds nothing left, and
+// the table still equals its rebuild.
+func TestPrunePolicy(t *testing.T) {
+	for _, b := range replaytest.Stores() {
+		t.Run(b.Name, func(t *testing.T) {
+			e := replaytest.NewEnv(t, b.Open(t))
+			table := replaytest.UniqueTable("Policy")
+			var cmds []*events.Command
+			var ids []string
+			for i := range 60 {
+				c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: events.Entity{"n": events.Int64(int64(i))}}}}
+				if i == 30 {
+					c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r0"}
+				}
+				cmds = append(cmds, c)
+				ids = append(ids, c.ID)
+			}
+			e.Publish(cmds)
+			e.Await(ids)
+			// Each partition holds two rows of 10 versions each; keeping
+			// 3 versions of every row removes 7 of each.
+			// At most 5 rows per prune command: 3 prunes of each partition's 14.
+			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 3, Pace: time.Millisecond, MaxRows: 5}
+			var seen []retention.PrunePartition
+			st, err := e.Pruner.Prune(e.Ctx, cfg, func(p retention.PrunePartition) error { seen = append(seen, p); return nil })
+			if err != nil || st.Partitions != 3 || st.Rows != 3*2*7 || len(seen) != 3 || seen[0].Command != "" || seen[0].Prunes != 3 {
+				t.Fatalf("dry run: %+v %v %+v", st, err, seen)
+			}
+			cfg.Apply = true
+			seen = nil
+			st2, err := e.Pruner.Prune(e.Ctx, cfg, func(p retention.PrunePartition) error { seen = append(seen, p); return nil })
+			if err != nil || st2 != st {
+				t.Fatalf("apply: %+v %v, the dry run said %+v", st2, err, st)
+			}
+			for _, p := range seen {
+				if p.Prunes != 3 || p.Outcome == nil || p.Outcome.Pruned > 5 || p.Rows != 14 {
+					t.Fatalf("applied %+v", p)
+				}
+			}
+			// Every row keeps 3 versions.
+			for _, pk := range []string{"a", "b", "c"} {
+				byRK, err := rows.ReadPartition(e.Ctx, e.Store, table, pk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rk, rs := range byRK {
+					if len(rs) != 3 {
+						t.Fatalf("%s/%s keeps %d versions, want 3", pk, rk, len(rs))
+					}
+				}
+			}
+			// Resumable: nothing is left to do.
+			st3, err := e.Pruner.Prune(e.Ctx, cfg, nil)
+			if err != nil || st3.Partitions != 0 {
+				t.Fatalf("second run: %+v %v", st3, err)
+			}
+			// By age: with the clock an hour on, everything is older than 30m.
+			age := retention.PruneConfig{Table: table, Partition: store.InPartition("a"), Keep: 30 * time.Minute,
+				Now: func() time.Time { return time.Now().Add(time.Hour) }}
+			st4, err := e.Pruner.Prune(e.Ctx, age, nil)
+			if err != nil || st4.Rows != 2*2 {
+				t.Fatalf("keep 30m an hour later: %+v %v, want the 2 older versions of each row", st4, err)
+			}
+			vs, err := e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table})
+			if err != nil || vs.Missing+vs.Extra+vs.Changed != 0 {
+				t.Fatalf("verify: %+v %v", vs, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+)
+
+// payload returns n pseudo-random bytes.
+func payload(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(1, uint64(n)))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// write writes data to w in uneven pieces, as a snapshot does.
+func write(t *testing.T, w Writer, data []byte) {
+	t.Helper()
+	for len(data) > 0 {
+		n := min(len(data), 100_000+len(data)%77)
+		if _, err := w.Write(data[:n]); err != nil {
+			t.Fatal(err)
+		}
+		data = data[n:]
+	}
+}
+
+func readAll(t *testing.T, ctx context.Context, loc, tables string) []byte {
+	t.Helper()
+	r, err := Open(ctx, loc, tables)
+	if err != nil {
+		t.Fatalf("open %s: %v", Describe(loc), err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestBlob writes snapshots to Azurite's blob service and reads them back:
+// by azblob:// against the connection string's account (the container
+// created on the way), in several blocks, and by a URL with a SAS token;
+// an aborted upload leaves no blob.
+func TestBlob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tables, err := AzuriteOfTest().BlobConnectionString(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := payload(2*BlockSize + 12345) // three blocks
+	loc := "azblob://snapshots/orders/2026-11-21.tjsnap"
+	w, err := Create(ctx, loc, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, data)
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, ctx, loc, tables); sha256.Sum256(got) != sha256.Sum256(data) {
+		t.Fatalf("read back %d bytes, wrote %d, contents differ", len(got), len(data))
+	}
+
+	// Aborted: no blob.
+	aborted := "azblob://snapshots/aborted.tjsnap"
+	w, err = Create(ctx, aborted, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, data[:BlockSize+1])
+	w.Abort(errors.New("the snapshot failed"))
+	if _, err := Open(ctx, aborted, tables); !bloberror.HasCode(err, bloberror.BlobNotFound) {
+		t.Fatalf("open an aborted blob: %v, want BlobNotFound", err)
+	}
+
+	// A URL with a SAS token, signed with the account's key.
+	acct, err := accountOf(tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, _, err := acct.clients("snapshots", "by-sas.tjsnap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sasURL, err := bb.GetSASURL(sas.BlobPermissions{Read: true, Write: true, Create: true}, time.Now().Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Describe(sasURL); strings.Contains(d, "sig=") || !strings.HasSuffix(d, "/snapshots/by-sas.tjsnap") {
+		t.Fatalf("Describe shows %q", d)
+	}
+	small := payload(1000)
+	w, err = Create(ctx, sasURL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, small)
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, ctx, sasURL, ""); !bytes.Equal(got, small) {
+		t.Fatalf("read by SAS: %d bytes", len(got))
+	}
+	if got := readAll(t, ctx, "azblob://snapshots/by-sas.tjsnap", tables); !bytes.Equal(got, small) {
+		t.Fatalf("the SAS upload read by name: %d bytes", len(got))
+	}
+}
+
+func TestLocalFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.tjsnap")
+	w, err := Create(ctx, path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, payload(300_000))
+	w.Abort(errors.New("failed"))
+	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 0 {
+		t.Fatalf("an aborted file left %v", ents)
+	}
+	if w, err = Create(ctx, path, ""); err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, payload(300_000))
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, ctx, path, ""); !bytes.Equal(got, payload(300_000)) {
+		t.Fatal("file contents differ")
+	}
+}
+
+func TestAccountOf(t *testing.T) {
+	tests := []struct {
+		tables, endpoint string
+		wantErr          bool
+	}{
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net", "https://acct.blob.core.windows.net", false},
+		{"AccountName=acct;AccountKey=a2V5", "https://acct.blob.core.windows.net", false},
+		{"AccountName=acct;SharedAccessSignature=sv=1&sig=x;EndpointSuffix=core.chinacloudapi.cn", "https://acct.blob.core.chinacloudapi.cn", false},
+		{"AccountName=devstoreaccount1;AccountKey=a2V5;TableEndpoint=http://127.0.0.1:1/devstoreaccount1;BlobEndpoint=http://127.0.0.1:2/devstoreaccount1/", "http://127.0.0.1:2/devstoreaccount1", false},
+		{"UseDevelopmentStorage=true", devBlobURL, false},
+		{"AccountName=acct", "", true},
+		{"https://acct.table.core.windows.net/?sv=1&sig=secret", "", true},
+		{"AccountKey=a2V5;TableEndpoint=http://127.0.0.1:1/x", "", true},
+	}
+	for _, tt := range tests {
+		a, err := accountOf(tt.tables)
+		if (err != nil) != tt.wantErr || err == nil && a.endpoint != tt.endpoint {
+			t.Errorf("accountOf(%q) = %q, %v", tt.tables, a.endpoint, err)
+		}
+		if err != nil && (!errors.Is(err, ErrLocation) || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "a2V5")) {
+			t.Errorf("accountOf(%q): error %v", tt.tables, err)
+		}
+	}
+}

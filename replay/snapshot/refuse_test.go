@@ -1,0 +1,53 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
+	"github.com/tablejournal/tablejournal/store"
+)
+
+// A snapshot at a sequence beyond the journal's head is refused, as asof
+// refuses it: a rebuild from it would skip every command up to it. A
+// rebuild of a table the journal has never seen is refused and creates
+// nothing.
+func TestRefusedPoints(t *testing.T) {
+	for _, b := range replaytest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel() // each backend its own pipeline
+			e := replaytest.NewEnv(t, b.Open(t))
+			table := replaytest.UniqueTable("Refuse")
+			seqs := e.Publish([]*events.Command{{ID: "rf1", Table: table, PK: "p",
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}})
+			e.Await([]string{"rf1"})
+			head := seqs[0]
+
+			var buf bytes.Buffer
+			_, err := e.Snap.Take(e.Ctx, &buf, snapshot.Config{Table: table, Seq: head + 1})
+			if !errors.Is(err, replay.ErrBadPoint) {
+				t.Fatalf("snapshot beyond the head: %v, want ErrBadPoint", err)
+			}
+			if _, err := e.Snap.Take(e.Ctx, &buf, snapshot.Config{Table: table, Seq: head}); err != nil {
+				t.Fatalf("snapshot at the head: %v", err)
+			}
+
+			into := replaytest.UniqueTable("Refuseinto")
+			for _, src := range []string{replaytest.UniqueTable("Never"), strings.ToUpper(table)} {
+				_, err = e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: src, Into: into})
+				if !errors.Is(err, rebuild.ErrUnknownTable) {
+					t.Fatalf("rebuild of %s, never in the journal: %v, want ErrUnknownTable", src, err)
+				}
+			}
+			if _, err := e.Store.Query(e.Ctx, into, store.Query{AllPartitions: true, Limit: 1}); !errors.Is(err, store.ErrTableNotFound) {
+				t.Fatalf("the refused rebuild left table %s: %v", into, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,43 @@
+// Command docscheck fails if a Markdown guide quotes an exported Go name the module
+// no longer declares: every `pkg.Name`, `Type.Method` or
+// `pkg.Type.Member` in backticks, outside fenced code blocks, in
+// README.md and docs/*.md (docs/history/ is a record of its time and is
+// not checked). It reads the tree's declarations with go/parser, offline,
+// and prints file:line, the quote and what is missing. Names whose first
+// element is not a package or a type of the module (flags, files, JSON
+// fields, other modules' APIs) are not checked.
+//
+//	go run ./scripts/docscheck [-root DIR] [FILE.md ...]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+func main() {
+	root := flag.String("root", ".", "the module's folder")
+	flag.Parse()
+	files := flag.Args()
+	if len(files) == 0 {
+		docs, _ := filepath.Glob(filepath.Join(*root, "docs", "*.md"))
+		files = append([]string{"README.md"}, docs...)
+		for i := 1; i < len(files); i++ {
+			files[i], _ = filepath.Rel(*root, files[i])
+		}
+	}
+	found, err := Check(*root, files)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for _, f := range found {
+		fmt.Println(f)
+	}
+	if len(found) > 0 {
+		fmt.Fprintf(os.Stderr, "docscheck: %d quoted Go names the module does not declare\n", len(found))
+		os.Exit(1)
+	}
+}
