@@ -202,6 +202,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	// wait out an outage under the same policy meanwhile.
 	checkCtx, stopCheck := context.WithCancel(ctx)
 	defer stopCheck()
+	go p.applier.policy.watch(checkCtx)
 	go func() {
 		if err := p.applier.policy.checkStore(checkCtx, p.store); err != nil && checkCtx.Err() == nil {
 			p.log.Error("table store check failed", "err", err)

@@ -149,7 +149,7 @@ func TestStoreRequests(t *testing.T) {
 			faulty := &faultyStore{Store: b.Open(t), err: fmt.Errorf("injected: %w", store.ErrBusy)}
 			projectiontest.SkipLayoutCheck(t, "measured") // plain rows, not the versioned layout
 			s := m.Store(faulty)
-			ready := m.StoreCheck(30 * time.Second)
+			ready := m.StoreCheck(5*time.Second, 30*time.Second)
 			if err := ready.Check(); err == nil || !strings.Contains(err.Error(), "not answered yet") {
 				t.Errorf("readiness before any answer: %v", err)
 			}
