@@ -128,6 +128,11 @@ type Projector struct {
 	// noOutcomeLookup skips the outcomes look-up of fetched IDs; only for
 	// the benchmark that measures what it costs.
 	noOutcomeLookup bool
+	// owned: the shards this instance applies now; storeBack signals that
+	// the store answers again after an outage (behind.go).
+	ownedMu   sync.Mutex
+	owned     map[int]bool
+	storeBack chan struct{}
 }
 
 // Stats returns the projector's counters (see Stats), for metrics.
@@ -177,7 +182,14 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 	if cfg.Applier.Logger == nil {
 		cfg.Applier.Logger = cfg.Logger
 	}
-	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats, obs: cfg.Observer}
+	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats, obs: cfg.Observer,
+		storeBack: make(chan struct{}, 1)}
+	p.applier.policy.onBack = func() {
+		select {
+		case p.storeBack <- struct{}{}:
+		default:
+		}
+	}
 	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
 		return nil, err
 	}
@@ -203,6 +215,16 @@ func (p *Projector) Run(ctx context.Context) error {
 	checkCtx, stopCheck := context.WithCancel(ctx)
 	defer stopCheck()
 	go p.applier.policy.watch(checkCtx)
+	go func() {
+		for {
+			select {
+			case <-checkCtx.Done():
+				return
+			case <-p.storeBack:
+				p.recheckOwned(checkCtx)
+			}
+		}
+	}()
 	go func() {
 		if err := p.applier.policy.checkStore(checkCtx, p.store); err != nil && checkCtx.Err() == nil {
 			p.log.Error("table store check failed", "err", err)
@@ -239,6 +261,11 @@ func (p *Projector) Run(ctx context.Context) error {
 func (p *Projector) runShard(ctx context.Context, shard int) error {
 	s := &shardRun{p: p, shard: shard}
 	defer func() { s.pl.stop() }()
+	p.running(shard, true)
+	defer p.running(shard, false)
+	// Before anything is applied: a redelivered command would move a
+	// partition's fence past what the store lost.
+	p.checkBehind(ctx, shard, "the shard starts")
 	if !s.reopen(ctx, 0) {
 		return nil
 	}

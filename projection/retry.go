@@ -47,6 +47,8 @@ type retryPolicy struct {
 	failures int // since lastWarn
 	lastOp   string
 	lastErr  error
+	// onBack, if set, is called when the store answers after an outage.
+	onBack func()
 }
 
 // outageWarnEvery is how often an ongoing outage is logged.
@@ -156,6 +158,9 @@ func (p *retryPolicy) succeeded() {
 	p.mu.Unlock()
 	if failing {
 		p.log.Info("table store available again", "after", time.Since(since).Round(time.Millisecond))
+		if p.onBack != nil {
+			p.onBack()
+		}
 	}
 }
 
