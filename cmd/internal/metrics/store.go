@@ -156,7 +156,7 @@ type StoreSnapshot struct {
 	// Waiting is how long the store has been asked without answering:
 	// since the oldest request after LastAnswer that is in flight or
 	// failed unanswered (busy, refused, timed out); zero when none.
-	Waiting time.Duration
+	Waiting    time.Duration
 	Busy       uint64    // busy answers, ever
 	BusySince  time.Time // start of the current run of busy answers; zero when none
 	LastBusy   string    // the last busy error and the operation it answered
