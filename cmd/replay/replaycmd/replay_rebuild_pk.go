@@ -55,6 +55,6 @@ type partitionView struct {
 
 func (r partitionView) Text(w io.Writer) {
 	fmt.Fprintf(w, "rebuilt partition %q of %s in place up to seq %d: removed %s, applied the journal again: %s (%d applied, %d rejected, %s) in %s\n",
-		r.PK, r.Table, r.To, cli.Plural(r.Removed, "entity"), cli.Plural(r.Commands, "command"), r.Applied, r.Rejected,
+		r.PK, r.Table, r.To, cli.Plural(r.Removed, "row"), cli.Plural(r.Commands, "command"), r.Applied, r.Rejected,
 		cli.Plural(r.Duplicates, "duplicate"), r.elapsed.Round(time.Millisecond))
 }
