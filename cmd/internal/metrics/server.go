@@ -84,29 +84,21 @@ func NATSCheck(nc *nats.Conn) Check {
 	}}
 }
 
-// StoreCheck holds while the table store answers: it fails when the
-// store has been asked and has not answered for stall (a request in flight
-// or failed unanswered: refused, timed out, busy), and when it has not
-// answered at all for stale (ProbeStore asks it when the projector does
-// not).
-func (m *Metrics) StoreCheck(stall, stale time.Duration) Check {
+// StoreCheck holds while the table store answered within the last
+// interval (ProbeStore asks it when the projector does not).
+func (m *Metrics) StoreCheck(within time.Duration) Check {
 	return Check{Name: "store", Check: func() error {
-		now := m.now()
-		s := m.st.snapshot(now)
-		var msg string
+		s := m.st.snapshot()
 		switch {
-		case s.LastAnswer.IsZero() && s.Waiting < stall:
+		case s.LastAnswer.IsZero():
 			return errors.New("the table store has not answered yet")
-		case s.Waiting >= stall:
-			msg = fmt.Sprintf("the table store has not answered for %s while asked", s.Waiting.Round(time.Second))
-		case now.Sub(s.LastAnswer) > stale:
-			msg = fmt.Sprintf("the table store has not answered for %s", now.Sub(s.LastAnswer).Round(time.Second))
-		default:
-			return nil
+		case m.now().Sub(s.LastAnswer) > within:
+			msg := fmt.Sprintf("the table store has not answered for %s", m.now().Sub(s.LastAnswer).Round(time.Second))
+			if !s.BusySince.IsZero() {
+				msg += "; it answers busy: " + s.LastBusy
+			}
+			return errors.New(msg)
 		}
-		if !s.BusySince.IsZero() {
-			msg += "; it answers busy: " + s.LastBusy
-		}
-		return errors.New(msg)
+		return nil
 	}}
 }
