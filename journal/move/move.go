@@ -275,8 +275,8 @@ func (m *mover) verify(ctx context.Context, last uint64) error {
 	if err != nil {
 		return err
 	}
-	m.r.Verified = &Verification{UpTo: last, Source: a, Target: b, Equal: a == b}
-	if a != b {
+	m.r.Verified = &Verification{UpTo: last, Source: a, Target: b, Equal: a == b && a.LastSeq == last}
+	if !m.r.Verified.Equal {
 		return fmt.Errorf("%w: up to sequence %d, %s has %s, %s has %s", ErrMismatch, last, m.cfg.From, a, m.cfg.To, b)
 	}
 	return nil
@@ -362,11 +362,11 @@ func (m *mover) restoreSource(ctx context.Context) error {
 	return nil
 }
 
-// lastSeqOf asks the leader of stream for its last stored message's
-// sequence through the JetStream API's message get, which, unlike a direct
+// lastSeqOf asks the leader of stream, which holds messages, for its last
+// stored message's sequence through the JetStream API's message get, which, unlike a direct
 // get, a mirror never answers.
 func lastSeqOf(ctx context.Context, js jetstream.JetStream, stream string) (uint64, error) {
-	req, _ := json.Marshal(map[string]string{"last_by_subj": ">"})
+	req, _ := json.Marshal(map[string]string{"last_by_subj": wire.JournalPrefix + ".>"})
 	msg, err := js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
 	if err != nil {
 		return 0, fmt.Errorf("stream %s last message: %w", stream, err)
@@ -381,8 +381,6 @@ func lastSeqOf(ctx context.Context, js jetstream.JetStream, stream string) (uint
 		return 0, fmt.Errorf("stream %s last message: %w", stream, err)
 	}
 	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return 0, nil
 	case resp.Error != nil:
 		return 0, fmt.Errorf("stream %s last message: %w", stream, resp.Error)
 	case resp.Message == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -146,5 +147,155 @@ func TestMoveKeepsSequences(t *testing.T) {
 	}
 	if after := e.stream(t, wire.JournalStream); after.State.LastSeq != src.State.LastSeq {
 		t.Errorf("old journal grew to %d", after.State.LastSeq)
+	}
+}
+
+// TestMoveTrailingGap: messages deleted at the journal's end are kept as a
+// gap (a mirror stops at the last stored message), so the next command
+// takes the sequence it would have had; the old stream is deleted when
+// asked.
+func TestMoveTrailingGap(t *testing.T) {
+	e := newEnv(t, journal.Config{AllowMsgDelete: true})
+	seqs := e.publish(t, "", "c", 10)
+	s, err := e.js.Stream(e.ctx, wire.JournalStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range seqs[8:] {
+		if err := s.SecureDeleteMsg(e.ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := move.Run(e.ctx, e.js, move.Config{To: "J2", AllowTrim: true, Apply: true, Cutover: true, DeleteSource: true})
+	if err != nil || r.State != move.StateMoved || !r.SourceDeleted || r.Target.LastSeq != seqs[9] || r.Target.Messages != 8 {
+		t.Fatalf("move: %+v, %v", r, err)
+	}
+	if _, err := e.js.Stream(e.ctx, wire.JournalStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("old journal: %v", err)
+	}
+	c := e.stream(t, "J2").Config
+	if c.DenyDelete || c.DenyPurge || c.Metadata[wire.MetadataAllowTrim] != "true" || c.Metadata[wire.MetadataAllowMsgDelete] != "" {
+		t.Errorf("J2 config: %+v", c)
+	}
+	if next := e.publish(t, "J2", "after", 1); next[0] != seqs[9]+1 {
+		t.Errorf("next command at %d, want %d", next[0], seqs[9]+1)
+	}
+	// Run again, the finished move is reported, not redone.
+	r, err = move.Run(e.ctx, e.js, move.Config{To: "J2", AllowTrim: true, Apply: true, Cutover: true, DeleteSource: true})
+	if err != nil || r.State != move.StateMoved || !r.SourceDeleted {
+		t.Fatalf("again: %+v, %v", r, err)
+	}
+}
+
+// TestMoveResumes: a move stopped half way finishes when run again,
+// verified: its context cancelled while it waits for the copy (a cutover
+// so stopped gives the old journal its subjects back), or killed there,
+// after the old journal stopped taking commands (the run's goroutine ends
+// on the spot, as a killed process would).
+func TestMoveResumes(t *testing.T) {
+	cases := []struct {
+		name        string
+		cutover     bool
+		kill        bool
+		wantRetired bool
+		wantErr     error
+	}{
+		{name: "copy cancelled", wantErr: context.Canceled},
+		{name: "cutover cancelled", cutover: true, wantErr: context.Canceled},
+		{name: "cutover killed", cutover: true, kill: true, wantRetired: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, journal.Config{})
+			e.publish(t, "", "c", 300)
+			cfg := move.Config{To: "J2", Apply: true, Cutover: tc.cutover}
+			ctx, cancel := context.WithCancel(e.ctx)
+			cfg.Progress = func(copied, total uint64) {
+				if tc.kill {
+					runtime.Goexit()
+				}
+				cancel()
+			}
+			var (
+				r   move.Report
+				err error
+			)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				r, err = move.Run(ctx, e.js, cfg)
+			}()
+			<-done
+			if !errors.Is(err, tc.wantErr) || (err == nil) != tc.kill {
+				t.Fatalf("stopped run: %+v, %v", r, err)
+			}
+			if retired := e.stream(t, wire.JournalStream).Config.Metadata[wire.MetadataMovedTo] == "J2"; retired != tc.wantRetired {
+				t.Errorf("stopped run: retired %v", retired)
+			}
+			cfg.Progress = nil
+			r, err = move.Run(e.ctx, e.js, cfg)
+			want := move.StateCopied
+			if tc.cutover {
+				want = move.StateMoved
+			}
+			if err != nil || r.State != want || r.Created || r.Verified == nil || !r.Verified.Equal || r.Verified.Source.Messages != 300 {
+				t.Fatalf("second run: %+v, %v", r, err)
+			}
+		})
+	}
+}
+
+// TestMoveRefusesRunningProjector: a cutover refuses while a client pulls
+// from a durable consumer of the journal, and changes nothing.
+func TestMoveRefusesRunningProjector(t *testing.T) {
+	e := newEnv(t, journal.Config{})
+	e.publish(t, "", "c", 5)
+	cons, err := e.js.CreateConsumer(e.ctx, wire.JournalStream, jetstream.ConsumerConfig{
+		Durable: wire.ConsumerName("projector", 0), FilterSubject: wire.ShardFilter(0), AckPolicy: jetstream.AckAllPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cons.Consume(func(jetstream.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := cons.Info(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumWaiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pull never showed as waiting")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r, err := move.Run(e.ctx, e.js, move.Config{To: "J2", Apply: true, Cutover: true})
+	if !errors.Is(err, move.ErrProjectorRunning) || r.Retired {
+		t.Fatalf("cutover under a projector: %+v, %v", r, err)
+	}
+	if subj := e.stream(t, wire.JournalStream).Config.Subjects; len(subj) != 1 || subj[0] != wire.JournalPrefix+".*.*" {
+		t.Errorf("journal subjects now %v", subj)
+	}
+}
+
+// TestMoveRefusesOtherStream: a stream under the new name that is no copy
+// of the journal is left alone.
+func TestMoveRefusesOtherStream(t *testing.T) {
+	e := newEnv(t, journal.Config{})
+	if _, err := e.js.CreateStream(e.ctx, jetstream.StreamConfig{Name: "J2", Subjects: []string{"other.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, apply := range []bool{false, true} {
+		if _, err := move.Run(e.ctx, e.js, move.Config{To: "J2", Apply: apply}); !errors.Is(err, move.ErrTargetExists) {
+			t.Errorf("apply %v: %v", apply, err)
+		}
+	}
+	if _, err := move.Run(e.ctx, e.js, move.Config{To: wire.JournalStream}); err == nil {
+		t.Error("a move onto itself was accepted")
 	}
 }

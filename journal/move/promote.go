@@ -46,7 +46,11 @@ func (m *mover) promote(ctx context.Context) error {
 	if m.tgt, err = m.js.UpdateStream(ctx, c); err != nil {
 		return fmt.Errorf("end the mirror of %s into %s: %w", m.cfg.From, m.cfg.To, err)
 	}
-	for seq := m.tgt.CachedInfo().State.LastSeq; seq < info.State.LastSeq; seq++ {
+	ti, err := m.tgt.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", m.cfg.To, err)
+	}
+	for seq := ti.State.LastSeq; seq < info.State.LastSeq; seq++ {
 		ack, err := m.js.PublishMsg(ctx, &nats.Msg{Subject: fillerSubject(m.cfg.To)},
 			jetstream.WithExpectLastSequence(seq), jetstream.WithExpectStream(m.cfg.To))
 		if err != nil {
