@@ -299,3 +299,25 @@ func TestMoveRefusesOtherStream(t *testing.T) {
 		t.Error("a move onto itself was accepted")
 	}
 }
+
+// TestMoveTwiceKeepsName: moving to a temporary name and back, deleting the
+// old stream each time, gives a journal of the old name with the same
+// messages and the new deny flags; writers of the old name go on.
+func TestMoveTwiceKeepsName(t *testing.T) {
+	e := newEnv(t, journal.Config{})
+	e.publish(t, "", "c", 20)
+	first, err := move.Run(e.ctx, e.js, move.Config{To: "TMP", AllowMsgDelete: true, Apply: true, Cutover: true, DeleteSource: true})
+	if err != nil {
+		t.Fatalf("move to TMP: %+v, %v", first, err)
+	}
+	back, err := move.Run(e.ctx, e.js, move.Config{From: "TMP", To: wire.JournalStream, AllowMsgDelete: true, Apply: true, Cutover: true, DeleteSource: true})
+	if err != nil || back.State != move.StateMoved || !back.SourceDeleted || back.Verified.Target != first.Verified.Source {
+		t.Fatalf("move back: %+v, %v", back, err)
+	}
+	if c := e.stream(t, wire.JournalStream).Config; c.DenyDelete || !c.DenyPurge {
+		t.Errorf("JOURNAL config: %+v", c)
+	}
+	if next := e.publish(t, "", "after", 1); next[0] != 21 {
+		t.Errorf("next command at %d, want 21", next[0])
+	}
+}
