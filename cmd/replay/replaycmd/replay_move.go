@@ -51,7 +51,7 @@ func (c *moveCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	r, err := move.Run(ctx, c.replayBase.cfg.JetStream, c.cfg)
 	done()
-	cli.Render(stdio.Stdout, c.asJSON, moveResult{Report: r, From: r.From, To: r.To})
+	cli.Render(stdio.Stdout, c.asJSON, moveResult{Report: r, From: r.From, To: r.To, failed: err != nil})
 	switch {
 	case errors.Is(err, move.ErrProjectorRunning), errors.Is(err, move.ErrTargetExists):
 		return cli.Refused("refused", err)
@@ -64,6 +64,9 @@ type moveResult struct {
 	move.Report
 	From string `json:"from"`
 	To   string `json:"to"`
+	// failed: the run ended in an error, which says what to do instead
+	// of the next step.
+	failed bool
 }
 
 func (r moveResult) Text(w io.Writer) {
@@ -88,6 +91,9 @@ func (r moveResult) Text(w io.Writer) {
 			cs = append(cs, fmt.Sprintf("%s from %d", c.Name, c.From))
 		}
 		fmt.Fprintf(w, "consumers on %s: %s\n", r.To, strings.Join(cs, ", "))
+	}
+	if r.failed {
+		return
 	}
 	switch r.State {
 	case move.StateDryRun:
