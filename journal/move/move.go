@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -169,7 +170,9 @@ func (m *mover) openTarget(ctx context.Context) (promoted bool, err error) {
 		return false, fmt.Errorf("%w: stream %s (choose another name, or delete it if it is a leftover)", ErrTargetExists, m.cfg.To)
 	}
 	m.tgt = s
-	return c.Mirror == nil, nil
+	// Between the end of the mirror and the last step of the cutover the
+	// copy takes only fillers: a cutover under way.
+	return c.Mirror == nil && !slices.Contains(c.Subjects, fillerSubject(m.cfg.To)), nil
 }
 
 // readSource reads the journal's figures into the report.
@@ -292,6 +295,11 @@ func (m *mover) cutover(ctx context.Context) error {
 		return err
 	}
 	if err := m.promote(ctx); err != nil {
+		if m.tgt.CachedInfo().Config.Mirror == nil {
+			// The copy no longer follows the journal: a run again
+			// finishes the cutover.
+			return err
+		}
 		// The journal takes commands again; the copy goes on mirroring.
 		if rerr := m.restoreSource(context.WithoutCancel(ctx)); rerr != nil {
 			return errors.Join(err, rerr)

@@ -166,9 +166,14 @@ func TestMoveTrailingGap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := move.Run(e.ctx, e.js, move.Config{To: "J2", AllowTrim: true, Apply: true, Cutover: true, DeleteSource: true})
-	if err != nil || r.State != move.StateMoved || !r.SourceDeleted || r.Target.LastSeq != seqs[9] || r.Target.Messages != 8 {
+	r, err := move.Run(e.ctx, e.js, move.Config{To: "J2", AllowTrim: true, Apply: true, Cutover: true})
+	if err != nil || r.State != move.StateMoved || r.SourceDeleted || r.Target.LastSeq != seqs[9] || r.Target.Messages != 8 {
 		t.Fatalf("move: %+v, %v", r, err)
+	}
+	// Run again with the old stream there: both are checked again.
+	r, err = move.Run(e.ctx, e.js, move.Config{To: "J2", AllowTrim: true, Apply: true, Cutover: true, DeleteSource: true})
+	if err != nil || r.State != move.StateMoved || !r.SourceDeleted || r.Verified == nil || !r.Verified.Equal || r.Verified.UpTo != seqs[7] {
+		t.Fatalf("move again, deleting the old stream: %+v, %v", r, err)
 	}
 	if _, err := e.js.Stream(e.ctx, wire.JournalStream); !errors.Is(err, jetstream.ErrStreamNotFound) {
 		t.Errorf("old journal: %v", err)

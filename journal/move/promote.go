@@ -38,27 +38,27 @@ func (m *mover) promote(ctx context.Context) error {
 	// A mirror stops at the journal's last stored message: sequences after
 	// it that were deleted would be given to the next commands. Until
 	// then, the copy takes only fillers, one per such sequence, each
-	// published where the last one is expected, then deleted.
-	c := m.tgt.CachedInfo().Config
-	c.Mirror = nil
-	c.Subjects = []string{fillerSubject(m.cfg.To)}
-	c.Duplicates = 0
-	if m.tgt, err = m.js.UpdateStream(ctx, c); err != nil {
-		return fmt.Errorf("end the mirror of %s into %s: %w", m.cfg.From, m.cfg.To, err)
+	// published where the last one is expected; then they are purged.
+	if c := m.tgt.CachedInfo().Config; c.Mirror != nil {
+		c.Mirror = nil
+		c.Subjects = []string{fillerSubject(m.cfg.To)}
+		c.Duplicates = 0
+		if m.tgt, err = m.js.UpdateStream(ctx, c); err != nil {
+			return fmt.Errorf("end the mirror of %s into %s: %w", m.cfg.From, m.cfg.To, err)
+		}
 	}
 	ti, err := m.tgt.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", m.cfg.To, err)
 	}
 	for seq := ti.State.LastSeq; seq < info.State.LastSeq; seq++ {
-		ack, err := m.js.PublishMsg(ctx, &nats.Msg{Subject: fillerSubject(m.cfg.To)},
-			jetstream.WithExpectLastSequence(seq), jetstream.WithExpectStream(m.cfg.To))
-		if err != nil {
+		if _, err := m.js.PublishMsg(ctx, &nats.Msg{Subject: fillerSubject(m.cfg.To)},
+			jetstream.WithExpectLastSequence(seq), jetstream.WithExpectStream(m.cfg.To)); err != nil {
 			return fmt.Errorf("keep gap at sequence %d of %s: %w", seq+1, m.cfg.To, err)
 		}
-		if err := m.tgt.DeleteMsg(ctx, ack.Sequence); err != nil {
-			return fmt.Errorf("keep gap at sequence %d of %s: %w", ack.Sequence, m.cfg.To, err)
-		}
+	}
+	if err := m.tgt.Purge(ctx, jetstream.WithPurgeSubject(fillerSubject(m.cfg.To))); err != nil {
+		return fmt.Errorf("keep gaps at the end of %s: %w", m.cfg.To, err)
 	}
 	if m.tgt, err = m.js.UpdateStream(ctx, m.journalConfig()); err != nil {
 		return fmt.Errorf("make %s the journal: %w", m.cfg.To, err)
@@ -127,7 +127,11 @@ func (m *mover) finished(ctx context.Context) error {
 			m.cfg.From, m.r.Source.FirstSeq, m.r.Source.LastSeq, m.cfg.To, m.r.Target.FirstSeq, m.r.Target.LastSeq)
 	}
 	if m.r.Verified == nil {
-		if err := m.verify(ctx, m.r.Source.LastSeq); err != nil {
+		last, err := m.lastStored(ctx)
+		if err != nil {
+			return err
+		}
+		if err := m.verify(ctx, last); err != nil {
 			return err
 		}
 	}

@@ -101,6 +101,10 @@ func (r moveResult) Text(w io.Writer) {
 	case move.StateCopying:
 		fmt.Fprintf(w, "%s is copying; run the same command again to go on\n", r.To)
 	case move.StateCopied:
+		if r.Retired {
+			fmt.Fprintf(w, "copied: %s takes no commands since a cutover was interrupted; run again with --cutover to finish it\n", r.From)
+			return
+		}
 		fmt.Fprintf(w, "copied: %s follows %s; stop the projectors, then run again with --cutover\n", r.To, r.From)
 	case move.StateMoved:
 		fmt.Fprintf(w, "moved: %s is the journal; run projectors, writers and replay with --stream %s (or %s=%s), clients with WithStream(%q)\n", r.To, r.To, cli.EnvStream, r.To, r.To)
