@@ -34,7 +34,7 @@ func (b *batch) recover(ctx context.Context, part partition, rs []Result) error 
 					rc.e = x
 				}
 			}
-			if err := rc.settle(ctx); err != nil {
+			if err := rc.findOutcome(ctx); err != nil {
 				return err
 			}
 		}
@@ -68,7 +68,7 @@ type recovery struct {
 	rows map[string]rows.Around // by RowKey, as the command found and left them
 }
 
-func (rc *recovery) settle(ctx context.Context) error {
+func (rc *recovery) findOutcome(ctx context.Context) error {
 	found, err := rc.p.storedOutcome(ctx, rc.r, rc.e)
 	if err != nil || found || recoverErased(rc.r, rc.e) {
 		return err

@@ -58,7 +58,7 @@ func TestRecoverUsesBatchLookup(t *testing.T) {
 	for i, tt := range tests {
 		r := Result{Seq: tt.seq, ID: tt.id, Status: Skipped}
 		rc := recovery{p: p, part: part, r: &r, e: groups[part][i]}
-		if err := rc.settle(ctx); err != nil {
+		if err := rc.findOutcome(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if !r.Stored || r.Status != tt.wantStatus || r.Reason != tt.wantReason {
