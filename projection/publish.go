@@ -60,7 +60,7 @@ func (c *changeFeed) publish(ctx context.Context, part partition, r *Result, e *
 		return nil
 	}
 	for _, ch := range r.Changes {
-		msg, err := changeMsg(part, *r, ch, e.At)
+		msg, err := changeMsg(part.spelled(e), *r, ch, e.At)
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/wire"
 )
 
 // DefaultAwait bounds the wait for outcomes when ctx has no deadline.
@@ -26,10 +25,6 @@ func SeqAtMost(seq uint64) []store.Cond {
 	return []store.Cond{{Prop: rows.ColSeq, Cmp: store.Le, Value: events.Int64(int64(seq))}}
 }
 
-// TableFilter selects every journal message of table.
-func TableFilter(table string) string {
-	return wire.JournalPrefix + "." + table + ".*.*"
-}
 
 // CheckEmpty fails with ErrNotEmpty if table has a row.
 func CheckEmpty(ctx context.Context, st store.Store, table string) error {

@@ -149,7 +149,7 @@ func (r *Eraser) keyCommands(ctx context.Context, p *Plan, upTo uint64) (map[uin
 	var cand []uint64 // the key's commands since the last erase of it
 	var kept []uint64
 	var ids = map[uint64]string{}
-	err := r.Journal().Read(ctx, 1, upTo, wire.PartitionFilter(t.Table, t.PK), func(m journal.Msg) error {
+	err := r.Journal().ReadAny(ctx, 1, upTo, wire.PartitionFilters(t.Table, t.PK), func(m journal.Msg) error {
 		if journal.IsEraseMsg(m.Header) {
 			e, err := journal.DecodeEraseMsg(m)
 			if err == nil && (e.RK == nil || t.RK != nil && *e.RK == *t.RK) {

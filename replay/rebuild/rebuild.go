@@ -101,12 +101,12 @@ func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
 	if cfg.Snapshot == nil {
-		subs, _, err := r.subjects(ctx, replay.TableFilter(cfg.Table))
+		n, err := r.countMessages(ctx, wire.TableFilters(cfg.Table))
 		if err != nil {
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
-		if len(subs) == 0 {
-			return st, fmt.Errorf("rebuild: %w: %s (journal %s; table names are case-sensitive there)", ErrUnknownTable, cfg.Table, r.Journal().Name())
+		if n == 0 {
+			return st, fmt.Errorf("rebuild: %w: %s (journal %s)", ErrUnknownTable, cfg.Table, r.Journal().Name())
 		}
 	}
 	if cfg.Snapshot != nil {
@@ -166,9 +166,9 @@ func (r *Rebuilder) replay(ctx context.Context, cfg Config, st *Stats) error {
 	if workers <= 0 {
 		workers = r.Config().Workers
 	}
-	filter := replay.TableFilter(st.Table)
+	filters := wire.TableFilters(st.Table)
 	total := int64(st.To - st.From + 1)
-	if n, err := r.countMessages(ctx, filter); err == nil && n < total {
+	if n, err := r.countMessages(ctx, filters); err == nil && n < total {
 		total = n
 	}
 
@@ -196,7 +196,7 @@ func (r *Rebuilder) replay(ctx context.Context, cfg Config, st *Stats) error {
 		})
 	}
 	stopProgress := run.Progress(cfg.Progress, &done, total)
-	readErr := r.Journal().Read(gctx, st.From, st.To, filter, func(m journal.Msg) error {
+	readErr := r.Journal().ReadAny(gctx, st.From, st.To, filters, func(m journal.Msg) error {
 		i := 0
 		if _, _, pk, err := wire.ParseJournalSubject(m.Subject); err == nil {
 			h := fnv.New32a()
@@ -288,19 +288,6 @@ func (r *Rebuilder) rebuildWorker(ctx context.Context, a *projection.Applier, in
 	return nil
 }
 
-// subjects returns the journal's stored subjects matching filter with
-// their message counts, and the stream's first sequence.
-func (r *Rebuilder) subjects(ctx context.Context, filter string) (map[string]uint64, uint64, error) {
-	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
-	if err != nil {
-		return nil, 0, err
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		return nil, 0, fmt.Errorf("subjects of %s: %w", r.Journal().Name(), err)
-	}
-	return info.State.Subjects, info.State.FirstSeq, nil
-}
 
 // checkNotTrimmed fails with replay.ErrBadPoint when the journal no longer holds
 // sequence from: reading it would skip the removed commands silently and
@@ -321,15 +308,21 @@ func (r *Rebuilder) checkNotTrimmed(ctx context.Context, from uint64) error {
 	return nil
 }
 
-// countMessages counts the journal's messages matching filter.
-func (r *Rebuilder) countMessages(ctx context.Context, filter string) (int64, error) {
-	subs, _, err := r.subjects(ctx, filter)
+// countMessages counts the journal's messages matching any of filters.
+func (r *Rebuilder) countMessages(ctx context.Context, filters []string) (int64, error) {
+	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	for _, c := range subs {
-		n += int64(c)
+	for _, filter := range filters {
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return 0, fmt.Errorf("subjects of %s: %w", r.Journal().Name(), err)
+		}
+		for _, c := range info.State.Subjects {
+			n += int64(c)
+		}
 	}
 	return n, nil
 }

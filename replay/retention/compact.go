@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/snapshot"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // The journal horizon (issue 19, SPEC §3): a table's commands before a
@@ -142,7 +142,7 @@ func (r *Compactor) Compact(ctx context.Context, cfg CompactConfig) (CompactStat
 		}
 	}
 	if hd.Seq > 1 {
-		err = r.Journal().Read(ctx, 1, hd.Seq-1, replay.TableFilter(hd.Table), func(journal.Msg) error {
+		err = r.Journal().ReadAny(ctx, 1, hd.Seq-1, wire.TableFilters(hd.Table), func(journal.Msg) error {
 			st.Commands++
 			return nil
 		})
@@ -215,8 +215,10 @@ func (r *Compactor) recordAndPurge(ctx context.Context, s jetstream.Stream, h Ho
 	if _, err := r.JetStream().UpdateStream(ctx, sc); err != nil {
 		return false, fmt.Errorf("compact: record the horizon of %s in journal %s: %w", h.Table, r.Journal().Name(), err)
 	}
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject(replay.TableFilter(h.Table)), jetstream.WithPurgeSequence(h.Seq)); err != nil {
-		return false, fmt.Errorf("compact: the horizon of %s is recorded at %d, but the purge failed (run compact again): %w", h.Table, h.Seq, err)
+	for _, filter := range wire.TableFilters(h.Table) {
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(filter), jetstream.WithPurgeSequence(h.Seq)); err != nil {
+			return false, fmt.Errorf("compact: the horizon of %s is recorded at %d, but the purge failed (run compact again): %w", h.Table, h.Seq, err)
+		}
 	}
 	if info, err = s.Info(ctx); err != nil {
 		return true, fmt.Errorf("compact: check the recorded horizon: %w", err)
