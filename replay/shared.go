@@ -25,7 +25,6 @@ func SeqAtMost(seq uint64) []store.Cond {
 	return []store.Cond{{Prop: rows.ColSeq, Cmp: store.Le, Value: events.Int64(int64(seq))}}
 }
 
-
 // CheckEmpty fails with ErrNotEmpty if table has a row.
 func CheckEmpty(ctx context.Context, st store.Store, table string) error {
 	_, any, err := store.First(ctx, st, table, store.Query{AllPartitions: true, Limit: 1})

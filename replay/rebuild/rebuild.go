@@ -288,7 +288,6 @@ func (r *Rebuilder) rebuildWorker(ctx context.Context, a *projection.Applier, in
 	return nil
 }
 
-
 // checkNotTrimmed fails with replay.ErrBadPoint when the journal no longer holds
 // sequence from: reading it would skip the removed commands silently and
 // rebuild something that never was.
