@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -81,7 +82,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 			seqs := e.Publish(cmds)
 			// A client that is not Go: JSON on the empty-key subject.
 			m := nats.NewMsg(wire.JournalSubject(table, ""))
-			if m.Subject != wire.JournalPrefix+"."+table+".=" {
+			if m.Subject != wire.JournalPrefix+"."+strings.ToLower(table)+".=" {
 				t.Fatalf("subject %q", m.Subject)
 			}
 			m.Header.Set("Content-Type", events.ContentTypeJSON)
