@@ -5,10 +5,22 @@ TOOLS := $(CURDIR)/.tools
 AZURITE_BIN := $(TOOLS)/azurite/node_modules/.bin/azurite-table
 export TABLEJOURNAL_AZURITE := $(AZURITE_BIN)
 
-.PHONY: test lint docscheck tidy-check no-binaries bench profile demo azurite node-example build vet fuzz flaky
+.PHONY: test lint docscheck tidy-check no-binaries bench profile demo azurite node-example build vet fuzz flaky image
 
 build:
 	go build ./...
+
+# The container image of the three commands, without a container engine
+# (scripts/image, deploy/ociimage): static binaries in one layer FROM
+# scratch, user 65532, entrypoint /projector, as an OCI layout in
+# IMAGE_DIR/oci (tagged IMAGE_VERSION) and a docker-archive
+# IMAGE_DIR/tablejournal.tar (tagged IMAGE_VERSION and latest).
+# docs/operating.md, "Deploying on Kubernetes".
+IMAGE_DIR ?= $(CURDIR)/bin/image
+IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+image:
+	go run ./scripts/image -out $(IMAGE_DIR) -version $(IMAGE_VERSION) \
+		-revision "$$(git rev-parse HEAD 2>/dev/null)" -created "$$(git log -1 --format=%cI 2>/dev/null)"
 
 # Azurite (the Azure Tables emulator) from npm, pinned, into a folder git ignores.
 azurite: $(AZURITE_BIN)
