@@ -10,6 +10,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/replay/retention"
+	"github.com/tablejournal/tablejournal/wire"
 	"github.com/tablejournal/tablejournal/replay/snapshot"
 )
 
@@ -26,7 +27,7 @@ func TestCompact(t *testing.T) {
 			s := e.Seed(rand.New(rand.NewPCG(19, 19)), 60, []string{"p0", "p1"}, []string{"r0", "r1", "r2"})
 			count := func(table string, from, to uint64) int64 {
 				var n int64
-				if err := e.Journal.Read(e.Ctx, from, to, "journal."+table+".*.*", func(journal.Msg) error { n++; return nil }); err != nil {
+				if err := e.Journal.Read(e.Ctx, from, to, wire.TableFilter(table), func(journal.Msg) error { n++; return nil }); err != nil {
 					t.Fatal(err)
 				}
 				return n

@@ -103,7 +103,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tbl, _, pk, err := wire.ParseJournalSubject(raw.Subject); err != nil || tbl != table || pk != "" {
+			if tbl, _, pk, err := wire.ParseJournalSubject(raw.Subject); err != nil || tbl != strings.ToLower(table) || pk != "" {
 				t.Fatalf("stored subject %q: %q %q %v", raw.Subject, tbl, pk, err)
 			}
 
