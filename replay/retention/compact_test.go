@@ -10,8 +10,8 @@ import (
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/replay/retention"
-	"github.com/tablejournal/tablejournal/wire"
 	"github.com/tablejournal/tablejournal/replay/snapshot"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestCompact: a journal trimmed below a snapshot of one table keeps the
