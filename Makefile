@@ -78,11 +78,12 @@ FUZZTIME ?= 20s
 fuzz:
 	go test ./events -run '^$$' -fuzz FuzzDecodeJSON -fuzztime $(FUZZTIME)
 	go test ./events -run '^$$' -fuzz FuzzDecodeMsgpack -fuzztime $(FUZZTIME)
-	go test ./events -run '^$$' -fuzz FuzzReadBinary -fuzztime $(FUZZTIME)
+	go test ./events/edm -run '^$$' -fuzz FuzzReadBinary -fuzztime $(FUZZTIME)
 
 # Every benchmark suite, as one table of medians over 3 runs with the ratios
 # against their targets (cmd/benchreport; about 10 minutes on 2 cores).
-# TABLEJOURNAL_BENCH_COMMANDS sizes the projector memory benchmark;
+# TABLEJOURNAL_BENCH_COMMANDS sizes the projector memory benchmark and
+# TABLEJOURNAL_BENCH_CONSOLE_ROWS the console's (rows and commands, default 20000);
 # BENCHFLAGS go to benchreport, e.g. BENCHFLAGS='-count 1 -suites projector'.
 TABLEJOURNAL_BENCH_COMMANDS ?= 1000000
 bench: azurite

@@ -8,41 +8,43 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // Value is one typed property value: one of the eight EDM types of Azure
 // Tables. Build it with String, Bool, Int32, Int64, Double, DateTime,
 // Guid or Binary; read it through its Type and the field that type uses
 // (Str, Bool, Int, Float, Time, Bytes).
-type Value = events.Value
+type Value = edm.Value
 
 // Entity is a row's user properties by name.
-type Entity = events.Entity
+type Entity = edm.Entity
 
 // String is an Edm.String value.
-func String(s string) Value { return events.String(s) }
+func String(s string) Value { return edm.String(s) }
 
 // Bool is an Edm.Boolean value.
-func Bool(b bool) Value { return events.Bool(b) }
+func Bool(b bool) Value { return edm.Bool(b) }
 
 // Int32 is an Edm.Int32 value.
-func Int32(i int32) Value { return events.Int32(i) }
+func Int32(i int32) Value { return edm.Int32(i) }
 
 // Int64 is an Edm.Int64 value; it round-trips exactly above 2^53.
-func Int64(i int64) Value { return events.Int64(i) }
+func Int64(i int64) Value { return edm.Int64(i) }
 
 // Double is an Edm.Double value.
-func Double(f float64) Value { return events.Double(f) }
+func Double(f float64) Value { return edm.Double(f) }
 
 // DateTime is an Edm.DateTime value, kept to 100 ns, in UTC.
-func DateTime(t time.Time) Value { return events.DateTime(t) }
+func DateTime(t time.Time) Value { return edm.DateTime(t) }
 
 // Binary is an Edm.Binary value of at most 64 KiB.
-func Binary(b []byte) Value { return events.Binary(b) }
+func Binary(b []byte) Value { return edm.Binary(b) }
 
 // Guid is an Edm.Guid value; it fails on a string that is not a GUID
 // with an error matching ErrInvalid (rule bad-guid).
-func Guid(s string) (Value, error) { return events.Guid(s) }
+func Guid(s string) (Value, error) { return edm.Guid(s) }
 
 // Command is one command: row operations on one partition of one table,
 // applied atomically, or not at all. Build it with NewCommand and its
@@ -115,10 +117,10 @@ func (c *Command) IfVersion(v int64) *Command {
 	n := len(c.cmd.Ops)
 	switch {
 	case n == 0:
-		c.fail(&events.ValidationError{Field: "ops", Rule: events.RuleIfVersionWithoutOp,
+		c.fail(&rules.ValidationError{Field: "ops", Rule: rules.IfVersionWithoutOp,
 			Detail: fmt.Sprintf("IfVersion(%d) before any operation guards nothing: call it after the operation it guards", v)})
 	case c.cmd.Ops[n-1].IfVersion != nil:
-		c.fail(&events.ValidationError{Field: fmt.Sprintf("ops[%d].ifVersion", n-1), Rule: events.RuleIfVersionTwice,
+		c.fail(&rules.ValidationError{Field: fmt.Sprintf("ops[%d].ifVersion", n-1), Rule: rules.IfVersionTwice,
 			Detail: fmt.Sprintf("IfVersion(%d) after IfVersion(%d) on one operation: give it one guard", v, *c.cmd.Ops[n-1].IfVersion)})
 	default:
 		c.cmd.Ops[n-1].IfVersion = &v

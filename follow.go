@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -99,7 +99,7 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 	}
 	if !store.ValidTableName(table) {
 		// A name with '.', '*' or '>' would even follow other tables.
-		return fmt.Errorf("tablejournal: follow %s: %w", name, &events.ValidationError{Field: "table", Rule: events.RuleTableName,
+		return fmt.Errorf("tablejournal: follow %s: %w", name, &rules.ValidationError{Field: "table", Rule: rules.TableName,
 			Detail: fmt.Sprintf("%q is not a table name: want ^[A-Za-z][A-Za-z0-9]{2,62}$", table)})
 	}
 	filter := wire.ChangeFilter(table)
@@ -151,6 +151,13 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 			return &checkpointMismatch{name: name, has: followed(f), want: followed(filter)}
 		}
 	}
+	return c.deliver(ctx, name, cons, o.from, fn)
+}
+
+// deliver passes the changes of cons to fn, those of commands at journal
+// sequence from or later, and checkpoints each that fn took; it returns
+// when ctx ends, or with fn's error or the feed's.
+func (c *Client) deliver(ctx context.Context, name string, cons jetstream.Consumer, from uint64, fn func(context.Context, Change) error) error {
 	for {
 		msg, err := cons.Next(jetstream.FetchContext(ctx))
 		if ctx.Err() != nil {
@@ -167,7 +174,7 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 			_ = msg.Term() // never decodes: redelivering it would stop the feed for good
 			return fmt.Errorf("tablejournal: follow %s: %w", name, err)
 		}
-		if ch.Seq >= o.from {
+		if ch.Seq >= from {
 			hctx := c.o.prop.Extract(ctx, headerCarrier(msg.Headers()))
 			if err := fn(hctx, ch); err != nil {
 				_ = msg.Nak()

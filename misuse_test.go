@@ -9,7 +9,7 @@ import (
 	"time"
 
 	tj "github.com/tablejournal/tablejournal"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 
@@ -28,17 +28,17 @@ func TestIfVersionGuardsSomething(t *testing.T) {
 	tests := []struct {
 		name string
 		cmd  *tj.Command
-		rule events.Rule
+		rule rules.Rule
 	}{
-		{"before any operation", tj.NewCommand(table, pk).IfVersion(7).Replace("a", set(2)), events.RuleIfVersionWithoutOp},
-		{"before the first of two", tj.NewCommand(table, pk).IfVersion(7).Upsert("b", set(2)).Replace("a", set(2)), events.RuleIfVersionWithoutOp},
-		{"twice on one operation", tj.NewCommand(table, pk).Replace("a", set(2)).IfVersion(7).IfVersion(0), events.RuleIfVersionTwice},
-		{"twice, the first matching", tj.NewCommand(table, pk).Replace("a", set(2)).IfVersion(0).IfVersion(0), events.RuleIfVersionTwice},
+		{"before any operation", tj.NewCommand(table, pk).IfVersion(7).Replace("a", set(2)), rules.IfVersionWithoutOp},
+		{"before the first of two", tj.NewCommand(table, pk).IfVersion(7).Upsert("b", set(2)).Replace("a", set(2)), rules.IfVersionWithoutOp},
+		{"twice on one operation", tj.NewCommand(table, pk).Replace("a", set(2)).IfVersion(7).IfVersion(0), rules.IfVersionTwice},
+		{"twice, the first matching", tj.NewCommand(table, pk).Replace("a", set(2)).IfVersion(0).IfVersion(0), rules.IfVersionTwice},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pos, err := c.Publish(ctx, tt.cmd)
-			var verr *events.ValidationError
+			var verr *rules.ValidationError
 			if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != tt.rule ||
 				!strings.Contains(err.Error(), string(tt.rule)) {
 				t.Fatalf("Publish: %v (seq %d), want ErrInvalid with rule %s", err, pos.Seq, tt.rule)
@@ -72,8 +72,8 @@ func TestClientSentinels(t *testing.T) {
 
 	t.Run("Guid", func(t *testing.T) {
 		_, err := tj.Guid("nope")
-		var verr *events.ValidationError
-		if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != events.RuleBadGuid {
+		var verr *rules.ValidationError
+		if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != rules.BadGuid {
 			t.Fatalf("Guid(nope): %v, want ErrInvalid, rule bad-guid", err)
 		}
 	})
@@ -138,8 +138,8 @@ func TestClientSentinels(t *testing.T) {
 	t.Run("follow a name no table has", func(t *testing.T) {
 		for _, table := range []string{"Bad-Table!", "*", "orders.x", ""} {
 			err := c.Follow(ctx, "sentinels-bad-"+pk, table, func(context.Context, tj.Change) error { return nil })
-			var verr *events.ValidationError
-			if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != events.RuleTableName {
+			var verr *rules.ValidationError
+			if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != rules.TableName {
 				t.Fatalf("Follow(%q): %v, want ErrInvalid, rule table-name", table, err)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -70,7 +70,7 @@ var (
 	// ErrInvalid: the command breaks a rule (code "invalid";
 	// Rejection.Rule names it). Publish returns it too, for a command it
 	// refuses to publish.
-	ErrInvalid = events.ErrInvalid
+	ErrInvalid = rules.ErrInvalid
 	// ErrTooLarge: with its version rows the command exceeds a store
 	// limit (code "too-large").
 	ErrTooLarge = errors.New("too large after versioning")

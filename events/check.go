@@ -5,48 +5,51 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // checkValue checks what both wire forms need to carry v exactly and what
 // Azure accepts for its type; not the size limits. The error has no Field:
 // the caller sets it.
-func checkValue(v Value) *ValidationError {
+func checkValue(v edm.Value) *rules.ValidationError {
 	switch v.Type {
-	case TypeString:
+	case edm.TypeString:
 		if !utf8.ValidString(v.Str) {
-			return invalid("", RuleInvalidUTF8, "String value is not valid UTF-8")
+			return rules.Errorf("", rules.InvalidUTF8, "String value is not valid UTF-8")
 		}
-	case TypeInt32:
+	case edm.TypeInt32:
 		if v.Int < math.MinInt32 || v.Int > math.MaxInt32 {
-			return invalid("", RuleBadInt32, "%d is out of the Int32 range", v.Int)
+			return rules.Errorf("", rules.BadInt32, "%d is out of the Int32 range", v.Int)
 		}
-	case TypeDateTime:
+	case edm.TypeDateTime:
 		return checkDateTime(v.Time)
-	case TypeGuid:
-		if g, err := ParseGuid(v.Str); err != nil || g != v.Str {
-			return invalid("", RuleBadGuid, "%q is not a GUID in canonical lowercase 8-4-4-4-12 form", v.Str)
+	case edm.TypeGuid:
+		if g, err := edm.ParseGuid(v.Str); err != nil || g != v.Str {
+			return rules.Errorf("", rules.BadGuid, "%q is not a GUID in canonical lowercase 8-4-4-4-12 form", v.Str)
 		}
-	case TypeBoolean, TypeInt64, TypeDouble, TypeBinary:
+	case edm.TypeBoolean, edm.TypeInt64, edm.TypeDouble, edm.TypeBinary:
 	default:
-		return invalid("", RuleUnknownType, "unknown type %s", v.Type)
+		return rules.Errorf("", rules.UnknownType, "unknown type %s", v.Type)
 	}
 	return nil
 }
 
 // checkDateTime checks Azure's DateTime range and precision.
-func checkDateTime(t time.Time) *ValidationError {
+func checkDateTime(t time.Time) *rules.ValidationError {
 	u := t.UTC()
 	if y := u.Year(); y < 1601 || y > 9999 {
-		return invalid("", RuleBadDateTime, "%s is outside years 1601..9999", u.Format(time.RFC3339Nano))
+		return rules.Errorf("", rules.BadDateTime, "%s is outside years 1601..9999", u.Format(time.RFC3339Nano))
 	}
 	if u.Nanosecond()%100 != 0 {
-		return invalid("", RuleBadDateTime, "%s is finer than 100 ns", u.Format(time.RFC3339Nano))
+		return rules.Errorf("", rules.BadDateTime, "%s is finer than 100 ns", u.Format(time.RFC3339Nano))
 	}
 	return nil
 }
 
 // issuedAt is the IssuedAt the wire carries: zero, or at 100 ns in UTC.
-func issuedAt(c *Command) (time.Time, *ValidationError) {
+func issuedAt(c *Command) (time.Time, *rules.ValidationError) {
 	if c.IssuedAt.IsZero() {
 		return time.Time{}, nil
 	}
@@ -63,20 +66,20 @@ func issuedAt(c *Command) (time.Time, *ValidationError) {
 // the IssuedAt to write.
 func checkWire(c *Command) (time.Time, error) {
 	if c == nil {
-		return time.Time{}, invalid("", RuleMalformed, "nil command")
+		return time.Time{}, rules.Errorf("", rules.Malformed, "nil command")
 	}
 	for _, f := range [...]struct{ name, s string }{{"id", c.ID}, {"table", c.Table}, {"pk", c.PK}, {"issuer", c.Issuer}} {
 		if !utf8.ValidString(f.s) {
-			return time.Time{}, invalid(f.name, RuleInvalidUTF8, "not valid UTF-8")
+			return time.Time{}, rules.Errorf(f.name, rules.InvalidUTF8, "not valid UTF-8")
 		}
 	}
 	for i := range c.Ops {
 		op := &c.Ops[i]
 		if !utf8.ValidString(string(op.Op)) {
-			return time.Time{}, opPath(i, "op").fail(RuleInvalidUTF8, "not valid UTF-8")
+			return time.Time{}, opPath(i, "op").fail(rules.InvalidUTF8, "not valid UTF-8")
 		}
 		if !utf8.ValidString(op.RK) {
-			return time.Time{}, opPath(i, "rk").fail(RuleInvalidUTF8, "not valid UTF-8")
+			return time.Time{}, opPath(i, "rk").fail(rules.InvalidUTF8, "not valid UTF-8")
 		}
 		for name, v := range op.Entity {
 			if err := checkWireProperty(name, v); err != nil {
@@ -87,7 +90,7 @@ func checkWire(c *Command) (time.Time, error) {
 	}
 	for k, v := range c.Meta {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return time.Time{}, metaPath(k).fail(RuleInvalidUTF8, "not valid UTF-8")
+			return time.Time{}, metaPath(k).fail(rules.InvalidUTF8, "not valid UTF-8")
 		}
 	}
 	at, err := issuedAt(c)
@@ -97,12 +100,12 @@ func checkWire(c *Command) (time.Time, error) {
 	return at, nil
 }
 
-func checkWireProperty(name string, v Value) *ValidationError {
+func checkWireProperty(name string, v edm.Value) *rules.ValidationError {
 	if !utf8.ValidString(name) {
-		return invalid("", RuleInvalidUTF8, "property name is not valid UTF-8")
+		return rules.Errorf("", rules.InvalidUTF8, "property name is not valid UTF-8")
 	}
 	if strings.HasSuffix(name, annotationSuffix) {
-		return invalid("", RulePropertyName, "a property name cannot end in %q", annotationSuffix)
+		return rules.Errorf("", rules.PropertyName, "a property name cannot end in %q", annotationSuffix)
 	}
 	return checkValue(v)
 }

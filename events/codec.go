@@ -3,6 +3,8 @@ package events
 import (
 	"mime"
 	"strings"
+
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // Content types of the two wire forms, as carried in HeaderContentType.
@@ -28,7 +30,7 @@ const (
 const annotationSuffix = "@odata.type"
 
 // Encode encodes c in the wire form named by contentType; "" means msgpack.
-// An unknown content type is a *ValidationError with RuleContentType.
+// An unknown content type is a *rules.ValidationError with rules.ContentType.
 //
 // Encoding checks only what the wire form needs to carry c exactly (valid
 // UTF-8, known types, Int32 range, DateTime in years 1601..9999 at 100 ns,
@@ -48,8 +50,8 @@ func Encode(c *Command, contentType string) ([]byte, error) {
 
 // Decode decodes a command from the wire form named by contentType; ""
 // means msgpack. Media type parameters ("; charset=utf-8") are ignored. Any
-// bad input, including an unknown content type, gives a *ValidationError
-// wrapping ErrInvalid.
+// bad input, including an unknown content type, gives a *rules.ValidationError
+// wrapping rules.ErrInvalid.
 //
 // Decode checks the form and every literal, not the limits of SPEC §2: a
 // caller that accepts commands calls Validate on the result.
@@ -66,12 +68,12 @@ func Decode(data []byte, contentType string) (*Command, error) {
 
 // CheckSchema reports whether a HeaderSchema value is one this package
 // reads: SchemaVersion, or "" (no header). Otherwise it returns a
-// *ValidationError with RuleSchemaVersion.
+// *rules.ValidationError with rules.SchemaVersion.
 func CheckSchema(version string) error {
 	if version == "" || version == SchemaVersion {
 		return nil
 	}
-	return invalid(HeaderSchema, RuleSchemaVersion, "schema version %q is not %q", version, SchemaVersion)
+	return rules.Errorf(HeaderSchema, rules.SchemaVersion, "schema version %q is not %q", version, SchemaVersion)
 }
 
 // parseContentType maps a Content-Type header to ContentTypeJSON or
@@ -92,7 +94,7 @@ func parseContentType(s string) (string, error) {
 			return ContentTypeJSON, nil
 		}
 	}
-	return "", invalid(HeaderContentType, RuleContentType, "unknown content type %q; want %q or %q",
+	return "", rules.Errorf(HeaderContentType, rules.ContentType, "unknown content type %q; want %q or %q",
 		s, ContentTypeMsgpack, ContentTypeJSON)
 }
 

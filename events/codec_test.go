@@ -12,6 +12,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // om is an ordered msgpack map for hand-built inputs: keys and values
@@ -105,10 +107,10 @@ func TestRoundTripAllTypes(t *testing.T) {
 	if ns := e["DT"].Time.Nanosecond(); ns != 123456700 {
 		t.Errorf("DateTime lost its 100 ns: %d", ns)
 	}
-	if !math.Signbit(e["DNegZero"].Float) || e["DIntegral"].Type != events.TypeDouble || !math.IsNaN(e["DNaN"].Float) {
+	if !math.Signbit(e["DNegZero"].Float) || e["DIntegral"].Type != edm.TypeDouble || !math.IsNaN(e["DNaN"].Float) {
 		t.Error("Double -0, 12.0 or NaN did not survive")
 	}
-	if len(e["Bin64K"].Bytes) != events.MaxBinaryBytes || e["BinEmpty"].Bytes == nil && e["BinEmpty"].Type != events.TypeBinary {
+	if len(e["Bin64K"].Bytes) != events.MaxBinaryBytes || e["BinEmpty"].Bytes == nil && e["BinEmpty"].Type != edm.TypeBinary {
 		t.Error("binary sizes did not survive")
 	}
 }
@@ -119,33 +121,33 @@ func TestUnmarshalJSONAzureForms(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		entity string
-		want   events.Value
+		want   edm.Value
 	}{
-		{"untyped string", `{"v":"x"}`, events.String("x")},
-		{"untyped bool", `{"v":true}`, events.Bool(true)},
-		{"untyped integer", `{"v":-12}`, events.Int32(-12)},
-		{"untyped -0 is an integer", `{"v":-0}`, events.Int32(0)},
-		{"untyped fraction", `{"v":1.0}`, events.Double(1)},
-		{"untyped exponent", `{"v":1e2}`, events.Double(100)},
-		{"untyped tiny", `{"v":1e-400}`, events.Double(0)},
-		{"annotation first", `{"v@odata.type":"Edm.Int64","v":"-9223372036854775808"}`, events.Int64(math.MinInt64)},
-		{"Int64 as number", `{"v":9007199254740993,"v@odata.type":"Edm.Int64"}`, events.Int64(9007199254740993)},
-		{"Int32 explicit", `{"v":7,"v@odata.type":"Edm.Int32"}`, events.Int32(7)},
-		{"String explicit", `{"v":"7","v@odata.type":"Edm.String"}`, events.String("7")},
-		{"Boolean explicit", `{"v":false,"v@odata.type":"Edm.Boolean"}`, events.Bool(false)},
-		{"Double integral", `{"v":12,"v@odata.type":"Edm.Double"}`, events.Double(12)},
-		{"Double NaN", `{"v":"NaN","v@odata.type":"Edm.Double"}`, events.Double(math.NaN())},
-		{"Double -Infinity", `{"v":"-Infinity","v@odata.type":"Edm.Double"}`, events.Double(math.Inf(-1))},
-		{"Double as string", `{"v":"-0.5","v@odata.type":"Edm.Double"}`, events.Double(-0.5)},
+		{"untyped string", `{"v":"x"}`, edm.String("x")},
+		{"untyped bool", `{"v":true}`, edm.Bool(true)},
+		{"untyped integer", `{"v":-12}`, edm.Int32(-12)},
+		{"untyped -0 is an integer", `{"v":-0}`, edm.Int32(0)},
+		{"untyped fraction", `{"v":1.0}`, edm.Double(1)},
+		{"untyped exponent", `{"v":1e2}`, edm.Double(100)},
+		{"untyped tiny", `{"v":1e-400}`, edm.Double(0)},
+		{"annotation first", `{"v@odata.type":"Edm.Int64","v":"-9223372036854775808"}`, edm.Int64(math.MinInt64)},
+		{"Int64 as number", `{"v":9007199254740993,"v@odata.type":"Edm.Int64"}`, edm.Int64(9007199254740993)},
+		{"Int32 explicit", `{"v":7,"v@odata.type":"Edm.Int32"}`, edm.Int32(7)},
+		{"String explicit", `{"v":"7","v@odata.type":"Edm.String"}`, edm.String("7")},
+		{"Boolean explicit", `{"v":false,"v@odata.type":"Edm.Boolean"}`, edm.Bool(false)},
+		{"Double integral", `{"v":12,"v@odata.type":"Edm.Double"}`, edm.Double(12)},
+		{"Double NaN", `{"v":"NaN","v@odata.type":"Edm.Double"}`, edm.Double(math.NaN())},
+		{"Double -Infinity", `{"v":"-Infinity","v@odata.type":"Edm.Double"}`, edm.Double(math.Inf(-1))},
+		{"Double as string", `{"v":"-0.5","v@odata.type":"Edm.Double"}`, edm.Double(-0.5)},
 		{"DateTime offset, no fraction", `{"v":"2026-11-21T11:00:00+01:00","v@odata.type":"Edm.DateTime"}`,
-			events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))},
+			edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))},
 		{"DateTime 100 ns", `{"v":"2026-11-21T10:00:00.0000001Z","v@odata.type":"Edm.DateTime"}`,
-			events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 100, time.UTC))},
+			edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 100, time.UTC))},
 		{"Guid braces upper", `{"v":"{C9DA6455-213D-42C9-9A79-3E9149A57833}","v@odata.type":"Edm.Guid"}`,
 			mustGuid("c9da6455-213d-42c9-9a79-3e9149a57833")},
-		{"Binary", `{"v":"AAEC","v@odata.type":"Edm.Binary"}`, events.Binary([]byte{0, 1, 2})},
-		{"Binary empty", `{"v":"","v@odata.type":"Edm.Binary"}`, events.Binary([]byte{})},
-		{"escaped key", `{"\u0076":"x"}`, events.String("x")},
+		{"Binary", `{"v":"AAEC","v@odata.type":"Edm.Binary"}`, edm.Binary([]byte{0, 1, 2})},
+		{"Binary empty", `{"v":"","v@odata.type":"Edm.Binary"}`, edm.Binary([]byte{})},
+		{"escaped key", `{"\u0076":"x"}`, edm.String("x")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := events.UnmarshalJSON([]byte(jsonCommand(tc.entity)))
@@ -192,22 +194,22 @@ func TestUnknownFieldsAndRK(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		cmd    om
-		rule   events.Rule // "" for valid
+		rule   rules.Rule // "" for valid
 		field  string
 		detail string // a part of the message
 	}{
-		{"ifversion lowercase", base(replace("ifversion", 0)), events.RuleUnknownField, "ops[0]", `unknown field "ifversion"`},
-		{"ifVerison misspelled", base(replace("ifVerison", 0)), events.RuleUnknownField, "ops[0]", `unknown field "ifVerison"`},
-		{"IfVersion capitalised", base(replace("IfVersion", 0)), events.RuleUnknownField, "ops[0]", `did you mean "ifVersion"`},
-		{"RK capitalised", base(om{"op", "upsert", "RK", "x", "entity", om{}}), events.RuleUnknownField, "ops[0]", `unknown field "RK"`},
-		{"extra in op", base(append(replace(), "extra", true)), events.RuleUnknownField, "ops[0]", `unknown field "extra"`},
-		{"extra in command", base(replace(), "extra", true), events.RuleUnknownField, "", `unknown field "extra"`},
-		{"Meta capitalised", base(replace(), "Meta", om{}), events.RuleUnknownField, "", `did you mean "meta"`},
-		{"nested unknown", base(replace(), "future", om{"a", []any{1, 2, om{"b", nil}}}), events.RuleUnknownField, "", `"future"`},
-		{"no rk", base(om{"op", "delete"}), events.RuleRKRequired, "ops[0].rk", `"rk": ""`},
-		{"rk null", base(om{"op", "delete", "rk", nil}), events.RuleRKRequired, "ops[0].rk", ""},
+		{"ifversion lowercase", base(replace("ifversion", 0)), rules.UnknownField, "ops[0]", `unknown field "ifversion"`},
+		{"ifVerison misspelled", base(replace("ifVerison", 0)), rules.UnknownField, "ops[0]", `unknown field "ifVerison"`},
+		{"IfVersion capitalised", base(replace("IfVersion", 0)), rules.UnknownField, "ops[0]", `did you mean "ifVersion"`},
+		{"RK capitalised", base(om{"op", "upsert", "RK", "x", "entity", om{}}), rules.UnknownField, "ops[0]", `unknown field "RK"`},
+		{"extra in op", base(append(replace(), "extra", true)), rules.UnknownField, "ops[0]", `unknown field "extra"`},
+		{"extra in command", base(replace(), "extra", true), rules.UnknownField, "", `unknown field "extra"`},
+		{"Meta capitalised", base(replace(), "Meta", om{}), rules.UnknownField, "", `did you mean "meta"`},
+		{"nested unknown", base(replace(), "future", om{"a", []any{1, 2, om{"b", nil}}}), rules.UnknownField, "", `"future"`},
+		{"no rk", base(om{"op", "delete"}), rules.RKRequired, "ops[0].rk", `"rk": ""`},
+		{"rk null", base(om{"op", "delete", "rk", nil}), rules.RKRequired, "ops[0].rk", ""},
 		{"no rk in the second op", om{"id", "c1", "table", "things", "pk", "p", "ops", []any{om{"op", "delete", "rk", "a"}, om{"op", "delete"}}},
-			events.RuleRKRequired, "ops[1].rk", ""},
+			rules.RKRequired, "ops[1].rk", ""},
 		{"empty rk given", base(om{"op", "delete", "rk", ""}), "", "", ""},
 		{"ifVersion spelled right", base(replace("ifVersion", 0)), "", "", ""},
 	} {
@@ -277,21 +279,21 @@ func TestUnmarshalMsgpackTolerant(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		in   om
-		want events.Value
+		want edm.Value
 	}{
-		{"Int64 native", om{"v", int64(1) << 60, "v@odata.type", "Edm.Int64"}, events.Int64(1 << 60)},
-		{"Int64 small native", om{"v@odata.type", "Edm.Int64", "v", 3}, events.Int64(3)},
-		{"Int64 as str", om{"v", "9007199254740993", "v@odata.type", "Edm.Int64"}, events.Int64(9007199254740993)},
-		{"Int64 as uint64", om{"v", uint64(math.MaxInt64), "v@odata.type", "Edm.Int64"}, events.Int64(math.MaxInt64)},
-		{"Binary as str", om{"v", "AAEC", "v@odata.type", "Edm.Binary"}, events.Binary([]byte{0, 1, 2})},
-		{"Binary unannotated", om{"v", []byte{9}}, events.Binary([]byte{9})},
-		{"Double as str", om{"v", "Infinity", "v@odata.type", "Edm.Double"}, events.Double(math.Inf(1))},
-		{"Double as int", om{"v", 12, "v@odata.type", "Edm.Double"}, events.Double(12)},
-		{"Double as float32", om{"v", float32(0.5)}, events.Double(0.5)},
-		{"Double uint64 beyond int64", om{"v", uint64(math.MaxUint64), "v@odata.type", "Edm.Double"}, events.Double(math.MaxUint64)},
-		{"Int32 from uint8", om{"v", uint8(200)}, events.Int32(200)},
+		{"Int64 native", om{"v", int64(1) << 60, "v@odata.type", "Edm.Int64"}, edm.Int64(1 << 60)},
+		{"Int64 small native", om{"v@odata.type", "Edm.Int64", "v", 3}, edm.Int64(3)},
+		{"Int64 as str", om{"v", "9007199254740993", "v@odata.type", "Edm.Int64"}, edm.Int64(9007199254740993)},
+		{"Int64 as uint64", om{"v", uint64(math.MaxInt64), "v@odata.type", "Edm.Int64"}, edm.Int64(math.MaxInt64)},
+		{"Binary as str", om{"v", "AAEC", "v@odata.type", "Edm.Binary"}, edm.Binary([]byte{0, 1, 2})},
+		{"Binary unannotated", om{"v", []byte{9}}, edm.Binary([]byte{9})},
+		{"Double as str", om{"v", "Infinity", "v@odata.type", "Edm.Double"}, edm.Double(math.Inf(1))},
+		{"Double as int", om{"v", 12, "v@odata.type", "Edm.Double"}, edm.Double(12)},
+		{"Double as float32", om{"v", float32(0.5)}, edm.Double(0.5)},
+		{"Double uint64 beyond int64", om{"v", uint64(math.MaxUint64), "v@odata.type", "Edm.Double"}, edm.Double(math.MaxUint64)},
+		{"Int32 from uint8", om{"v", uint8(200)}, edm.Int32(200)},
 		{"DateTime", om{"v", "2026-11-21T10:00:00.1234567Z", "v@odata.type", "Edm.DateTime"},
-			events.DateTime(mustTime("2026-11-21T10:00:00.1234567Z"))},
+			edm.DateTime(mustTime("2026-11-21T10:00:00.1234567Z"))},
 		{"Guid", om{"v", "C9DA6455-213D-42C9-9A79-3E9149A57833", "v@odata.type", "Edm.Guid"},
 			mustGuid("c9da6455-213d-42c9-9a79-3e9149a57833")},
 	} {
@@ -308,19 +310,19 @@ func TestUnmarshalMsgpackTolerant(t *testing.T) {
 	}
 }
 
-// wantRule checks that err is a *ValidationError of rule wrapping
-// ErrInvalid.
-func wantRule(t *testing.T, err error, rule events.Rule) *events.ValidationError {
+// wantRule checks that err is a *rules.ValidationError of rule wrapping
+// rules.ErrInvalid.
+func wantRule(t *testing.T, err error, rule rules.Rule) *rules.ValidationError {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("no error, want rule %s", rule)
 	}
-	var ve *events.ValidationError
+	var ve *rules.ValidationError
 	if !errors.As(err, &ve) {
-		t.Fatalf("error %v (%T) is not a *ValidationError", err, err)
+		t.Fatalf("error %v (%T) is not a *rules.ValidationError", err, err)
 	}
-	if !errors.Is(err, events.ErrInvalid) {
-		t.Errorf("error %v does not wrap ErrInvalid", err)
+	if !errors.Is(err, rules.ErrInvalid) {
+		t.Errorf("error %v does not wrap rules.ErrInvalid", err)
 	}
 	if ve.Rule != rule {
 		t.Errorf("rule %s (%v), want %s", ve.Rule, err, rule)
@@ -332,61 +334,61 @@ func TestUnmarshalJSONErrors(t *testing.T) {
 	entity := func(e string) string { return jsonCommand(e) }
 	for _, tc := range []struct {
 		name, in string
-		rule     events.Rule
+		rule     rules.Rule
 		field    string
 	}{
-		{"Int64 not decimal", entity(`{"n":"12x","n@odata.type":"Edm.Int64"}`), events.RuleBadInt64, `ops[0].entity["n"]`},
-		{"Int64 with plus", entity(`{"n":"+12","n@odata.type":"Edm.Int64"}`), events.RuleBadInt64, `ops[0].entity["n"]`},
-		{"Int64 overflow", entity(`{"n":"9223372036854775808","n@odata.type":"Edm.Int64"}`), events.RuleBadInt64, ""},
-		{"Int64 fraction", entity(`{"n":1.5,"n@odata.type":"Edm.Int64"}`), events.RuleBadInt64, ""},
-		{"Guid", entity(`{"g":"not-a-guid","g@odata.type":"Edm.Guid"}`), events.RuleBadGuid, `ops[0].entity["g"]`},
-		{"DateTime month 13", entity(`{"d":"2026-13-01T00:00:00Z","d@odata.type":"Edm.DateTime"}`), events.RuleBadDateTime, ""},
-		{"DateTime 8 digits", entity(`{"d":"2026-11-21T10:00:00.12345678Z","d@odata.type":"Edm.DateTime"}`), events.RuleBadDateTime, ""},
-		{"DateTime year 1600", entity(`{"d":"1600-12-31T23:59:59Z","d@odata.type":"Edm.DateTime"}`), events.RuleBadDateTime, ""},
-		{"DateTime before 1601 in UTC", entity(`{"d":"1601-01-01T00:30:00+01:00","d@odata.type":"Edm.DateTime"}`), events.RuleBadDateTime, ""},
-		{"DateTime no zone", entity(`{"d":"2026-11-21T10:00:00","d@odata.type":"Edm.DateTime"}`), events.RuleBadDateTime, ""},
-		{"Binary bad char", entity(`{"b":"!!!!","b@odata.type":"Edm.Binary"}`), events.RuleBadBinary, `ops[0].entity["b"]`},
-		{"Binary unpadded", entity(`{"b":"AAE","b@odata.type":"Edm.Binary"}`), events.RuleBadBinary, ""},
-		{"Binary newline", entity(`{"b":"AAEC\nAAEC","b@odata.type":"Edm.Binary"}`), events.RuleBadBinary, ""},
-		{"Double word", entity(`{"x":"abc","x@odata.type":"Edm.Double"}`), events.RuleBadDouble, ""},
-		{"Double inf lower", entity(`{"x":"inf","x@odata.type":"Edm.Double"}`), events.RuleBadDouble, ""},
-		{"Double overflow", entity(`{"x":1e400}`), events.RuleBadDouble, `ops[0].entity["x"]`},
-		{"Int32 overflow unannotated", entity(`{"x":2147483648}`), events.RuleBadInt32, `ops[0].entity["x"]`},
-		{"Int32 fraction", entity(`{"x":1.5,"x@odata.type":"Edm.Int32"}`), events.RuleBadInt32, ""},
-		{"Int32 as string", entity(`{"x":"1","x@odata.type":"Edm.Int32"}`), events.RuleBadAnnotation, ""},
-		{"Int64 on boolean", entity(`{"x":true,"x@odata.type":"Edm.Int64"}`), events.RuleBadAnnotation, `ops[0].entity["x"]`},
-		{"Guid on number", entity(`{"x":5,"x@odata.type":"Edm.Guid"}`), events.RuleBadAnnotation, ""},
-		{"Boolean on string", entity(`{"x":"true","x@odata.type":"Edm.Boolean"}`), events.RuleBadAnnotation, ""},
-		{"annotation for absent property", entity(`{"x@odata.type":"Edm.Int64"}`), events.RuleBadAnnotation, `ops[0].entity["x@odata.type"]`},
-		{"annotation not a string", entity(`{"x":1,"x@odata.type":5}`), events.RuleBadAnnotation, ""},
-		{"annotation null", entity(`{"x":1,"x@odata.type":null}`), events.RuleBadAnnotation, ""},
-		{"unknown type", entity(`{"x":"1","x@odata.type":"Edm.Decimal"}`), events.RuleUnknownType, ""},
-		{"type name case", entity(`{"x":"1","x@odata.type":"edm.int64"}`), events.RuleUnknownType, ""},
-		{"duplicate property", entity(`{"x":1,"x":2}`), events.RuleDuplicateField, `ops[0].entity["x"]`},
-		{"duplicate property escaped", entity(`{"x":1,"\u0078":2}`), events.RuleDuplicateField, ""},
-		{"duplicate annotation", entity(`{"x":"1","x@odata.type":"Edm.Int64","x@odata.type":"Edm.Int64"}`), events.RuleDuplicateField, ""},
-		{"duplicate field", `{"id":"a","id":"b","table":"things","pk":"p","ops":[]}`, events.RuleDuplicateField, "id"},
-		{"duplicate op field", `{"id":"a","table":"things","pk":"p","ops":[{"op":"delete","op":"delete","rk":""}]}`, events.RuleDuplicateField, "ops[0].op"},
-		{"duplicate meta key", `{"id":"a","meta":{"k":"1","k":"2"}}`, events.RuleDuplicateField, `meta["k"]`},
-		{"null property", entity(`{"x":null}`), events.RuleMalformed, `ops[0].entity["x"]`},
-		{"nested property", entity(`{"x":{"y":1}}`), events.RuleMalformed, ""},
-		{"array property", entity(`{"x":[1]}`), events.RuleMalformed, ""},
-		{"entity not object", entity(`[]`), events.RuleMalformed, "ops[0].entity"},
-		{"not JSON", `{"id":`, events.RuleMalformed, ""},
-		{"syntax error", `{"id" "x"}`, events.RuleMalformed, ""},
-		{"trailing comma", `{"id":"x",}`, events.RuleMalformed, ""},
-		{"empty", ``, events.RuleMalformed, ""},
-		{"top-level array", `[]`, events.RuleMalformed, ""},
-		{"trailing data", `{"id":"x"} {}`, events.RuleMalformed, ""},
-		{"invalid UTF-8", "{\"id\":\"\xff\"}", events.RuleMalformed, ""},
-		{"id not a string", `{"id":5}`, events.RuleMalformed, "id"},
-		{"ops not an array", `{"ops":{}}`, events.RuleMalformed, "ops"},
-		{"op not an object", `{"ops":[1]}`, events.RuleMalformed, "ops[0]"},
-		{"ifVersion fraction", `{"ops":[{"op":"merge","ifVersion":1.5}]}`, events.RuleMalformed, "ops[0].ifVersion"},
-		{"ifVersion string", `{"ops":[{"op":"merge","ifVersion":"1"}]}`, events.RuleMalformed, ""},
-		{"ifVersion overflow", `{"ops":[{"op":"merge","ifVersion":9223372036854775808}]}`, events.RuleMalformed, ""},
-		{"meta value not a string", `{"meta":{"k":1}}`, events.RuleMalformed, `meta["k"]`},
-		{"issuedAt bad", `{"issuedAt":"yesterday"}`, events.RuleBadDateTime, "issuedAt"},
+		{"Int64 not decimal", entity(`{"n":"12x","n@odata.type":"Edm.Int64"}`), rules.BadInt64, `ops[0].entity["n"]`},
+		{"Int64 with plus", entity(`{"n":"+12","n@odata.type":"Edm.Int64"}`), rules.BadInt64, `ops[0].entity["n"]`},
+		{"Int64 overflow", entity(`{"n":"9223372036854775808","n@odata.type":"Edm.Int64"}`), rules.BadInt64, ""},
+		{"Int64 fraction", entity(`{"n":1.5,"n@odata.type":"Edm.Int64"}`), rules.BadInt64, ""},
+		{"Guid", entity(`{"g":"not-a-guid","g@odata.type":"Edm.Guid"}`), rules.BadGuid, `ops[0].entity["g"]`},
+		{"DateTime month 13", entity(`{"d":"2026-13-01T00:00:00Z","d@odata.type":"Edm.DateTime"}`), rules.BadDateTime, ""},
+		{"DateTime 8 digits", entity(`{"d":"2026-11-21T10:00:00.12345678Z","d@odata.type":"Edm.DateTime"}`), rules.BadDateTime, ""},
+		{"DateTime year 1600", entity(`{"d":"1600-12-31T23:59:59Z","d@odata.type":"Edm.DateTime"}`), rules.BadDateTime, ""},
+		{"DateTime before 1601 in UTC", entity(`{"d":"1601-01-01T00:30:00+01:00","d@odata.type":"Edm.DateTime"}`), rules.BadDateTime, ""},
+		{"DateTime no zone", entity(`{"d":"2026-11-21T10:00:00","d@odata.type":"Edm.DateTime"}`), rules.BadDateTime, ""},
+		{"Binary bad char", entity(`{"b":"!!!!","b@odata.type":"Edm.Binary"}`), rules.BadBinary, `ops[0].entity["b"]`},
+		{"Binary unpadded", entity(`{"b":"AAE","b@odata.type":"Edm.Binary"}`), rules.BadBinary, ""},
+		{"Binary newline", entity(`{"b":"AAEC\nAAEC","b@odata.type":"Edm.Binary"}`), rules.BadBinary, ""},
+		{"Double word", entity(`{"x":"abc","x@odata.type":"Edm.Double"}`), rules.BadDouble, ""},
+		{"Double inf lower", entity(`{"x":"inf","x@odata.type":"Edm.Double"}`), rules.BadDouble, ""},
+		{"Double overflow", entity(`{"x":1e400}`), rules.BadDouble, `ops[0].entity["x"]`},
+		{"Int32 overflow unannotated", entity(`{"x":2147483648}`), rules.BadInt32, `ops[0].entity["x"]`},
+		{"Int32 fraction", entity(`{"x":1.5,"x@odata.type":"Edm.Int32"}`), rules.BadInt32, ""},
+		{"Int32 as string", entity(`{"x":"1","x@odata.type":"Edm.Int32"}`), rules.BadAnnotation, ""},
+		{"Int64 on boolean", entity(`{"x":true,"x@odata.type":"Edm.Int64"}`), rules.BadAnnotation, `ops[0].entity["x"]`},
+		{"Guid on number", entity(`{"x":5,"x@odata.type":"Edm.Guid"}`), rules.BadAnnotation, ""},
+		{"Boolean on string", entity(`{"x":"true","x@odata.type":"Edm.Boolean"}`), rules.BadAnnotation, ""},
+		{"annotation for absent property", entity(`{"x@odata.type":"Edm.Int64"}`), rules.BadAnnotation, `ops[0].entity["x@odata.type"]`},
+		{"annotation not a string", entity(`{"x":1,"x@odata.type":5}`), rules.BadAnnotation, ""},
+		{"annotation null", entity(`{"x":1,"x@odata.type":null}`), rules.BadAnnotation, ""},
+		{"unknown type", entity(`{"x":"1","x@odata.type":"Edm.Decimal"}`), rules.UnknownType, ""},
+		{"type name case", entity(`{"x":"1","x@odata.type":"edm.int64"}`), rules.UnknownType, ""},
+		{"duplicate property", entity(`{"x":1,"x":2}`), rules.DuplicateField, `ops[0].entity["x"]`},
+		{"duplicate property escaped", entity(`{"x":1,"\u0078":2}`), rules.DuplicateField, ""},
+		{"duplicate annotation", entity(`{"x":"1","x@odata.type":"Edm.Int64","x@odata.type":"Edm.Int64"}`), rules.DuplicateField, ""},
+		{"duplicate field", `{"id":"a","id":"b","table":"things","pk":"p","ops":[]}`, rules.DuplicateField, "id"},
+		{"duplicate op field", `{"id":"a","table":"things","pk":"p","ops":[{"op":"delete","op":"delete","rk":""}]}`, rules.DuplicateField, "ops[0].op"},
+		{"duplicate meta key", `{"id":"a","meta":{"k":"1","k":"2"}}`, rules.DuplicateField, `meta["k"]`},
+		{"null property", entity(`{"x":null}`), rules.Malformed, `ops[0].entity["x"]`},
+		{"nested property", entity(`{"x":{"y":1}}`), rules.Malformed, ""},
+		{"array property", entity(`{"x":[1]}`), rules.Malformed, ""},
+		{"entity not object", entity(`[]`), rules.Malformed, "ops[0].entity"},
+		{"not JSON", `{"id":`, rules.Malformed, ""},
+		{"syntax error", `{"id" "x"}`, rules.Malformed, ""},
+		{"trailing comma", `{"id":"x",}`, rules.Malformed, ""},
+		{"empty", ``, rules.Malformed, ""},
+		{"top-level array", `[]`, rules.Malformed, ""},
+		{"trailing data", `{"id":"x"} {}`, rules.Malformed, ""},
+		{"invalid UTF-8", "{\"id\":\"\xff\"}", rules.Malformed, ""},
+		{"id not a string", `{"id":5}`, rules.Malformed, "id"},
+		{"ops not an array", `{"ops":{}}`, rules.Malformed, "ops"},
+		{"op not an object", `{"ops":[1]}`, rules.Malformed, "ops[0]"},
+		{"ifVersion fraction", `{"ops":[{"op":"merge","ifVersion":1.5}]}`, rules.Malformed, "ops[0].ifVersion"},
+		{"ifVersion string", `{"ops":[{"op":"merge","ifVersion":"1"}]}`, rules.Malformed, ""},
+		{"ifVersion overflow", `{"ops":[{"op":"merge","ifVersion":9223372036854775808}]}`, rules.Malformed, ""},
+		{"meta value not a string", `{"meta":{"k":1}}`, rules.Malformed, `meta["k"]`},
+		{"issuedAt bad", `{"issuedAt":"yesterday"}`, rules.BadDateTime, "issuedAt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := events.UnmarshalJSON([]byte(tc.in))
@@ -407,37 +409,37 @@ func TestUnmarshalMsgpackErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		in   []byte
-		rule events.Rule
+		rule rules.Rule
 	}{
-		{"empty", nil, events.RuleMalformed},
-		{"not a map", mp(t, []any{1}), events.RuleMalformed},
-		{"trailing bytes", append(append([]byte{}, valid...), 0xc0), events.RuleMalformed},
-		{"truncated", valid[:len(valid)-1], events.RuleMalformed},
-		{"lying map length", []byte{0xdf, 0xff, 0xff, 0xff, 0xff}, events.RuleMalformed},
-		{"lying array length", mp(t, om{"ops", rawMP{0xdd, 0xff, 0xff, 0xff, 0xff}}), events.RuleMalformed},
-		{"lying str length", []byte{0x81, 0xa2, 'i', 'd', 0xdb, 0xff, 0xff, 0xff, 0xff}, events.RuleMalformed},
-		{"int key", mp(t, om{1, "x"}), events.RuleMalformed},
-		{"deep unknown field", mp(t, om{"future", rawMP(append(deep, 0xc0))}), events.RuleUnknownField},
-		{"id not a str", mp(t, om{"id", []byte("x")}), events.RuleMalformed},
-		{"invalid UTF-8 str", mp(t, om{"id", "\xff"}), events.RuleInvalidUTF8},
-		{"invalid UTF-8 key", mp(t, om{"\xff", "x"}), events.RuleInvalidUTF8},
-		{"duplicate field", mp(t, om{"id", "a", "id", "a"}), events.RuleDuplicateField},
-		{"nil property", mp(t, mpCommand(om{"v", nil})), events.RuleMalformed},
-		{"map property", mp(t, mpCommand(om{"v", om{}})), events.RuleMalformed},
-		{"ext property", mp(t, mpCommand(om{"v", time.Unix(0, 0)})), events.RuleMalformed},
-		{"wide int unannotated", mp(t, mpCommand(om{"v", int64(1) << 40})), events.RuleBadInt32},
-		{"huge uint unannotated", mp(t, mpCommand(om{"v", uint64(math.MaxUint64)})), events.RuleBadInt32},
-		{"huge uint as Int64", mp(t, mpCommand(om{"v", uint64(math.MaxUint64), "v@odata.type", "Edm.Int64"})), events.RuleBadInt64},
-		{"wide int as Int32", mp(t, mpCommand(om{"v", int64(1) << 40, "v@odata.type", "Edm.Int32"})), events.RuleBadInt32},
-		{"float as Int64", mp(t, mpCommand(om{"v", 1.5, "v@odata.type", "Edm.Int64"})), events.RuleBadAnnotation},
-		{"bin as Guid", mp(t, mpCommand(om{"v", []byte{1}, "v@odata.type", "Edm.Guid"})), events.RuleBadAnnotation},
-		{"annotation nil", mp(t, mpCommand(om{"v", 1, "v@odata.type", nil})), events.RuleBadAnnotation},
-		{"annotation absent", mp(t, mpCommand(om{"v@odata.type", "Edm.Guid"})), events.RuleBadAnnotation},
-		{"unknown type", mp(t, mpCommand(om{"v", 1, "v@odata.type", "Edm.Single"})), events.RuleUnknownType},
-		{"bad datetime", mp(t, mpCommand(om{"v", "now", "v@odata.type", "Edm.DateTime"})), events.RuleBadDateTime},
-		{"bad base64", mp(t, mpCommand(om{"v", "%%", "v@odata.type", "Edm.Binary"})), events.RuleBadBinary},
-		{"ifVersion beyond int64", mp(t, om{"ops", []any{om{"ifVersion", uint64(math.MaxUint64)}}}), events.RuleMalformed},
-		{"ifVersion str", mp(t, om{"ops", []any{om{"ifVersion", "1"}}}), events.RuleMalformed},
+		{"empty", nil, rules.Malformed},
+		{"not a map", mp(t, []any{1}), rules.Malformed},
+		{"trailing bytes", append(append([]byte{}, valid...), 0xc0), rules.Malformed},
+		{"truncated", valid[:len(valid)-1], rules.Malformed},
+		{"lying map length", []byte{0xdf, 0xff, 0xff, 0xff, 0xff}, rules.Malformed},
+		{"lying array length", mp(t, om{"ops", rawMP{0xdd, 0xff, 0xff, 0xff, 0xff}}), rules.Malformed},
+		{"lying str length", []byte{0x81, 0xa2, 'i', 'd', 0xdb, 0xff, 0xff, 0xff, 0xff}, rules.Malformed},
+		{"int key", mp(t, om{1, "x"}), rules.Malformed},
+		{"deep unknown field", mp(t, om{"future", rawMP(append(deep, 0xc0))}), rules.UnknownField},
+		{"id not a str", mp(t, om{"id", []byte("x")}), rules.Malformed},
+		{"invalid UTF-8 str", mp(t, om{"id", "\xff"}), rules.InvalidUTF8},
+		{"invalid UTF-8 key", mp(t, om{"\xff", "x"}), rules.InvalidUTF8},
+		{"duplicate field", mp(t, om{"id", "a", "id", "a"}), rules.DuplicateField},
+		{"nil property", mp(t, mpCommand(om{"v", nil})), rules.Malformed},
+		{"map property", mp(t, mpCommand(om{"v", om{}})), rules.Malformed},
+		{"ext property", mp(t, mpCommand(om{"v", time.Unix(0, 0)})), rules.Malformed},
+		{"wide int unannotated", mp(t, mpCommand(om{"v", int64(1) << 40})), rules.BadInt32},
+		{"huge uint unannotated", mp(t, mpCommand(om{"v", uint64(math.MaxUint64)})), rules.BadInt32},
+		{"huge uint as Int64", mp(t, mpCommand(om{"v", uint64(math.MaxUint64), "v@odata.type", "Edm.Int64"})), rules.BadInt64},
+		{"wide int as Int32", mp(t, mpCommand(om{"v", int64(1) << 40, "v@odata.type", "Edm.Int32"})), rules.BadInt32},
+		{"float as Int64", mp(t, mpCommand(om{"v", 1.5, "v@odata.type", "Edm.Int64"})), rules.BadAnnotation},
+		{"bin as Guid", mp(t, mpCommand(om{"v", []byte{1}, "v@odata.type", "Edm.Guid"})), rules.BadAnnotation},
+		{"annotation nil", mp(t, mpCommand(om{"v", 1, "v@odata.type", nil})), rules.BadAnnotation},
+		{"annotation absent", mp(t, mpCommand(om{"v@odata.type", "Edm.Guid"})), rules.BadAnnotation},
+		{"unknown type", mp(t, mpCommand(om{"v", 1, "v@odata.type", "Edm.Single"})), rules.UnknownType},
+		{"bad datetime", mp(t, mpCommand(om{"v", "now", "v@odata.type", "Edm.DateTime"})), rules.BadDateTime},
+		{"bad base64", mp(t, mpCommand(om{"v", "%%", "v@odata.type", "Edm.Binary"})), rules.BadBinary},
+		{"ifVersion beyond int64", mp(t, om{"ops", []any{om{"ifVersion", uint64(math.MaxUint64)}}}), rules.Malformed},
+		{"ifVersion str", mp(t, om{"ops", []any{om{"ifVersion", "1"}}}), rules.Malformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := events.UnmarshalMsgpack(tc.in)
@@ -468,9 +470,9 @@ func TestEncodeDecodeContentTypes(t *testing.T) {
 		}
 	}
 	_, err := events.Encode(c, "text/plain")
-	wantRule(t, err, events.RuleContentType)
+	wantRule(t, err, rules.ContentType)
 	_, err = events.Decode([]byte("{}"), "application/xml")
-	wantRule(t, err, events.RuleContentType)
+	wantRule(t, err, rules.ContentType)
 
 	if err := events.CheckSchema(""); err != nil {
 		t.Error(err)
@@ -478,7 +480,7 @@ func TestEncodeDecodeContentTypes(t *testing.T) {
 	if err := events.CheckSchema(events.SchemaVersion); err != nil {
 		t.Error(err)
 	}
-	wantRule(t, events.CheckSchema("2"), events.RuleSchemaVersion)
+	wantRule(t, events.CheckSchema("2"), rules.SchemaVersion)
 }
 
 // TestEncodeRejectsWhatCannotRoundTrip: the encoders refuse a value they
@@ -488,30 +490,30 @@ func TestEncodeRejectsWhatCannotRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		mod  func(c *events.Command)
-		rule events.Rule
+		rule rules.Rule
 	}{
 		{"DateTime finer than 100 ns", func(c *events.Command) {
-			c.Ops[0].Entity["v"] = events.Value{Type: events.TypeDateTime, Time: time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC)}
-		}, events.RuleBadDateTime},
+			c.Ops[0].Entity["v"] = edm.Value{Type: edm.TypeDateTime, Time: time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC)}
+		}, rules.BadDateTime},
 		{"DateTime zero", func(c *events.Command) {
-			c.Ops[0].Entity["v"] = events.Value{Type: events.TypeDateTime}
-		}, events.RuleBadDateTime},
+			c.Ops[0].Entity["v"] = edm.Value{Type: edm.TypeDateTime}
+		}, rules.BadDateTime},
 		{"Int32 out of range", func(c *events.Command) {
-			c.Ops[0].Entity["v"] = events.Value{Type: events.TypeInt32, Int: 1 << 31}
-		}, events.RuleBadInt32},
+			c.Ops[0].Entity["v"] = edm.Value{Type: edm.TypeInt32, Int: 1 << 31}
+		}, rules.BadInt32},
 		{"Guid not canonical", func(c *events.Command) {
-			c.Ops[0].Entity["v"] = events.Value{Type: events.TypeGuid, Str: "C9DA6455-213D-42C9-9A79-3E9149A57833"}
-		}, events.RuleBadGuid},
-		{"unknown type", func(c *events.Command) { c.Ops[0].Entity["v"] = events.Value{Type: 99} }, events.RuleUnknownType},
-		{"invalid UTF-8 value", func(c *events.Command) { c.Ops[0].Entity["v"] = events.String("\xff") }, events.RuleInvalidUTF8},
-		{"invalid UTF-8 name", func(c *events.Command) { c.Ops[0].Entity["\xff"] = events.String("") }, events.RuleInvalidUTF8},
-		{"annotation-like name", func(c *events.Command) { c.Ops[0].Entity["v@odata.type"] = events.String("") }, events.RulePropertyName},
-		{"invalid UTF-8 pk", func(c *events.Command) { c.PK = "\xff" }, events.RuleInvalidUTF8},
-		{"invalid UTF-8 meta", func(c *events.Command) { c.Meta = map[string]string{"k": "\xff"} }, events.RuleInvalidUTF8},
-		{"issuedAt year 1", func(c *events.Command) { c.IssuedAt = time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC) }, events.RuleBadDateTime},
+			c.Ops[0].Entity["v"] = edm.Value{Type: edm.TypeGuid, Str: "C9DA6455-213D-42C9-9A79-3E9149A57833"}
+		}, rules.BadGuid},
+		{"unknown type", func(c *events.Command) { c.Ops[0].Entity["v"] = edm.Value{Type: 99} }, rules.UnknownType},
+		{"invalid UTF-8 value", func(c *events.Command) { c.Ops[0].Entity["v"] = edm.String("\xff") }, rules.InvalidUTF8},
+		{"invalid UTF-8 name", func(c *events.Command) { c.Ops[0].Entity["\xff"] = edm.String("") }, rules.InvalidUTF8},
+		{"annotation-like name", func(c *events.Command) { c.Ops[0].Entity["v@odata.type"] = edm.String("") }, rules.PropertyName},
+		{"invalid UTF-8 pk", func(c *events.Command) { c.PK = "\xff" }, rules.InvalidUTF8},
+		{"invalid UTF-8 meta", func(c *events.Command) { c.Meta = map[string]string{"k": "\xff"} }, rules.InvalidUTF8},
+		{"issuedAt year 1", func(c *events.Command) { c.IssuedAt = time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC) }, rules.BadDateTime},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &events.Command{ID: "c", Table: "things", PK: "p", Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}
+			c := &events.Command{ID: "c", Table: "things", PK: "p", Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{}}}}
 			tc.mod(c)
 			for _, codec := range codecs {
 				_, err := codec.marshal(c)
@@ -545,7 +547,7 @@ func TestIssuedAtTruncatedTo100ns(t *testing.T) {
 func TestCommandEqual(t *testing.T) {
 	base := func() *events.Command {
 		return &events.Command{ID: "c", Table: "things", PK: "p", Ops: []events.RowOp{
-			{Op: events.OpUpsert, RK: "a", Entity: events.Entity{"x": events.Int32(1)}},
+			{Op: events.OpUpsert, RK: "a", Entity: edm.Entity{"x": edm.Int32(1)}},
 			{Op: events.OpDelete, RK: "b", IfVersion: ptr(2)},
 		}}
 	}
@@ -559,20 +561,20 @@ func TestCommandEqual(t *testing.T) {
 	}
 	b := base()
 	b.Meta = map[string]string{}
-	b.Ops[1].Entity = events.Entity{}
+	b.Ops[1].Entity = edm.Entity{}
 	if !a.Equal(b) {
 		t.Error("nil and empty Meta or Entity differ")
 	}
 	for name, mod := range map[string]func(*events.Command){
 		"id":             func(c *events.Command) { c.ID = "d" },
-		"value type":     func(c *events.Command) { c.Ops[0].Entity["x"] = events.Int64(1) },
+		"value type":     func(c *events.Command) { c.Ops[0].Entity["x"] = edm.Int64(1) },
 		"ifVersion nil":  func(c *events.Command) { c.Ops[1].IfVersion = nil },
 		"ifVersion":      func(c *events.Command) { c.Ops[1].IfVersion = ptr(3) },
 		"op order":       func(c *events.Command) { c.Ops[0], c.Ops[1] = c.Ops[1], c.Ops[0] },
 		"meta":           func(c *events.Command) { c.Meta = map[string]string{"k": ""} },
 		"issuedAt":       func(c *events.Command) { c.IssuedAt = time.Unix(1, 0) },
 		"fewer ops":      func(c *events.Command) { c.Ops = c.Ops[:1] },
-		"extra property": func(c *events.Command) { c.Ops[0].Entity["y"] = events.Int32(1) },
+		"extra property": func(c *events.Command) { c.Ops[0].Entity["y"] = edm.Int32(1) },
 	} {
 		c := base()
 		mod(c)

@@ -1,6 +1,10 @@
 package events
 
-import "time"
+import (
+	"time"
+
+	"github.com/tablejournal/tablejournal/events/edm"
+)
 
 // OpKind names a row operation of a command, on a logical row. The strings
 // are the wire names. store.OpKind, the store's write of one stored row, is
@@ -32,7 +36,7 @@ type RowOp struct {
 	RK string
 	// Entity holds the properties written by every operation but delete,
 	// which carries none.
-	Entity Entity
+	Entity edm.Entity
 	// IfVersion, when set, makes the operation apply only if the row exists
 	// at exactly this logical version.
 	IfVersion *int64

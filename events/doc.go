@@ -1,6 +1,6 @@
 // Package events defines the commands that services publish into the journal:
 // a command ID, one table, one partition key and 1..N row operations carrying
-// typed entity values of the eight Azure Table (EDM) types.
+// typed entity values of the eight Azure Table (EDM) types (package edm).
 //
 // It holds the two wire codecs (MessagePack, the default, and JSON in the
 // Azure Tables OData minimal-metadata entity form) and the validation of every
@@ -25,9 +25,10 @@
 // rules.
 //
 // Decoding checks the form and every literal; Validate checks the limits.
-// Either way a bad command gives a *ValidationError naming the field and the
-// Rule it broke, which wraps ErrInvalid (checked with errors.Is). Rules are
-// stable strings, fit to record as a rejection reason.
+// Either way a bad command gives a *rules.ValidationError naming the field
+// and the rule it broke (package rules), which wraps rules.ErrInvalid
+// (checked with errors.Is). The typed values a command's entities carry
+// are package edm's.
 //
 // Both encodings are deterministic (properties and meta keys sorted), and
 // whatever decodes re-encodes to a command that decodes Equal, in either form:

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
@@ -29,13 +31,9 @@ const (
 	CommandErase = "erase"
 )
 
-// RuleUnknownCommand: a HeaderCommand value other than CommandPlain and
-// CommandErase.
-const RuleUnknownCommand = Rule("unknown-command")
-
 // IsErase reports whether a HeaderCommand value names an erase. Any value
-// but "", CommandPlain and CommandErase is a *ValidationError with
-// RuleUnknownCommand.
+// but "", CommandPlain and CommandErase is a *rules.ValidationError with
+// rules.UnknownCommand.
 func IsErase(headerValue string) (bool, error) {
 	switch headerValue {
 	case "", CommandPlain:
@@ -43,7 +41,7 @@ func IsErase(headerValue string) (bool, error) {
 	case CommandErase:
 		return true, nil
 	}
-	return false, invalid(HeaderCommand, RuleUnknownCommand, "unknown command kind %q; want %q or %q", headerValue, CommandPlain, CommandErase)
+	return false, rules.Errorf(HeaderCommand, rules.UnknownCommand, "unknown command kind %q; want %q or %q", headerValue, CommandPlain, CommandErase)
 }
 
 // Erase removes one logical row (RK set) or one whole partition (RK nil) of
@@ -85,10 +83,10 @@ func (e *Erase) Equal(o *Erase) bool {
 
 // Validate checks the rules of SPEC §10, which are those of §2 for the
 // fields an erase shares with a command, and returns nil or the first
-// broken rule as a *ValidationError wrapping ErrInvalid.
+// broken rule as a *rules.ValidationError wrapping rules.ErrInvalid.
 func (e *Erase) Validate() error {
 	if e == nil {
-		return invalid("", RuleMalformed, "nil erase")
+		return rules.Errorf("", rules.Malformed, "nil erase")
 	}
 	if err := validateID(e.ID); err != nil {
 		return err
@@ -105,10 +103,10 @@ func (e *Erase) Validate() error {
 		}
 	}
 	if !utf8.ValidString(e.Issuer) {
-		return invalid("issuer", RuleInvalidUTF8, "not valid UTF-8")
+		return rules.Errorf("issuer", rules.InvalidUTF8, "not valid UTF-8")
 	}
 	if n := utf8.RuneCountInString(e.Issuer); n > MaxIssuerLen {
-		return invalid("issuer", RuleIssuerLength, "%d characters, at most %d", n, MaxIssuerLen)
+		return rules.Errorf("issuer", rules.IssuerLength, "%d characters, at most %d", n, MaxIssuerLen)
 	}
 	_, err := e.issuedAt()
 	if err != nil {
@@ -138,7 +136,7 @@ var eraseFields = []string{"id", "table", "pk", "rk", "issuer", "issuedAt"}
 // them exactly.
 func (e *Erase) fields() ([][2]string, error) {
 	if e == nil {
-		return nil, invalid("", RuleMalformed, "nil erase")
+		return nil, rules.Errorf("", rules.Malformed, "nil erase")
 	}
 	at, err := e.issuedAt()
 	if err != nil {
@@ -152,11 +150,11 @@ func (e *Erase) fields() ([][2]string, error) {
 		fs = append(fs, [2]string{"issuer", e.Issuer})
 	}
 	if !at.IsZero() {
-		fs = append(fs, [2]string{"issuedAt", FormatDateTime(at)})
+		fs = append(fs, [2]string{"issuedAt", edm.FormatDateTime(at)})
 	}
 	for _, f := range fs {
 		if !utf8.ValidString(f[1]) {
-			return nil, invalid(f[0], RuleInvalidUTF8, "not valid UTF-8")
+			return nil, rules.Errorf(f[0], rules.InvalidUTF8, "not valid UTF-8")
 		}
 	}
 	return fs, nil
@@ -203,10 +201,10 @@ func EncodeErase(e *Erase, contentType string) ([]byte, error) {
 }
 
 // DecodeErase decodes an erase from the wire form named by contentType;
-// "" means msgpack. Any bad input is a *ValidationError wrapping
-// ErrInvalid: a field that is not a string is RuleMalformed, a field an
-// erase does not have (ops, entity, meta, …) RuleUnknownField, the same
-// field twice RuleDuplicateField. It does not check the rules: a caller
+// "" means msgpack. Any bad input is a *rules.ValidationError wrapping
+// rules.ErrInvalid: a field that is not a string is rules.Malformed, a field an
+// erase does not have (ops, entity, meta, …) rules.UnknownField, the same
+// field twice rules.DuplicateField. It does not check the rules: a caller
 // that accepts erases calls Validate on the result.
 func DecodeErase(data []byte, contentType string) (*Erase, error) {
 	ct, err := parseContentType(contentType)
@@ -236,11 +234,11 @@ func DecodeErase(data []byte, contentType string) (*Erase, error) {
 			return nil, eraseUnknownField(key)
 		}
 		if seen[key] {
-			return nil, invalid(key, RuleDuplicateField, "field given twice")
+			return nil, rules.Errorf(key, rules.DuplicateField, "field given twice")
 		}
 		seen[key] = true
 		if !utf8.ValidString(val) {
-			return nil, invalid(key, RuleInvalidUTF8, "not valid UTF-8")
+			return nil, rules.Errorf(key, rules.InvalidUTF8, "not valid UTF-8")
 		}
 		switch key {
 		case "id":
@@ -256,8 +254,8 @@ func DecodeErase(data []byte, contentType string) (*Erase, error) {
 			e.Issuer = val
 		case "issuedAt":
 			if val != "" {
-				if e.IssuedAt, err = ParseDateTime(val); err != nil {
-					return nil, invalid(key, RuleBadDateTime, "%v", err)
+				if e.IssuedAt, err = edm.ParseDateTime(val); err != nil {
+					return nil, rules.Errorf(key, rules.BadDateTime, "%v", err)
 				}
 			}
 		}
@@ -265,13 +263,13 @@ func DecodeErase(data []byte, contentType string) (*Erase, error) {
 	return e, nil
 }
 
-func eraseUnknownField(key string) *ValidationError {
+func eraseUnknownField(key string) *rules.ValidationError {
 	for _, k := range eraseFields {
 		if strings.EqualFold(k, key) {
-			return invalid("", RuleUnknownField, "unknown field %q: field names are case-sensitive; did you mean %q?", key, k)
+			return rules.Errorf("", rules.UnknownField, "unknown field %q: field names are case-sensitive; did you mean %q?", key, k)
 		}
 	}
-	return invalid("", RuleUnknownField, "unknown field %q; an erase has only %s and no property values", key, strings.Join(eraseFields, ", "))
+	return rules.Errorf("", rules.UnknownField, "unknown field %q; an erase has only %s and no property values", key, strings.Join(eraseFields, ", "))
 }
 
 // jsonFields iterates over the string fields of one JSON object that is
@@ -281,10 +279,10 @@ func jsonFields(data []byte) (func() (string, string, bool, error), error) {
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, malformed("", err)
+		return nil, rules.MalformedInput("", err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, invalid("", RuleMalformed, "an erase is a JSON object")
+		return nil, rules.Errorf("", rules.Malformed, "an erase is a JSON object")
 	}
 	done := false
 	return func() (string, string, bool, error) {
@@ -293,27 +291,27 @@ func jsonFields(data []byte) (func() (string, string, bool, error), error) {
 		}
 		if !dec.More() {
 			if _, err := dec.Token(); err != nil { // '}'
-				return "", "", false, malformed("", err)
+				return "", "", false, rules.MalformedInput("", err)
 			}
 			if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-				return "", "", false, invalid("", RuleMalformed, "data after the erase's object")
+				return "", "", false, rules.Errorf("", rules.Malformed, "data after the erase's object")
 			}
 			done = true
 			return "", "", false, nil
 		}
 		kt, err := dec.Token()
 		if err != nil {
-			return "", "", false, malformed("", err)
+			return "", "", false, rules.MalformedInput("", err)
 		}
 		key, _ := kt.(string)
 		vt, err := dec.Token()
 		if err != nil {
-			return "", "", false, malformed(key, err)
+			return "", "", false, rules.MalformedInput(key, err)
 		}
 		val, ok := vt.(string)
 		if !ok {
 			if slices.Contains(eraseFields, key) {
-				return "", "", false, invalid(key, RuleMalformed, "want a string")
+				return "", "", false, rules.Errorf(key, rules.Malformed, "want a string")
 			}
 			return "", "", false, eraseUnknownField(key)
 		}
@@ -328,30 +326,30 @@ func msgpackFields(data []byte) (func() (string, string, bool, error), error) {
 	dec := msgpack.NewDecoder(r)
 	n, err := dec.DecodeMapLen()
 	if err != nil {
-		return nil, malformed("", err)
+		return nil, rules.MalformedInput("", err)
 	}
 	if n < 0 {
-		return nil, invalid("", RuleMalformed, "an erase is a msgpack map, not nil")
+		return nil, rules.Errorf("", rules.Malformed, "an erase is a msgpack map, not nil")
 	}
 	i := 0
 	str := func(field string) (string, error) {
 		c, err := dec.PeekCode()
 		if err != nil {
-			return "", malformed(field, err)
+			return "", rules.MalformedInput(field, err)
 		}
 		if !msgpcode.IsString(c) {
-			return "", invalid(field, RuleMalformed, "want a string")
+			return "", rules.Errorf(field, rules.Malformed, "want a string")
 		}
 		s, err := dec.DecodeString()
 		if err != nil {
-			return "", malformed(field, err)
+			return "", rules.MalformedInput(field, err)
 		}
 		return s, nil
 	}
 	return func() (string, string, bool, error) {
 		if i == n {
 			if r.Len() > 0 {
-				return "", "", false, invalid("", RuleMalformed, "data after the erase's map")
+				return "", "", false, rules.Errorf("", rules.Malformed, "data after the erase's map")
 			}
 			return "", "", false, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 func strp(s string) *string { return &s }
@@ -57,28 +58,28 @@ func TestEraseJSONForm(t *testing.T) {
 func TestEraseRules(t *testing.T) {
 	tests := []struct {
 		name, json string
-		rule       events.Rule
+		rule       rules.Rule
 		decodeErr  bool // the decoder, not Validate, rejects it
 	}{
-		{"values", `{"id":"a1","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"r","entity":{"x":1}}]}`, events.RuleUnknownField, true},
-		{"entity", `{"id":"a1","table":"orders","pk":"p","entity":{"x":"secret"}}`, events.RuleUnknownField, true},
-		{"meta", `{"id":"a1","table":"orders","pk":"p","meta":{"k":"v"}}`, events.RuleUnknownField, true},
-		{"case", `{"id":"a1","table":"orders","PK":"p"}`, events.RuleUnknownField, true},
-		{"duplicate", `{"id":"a1","table":"orders","pk":"p","pk":"q"}`, events.RuleDuplicateField, true},
-		{"not string", `{"id":"a1","table":"orders","pk":"p","rk":7}`, events.RuleMalformed, true},
-		{"null rk", `{"id":"a1","table":"orders","pk":"p","rk":null}`, events.RuleMalformed, true},
-		{"array", `[]`, events.RuleMalformed, true},
-		{"trailing", `{"id":"a1","table":"orders","pk":"p"} {}`, events.RuleMalformed, true},
-		{"truncated", `{"id":"a1","table":"orders"`, events.RuleMalformed, true},
-		{"bad date", `{"id":"a1","table":"orders","pk":"p","issuedAt":"yesterday"}`, events.RuleBadDateTime, true},
-		{"no id", `{"table":"orders","pk":"p"}`, events.RuleIDRequired, false},
-		{"id charset", `{"id":"a b","table":"orders","pk":"p"}`, events.RuleIDCharset, false},
-		{"table", `{"id":"a1","table":"1x","pk":"p"}`, events.RuleTableName, false},
-		{"pk char", `{"id":"a1","table":"orders","pk":"a/b"}`, events.RuleKeyForbiddenChar, false},
-		{"rk char", `{"id":"a1","table":"orders","pk":"p","rk":"a#b"}`, events.RuleKeyForbiddenChar, false},
-		{"rk control", `{"id":"a1","table":"orders","pk":"p","rk":"a\u0001"}`, events.RuleKeyControlChar, false},
-		{"rk long", `{"id":"a1","table":"orders","pk":"p","rk":"` + strings.Repeat("r", events.MaxKeyUnits) + `"}`, events.RuleKeyTooLong, false},
-		{"issuer", `{"id":"a1","table":"orders","pk":"p","issuer":"` + strings.Repeat("i", events.MaxIssuerLen+1) + `"}`, events.RuleIssuerLength, false},
+		{"values", `{"id":"a1","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"r","entity":{"x":1}}]}`, rules.UnknownField, true},
+		{"entity", `{"id":"a1","table":"orders","pk":"p","entity":{"x":"secret"}}`, rules.UnknownField, true},
+		{"meta", `{"id":"a1","table":"orders","pk":"p","meta":{"k":"v"}}`, rules.UnknownField, true},
+		{"case", `{"id":"a1","table":"orders","PK":"p"}`, rules.UnknownField, true},
+		{"duplicate", `{"id":"a1","table":"orders","pk":"p","pk":"q"}`, rules.DuplicateField, true},
+		{"not string", `{"id":"a1","table":"orders","pk":"p","rk":7}`, rules.Malformed, true},
+		{"null rk", `{"id":"a1","table":"orders","pk":"p","rk":null}`, rules.Malformed, true},
+		{"array", `[]`, rules.Malformed, true},
+		{"trailing", `{"id":"a1","table":"orders","pk":"p"} {}`, rules.Malformed, true},
+		{"truncated", `{"id":"a1","table":"orders"`, rules.Malformed, true},
+		{"bad date", `{"id":"a1","table":"orders","pk":"p","issuedAt":"yesterday"}`, rules.BadDateTime, true},
+		{"no id", `{"table":"orders","pk":"p"}`, rules.IDRequired, false},
+		{"id charset", `{"id":"a b","table":"orders","pk":"p"}`, rules.IDCharset, false},
+		{"table", `{"id":"a1","table":"1x","pk":"p"}`, rules.TableName, false},
+		{"pk char", `{"id":"a1","table":"orders","pk":"a/b"}`, rules.KeyForbiddenChar, false},
+		{"rk char", `{"id":"a1","table":"orders","pk":"p","rk":"a#b"}`, rules.KeyForbiddenChar, false},
+		{"rk control", `{"id":"a1","table":"orders","pk":"p","rk":"a\u0001"}`, rules.KeyControlChar, false},
+		{"rk long", `{"id":"a1","table":"orders","pk":"p","rk":"` + strings.Repeat("r", events.MaxKeyUnits) + `"}`, rules.KeyTooLong, false},
+		{"issuer", `{"id":"a1","table":"orders","pk":"p","issuer":"` + strings.Repeat("i", events.MaxIssuerLen+1) + `"}`, rules.IssuerLength, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,8 +92,8 @@ func TestEraseRules(t *testing.T) {
 			} else if e != nil {
 				t.Fatalf("a decode error came with an erase")
 			}
-			var ve *events.ValidationError
-			if !errors.As(err, &ve) || !errors.Is(err, events.ErrInvalid) || ve.Rule != tt.rule {
+			var ve *rules.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, rules.ErrInvalid) || ve.Rule != tt.rule {
 				t.Fatalf("error %v, want rule %s", err, tt.rule)
 			}
 		})
@@ -102,23 +103,23 @@ func TestEraseRules(t *testing.T) {
 func TestEraseMsgpackRules(t *testing.T) {
 	for name, tt := range map[string]struct {
 		v    any
-		rule events.Rule
+		rule rules.Rule
 	}{
-		"values":     {om{"id", "a1", "table", "orders", "pk", "p", "ops", []any{}}, events.RuleUnknownField},
-		"not string": {om{"id", "a1", "table", "orders", "pk", 7}, events.RuleMalformed},
-		"duplicate":  {om{"id", "a1", "id", "a2", "table", "orders", "pk", "p"}, events.RuleDuplicateField},
-		"not map":    {[]any{"id"}, events.RuleMalformed},
+		"values":     {om{"id", "a1", "table", "orders", "pk", "p", "ops", []any{}}, rules.UnknownField},
+		"not string": {om{"id", "a1", "table", "orders", "pk", 7}, rules.Malformed},
+		"duplicate":  {om{"id", "a1", "id", "a2", "table", "orders", "pk", "p"}, rules.DuplicateField},
+		"not map":    {[]any{"id"}, rules.Malformed},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e, err := events.DecodeErase(mp(t, tt.v), events.ContentTypeMsgpack)
-			var ve *events.ValidationError
+			var ve *rules.ValidationError
 			if e != nil || !errors.As(err, &ve) || ve.Rule != tt.rule {
 				t.Fatalf("got %+v, %v; want rule %s", e, err, tt.rule)
 			}
 		})
 	}
 	data := append(mp(t, om{"id", "a1", "table", "orders", "pk", "p"}), 0xc0)
-	if _, err := events.DecodeErase(data, ""); !errors.Is(err, events.ErrInvalid) {
+	if _, err := events.DecodeErase(data, ""); !errors.Is(err, rules.ErrInvalid) {
 		t.Fatalf("trailing data: %v", err)
 	}
 }
@@ -130,22 +131,22 @@ func TestIsErase(t *testing.T) {
 		ok    bool
 	}{{"", false, true}, {events.CommandPlain, false, true}, {events.CommandErase, true, true}, {"Erase", false, false}, {"purge", false, false}} {
 		erase, err := events.IsErase(tt.v)
-		var ve *events.ValidationError
-		if erase != tt.erase || (err == nil) != tt.ok || err != nil && (!errors.As(err, &ve) || ve.Rule != events.RuleUnknownCommand) {
+		var ve *rules.ValidationError
+		if erase != tt.erase || (err == nil) != tt.ok || err != nil && (!errors.As(err, &ve) || ve.Rule != rules.UnknownCommand) {
 			t.Errorf("IsErase(%q) = %v, %v", tt.v, erase, err)
 		}
 	}
 }
 
 // checkErase is the property the erase fuzzers check, as checkDecoded for
-// commands: errors are *ValidationError wrapping ErrInvalid; a decoded
+// commands: errors are *rules.ValidationError wrapping rules.ErrInvalid; a decoded
 // erase validates without panicking and re-encodes in both forms to bytes
 // that decode to an Equal erase and encode again to the same bytes.
 func checkErase(t *testing.T, e *events.Erase, err error) {
 	if err != nil {
-		var ve *events.ValidationError
-		if !errors.As(err, &ve) || !errors.Is(err, events.ErrInvalid) || e != nil {
-			t.Fatalf("decode error %v (%T) is not a *ValidationError wrapping ErrInvalid, or came with an erase", err, err)
+		var ve *rules.ValidationError
+		if !errors.As(err, &ve) || !errors.Is(err, rules.ErrInvalid) || e != nil {
+			t.Fatalf("decode error %v (%T) is not a *rules.ValidationError wrapping rules.ErrInvalid, or came with an erase", err, err)
 		}
 		return
 	}
@@ -153,8 +154,8 @@ func checkErase(t *testing.T, e *events.Erase, err error) {
 	for _, ct := range eraseContentTypes {
 		enc, err := events.EncodeErase(e, ct)
 		if err != nil {
-			var ve *events.ValidationError
-			if errors.As(err, &ve) && ve.Rule == events.RuleBadDateTime {
+			var ve *rules.ValidationError
+			if errors.As(err, &ve) && ve.Rule == rules.BadDateTime {
 				continue // a decoded issuedAt outside what the wire carries
 			}
 			t.Fatalf("%s: re-encoding a decoded erase: %v\n%#v", ct, err, e)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // A service builds a command, validates it, and encodes it for the
@@ -16,10 +18,10 @@ func Example() {
 		Table: "orders",
 		PK:    "customer-42",
 		Ops: []events.RowOp{
-			{Op: events.OpUpsert, RK: "order-7", Entity: events.Entity{
-				"status": events.String("shipped"),
-				"total":  events.Double(12),
-				"qty":    events.Int64(9007199254740993),
+			{Op: events.OpUpsert, RK: "order-7", Entity: edm.Entity{
+				"status": edm.String("shipped"),
+				"total":  edm.Double(12),
+				"qty":    edm.Int64(9007199254740993),
 			}},
 			{Op: events.OpDelete, RK: "order-6", IfVersion: &ifVersion},
 		},
@@ -47,18 +49,18 @@ func Example() {
 }
 
 // Any bad input, found while decoding or by Validate, is a
-// *ValidationError wrapping ErrInvalid that names the field and the rule.
+// *rules.ValidationError wrapping rules.ErrInvalid that names the field and the rule.
 func ExampleValidationError() {
 	_, err := events.UnmarshalJSON([]byte(`{"id":"c1","table":"orders","pk":"p","ops":[
 		{"op":"upsert","rk":"r","entity":{"qty":"12x","qty@odata.type":"Edm.Int64"}}]}`))
-	var ve *events.ValidationError
-	if errors.Is(err, events.ErrInvalid) && errors.As(err, &ve) {
-		fmt.Println(ve.Rule == events.RuleBadInt64, ve.Field)
+	var ve *rules.ValidationError
+	if errors.Is(err, rules.ErrInvalid) && errors.As(err, &ve) {
+		fmt.Println(ve.Rule == rules.BadInt64, ve.Field)
 	}
 	fmt.Println(err)
 
 	c := &events.Command{ID: "c2", Table: "orders", PK: "p", Ops: []events.RowOp{
-		{Op: events.OpUpsert, RK: "order#7", Entity: events.Entity{}},
+		{Op: events.OpUpsert, RK: "order#7", Entity: edm.Entity{}},
 	}}
 	fmt.Println(c.Validate())
 	// Output:

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // maxSeed is the largest golden file used as a seed: the fuzzer would
@@ -50,14 +51,14 @@ func addSeeds(f *testing.F, ext string, extra ...[]byte) {
 }
 
 // checkDecoded is the property both fuzzers check: a decode error is a
-// *ValidationError wrapping ErrInvalid; a decoded command validates
+// *rules.ValidationError wrapping rules.ErrInvalid; a decoded command validates
 // without panicking, and encodes in both forms to bytes that decode to an
 // Equal command and encode again to the same bytes.
 func checkDecoded(t *testing.T, c *events.Command, err error) {
 	if err != nil {
-		var ve *events.ValidationError
-		if !errors.As(err, &ve) || !errors.Is(err, events.ErrInvalid) || c != nil {
-			t.Fatalf("decode error %v (%T) is not a *ValidationError wrapping ErrInvalid, or came with a command", err, err)
+		var ve *rules.ValidationError
+		if !errors.As(err, &ve) || !errors.Is(err, rules.ErrInvalid) || c != nil {
+			t.Fatalf("decode error %v (%T) is not a *rules.ValidationError wrapping rules.ErrInvalid, or came with a command", err, err)
 		}
 		return
 	}

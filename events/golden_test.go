@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -17,15 +18,15 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 func ptr(v int64) *int64 { return &v }
 
 func mustTime(s string) time.Time {
-	t, err := events.ParseDateTime(s)
+	t, err := edm.ParseDateTime(s)
 	if err != nil {
 		panic(err)
 	}
 	return t
 }
 
-func mustGuid(s string) events.Value {
-	v, err := events.Guid(s)
+func mustGuid(s string) edm.Value {
+	v, err := edm.Guid(s)
 	if err != nil {
 		panic(err)
 	}
@@ -49,10 +50,10 @@ var golden = map[string]*events.Command{
 		Table: "orders",
 		PK:    "customer-42",
 		Ops: []events.RowOp{
-			{Op: events.OpUpsert, RK: "order-7", Entity: events.Entity{
-				"status": events.String("shipped"),
-				"total":  events.Double(12.5),
-				"qty":    events.Int64(9007199254740993),
+			{Op: events.OpUpsert, RK: "order-7", Entity: edm.Entity{
+				"status": edm.String("shipped"),
+				"total":  edm.Double(12.5),
+				"qty":    edm.Int64(9007199254740993),
 			}},
 			{Op: events.OpDelete, RK: "order-6", IfVersion: ptr(3)},
 		},
@@ -65,34 +66,34 @@ var golden = map[string]*events.Command{
 		ID:    "all-types-1",
 		Table: "Edm8Types",
 		PK:    "Grüße, 世界 🚀",
-		Ops: []events.RowOp{{Op: events.OpInsert, RK: "Ωmega", Entity: events.Entity{
-			"Str":       events.String("Grüße, 世界 🚀 \"quoted\" \\ \n\t\u2028 <&>"),
-			"StrEmpty":  events.String(""),
-			"StrDigits": events.String("12"),
-			"BoolTrue":  events.Bool(true),
-			"BoolFalse": events.Bool(false),
-			"I32":       events.Int32(42),
-			"I32Min":    events.Int32(math.MinInt32),
-			"I32Max":    events.Int32(math.MaxInt32),
-			"I64":       events.Int64(9007199254740993),
-			"I64Min":    events.Int64(math.MinInt64),
-			"I64Small":  events.Int64(7),
-			"D":         events.Double(12.5),
-			"DIntegral": events.Double(12),
-			"DNegZero":  events.Double(math.Copysign(0, -1)),
-			"DNaN":      events.Double(math.NaN()),
-			"DInf":      events.Double(math.Inf(1)),
-			"DNegInf":   events.Double(math.Inf(-1)),
-			"DHuge":     events.Double(1e300),
-			"DTiny":     events.Double(5e-324),
-			"DT":        events.DateTime(mustTime("2026-11-21T10:00:00.1234567Z")),
-			"DTMin":     events.DateTime(mustTime("1601-01-01T00:00:00Z")),
-			"DTMax":     events.DateTime(mustTime("9999-12-31T23:59:59.9999999Z")),
+		Ops: []events.RowOp{{Op: events.OpInsert, RK: "Ωmega", Entity: edm.Entity{
+			"Str":       edm.String("Grüße, 世界 🚀 \"quoted\" \\ \n\t\u2028 <&>"),
+			"StrEmpty":  edm.String(""),
+			"StrDigits": edm.String("12"),
+			"BoolTrue":  edm.Bool(true),
+			"BoolFalse": edm.Bool(false),
+			"I32":       edm.Int32(42),
+			"I32Min":    edm.Int32(math.MinInt32),
+			"I32Max":    edm.Int32(math.MaxInt32),
+			"I64":       edm.Int64(9007199254740993),
+			"I64Min":    edm.Int64(math.MinInt64),
+			"I64Small":  edm.Int64(7),
+			"D":         edm.Double(12.5),
+			"DIntegral": edm.Double(12),
+			"DNegZero":  edm.Double(math.Copysign(0, -1)),
+			"DNaN":      edm.Double(math.NaN()),
+			"DInf":      edm.Double(math.Inf(1)),
+			"DNegInf":   edm.Double(math.Inf(-1)),
+			"DHuge":     edm.Double(1e300),
+			"DTiny":     edm.Double(5e-324),
+			"DT":        edm.DateTime(mustTime("2026-11-21T10:00:00.1234567Z")),
+			"DTMin":     edm.DateTime(mustTime("1601-01-01T00:00:00Z")),
+			"DTMax":     edm.DateTime(mustTime("9999-12-31T23:59:59.9999999Z")),
 			"G":         mustGuid("c9da6455-213d-42c9-9a79-3e9149a57833"),
-			"BinEmpty":  events.Binary([]byte{}),
-			"Bin":       events.Binary([]byte{0, 1, 2, 0xfe, 0xff}),
-			"Bin64K":    events.Binary(pattern(events.MaxBinaryBytes)),
-			"Ünïcödé名前": events.String("non-ASCII property name"),
+			"BinEmpty":  edm.Binary([]byte{}),
+			"Bin":       edm.Binary([]byte{0, 1, 2, 0xfe, 0xff}),
+			"Bin64K":    edm.Binary(pattern(events.MaxBinaryBytes)),
+			"Ünïcödé名前": edm.String("non-ASCII property name"),
 		}}},
 	},
 	// Several operations: every kind, the same RowKey twice, an empty
@@ -102,11 +103,11 @@ var golden = map[string]*events.Command{
 		Table: "inventory",
 		PK:    "warehouse-7",
 		Ops: []events.RowOp{
-			{Op: events.OpInsert, RK: "sku-1", Entity: events.Entity{"qty": events.Int32(5)}},
-			{Op: events.OpReplace, RK: "sku-2", Entity: events.Entity{}, IfVersion: ptr(0)},
-			{Op: events.OpMerge, RK: "sku-3", Entity: events.Entity{"qty": events.Int32(-1)}, IfVersion: ptr(12)},
-			{Op: events.OpUpsert, RK: "a:b%c", Entity: events.Entity{"note": events.String("escaped key")}},
-			{Op: events.OpUpsertMerge, RK: "sku-1", Entity: events.Entity{"qty": events.Int32(6)}},
+			{Op: events.OpInsert, RK: "sku-1", Entity: edm.Entity{"qty": edm.Int32(5)}},
+			{Op: events.OpReplace, RK: "sku-2", Entity: edm.Entity{}, IfVersion: ptr(0)},
+			{Op: events.OpMerge, RK: "sku-3", Entity: edm.Entity{"qty": edm.Int32(-1)}, IfVersion: ptr(12)},
+			{Op: events.OpUpsert, RK: "a:b%c", Entity: edm.Entity{"note": edm.String("escaped key")}},
+			{Op: events.OpUpsertMerge, RK: "sku-1", Entity: edm.Entity{"qty": edm.Int32(6)}},
 			{Op: events.OpDelete, RK: "sku-4", IfVersion: ptr(math.MaxInt64)},
 			{Op: events.OpDelete, RK: ""},
 		},

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // MarshalJSON encodes c in the JSON form of SPEC §2: fields in the order
@@ -41,7 +43,7 @@ func MarshalJSON(c *Command) ([]byte, error) {
 	}
 	if !at.IsZero() {
 		w.raw(`,"issuedAt":`)
-		w.str(FormatDateTime(at))
+		w.str(edm.FormatDateTime(at))
 	}
 	if len(c.Meta) > 0 {
 		w.raw(`,"meta":{`)
@@ -88,27 +90,27 @@ func (w *jsonWriter) op(op *RowOp) {
 }
 
 // property writes "name":value and, where needed, the annotation.
-func (w *jsonWriter) property(name string, v Value) {
+func (w *jsonWriter) property(name string, v edm.Value) {
 	w.str(name)
 	w.raw(":")
 	annotate := true
 	switch v.Type {
-	case TypeString:
+	case edm.TypeString:
 		w.str(v.Str)
 		annotate = false
-	case TypeBoolean:
+	case edm.TypeBoolean:
 		w.b = strconv.AppendBool(w.b, v.Bool)
 		annotate = false
-	case TypeInt32:
+	case edm.TypeInt32:
 		w.b = strconv.AppendInt(w.b, v.Int, 10)
 		annotate = false
-	case TypeInt64:
+	case edm.TypeInt64:
 		w.b = append(w.b, '"')
 		w.b = strconv.AppendInt(w.b, v.Int, 10)
 		w.b = append(w.b, '"')
-	case TypeDouble:
+	case edm.TypeDouble:
 		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
-			w.str(FormatDouble(v.Float))
+			w.str(edm.FormatDouble(v.Float))
 			break
 		}
 		start := len(w.b)
@@ -116,11 +118,11 @@ func (w *jsonWriter) property(name string, v Value) {
 		// Only a literal with a fraction or exponent reads back as a
 		// Double without annotation; "12" and "-0" would be Int32.
 		annotate = isIntegerLiteral(string(w.b[start:]))
-	case TypeDateTime:
-		w.str(FormatDateTime(v.Time))
-	case TypeGuid:
+	case edm.TypeDateTime:
+		w.str(edm.FormatDateTime(v.Time))
+	case edm.TypeGuid:
 		w.str(v.Str)
-	case TypeBinary:
+	case edm.TypeBinary:
 		w.b = append(w.b, '"')
 		w.b = base64Std.AppendEncode(w.b, v.Bytes)
 		w.b = append(w.b, '"')

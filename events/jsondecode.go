@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // UnmarshalJSON decodes a command from the JSON form of SPEC §2.
@@ -27,13 +30,13 @@ import (
 // object; a duplicated field, property, annotation or meta key, a nested
 // or null property value, a literal that does not parse, an annotation for
 // an absent property and an unknown type are errors. So is a field the
-// command or an operation does not have (RuleUnknownField; names are
-// case-sensitive) and an operation without "rk" (RuleRKRequired: the empty
+// command or an operation does not have (rules.UnknownField; names are
+// case-sensitive) and an operation without "rk" (rules.RKRequired: the empty
 // RowKey is written "rk": ""). A null field is the same as an absent one.
-// Every error is a *ValidationError wrapping ErrInvalid. See Decode.
+// Every error is a *rules.ValidationError wrapping rules.ErrInvalid. See Decode.
 func UnmarshalJSON(data []byte) (*Command, error) {
 	if !utf8.Valid(data) {
-		return nil, invalid("", RuleMalformed, "input is not valid UTF-8")
+		return nil, rules.Errorf("", rules.Malformed, "input is not valid UTF-8")
 	}
 	d := jsonDecoder{dec: json.NewDecoder(bytes.NewReader(data))}
 	d.dec.UseNumber()
@@ -42,7 +45,7 @@ func UnmarshalJSON(data []byte) (*Command, error) {
 		return nil, err
 	}
 	if _, err := d.dec.Token(); err != io.EOF {
-		return nil, invalid("", RuleMalformed, "data after the command object at byte %d", d.dec.InputOffset())
+		return nil, rules.Errorf("", rules.Malformed, "data after the command object at byte %d", d.dec.InputOffset())
 	}
 	return c, nil
 }
@@ -103,8 +106,8 @@ func (d *jsonDecoder) command() (*Command, error) {
 			bit = fieldIssuedAt
 			var s string
 			if s, err = d.str(p); err == nil && s != "" {
-				if c.IssuedAt, err = ParseDateTime(s); err != nil {
-					err = p.fail(RuleBadDateTime, "%v", err)
+				if c.IssuedAt, err = edm.ParseDateTime(s); err != nil {
+					err = p.fail(rules.BadDateTime, "%v", err)
 				}
 			}
 		case "meta":
@@ -120,7 +123,7 @@ func (d *jsonDecoder) command() (*Command, error) {
 			return nil, err
 		}
 		if seen&bit != 0 {
-			return nil, p.fail(RuleDuplicateField, "field given twice")
+			return nil, p.fail(rules.DuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
@@ -134,7 +137,7 @@ func (d *jsonDecoder) ops() ([]RowOp, error) {
 		return nil, err
 	}
 	if tok != json.Delim('[') {
-		return nil, p.fail(RuleMalformed, "ops is not an array")
+		return nil, p.fail(rules.Malformed, "ops is not an array")
 	}
 	ops := []RowOp{}
 	for d.dec.More() {
@@ -183,7 +186,7 @@ func (d *jsonDecoder) op(i int) (RowOp, error) {
 			return op, err
 		}
 		if seen&bit != 0 {
-			return op, p.fail(RuleDuplicateField, "field given twice")
+			return op, p.fail(rules.DuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
@@ -203,23 +206,23 @@ func (d *jsonDecoder) ifVersion(p path) (*int64, error) {
 	}
 	n, ok := tok.(json.Number)
 	if !ok || !isIntegerLiteral(string(n)) {
-		return nil, p.fail(RuleMalformed, "ifVersion is not an integer")
+		return nil, p.fail(rules.Malformed, "ifVersion is not an integer")
 	}
 	v, err := strconv.ParseInt(string(n), 10, 64)
 	if err != nil {
-		return nil, p.fail(RuleMalformed, "ifVersion %s is out of range", n)
+		return nil, p.fail(rules.Malformed, "ifVersion %s is out of range", n)
 	}
 	return &v, nil
 }
 
-func (d *jsonDecoder) entity(i int) (Entity, error) {
+func (d *jsonDecoder) entity(i int) (edm.Entity, error) {
 	p := entityPath(i)
 	tok, err := d.token(p)
 	if tok == nil || err != nil {
 		return nil, err
 	}
 	if tok != json.Delim('{') {
-		return nil, p.fail(RuleMalformed, "entity is not an object")
+		return nil, p.fail(rules.Malformed, "entity is not an object")
 	}
 	d.b.reset(i, 8)
 	for d.dec.More() {
@@ -232,21 +235,21 @@ func (d *jsonDecoder) entity(i int) (Entity, error) {
 		if err != nil {
 			return nil, err
 		}
-		var v Value
+		var v edm.Value
 		switch t := tok.(type) {
 		case string:
-			v = String(t)
+			v = edm.String(t)
 		case bool:
-			v = Bool(t)
+			v = edm.Bool(t)
 		case json.Number:
-			v = Value{Type: typeNumber, Str: string(t)}
+			v = edm.Value{Type: typeNumber, Str: string(t)}
 		case nil:
 			if strings.HasSuffix(key, annotationSuffix) {
-				return nil, kp.fail(RuleBadAnnotation, "annotation is null, not a type name")
+				return nil, kp.fail(rules.BadAnnotation, "annotation is null, not a type name")
 			}
-			return nil, kp.fail(RuleMalformed, "null is not a property value")
+			return nil, kp.fail(rules.Malformed, "null is not a property value")
 		default:
-			return nil, kp.fail(RuleMalformed, "an object or array is not a property value")
+			return nil, kp.fail(rules.Malformed, "an object or array is not a property value")
 		}
 		if err := d.b.add(key, v); err != nil {
 			return nil, err
@@ -265,7 +268,7 @@ func (d *jsonDecoder) meta() (map[string]string, error) {
 		return nil, err
 	}
 	if tok != json.Delim('{') {
-		return nil, p.fail(RuleMalformed, "meta is not an object")
+		return nil, p.fail(rules.Malformed, "meta is not an object")
 	}
 	m := map[string]string{}
 	for d.dec.More() {
@@ -280,10 +283,10 @@ func (d *jsonDecoder) meta() (map[string]string, error) {
 		}
 		s, ok := tok.(string)
 		if !ok {
-			return nil, kp.fail(RuleMalformed, "meta value is not a string")
+			return nil, kp.fail(rules.Malformed, "meta value is not a string")
 		}
 		if _, dup := m[key]; dup {
-			return nil, kp.fail(RuleDuplicateField, "meta key given twice")
+			return nil, kp.fail(rules.DuplicateField, "meta key given twice")
 		}
 		m[key] = s
 	}
@@ -298,7 +301,7 @@ func (d *jsonDecoder) token(p path) (json.Token, error) {
 		if errors.As(err, &se) {
 			err = fmt.Errorf("%w (at byte %d)", err, se.Offset)
 		}
-		return nil, malformed(p.String(), err)
+		return nil, rules.MalformedInput(p.String(), err)
 	}
 	return tok, nil
 }
@@ -321,7 +324,7 @@ func (d *jsonDecoder) nullableStr(p path) (s string, ok bool, err error) {
 	case nil:
 		return "", false, nil
 	}
-	return "", false, p.fail(RuleMalformed, "not a string")
+	return "", false, p.fail(rules.Malformed, "not a string")
 }
 
 // key reads an object key.
@@ -332,7 +335,7 @@ func (d *jsonDecoder) key(p path) (string, error) {
 	}
 	s, ok := tok.(string)
 	if !ok {
-		return "", p.fail(RuleMalformed, "object key is not a string")
+		return "", p.fail(rules.Malformed, "object key is not a string")
 	}
 	return s, nil
 }
@@ -343,7 +346,7 @@ func (d *jsonDecoder) open(p path, what string) error {
 		return err
 	}
 	if tok != json.Delim('{') {
-		return p.fail(RuleMalformed, "a %s is a JSON object", what)
+		return p.fail(rules.Malformed, "a %s is a JSON object", what)
 	}
 	return nil
 }
@@ -352,7 +355,7 @@ func (d *jsonDecoder) open(p path, what string) error {
 func (d *jsonDecoder) close(p path) error {
 	tok, err := d.token(p)
 	if err == nil && tok != json.Delim('}') && tok != json.Delim(']') {
-		err = p.fail(RuleMalformed, "unterminated object or array")
+		err = p.fail(rules.Malformed, "unterminated object or array")
 	}
 	return err
 }

@@ -2,6 +2,9 @@ package events
 
 import (
 	"strings"
+
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // Limits are the limits of a table service beyond SPEC §2, where it is
@@ -9,7 +12,7 @@ import (
 // nothing: Azure Tables, Azurite and the embedded store.
 //
 // A broken limit is reported as the rule Azure's own limit of the same kind
-// is (RuleKeyTooLong, RuleCommandTooLarge, RulePropertySystem), so that a
+// is (rules.KeyTooLong, rules.CommandTooLarge, rules.PropertySystem), so that a
 // caller tells them apart by Detail only.
 type Limits struct {
 	// Service names the service in messages, as "Cosmos DB for Table".
@@ -67,7 +70,7 @@ func (l Limits) Reserved(name string) bool {
 
 // Validate checks every rule of SPEC §2 (Command.Validate), then the
 // limits of l, and returns nil or the first broken rule as a
-// *ValidationError wrapping ErrInvalid. The writer and the projector call
+// *rules.ValidationError wrapping rules.ErrInvalid. The writer and the projector call
 // it with the limits of the table service the commands go to.
 func (l Limits) Validate(c *Command) error {
 	if err := c.Validate(); err != nil {
@@ -86,19 +89,19 @@ func (l Limits) Check(c *Command) error {
 	for i, op := range c.Ops {
 		if l.MaxRowKeyBytes > 0 {
 			if n := StoredRowKeyBytes(op.RK); n > l.MaxRowKeyBytes {
-				return opPath(i, "rk").fail(RuleKeyTooLong, "%d bytes of UTF-8 once versioned (%d of the row key, ':' and '%%' taking 3), at most %d (%s: row keys up to %d bytes)",
+				return opPath(i, "rk").fail(rules.KeyTooLong, "%d bytes of UTF-8 once versioned (%d of the row key, ':' and '%%' taking 3), at most %d (%s: row keys up to %d bytes)",
 					n, n-RowKeyOverhead, l.MaxRowKeyBytes, l.Service, l.MaxRowKeyBytes)
 			}
 		}
 		for _, name := range appendSortedKeys(nil, op.Entity) {
 			if l.Reserved(name) {
-				return propertyPath(i, name).fail(RulePropertySystem, "%s is a property name %s reserves", name, l.Service)
+				return propertyPath(i, name).fail(rules.PropertySystem, "%s is a property name %s reserves", name, l.Service)
 			}
 		}
-		total += EntitySize(c.PK, op.RK, op.Entity)
+		total += edm.EntitySize(c.PK, op.RK, op.Entity)
 	}
 	if total > l.TxBytes() {
-		return topPath("ops").fail(RuleCommandTooLarge, "entities total %d bytes, at most %d (%s: batches up to %d bytes)",
+		return topPath("ops").fail(rules.CommandTooLarge, "entities total %d bytes, at most %d (%s: batches up to %d bytes)",
 			total, l.TxBytes(), l.Service, l.TxBytes())
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // TestCosmosLimits: each limit of Cosmos DB for Table is a named rule, the
@@ -21,7 +23,7 @@ func TestCosmosLimits(t *testing.T) {
 	}
 	withProp := func(name string) *events.Command {
 		c := validCommand()
-		c.Ops[0].Entity[name] = events.Int32(1)
+		c.Ops[0].Entity[name] = edm.Int32(1)
 		return c
 	}
 	sized := func(total int) *events.Command {
@@ -39,20 +41,20 @@ func TestCosmosLimits(t *testing.T) {
 	tests := []struct {
 		name  string
 		cmd   *events.Command
-		rule  events.Rule
+		rule  rules.Rule
 		field string
 	}{
 		{"row key at the bound", withRK(rkAt(255 - events.RowKeyOverhead)), "", ""},
-		{"row key one byte over", withRK(rkAt(256 - events.RowKeyOverhead)), events.RuleKeyTooLong, "ops[0].rk"},
-		{"row key over once escaped", withRK(rkAt(255-events.RowKeyOverhead-2) + ":"), events.RuleKeyTooLong, "ops[0].rk"},
-		{"row key counted in UTF-8", withRK(strings.Repeat("é", (255-events.RowKeyOverhead)/2+1)), events.RuleKeyTooLong, "ops[0].rk"},
-		{"reserved ID", withProp("ID"), events.RulePropertySystem, `ops[0].entity["ID"]`},
-		{"reserved rid", withProp("rid"), events.RulePropertySystem, `ops[0].entity["rid"]`},
-		{"reserved etag", withProp("etag"), events.RulePropertySystem, `ops[0].entity["etag"]`},
-		{"reserved ResourceId in another case", withProp("resourceid"), events.RulePropertySystem, `ops[0].entity["resourceid"]`},
+		{"row key one byte over", withRK(rkAt(256 - events.RowKeyOverhead)), rules.KeyTooLong, "ops[0].rk"},
+		{"row key over once escaped", withRK(rkAt(255-events.RowKeyOverhead-2) + ":"), rules.KeyTooLong, "ops[0].rk"},
+		{"row key counted in UTF-8", withRK(strings.Repeat("é", (255-events.RowKeyOverhead)/2+1)), rules.KeyTooLong, "ops[0].rk"},
+		{"reserved ID", withProp("ID"), rules.PropertySystem, `ops[0].entity["ID"]`},
+		{"reserved rid", withProp("rid"), rules.PropertySystem, `ops[0].entity["rid"]`},
+		{"reserved etag", withProp("etag"), rules.PropertySystem, `ops[0].entity["etag"]`},
+		{"reserved ResourceId in another case", withProp("resourceid"), rules.PropertySystem, `ops[0].entity["resourceid"]`},
 		{"a name like a reserved one", withProp("rids"), "", ""},
 		{"command at the batch bound", sized(2 << 20), "", ""},
-		{"command over the batch bound", sized(2<<20 + 1), events.RuleCommandTooLarge, "ops"},
+		{"command over the batch bound", sized(2<<20 + 1), rules.CommandTooLarge, "ops"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,8 +71,8 @@ func TestCosmosLimits(t *testing.T) {
 				}
 				return
 			}
-			var ve *events.ValidationError
-			if !errors.As(err, &ve) || !errors.Is(err, events.ErrInvalid) || ve.Rule != tt.rule || ve.Field != tt.field {
+			var ve *rules.ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, rules.ErrInvalid) || ve.Rule != tt.rule || ve.Field != tt.field {
 				t.Fatalf("err = %v, want rule %s at %s", err, tt.rule, tt.field)
 			}
 			if !strings.Contains(ve.Detail, "Cosmos DB for Table") {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -56,7 +57,7 @@ func MarshalMsgpack(c *Command) ([]byte, error) {
 	}
 	if !at.IsZero() {
 		e.str("issuedAt")
-		e.str(FormatDateTime(at))
+		e.str(edm.FormatDateTime(at))
 	}
 	if len(c.Meta) > 0 {
 		e.str("meta")
@@ -145,7 +146,7 @@ func (e *mpEncoder) op(op *RowOp) {
 	}
 }
 
-func (e *mpEncoder) entity(ent Entity) {
+func (e *mpEncoder) entity(ent edm.Entity) {
 	n := len(ent)
 	for _, v := range ent {
 		if mpAnnotated(v.Type) {
@@ -158,17 +159,17 @@ func (e *mpEncoder) entity(ent Entity) {
 		v := ent[name]
 		e.str(name)
 		switch v.Type {
-		case TypeString, TypeGuid:
+		case edm.TypeString, edm.TypeGuid:
 			e.str(v.Str)
-		case TypeBoolean:
+		case edm.TypeBoolean:
 			e.err(e.enc.EncodeBool(v.Bool))
-		case TypeInt32, TypeInt64:
+		case edm.TypeInt32, edm.TypeInt64:
 			e.err(e.enc.EncodeInt(v.Int))
-		case TypeDouble:
+		case edm.TypeDouble:
 			e.err(e.enc.EncodeFloat64(v.Float))
-		case TypeDateTime:
-			e.str(FormatDateTime(v.Time))
-		case TypeBinary:
+		case edm.TypeDateTime:
+			e.str(edm.FormatDateTime(v.Time))
+		case edm.TypeBinary:
 			// EncodeBytes writes nil for a nil slice: write the length.
 			e.err(e.enc.EncodeBytesLen(len(v.Bytes)))
 			e.buf.Write(v.Bytes)
@@ -184,9 +185,9 @@ func (e *mpEncoder) entity(ent Entity) {
 
 // mpAnnotated reports whether msgpack needs an annotation for type t: the
 // native kind of every other type says it.
-func mpAnnotated(t Type) bool {
+func mpAnnotated(t edm.Type) bool {
 	switch t {
-	case TypeInt64, TypeDateTime, TypeGuid, TypeBinary:
+	case edm.TypeInt64, edm.TypeDateTime, edm.TypeGuid, edm.TypeBinary:
 		return true
 	}
 	return false

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
@@ -21,8 +23,8 @@ import (
 // "Infinity", "-Infinity" or a decimal); an unannotated bin is a Binary.
 // It is strict otherwise, with the same rules as UnmarshalJSON: one map,
 // nothing after it, str map keys, valid UTF-8, no duplicates, no unknown
-// fields, "rk" in every operation. Every error is a *ValidationError
-// wrapping ErrInvalid. See Decode.
+// fields, "rk" in every operation. Every error is a *rules.ValidationError
+// wrapping rules.ErrInvalid. See Decode.
 func UnmarshalMsgpack(data []byte) (*Command, error) {
 	d := mpDecoders.Get().(*mpDecoder)
 	defer d.release()
@@ -32,7 +34,7 @@ func UnmarshalMsgpack(data []byte) (*Command, error) {
 		return nil, err
 	}
 	if d.r.Len() != 0 {
-		return nil, invalid("", RuleMalformed, "%d bytes after the command map", d.r.Len())
+		return nil, rules.Errorf("", rules.Malformed, "%d bytes after the command map", d.r.Len())
 	}
 	return c, nil
 }
@@ -94,8 +96,8 @@ func (d *mpDecoder) command() (*Command, error) {
 			bit, p = fieldIssuedAt, topPath("issuedAt")
 			var s string
 			if s, err = d.str(p); err == nil && s != "" {
-				if c.IssuedAt, err = ParseDateTime(s); err != nil {
-					err = p.fail(RuleBadDateTime, "%v", err)
+				if c.IssuedAt, err = edm.ParseDateTime(s); err != nil {
+					err = p.fail(rules.BadDateTime, "%v", err)
 				}
 			}
 		case "meta":
@@ -111,7 +113,7 @@ func (d *mpDecoder) command() (*Command, error) {
 			return nil, err
 		}
 		if seen&bit != 0 {
-			return nil, p.fail(RuleDuplicateField, "field given twice")
+			return nil, p.fail(rules.DuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
@@ -125,14 +127,14 @@ func (d *mpDecoder) ops() ([]RowOp, error) {
 		return nil, d.nilOr(err)
 	}
 	if !isArray(c) {
-		return nil, p.fail(RuleMalformed, "ops is not an array")
+		return nil, p.fail(rules.Malformed, "ops is not an array")
 	}
 	n, err := d.dec.DecodeArrayLen()
 	if err != nil {
-		return nil, malformed(p.String(), err)
+		return nil, rules.MalformedInput(p.String(), err)
 	}
 	if n > d.r.Len() {
-		return nil, p.fail(RuleMalformed, "array of %d exceeds the input", n)
+		return nil, p.fail(rules.Malformed, "array of %d exceeds the input", n)
 	}
 	// Grow as the ops arrive: a lying header must not make a huge slice.
 	ops := make([]RowOp, 0, min(n, MaxOpsPerCommand))
@@ -179,7 +181,7 @@ func (d *mpDecoder) op(i int, op *RowOp) error {
 			return err
 		}
 		if seen&bit != 0 {
-			return p.fail(RuleDuplicateField, "field given twice")
+			return p.fail(rules.DuplicateField, "field given twice")
 		}
 		seen |= bit
 	}
@@ -213,19 +215,19 @@ func (d *mpDecoder) ifVersion(p path) (*int64, error) {
 		return nil, d.nilOr(err)
 	}
 	if !isInt(c) {
-		return nil, p.fail(RuleMalformed, "ifVersion is not an integer")
+		return nil, p.fail(rules.Malformed, "ifVersion is not an integer")
 	}
 	v, wide, err := d.int(p)
 	if err != nil {
 		return nil, err
 	}
 	if wide != "" {
-		return nil, p.fail(RuleMalformed, "ifVersion %s is out of range", wide)
+		return nil, p.fail(rules.Malformed, "ifVersion %s is out of range", wide)
 	}
 	return &v, nil
 }
 
-func (d *mpDecoder) entity(i int) (Entity, error) {
+func (d *mpDecoder) entity(i int) (edm.Entity, error) {
 	p := entityPath(i)
 	c, err := d.peek(p)
 	if err != nil || c == msgpcode.Nil {
@@ -245,7 +247,7 @@ func (d *mpDecoder) entity(i int) (Entity, error) {
 			err = d.annotation(string(name))
 		} else {
 			key := string(k)
-			var v Value
+			var v edm.Value
 			if v, err = d.value(propertyPath(i, key)); err == nil {
 				err = d.b.add(key, v)
 			}
@@ -265,54 +267,54 @@ func (d *mpDecoder) annotation(name string) error {
 		return err
 	}
 	if !msgpcode.IsString(c) {
-		return p.fail(RuleBadAnnotation, "annotation is not a type name")
+		return p.fail(rules.BadAnnotation, "annotation is not a type name")
 	}
 	b, err := d.strBytes(p)
 	if err != nil {
 		return err
 	}
-	for t, n := range typeNames {
-		if string(b) == n {
-			return d.b.addAnnotationType(name, Type(t))
+	for t := edm.TypeString; t <= edm.TypeBinary; t++ {
+		if string(b) == t.String() {
+			return d.b.addAnnotationType(name, t)
 		}
 	}
-	return p.fail(RuleUnknownType, "unknown type %q", b)
+	return p.fail(rules.UnknownType, "unknown type %q", b)
 }
 
 // value reads a property value in its native kind.
-func (d *mpDecoder) value(p path) (Value, error) {
+func (d *mpDecoder) value(p path) (edm.Value, error) {
 	c, err := d.peek(p)
 	if err != nil {
-		return Value{}, err
+		return edm.Value{}, err
 	}
 	switch {
 	case msgpcode.IsString(c):
 		s, err := d.str(p)
-		return String(s), err
+		return edm.String(s), err
 	case c == msgpcode.False || c == msgpcode.True:
 		b, err := d.dec.DecodeBool()
-		return Bool(b), d.wrap(p, err)
+		return edm.Bool(b), d.wrap(p, err)
 	case isInt(c):
 		n, wide, err := d.int(p)
 		switch {
 		case err != nil:
-			return Value{}, err
+			return edm.Value{}, err
 		case wide != "":
-			return Value{Type: typeNumber, Str: wide}, nil
+			return edm.Value{Type: typeNumber, Str: wide}, nil
 		case n < math.MinInt32 || n > math.MaxInt32:
-			return Value{Type: typeWideInt, Int: n}, nil
+			return edm.Value{Type: typeWideInt, Int: n}, nil
 		}
-		return Int32(int32(n)), nil
+		return edm.Int32(int32(n)), nil
 	case c == msgpcode.Float || c == msgpcode.Double:
 		f, err := d.dec.DecodeFloat64()
-		return Double(f), d.wrap(p, err)
+		return edm.Double(f), d.wrap(p, err)
 	case msgpcode.IsBin(c):
 		b, err := d.dec.DecodeBytes()
-		return Binary(b), d.wrap(p, err)
+		return edm.Binary(b), d.wrap(p, err)
 	case c == msgpcode.Nil:
-		return Value{}, p.fail(RuleMalformed, "nil is not a property value")
+		return edm.Value{}, p.fail(rules.Malformed, "nil is not a property value")
 	}
-	return Value{}, p.fail(RuleMalformed, "a map, array or extension is not a property value")
+	return edm.Value{}, p.fail(rules.Malformed, "a map, array or extension is not a property value")
 }
 
 // int reads any msgpack integer. A uint64 beyond int64 comes back as its
@@ -356,14 +358,14 @@ func (d *mpDecoder) meta() (map[string]string, error) {
 			return nil, err
 		}
 		if !msgpcode.IsString(c) {
-			return nil, kp.fail(RuleMalformed, "meta value is not a string")
+			return nil, kp.fail(rules.Malformed, "meta value is not a string")
 		}
 		v, err := d.str(kp)
 		if err != nil {
 			return nil, err
 		}
 		if _, dup := m[key]; dup {
-			return nil, kp.fail(RuleDuplicateField, "meta key given twice")
+			return nil, kp.fail(rules.DuplicateField, "meta key given twice")
 		}
 		m[key] = v
 	}
@@ -377,14 +379,14 @@ func (d *mpDecoder) mapLen(p path, what string) (int, error) {
 		return 0, err
 	}
 	if !isMap(c) {
-		return 0, p.fail(RuleMalformed, "a %s is a map", what)
+		return 0, p.fail(rules.Malformed, "a %s is a map", what)
 	}
 	n, err := d.dec.DecodeMapLen()
 	if err != nil {
-		return 0, malformed(p.String(), err)
+		return 0, rules.MalformedInput(p.String(), err)
 	}
 	if 2*n > d.r.Len() {
-		return 0, p.fail(RuleMalformed, "map of %d entries exceeds the input", n)
+		return 0, p.fail(rules.Malformed, "map of %d entries exceeds the input", n)
 	}
 	return n, nil
 }
@@ -396,7 +398,7 @@ func (d *mpDecoder) key(p path) ([]byte, error) {
 		return nil, err
 	}
 	if !msgpcode.IsString(c) {
-		return nil, p.fail(RuleMalformed, "map key is not a string")
+		return nil, p.fail(rules.Malformed, "map key is not a string")
 	}
 	return d.strBytes(p)
 }
@@ -406,21 +408,21 @@ func (d *mpDecoder) strBytes(p path) ([]byte, error) {
 	if c, err := d.peek(p); err != nil {
 		return nil, err
 	} else if !msgpcode.IsString(c) {
-		return nil, p.fail(RuleMalformed, "not a string")
+		return nil, p.fail(rules.Malformed, "not a string")
 	}
 	n, err := d.dec.DecodeBytesLen()
 	if err != nil {
-		return nil, malformed(p.String(), err)
+		return nil, rules.MalformedInput(p.String(), err)
 	}
 	if n > d.r.Len() {
-		return nil, malformed(p.String(), io.ErrUnexpectedEOF)
+		return nil, rules.MalformedInput(p.String(), io.ErrUnexpectedEOF)
 	}
 	d.keyBuf = slices.Grow(d.keyBuf[:0], n)[:n]
 	if err := d.dec.ReadFull(d.keyBuf); err != nil {
-		return nil, malformed(p.String(), err)
+		return nil, rules.MalformedInput(p.String(), err)
 	}
 	if !utf8.Valid(d.keyBuf) {
-		return nil, p.fail(RuleInvalidUTF8, "not valid UTF-8")
+		return nil, p.fail(rules.InvalidUTF8, "not valid UTF-8")
 	}
 	return d.keyBuf, nil
 }
@@ -441,14 +443,14 @@ func (d *mpDecoder) nullableStr(p path) (s string, ok bool, err error) {
 		return "", false, d.wrap(p, d.dec.DecodeNil())
 	}
 	if !msgpcode.IsString(c) {
-		return "", false, p.fail(RuleMalformed, "not a string")
+		return "", false, p.fail(rules.Malformed, "not a string")
 	}
 	s, err = d.dec.DecodeString()
 	if err != nil {
-		return "", false, malformed(p.String(), err)
+		return "", false, rules.MalformedInput(p.String(), err)
 	}
 	if !utf8.ValidString(s) {
-		return "", false, p.fail(RuleInvalidUTF8, "not valid UTF-8")
+		return "", false, p.fail(rules.InvalidUTF8, "not valid UTF-8")
 	}
 	return s, true, nil
 }
@@ -470,16 +472,16 @@ func (d *mpDecoder) nilOr(err error) error {
 	return d.wrap(topPath(""), d.dec.DecodeNil())
 }
 
-// wrap turns a library error into a RuleMalformed *ValidationError.
+// wrap turns a library error into a rules.Malformed *rules.ValidationError.
 func (d *mpDecoder) wrap(p path, err error) error {
 	if err == nil {
 		return nil
 	}
-	var ve *ValidationError
+	var ve *rules.ValidationError
 	if errors.As(err, &ve) {
 		return err
 	}
-	return malformed(p.String(), err)
+	return rules.MalformedInput(p.String(), err)
 }
 
 func isMap(c byte) bool {

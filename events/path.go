@@ -3,9 +3,11 @@ package events
 import (
 	"strconv"
 	"strings"
+
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
-// path locates a value in a command, as ValidationError.Field names it.
+// path locates a value in a command, as rules.ValidationError.Field names it.
 // It is a small value so that decoding and validating can carry it
 // everywhere and only format it for an error.
 type path struct {
@@ -29,8 +31,8 @@ func opPath(op int, name string) path       { return path{kind: pathOp, op: op, 
 func entityPath(op int) path                { return path{kind: pathEntity, op: op} }
 func propertyPath(op int, name string) path { return path{kind: pathProperty, op: op, name: name} }
 func metaPath(key string) path              { return path{kind: pathMeta, name: key} }
-func (p path) fail(r Rule, format string, args ...any) *ValidationError {
-	return invalid(p.String(), r, format, args...)
+func (p path) fail(r rules.Rule, format string, args ...any) *rules.ValidationError {
+	return rules.Errorf(p.String(), r, format, args...)
 }
 
 // String formats p: "pk", "ops[3].rk", `ops[3].entity["qty"]`, `meta["k"]`.
@@ -73,20 +75,20 @@ var (
 // unknownField is the error for a field named key in the object at p, which
 // has only the fields known. A key that differs from a known one only in
 // case says which one it resembles.
-func unknownField(p path, key string, known []string) *ValidationError {
+func unknownField(p path, key string, known []string) *rules.ValidationError {
 	for _, k := range known {
 		if strings.EqualFold(k, key) {
-			return p.fail(RuleUnknownField, "unknown field %q: field names are case-sensitive; did you mean %q?", key, k)
+			return p.fail(rules.UnknownField, "unknown field %q: field names are case-sensitive; did you mean %q?", key, k)
 		}
 	}
 	in := "the command"
 	if p.kind == pathOp {
 		in = "a row operation"
 	}
-	return p.fail(RuleUnknownField, "unknown field %q; %s has only %s", key, in, strings.Join(known, ", "))
+	return p.fail(rules.UnknownField, "unknown field %q; %s has only %s", key, in, strings.Join(known, ", "))
 }
 
 // missingRK is the error for operation i without "rk".
-func missingRK(i int) *ValidationError {
-	return opPath(i, "rk").fail(RuleRKRequired, `no "rk": every row operation names its RowKey; write "rk": "" for the empty one`)
+func missingRK(i int) *rules.ValidationError {
+	return opPath(i, "rk").fail(rules.RKRequired, `no "rk": every row operation names its RowKey; write "rk": "" for the empty one`)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
@@ -17,14 +18,6 @@ type Prune struct {
 	// Horizon or later stays readable, states before it are pruned.
 	Horizon uint64
 }
-
-// Rules of prune commands. RulePruneFuture is checked by the projector,
-// which alone knows the command's own journal sequence.
-const (
-	RulePruneOps     = Rule("prune-ops")            // a prune command carries row operations
-	RulePruneHorizon = Rule("prune-horizon")        // the horizon is 0 or above MaxPruneHorizon
-	RulePruneFuture  = Rule("prune-horizon-future") // the horizon is not below the prune command's own sequence
-)
 
 // MaxPruneHorizon is the largest horizon: sequences are stored as Int64.
 const MaxPruneHorizon = math.MaxInt64
@@ -49,20 +42,20 @@ func (p *Prune) equal(o *Prune) bool {
 // command (ID, table, key, issuer, meta).
 func (c *Command) validatePrune() error {
 	if len(c.Ops) != 0 {
-		return invalid("ops", RulePruneOps, "a prune command has no row operations, this one has %d", len(c.Ops))
+		return rules.Errorf("ops", rules.PruneOps, "a prune command has no row operations, this one has %d", len(c.Ops))
 	}
 	if h := c.Prune.Horizon; h == 0 || h > MaxPruneHorizon {
-		return invalid("prune.horizon", RulePruneHorizon, "horizon %d, want 1..%d", h, uint64(MaxPruneHorizon))
+		return rules.Errorf("prune.horizon", rules.PruneHorizon, "horizon %d, want 1..%d", h, uint64(MaxPruneHorizon))
 	}
 	return nil
 }
 
 // CheckPruneSeq checks a prune command against its own journal sequence:
-// its horizon must be below it (RulePruneFuture), so that a prune never
+// its horizon must be below it (rules.PruneFuture), so that a prune never
 // speaks for states the journal does not hold yet.
 func CheckPruneSeq(c *Command, seq uint64) error {
 	if c.IsPrune() && c.Prune.Horizon >= seq {
-		return invalid("prune.horizon", RulePruneFuture, "horizon %d is not below the prune command's own journal sequence %d", c.Prune.Horizon, seq)
+		return rules.Errorf("prune.horizon", rules.PruneFuture, "horizon %d is not below the prune command's own journal sequence %d", c.Prune.Horizon, seq)
 	}
 	return nil
 }
@@ -83,7 +76,7 @@ func (d *jsonDecoder) prune() (*Prune, error) {
 		return nil, err
 	}
 	if tok != json.Delim('{') {
-		return nil, p.fail(RuleMalformed, "prune is not an object")
+		return nil, p.fail(rules.Malformed, "prune is not an object")
 	}
 	pr := new(Prune)
 	seen := false
@@ -93,10 +86,10 @@ func (d *jsonDecoder) prune() (*Prune, error) {
 			return nil, err
 		}
 		if key != "horizon" {
-			return nil, p.fail(RuleUnknownField, "unknown field %q; a prune has only %q", key, pruneFields[0])
+			return nil, p.fail(rules.UnknownField, "unknown field %q; a prune has only %q", key, pruneFields[0])
 		}
 		if seen {
-			return nil, topPath("prune.horizon").fail(RuleDuplicateField, "field given twice")
+			return nil, topPath("prune.horizon").fail(rules.DuplicateField, "field given twice")
 		}
 		seen = true
 		hp := topPath("prune.horizon")
@@ -106,10 +99,10 @@ func (d *jsonDecoder) prune() (*Prune, error) {
 		}
 		n, ok := tok.(json.Number)
 		if !ok || !isIntegerLiteral(string(n)) {
-			return nil, hp.fail(RuleMalformed, "horizon is not an integer")
+			return nil, hp.fail(rules.Malformed, "horizon is not an integer")
 		}
 		if pr.Horizon, err = strconv.ParseUint(string(n), 10, 64); err != nil {
-			return nil, hp.fail(RuleMalformed, "horizon %s is out of range", n)
+			return nil, hp.fail(rules.Malformed, "horizon %s is out of range", n)
 		}
 	}
 	if err := d.close(p); err != nil {
@@ -146,10 +139,10 @@ func (d *mpDecoder) prune() (*Prune, error) {
 			return nil, err
 		}
 		if string(k) != "horizon" {
-			return nil, p.fail(RuleUnknownField, "unknown field %q; a prune has only %q", string(k), pruneFields[0])
+			return nil, p.fail(rules.UnknownField, "unknown field %q; a prune has only %q", string(k), pruneFields[0])
 		}
 		if seen {
-			return nil, topPath("prune.horizon").fail(RuleDuplicateField, "field given twice")
+			return nil, topPath("prune.horizon").fail(rules.DuplicateField, "field given twice")
 		}
 		seen = true
 		hp := topPath("prune.horizon")
@@ -158,7 +151,7 @@ func (d *mpDecoder) prune() (*Prune, error) {
 			return nil, err
 		}
 		if !isInt(c) {
-			return nil, hp.fail(RuleMalformed, "horizon is not an integer")
+			return nil, hp.fail(rules.Malformed, "horizon is not an integer")
 		}
 		if c == msgpcode.Uint64 {
 			u, err := d.dec.DecodeUint64()
@@ -173,7 +166,7 @@ func (d *mpDecoder) prune() (*Prune, error) {
 			return nil, d.wrap(hp, err)
 		}
 		if v < 0 {
-			return nil, hp.fail(RuleMalformed, "horizon %d is negative", v)
+			return nil, hp.fail(rules.Malformed, "horizon %d is negative", v)
 		}
 		pr.Horizon = uint64(v)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 func pruneCommand(h uint64) *events.Command {
@@ -42,40 +43,40 @@ func TestPruneDecodeErrors(t *testing.T) {
 	const head = `{"id":"p1","table":"orders","pk":"k",`
 	jsonCases := []struct {
 		in   string
-		rule events.Rule
+		rule rules.Rule
 	}{
-		{head + `"prune":{"horizon":-1}}`, events.RuleMalformed},
-		{head + `"prune":{"horizon":1.5}}`, events.RuleMalformed},
-		{head + `"prune":{"horizon":"7"}}`, events.RuleMalformed},
-		{head + `"prune":{"horizon":18446744073709551616}}`, events.RuleMalformed},
-		{head + `"prune":{"Horizon":7}}`, events.RuleUnknownField},
-		{head + `"prune":{"horizon":7,"horizon":8}}`, events.RuleDuplicateField},
-		{head + `"prune":[7]}`, events.RuleMalformed},
-		{head + `"prune":{"horizon":7},"prune":{"horizon":7}}`, events.RuleDuplicateField},
+		{head + `"prune":{"horizon":-1}}`, rules.Malformed},
+		{head + `"prune":{"horizon":1.5}}`, rules.Malformed},
+		{head + `"prune":{"horizon":"7"}}`, rules.Malformed},
+		{head + `"prune":{"horizon":18446744073709551616}}`, rules.Malformed},
+		{head + `"prune":{"Horizon":7}}`, rules.UnknownField},
+		{head + `"prune":{"horizon":7,"horizon":8}}`, rules.DuplicateField},
+		{head + `"prune":[7]}`, rules.Malformed},
+		{head + `"prune":{"horizon":7},"prune":{"horizon":7}}`, rules.DuplicateField},
 	}
 	for _, tc := range jsonCases {
 		_, err := events.UnmarshalJSON([]byte(tc.in))
-		var ve *events.ValidationError
-		if !errors.As(err, &ve) || ve.Rule != tc.rule || !errors.Is(err, events.ErrInvalid) {
+		var ve *rules.ValidationError
+		if !errors.As(err, &ve) || ve.Rule != tc.rule || !errors.Is(err, rules.ErrInvalid) {
 			t.Errorf("%s: got %v, want rule %s", tc.in, err, tc.rule)
 		}
 	}
 	top := om{"id", "p1", "table", "orders", "pk", "k"}
 	mpCases := []struct {
 		prune any
-		rule  events.Rule
+		rule  rules.Rule
 	}{
-		{om{"horizon", -1}, events.RuleMalformed},
-		{om{"horizon", "7"}, events.RuleMalformed},
-		{om{"horizon", 1.5}, events.RuleMalformed},
-		{om{"horizont", 7}, events.RuleUnknownField},
-		{om{"horizon", 7, "horizon", 7}, events.RuleDuplicateField},
-		{[]any{7}, events.RuleMalformed},
+		{om{"horizon", -1}, rules.Malformed},
+		{om{"horizon", "7"}, rules.Malformed},
+		{om{"horizon", 1.5}, rules.Malformed},
+		{om{"horizont", 7}, rules.UnknownField},
+		{om{"horizon", 7, "horizon", 7}, rules.DuplicateField},
+		{[]any{7}, rules.Malformed},
 	}
 	for _, tc := range mpCases {
 		in := append(append(om{}, top...), "prune", tc.prune)
 		_, err := events.UnmarshalMsgpack(mp(t, in))
-		var ve *events.ValidationError
+		var ve *rules.ValidationError
 		if !errors.As(err, &ve) || ve.Rule != tc.rule {
 			t.Errorf("msgpack %v: got %v, want rule %s", tc.prune, err, tc.rule)
 		}
@@ -95,17 +96,17 @@ func TestPruneValidate(t *testing.T) {
 	cases := []struct {
 		name string
 		c    *events.Command
-		rule events.Rule
+		rule rules.Rule
 	}{
 		{"ok", pruneCommand(5), ""},
-		{"horizon 0", pruneCommand(0), events.RulePruneHorizon},
-		{"horizon too large", pruneCommand(1 << 63), events.RulePruneHorizon},
-		{"with ops", withOps, events.RulePruneOps},
-		{"bad id", badID, events.RuleIDCharset},
+		{"horizon 0", pruneCommand(0), rules.PruneHorizon},
+		{"horizon too large", pruneCommand(1 << 63), rules.PruneHorizon},
+		{"with ops", withOps, rules.PruneOps},
+		{"bad id", badID, rules.IDCharset},
 	}
 	for _, tc := range cases {
 		err := tc.c.Validate()
-		var ve *events.ValidationError
+		var ve *rules.ValidationError
 		switch {
 		case tc.rule == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -116,8 +117,8 @@ func TestPruneValidate(t *testing.T) {
 	if err := events.CheckPruneSeq(pruneCommand(5), 6); err != nil {
 		t.Fatal(err)
 	}
-	var ve *events.ValidationError
-	if err := events.CheckPruneSeq(pruneCommand(6), 6); !errors.As(err, &ve) || ve.Rule != events.RulePruneFuture {
+	var ve *rules.ValidationError
+	if err := events.CheckPruneSeq(pruneCommand(6), 6); !errors.As(err, &ve) || ve.Rule != rules.PruneFuture {
 		t.Fatalf("horizon at its own sequence: %v", err)
 	}
 }

@@ -8,22 +8,23 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // fillEntity returns an entity of strings of ch (one character) whose
 // EntitySize with pk and rk is as close to budget as whole characters
 // allow.
-func fillEntity(pk, rk, ch string, budget int) events.Entity {
-	e := events.Entity{}
+func fillEntity(pk, rk, ch string, budget int) edm.Entity {
+	e := edm.Entity{}
 	for i := 0; ; i++ {
 		name := fmt.Sprintf("p%03d", i)
-		room := budget - events.EntitySize(pk, rk, e) - (8 + 2*len(name) + 4)
-		per := 2 * utf16Units(ch) // what EntitySize counts per ch
+		room := budget - edm.EntitySize(pk, rk, e) - (8 + 2*len(name) + 4)
+		per := 2 * utf16Units(ch) // what edm.EntitySize counts per ch
 		n := min(room, events.MaxBinaryBytes) / per
 		if n <= 0 || len(e) == events.MaxProperties {
 			return e
 		}
-		e[name] = events.String(strings.Repeat(ch, n))
+		e[name] = edm.String(strings.Repeat(ch, n))
 	}
 }
 
@@ -40,9 +41,9 @@ func utf16Units(ch string) int {
 
 // manyProps is an entity of n one-letter-named DateTimes: the most
 // annotation per byte EntitySize counts.
-func manyProps(n int) events.Entity {
-	e := events.Entity{}
-	at := events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC))
+func manyProps(n int) edm.Entity {
+	e := edm.Entity{}
+	at := edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC))
 	for i := range n {
 		e[fmt.Sprintf("a%d", i)] = at
 	}
@@ -60,7 +61,7 @@ func TestEncodedSizeBounds(t *testing.T) {
 			for i := 0; total < events.MaxCommandBytes-64; i++ {
 				rk := fmt.Sprintf("r%d", i)
 				ent := fillEntity("p", rk, ch, min(events.MaxEntitySize, events.MaxCommandBytes-total))
-				total += events.EntitySize("p", rk, ent)
+				total += edm.EntitySize("p", rk, ent)
 				ops = append(ops, events.RowOp{Op: events.OpUpsert, RK: rk, Entity: ent})
 			}
 			meta := map[string]string{}
@@ -100,7 +101,7 @@ func TestEncodedSizeBounds(t *testing.T) {
 	})
 }
 
-func entityJSONLen(t *testing.T, e events.Entity) int {
+func entityJSONLen(t *testing.T, e edm.Entity) int {
 	t.Helper()
 	j, err := events.MarshalEntityJSON(e)
 	if err != nil {
@@ -114,7 +115,7 @@ func entityJSONLen(t *testing.T, e events.Entity) int {
 	return max(len(j), len(again))
 }
 
-func checkEntityJSON(t *testing.T, e events.Entity) {
+func checkEntityJSON(t *testing.T, e edm.Entity) {
 	t.Helper()
 	if n := entityJSONLen(t, e); n > events.MaxEntityJSONBytes {
 		t.Errorf("entity JSON: %d bytes, bound %d", n, events.MaxEntityJSONBytes)

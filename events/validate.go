@@ -4,6 +4,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // Limits of SPEC §2 beside those in command.go.
@@ -29,7 +32,7 @@ const (
 	//   - the growth of the RowKey into "old:" + escaped RK + ":" + 19
 	//     digits, 1380 bytes: RowKeyOverhead characters, plus 2 for each
 	//     ':' or '%' that escaping expands to 3, of which a RowKey that
-	//     passes RuleKeyTooLong holds at most (MaxKeyUnits-RowKeyOverhead)/3,
+	//     passes rules.KeyTooLong holds at most (MaxKeyUnits-RowKeyOverhead)/3,
 	//     all in UTF-16.
 	SystemColumnsReserve = systemColumnsBytes + versionKeyGrowthBytes
 	// MaxEntitySize is the largest EntitySize a command's entity may have.
@@ -45,7 +48,7 @@ const (
 )
 
 // Validate checks every rule of SPEC §2 and returns nil or the first
-// broken rule as a *ValidationError wrapping ErrInvalid. The writer calls
+// broken rule as a *rules.ValidationError wrapping rules.ErrInvalid. The writer calls
 // it before publishing and the projector again before applying, since a
 // command can come from any client.
 //
@@ -59,7 +62,7 @@ const (
 // to be zero or within years 1601..9999; the codecs carry it at 100 ns.
 func (c *Command) Validate() error {
 	if c == nil {
-		return invalid("", RuleMalformed, "nil command")
+		return rules.Errorf("", rules.Malformed, "nil command")
 	}
 	if err := validateID(c.ID); err != nil {
 		return err
@@ -75,7 +78,7 @@ func (c *Command) Validate() error {
 			return err
 		}
 	} else if n := len(c.Ops); n < 1 || n > MaxOpsPerCommand {
-		return invalid("ops", RuleOpsCount, "%d row operations, want 1..%d", n, MaxOpsPerCommand)
+		return rules.Errorf("ops", rules.OpsCount, "%d row operations, want 1..%d", n, MaxOpsPerCommand)
 	}
 	total := 0
 	for i := range c.Ops {
@@ -86,30 +89,30 @@ func (c *Command) Validate() error {
 		total += size
 	}
 	if total > MaxCommandBytes {
-		return invalid("ops", RuleCommandTooLarge, "entities total %d bytes, at most %d", total, MaxCommandBytes)
+		return rules.Errorf("ops", rules.CommandTooLarge, "entities total %d bytes, at most %d", total, MaxCommandBytes)
 	}
 	if !utf8.ValidString(c.Issuer) {
-		return invalid("issuer", RuleInvalidUTF8, "not valid UTF-8")
+		return rules.Errorf("issuer", rules.InvalidUTF8, "not valid UTF-8")
 	}
 	if n := utf8.RuneCountInString(c.Issuer); n > MaxIssuerLen {
-		return invalid("issuer", RuleIssuerLength, "%d characters, at most %d", n, MaxIssuerLen)
+		return rules.Errorf("issuer", rules.IssuerLength, "%d characters, at most %d", n, MaxIssuerLen)
 	}
 	if _, err := issuedAt(c); err != nil {
-		return err // a non-nil *ValidationError
+		return err // a non-nil *rules.ValidationError
 	}
 	return validateMeta(c.Meta)
 }
 
 func validateID(id string) error {
 	if id == "" {
-		return invalid("id", RuleIDRequired, "the command ID is empty")
+		return rules.Errorf("id", rules.IDRequired, "the command ID is empty")
 	}
 	if len(id) > MaxIDLen {
-		return invalid("id", RuleIDLength, "%d bytes, at most %d", len(id), MaxIDLen)
+		return rules.Errorf("id", rules.IDLength, "%d bytes, at most %d", len(id), MaxIDLen)
 	}
 	for i := 0; i < len(id); i++ {
 		if c := id[i]; !isAlnum(c) && c != '.' && c != '_' && c != ':' && c != '-' {
-			return invalid("id", RuleIDCharset, "contains %q at byte %d; want [A-Za-z0-9._:-]", c, i)
+			return rules.Errorf("id", rules.IDCharset, "contains %q at byte %d; want [A-Za-z0-9._:-]", c, i)
 		}
 	}
 	return nil
@@ -121,10 +124,10 @@ func validateTable(t string) error {
 		ok = isAlnum(t[i])
 	}
 	if !ok {
-		return invalid("table", RuleTableName, "%q does not match ^[A-Za-z][A-Za-z0-9]{2,62}$", t)
+		return rules.Errorf("table", rules.TableName, "%q does not match ^[A-Za-z][A-Za-z0-9]{2,62}$", t)
 	}
 	if strings.EqualFold(t, "tables") {
-		return invalid("table", RuleTableName, "%q is reserved by Azure", t)
+		return rules.Errorf("table", rules.TableName, "%q is reserved by Azure", t)
 	}
 	return nil
 }
@@ -135,19 +138,19 @@ func validateKey(p path, key string, stored int) error {
 	for i, r := range key {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(key[i:], "\uFFFD"):
-			return p.fail(RuleInvalidUTF8, "not valid UTF-8 at byte %d", i)
+			return p.fail(rules.InvalidUTF8, "not valid UTF-8 at byte %d", i)
 		case r == '/' || r == '\\' || r == '#' || r == '?':
-			return p.fail(RuleKeyForbiddenChar, "contains %q at byte %d", r, i)
+			return p.fail(rules.KeyForbiddenChar, "contains %q at byte %d", r, i)
 		case r <= 0x1F || r >= 0x7F && r <= 0x9F:
-			return p.fail(RuleKeyControlChar, "contains control character %U at byte %d", r, i)
+			return p.fail(rules.KeyControlChar, "contains control character %U at byte %d", r, i)
 		}
 	}
 	if stored > MaxKeyUnits {
 		if stored != utf16Len(key) {
-			return p.fail(RuleKeyTooLong, "%d UTF-16 code units once escaped for versioning (':' and '%%' take 3), at most %d (Azure's 1 KiB less the version suffix)",
+			return p.fail(rules.KeyTooLong, "%d UTF-16 code units once escaped for versioning (':' and '%%' take 3), at most %d (Azure's 1 KiB less the version suffix)",
 				stored-RowKeyOverhead, MaxKeyUnits-RowKeyOverhead)
 		}
-		return p.fail(RuleKeyTooLong, "%d UTF-16 code units, at most %d (Azure's 1 KiB)", stored, MaxKeyUnits)
+		return p.fail(rules.KeyTooLong, "%d UTF-16 code units, at most %d (Azure's 1 KiB)", stored, MaxKeyUnits)
 	}
 	return nil
 }
@@ -162,7 +165,7 @@ func versionKeyLen(rk string) int {
 func (c *Command) validateOp(i int) (int, error) {
 	op := &c.Ops[i]
 	if !op.Op.Valid() {
-		return 0, opPath(i, "op").fail(RuleUnknownOp,
+		return 0, opPath(i, "op").fail(rules.UnknownOp,
 			"unknown operation %q; want insert, replace, merge, upsert, upsertMerge or delete", op.Op)
 	}
 	if err := validateKey(opPath(i, "rk"), op.RK, versionKeyLen(op.RK)); err != nil {
@@ -170,36 +173,36 @@ func (c *Command) validateOp(i int) (int, error) {
 	}
 	if op.IfVersion != nil {
 		if *op.IfVersion < 0 {
-			return 0, opPath(i, "ifVersion").fail(RuleIfVersionNegative, "ifVersion %d is negative", *op.IfVersion)
+			return 0, opPath(i, "ifVersion").fail(rules.IfVersionNegative, "ifVersion %d is negative", *op.IfVersion)
 		}
 		if op.Op == OpInsert {
-			return 0, opPath(i, "ifVersion").fail(RuleInsertIfVersion, "an insert cannot carry ifVersion: it already means the row must not exist")
+			return 0, opPath(i, "ifVersion").fail(rules.InsertIfVersion, "an insert cannot carry ifVersion: it already means the row must not exist")
 		}
 	}
 	switch {
 	case op.Op == OpDelete && len(op.Entity) > 0:
-		return 0, entityPath(i).fail(RuleDeleteEntity, "a delete carries no properties, got %d", len(op.Entity))
+		return 0, entityPath(i).fail(rules.DeleteEntity, "a delete carries no properties, got %d", len(op.Entity))
 	case op.Op != OpDelete && op.Entity == nil:
-		return 0, entityPath(i).fail(RuleEntityRequired, "%s needs an entity (an empty one is fine)", op.Op)
+		return 0, entityPath(i).fail(rules.EntityRequired, "%s needs an entity (an empty one is fine)", op.Op)
 	}
 	if n := len(op.Entity); n > MaxProperties {
-		return 0, entityPath(i).fail(RuleTooManyProperties, "%d properties, at most %d", n, MaxProperties)
+		return 0, entityPath(i).fail(rules.TooManyProperties, "%d properties, at most %d", n, MaxProperties)
 	}
 	for name, v := range op.Entity {
 		if checkProperty(name, v) != nil {
 			return 0, firstBadProperty(i, op.Entity)
 		}
 	}
-	size := EntitySize(c.PK, op.RK, op.Entity)
+	size := edm.EntitySize(c.PK, op.RK, op.Entity)
 	if size > MaxEntitySize {
-		return 0, entityPath(i).fail(RuleEntityTooLarge, "%d bytes, at most %d (%d minus %d for system columns)",
+		return 0, entityPath(i).fail(rules.EntityTooLarge, "%d bytes, at most %d (%d minus %d for system columns)",
 			size, MaxEntitySize, MaxEntityBytes, SystemColumnsReserve)
 	}
 	return size, nil
 }
 
 // firstBadProperty finds, in name order, the property that fails.
-func firstBadProperty(i int, e Entity) error {
+func firstBadProperty(i int, e edm.Entity) error {
 	for _, name := range appendSortedKeys(nil, e) {
 		if err := checkProperty(name, e[name]); err != nil {
 			err.Field = propertyPath(i, name).String()
@@ -213,7 +216,7 @@ func firstBadProperty(i int, e Entity) error {
 var systemNames = map[string]bool{"PartitionKey": true, "RowKey": true, "Timestamp": true, "odata.etag": true}
 
 // checkProperty checks a property name and its value.
-func checkProperty(name string, v Value) *ValidationError {
+func checkProperty(name string, v edm.Value) *rules.ValidationError {
 	if err := checkPropertyName(name); err != nil {
 		return err
 	}
@@ -221,32 +224,32 @@ func checkProperty(name string, v Value) *ValidationError {
 		return err
 	}
 	switch {
-	case v.Type == TypeString && 2*utf16Len(v.Str) > MaxBinaryBytes:
-		return invalid("", RuleStringTooLong, "%d UTF-16 characters, at most %d", utf16Len(v.Str), MaxBinaryBytes/2)
-	case v.Type == TypeBinary && len(v.Bytes) > MaxBinaryBytes:
-		return invalid("", RuleBinaryTooLong, "%d bytes, at most %d", len(v.Bytes), MaxBinaryBytes)
+	case v.Type == edm.TypeString && 2*utf16Len(v.Str) > MaxBinaryBytes:
+		return rules.Errorf("", rules.StringTooLong, "%d UTF-16 characters, at most %d", utf16Len(v.Str), MaxBinaryBytes/2)
+	case v.Type == edm.TypeBinary && len(v.Bytes) > MaxBinaryBytes:
+		return rules.Errorf("", rules.BinaryTooLong, "%d bytes, at most %d", len(v.Bytes), MaxBinaryBytes)
 	}
 	return nil
 }
 
-func checkPropertyName(name string) *ValidationError {
+func checkPropertyName(name string) *rules.ValidationError {
 	switch {
 	case name == "":
-		return invalid("", RulePropertyName, "empty property name")
+		return rules.Errorf("", rules.PropertyName, "empty property name")
 	case !utf8.ValidString(name):
-		return invalid("", RuleInvalidUTF8, "property name is not valid UTF-8")
+		return rules.Errorf("", rules.InvalidUTF8, "property name is not valid UTF-8")
 	case name[0] == '_':
-		return invalid("", RulePropertyReserved, "names beginning with '_' are reserved for system columns")
+		return rules.Errorf("", rules.PropertyReserved, "names beginning with '_' are reserved for system columns")
 	case systemNames[name]:
-		return invalid("", RulePropertySystem, "%s is a system property of Azure Tables", name)
+		return rules.Errorf("", rules.PropertySystem, "%s is a system property of Azure Tables", name)
 	}
 	for i, r := range name {
 		if !isIdentRune(r, i == 0) {
-			return invalid("", RulePropertyName, "not a C# identifier: %q at byte %d", r, i)
+			return rules.Errorf("", rules.PropertyName, "not a C# identifier: %q at byte %d", r, i)
 		}
 	}
 	if n := utf16Len(name); n > MaxPropertyNameLen {
-		return invalid("", RulePropertyNameLength, "%d characters, at most %d", n, MaxPropertyNameLen)
+		return rules.Errorf("", rules.PropertyNameLength, "%d characters, at most %d", n, MaxPropertyNameLen)
 	}
 	return nil
 }
@@ -263,7 +266,7 @@ func isIdentRune(r rune, first bool) bool {
 
 func validateMeta(m map[string]string) error {
 	if len(m) > MaxMetaEntries {
-		return invalid("meta", RuleMetaCount, "%d entries, at most %d", len(m), MaxMetaEntries)
+		return rules.Errorf("meta", rules.MetaCount, "%d entries, at most %d", len(m), MaxMetaEntries)
 	}
 	for k, v := range m {
 		if checkMeta(k, v) != nil {
@@ -278,18 +281,18 @@ func validateMeta(m map[string]string) error {
 	return nil
 }
 
-func checkMeta(k, v string) *ValidationError {
+func checkMeta(k, v string) *rules.ValidationError {
 	switch {
 	case !utf8.ValidString(k) || !utf8.ValidString(v):
-		return invalid("", RuleInvalidUTF8, "not valid UTF-8")
+		return rules.Errorf("", rules.InvalidUTF8, "not valid UTF-8")
 	case k == "":
-		return invalid("", RuleMetaKey, "empty meta key")
+		return rules.Errorf("", rules.MetaKey, "empty meta key")
 	case len(k) > MaxMetaKeyLen:
-		return invalid("", RuleMetaKey, "key of %d bytes, at most %d", len(k), MaxMetaKeyLen)
+		return rules.Errorf("", rules.MetaKey, "key of %d bytes, at most %d", len(k), MaxMetaKeyLen)
 	case strings.ContainsFunc(k, unicode.IsControl):
-		return invalid("", RuleMetaKey, "key holds a control character")
+		return rules.Errorf("", rules.MetaKey, "key holds a control character")
 	case len(v) > MaxMetaValueLen:
-		return invalid("", RuleMetaValue, "value of %d bytes, at most %d", len(v), MaxMetaValueLen)
+		return rules.Errorf("", rules.MetaValue, "value of %d bytes, at most %d", len(v), MaxMetaValueLen)
 	}
 	return nil
 }

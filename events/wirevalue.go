@@ -5,6 +5,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // Both decoders first read each property value in its natural wire kind and
@@ -15,7 +18,7 @@ import (
 const (
 	// typeNumber is a JSON number (or a msgpack uint64 beyond int64),
 	// its literal text in Str.
-	typeNumber Type = 0xF0 + iota
+	typeNumber edm.Type = 0xF0 + iota
 	// typeWideInt is a msgpack integer outside the Int32 range, in Int.
 	typeWideInt
 )
@@ -27,21 +30,21 @@ var base64Std = base64.StdEncoding.Strict()
 // annotation is one "name@odata.type": "Edm.X" pair of an entity.
 type annotation struct {
 	name string
-	typ  Type
+	typ  edm.Type
 }
 
 // entityBuilder collects the properties and annotations of one entity and
 // resolves them into typed values.
 type entityBuilder struct {
 	op      int // index of the operation, for error fields
-	e       Entity
+	e       edm.Entity
 	ann     []annotation
 	pending []string // names of properties holding a provisional type
 }
 
 func (b *entityBuilder) reset(op, sizeHint int) {
 	b.op = op
-	b.e = make(Entity, sizeHint)
+	b.e = make(edm.Entity, sizeHint)
 	b.ann = b.ann[:0]
 	b.pending = b.pending[:0]
 }
@@ -51,12 +54,12 @@ func (b *entityBuilder) field(name string) string { return propertyPath(b.op, na
 // add records one key of the entity object: a property in its natural
 // kind, or an annotation when key ends in "@odata.type" (then v must be a
 // String holding the type name).
-func (b *entityBuilder) add(key string, v Value) error {
+func (b *entityBuilder) add(key string, v edm.Value) error {
 	if name, ok := strings.CutSuffix(key, annotationSuffix); ok {
 		return b.addAnnotation(name, v)
 	}
 	if _, dup := b.e[key]; dup {
-		return invalid(b.field(key), RuleDuplicateField, "property given twice")
+		return rules.Errorf(b.field(key), rules.DuplicateField, "property given twice")
 	}
 	b.e[key] = v
 	if v.Type == typeNumber || v.Type == typeWideInt {
@@ -65,22 +68,22 @@ func (b *entityBuilder) add(key string, v Value) error {
 	return nil
 }
 
-func (b *entityBuilder) addAnnotation(name string, v Value) error {
-	if v.Type != TypeString {
-		return invalid(b.field(name+annotationSuffix), RuleBadAnnotation, "annotation is a %s, not a type name", kindName(v))
+func (b *entityBuilder) addAnnotation(name string, v edm.Value) error {
+	if v.Type != edm.TypeString {
+		return rules.Errorf(b.field(name+annotationSuffix), rules.BadAnnotation, "annotation is a %s, not a type name", kindName(v))
 	}
-	t, ok := ParseType(v.Str)
+	t, ok := edm.ParseType(v.Str)
 	if !ok {
-		return invalid(b.field(name+annotationSuffix), RuleUnknownType, "unknown type %q", v.Str)
+		return rules.Errorf(b.field(name+annotationSuffix), rules.UnknownType, "unknown type %q", v.Str)
 	}
 	return b.addAnnotationType(name, t)
 }
 
 // addAnnotationType records that property name has type t.
-func (b *entityBuilder) addAnnotationType(name string, t Type) error {
+func (b *entityBuilder) addAnnotationType(name string, t edm.Type) error {
 	for _, a := range b.ann {
 		if a.name == name {
-			return invalid(b.field(name+annotationSuffix), RuleDuplicateField, "annotation given twice")
+			return rules.Errorf(b.field(name+annotationSuffix), rules.DuplicateField, "annotation given twice")
 		}
 	}
 	b.ann = append(b.ann, annotation{name, t})
@@ -89,11 +92,11 @@ func (b *entityBuilder) addAnnotationType(name string, t Type) error {
 
 // finish applies the annotations and gives every unannotated value its
 // natural type.
-func (b *entityBuilder) finish() (Entity, error) {
+func (b *entityBuilder) finish() (edm.Entity, error) {
 	for _, a := range b.ann {
 		v, ok := b.e[a.name]
 		if !ok {
-			return nil, invalid(b.field(a.name+annotationSuffix), RuleBadAnnotation,
+			return nil, rules.Errorf(b.field(a.name+annotationSuffix), rules.BadAnnotation,
 				"annotation %s for a property the entity does not have", a.typ)
 		}
 		w, err := convert(v, a.typ)
@@ -120,11 +123,11 @@ func (b *entityBuilder) finish() (Entity, error) {
 
 // natural types an unannotated provisional value: an integer is an Int32,
 // any other number a Double.
-func natural(v Value) (Value, *ValidationError) {
+func natural(v edm.Value) (edm.Value, *rules.ValidationError) {
 	if v.Type == typeNumber && !isIntegerLiteral(v.Str) {
 		return parseDoubleValue(v.Str)
 	}
-	w, err := convert(v, TypeInt32)
+	w, err := convert(v, edm.TypeInt32)
 	if err != nil {
 		err.Detail += "; annotate it as Edm.Int64"
 	}
@@ -132,117 +135,128 @@ func natural(v Value) (Value, *ValidationError) {
 }
 
 // convert gives a value read in its wire kind the annotated type t. A kind
-// that cannot hold t is RuleBadAnnotation; a literal that does not parse
+// that cannot hold t is rules.BadAnnotation; a literal that does not parse
 // breaks the rule of t.
-func convert(v Value, t Type) (Value, *ValidationError) {
+func convert(v edm.Value, t edm.Type) (edm.Value, *rules.ValidationError) {
 	switch t {
-	case TypeString, TypeBoolean:
+	case edm.TypeString, edm.TypeBoolean:
 		if v.Type == t {
 			return v, nil
 		}
-	case TypeInt32:
+	case edm.TypeInt32:
 		switch v.Type {
-		case TypeInt32:
+		case edm.TypeInt32:
 			return v, nil
 		case typeWideInt:
-			return Value{}, invalid("", RuleBadInt32, "%d is out of the Int32 range", v.Int)
+			return edm.Value{}, rules.Errorf("", rules.BadInt32, "%d is out of the Int32 range", v.Int)
 		case typeNumber:
 			n, err := strconv.ParseInt(v.Str, 10, 32)
 			if err != nil || !isIntegerLiteral(v.Str) {
-				return Value{}, invalid("", RuleBadInt32, "%s is not an Int32", v.Str)
+				return edm.Value{}, rules.Errorf("", rules.BadInt32, "%s is not an Int32", v.Str)
 			}
-			return Int32(int32(n)), nil
+			return edm.Int32(int32(n)), nil
 		}
-	case TypeInt64:
+	case edm.TypeInt64:
 		switch v.Type {
-		case TypeInt32, typeWideInt:
-			return Int64(v.Int), nil
-		case typeNumber, TypeString:
+		case edm.TypeInt32, typeWideInt:
+			return edm.Int64(v.Int), nil
+		case typeNumber, edm.TypeString:
 			if !isIntegerLiteral(v.Str) {
-				return Value{}, invalid("", RuleBadInt64, "%q is not a decimal integer", v.Str)
+				return edm.Value{}, rules.Errorf("", rules.BadInt64, "%q is not a decimal integer", v.Str)
 			}
 			n, err := strconv.ParseInt(v.Str, 10, 64)
 			if err != nil {
-				return Value{}, invalid("", RuleBadInt64, "%s is out of the Int64 range", v.Str)
+				return edm.Value{}, rules.Errorf("", rules.BadInt64, "%s is out of the Int64 range", v.Str)
 			}
-			return Int64(n), nil
+			return edm.Int64(n), nil
 		}
-	case TypeDouble:
-		switch v.Type {
-		case TypeDouble:
-			return v, nil
-		case TypeInt32, typeWideInt:
-			return Double(float64(v.Int)), nil
-		case typeNumber:
-			return parseDoubleValue(v.Str)
-		case TypeString:
-			switch v.Str {
-			case "NaN":
-				return Double(math.NaN()), nil
-			case "Infinity":
-				return Double(math.Inf(1)), nil
-			case "-Infinity":
-				return Double(math.Inf(-1)), nil
-			}
-			if !isNumberLiteral(v.Str) {
-				return Value{}, invalid("", RuleBadDouble, "%q is not a number, NaN, Infinity or -Infinity", v.Str)
-			}
-			return parseDoubleValue(v.Str)
+	case edm.TypeDouble:
+		if w, ok, err := toDouble(v); ok {
+			return w, err
 		}
-	case TypeDateTime:
-		if v.Type == TypeString {
-			tm, err := ParseDateTime(v.Str)
+	case edm.TypeDateTime:
+		if v.Type == edm.TypeString {
+			tm, err := edm.ParseDateTime(v.Str)
 			if err != nil {
-				return Value{}, invalid("", RuleBadDateTime, "%v", err)
+				return edm.Value{}, rules.Errorf("", rules.BadDateTime, "%v", err)
 			}
-			return Value{Type: TypeDateTime, Time: tm}, nil
+			return edm.Value{Type: edm.TypeDateTime, Time: tm}, nil
 		}
-	case TypeGuid:
-		if v.Type == TypeString {
-			g, err := ParseGuid(v.Str)
+	case edm.TypeGuid:
+		if v.Type == edm.TypeString {
+			g, err := edm.ParseGuid(v.Str)
 			if err != nil {
-				return Value{}, invalid("", RuleBadGuid, "%v", err)
+				return edm.Value{}, rules.Errorf("", rules.BadGuid, "%v", err)
 			}
-			return Value{Type: TypeGuid, Str: g}, nil
+			return edm.Value{Type: edm.TypeGuid, Str: g}, nil
 		}
-	case TypeBinary:
+	case edm.TypeBinary:
 		switch v.Type {
-		case TypeBinary:
+		case edm.TypeBinary:
 			return v, nil
-		case TypeString:
+		case edm.TypeString:
 			b, err := base64Std.DecodeString(v.Str)
 			if err != nil || strings.ContainsAny(v.Str, "\r\n") {
-				return Value{}, invalid("", RuleBadBinary, "not standard padded base64")
+				return edm.Value{}, rules.Errorf("", rules.BadBinary, "not standard padded base64")
 			}
-			return Binary(b), nil
+			return edm.Binary(b), nil
 		}
 	}
-	return Value{}, invalid("", RuleBadAnnotation, "%s annotation on a %s value", t, kindName(v))
+	return edm.Value{}, rules.Errorf("", rules.BadAnnotation, "%s annotation on a %s value", t, kindName(v))
+}
+
+// toDouble gives v the type Double; ok is false for a kind that cannot
+// hold a Double.
+func toDouble(v edm.Value) (edm.Value, bool, *rules.ValidationError) {
+	switch v.Type {
+	case edm.TypeDouble:
+		return v, true, nil
+	case edm.TypeInt32, typeWideInt:
+		return edm.Double(float64(v.Int)), true, nil
+	case typeNumber:
+		w, err := parseDoubleValue(v.Str)
+		return w, true, err
+	case edm.TypeString:
+		switch v.Str {
+		case "NaN":
+			return edm.Double(math.NaN()), true, nil
+		case "Infinity":
+			return edm.Double(math.Inf(1)), true, nil
+		case "-Infinity":
+			return edm.Double(math.Inf(-1)), true, nil
+		}
+		if !isNumberLiteral(v.Str) {
+			return edm.Value{}, true, rules.Errorf("", rules.BadDouble, "%q is not a number, NaN, Infinity or -Infinity", v.Str)
+		}
+		w, err := parseDoubleValue(v.Str)
+		return w, true, err
+	}
+	return edm.Value{}, false, nil
 }
 
 // parseDoubleValue parses a number literal that isNumberLiteral accepts.
-func parseDoubleValue(s string) (Value, *ValidationError) {
+func parseDoubleValue(s string) (edm.Value, *rules.ValidationError) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return Value{}, invalid("", RuleBadDouble, "%s is out of the Double range", s)
+		return edm.Value{}, rules.Errorf("", rules.BadDouble, "%s is out of the Double range", s)
 	}
-	return Double(f), nil
+	return edm.Double(f), nil
 }
 
 // kindName names the wire kind of a value read before typing.
-func kindName(v Value) string {
+func kindName(v edm.Value) string {
 	switch v.Type {
-	case TypeString:
+	case edm.TypeString:
 		return "string"
-	case TypeBoolean:
+	case edm.TypeBoolean:
 		return "boolean"
-	case TypeInt32, typeWideInt:
+	case edm.TypeInt32, typeWideInt:
 		return "integer"
 	case typeNumber:
 		return "number"
-	case TypeDouble:
+	case edm.TypeDouble:
 		return "float"
-	case TypeBinary:
+	case edm.TypeBinary:
 		return "binary"
 	}
 	return v.Type.String()

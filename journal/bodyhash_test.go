@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -35,7 +36,7 @@ func TestRepublishDifferentBody(t *testing.T) {
 		t.Fatalf("same body again: %+v, %v; want a duplicate of seq %d", r, err, first.Seq)
 	}
 	other := command("c1", "orders", "p")
-	other.Ops[0].Entity["status"] = events.String("cancelled")
+	other.Ops[0].Entity["status"] = edm.String("cancelled")
 	wantDiffers := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, journal.ErrBodyDiffers) || !strings.Contains(err.Error(), fmt.Sprintf("command ID c1 is already in the journal with a different body (seq %d)", first.Seq)) {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -32,7 +33,7 @@ func IsEraseMsg(h nats.Header) bool {
 // DecodeEraseMsg turns a journal message marked as an erase back into a
 // checked erase, as DecodeMsg does for commands: the body decodes and
 // validates, and agrees with the subject (table, partition) and the
-// Nats-Msg-Id header. Errors wrap events.ErrInvalid; the erase is returned
+// Nats-Msg-Id header. Errors wrap rules.ErrInvalid; the erase is returned
 // beside a check's error when it decoded.
 func DecodeEraseMsg(m Msg) (*events.Erase, error) {
 	err := events.CheckSchema(m.Header.Get(events.HeaderSchema))
@@ -53,7 +54,7 @@ func DecodeEraseMsg(m Msg) (*events.Erase, error) {
 // it, in the wire form contentType names ("" is msgpack).
 func EraseMessage(e *events.Erase, contentType string) (*nats.Msg, error) {
 	if e == nil {
-		return nil, fmt.Errorf("publish: %w: nil erase", events.ErrInvalid)
+		return nil, fmt.Errorf("publish: %w: nil erase", rules.ErrInvalid)
 	}
 	if err := e.Validate(); err != nil {
 		return nil, fmt.Errorf("publish erase %s: %w", e.ID, err)
@@ -77,7 +78,7 @@ func EraseMessage(e *events.Erase, contentType string) (*nats.Msg, error) {
 // PublishErase validates e, publishes it and waits until the journal
 // stored it, retrying transient failures with the same Nats-Msg-Id as
 // Publish does. An invalid erase is refused with an error wrapping
-// events.ErrInvalid and nothing is published.
+// rules.ErrInvalid and nothing is published.
 func (w *Writer) PublishErase(ctx context.Context, e *events.Erase) (PublishResult, error) {
 	msg, err := EraseMessage(e, w.contentType)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -64,8 +65,8 @@ func TestJournalAllowMsgDelete(t *testing.T) {
 	}
 	// An invalid erase is refused at the writer, by its rule.
 	_, err = w.PublishErase(e.ctx, &events.Erase{ID: "e2", Table: "orders", PK: "a/b"})
-	var ve *events.ValidationError
-	if !errors.As(err, &ve) || ve.Rule != events.RuleKeyForbiddenChar {
+	var ve *rules.ValidationError
+	if !errors.As(err, &ve) || ve.Rule != rules.KeyForbiddenChar {
 		t.Fatalf("invalid erase: %v", err)
 	}
 }

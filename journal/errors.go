@@ -5,8 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // Errors of the journal, checked with errors.Is. Errors returned by this
@@ -69,14 +68,14 @@ var (
 	ErrNotFound = errors.New("not found")
 )
 
-// Decoding a stored command. Both wrap events.ErrInvalid: a command whose
+// Decoding a stored command. Both wrap rules.ErrInvalid: a command whose
 // subject and body disagree is invalid and is rejected, never applied.
 var (
 	// ErrSubjectMismatch means the table or partition key in a command's body
 	// differs from the one in the subject it is stored under.
-	ErrSubjectMismatch = fmt.Errorf("%w: subject and body disagree", events.ErrInvalid)
+	ErrSubjectMismatch = fmt.Errorf("%w: subject and body disagree", rules.ErrInvalid)
 
 	// ErrIDMismatch means a message's Nats-Msg-Id header differs from the
 	// command ID in its body, so the stream deduplicated it under another ID.
-	ErrIDMismatch = fmt.Errorf("%w: Nats-Msg-Id and command id disagree", events.ErrInvalid)
+	ErrIDMismatch = fmt.Errorf("%w: Nats-Msg-Id and command id disagree", rules.ErrInvalid)
 )

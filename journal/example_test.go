@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/embedded"
 )
@@ -45,7 +46,7 @@ func ExampleWriter() {
 	w := journal.NewWriter(js, j.Name())
 	cmd := &events.Command{
 		ID: "01JD3X9Q7ZBGN0V0W4Q6T8Y2KE", Table: "orders", PK: "customer-42",
-		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "order-7", Entity: events.Entity{"status": events.String("shipped")}}},
+		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "order-7", Entity: edm.Entity{"status": edm.String("shipped")}}},
 	}
 	for range 2 {
 		res, err := w.Publish(ctx, cmd)

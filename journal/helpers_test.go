@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
@@ -46,7 +47,7 @@ func command(id, table, pk string) *events.Command {
 		Ops: []events.RowOp{{
 			Op:     events.OpUpsert,
 			RK:     "row-1",
-			Entity: events.Entity{"status": events.String("shipped"), "qty": events.Int64(9007199254740993)},
+			Entity: edm.Entity{"status": edm.String("shipped"), "qty": edm.Int64(9007199254740993)},
 		}},
 		Issuer: "journal-test",
 	}

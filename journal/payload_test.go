@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
@@ -38,9 +39,9 @@ func TestWriterMessageTooLarge(t *testing.T) {
 	e := newEnv(t, journal.Config{})
 	var ops []events.RowOp
 	for i := range 3 {
-		ent := events.Entity{}
+		ent := edm.Entity{}
 		for p := range 15 {
-			ent[fmt.Sprintf("p%02d", p)] = events.String(strings.Repeat("\x01", events.MaxBinaryBytes/2))
+			ent[fmt.Sprintf("p%02d", p)] = edm.String(strings.Repeat("\x01", events.MaxBinaryBytes/2))
 		}
 		ops = append(ops, events.RowOp{Op: events.OpUpsert, RK: fmt.Sprint(i), Entity: ent})
 	}

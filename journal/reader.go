@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -198,7 +199,7 @@ func deleteOrdered(ctx context.Context, js jetstream.JetStream, stream string, c
 // msgpack) and schema header, validates it, and checks that its table and partition key are
 // the ones in the subject it is stored under (else ErrSubjectMismatch) and
 // that a Nats-Msg-Id header, if present, is its ID (else ErrIDMismatch).
-// Every error it returns for a bad message wraps events.ErrInvalid.
+// Every error it returns for a bad message wraps rules.ErrInvalid.
 func DecodeMsg(m Msg) (*events.Command, error) {
 	ct := m.Header.Get(events.HeaderContentType)
 	if ct == "" {
@@ -210,8 +211,8 @@ func DecodeMsg(m Msg) (*events.Command, error) {
 		cmd, err = events.Decode(m.Data, ct)
 	}
 	if err != nil {
-		if !errors.Is(err, events.ErrInvalid) {
-			err = fmt.Errorf("%w: %w", events.ErrInvalid, err)
+		if !errors.Is(err, rules.ErrInvalid) {
+			err = fmt.Errorf("%w: %w", rules.ErrInvalid, err)
 		}
 		return nil, fmt.Errorf("decode seq %d: %w", m.Seq, err)
 	}

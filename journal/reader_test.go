@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -204,15 +205,15 @@ func TestDecodeMsg(t *testing.T) {
 		{"other table", journal.Msg{Subject: "journal.invoices.3." + wire.PKToken("customer-42"), Data: body}, journal.ErrSubjectMismatch},
 		{"unstored subject", journal.Msg{Subject: wire.JournalSubject("orders", "customer-42"), Data: body}, journal.ErrSubjectMismatch},
 		{"other msg id", journal.Msg{Subject: stored, Data: body, Header: hdr("Nats-Msg-Id", "c-2")}, journal.ErrIDMismatch},
-		{"garbage msgpack", journal.Msg{Subject: stored, Data: []byte{0xc1, 0x00}}, events.ErrInvalid},
-		{"garbage json", journal.Msg{Subject: stored, Data: []byte("{"), Header: hdr("Content-Type", events.ContentTypeJSON)}, events.ErrInvalid},
-		{"json as msgpack", journal.Msg{Subject: stored, Data: jsonBody}, events.ErrInvalid},
-		{"unknown content type", journal.Msg{Subject: stored, Data: body, Header: hdr("Content-Type", "text/plain")}, events.ErrInvalid},
-		{"unknown schema", journal.Msg{Subject: stored, Data: body, Header: hdr(events.HeaderSchema, "99")}, events.ErrInvalid},
+		{"garbage msgpack", journal.Msg{Subject: stored, Data: []byte{0xc1, 0x00}}, rules.ErrInvalid},
+		{"garbage json", journal.Msg{Subject: stored, Data: []byte("{"), Header: hdr("Content-Type", events.ContentTypeJSON)}, rules.ErrInvalid},
+		{"json as msgpack", journal.Msg{Subject: stored, Data: jsonBody}, rules.ErrInvalid},
+		{"unknown content type", journal.Msg{Subject: stored, Data: body, Header: hdr("Content-Type", "text/plain")}, rules.ErrInvalid},
+		{"unknown schema", journal.Msg{Subject: stored, Data: body, Header: hdr(events.HeaderSchema, "99")}, rules.ErrInvalid},
 	} {
 		_, err := journal.DecodeMsg(tc.m)
-		if !errors.Is(err, tc.want) || !errors.Is(err, events.ErrInvalid) {
-			t.Errorf("%s: DecodeMsg = %v, want %v (and events.ErrInvalid)", tc.name, err, tc.want)
+		if !errors.Is(err, tc.want) || !errors.Is(err, rules.ErrInvalid) {
+			t.Errorf("%s: DecodeMsg = %v, want %v (and rules.ErrInvalid)", tc.name, err, tc.want)
 		}
 	}
 
@@ -222,8 +223,8 @@ func TestDecodeMsg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := journal.DecodeMsg(journal.Msg{Subject: stored, Data: invalidBody, Header: hdr("Content-Type", events.ContentTypeJSON)}); !errors.Is(err, events.ErrInvalid) {
-		t.Errorf("DecodeMsg(no ops) = %v, want events.ErrInvalid", err)
+	if _, err := journal.DecodeMsg(journal.Msg{Subject: stored, Data: invalidBody, Header: hdr("Content-Type", events.ContentTypeJSON)}); !errors.Is(err, rules.ErrInvalid) {
+		t.Errorf("DecodeMsg(no ops) = %v, want rules.ErrInvalid", err)
 	}
 }
 
@@ -236,7 +237,7 @@ func TestDecodeMsgSubjectBodyMismatchThroughTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := journal.DecodeMsg(m); !errors.Is(err, journal.ErrSubjectMismatch) || !errors.Is(err, events.ErrInvalid) {
-		t.Fatalf("DecodeMsg = %v, want ErrSubjectMismatch wrapping events.ErrInvalid", err)
+	if _, err := journal.DecodeMsg(m); !errors.Is(err, journal.ErrSubjectMismatch) || !errors.Is(err, rules.ErrInvalid) {
+		t.Fatalf("DecodeMsg = %v, want ErrSubjectMismatch wrapping rules.ErrInvalid", err)
 	}
 }

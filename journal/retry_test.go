@@ -12,8 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 func TestRetryable(t *testing.T) {
@@ -34,7 +33,7 @@ func TestRetryable(t *testing.T) {
 		{"connection reset", fmt.Errorf("send: %w", syscall.ECONNRESET), true},
 		{"EOF", io.EOF, true},
 		{"connection closed by the caller", nats.ErrConnectionClosed, false},
-		{"invalid command", events.ErrInvalid, false},
+		{"invalid command", rules.ErrInvalid, false},
 		{"stream refuses", &jetstream.APIError{Code: 400}, false},
 	}
 	for _, tt := range tests {

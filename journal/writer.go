@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -192,7 +193,7 @@ var hdrSchema = []string{events.SchemaVersion}
 // message validates and encodes cmd. Its errors are permanent.
 func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 	if cmd == nil {
-		return nil, fmt.Errorf("publish: %w: nil command", events.ErrInvalid)
+		return nil, fmt.Errorf("publish: %w: nil command", rules.ErrInvalid)
 	}
 	if err := w.limits.Validate(cmd); err != nil {
 		return nil, fmt.Errorf("publish %s: %w", cmd.ID, err)
@@ -221,7 +222,7 @@ func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 }
 
 // Publish validates cmd, publishes it and waits until the journal stored
-// it. An invalid command is refused with an error wrapping events.ErrInvalid
+// it. An invalid command is refused with an error wrapping rules.ErrInvalid
 // and nothing is published. Transient failures (timeouts, a server
 // restarting) are retried with the same Nats-Msg-Id until ctx ends or the
 // retry budget is spent, so a retry never stores a second command.
@@ -371,7 +372,7 @@ func (f *Future) Result(ctx context.Context) (PublishResult, error) {
 
 // PublishAsync validates cmd and sends it without waiting for the
 // acknowledgement; the Future gives the result. An invalid command is
-// refused here with an error wrapping events.ErrInvalid. At most
+// refused here with an error wrapping rules.ErrInvalid. At most
 // WithMaxInFlight publishes are in flight; PublishAsync blocks for a slot
 // until ctx ends. ctx also bounds the retries: a send that fails or whose
 // acknowledgement is lost is re-sent with the same Nats-Msg-Id, as Publish

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 )
 
@@ -149,11 +150,11 @@ func TestPublishRefusesInvalidCommand(t *testing.T) {
 		{ID: "c-3", Table: "orders", PK: "p"}, // no operations
 	}
 	for _, cmd := range bad {
-		if _, err := w.Publish(e.ctx, cmd); !errors.Is(err, events.ErrInvalid) {
-			t.Errorf("Publish(%+v) = %v, want events.ErrInvalid", cmd, err)
+		if _, err := w.Publish(e.ctx, cmd); !errors.Is(err, rules.ErrInvalid) {
+			t.Errorf("Publish(%+v) = %v, want rules.ErrInvalid", cmd, err)
 		}
-		if _, err := w.PublishAsync(e.ctx, cmd); !errors.Is(err, events.ErrInvalid) {
-			t.Errorf("PublishAsync(%+v) = %v, want events.ErrInvalid", cmd, err)
+		if _, err := w.PublishAsync(e.ctx, cmd); !errors.Is(err, rules.ErrInvalid) {
+			t.Errorf("PublishAsync(%+v) = %v, want rules.ErrInvalid", cmd, err)
 		}
 	}
 	if err := w.Flush(e.ctx); err != nil {
@@ -364,9 +365,9 @@ func TestPublishRefusesBeyondLimits(t *testing.T) {
 	cmd := command("c-long", "orders", "pk")
 	cmd.Ops[0].RK = strings.Repeat("r", 255-events.RowKeyOverhead+1)
 	_, err := cosmos.Publish(e.ctx, cmd)
-	var ve *events.ValidationError
-	if !errors.As(err, &ve) || ve.Rule != events.RuleKeyTooLong {
-		t.Fatalf("Publish with Cosmos's limits: %v, want rule %s", err, events.RuleKeyTooLong)
+	var ve *rules.ValidationError
+	if !errors.As(err, &ve) || ve.Rule != rules.KeyTooLong {
+		t.Fatalf("Publish with Cosmos's limits: %v, want rule %s", err, rules.KeyTooLong)
 	}
 	if h := e.head(t); h != 0 {
 		t.Fatalf("head %d after a refused command", h)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -91,8 +93,8 @@ type Change struct {
 	RK      string
 	Kind    wire.ChangeOp
 	Version int64
-	Before  events.Entity // nil for wire.ChangeCreate
-	After   events.Entity // nil for wire.ChangeDelete
+	Before  edm.Entity // nil for wire.ChangeCreate
+	After   edm.Entity // nil for wire.ChangeDelete
 	// Partition marks the notice of a whole-partition erase (wire.ChangeErase).
 	Partition bool
 }
@@ -127,7 +129,7 @@ func reject(code wire.Code, rule, format string, args ...any) error {
 // validate, CodeInvalid with the rule it broke.
 func rejection(err error) (wire.Code, string) {
 	var re *rejectError
-	var ve *events.ValidationError
+	var ve *rules.ValidationError
 	switch {
 	case errors.As(err, &re):
 		return re.code, re.rule
@@ -438,7 +440,7 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 		}
 	case events.OpUpsert, events.OpUpsertMerge:
 	default:
-		return reject(wire.CodeInvalid, string(events.RuleUnknownOp), "unknown op %q", kind)
+		return reject(wire.CodeInvalid, string(rules.UnknownOp), "unknown op %q", kind)
 	}
 	if kind == events.OpDelete {
 		s.Tip = nil
@@ -519,7 +521,7 @@ func rowCost(pk string, baseTip, tip *rows.Row, added []rows.Row) (ops, bytes in
 		bytes += sz
 	case tip == nil && baseTip != nil:
 		ops++
-		bytes += wireCost(events.EntitySize(pk, rows.TipKey(baseTip.RK), nil), nil)
+		bytes += wireCost(edm.EntitySize(pk, rows.TipKey(baseTip.RK), nil), nil)
 	}
 	return ops, bytes, nil
 }
@@ -534,7 +536,7 @@ func entityCost(pk string, r rows.Row) (int, error) {
 	return wireCost(sz, r.Props), nil
 }
 
-// encodedSize is events.EntitySize of r as stored (r.Encode() under
+// encodedSize is edm.EntitySize of r as stored (r.Encode() under
 // r.StoreKey()) without building the entity, which was a map per row image
 // priced, on the hot path, for a figure.
 func encodedSize(pk string, r rows.Row) int {
@@ -543,12 +545,12 @@ func encodedSize(pk string, r rows.Row) int {
 		if _, ok := r.Props[c.Name]; ok {
 			// Not from a valid command (names beginning with '_' are
 			// reserved): Encode overwrites it, so count what it stores.
-			return events.EntitySize(pk, r.StoreKey(), r.Encode())
+			return edm.EntitySize(pk, r.StoreKey(), r.Encode())
 		}
 	}
-	n := events.EntitySize(pk, r.StoreKey(), r.Props)
+	n := edm.EntitySize(pk, r.StoreKey(), r.Props)
 	for _, c := range sys[:cols] {
-		n += events.PropertySize(c.Name, c.Value)
+		n += edm.PropertySize(c.Name, c.Value)
 	}
 	return n
 }
@@ -560,9 +562,9 @@ const opWireOverhead = 512
 // wireCost estimates an entity's share of a transaction's request body,
 // which is what Azure holds to 4 MiB: Binary travels in base64, a third
 // larger than EntitySize counts it.
-func wireCost(size int, props events.Entity) int {
+func wireCost(size int, props edm.Entity) int {
 	for _, v := range props {
-		if v.Type == events.TypeBinary {
+		if v.Type == edm.TypeBinary {
 			size += (len(v.Bytes) + 2) / 3
 		}
 	}

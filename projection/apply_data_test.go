@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -86,7 +87,7 @@ func nonEmptyLines(s string) []string {
 // parseRow reads "<rk> v=<version> seq=<seq> cmd=<id> [deleted] [<prop>=<int> ...]".
 func parseRow(line string) (string, *rowState, error) {
 	f := strings.Fields(line)
-	r := rows.Row{PK: "p", RK: f[0], Tip: true, Props: events.Entity{}, At: t0}
+	r := rows.Row{PK: "p", RK: f[0], Tip: true, Props: edm.Entity{}, At: t0}
 	for _, kv := range f[1:] {
 		if kv == "deleted" {
 			r.Deleted, r.Tip, r.Op = true, false, events.OpDelete
@@ -105,7 +106,7 @@ func parseRow(line string) (string, *rowState, error) {
 		case "seq":
 			r.Seq = uint64(n)
 		default:
-			r.Props[k] = events.Int64(n)
+			r.Props[k] = edm.Int64(n)
 		}
 		if err != nil {
 			return "", nil, fmt.Errorf("row %q: %w", line, err)
@@ -145,7 +146,7 @@ func parseEntry(line string) (Entry, error) {
 		}
 		o := events.RowOp{Op: events.OpKind(of[0]), RK: of[1]}
 		if o.Op != events.OpDelete {
-			o.Entity = events.Entity{}
+			o.Entity = edm.Entity{}
 		}
 		for _, kv := range of[2:] {
 			k, v, _ := strings.Cut(kv, "=")
@@ -157,7 +158,7 @@ func parseEntry(line string) (Entry, error) {
 				o.IfVersion = &n
 				continue
 			}
-			o.Entity[k] = events.Int64(n)
+			o.Entity[k] = edm.Int64(n)
 		}
 		e.Cmd.Ops = append(e.Cmd.Ops, o)
 	}
@@ -202,7 +203,7 @@ func describeApply(b *txn) string {
 			fmt.Fprintf(&sb, " if-match=%s", o.IfMatch)
 		}
 		if o.Props != nil {
-			user := events.Entity{}
+			user := edm.Entity{}
 			for k, v := range o.Props {
 				if !strings.HasPrefix(k, "_") {
 					user[k] = v
@@ -228,7 +229,7 @@ func describeKey(key string) string {
 	return fmt.Sprintf("version(%s seq=%d)", rk, seq)
 }
 
-func props(e events.Entity) string {
+func props(e edm.Entity) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(e)) {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, e[k].Int))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -23,10 +24,10 @@ func upsert(rk string, kv ...any) events.RowOp {
 	return events.RowOp{Op: events.OpUpsert, RK: rk, Entity: ent(kv...)}
 }
 
-func ent(kv ...any) events.Entity {
-	e := events.Entity{}
+func ent(kv ...any) edm.Entity {
+	e := edm.Entity{}
 	for i := 0; i < len(kv); i += 2 {
-		e[kv[i].(string)] = events.Int64(int64(kv[i+1].(int)))
+		e[kv[i].(string)] = edm.Int64(int64(kv[i+1].(int)))
 	}
 	return e
 }
@@ -277,9 +278,9 @@ func TestBatchFullAndOversize(t *testing.T) {
 		t.Fatalf("err %v after %d ops, want errFull at exactly %d ops", err, b.totalOps, store.MaxOps)
 	}
 	// One command too large on its own is rejected, not a stuck batch.
-	big := events.Entity{}
+	big := edm.Entity{}
 	for i := 0; i < 5; i++ {
-		big["p"+string(rune('a'+i))] = events.Binary(make([]byte, 60<<10))
+		big["p"+string(rune('a'+i))] = edm.Binary(make([]byte, 60<<10))
 	}
 	b = newTxn("p", map[string]*rowState{}, events.Limits{})
 	var ops []events.RowOp

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/wire"
@@ -111,10 +112,10 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 		id := fmt.Sprintf("c%d", v)
 		r := Result{Seq: uint64(v), ID: id, Status: wire.StatusApplied,
 			Rows:    []wire.RowVersion{{RK: "r", Version: v, Op: events.OpUpsert}},
-			Changes: []Change{{RK: "r", Kind: wire.ChangeUpdate, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
+			Changes: []Change{{RK: "r", Kind: wire.ChangeUpdate, Version: v, After: edm.Entity{"n": edm.Int64(v)}}}}
 		// A second row in the same transactions keeps its own order too.
 		r.Rows = append(r.Rows, wire.RowVersion{RK: "s", Version: v, Op: events.OpUpsert})
-		r.Changes = append(r.Changes, Change{RK: "s", Kind: wire.ChangeUpdate, Version: v, After: events.Entity{"n": events.Int64(v)}})
+		r.Changes = append(r.Changes, Change{RK: "s", Kind: wire.ChangeUpdate, Version: v, After: edm.Entity{"n": edm.Int64(v)}})
 		b.bySeq[r.Seq] = &Entry{Seq: uint64(v), ID: id}
 		if err := b.publishApplied(ctx, part, []Result{r}); err != nil {
 			t.Fatal(err)
@@ -219,7 +220,7 @@ func TestNoOutcomeWithoutChangeEvent(t *testing.T) {
 		id := fmt.Sprintf("c%d", v)
 		r := Result{Seq: uint64(v), ID: id, Status: wire.StatusApplied,
 			Rows:    []wire.RowVersion{{RK: "r", Version: v, Op: events.OpUpsert}},
-			Changes: []Change{{RK: "r", Kind: wire.ChangeUpdate, Version: v, After: events.Entity{"n": events.Int64(v)}}}}
+			Changes: []Change{{RK: "r", Kind: wire.ChangeUpdate, Version: v, After: edm.Entity{"n": edm.Int64(v)}}}}
 		b.bySeq[r.Seq] = &Entry{Seq: uint64(v), ID: id}
 		if failed = b.publishApplied(ctx, part, []Result{r}); failed != nil {
 			break

@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
@@ -25,13 +23,14 @@ import (
 //  2. look up the earlier outcomes of its command IDs, once (lookup);
 //  3. decide each partition's next transaction against the table
 //     (Applier.Apply, applier.go, by the transaction's txKind);
-//  4. settle commands found handled before a crash (recover, recover.go),
-//     then publish and await the outcomes of commands that wrote nothing
-//     (publishUnwritten): the BeforeCommit hook;
+//  4. settle commands found handled before a crash (recover, recover.go:
+//     crash recovery and its reads, in one file), then publish and await
+//     the outcomes of commands that wrote nothing (publishUnwritten,
+//     publish.go): the BeforeCommit hook;
 //  5. commit the transaction (the txKind's commit, applier.go);
 //  6. publish the applied commands' change events (publishApplied, the
 //     AfterCommit hook), and their outcomes once the change events are
-//     stored (finish);
+//     stored (finish): publish.go holds every publishing step;
 //  7. acknowledge the batch (ack).
 //
 // Partitions go through 3–6 concurrently, each in journal order, each
@@ -186,7 +185,7 @@ func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 	case err != nil:
 		e.Err = err
 	case e.ID != "" && e.ID != cmd.ID:
-		e.Err = fmt.Errorf("%w: Nats-Msg-Id %q differs from command id %q", events.ErrInvalid, e.ID, cmd.ID)
+		e.Err = fmt.Errorf("%w: Nats-Msg-Id %q differs from command id %q", rules.ErrInvalid, e.ID, cmd.ID)
 	default:
 		e.ID, e.Cmd = cmd.ID, cmd
 	}
@@ -352,109 +351,9 @@ func (b *batch) apply(ctx context.Context, part partition) error {
 	})
 }
 
-// publishUnwritten publishes the outcomes of commands that wrote nothing
-// and waits until they are stored (stage 4), before the transaction
-// commits: so no later command's effect is durable before their outcome
-// is. A command recovered as applied (recover.go) has its change events
-// published before its outcome.
-func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []Result) error {
-	b.p.logResults(part, rs)
-	var (
-		fs []jetstream.PubAckFuture
-		hs []handled
-	)
-	for i := range rs {
-		r := &rs[i]
-		if r.Status == Skipped || r.Stored {
-			hs = append(hs, handled{status: Skipped}) // handled before
-			continue
-		}
-		msg, h, err := b.publishChanges(ctx, part, r)
-		if err != nil {
-			return err
-		}
-		hs = append(hs, h)
-		// This outcome's change events are stored before it is sent.
-		if err := b.changes.settle(ctx, part); err != nil {
-			return err
-		}
-		f, err := b.outcomes.send(msg)
-		if err != nil {
-			return fmt.Errorf("outcome of %s: %w", r.ID, err)
-		}
-		fs = append(fs, f)
-	}
-	if err := b.outcomes.await(ctx, fs, hs); err != nil {
-		return err
-	}
-	for i := range rs {
-		rs[i].Stored = true // never acknowledged without it: published and awaited
-	}
-	return nil
-}
-
-// publishApplied publishes the change events of a committed transaction's
-// applied commands (stage 6) and queues their outcomes, which finish
-// publishes once every change event is stored.
-func (b *batch) publishApplied(ctx context.Context, part partition, rs []Result) error {
-	if len(rs) == 0 {
-		return nil
-	}
-	b.p.obs.Transaction(len(rs)) // one committed transaction's commands
-	b.p.logResults(part, rs)
-	for i := range rs {
-		msg, h, err := b.publishChanges(ctx, part, &rs[i])
-		if err != nil {
-			return err
-		}
-		b.outcomes.queue(msg, h)
-	}
-	return nil
-}
-
-// publishChanges sends r's change events (asynchronously) and returns its
-// outcome, to be sent once they are stored.
-func (b *batch) publishChanges(ctx context.Context, part partition, r *Result) (*nats.Msg, handled, error) {
-	e := b.bySeq[r.Seq]
-	if err := b.changes.publish(ctx, part, r, e); err != nil {
-		return nil, handled{}, err
-	}
-	msg, err := outcomeMsg(part.spelled(e), r, e)
-	return msg, handled{status: r.Status, at: e.At}, err
-}
-
-// finish waits until every change event of the batch is stored, then
-// publishes the applied commands' outcomes and waits for them.
-func (b *batch) finish(ctx context.Context) error {
-	if err := b.changes.wait(ctx); err != nil {
-		return err
-	}
-	return b.outcomes.flush(ctx)
-}
-
 // ack acknowledges the batch (stage 7). The consumer acknowledges
 // cumulatively: the last message of the batch stands for all. A lost ack
 // means a redelivery, which the rows' _seq skip.
 func (b *batch) ack() {
 	_ = b.msgs[len(b.msgs)-1].Ack()
-}
-
-func (p *Projector) logResults(part partition, rs []Result) {
-	// Asked once: the arguments of a disabled Debug line still cost an
-	// allocation each, per applied command.
-	debug := p.log.Enabled(context.Background(), slog.LevelDebug)
-	for i := range rs {
-		r := &rs[i]
-		if r.Stored || (r.Status == wire.StatusApplied && !debug) {
-			continue // logged when its outcome was published, or not at all
-		}
-		switch r.Status {
-		case wire.StatusRejected:
-			p.log.Warn("command rejected", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID, "reason", r.Reason)
-		case wire.StatusDuplicate:
-			p.log.Info("duplicate command", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
-		case wire.StatusApplied:
-			p.log.Debug("command applied", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
-		}
-	}
 }

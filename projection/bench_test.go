@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
@@ -196,10 +197,10 @@ func benchRK(i int) string { return fmt.Sprintf("row-%09d", i) }
 // alike.
 func upsert(id, table, pk string, i int) *events.Command {
 	return &events.Command{ID: id, Table: table, PK: pk, Issuer: "bench", Ops: []events.RowOp{{
-		Op: events.OpUpsert, RK: benchRK(i), Entity: events.Entity{
-			"status": events.String("shipped"),
-			"total":  events.Double(12.5 + float64(i)),
-			"qty":    events.Int64(9007199254740993),
+		Op: events.OpUpsert, RK: benchRK(i), Entity: edm.Entity{
+			"status": edm.String("shipped"),
+			"total":  edm.Double(12.5 + float64(i)),
+			"qty":    edm.Int64(9007199254740993),
 		},
 	}}}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -23,9 +24,9 @@ func TestChangeEventAndOutcomeBounds(t *testing.T) {
 	pk := strings.Repeat("<", events.MaxKeyUnits)
 	rk := strings.Repeat("<", (events.MaxKeyUnits-events.RowKeyOverhead)/3) // escaping ':' is not involved
 	for _, ch := range []string{"<", "\x01", "€"} {
-		e := events.Entity{}
-		for i := 0; events.EntitySize(pk, rk, e) < events.MaxEntitySize-events.MaxBinaryBytes-64; i++ {
-			e[fmt.Sprintf("p%03d", i)] = events.String(strings.Repeat(ch, events.MaxBinaryBytes/2/len([]rune(ch))))
+		e := edm.Entity{}
+		for i := 0; edm.EntitySize(pk, rk, e) < events.MaxEntitySize-events.MaxBinaryBytes-64; i++ {
+			e[fmt.Sprintf("p%03d", i)] = edm.String(strings.Repeat(ch, events.MaxBinaryBytes/2/len([]rune(ch))))
 		}
 		c := &events.Command{ID: strings.Repeat("i", events.MaxIDLen), Table: "orders", PK: pk,
 			Ops: []events.RowOp{{Op: events.OpUpsert, RK: rk, Entity: e}}}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -13,13 +15,13 @@ import (
 // TestRejectionCodes: every rejection the batch makes carries the stable
 // code (and rule) of SPEC §5 beside its reason.
 func TestRejectionCodes(t *testing.T) {
-	many := events.Entity{}
+	many := edm.Entity{}
 	for i := range events.MaxProperties {
-		many[fmt.Sprintf("p%d", i)] = events.Int64(1)
+		many[fmt.Sprintf("p%d", i)] = edm.Int64(1)
 	}
-	big := events.Entity{"b": events.Binary(make([]byte, 60<<10))}
+	big := edm.Entity{"b": edm.Binary(make([]byte, 60<<10))}
 	for i := range 16 {
-		big[fmt.Sprintf("s%d", i)] = events.Binary(make([]byte, 60<<10))
+		big[fmt.Sprintf("s%d", i)] = edm.Binary(make([]byte, 60<<10))
 	}
 	tests := []struct {
 		name       string
@@ -37,15 +39,15 @@ func TestRejectionCodes(t *testing.T) {
 			wire.CodeVersionMismatch, "", "row is at version 0"},
 		{"version-mismatch missing row", nil, entry(2, "b", ifv(upsert("r", "x", 2), 0)),
 			wire.CodeVersionMismatch, "", "row does not exist"},
-		{"unknown op", nil, entry(2, "b", events.RowOp{Op: "frob", RK: "r"}), wire.CodeInvalid, string(events.RuleUnknownOp), "unknown op"},
+		{"unknown op", nil, entry(2, "b", events.RowOp{Op: "frob", RK: "r"}), wire.CodeInvalid, string(rules.UnknownOp), "unknown op"},
 		{"merge too many", []Entry{entry(1, "a", events.RowOp{Op: events.OpUpsert, RK: "r", Entity: many})},
 			entry(2, "b", op(events.OpMerge, "r", "extra", 1)), wire.CodeTooLarge, wire.RuleTooManyProperties, "merge leaves"},
 		{"transaction too large", nil, entry(2, "b", events.RowOp{Op: events.OpUpsert, RK: "r", Entity: big},
 			events.RowOp{Op: events.OpUpsert, RK: "s", Entity: big}, events.RowOp{Op: events.OpUpsert, RK: "t", Entity: big},
 			events.RowOp{Op: events.OpUpsert, RK: "u", Entity: big}, events.RowOp{Op: events.OpUpsert, RK: "v", Entity: big}),
 			wire.CodeTooLarge, wire.RuleTransactionTooLarge, "limit"},
-		{"undecodable", nil, Entry{Seq: 2, ID: "b", Err: fmt.Errorf("decode: %w", &events.ValidationError{Field: "pk", Rule: events.RuleKeyForbiddenChar, Detail: "#"})},
-			wire.CodeInvalid, string(events.RuleKeyForbiddenChar), "key-forbidden-char"},
+		{"undecodable", nil, Entry{Seq: 2, ID: "b", Err: fmt.Errorf("decode: %w", &rules.ValidationError{Field: "pk", Rule: rules.KeyForbiddenChar, Detail: "#"})},
+			wire.CodeInvalid, string(rules.KeyForbiddenChar), "key-forbidden-char"},
 		{"subject mismatch", nil, Entry{Seq: 2, ID: "b", Err: fmt.Errorf("decode: %w: x", journal.ErrSubjectMismatch)},
 			wire.CodeInvalid, wire.RuleSubjectMismatch, "disagree"},
 	}

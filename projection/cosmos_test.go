@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -15,11 +17,11 @@ import (
 // transactions.
 func TestCosmosLimitsInBatch(t *testing.T) {
 	big := func(rk string) events.RowOp {
-		return events.RowOp{Op: events.OpUpsert, RK: rk, Entity: events.Entity{
-			"a": events.Binary(make([]byte, 60<<10)), "b": events.Binary(make([]byte, 60<<10)),
-			"c": events.Binary(make([]byte, 60<<10)), "d": events.Binary(make([]byte, 60<<10)),
-			"e": events.Binary(make([]byte, 60<<10)), "f": events.Binary(make([]byte, 60<<10)),
-			"g": events.Binary(make([]byte, 60<<10)), "h": events.Binary(make([]byte, 60<<10))}}
+		return events.RowOp{Op: events.OpUpsert, RK: rk, Entity: edm.Entity{
+			"a": edm.Binary(make([]byte, 60<<10)), "b": edm.Binary(make([]byte, 60<<10)),
+			"c": edm.Binary(make([]byte, 60<<10)), "d": edm.Binary(make([]byte, 60<<10)),
+			"e": edm.Binary(make([]byte, 60<<10)), "f": edm.Binary(make([]byte, 60<<10)),
+			"g": edm.Binary(make([]byte, 60<<10)), "h": edm.Binary(make([]byte, 60<<10))}}
 	}
 	b := newTxn("p", map[string]*rowState{}, events.CosmosLimits)
 	b.seen = map[string]uint64{}
@@ -43,7 +45,7 @@ func TestCosmosLimitsInBatch(t *testing.T) {
 	want := []struct {
 		status wire.Status
 		reason string
-	}{{wire.StatusRejected, string(events.RuleKeyTooLong)}, {wire.StatusRejected, string(events.RulePropertySystem)}, {wire.StatusApplied, ""}, {wire.StatusApplied, ""}}
+	}{{wire.StatusRejected, string(rules.KeyTooLong)}, {wire.StatusRejected, string(rules.PropertySystem)}, {wire.StatusApplied, ""}, {wire.StatusApplied, ""}}
 	if len(b.results) != len(want) {
 		t.Fatalf("%d results, want %d: %+v", len(b.results), len(want), b.results)
 	}

@@ -19,9 +19,10 @@
 //   - projector.go is the [Projector] and its shards: one durable JetStream
 //     consumer per shard, each fetched batch handed over in delivery order.
 //   - batch.go takes one fetched batch through the exactly-once order, top
-//     to bottom; recover.go is its crash-recovery stage and publish.go its
+//     to bottom; recover.go is its crash-recovery stage with the reads it
+//     makes, and publish.go every publishing step, the messages and the
 //     two publishers, of outcomes and of change events (changefeed.go
-//     defines the change feed).
+//     creates the change feed's stream).
 //
 // docs/ARCHITECTURE.md ("Exactly once") explains the order and what proves
 // each stage.

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
@@ -163,12 +164,12 @@ func TestPoison(t *testing.T) {
 				}
 			}
 			good := &events.Command{ID: "poison-ok", Table: "orders", PK: "part-00",
-				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: events.Entity{"a": events.Int32(1)}}}}
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: edm.Entity{"a": edm.Int32(1)}}}}
 			goodJSON, _ := events.MarshalJSON(good)
 			tooMany := *good
 			tooMany.ID = "poison-too-many-ops"
 			for i := 0; i <= events.MaxOpsPerCommand; i++ {
-				tooMany.Ops = append(tooMany.Ops, events.RowOp{Op: events.OpUpsert, RK: strings.Repeat("k", i+1), Entity: events.Entity{}})
+				tooMany.Ops = append(tooMany.Ops, events.RowOp{Op: events.OpUpsert, RK: strings.Repeat("k", i+1), Entity: edm.Entity{}})
 			}
 			tooManyJSON, _ := events.MarshalJSON(&tooMany)
 			badTable := strings.Replace(string(goodJSON), `"orders"`, `"1nvalid"`, 1)
@@ -234,9 +235,9 @@ func checkOutcomesStatusOnly(t *testing.T, got map[uint64]wire.Outcome, model *p
 
 // bigEntityJSON is a command whose entity is over the 1 MiB limit.
 func bigEntityJSON(t *testing.T) []byte {
-	e := events.Entity{}
+	e := edm.Entity{}
 	for i := 0; i < 17; i++ {
-		e["p"+strings.Repeat("x", i+1)] = events.Binary(make([]byte, 64<<10))
+		e["p"+strings.Repeat("x", i+1)] = edm.Binary(make([]byte, 64<<10))
 	}
 	c := &events.Command{ID: "poison-big", Table: "orders", PK: "part-03",
 		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "big", Entity: e}}}

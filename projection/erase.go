@@ -81,18 +81,6 @@ func (b *txn) duplicateErase(e Entry) string {
 	return ""
 }
 
-// recoverErased settles the outcome of a result skipped because an erase
-// came after it, when its outcome is not in the outcomes stream: a
-// rejection's outcome is stored before any later commit, so it applied,
-// and the rows that would say what it wrote are erased.
-func recoverErased(r *Result, e Entry) bool {
-	if !r.erased && e.Erase == nil {
-		return false
-	}
-	r.Status, r.Rows, r.Changes = wire.StatusApplied, nil, eraseNotice(e)
-	return true
-}
-
 // eraseTx is the transaction of an erase, alone: decided on the fence
 // alone (its _eraseSeq), committed by commitErase.
 type eraseTx struct{}
@@ -213,4 +201,17 @@ func eraseKeys(ctx context.Context, s store.Store, table, pk string, rk *string)
 		return nil, nil
 	}
 	return keys, err
+}
+
+// eraseNotice is the change of an applied erase: its notice (wire.ChangeErase:
+// the key and no values; Partition for a whole partition); none for an entry
+// that is no erase.
+func eraseNotice(e Entry) []Change {
+	if e.Erase == nil {
+		return nil
+	}
+	if e.Erase.RK == nil {
+		return []Change{{Kind: wire.ChangeErase, Partition: true}}
+	}
+	return []Change{{Kind: wire.ChangeErase, RK: *e.Erase.RK}}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -36,7 +38,7 @@ func eraseWorkload(secret string) (p, q []projection.Entry) {
 			var ops []events.RowOp
 			for j := i; j < i+3; j++ {
 				ops = append(ops, events.RowOp{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", j),
-					Entity: events.Entity{"v": events.String(fmt.Sprintf("%s-%d-%d", secret, j, round))}})
+					Entity: edm.Entity{"v": edm.String(fmt.Sprintf("%s-%d-%d", secret, j, round))}})
 			}
 			e := cmdEntry(seq, fmt.Sprintf("p%d", seq), ops...)
 			p = append(p, e)
@@ -67,7 +69,7 @@ func holding(t *testing.T, st store.Store, table, s string) []string {
 	var keys []string
 	for _, e := range storedRows(t, st, table) {
 		for _, v := range e.Props {
-			if v.Type == events.TypeString && strings.Contains(v.Str, s) {
+			if v.Type == edm.TypeString && strings.Contains(v.Str, s) {
 				keys = append(keys, e.PK+"/"+e.RK)
 			}
 		}
@@ -264,9 +266,9 @@ func TestEraseInvalid(t *testing.T) {
 		m    journal.Msg
 		rule string
 	}{
-		{"values", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","entity":{"name":"Ada"}}`)), string(events.RuleUnknownField)},
+		{"values", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","entity":{"name":"Ada"}}`)), string(rules.UnknownField)},
 		{"subject", stored("journal.orders.0."+wire.PKToken("q"), msg.Data), wire.RuleSubjectMismatch},
-		{"rk", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","rk":"a#b"}`)), string(events.RuleKeyForbiddenChar)},
+		{"rk", stored(sub, []byte(`{"id":"e1","table":"orders","pk":"p","rk":"a#b"}`)), string(rules.KeyForbiddenChar)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			table, pk, e := projection.EntryFromMsg(tt.m)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
@@ -41,7 +42,7 @@ func TestFenceETagFromCommit(t *testing.T) {
 				seq := uint64(i + 1)
 				id := fmt.Sprintf("c%d", seq)
 				e := projection.Entry{Seq: seq, At: time.Unix(int64(seq), 0).UTC(), ID: id, Cmd: &events.Command{ID: id, Table: "orders", PK: "p",
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int32(int32(i))}}}}}
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int32(int32(i))}}}}}
 				if err := a.Apply(ctx, "orders", "p", []projection.Entry{e}, projection.Hooks{}); err != nil {
 					t.Fatal(err)
 				}

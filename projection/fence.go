@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -39,13 +40,13 @@ func (f fence) String() string {
 // op is the fence write of a transaction that moves the fence from f to
 // next: an insert when there is none, else a replace on f's etag.
 func (f fence) op(next fence) store.Op {
-	props := events.Entity{
-		rows.ColSeq: events.Int64(int64(next.seq)),
-		rows.ColCmd: events.String(next.cmd),
-		rows.ColAt:  events.DateTime(next.at),
+	props := edm.Entity{
+		rows.ColSeq: edm.Int64(int64(next.seq)),
+		rows.ColCmd: edm.String(next.cmd),
+		rows.ColAt:  edm.DateTime(next.at),
 	}
 	if next.eraseSeq > 0 {
-		props[rows.ColEraseSeq] = events.Int64(int64(next.eraseSeq))
+		props[rows.ColEraseSeq] = edm.Int64(int64(next.eraseSeq))
 	}
 	next.horizon.Put(props)
 	if !f.exists {
@@ -56,22 +57,22 @@ func (f fence) op(next fence) store.Op {
 
 // fenceWireCost is what the fence write adds to a transaction's body, kept
 // free in every batch (see batch.add).
-var fenceWireCost = wireCost(events.EntitySize("", rows.FenceKey, events.Entity{
-	rows.ColSeq: events.Int64(0), rows.ColCmd: events.String(string(make([]byte, events.MaxIDLen))),
-	rows.ColAt: events.DateTime(time.Time{}), rows.ColEraseSeq: events.Int64(0),
-	rows.ColPruneSeq: events.Int64(0), rows.ColPruneCmd: events.String(string(make([]byte, events.MaxIDLen))),
-	rows.ColPruneRemoved: events.Int64(0),
+var fenceWireCost = wireCost(edm.EntitySize("", rows.FenceKey, edm.Entity{
+	rows.ColSeq: edm.Int64(0), rows.ColCmd: edm.String(string(make([]byte, events.MaxIDLen))),
+	rows.ColAt: edm.DateTime(time.Time{}), rows.ColEraseSeq: edm.Int64(0),
+	rows.ColPruneSeq: edm.Int64(0), rows.ColPruneCmd: edm.String(string(make([]byte, events.MaxIDLen))),
+	rows.ColPruneRemoved: edm.Int64(0),
 }), nil) + 2*events.MaxKeyBytes // the partition key, in the body and the URL
 
 func decodeFence(e store.Entity) (fence, error) {
 	s, ok1 := e.Props[rows.ColSeq]
 	c, ok2 := e.Props[rows.ColCmd]
 	a, ok3 := e.Props[rows.ColAt]
-	if !ok1 || !ok2 || !ok3 || s.Type != events.TypeInt64 || c.Type != events.TypeString {
+	if !ok1 || !ok2 || !ok3 || s.Type != edm.TypeInt64 || c.Type != edm.TypeString {
 		return fence{}, fmt.Errorf("fence row of partition %q lacks its columns: %w", e.PK, rows.ErrLayout)
 	}
 	f := fence{exists: true, etag: e.ETag, seq: uint64(s.Int), cmd: c.Str, at: a.Time, horizon: rows.HorizonOf(e.Props)}
-	if es, ok := e.Props[rows.ColEraseSeq]; ok && es.Type == events.TypeInt64 {
+	if es, ok := e.Props[rows.ColEraseSeq]; ok && es.Type == edm.TypeInt64 {
 		f.eraseSeq = uint64(es.Int)
 	}
 	return f, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
@@ -36,7 +37,7 @@ func cmdEntry(seq uint64, id string, ops ...events.RowOp) projection.Entry {
 func rowOp(kind events.OpKind, rk string, n int) events.RowOp {
 	o := events.RowOp{Op: kind, RK: rk}
 	if kind != events.OpDelete {
-		o.Entity = events.Entity{"n": events.Int32(int32(n))}
+		o.Entity = edm.Entity{"n": edm.Int32(int32(n))}
 	}
 	return o
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
@@ -56,7 +57,7 @@ func TestPullReportsRestError(t *testing.T) {
 	w := journal.NewWriter(js, j.Name())
 	for i := range 3 {
 		c := &events.Command{ID: fmt.Sprintf("c%d", i), Table: "orders", PK: "p",
-			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{}}}}
+			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{}}}}
 		if _, err := w.Publish(ctx, c); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
@@ -57,7 +58,7 @@ func TestHandoffForgetsCachedRows(t *testing.T) {
 	}
 	op := func(id, pk string, kind events.OpKind, ifVersion *int64) *events.Command {
 		return &events.Command{ID: id, Table: "orders", PK: pk, Ops: []events.RowOp{{
-			Op: kind, RK: "r", IfVersion: ifVersion, Entity: events.Entity{"n": events.String(id)}}}}
+			Op: kind, RK: "r", IfVersion: ifVersion, Entity: edm.Entity{"n": edm.String(id)}}}}
 	}
 	v := func(n int64) *int64 { return &n }
 

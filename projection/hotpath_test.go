@@ -8,20 +8,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestEncodedSize: the size of a row as stored, computed without building
-// its entity, is events.EntitySize of what Encode stores, for tips,
+// its entity, is edm.EntitySize of what Encode stores, for tips,
 // version rows and tombstones, with multi-byte names and values, and for
 // properties named like a system column (which Encode overwrites).
 func TestEncodedSize(t *testing.T) {
 	at := time.Date(2026, 11, 26, 1, 2, 3, 4, time.UTC)
-	props := events.Entity{
-		"status": events.String("shipped"), "ünïcode😀": events.String("日本語😀"),
-		"blob": events.Binary([]byte{1, 2, 3, 4, 5}), "n": events.Int32(7), "big": events.Int64(1 << 40),
-		"ok": events.Bool(true), "when": events.DateTime(at), "x": events.Double(1.5),
+	props := edm.Entity{
+		"status": edm.String("shipped"), "ünïcode😀": edm.String("日本語😀"),
+		"blob": edm.Binary([]byte{1, 2, 3, 4, 5}), "n": edm.Int32(7), "big": edm.Int64(1 << 40),
+		"ok": edm.Bool(true), "when": edm.DateTime(at), "x": edm.Double(1.5),
 	}
 	tests := []struct {
 		name string
@@ -32,12 +33,12 @@ func TestEncodedSize(t *testing.T) {
 		{"tombstone", rows.Row{PK: "p", RK: "r😀", Version: 4, Cmd: "c-2", Seq: 43, At: at, Op: events.OpDelete, Deleted: true, Props: props}},
 		{"empty", rows.Row{PK: "p", RK: "r", Tip: true}},
 		{"a property named like a system column", rows.Row{PK: "p", RK: "r", Cmd: "c", Seq: 1, Op: events.OpUpsert, Tip: true,
-			Props: events.Entity{rows.ColCmd: events.String("a much longer value than the command id"), rows.ColDeleted: events.Bool(true)}}},
+			Props: edm.Entity{rows.ColCmd: edm.String("a much longer value than the command id"), rows.ColDeleted: edm.Bool(true)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, pk := range []string{"p", "pärtition"} {
-				want := events.EntitySize(pk, tt.row.StoreKey(), tt.row.Encode())
+				want := edm.EntitySize(pk, tt.row.StoreKey(), tt.row.Encode())
 				if got := encodedSize(pk, tt.row); got != want {
 					t.Errorf("pk %q: encodedSize = %d, EntitySize(Encode()) = %d", pk, got, want)
 				}
@@ -51,7 +52,7 @@ func TestEncodedSize(t *testing.T) {
 // the projector, so that a republish after an upgrade is deduplicated.
 func TestChangeMsgID(t *testing.T) {
 	r := Result{Seq: 18446744073709551615, ID: "c-1"}
-	ch := Change{RK: "row/ü?😀", Kind: wire.ChangeCreate, Version: 12, After: events.Entity{"a": events.Int32(1)}}
+	ch := Change{RK: "row/ü?😀", Kind: wire.ChangeCreate, Version: 12, After: edm.Entity{"a": edm.Int32(1)}}
 	msg, err := changeMsg(partition{"T", "p"}, r, ch, time.Unix(0, 0))
 	if err != nil {
 		t.Fatal(err)

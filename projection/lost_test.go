@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -55,7 +56,7 @@ func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store
 func oneRow(id string, kind events.OpKind, n int, ifVersion *int64) *events.Command {
 	op := events.RowOp{Op: kind, RK: "x", IfVersion: ifVersion}
 	if kind != events.OpDelete {
-		op.Entity = events.Entity{"n": events.Int32(int32(n))}
+		op.Entity = edm.Entity{"n": edm.Int32(int32(n))}
 	}
 	return &events.Command{ID: id, Table: "orders", PK: "p", Ops: []events.RowOp{op}}
 }

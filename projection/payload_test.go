@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
@@ -55,7 +56,7 @@ func TestUnidentifiedMessages(t *testing.T) {
 				}
 			}
 			h.PublishAll(ctx, []*events.Command{{ID: "after", Table: "orders", PK: "p",
-				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: events.Entity{}}}}})
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: edm.Entity{}}}}})
 			h.WaitProjected(ctx)
 			got := map[wire.Status]int{}
 			for _, o := range h.Outcomes(ctx) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
@@ -39,7 +41,7 @@ func pruneWorkload(seed uint64, n int) []projection.Entry {
 			c.Prune = &events.Prune{Horizon: h}
 		default:
 			rk := fmt.Sprintf("r%d", rng.IntN(4))
-			op := events.RowOp{Op: events.OpUpsert, RK: rk, Entity: events.Entity{"n": events.Int64(int64(seq))}}
+			op := events.RowOp{Op: events.OpUpsert, RK: rk, Entity: edm.Entity{"n": edm.Int64(int64(seq))}}
 			if exists[rk] && rng.IntN(4) == 0 {
 				op = events.RowOp{Op: events.OpDelete, RK: rk}
 			}
@@ -176,7 +178,7 @@ func TestPruneCrash(t *testing.T) {
 			for seq := uint64(1); seq <= 260; seq++ {
 				id := fmt.Sprintf("c%d", seq)
 				c := &events.Command{ID: id, Table: "pruned", PK: "p",
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int64(int64(seq))}}}}
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int64(int64(seq))}}}}
 				es = append(es, projection.Entry{Seq: seq, At: pruneT0, ID: id, Cmd: c})
 			}
 			prune := projection.Entry{Seq: 261, At: pruneT0, ID: "prune", Cmd: &events.Command{ID: "prune", Table: "pruned", PK: "p", Prune: &events.Prune{Horizon: 260}}}
@@ -258,7 +260,7 @@ func TestPruneFutureHorizon(t *testing.T) {
 	var got projection.Result
 	err := projection.NewApplier(st, projection.ApplierConfig{}).Apply(context.Background(), "pruned", "p", []projection.Entry{e}, projection.Hooks{
 		BeforeCommit: func(_ context.Context, rs []projection.Result) error { got = rs[0]; return nil }})
-	if err != nil || got.Status != wire.StatusRejected || got.Rule != string(events.RulePruneFuture) || got.Code != wire.CodeInvalid {
+	if err != nil || got.Status != wire.StatusRejected || got.Rule != string(rules.PruneFuture) || got.Code != wire.CodeInvalid {
 		t.Fatalf("%v %+v", err, got)
 	}
 	if _, err := st.Get(context.Background(), "pruned", "p", rows.FenceKey); !errors.Is(err, store.ErrNotFound) {

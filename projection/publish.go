@@ -4,24 +4,169 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// The two publishers of a fetched batch. The batch decides when each
-// publishes (batch.go): outcomes of commands that wrote nothing are
-// published, all at once, and awaited before their transaction commits;
+// Publishing a fetched batch's outcomes and change events: the batch's
+// steps (publishUnwritten, publishApplied, finish; batch.go says when each
+// runs), the messages, then the two publishers. Outcomes of commands that
+// wrote nothing are published, all at once, and awaited before their
+// transaction commits;
 // for applied commands the change events are published first and the
 // outcomes only once every change event is stored, all before the
 // journal messages are acknowledged. So a stored outcome means its change
 // events are stored too, and a command redelivered after a crash without
 // its outcome gets both rebuilt (recover.go).
+
+// publishUnwritten publishes the outcomes of commands that wrote nothing
+// and waits until they are stored (stage 4), before the transaction
+// commits: so no later command's effect is durable before their outcome
+// is. A command recovered as applied (recover.go) has its change events
+// published before its outcome.
+func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []Result) error {
+	b.p.logResults(part, rs)
+	var (
+		fs []jetstream.PubAckFuture
+		hs []handled
+	)
+	for i := range rs {
+		r := &rs[i]
+		if r.Status == Skipped || r.Stored {
+			hs = append(hs, handled{status: Skipped}) // handled before
+			continue
+		}
+		msg, h, err := b.publishChanges(ctx, part, r)
+		if err != nil {
+			return err
+		}
+		hs = append(hs, h)
+		// This outcome's change events are stored before it is sent.
+		if err := b.changes.settle(ctx, part); err != nil {
+			return err
+		}
+		f, err := b.outcomes.send(msg)
+		if err != nil {
+			return fmt.Errorf("outcome of %s: %w", r.ID, err)
+		}
+		fs = append(fs, f)
+	}
+	if err := b.outcomes.await(ctx, fs, hs); err != nil {
+		return err
+	}
+	for i := range rs {
+		rs[i].Stored = true // never acknowledged without it: published and awaited
+	}
+	return nil
+}
+
+// publishApplied publishes the change events of a committed transaction's
+// applied commands (stage 6) and queues their outcomes, which finish
+// publishes once every change event is stored.
+func (b *batch) publishApplied(ctx context.Context, part partition, rs []Result) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	b.p.obs.Transaction(len(rs)) // one committed transaction's commands
+	b.p.logResults(part, rs)
+	for i := range rs {
+		msg, h, err := b.publishChanges(ctx, part, &rs[i])
+		if err != nil {
+			return err
+		}
+		b.outcomes.queue(msg, h)
+	}
+	return nil
+}
+
+// publishChanges sends r's change events (asynchronously) and returns its
+// outcome, to be sent once they are stored.
+func (b *batch) publishChanges(ctx context.Context, part partition, r *Result) (*nats.Msg, handled, error) {
+	e := b.bySeq[r.Seq]
+	if err := b.changes.publish(ctx, part, r, e); err != nil {
+		return nil, handled{}, err
+	}
+	msg, err := outcomeMsg(part.spelled(e), r, e)
+	return msg, handled{status: r.Status, at: e.At}, err
+}
+
+// finish waits until every change event of the batch is stored, then
+// publishes the applied commands' outcomes and waits for them.
+func (b *batch) finish(ctx context.Context) error {
+	if err := b.changes.wait(ctx); err != nil {
+		return err
+	}
+	return b.outcomes.flush(ctx)
+}
+
+func (p *Projector) logResults(part partition, rs []Result) {
+	// Asked once: the arguments of a disabled Debug line still cost an
+	// allocation each, per applied command.
+	debug := p.log.Enabled(context.Background(), slog.LevelDebug)
+	for i := range rs {
+		r := &rs[i]
+		if r.Stored || (r.Status == wire.StatusApplied && !debug) {
+			continue // logged when its outcome was published, or not at all
+		}
+		switch r.Status {
+		case wire.StatusRejected:
+			p.log.Warn("command rejected", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID, "reason", r.Reason)
+		case wire.StatusDuplicate:
+			p.log.Info("duplicate command", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
+		case wire.StatusApplied:
+			p.log.Debug("command applied", LogSeq, r.Seq, LogTable, part.table, LogPK, part.pk, LogCmd, r.ID)
+		}
+	}
+}
+
+// outcomeMsg is the outcome message of r, with its command's trace context.
+func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
+	msg, err := journal.OutcomeMsg(wire.Outcome{
+		ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
+		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, Pruned: r.Pruned, At: e.At,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.Trace.set(msg.Header)
+	return msg, nil
+}
+
+func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, error) {
+	ev := wire.ChangeEvent{
+		Table: part.table, PK: part.pk, RK: ch.RK, Op: ch.Kind, Version: ch.Version,
+		Cmd: r.ID, Seq: r.Seq, At: at, Partition: ch.Partition,
+	}
+	var err error
+	if ch.Before != nil {
+		if ev.Before, err = events.MarshalEntityJSON(ch.Before); err != nil {
+			return nil, err
+		}
+	}
+	if ch.After != nil {
+		if ev.After, err = events.MarshalEntityJSON(ch.After); err != nil {
+			return nil, err
+		}
+	}
+	data, err := ev.Encode()
+	if err != nil {
+		return nil, err
+	}
+	msg := nats.NewMsg(wire.ChangeSubject(part.table, part.pk))
+	msg.Data = data
+	msg.Header.Set(events.HeaderContentType, events.ContentTypeJSON)
+	// One event per (command, row version): a republish is deduplicated.
+	msg.Header.Set(jetstream.MsgIDHeader, wire.ChangeMsgID(r.Seq, ch.Version, ch.RK))
+	return msg, nil
+}
 
 // changeFeed publishes the change events of one fetched batch. A nil
 // *changeFeed (the change feed is off) publishes nothing.
@@ -169,19 +314,6 @@ type handled struct {
 
 func newOutcomePublisher(js jetstream.JetStream, obs Observer) *outcomePublisher {
 	return &outcomePublisher{js: js, obs: obs}
-}
-
-// outcomeMsg is the outcome message of r, with its command's trace context.
-func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
-	msg, err := journal.OutcomeMsg(wire.Outcome{
-		ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
-		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, Pruned: r.Pruned, At: e.At,
-	})
-	if err != nil {
-		return nil, err
-	}
-	e.Trace.set(msg.Header)
-	return msg, nil
 }
 
 // send publishes an outcome asynchronously; await waits for it.

@@ -2,12 +2,15 @@ package projection
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -15,7 +18,8 @@ import (
 )
 
 // Crash recovery, the stage between deciding a transaction and publishing
-// the outcomes that precede its commit (batch.go): a redelivered command
+// the outcomes that precede its commit (batch.go, publish.go), with every
+// read it makes of the table and the change feed: a redelivered command
 // whose effect is already in the table (Skipped) gets the outcome it had,
 // found in the outcomes stream or rebuilt from the table, so that no
 // message is acknowledged without an outcome.
@@ -112,48 +116,28 @@ func (p *Projector) storedOutcome(ctx context.Context, r *Result, e Entry) (bool
 	return false, nil
 }
 
-// recoverChanges rebuilds the change events of a recovered applied command
-// from the version rows, to be published again: those not already stored.
-//
-// A command journaled less than changeRepublishAge ago has all its events
-// published again: one already stored is deduplicated by its Nats-Msg-Id
-// within the stream's 2-minute duplicate window. An older command's events
-// are looked up in the change feed (storedChanges), and only the rows
-// without one are published: after the window a republished event would be
-// stored twice, and a guess from the partition's newest event alone is wrong
-// both ways (an event lost in flight beside a later one of another row, or
-// the command's own event being the newest). The result does not depend on
-// how long recovery took.
-func (p *Projector) recoverChanges(ctx context.Context, part partition, r *Result, e Entry) error {
-	if p.cfg.NoChangeFeed {
-		return nil
+// recoverErased settles the outcome of a result skipped because an erase
+// came after it, when its outcome is not in the outcomes stream: a
+// rejection's outcome is stored before any later commit, so it applied,
+// and the rows that would say what it wrote are erased.
+func recoverErased(r *Result, e Entry) bool {
+	if !r.erased && e.Erase == nil {
+		return false
 	}
-	changes, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
-		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, r.Rows)
-	})
-	if err != nil {
-		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
-		return nil
-	}
-	if time.Since(e.At) > changeRepublishAge {
-		rks := make([]string, len(changes))
-		for i, c := range changes {
-			rks[i] = c.RK
-		}
-		stored, err := storedChanges(ctx, p.js, part, r.Seq, e.At, rks)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrPublish, err)
-		}
-		changes = slices.DeleteFunc(changes, func(c Change) bool { return stored[c.RK] })
-	}
-	r.Changes = changes
-	return nil
+	r.Status, r.Rows, r.Changes = wire.StatusApplied, nil, eraseNotice(e)
+	return true
 }
 
-// changeRepublishAge is how old (by journal time) a recovered command may
-// be for its change events to be published again without looking: well
-// inside the change stream's 2-minute duplicate window.
-const changeRepublishAge = 90 * time.Second
+// versionsBySeq finds the versions a command (at journal sequence seq)
+// produced on the rows it names; see RowsBySeq.
+func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]wire.RowVersion, error) {
+	versions, err := rows.RowsBySeq(ctx, s, table, pk, cmd, seq)
+	out := make([]wire.RowVersion, len(versions))
+	for i, row := range versions {
+		out[i] = wire.RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted}
+	}
+	return out, err
+}
 
 // outcomeFromHistory settles a skipped command that has neither an outcome
 // nor a version in the table, which the projector never leaves behind: it
@@ -226,16 +210,48 @@ func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq u
 	return &rowState{Tip: &t, Latest: &t}, nil
 }
 
-// versionsBySeq finds the versions a command (at journal sequence seq)
-// produced on the rows it names; see RowsBySeq.
-func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]wire.RowVersion, error) {
-	versions, err := rows.RowsBySeq(ctx, s, table, pk, cmd, seq)
-	out := make([]wire.RowVersion, len(versions))
-	for i, row := range versions {
-		out[i] = wire.RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted}
+// recoverChanges rebuilds the change events of a recovered applied command
+// from the version rows, to be published again: those not already stored.
+//
+// A command journaled less than changeRepublishAge ago has all its events
+// published again: one already stored is deduplicated by its Nats-Msg-Id
+// within the stream's 2-minute duplicate window. An older command's events
+// are looked up in the change feed (storedChanges), and only the rows
+// without one are published: after the window a republished event would be
+// stored twice, and a guess from the partition's newest event alone is wrong
+// both ways (an event lost in flight beside a later one of another row, or
+// the command's own event being the newest). The result does not depend on
+// how long recovery took.
+func (p *Projector) recoverChanges(ctx context.Context, part partition, r *Result, e Entry) error {
+	if p.cfg.NoChangeFeed {
+		return nil
 	}
-	return out, err
+	changes, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
+		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, r.Rows)
+	})
+	if err != nil {
+		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
+		return nil
+	}
+	if time.Since(e.At) > changeRepublishAge {
+		rks := make([]string, len(changes))
+		for i, c := range changes {
+			rks[i] = c.RK
+		}
+		stored, err := storedChanges(ctx, p.js, part, r.Seq, e.At, rks)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrPublish, err)
+		}
+		changes = slices.DeleteFunc(changes, func(c Change) bool { return stored[c.RK] })
+	}
+	r.Changes = changes
+	return nil
 }
+
+// changeRepublishAge is how old (by journal time) a recovered command may
+// be for its change events to be published again without looking: well
+// inside the change stream's 2-minute duplicate window.
+const changeRepublishAge = 90 * time.Second
 
 // changesOf rebuilds the change-feed events of the row versions the
 // command at journal sequence seq produced, from the stored rows: the after image is the version itself (read by
@@ -252,7 +268,7 @@ func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64,
 		if err != nil {
 			return nil, err
 		}
-		var before events.Entity
+		var before edm.Entity
 		if rv.Version > 0 {
 			prev, ok, err := rows.VersionAt(ctx, s, table, pk, rv.RK, seq-1)
 			if err == nil && (!ok || prev.Version != rv.Version-1) {
@@ -278,3 +294,43 @@ func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64,
 	}
 	return out, nil
 }
+
+// storedChanges reports which of rks already have a change event of
+// journal sequence seq or later in the partition's change feed. It reads
+// the partition's events from the stream's leader (read-your-writes), from
+// a little before the command's journal time at on, until every row is
+// found or the events end: one request per event read, for crash recovery
+// only. A row's events are sent in journal order with at most one in flight
+// (changeFeed.send), so a row with a later event has none missing before it.
+func storedChanges(ctx context.Context, js jetstream.JetStream, part partition, seq uint64, at time.Time, rks []string) (map[string]bool, error) {
+	want := make(map[string]bool, len(rks))
+	for _, rk := range rks {
+		want[rk] = true
+	}
+	found := make(map[string]bool, len(rks))
+	// Events are stored after their command, but the journal's and the
+	// change feed's leaders may be different servers with clocks apart.
+	from := at.Add(-changeClockSkew)
+	err := journal.ScanSubject(ctx, js, wire.ChangesStream, wire.ChangeSubject(part.table, part.pk), from, func(_ uint64, data []byte) (bool, error) {
+		var ev struct {
+			RK  string `json:"rk"`
+			Seq uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return false, fmt.Errorf("change event of %s/%q: %w", part.table, part.pk, err)
+		}
+		if want[ev.RK] && ev.Seq >= seq {
+			found[ev.RK] = true
+		}
+		return len(found) < len(want), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("change events of %s/%q: %w", part.table, part.pk, err)
+	}
+	return found, nil
+}
+
+// changeClockSkew is how far apart the clocks of two JetStream servers may
+// be for storedChanges to find an event stored before its command's
+// journal time by another server's clock.
+const changeClockSkew = time.Minute

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/rows"
@@ -93,7 +94,7 @@ func testLoss(t *testing.T, wrap func(jetstream.Consumer) jetstream.Consumer, id
 	start := time.Now()
 	for i, id := range ids {
 		c := &events.Command{ID: id, Table: "orders", PK: "p",
-			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: events.Entity{"n": events.Int32(int32(i))}}}}
+			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "x", Entity: edm.Entity{"n": edm.Int32(int32(i))}}}}
 		if _, err := w.Publish(ctx, c); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -29,7 +30,7 @@ func TestTraceContext(t *testing.T) {
 			h.StartProjector(projection.Config{})
 			upsert := func(id, pk string) *events.Command {
 				return &events.Command{ID: id, Table: "traced", PK: pk, Ops: []events.RowOp{{
-					Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int64(1)}}}}
+					Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int64(1)}}}}
 			}
 			cases := []struct {
 				cmd         *events.Command
@@ -40,7 +41,7 @@ func TestTraceContext(t *testing.T) {
 			}{
 				{upsert("applied", "a"), nats.Header{"traceparent": {parent}, "tracestate": {state}}, parent, state, true},
 				{&events.Command{ID: "rejected", Table: "traced", PK: "b", Ops: []events.RowOp{{
-					Op: events.OpReplace, RK: "missing", Entity: events.Entity{}}}},
+					Op: events.OpReplace, RK: "missing", Entity: edm.Entity{}}}},
 					nats.Header{"traceparent": {parent}}, parent, "", false},
 				{upsert("capitalized", "c"), nats.Header{"Traceparent": {parent}}, parent, "", true},
 				{upsert("malformed", "d"), nats.Header{"traceparent": {"00-xyz"}, "tracestate": {state}}, "", "", true},

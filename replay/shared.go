@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -22,7 +22,7 @@ const TxBudget = store.MaxTxBytes * 3 / 4
 // SeqAtMost is the filter that keeps the rows written at or before journal
 // sequence seq.
 func SeqAtMost(seq uint64) []store.Cond {
-	return []store.Cond{{Prop: rows.ColSeq, Cmp: store.Le, Value: events.Int64(int64(seq))}}
+	return []store.Cond{{Prop: rows.ColSeq, Cmp: store.Le, Value: edm.Int64(int64(seq))}}
 }
 
 // CheckEmpty fails with ErrNotEmpty if table has a row.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -40,11 +40,11 @@ type Marker struct {
 }
 
 // Encode returns the marker's columns.
-func (m Marker) Encode() events.Entity {
-	return events.Entity{
-		ColSeq: events.Int64(int64(m.Seq)),
-		ColCmd: events.String(m.Cmd),
-		ColAt:  events.DateTime(m.At),
+func (m Marker) Encode() edm.Entity {
+	return edm.Entity{
+		ColSeq: edm.Int64(int64(m.Seq)),
+		ColCmd: edm.String(m.Cmd),
+		ColAt:  edm.DateTime(m.At),
 	}
 }
 
@@ -53,7 +53,7 @@ func DecodeMarker(e store.Entity) (m Marker, ok bool) {
 	s, ok1 := e.Props[ColSeq]
 	c, ok2 := e.Props[ColCmd]
 	a, ok3 := e.Props[ColAt]
-	if !ok1 || !ok2 || !ok3 || s.Type != events.TypeInt64 || c.Type != events.TypeString {
+	if !ok1 || !ok2 || !ok3 || s.Type != edm.TypeInt64 || c.Type != edm.TypeString {
 		return Marker{}, false
 	}
 	return Marker{Seq: uint64(s.Int), Cmd: c.Str, At: a.Time}, true

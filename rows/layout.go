@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -110,7 +111,7 @@ func ParseKey(key string) (rk string, seq uint64, tip bool, ok bool) {
 
 // Row is one version of a logical row as stored, in the layout layer: the
 // tip, a version row or a tombstone, with its system columns decoded and
-// the user properties (an events.Entity, as the command wrote them) apart.
+// the user properties (an edm.Entity, as the command wrote them) apart.
 // It is a store.Entity read by the layout (DecodeRow) and written back as
 // one (PK, the RowKey of TipKey or VersionKey, and Encode); the store below
 // holds entities and knows nothing of versions.
@@ -126,7 +127,7 @@ type Row struct {
 	Deleted bool
 	// Tip is true for the tip row (the current version).
 	Tip   bool
-	Props events.Entity
+	Props edm.Entity
 	// ETag is the store's etag of this stored row.
 	ETag string
 }
@@ -138,7 +139,7 @@ func DecodeRow(e store.Entity) (Row, error) {
 	if !ok {
 		return Row{}, fmt.Errorf("%w: row key %q is not a tip or version row", ErrLayout, e.RK)
 	}
-	r := Row{PK: e.PK, RK: rk, Tip: tip, ETag: e.ETag, Props: make(events.Entity, len(e.Props))}
+	r := Row{PK: e.PK, RK: rk, Tip: tip, ETag: e.ETag, Props: make(edm.Entity, len(e.Props))}
 	for name, val := range e.Props {
 		if !strings.HasPrefix(name, "_") {
 			r.Props[name] = val
@@ -165,8 +166,8 @@ func DecodeRow(e store.Entity) (Row, error) {
 
 // Encode returns the stored properties of r: its user properties plus the
 // system columns.
-func (r Row) Encode() events.Entity {
-	p := make(events.Entity, len(r.Props)+events.SystemColumns)
+func (r Row) Encode() edm.Entity {
+	p := make(edm.Entity, len(r.Props)+events.SystemColumns)
 	for k, v := range r.Props {
 		p[k] = v
 	}
@@ -180,7 +181,7 @@ func (r Row) Encode() events.Entity {
 // A Column is one stored property.
 type Column struct {
 	Name  string
-	Value events.Value
+	Value edm.Value
 }
 
 // SystemColumns returns the system columns Encode adds to r's user
@@ -188,12 +189,12 @@ type Column struct {
 // its entity.
 func (r Row) SystemColumns() (sys [events.SystemColumns]Column, n int) {
 	sys = [events.SystemColumns]Column{
-		{ColVersion, events.Int64(r.Version)},
-		{ColCmd, events.String(r.Cmd)},
-		{ColSeq, events.Int64(int64(r.Seq))},
-		{ColAt, events.DateTime(r.At)},
-		{ColOp, events.String(string(r.Op))},
-		{ColDeleted, events.Bool(true)},
+		{ColVersion, edm.Int64(r.Version)},
+		{ColCmd, edm.String(r.Cmd)},
+		{ColSeq, edm.Int64(int64(r.Seq))},
+		{ColAt, edm.DateTime(r.At)},
+		{ColOp, edm.String(string(r.Op))},
+		{ColDeleted, edm.Bool(true)},
 	}
 	n = len(sys)
 	if !r.Deleted {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -65,7 +66,7 @@ func TestVersionKeys(t *testing.T) {
 // version, before SPEC §4 keyed version rows by sequence) is refused with
 // ErrLayout instead of being read as something it is not.
 func TestDecodeRowRefusesOtherLayouts(t *testing.T) {
-	row := Row{PK: "p", RK: "a", Version: 3, Cmd: "c", Seq: 40, Op: events.OpUpsert, Props: events.Entity{"x": events.Int32(1)}}
+	row := Row{PK: "p", RK: "a", Version: 3, Cmd: "c", Seq: 40, Op: events.OpUpsert, Props: edm.Entity{"x": edm.Int32(1)}}
 	good := store.Entity{PK: "p", RK: row.StoreKey(), Props: row.Encode()}
 	got, err := DecodeRow(good)
 	if err != nil || got.Version != 3 || got.Seq != 40 || got.Tip {
@@ -74,7 +75,7 @@ func TestDecodeRowRefusesOtherLayouts(t *testing.T) {
 	for name, e := range map[string]store.Entity{
 		"keyed by version":  {PK: "p", RK: VersionKey("a", 3), Props: row.Encode()},
 		"not a layout key":  {PK: "p", RK: "a", Props: row.Encode()},
-		"no system columns": {PK: "p", RK: TipKey("a"), Props: events.Entity{"x": events.Int32(1)}},
+		"no system columns": {PK: "p", RK: TipKey("a"), Props: edm.Entity{"x": edm.Int32(1)}},
 	} {
 		if _, err := DecodeRow(e); !errors.Is(err, ErrLayout) {
 			t.Errorf("%s: %v, want ErrLayout", name, err)

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"time"
+
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/store/storetest"
-	"time"
 )
 
 // TestLoadRanges checks the two-query row loader against point reads, on
@@ -158,7 +160,7 @@ func entry(seq uint64, id string, ops ...events.RowOp) projection.Entry {
 func op(kind events.OpKind, rk string, name string, n int) events.RowOp {
 	o := events.RowOp{Op: kind, RK: rk}
 	if kind != events.OpDelete {
-		o.Entity = events.Entity{name: events.Int64(int64(n))}
+		o.Entity = edm.Entity{name: edm.Int64(int64(n))}
 	}
 	return o
 }

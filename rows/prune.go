@@ -8,7 +8,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -32,15 +32,15 @@ type Horizon struct {
 func (h Horizon) Pruned(seq uint64) bool { return seq < h.Seq }
 
 // HorizonOf reads the horizon columns of a fence row's properties.
-func HorizonOf(props events.Entity) Horizon {
+func HorizonOf(props edm.Entity) Horizon {
 	var h Horizon
-	if v, ok := props[ColPruneSeq]; ok && v.Type == events.TypeInt64 && v.Int > 0 {
+	if v, ok := props[ColPruneSeq]; ok && v.Type == edm.TypeInt64 && v.Int > 0 {
 		h.Seq = uint64(v.Int)
 	}
-	if v, ok := props[ColPruneCmd]; ok && v.Type == events.TypeString {
+	if v, ok := props[ColPruneCmd]; ok && v.Type == edm.TypeString {
 		h.Cmd = v.Str
 	}
-	if v, ok := props[ColPruneRemoved]; ok && v.Type == events.TypeInt64 {
+	if v, ok := props[ColPruneRemoved]; ok && v.Type == edm.TypeInt64 {
 		h.Removed = v.Int
 	}
 	return h
@@ -48,13 +48,13 @@ func HorizonOf(props events.Entity) Horizon {
 
 // Put writes h's columns into a fence row's properties; a zero horizon
 // writes none.
-func (h Horizon) Put(props events.Entity) {
+func (h Horizon) Put(props edm.Entity) {
 	if h.Seq == 0 {
 		return
 	}
-	props[ColPruneSeq] = events.Int64(int64(h.Seq))
-	props[ColPruneCmd] = events.String(h.Cmd)
-	props[ColPruneRemoved] = events.Int64(h.Removed)
+	props[ColPruneSeq] = edm.Int64(int64(h.Seq))
+	props[ColPruneCmd] = edm.String(h.Cmd)
+	props[ColPruneRemoved] = edm.Int64(h.Removed)
 }
 
 // ReadHorizon reads the prune horizon of a partition from its fence; a
@@ -85,7 +85,7 @@ func ReadPartition(ctx context.Context, s store.Store, table, pk string) (map[st
 // prunes before it, little more than what it removes.
 func ReadPartitionUpTo(ctx context.Context, s store.Store, table, pk string, seq uint64) (map[string][]Row, error) {
 	return readPartition(ctx, s, table, store.Query{PK: pk,
-		Filter: []store.Cond{{Prop: ColSeq, Cmp: store.Le, Value: events.Int64(int64(seq))}}})
+		Filter: []store.Cond{{Prop: ColSeq, Cmp: store.Le, Value: edm.Int64(int64(seq))}}})
 }
 
 func readPartition(ctx context.Context, s store.Store, table string, q store.Query) (map[string][]Row, error) {

@@ -2,13 +2,17 @@
 # The walkthrough behind `make demo`: starts the projector on embedded
 # defaults (in-process JetStream + the embedded table store, in a fresh data
 # folder), publishes commands with the writer, and travels in time with
-# replay. Everything runs on loopback and stops at the end.
+# replay, and serves the web console (docs/console.md). Everything runs on
+# loopback and stops at the end; with DEMO_KEEP=1 the projector and its
+# console keep running and the script prints the URL and how to stop them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bin=$(mktemp -d)
 data=$(mktemp -d)
 port=${DEMO_PORT:-14222}
+console_port=${DEMO_CONSOLE_PORT:-8089}
+console="http://127.0.0.1:$console_port"
 export TABLEJOURNAL_NATS="nats://127.0.0.1:$port"
 export TABLEJOURNAL_DATA="$data"
 
@@ -16,9 +20,18 @@ echo "== building projector, writer and replay"
 go build -o "$bin/" ./cmd/projector ./cmd/writer ./cmd/replay
 
 echo "== starting the projector: embedded JetStream on 127.0.0.1:$port, embedded store, data in $data"
-env -u TABLEJOURNAL_NATS "$bin/projector" --nats-listen "127.0.0.1:$port" --log-level error &
+echo "   with the web console on $console"
+# Kept running, the projector must not hold this script's output open.
+plog=/dev/stderr
+if [ "${DEMO_KEEP:-}" = 1 ]; then
+	plog="$data/projector.log"
+fi
+env -u TABLEJOURNAL_NATS "$bin/projector" --nats-listen "127.0.0.1:$port" --log-level error --console-addr "127.0.0.1:$console_port" >>"$plog" 2>&1 &
 projector=$!
 cleanup() {
+	if [ "${DEMO_KEEP:-}" = 1 ]; then
+		return
+	fi
 	kill -INT "$projector" 2>/dev/null && wait "$projector" 2>/dev/null || true
 	rm -rf "$bin" "$data"
 }
@@ -61,4 +74,21 @@ step replay undo --cmd c5 || true
 step replay undo --cmd c6 --apply || echo "(exit status $?)"
 step replay asof --table orders --pk customer-42 --rk order-7
 
+echo; echo "== the web console: the same history in a browser"
+curl -fsS -o /dev/null "$console/journal" && echo "console answering on $console"
+echo "  journal:      $console/journal"
+echo "  blame of c4:  $console/command?id=c4"
+echo "  order-7:      $console/row?table=orders&pk=customer-42&rk=order-7"
+echo "  as of c2:     $console/asof?table=orders&pk=customer-42&at=cmd:c2"
+echo "  the rejection: $console/journal?status=rejected"
+echo "  health:       $console/health"
+
+if [ "${DEMO_KEEP:-}" = 1 ]; then
+	echo; echo "== DEMO_KEEP=1: the projector (pid $projector) and its console stay up"
+	echo "console: $console/"
+	echo "projector log: $plog"
+	echo "stop with: kill -INT $projector; rm -rf $bin $data"
+	disown "$projector"
+	exit 0
+fi
 echo; echo "== done: stopping the projector"

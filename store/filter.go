@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"cmp"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // MatchFilter reports whether props satisfy every condition, with the
@@ -16,7 +16,7 @@ import (
 //   - strings and Guids compare ordinally by UTF-16 code units (CompareKeys),
 //     Binary bytewise, Boolean false < true, DateTime by instant;
 //   - Doubles compare as IEEE 754 numbers: NaN matches only Ne, and -0 == 0.
-func MatchFilter(props events.Entity, conds []Cond) bool {
+func MatchFilter(props edm.Entity, conds []Cond) bool {
 	for _, c := range conds {
 		if !matchCond(props, c) {
 			return false
@@ -25,12 +25,12 @@ func MatchFilter(props events.Entity, conds []Cond) bool {
 	return true
 }
 
-func matchCond(props events.Entity, c Cond) bool {
+func matchCond(props edm.Entity, c Cond) bool {
 	v, ok := props[c.Prop]
 	if !ok || v.Type != c.Value.Type {
 		return false
 	}
-	if v.Type == events.TypeDouble && (v.Float != v.Float || c.Value.Float != c.Value.Float) {
+	if v.Type == edm.TypeDouble && (v.Float != v.Float || c.Value.Float != c.Value.Float) {
 		return c.Cmp == Ne // NaN is unordered
 	}
 	r, ok := compareValues(v, c.Value)
@@ -55,19 +55,19 @@ func matchCond(props events.Entity, c Cond) bool {
 }
 
 // compareValues compares two values of the same type.
-func compareValues(a, b events.Value) (int, bool) {
+func compareValues(a, b edm.Value) (int, bool) {
 	switch a.Type {
-	case events.TypeString, events.TypeGuid:
+	case edm.TypeString, edm.TypeGuid:
 		return CompareKeys(a.Str, b.Str), true
-	case events.TypeBoolean:
+	case edm.TypeBoolean:
 		return cmpBool(a.Bool, b.Bool), true
-	case events.TypeInt32, events.TypeInt64:
+	case edm.TypeInt32, edm.TypeInt64:
 		return cmp.Compare(a.Int, b.Int), true
-	case events.TypeDouble:
+	case edm.TypeDouble:
 		return cmp.Compare(a.Float, b.Float), true
-	case events.TypeDateTime:
+	case edm.TypeDateTime:
 		return a.Time.Compare(b.Time), true
-	case events.TypeBinary:
+	case edm.TypeBinary:
 		return bytes.Compare(a.Bytes, b.Bytes), true
 	}
 	return 0, false

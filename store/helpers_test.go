@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf16"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -50,18 +50,18 @@ func TestCompareKeysIsUTF16Order(t *testing.T) {
 }
 
 func TestValidateTx(t *testing.T) {
-	ok := events.Entity{"n": events.Int64(1)}
-	big := func(n int) events.Entity {
-		e := events.Entity{}
+	ok := edm.Entity{"n": edm.Int64(1)}
+	big := func(n int) edm.Entity {
+		e := edm.Entity{}
 		for i := range n {
-			e["p"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+string(rune('a'+i/26%26))] = events.Binary(make([]byte, 64<<10))
+			e["p"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+string(rune('a'+i/26%26))] = edm.Binary(make([]byte, 64<<10))
 		}
 		return e
 	}
-	props := func(n int) events.Entity {
-		e := events.Entity{}
+	props := func(n int) edm.Entity {
+		e := edm.Entity{}
 		for i := range n {
-			e["p"+fmt.Sprintf("%03d", i)] = events.Bool(true)
+			e["p"+fmt.Sprintf("%03d", i)] = edm.Bool(true)
 		}
 		return e
 	}
@@ -84,13 +84,13 @@ func TestValidateTx(t *testing.T) {
 		{"twice", "p", []store.Op{{Kind: store.Upsert, RK: "a"}, {Kind: store.Delete, RK: "b"}, {Kind: store.Delete, RK: "a"}}, store.ErrInvalid, 2},
 		{"unknown kind", "p", []store.Op{{Kind: 99, RK: "a"}}, store.ErrInvalid, 0},
 		{"ifmatch on insert", "p", []store.Op{{Kind: store.Insert, RK: "a", IfMatch: "x"}}, store.ErrInvalid, 0},
-		{"bad name", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: events.Entity{"1a": events.Bool(true)}}}, store.ErrInvalid, 0},
-		{"system name", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: events.Entity{"RowKey": events.Bool(true)}}}, store.ErrInvalid, 0},
-		{"underscore name", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: events.Entity{"_v": events.Bool(true)}}}, nil, -1},
-		{"int32 range", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: events.Entity{"n": {Type: events.TypeInt32, Int: math.MaxInt32 + 1}}}}, store.ErrInvalid, 0},
-		{"guid", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: events.Entity{"g": {Type: events.TypeGuid, Str: "nope"}}}}, store.ErrInvalid, 0},
-		{"year 1", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: events.Entity{"d": events.DateTime(time.Time{})}}}, store.ErrInvalid, 0},
-		{"big binary", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: events.Entity{"b": events.Binary(make([]byte, 64<<10+1))}}}, store.ErrTooLarge, 0},
+		{"bad name", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: edm.Entity{"1a": edm.Bool(true)}}}, store.ErrInvalid, 0},
+		{"system name", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: edm.Entity{"RowKey": edm.Bool(true)}}}, store.ErrInvalid, 0},
+		{"underscore name", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: edm.Entity{"_v": edm.Bool(true)}}}, nil, -1},
+		{"int32 range", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: edm.Entity{"n": {Type: edm.TypeInt32, Int: math.MaxInt32 + 1}}}}, store.ErrInvalid, 0},
+		{"guid", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: edm.Entity{"g": {Type: edm.TypeGuid, Str: "nope"}}}}, store.ErrInvalid, 0},
+		{"year 1", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: edm.Entity{"d": edm.DateTime(time.Time{})}}}, store.ErrInvalid, 0},
+		{"big binary", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: edm.Entity{"b": edm.Binary(make([]byte, 64<<10+1))}}}, store.ErrTooLarge, 0},
 		{"252 props", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: props(252)}}, nil, -1},
 		{"253 props", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: props(253)}}, store.ErrTooLarge, 0},
 		{"15 binaries", "p", []store.Op{{Kind: store.Insert, RK: "a", Props: big(15)}}, nil, -1},
@@ -130,41 +130,41 @@ func TestValidTableName(t *testing.T) {
 
 func TestMatchFilter(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
-	props := events.Entity{
-		"n": events.Int64(10), "i": events.Int32(10), "s": events.String("b"), "t": events.Bool(true),
-		"d": events.Double(1.5), "nan": events.Double(math.NaN()), "z": events.Double(math.Copysign(0, -1)),
-		"at": events.DateTime(at), "bin": events.Binary([]byte{1, 2}),
+	props := edm.Entity{
+		"n": edm.Int64(10), "i": edm.Int32(10), "s": edm.String("b"), "t": edm.Bool(true),
+		"d": edm.Double(1.5), "nan": edm.Double(math.NaN()), "z": edm.Double(math.Copysign(0, -1)),
+		"at": edm.DateTime(at), "bin": edm.Binary([]byte{1, 2}),
 	}
 	cases := []struct {
 		c    store.Cond
 		want bool
 	}{
-		{store.Cond{Prop: "n", Cmp: store.Eq, Value: events.Int64(10)}, true},
-		{store.Cond{Prop: "n", Cmp: store.Eq, Value: events.Int32(10)}, false}, // type must match
-		{store.Cond{Prop: "i", Cmp: store.Eq, Value: events.Int32(10)}, true},
-		{store.Cond{Prop: "n", Cmp: store.Lt, Value: events.Int64(11)}, true},
-		{store.Cond{Prop: "n", Cmp: store.Gt, Value: events.Int64(10)}, false},
-		{store.Cond{Prop: "n", Cmp: store.Ge, Value: events.Int64(10)}, true},
-		{store.Cond{Prop: "n", Cmp: store.Ne, Value: events.Int64(10)}, false},
-		{store.Cond{Prop: "missing", Cmp: store.Ne, Value: events.Int64(10)}, false},
-		{store.Cond{Prop: "s", Cmp: store.Gt, Value: events.String("a")}, true},
-		{store.Cond{Prop: "s", Cmp: store.Le, Value: events.String("B")}, false}, // ordinal: 'B' < 'b'
-		{store.Cond{Prop: "t", Cmp: store.Eq, Value: events.Bool(true)}, true},
-		{store.Cond{Prop: "t", Cmp: store.Gt, Value: events.Bool(false)}, true},
-		{store.Cond{Prop: "d", Cmp: store.Le, Value: events.Double(1.5)}, true},
-		{store.Cond{Prop: "nan", Cmp: store.Eq, Value: events.Double(math.NaN())}, false},
-		{store.Cond{Prop: "nan", Cmp: store.Ne, Value: events.Double(1)}, true},
-		{store.Cond{Prop: "z", Cmp: store.Eq, Value: events.Double(0)}, true},
-		{store.Cond{Prop: "at", Cmp: store.Eq, Value: events.DateTime(at)}, true},
-		{store.Cond{Prop: "at", Cmp: store.Lt, Value: events.DateTime(at.Add(100))}, true},
-		{store.Cond{Prop: "bin", Cmp: store.Gt, Value: events.Binary([]byte{1})}, true},
+		{store.Cond{Prop: "n", Cmp: store.Eq, Value: edm.Int64(10)}, true},
+		{store.Cond{Prop: "n", Cmp: store.Eq, Value: edm.Int32(10)}, false}, // type must match
+		{store.Cond{Prop: "i", Cmp: store.Eq, Value: edm.Int32(10)}, true},
+		{store.Cond{Prop: "n", Cmp: store.Lt, Value: edm.Int64(11)}, true},
+		{store.Cond{Prop: "n", Cmp: store.Gt, Value: edm.Int64(10)}, false},
+		{store.Cond{Prop: "n", Cmp: store.Ge, Value: edm.Int64(10)}, true},
+		{store.Cond{Prop: "n", Cmp: store.Ne, Value: edm.Int64(10)}, false},
+		{store.Cond{Prop: "missing", Cmp: store.Ne, Value: edm.Int64(10)}, false},
+		{store.Cond{Prop: "s", Cmp: store.Gt, Value: edm.String("a")}, true},
+		{store.Cond{Prop: "s", Cmp: store.Le, Value: edm.String("B")}, false}, // ordinal: 'B' < 'b'
+		{store.Cond{Prop: "t", Cmp: store.Eq, Value: edm.Bool(true)}, true},
+		{store.Cond{Prop: "t", Cmp: store.Gt, Value: edm.Bool(false)}, true},
+		{store.Cond{Prop: "d", Cmp: store.Le, Value: edm.Double(1.5)}, true},
+		{store.Cond{Prop: "nan", Cmp: store.Eq, Value: edm.Double(math.NaN())}, false},
+		{store.Cond{Prop: "nan", Cmp: store.Ne, Value: edm.Double(1)}, true},
+		{store.Cond{Prop: "z", Cmp: store.Eq, Value: edm.Double(0)}, true},
+		{store.Cond{Prop: "at", Cmp: store.Eq, Value: edm.DateTime(at)}, true},
+		{store.Cond{Prop: "at", Cmp: store.Lt, Value: edm.DateTime(at.Add(100))}, true},
+		{store.Cond{Prop: "bin", Cmp: store.Gt, Value: edm.Binary([]byte{1})}, true},
 	}
 	for _, c := range cases {
 		if got := store.MatchFilter(props, []store.Cond{c.c}); got != c.want {
 			t.Errorf("%s %d %#v: got %v, want %v", c.c.Prop, c.c.Cmp, c.c.Value, got, c.want)
 		}
 	}
-	both := []store.Cond{{Prop: "n", Cmp: store.Ge, Value: events.Int64(5)}, {Prop: "s", Cmp: store.Eq, Value: events.String("x")}}
+	both := []store.Cond{{Prop: "n", Cmp: store.Ge, Value: edm.Int64(5)}, {Prop: "s", Cmp: store.Eq, Value: edm.String("x")}}
 	if store.MatchFilter(props, both) {
 		t.Error("conditions must all match")
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // Store is a table store with Azure Tables semantics. Every method is safe for
@@ -62,7 +63,7 @@ type Store interface {
 }
 
 // Entity is one stored row, in the store layer: its keys, its properties
-// (an events.Entity, the properties alone, as a command carries them; the
+// (an edm.Entity, the properties alone, as a command carries them; the
 // layout's system columns, such as _v and _seq, are properties here like
 // any other) and what the store keeps of it (etag, timestamp). The store
 // knows nothing of versions: rows.Row is the same entity read by the
@@ -70,7 +71,7 @@ type Store interface {
 // above.
 type Entity struct {
 	PK, RK string
-	Props  events.Entity
+	Props  edm.Entity
 	// ETag is the store's opaque version of the row, set on reads and
 	// ignored on writes (conditions go in Op.IfMatch).
 	ETag string
@@ -128,7 +129,7 @@ type Op struct {
 	Kind OpKind
 	RK   string
 	// Props is the entity written; nil for Delete.
-	Props events.Entity
+	Props edm.Entity
 	// IfMatch is an etag condition for Replace, Merge and Delete; "" or "*"
 	// means any version.
 	IfMatch string
@@ -190,7 +191,7 @@ func (p Partition) String() string {
 type Cond struct {
 	Prop  string
 	Cmp   Cmp
-	Value events.Value
+	Value edm.Value
 }
 
 // Cmp is a comparison operator of a Cond.
@@ -221,3 +222,16 @@ const (
 	MaxProperties   = events.MaxStoreProperties - 3 // beside PK, RK, Timestamp
 	DefaultPageSize = 1000
 )
+
+// Scrubber is implemented by a Store whose files may keep the bytes of
+// rows it deleted (free pages, old page images in a write-ahead log), as
+// the embedded store's do. Erasure (SPEC §10) calls it after the deletes
+// of an erase, and a store that keeps its tables elsewhere (Azure) does not
+// implement it.
+type Scrubber interface {
+	// Scrub removes what is left of deleted rows from the store's files,
+	// then reads every file the store owns and returns the names of those
+	// that still hold any of values (none when the scrub worked). The
+	// values themselves never appear in what it returns.
+	Scrub(ctx context.Context, values [][]byte) (held []string, err error)
+}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // Validation shared by the backends, so that they refuse exactly what Azure
@@ -19,10 +20,10 @@ const (
 	// units: Azure's limit is 1 KiB of UTF-16, so 512 units (a character
 	// above U+FFFF takes two).
 	MaxKeyUTF16 = events.MaxKeyBytes / 2
-	// MaxValueBytes is the largest String (in UTF-16) or Binary value.
-	MaxValueBytes = events.MaxBinaryBytes
-	// MaxPropertyNameLen is the longest property name in UTF-16 code units.
-	MaxPropertyNameLen = events.MaxPropertyNameLen
+	// maxValueBytes is the largest String (in UTF-16) or Binary value.
+	maxValueBytes = events.MaxBinaryBytes
+	// maxPropertyNameLen is the longest property name in UTF-16 code units.
+	maxPropertyNameLen = events.MaxPropertyNameLen
 )
 
 // ValidTableName reports whether name is a valid Azure table name:
@@ -97,8 +98,8 @@ func ValidatePropertyName(name string) error {
 	if !utf8.ValidString(name) {
 		return fmt.Errorf("property name %q is not valid UTF-8: %w", name, ErrInvalid)
 	}
-	if n := utf16Len(name); n > MaxPropertyNameLen {
-		return fmt.Errorf("property name of %d characters, limit %d: %w", n, MaxPropertyNameLen, ErrInvalid)
+	if n := utf16Len(name); n > maxPropertyNameLen {
+		return fmt.Errorf("property name of %d characters, limit %d: %w", n, maxPropertyNameLen, ErrInvalid)
 	}
 	for i, r := range name {
 		ok := r == '_' || unicode.IsLetter(r) || unicode.Is(unicode.Nl, r)
@@ -116,32 +117,32 @@ func ValidatePropertyName(name string) error {
 	return nil
 }
 
-// ValidateValue checks that v is a value Azure stores and returns exactly:
+// validateValue checks that v is a value Azure stores and returns exactly:
 // a known type, an Int32 in range, a canonical Guid, a DateTime in years
 // 1601..9999 with 100 ns precision, valid UTF-8 strings (ErrInvalid); a
 // String or Binary of at most 64 KiB (ErrTooLarge).
-func ValidateValue(v events.Value) error {
+func validateValue(v edm.Value) error {
 	switch v.Type {
-	case events.TypeString:
+	case edm.TypeString:
 		if !utf8.ValidString(v.Str) {
 			return fmt.Errorf("string is not valid UTF-8: %w", ErrInvalid)
 		}
-		if n := utf16Len(v.Str) * 2; n > MaxValueBytes {
-			return fmt.Errorf("string of %d UTF-16 bytes, limit %d: %w", n, MaxValueBytes, ErrTooLarge)
+		if n := utf16Len(v.Str) * 2; n > maxValueBytes {
+			return fmt.Errorf("string of %d UTF-16 bytes, limit %d: %w", n, maxValueBytes, ErrTooLarge)
 		}
-	case events.TypeBinary:
-		if n := len(v.Bytes); n > MaxValueBytes {
-			return fmt.Errorf("binary of %d bytes, limit %d: %w", n, MaxValueBytes, ErrTooLarge)
+	case edm.TypeBinary:
+		if n := len(v.Bytes); n > maxValueBytes {
+			return fmt.Errorf("binary of %d bytes, limit %d: %w", n, maxValueBytes, ErrTooLarge)
 		}
-	case events.TypeInt32:
+	case edm.TypeInt32:
 		if v.Int < -1<<31 || v.Int > 1<<31-1 {
 			return fmt.Errorf("Int32 %d out of range: %w", v.Int, ErrInvalid)
 		}
-	case events.TypeGuid:
-		if g, err := events.ParseGuid(v.Str); err != nil || g != v.Str {
+	case edm.TypeGuid:
+		if g, err := edm.ParseGuid(v.Str); err != nil || g != v.Str {
 			return fmt.Errorf("guid %q is not in canonical form: %w", v.Str, ErrInvalid)
 		}
-	case events.TypeDateTime:
+	case edm.TypeDateTime:
 		t := v.Time.UTC()
 		if t.Year() < 1601 || t.Year() > 9999 {
 			return fmt.Errorf("DateTime %v outside years 1601..9999: %w", t, ErrInvalid)
@@ -149,37 +150,21 @@ func ValidateValue(v events.Value) error {
 		if t.Nanosecond()%100 != 0 {
 			return fmt.Errorf("DateTime %v is finer than 100 ns: %w", t, ErrInvalid)
 		}
-	case events.TypeBoolean, events.TypeInt64, events.TypeDouble:
+	case edm.TypeBoolean, edm.TypeInt64, edm.TypeDouble:
 	default:
 		return fmt.Errorf("unknown type %v: %w", v.Type, ErrInvalid)
 	}
 	return nil
 }
 
-// ValidateEntity checks one entity as written: its keys, at most
-// MaxProperties properties and events.EntitySize at most MaxEntityBytes
-// (ErrTooLarge), and every property name and value.
-func ValidateEntity(pk, rk string, props events.Entity) error {
-	if err := ValidateKey(pk); err != nil {
-		return fmt.Errorf("partition key: %w", err)
-	}
-	if err := ValidateKey(rk); err != nil {
-		return fmt.Errorf("row key: %w", err)
-	}
-	if err := ValidateProps(props); err != nil {
-		return err
-	}
-	return CheckEntityLimits(pk, rk, props)
-}
-
-// ValidateProps checks every property name and value of props, without
+// validateProps checks every property name and value of props, without
 // the limits on the whole entity.
-func ValidateProps(props events.Entity) error {
+func validateProps(props edm.Entity) error {
 	for name, v := range props {
 		if err := ValidatePropertyName(name); err != nil {
 			return err
 		}
-		if err := ValidateValue(v); err != nil {
+		if err := validateValue(v); err != nil {
 			return fmt.Errorf("property %s: %w", name, err)
 		}
 	}
@@ -187,13 +172,13 @@ func ValidateProps(props events.Entity) error {
 }
 
 // CheckEntityLimits checks the limits on a whole entity: at most
-// MaxProperties properties and at most MaxEntityBytes by events.EntitySize.
+// MaxProperties properties and at most MaxEntityBytes by edm.EntitySize.
 // Backends also apply it to the result of a Merge.
-func CheckEntityLimits(pk, rk string, props events.Entity) error {
+func CheckEntityLimits(pk, rk string, props edm.Entity) error {
 	if len(props) > MaxProperties {
 		return fmt.Errorf("%d properties, limit %d: %w", len(props), MaxProperties, ErrTooLarge)
 	}
-	if n := events.EntitySize(pk, rk, props); n > MaxEntityBytes {
+	if n := edm.EntitySize(pk, rk, props); n > MaxEntityBytes {
 		return fmt.Errorf("entity of %d bytes, limit %d: %w", n, MaxEntityBytes, ErrTooLarge)
 	}
 	return nil
@@ -202,8 +187,9 @@ func CheckEntityLimits(pk, rk string, props events.Entity) error {
 // ValidateTx checks a transaction before it is sent: 1..MaxOps operations
 // (ErrInvalid, ErrTooLarge), a valid partition key, and per operation a known
 // kind, a valid RowKey not used by an earlier operation, IfMatch only on
-// Replace, Merge and Delete, and a valid entity (see ValidateEntity); then the
-// sum of the entities' sizes at most MaxTxBytes (ErrTooLarge). An error that
+// Replace, Merge and Delete, and a valid entity (its keys, at most
+// MaxProperties properties and edm.EntitySize at most MaxEntityBytes, every
+// property name and value); then the sum of the entities' sizes at most MaxTxBytes (ErrTooLarge). An error that
 // is one operation's fault is a *TxError naming it.
 func ValidateTx(pk string, ops []Op) error {
 	switch {
@@ -221,7 +207,7 @@ func ValidateTx(pk string, ops []Op) error {
 		if err := validateOp(pk, op, seen); err != nil {
 			return &TxError{Index: i, RK: op.RK, Err: err}
 		}
-		total += events.EntitySize(pk, op.RK, op.Props)
+		total += edm.EntitySize(pk, op.RK, op.Props)
 	}
 	if total > MaxTxBytes {
 		return fmt.Errorf("transaction of %d bytes, limit %d: %w", total, MaxTxBytes, ErrTooLarge)
@@ -248,7 +234,7 @@ func ValidateTxLimits(pk string, ops []Op, l events.Limits) error {
 				return &TxError{Index: i, RK: op.RK, Err: fmt.Errorf("property %s is reserved by %s: %w", name, l.Service, ErrInvalid)}
 			}
 		}
-		total += events.EntitySize(pk, op.RK, op.Props)
+		total += edm.EntitySize(pk, op.RK, op.Props)
 	}
 	if total > l.TxBytes() {
 		return fmt.Errorf("transaction of %d bytes, %s's limit %d: %w", total, l.Service, l.TxBytes(), ErrTooLarge)
@@ -278,7 +264,7 @@ func validateOp(pk string, op Op, seen map[string]struct{}) error {
 	default:
 		return fmt.Errorf("unknown operation %d: %w", op.Kind, ErrInvalid)
 	}
-	if err := ValidateProps(op.Props); err != nil {
+	if err := validateProps(op.Props); err != nil {
 		return err
 	}
 	return CheckEntityLimits(pk, op.RK, op.Props)
@@ -315,7 +301,7 @@ func ValidateQuery(q Query) error {
 		if c.Cmp < Eq || c.Cmp > Ge {
 			return fmt.Errorf("condition on %s: unknown operator %d: %w", c.Prop, c.Cmp, ErrInvalid)
 		}
-		if err := ValidateValue(c.Value); err != nil {
+		if err := validateValue(c.Value); err != nil {
 			return fmt.Errorf("condition on %s: %w", c.Prop, err)
 		}
 	}

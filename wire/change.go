@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // ChangeOp is the operation of a change event.
@@ -137,7 +138,7 @@ func DecodeChangeEvent(data []byte) (ChangeEvent, error) {
 // Images decodes ev's Before and After: nil where the event has none. An
 // image is read by the command decoder (events.UnmarshalJSON), so that its
 // property types are read exactly as a command's.
-func (ev ChangeEvent) Images() (before, after events.Entity, err error) {
+func (ev ChangeEvent) Images() (before, after edm.Entity, err error) {
 	if before, err = decodeImage(ev.Before); err != nil {
 		return nil, nil, fmt.Errorf("change event before image: %w", err)
 	}
@@ -148,7 +149,7 @@ func (ev ChangeEvent) Images() (before, after events.Entity, err error) {
 }
 
 // decodeImage decodes an entity image by wrapping it in a command.
-func decodeImage(raw json.RawMessage) (events.Entity, error) {
+func decodeImage(raw json.RawMessage) (edm.Entity, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // TestChangeEventMarshal: a change event's bytes are what json.Marshal made
@@ -14,7 +15,7 @@ import (
 // field is set in some case, so a field added to ChangeEvent and not to
 // marshal fails here.
 func TestChangeEventMarshal(t *testing.T) {
-	img := func(e events.Entity) json.RawMessage {
+	img := func(e edm.Entity) json.RawMessage {
 		b, err := events.MarshalEntityJSON(e)
 		if err != nil {
 			t.Fatal(err)
@@ -25,10 +26,10 @@ func TestChangeEventMarshal(t *testing.T) {
 	cases := []ChangeEvent{
 		{},
 		{Table: "Orders", PK: "p", RK: "r1", Op: ChangeCreate, Version: 0, Cmd: "c-1", Seq: 1, At: at,
-			After: img(events.Entity{"s": events.String("<b>&\u2028 ü"), "n": events.Int64(9007199254740993), "x": events.Double(0.1)})},
+			After: img(edm.Entity{"s": edm.String("<b>&\u2028 ü"), "n": edm.Int64(9007199254740993), "x": edm.Double(0.1)})},
 		{Table: "T", PK: "p&<>\"", RK: "r\n😀", Op: ChangeUpdate, Version: 12, Cmd: "c\\2", Seq: 18446744073709551615, At: at,
-			Before: img(events.Entity{"b": events.Binary([]byte("<>&"))}), After: img(events.Entity{})},
-		{Table: "T", PK: "p", RK: "r", Op: ChangeDelete, Version: 3, Cmd: "c", Seq: 9, At: at, Before: img(events.Entity{"t": events.DateTime(at)})},
+			Before: img(edm.Entity{"b": edm.Binary([]byte("<>&"))}), After: img(edm.Entity{})},
+		{Table: "T", PK: "p", RK: "r", Op: ChangeDelete, Version: 3, Cmd: "c", Seq: 9, At: at, Before: img(edm.Entity{"t": edm.DateTime(at)})},
 		{Table: "T", PK: "p", Op: ChangeErase, Cmd: "e", Seq: 10, At: at, Partition: true},
 	}
 	set := make(map[string]bool)

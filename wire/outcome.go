@@ -52,7 +52,7 @@ const (
 	CodeLostWrite Code = "lost-write"
 )
 
-// Rules of rejections found beside those of events.Rule, named in an
+// Rules of rejections found beside those of rules.Rule, named in an
 // outcome's Rule.
 const (
 	// RuleSubjectMismatch: the table or partition key of the body differ
@@ -103,7 +103,7 @@ type Outcome struct {
 	// empty for other statuses, and in outcomes stored before codes
 	// existed.
 	Code Code `json:"code,omitempty"`
-	// Rule names the rule an invalid command broke (an events.Rule, or
+	// Rule names the rule an invalid command broke (an rules.Rule, or
 	// one of the Rule* constants of this package), or the limit a
 	// too-large one exceeds; empty when there is none.
 	Rule string `json:"rule,omitempty"`

@@ -81,32 +81,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer raw.Close()
 
-	// Run the suites, one go test each, in turn.
-	var (
-		out       bytes.Buffer
-		lines     []string
-		failed    []string
-		started   = time.Now()
-		startLoad = loadAverage()
-	)
-	tout := *timeout
-	for i, s := range selected {
-		line := s.commandLine(*count, tout)
-		lines = append(lines, line)
-		fmt.Fprintf(stderr, "== [%d/%d] %s: %s\n", i+1, len(selected), s.Name, line)
-		cmd := exec.Command("go", s.args(*count, tout)...)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), s.Env...)
-		w := io.MultiWriter(&out, raw, stderr)
-		cmd.Stdout, cmd.Stderr = w, w
-		t0 := time.Now()
-		if err := cmd.Run(); err != nil {
-			failed = append(failed, fmt.Sprintf("%s (%v)", s.Name, err))
-		}
-		fmt.Fprintf(stderr, "== %s took %s\n", s.Name, time.Since(t0).Round(time.Second))
-	}
+	started, startLoad := time.Now(), loadAverage()
+	out, lines, failed := runSuites(selected, *count, *timeout, root, raw, stderr)
 
-	results, err := Parse(&out)
+	results, err := Parse(out)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -128,6 +106,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// runSuites runs the suites, one go test each, in turn, in the module's
+// folder root. It returns their output, their command lines and those that
+// failed; raw and stderr get the output as it comes.
+func runSuites(selected []suite, count int, timeout, root string, raw io.Writer, stderr io.Writer) (out *bytes.Buffer, lines, failed []string) {
+	out = &bytes.Buffer{}
+	for i, s := range selected {
+		line := s.commandLine(count, timeout)
+		lines = append(lines, line)
+		fmt.Fprintf(stderr, "== [%d/%d] %s: %s\n", i+1, len(selected), s.Name, line)
+		cmd := exec.Command("go", s.args(count, timeout)...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), s.Env...)
+		w := io.MultiWriter(out, raw, stderr)
+		cmd.Stdout, cmd.Stderr = w, w
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%v)", s.Name, err))
+		}
+		fmt.Fprintf(stderr, "== %s took %s\n", s.Name, time.Since(t0).Round(time.Second))
+	}
+	return out, lines, failed
 }
 
 // moduleRoot returns the folder of the main module's go.mod.

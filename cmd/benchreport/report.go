@@ -33,6 +33,9 @@ var targets = map[string]map[string]float64{
 		"ratio-vs-tip":       0.5, // asof a quarter into a row's history against its tip: within 2x
 		"ratio-vs-previous":  0.5, // the same against one version back: the same two requests, no scan
 	},
+	"console": {
+		"ratio-vs-300ms": 1, // 300 ms over a page's p99 (100 commands or rows): under 300 ms
+	},
 }
 
 // ceilings are the maximum each cost ratio (a "cpu-x-" metric: CPU per
@@ -91,6 +94,7 @@ var figures = []figure{
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/(snapshot|load)$`), []string{"entities/s", "bytes/entity"}},
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/verify$`), []string{"rows/s", "rebuild-rows/s"}},
 	{"replay", regexp.MustCompile(`^BenchmarkAsOfRow/`), []string{"tip-ns", "previous-ns", "deep-ns"}},
+	{"console", regexp.MustCompile(`^BenchmarkConsole/`), []string{"p50-ms", "p99-ms"}},
 }
 
 // series is every run of one benchmark: the values of each metric.

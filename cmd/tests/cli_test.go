@@ -32,7 +32,7 @@ func runWriter(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // testdata/help.txt, so a change to a usage text shows in review.
 func TestHelpGolden(t *testing.T) {
 	// Not parallel: it sets environment variables.
-	for _, env := range []string{cli.EnvNATS, cli.EnvNATSCreds, cli.EnvNATSNkey, cli.EnvNATSUser, cli.EnvNATSPassword, cli.EnvTables, cli.EnvData, cli.EnvStream, projectorcmd.EnvReplicas, projectorcmd.EnvMetricsAddr} {
+	for _, env := range []string{cli.EnvNATS, cli.EnvNATSCreds, cli.EnvNATSNkey, cli.EnvNATSUser, cli.EnvNATSPassword, cli.EnvTables, cli.EnvAuth, cli.EnvCAFile, cli.EnvData, cli.EnvStream, projectorcmd.EnvReplicas, projectorcmd.EnvMetricsAddr} {
 		t.Setenv(env, "")
 	}
 	clitest.RunGolden(t, filepath.Join("testdata", "help.txt"), &clitest.Normalizer{KeepPorts: true}, func(args []string) (string, string, int) {

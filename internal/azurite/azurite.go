@@ -52,6 +52,11 @@ type Server struct {
 	blob     *Server
 	blobErr  error
 
+	tls       *tlsFiles // the HTTPS certificate and OAuth account of an OAuth server, or nil
+	oauthOnce sync.Once
+	oauth     *Server
+	oauthErr  error
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -108,15 +113,15 @@ func Start(ctx context.Context) (*Server, error) {
 	// A free port is found by binding :0 and releasing it; another process
 	// may take it in between, so a server that exits at once is retried on
 	// a new port.
-	return startService(ctx, bin, "table")
+	return startService(ctx, bin, "table", nil)
 }
 
 // startService starts the Azurite service ("table" or "blob") of bin, on a
-// free port.
-func startService(ctx context.Context, bin, service string) (*Server, error) {
+// free port; over HTTPS in OAuth mode when tf is not nil.
+func startService(ctx context.Context, bin, service string, tf *tlsFiles) (*Server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		s, err := start(ctx, bin, service)
+		s, err := start(ctx, bin, service, tf)
 		if err == nil {
 			return s, nil
 		}
@@ -128,16 +133,16 @@ func startService(ctx context.Context, bin, service string) (*Server, error) {
 	return nil, lastErr
 }
 
-func start(ctx context.Context, bin, service string) (*Server, error) {
+func start(ctx context.Context, bin, service string, tf *tlsFiles) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("azurite: find a free port: %w", err)
 	}
-	return startOn(ctx, bin, service, port)
+	return startOn(ctx, bin, service, port, tf)
 }
 
 // startOn starts the service on port.
-func startOn(ctx context.Context, bin, service string, port int) (*Server, error) {
+func startOn(ctx context.Context, bin, service string, port int, tf *tlsFiles) (*Server, error) {
 	dir, err := os.MkdirTemp("", "azurite-")
 	if err != nil {
 		return nil, fmt.Errorf("azurite: %w", err)
@@ -149,16 +154,19 @@ func startOn(ctx context.Context, bin, service string, port int) (*Server, error
 		dir:     dir,
 		out:     &tailBuffer{max: 8 << 10},
 		done:    make(chan struct{}),
+		tls:     tf,
 	}
-	s.cmd = exec.Command(bin,
-		"--"+service+"Host", "127.0.0.1",
-		"--"+service+"Port", strconv.Itoa(port),
+	args := []string{
+		"--" + service + "Host", "127.0.0.1",
+		"--" + service + "Port", strconv.Itoa(port),
 		"--inMemoryPersistence",
 		"--skipApiVersionCheck",
 		"--disableProductStyleUrl",
 		"--disableTelemetry",
 		"--silent",
-	)
+	}
+	s.cmd = exec.Command(bin, append(args, tf.args()...)...)
+	s.cmd.Env = append(os.Environ(), tf.env()...)
 	s.cmd.Dir = dir // anything Azurite writes (debug logs) lands in dir
 	s.cmd.Stdout = s.out
 	s.cmd.Stderr = s.out
@@ -192,7 +200,7 @@ func startOn(ctx context.Context, bin, service string, port int) (*Server, error
 // waitReady polls the server until it answers an HTTP request, it exits, or
 // ctx ends.
 func (s *Server) waitReady(ctx context.Context) error {
-	client := &http.Client{Timeout: time.Second}
+	client := &http.Client{Timeout: time.Second, Transport: s.tls.transport()}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -264,7 +272,7 @@ func (s *Server) Restart(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, startTimeout)
 		defer cancel()
 	}
-	n, err := startOn(ctx, s.bin, s.service, port)
+	n, err := startOn(ctx, s.bin, s.service, port, s.tls)
 	if err != nil {
 		return err
 	}
@@ -274,8 +282,14 @@ func (s *Server) Restart(ctx context.Context) error {
 }
 
 // Endpoint returns the service URL of the development account, such as
-// http://127.0.0.1:41234/devstoreaccount1.
-func (s *Server) Endpoint() string { return "http://" + s.host + "/" + AccountName }
+// http://127.0.0.1:41234/devstoreaccount1; of an OAuth server, the https
+// URL of its account (OAuthAccount).
+func (s *Server) Endpoint() string {
+	if s.tls != nil {
+		return "https://" + s.host + "/" + OAuthAccount
+	}
+	return "http://" + s.host + "/" + AccountName
+}
 
 // BlobConnectionString returns a connection string for the development
 // account that names both the table endpoint and the endpoint of a blob
@@ -288,12 +302,31 @@ func (s *Server) BlobConnectionString(ctx context.Context) (string, error) {
 			ctx, cancel = context.WithTimeout(ctx, startTimeout)
 			defer cancel()
 		}
-		s.blob, s.blobErr = startService(ctx, filepath.Join(filepath.Dir(s.bin), "azurite-blob"), "blob")
+		s.blob, s.blobErr = startService(ctx, filepath.Join(filepath.Dir(s.bin), "azurite-blob"), "blob", s.tls)
 	})
 	if s.blobErr != nil {
 		return "", s.blobErr
 	}
 	return s.ConnectionString() + "BlobEndpoint=" + s.blob.Endpoint() + ";", nil
+}
+
+// Blob returns the blob server beside s, starting it as
+// BlobConnectionString does; beside an OAuth server, an OAuth blob server
+// with the same certificate and account.
+func (s *Server) Blob(ctx context.Context) (*Server, error) {
+	if _, err := s.BlobConnectionString(ctx); err != nil {
+		return nil, err
+	}
+	return s.blob, nil
+}
+
+// BlobEndpoint returns the service URL of the account on Blob's server.
+func (s *Server) BlobEndpoint(ctx context.Context) (string, error) {
+	b, err := s.Blob(ctx)
+	if err != nil {
+		return "", err
+	}
+	return b.Endpoint(), nil
 }
 
 // ConnectionString returns a connection string for the development account
@@ -308,6 +341,14 @@ func (s *Server) ConnectionString() string {
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		defer os.RemoveAll(s.dir)
+		if s.oauth != nil {
+			if err := s.oauth.Stop(); err != nil {
+				s.stopErr = err
+			}
+		}
+		if s.tls != nil && s.tls.owner == s {
+			defer os.RemoveAll(s.tls.dir)
+		}
 		if s.blob != nil {
 			if err := s.blob.Stop(); err != nil {
 				s.stopErr = err

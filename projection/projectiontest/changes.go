@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -88,7 +88,7 @@ func (h *Harness) CheckChangeFeed(ctx context.Context, table string, m *Model) {
 
 // wantChange is the change event the model's version i of a row's history
 // hist makes: its kind and before and after images.
-func wantChange(hist []Version, i int) (op wire.ChangeOp, before, after events.Entity) {
+func wantChange(hist []Version, i int) (op wire.ChangeOp, before, after edm.Entity) {
 	v := hist[i]
 	if i > 0 && !hist[i-1].Deleted {
 		before = hist[i-1].Props
@@ -105,7 +105,7 @@ func wantChange(hist []Version, i int) (op wire.ChangeOp, before, after events.E
 	return wire.ChangeUpdate, before, after
 }
 
-func checkEvent(ev wire.ChangeEvent, op wire.ChangeOp, v Version, before, after events.Entity) error {
+func checkEvent(ev wire.ChangeEvent, op wire.ChangeOp, v Version, before, after edm.Entity) error {
 	if ev.Op != op || ev.Cmd != v.Cmd || ev.Seq != v.Seq {
 		return fmt.Errorf("event op %s cmd %s seq %d, want %s by %s at %d", ev.Op, ev.Cmd, ev.Seq, op, v.Cmd, v.Seq)
 	}
@@ -115,8 +115,8 @@ func checkEvent(ev wire.ChangeEvent, op wire.ChangeOp, v Version, before, after 
 	}
 	for _, img := range []struct {
 		name string
-		got  events.Entity
-		want events.Entity
+		got  edm.Entity
+		want edm.Entity
 	}{{"before", gotBefore, before}, {"after", gotAfter, after}} {
 		got := img.got
 		if (got == nil) != (img.want == nil) || !got.Equal(img.want) {

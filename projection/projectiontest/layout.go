@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -157,13 +158,13 @@ func LayoutErrors(ctx context.Context, st store.Store, table string) []error {
 func systemColumns(e store.Entity) error {
 	want := []struct {
 		col string
-		typ events.Type
+		typ edm.Type
 	}{
-		{rows.ColVersion, events.TypeInt64},
-		{rows.ColCmd, events.TypeString},
-		{rows.ColSeq, events.TypeInt64},
-		{rows.ColAt, events.TypeDateTime},
-		{rows.ColOp, events.TypeString},
+		{rows.ColVersion, edm.TypeInt64},
+		{rows.ColCmd, edm.TypeString},
+		{rows.ColSeq, edm.TypeInt64},
+		{rows.ColAt, edm.TypeDateTime},
+		{rows.ColOp, edm.TypeString},
 	}
 	var errs []error
 	for _, w := range want {
@@ -175,7 +176,7 @@ func systemColumns(e store.Entity) error {
 			errs = append(errs, fmt.Errorf("%s is %s, not %s", w.col, v.Type, w.typ))
 		}
 	}
-	if d, ok := e.Props[rows.ColDeleted]; ok && (d.Type != events.TypeBoolean || !d.Bool) {
+	if d, ok := e.Props[rows.ColDeleted]; ok && (d.Type != edm.TypeBoolean || !d.Bool) {
 		errs = append(errs, fmt.Errorf("%s is %s %v, not true", rows.ColDeleted, d.Type, d.Bool))
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
@@ -24,7 +25,7 @@ func TestLayoutErrors(t *testing.T) {
 			op = events.OpDelete
 		}
 		return rows.Row{PK: "p", RK: "r", Version: v, Cmd: fmt.Sprint("c", seq), Seq: seq, At: at, Op: op,
-			Tip: tip, Deleted: deleted, Props: events.Entity{"x": events.Int64(int64(v))}}
+			Tip: tip, Deleted: deleted, Props: edm.Entity{"x": edm.Int64(int64(v))}}
 	}
 	put := func(r rows.Row) store.Op {
 		return store.Op{Kind: store.Upsert, RK: r.StoreKey(), Props: r.Encode()}
@@ -34,12 +35,12 @@ func TestLayoutErrors(t *testing.T) {
 		delete(o.Props, col)
 		return o
 	}
-	retyped := func(r rows.Row, col string, v events.Value) store.Op {
+	retyped := func(r rows.Row, col string, v edm.Value) store.Op {
 		o := put(r)
 		o.Props[col] = v
 		return o
 	}
-	fence := store.Op{Kind: store.Upsert, RK: rows.FenceKey, Props: events.Entity{"_seq": events.Int64(9)}}
+	fence := store.Op{Kind: store.Upsert, RK: rows.FenceKey, Props: edm.Entity{"_seq": edm.Int64(9)}}
 	tests := []struct {
 		name string
 		ops  []store.Op
@@ -56,8 +57,8 @@ func TestLayoutErrors(t *testing.T) {
 		{"no tip nor tombstone", []store.Op{put(row(0, 1, false, false)), put(row(1, 3, false, false))}, "neither the tip nor a tombstone"},
 		{"no _seq", []store.Op{without(row(0, 1, true, false), rows.ColSeq)}, "no _seq"},
 		{"no _at", []store.Op{without(row(0, 1, true, false), rows.ColAt)}, "no _at"},
-		{"_v an Int32", []store.Op{retyped(row(0, 1, true, false), rows.ColVersion, events.Int32(0))}, "_v is Edm.Int32"},
-		{"_deleted false", []store.Op{retyped(row(0, 1, true, false), rows.ColDeleted, events.Bool(false))}, "_deleted"},
+		{"_v an Int32", []store.Op{retyped(row(0, 1, true, false), rows.ColVersion, edm.Int32(0))}, "_v is Edm.Int32"},
+		{"_deleted false", []store.Op{retyped(row(0, 1, true, false), rows.ColDeleted, edm.Bool(false))}, "_deleted"},
 		{"not a layout key", []store.Op{{Kind: store.Upsert, RK: "r", Props: row(0, 1, true, false).Encode()}}, "not a tip or version row"},
 	}
 	for _, tt := range tests {

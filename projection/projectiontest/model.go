@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -20,7 +21,7 @@ type Version struct {
 	Seq     uint64
 	Op      events.OpKind
 	Deleted bool
-	Props   events.Entity
+	Props   edm.Entity
 }
 
 // RowID names a logical row.
@@ -147,7 +148,7 @@ func (m *Model) apply(seq uint64, c *events.Command) string {
 type modelRow struct {
 	before *Version // the newest version before the command
 	exists bool
-	props  events.Entity
+	props  edm.Entity
 	v      int64 // the row's version now
 	next   int64 // the version the command makes
 	op     events.OpKind
@@ -175,7 +176,7 @@ func (s *modelRow) do(op events.RowOp) bool {
 		if !s.exists && op.Op == events.OpMerge {
 			return false
 		}
-		merged := events.Entity{}
+		merged := edm.Entity{}
 		if s.exists {
 			merged = s.props.Clone()
 		}

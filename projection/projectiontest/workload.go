@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // Workload generates a seeded random stream of commands over a fixed set of
@@ -131,20 +132,20 @@ func (w *Workload) op(pk, rk string) events.RowOp {
 	return op
 }
 
-func (w *Workload) entity() events.Entity {
-	e := events.Entity{"n": events.Int32(int32(w.n))}
+func (w *Workload) entity() edm.Entity {
+	e := edm.Entity{"n": edm.Int32(int32(w.n))}
 	switch w.rng.IntN(4) {
 	case 0:
-		e["status"] = events.String([]string{"new", "paid", "shipped", "ünïcode ✓"}[w.rng.IntN(4)])
+		e["status"] = edm.String([]string{"new", "paid", "shipped", "ünïcode ✓"}[w.rng.IntN(4)])
 	case 1:
-		e["total"] = events.Double(float64(w.rng.IntN(100000)) / 100)
+		e["total"] = edm.Double(float64(w.rng.IntN(100000)) / 100)
 	case 2:
-		e["big"] = events.Int64(1<<53 + int64(w.rng.IntN(1000)))
+		e["big"] = edm.Int64(1<<53 + int64(w.rng.IntN(1000)))
 	case 3:
-		e["blob"] = events.Binary([]byte(fmt.Sprintf("b%d", w.n)))
+		e["blob"] = edm.Binary([]byte(fmt.Sprintf("b%d", w.n)))
 	}
 	if w.rng.IntN(3) == 0 {
-		e["flag"] = events.Bool(w.rng.IntN(2) == 0)
+		e["flag"] = edm.Bool(w.rng.IntN(2) == 0)
 	}
 	return e
 }

@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
@@ -71,6 +74,11 @@ type Plan struct {
 	// Outcomes are the OUTCOMES sequences of the removed commands'
 	// outcomes.
 	Outcomes []uint64
+
+	// values are the property values of the key's rows counted in
+	// TableRows that are long enough to look for in a store's files
+	// (scrubValues); never printed.
+	values [][]byte
 }
 
 // Empty reports whether nothing of the key is left to remove.
@@ -101,9 +109,28 @@ type Receipt struct {
 	KeptSeqs    []uint64  `json:"keptSeqs,omitempty"`
 	Started     time.Time `json:"started"`
 	Finished    time.Time `json:"finished"`
+	// StoreFiles is the check of the table store's own files, for a store
+	// that keeps its tables in local files (the embedded one); nil for
+	// others.
+	StoreFiles *StoreFilesCheck `json:"storeFiles,omitempty"`
 	// Verified: the final check found nothing of the key left in the
-	// table, the journal (but Kept), the change feed or the outcomes.
+	// table, the journal (but Kept), the change feed, the outcomes or the
+	// table store's files.
 	Verified bool `json:"verified"`
+}
+
+// StoreFilesCheck is what a receipt says of the table store's files: they
+// were scrubbed of deleted rows (store.Scrubber), then read whole for the
+// key's values.
+type StoreFilesCheck struct {
+	// Values counts the distinct string and binary values of the key's
+	// rows, of at least 8 bytes, looked for: those of the rows this run
+	// found in the table (a run again after the rows were deleted has none
+	// to look for, and says 0).
+	Values int `json:"valuesLookedFor"`
+	// Held names the files that still hold one of them; empty when
+	// verified.
+	Held []string `json:"held,omitempty"`
 }
 
 // PlanErase finds what an erase of t removes: everything up to the newest
@@ -128,7 +155,7 @@ func (r *Eraser) planErase(ctx context.Context, t Target, upTo uint64) (*Plan, e
 	if err != nil {
 		return nil, fmt.Errorf("plan erase: read the journal: %w", err)
 	}
-	if p.TableRows, err = r.countRows(ctx, t, p.EraseSeq); err != nil {
+	if p.TableRows, p.values, err = r.countRows(ctx, t, p.EraseSeq); err != nil {
 		return nil, err
 	}
 	if p.Changes, err = r.keyChanges(ctx, t, p.EraseSeq); err != nil {
@@ -244,14 +271,16 @@ func (r *Eraser) validTarget(t Target) error {
 
 // countRows counts the key's stored rows: tips, versions and tombstones,
 // those written before sequence before (0: all).
-func (r *Eraser) countRows(ctx context.Context, t Target, before uint64) (int, error) {
+func (r *Eraser) countRows(ctx context.Context, t Target, before uint64) (int, [][]byte, error) {
 	n := 0
+	var values [][]byte
 	count := func(e store.Entity) {
 		if !rows.IsLayoutKey(e.RK) {
 			return
 		}
 		if s, ok := e.Props[rows.ColSeq]; before == 0 || !ok || uint64(s.Int) < before {
 			n++
+			values = scrubValues(values, e.Props)
 		}
 	}
 	q := store.Query{PK: t.PK}
@@ -260,7 +289,7 @@ func (r *Eraser) countRows(ctx context.Context, t Target, before uint64) (int, e
 		if e, err := r.Store().Get(ctx, t.Table, t.PK, rows.TipKey(*t.RK)); err == nil {
 			count(e)
 		} else if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTableNotFound) {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	err := store.All(ctx, r.Store(), t.Table, q, func(e store.Entity) error {
@@ -268,9 +297,34 @@ func (r *Eraser) countRows(ctx context.Context, t Target, before uint64) (int, e
 		return nil
 	})
 	if errors.Is(err, store.ErrTableNotFound) {
-		return n, nil
+		return n, values, nil
 	}
-	return n, err
+	return n, values, err
+}
+
+// minScrubValue is the shortest value looked for in a store's files: a
+// shorter one (a flag, a small number's digits) occurs in any file by
+// chance.
+const minScrubValue = 8
+
+// scrubValues adds to values the string and binary properties of a row
+// that are at least minScrubValue bytes long, once each.
+func scrubValues(values [][]byte, props edm.Entity) [][]byte {
+	for name, v := range props {
+		var b []byte
+		switch {
+		case strings.HasPrefix(name, "_"):
+			continue // system columns: IDs and operations, not the key's data
+		case v.Type == edm.TypeString:
+			b = []byte(v.Str)
+		case v.Type == edm.TypeBinary:
+			b = v.Bytes
+		}
+		if len(b) >= minScrubValue && !slices.ContainsFunc(values, func(o []byte) bool { return bytes.Equal(o, b) }) {
+			values = append(values, b)
+		}
+	}
+	return values
 }
 
 // keyChanges lists the CHANGES sequences of the key's change events, of
@@ -319,7 +373,7 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	rowsBefore := p.TableRows
+	rowsBefore, values := p.TableRows, p.values
 	if p.EraseSeq == 0 {
 		e := &events.Erase{ID: eraseID(now()), Table: t.Table, PK: t.PK, RK: t.RK, Issuer: r.Config().Issuer, IssuedAt: now()}
 		res, err := journal.NewWriter(r.JetStream(), r.Config().Journal).PublishErase(ctx, e)
@@ -377,8 +431,31 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 		return rec, fmt.Errorf("%w: %d rows, %d journal messages, %d change events, %d outcomes left; run it again",
 			ErrEraseIncomplete, left.TableRows, len(left.Journal), len(left.Changes), len(left.Outcomes))
 	}
+	if err := r.scrubStore(ctx, rec, values); err != nil {
+		return rec, err
+	}
 	rec.Verified = true
 	return rec, nil
+}
+
+// scrubStore has a store that keeps its tables in local files
+// (store.Scrubber: the embedded one) scrub them of the deleted rows, and
+// records the check of its files for values in the receipt.
+func (r *Eraser) scrubStore(ctx context.Context, rec *Receipt, values [][]byte) error {
+	sc, ok := r.Store().(store.Scrubber)
+	if !ok {
+		return nil
+	}
+	held, err := sc.Scrub(ctx, values)
+	if err != nil {
+		return fmt.Errorf("erase: scrub the table store's files: %w", err)
+	}
+	rec.StoreFiles = &StoreFilesCheck{Values: len(values), Held: held}
+	if len(held) > 0 {
+		return fmt.Errorf("%w: the table store's files %s still hold erased values; run it again",
+			ErrEraseIncomplete, strings.Join(held, ", "))
+	}
+	return nil
 }
 
 // eraseID is the ID of an erase published at t.

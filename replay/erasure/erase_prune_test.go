@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/erasure"
@@ -52,7 +53,7 @@ func TestErasePrune(t *testing.T) {
 				es := f.Props[rows.ColEraseSeq]
 				// An erase resets the prune's count (a rebuild without the
 				// erased commands counts fewer), so verify compares it too.
-				if h.Seq != horizon || h.Cmd != prune.ID || eraseSeq != 0 && (es.Type != events.TypeInt64 || uint64(es.Int) != eraseSeq || h.Removed != 0) {
+				if h.Seq != horizon || h.Cmd != prune.ID || eraseSeq != 0 && (es.Type != edm.TypeInt64 || uint64(es.Int) != eraseSeq || h.Removed != 0) {
 					t.Errorf("%s: fence %v, want _pruneSeq %d by %s, _eraseSeq %d and _pruneRemoved 0 after an erase", when, f.Props, horizon, prune.ID, eraseSeq)
 				}
 			}

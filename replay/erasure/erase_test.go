@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/replay"
@@ -35,7 +36,7 @@ func tableHolding(t *testing.T, ctx context.Context, st store.Store, table strin
 	var found []string
 	for _, e := range es {
 		for _, v := range e.Props {
-			if v.Type == events.TypeString && bytes.Contains([]byte(v.Str), secret) {
+			if v.Type == edm.TypeString && bytes.Contains([]byte(v.Str), secret) {
 				found = append(found, e.PK+"/"+e.RK)
 			}
 		}
@@ -46,7 +47,7 @@ func tableHolding(t *testing.T, ctx context.Context, st store.Store, table strin
 func upsert(id, table, pk string, kv ...string) *events.Command {
 	c := &events.Command{ID: id, Table: table, PK: pk}
 	for i := 0; i < len(kv); i += 2 {
-		c.Ops = append(c.Ops, events.RowOp{Op: events.OpUpsert, RK: kv[i], Entity: events.Entity{"v": events.String(kv[i+1])}})
+		c.Ops = append(c.Ops, events.RowOp{Op: events.OpUpsert, RK: kv[i], Entity: edm.Entity{"v": edm.String(kv[i+1])}})
 	}
 	return c
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -218,14 +218,14 @@ func (r *Reader) History(ctx context.Context, table, pk, rk string) ([]rows.Row,
 type PropChange struct {
 	Name string
 	// Before and After are the values; a missing side has ok false.
-	Before, After     events.Value
+	Before, After     edm.Value
 	HadBefore, HasNow bool
 }
 
 // Diff lists the properties that differ between before and after (either
 // may be nil: an absent row), by name. A value that keeps its text but
 // changes its EDM type is a change.
-func Diff(before, after events.Entity) []PropChange {
+func Diff(before, after edm.Entity) []PropChange {
 	var out []PropChange
 	for name, b := range before {
 		a, ok := after[name]

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/rows"
@@ -44,7 +45,7 @@ func TestVersionBySeq(t *testing.T) {
 				{RK: "r", Version: 3, Cmd: "c3", Seq: 4, Op: events.OpMerge, Tip: true},
 			} {
 				r.At = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-				r.Props = events.Entity{"n": events.Int64(r.Version)}
+				r.Props = edm.Entity{"n": edm.Int64(r.Version)}
 				ops = append(ops, store.Op{Kind: store.Insert, RK: r.StoreKey(), Props: r.Encode()})
 			}
 			if _, err := st.Transact(ctx, table, "p", ops); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -45,7 +46,7 @@ func TestReadsDuringWrites(t *testing.T) {
 		t.Helper()
 		id := "c" + string(rune('0'+seq))
 		e := projection.Entry{Seq: seq, At: at, ID: id, Cmd: &events.Command{ID: id, Table: table, PK: "p",
-			Ops: []events.RowOp{{Op: events.OpUpsert, RK: rk, Entity: events.Entity{"n": events.Int32(n)}}}}}
+			Ops: []events.RowOp{{Op: events.OpUpsert, RK: rk, Entity: edm.Entity{"n": edm.Int32(n)}}}}}
 		if err := projection.NewApplier(st, projection.ApplierConfig{CacheRows: -1}).Apply(ctx, table, "p", []projection.Entry{e}, projection.Hooks{}); err != nil {
 			t.Fatal(err)
 		}

@@ -87,13 +87,17 @@ func (r *Reader) ErasedAfter(ctx context.Context, table string, seq uint64) (*Er
 }
 
 // Drops reports whether a snapshot's row belongs to an erased key: a tip
-// or version row (fences and markers stay).
+// or version row of an erased row, or any row (the fence too, which names
+// the partition) of an erased partition.
 func (k *ErasedKeys) Drops(e store.Entity) bool {
 	if k == nil {
 		return false
 	}
+	if k.parts[e.PK] {
+		return true // every row of an erased partition, its fence too
+	}
 	rk, _, _, ok := rows.ParseKey(e.RK)
-	return ok && (k.parts[e.PK] || k.rows[[2]string{e.PK, rk}])
+	return ok && k.rows[[2]string{e.PK, rk}]
 }
 
 // eraseNote describes an erase message for blame; ok is false for any

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -175,7 +176,7 @@ func testHistory(t *testing.T, e *replaytest.Env, s *replaytest.Seeded) {
 			}
 		}
 	}
-	d := history.Diff(events.Entity{"a": events.Int32(1), "b": events.String("x")}, events.Entity{"a": events.Int64(1), "c": events.Bool(true)})
+	d := history.Diff(edm.Entity{"a": edm.Int32(1), "b": edm.String("x")}, edm.Entity{"a": edm.Int64(1), "c": edm.Bool(true)})
 	if len(d) != 3 || d[0].Name != "a" || !d[0].HadBefore || !d[0].HasNow || d[1].Name != "b" || d[1].HasNow || d[2].Name != "c" || d[2].HadBefore {
 		t.Fatalf("Diff: %+v", d)
 	}
@@ -646,8 +647,8 @@ func testVerify(t *testing.T, e *replaytest.Env, s *replaytest.Seeded) {
 		pk  string
 		ops []store.Op
 	}{
-		{tip.PK, []store.Op{{Kind: store.Merge, RK: tip.RK, Props: events.Entity{"n": events.Int32(-1)}, IfMatch: "*"}}},
-		{tip.PK, []store.Op{{Kind: store.Insert, RK: "intruder", Props: events.Entity{"x": events.Int32(1)}}}},
+		{tip.PK, []store.Op{{Kind: store.Merge, RK: tip.RK, Props: edm.Entity{"n": edm.Int32(-1)}, IfMatch: "*"}}},
+		{tip.PK, []store.Op{{Kind: store.Insert, RK: "intruder", Props: edm.Entity{"x": edm.Int32(1)}}}},
 		{version.PK, []store.Op{{Kind: store.Delete, RK: version.RK, IfMatch: "*"}}},
 	}
 	for _, tm := range tamper {

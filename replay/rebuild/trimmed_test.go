@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
@@ -25,7 +26,7 @@ func TestRebuildRefusesTrimmedJournal(t *testing.T) {
 	for i := range 4 {
 		id := fmt.Sprintf("trim-%d", i)
 		cmds = append(cmds, &events.Command{ID: id, Table: table, PK: "p",
-			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int32(int32(i))}}}})
+			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int32(int32(i))}}}})
 		ids = append(ids, id)
 	}
 	seqs := e.Publish(cmds)

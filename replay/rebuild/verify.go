@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/replay/internal/run"
@@ -47,7 +47,7 @@ type Difference struct {
 	Key string
 	// Got is the checked table's row and Want the reference's; nil when
 	// absent.
-	Got, Want events.Entity
+	Got, Want edm.Entity
 	// Columns are, for Changed, the columns that differ (Before is the
 	// reference's value, After the checked table's), by name.
 	Columns []history.PropChange
@@ -330,7 +330,7 @@ func comparePartition(ctx context.Context, got, want side, part store.Partition,
 
 // changed is the difference of a row both sides hold, nil when they hold
 // the same.
-func changed(pk, key string, got, want events.Entity) *Difference {
+func changed(pk, key string, got, want edm.Entity) *Difference {
 	if cols := history.Diff(want, got); len(cols) > 0 {
 		return &Difference{Kind: Changed, PK: pk, Key: key, Got: got, Want: want, Columns: cols}
 	}
@@ -403,8 +403,8 @@ func (r reporter) report(d *Difference) error {
 // the stored row, and the newest row written at or before the view's
 // sequence.
 type fenceAt struct {
-	stored  events.Entity
-	newest  events.Entity
+	stored  edm.Entity
+	newest  edm.Entity
 	newestS uint64
 }
 
@@ -414,17 +414,17 @@ type fenceAt struct {
 // partition, and every applied command writes its sequence on its rows); a
 // table without a stored fence (written before fences, or loaded from a
 // snapshot) is given the same. ok is false when there is none.
-func (f *fenceAt) at(seq uint64) (events.Entity, bool) {
+func (f *fenceAt) at(seq uint64) (edm.Entity, bool) {
 	if f == nil {
 		return nil, false
 	}
-	if s, ok := f.stored[rows.ColSeq]; ok && s.Type == events.TypeInt64 && uint64(s.Int) <= seq {
+	if s, ok := f.stored[rows.ColSeq]; ok && s.Type == edm.TypeInt64 && uint64(s.Int) <= seq {
 		return f.stored, true
 	}
 	if f.newest == nil {
 		return nil, false
 	}
-	return events.Entity{rows.ColSeq: f.newest[rows.ColSeq], rows.ColCmd: f.newest[rows.ColCmd],
+	return edm.Entity{rows.ColSeq: f.newest[rows.ColSeq], rows.ColCmd: f.newest[rows.ColCmd],
 		rows.ColAt: f.newest[rows.ColAt]}, true
 }
 
@@ -557,7 +557,7 @@ func (m fenceMap) newest(e store.Entity, at uint64) {
 // rowSeq returns a row's _seq when it has a valid one.
 func rowSeq(e store.Entity) (uint64, bool) {
 	v, ok := e.Props[rows.ColSeq]
-	if !ok || v.Type != events.TypeInt64 || v.Int < 0 {
+	if !ok || v.Type != edm.TypeInt64 || v.Int < 0 {
 		return 0, false
 	}
 	return uint64(v.Int), true

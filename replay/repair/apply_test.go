@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay/repair"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/wire"
@@ -20,7 +21,7 @@ func TestApplyAwaitsItsOwnSequence(t *testing.T) {
 	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t))
 	table := replaytest.UniqueTable("ApplySeq")
 	cmd := &events.Command{ID: "plan-x-0", Table: table, PK: "p",
-		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int32(1)}}}}
+		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int32(1)}}}}
 	data, err := events.MarshalMsgpack(cmd)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -127,8 +128,8 @@ func (p *Plan) Blocked() bool { return !p.Force && len(p.Conflicts()) > 0 }
 // opCost estimates what one step weighs in the projector's transaction: the
 // version rows and tip it writes, at their wire size.
 func opCost(s Step) (ops, bytes int) {
-	size := func(props events.Entity) int {
-		return (events.EntitySize(s.PK, s.RK, props)+events.SystemColumnsReserve)*4/3 + 512
+	size := func(props edm.Entity) int {
+		return (edm.EntitySize(s.PK, s.RK, props)+events.SystemColumnsReserve)*4/3 + 512
 	}
 	switch s.Op {
 	case events.OpInsert:

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
@@ -274,29 +275,29 @@ func Workload(rng *rand.Rand, table, prefix string, n int, pks, rks []string) []
 	return cmds
 }
 
-func RandomEntity(rng *rand.Rand, i int) events.Entity {
-	e := events.Entity{"n": events.Int32(int32(i))}
+func RandomEntity(rng *rand.Rand, i int) edm.Entity {
+	e := edm.Entity{"n": edm.Int32(int32(i))}
 	if rng.IntN(2) == 0 {
-		e["status"] = events.String([]string{"new", "paid", "shipped", "ünïcode ✓"}[rng.IntN(4)])
+		e["status"] = edm.String([]string{"new", "paid", "shipped", "ünïcode ✓"}[rng.IntN(4)])
 	}
 	if rng.IntN(2) == 0 {
-		e["qty"] = events.Int64(1<<53 + int64(rng.IntN(1000)))
+		e["qty"] = edm.Int64(1<<53 + int64(rng.IntN(1000)))
 	}
 	if rng.IntN(3) == 0 {
-		e["total"] = events.Double(float64(rng.IntN(100000)) / 100)
+		e["total"] = edm.Double(float64(rng.IntN(100000)) / 100)
 	}
 	if rng.IntN(3) == 0 {
-		e["flag"] = events.Bool(rng.IntN(2) == 0)
+		e["flag"] = edm.Bool(rng.IntN(2) == 0)
 	}
 	if rng.IntN(4) == 0 {
-		e["when"] = events.DateTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(1e15))))
+		e["when"] = edm.DateTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(1e15))))
 	}
 	if rng.IntN(4) == 0 {
-		g, _ := events.Guid(fmt.Sprintf("%08x-0000-4000-8000-%012x", rng.Uint32(), rng.Int64N(1<<40)))
+		g, _ := edm.Guid(fmt.Sprintf("%08x-0000-4000-8000-%012x", rng.Uint32(), rng.Int64N(1<<40)))
 		e["ref"] = g
 	}
 	if rng.IntN(4) == 0 {
-		e["blob"] = events.Binary([]byte(fmt.Sprintf("b%d\x00\xff", i)))
+		e["blob"] = edm.Binary([]byte(fmt.Sprintf("b%d\x00\xff", i)))
 	}
 	return e
 }
@@ -378,9 +379,9 @@ func SameRow(got rows.Row, want projectiontest.Version) error {
 
 // AllRows reads every stored entity of a table, for whole-table
 // comparisons (every column but Timestamp and etag).
-func AllRows(t testing.TB, ctx context.Context, st store.Store, table string) map[Key]events.Entity {
+func AllRows(t testing.TB, ctx context.Context, st store.Store, table string) map[Key]edm.Entity {
 	t.Helper()
-	out := make(map[Key]events.Entity)
+	out := make(map[Key]edm.Entity)
 	err := store.All(ctx, st, table, store.Query{AllPartitions: true}, func(e store.Entity) error {
 		if e.RK == rows.FenceKey {
 			return nil // the projector's bookkeeping; snapshots leave it out
@@ -395,7 +396,7 @@ func AllRows(t testing.TB, ctx context.Context, st store.Store, table string) ma
 }
 
 // SameTables compares two whole tables, row for row.
-func SameTables(t testing.TB, what string, got, want map[Key]events.Entity) {
+func SameTables(t testing.TB, what string, got, want map[Key]edm.Entity) {
 	t.Helper()
 	bad := 0
 	for k, w := range want {
@@ -492,7 +493,7 @@ func DeepRow(t testing.TB, st store.Store, table, pk, rk string, depth int, base
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	entries := make([]projection.Entry, 0, depth)
 	for i := range depth {
-		op := events.RowOp{Op: events.OpReplace, RK: rk, Entity: events.Entity{"i": events.Int32(int32(i)), "pad": events.String("some text")}}
+		op := events.RowOp{Op: events.OpReplace, RK: rk, Entity: edm.Entity{"i": edm.Int32(int32(i)), "pad": edm.String("some text")}}
 		switch {
 		case i == 0 || i == del+1:
 			op.Op = events.OpInsert

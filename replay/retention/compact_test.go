@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
@@ -164,7 +166,35 @@ func TestCompactDenyPurge(t *testing.T) {
 	if _, ok, _ := e.Compactor.Horizon(e.Ctx, s.Table); ok {
 		t.Fatal("a refused compaction recorded a horizon")
 	}
+	if bytes.Contains([]byte(err.Error()), []byte("--journal ")) || !bytes.Contains([]byte(err.Error()), []byte("--stream")) {
+		t.Fatalf("the refusal names the journal flag as replay spells it, --stream: %v", err)
+	}
 	if _, err := e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: s.Table, Into: replaytest.UniqueTable("Whole")}); err != nil {
 		t.Fatalf("the journal is not whole: %v", err)
 	}
+}
+
+// TestCompactAtRelativePath: compact given a relative snapshot path
+// records the absolute one, so that a rebuild from another folder finds
+// the snapshot (issue 28, item 10).
+func TestCompactAtRelativePath(t *testing.T) {
+	e := replaytest.NewEnv(t, replaytest.Stores()[0].Open(t), journal.Config{AllowTrim: true})
+	s := e.Seed(rand.New(rand.NewPCG(5, 28)), 24, []string{"p0"}, []string{"r0", "r1"})
+	dir := t.TempDir()
+	t.Chdir(dir)
+	st, err := e.Compactor.CompactAt(e.Ctx, retention.CompactAtConfig{Table: s.Table, Snapshot: "rel.snap", At: s.Head, Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, "rel.snap")
+	h, ok, err := e.Compactor.Horizon(e.Ctx, s.Table)
+	if err != nil || !ok || h.Snapshot != want || st.Location != want {
+		t.Fatalf("recorded %+v %v %v (stats %q), want the snapshot at %s", h, ok, err, st.Location, want)
+	}
+	t.Chdir(t.TempDir())
+	f, _, err := e.Compactor.RecordedSnapshot(e.Ctx, s.Table, 0, "", azauth.Config{})
+	if err != nil {
+		t.Fatalf("the recorded snapshot, from another folder: %v", err)
+	}
+	f.Close()
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/replay/snapshot"
 )
 
@@ -23,6 +24,8 @@ type CompactAtConfig struct {
 	// Tables is the table store's connection string, whose account holds
 	// the blobs named azblob://; empty for files and blob URLs.
 	Tables string
+	// Auth is how to authenticate to a blob (snapshot.Open).
+	Auth azauth.Config
 	// At is the sequence of the snapshot taken, and the one an existing
 	// snapshot must be at. If zero, a snapshot is taken at the highest
 	// sequence the projector has fully applied, and an existing one may be
@@ -49,18 +52,22 @@ type CompactAtStats struct {
 // table or at another sequence than At (ErrNoSnapshotAtHorizon); then
 // trims the journal below it (Compact).
 func (c *Compactor) CompactAt(ctx context.Context, cfg CompactAtConfig) (CompactAtStats, error) {
-	st := CompactAtStats{Location: snapshot.Describe(cfg.Snapshot)}
-	checked, err := snapshot.CheckAt(ctx, cfg.Snapshot, cfg.Tables)
+	loc, err := snapshot.Recorded(cfg.Snapshot)
+	if err != nil {
+		return CompactAtStats{}, fmt.Errorf("compact: %w", err)
+	}
+	st := CompactAtStats{Location: loc}
+	checked, err := snapshot.CheckAt(ctx, cfg.Snapshot, cfg.Tables, cfg.Auth)
 	if errors.Is(err, fs.ErrNotExist) || bloberror.HasCode(err, bloberror.BlobNotFound) {
 		write := func(w io.Writer) error {
 			_, err := snapshot.New(c.Source).Take(ctx, w, snapshot.Config{Table: cfg.Table, Seq: cfg.At})
 			return err
 		}
-		if err := snapshot.WriteAt(ctx, cfg.Snapshot, cfg.Tables, write); err != nil {
+		if err := snapshot.WriteAt(ctx, cfg.Snapshot, cfg.Tables, cfg.Auth, write); err != nil {
 			return st, err
 		}
 		st.Taken = true
-		checked, err = snapshot.CheckAt(ctx, cfg.Snapshot, cfg.Tables) // what was stored, read back
+		checked, err = snapshot.CheckAt(ctx, cfg.Snapshot, cfg.Tables, cfg.Auth) // what was stored, read back
 	}
 	if err != nil {
 		return st, err
@@ -81,19 +88,20 @@ func (c *Compactor) CompactAt(ctx context.Context, cfg CompactAtConfig) (Compact
 // is the only record of the trimmed commands, and a different file would
 // rebuild something else. It returns a nil reader when the table has no
 // horizon or to is before it (a rebuild then refuses, naming it). tables
-// is the table store's connection string, for a blob named azblob://.
-func (c *Compactor) RecordedSnapshot(ctx context.Context, table string, to uint64, tables string) (io.ReadCloser, Horizon, error) {
+// is the table store's connection string, for a blob named azblob://, and
+// auth how to authenticate to a blob.
+func (c *Compactor) RecordedSnapshot(ctx context.Context, table string, to uint64, tables string, auth azauth.Config) (io.ReadCloser, Horizon, error) {
 	h, ok, err := c.Horizon(ctx, table)
 	if err != nil || !ok || to != 0 && to < h.Seq {
 		return nil, h, err
 	}
-	checked, err := snapshot.CheckAt(ctx, h.Snapshot, tables)
+	checked, err := snapshot.CheckAt(ctx, h.Snapshot, tables, auth)
 	if err == nil && checked.SHA256 != h.SHA256 {
 		err = fmt.Errorf("its SHA-256 is %s, the horizon recorded %s", checked.SHA256, h.SHA256)
 	}
 	var f io.ReadCloser
 	if err == nil {
-		f, err = snapshot.Open(ctx, h.Snapshot, tables)
+		f, err = snapshot.Open(ctx, h.Snapshot, tables, auth)
 	}
 	if err != nil {
 		return nil, h, fmt.Errorf("the journal of %s is trimmed below %d; its recorded snapshot %s: %w", table, h.Seq, h.Snapshot, err)

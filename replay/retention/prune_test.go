@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/repair"
@@ -32,13 +33,13 @@ func TestPrunedReplay(t *testing.T) {
 			for i := range 40 {
 				pk := []string{"a", "b"}[i%2]
 				cmds = append(cmds, &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: pk,
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%3), Entity: events.Entity{"n": events.Int64(int64(i))}}}})
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%3), Entity: edm.Entity{"n": edm.Int64(int64(i))}}}})
 			}
 			seqs := e.Publish(cmds)
 			horizon := seqs[29]
 			prune := &events.Command{ID: table + "-prune", Table: table, PK: "a", Prune: &events.Prune{Horizon: horizon}}
 			more := []*events.Command{prune, {ID: table + "-after", Table: table, PK: "a",
-				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r0", Entity: events.Entity{"n": events.Int64(99)}}}}}
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r0", Entity: edm.Entity{"n": edm.Int64(99)}}}}}
 			e.Publish(more)
 			ids := []string{prune.ID, more[1].ID}
 			for _, c := range cmds {
@@ -98,7 +99,7 @@ func TestPrunePolicy(t *testing.T) {
 			var ids []string
 			for i := range 60 {
 				c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: events.Entity{"n": events.Int64(int64(i))}}}}
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: edm.Entity{"n": edm.Int64(int64(i))}}}}
 				if i == 30 {
 					c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r0"}
 				}
@@ -154,6 +155,68 @@ func TestPrunePolicy(t *testing.T) {
 			vs, err := e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table})
 			if err != nil || vs.Missing+vs.Extra+vs.Changed != 0 {
 				t.Fatalf("verify: %+v %v", vs, err)
+			}
+		})
+	}
+}
+
+// TestPrunedCopy: a copy of a pruned table, by snapshot and load or by
+// rebuild from the snapshot, keeps the prune horizon (issue 28, item 1):
+// it refuses the points the original refuses, answers from the horizon on,
+// and diff finds no difference, fences included.
+func TestPrunedCopy(t *testing.T) {
+	for _, b := range replaytest.Stores() {
+		t.Run(b.Name, func(t *testing.T) {
+			e := replaytest.NewEnv(t, b.Open(t))
+			table := replaytest.UniqueTable("Prcopy")
+			var cmds []*events.Command
+			var ids []string
+			for i := range 12 {
+				c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b"}[i%2],
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int64(int64(i))}}}}
+				cmds = append(cmds, c)
+				ids = append(ids, c.ID)
+			}
+			seqs := e.Publish(cmds)
+			e.Await(ids)
+			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 2, Pace: time.Millisecond, Apply: true}
+			if _, err := e.Pruner.Prune(e.Ctx, cfg, nil); err != nil {
+				t.Fatal(err)
+			}
+			h, err := rows.ReadHorizon(e.Ctx, e.Store, table, "a")
+			if err != nil || h.Seq == 0 {
+				t.Fatalf("horizon %+v %v", h, err)
+			}
+			var snap strings.Builder
+			st, err := e.Snap.Take(e.Ctx, &snap, snapshot.Config{Table: table})
+			if err != nil {
+				t.Fatal(err)
+			}
+			loaded := replaytest.UniqueTable("Prcopyload")
+			if _, err := e.Snap.Load(e.Ctx, strings.NewReader(snap.String()), snapshot.LoadConfig{Into: loaded}); err != nil {
+				t.Fatal(err)
+			}
+			rebuilt := replaytest.UniqueTable("Prcopyrebuilt")
+			if _, err := e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Into: rebuilt, Snapshot: strings.NewReader(snap.String())}); err != nil {
+				t.Fatal(err)
+			}
+			none := func(rows.Row) error { return nil }
+			for _, copy := range []string{table, loaded, rebuilt} {
+				err := e.Hist.AsOf(e.Ctx, copy, store.InPartition("a"), seqs[0], none)
+				var pe *replay.PrunedError
+				if !errors.As(err, &pe) || pe.Horizon != h {
+					t.Fatalf("asof %s before the horizon: %v, want the pruned error of horizon %+v", copy, err, h)
+				}
+				if err := e.Hist.AsOf(e.Ctx, copy, store.InPartition("a"), h.Seq, none); err != nil {
+					t.Fatalf("asof %s at the horizon: %v", copy, err)
+				}
+				if copy == table {
+					continue
+				}
+				d, err := e.Rebuild.DiffTables(e.Ctx, rebuild.DiffConfig{Table: table, Against: copy, Seq: st.Header.Seq})
+				if err != nil || d.Missing+d.Extra+d.Changed != 0 {
+					t.Fatalf("diff %s against %s: %+v %v", table, copy, d, err)
+				}
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/replay/retention"
@@ -49,7 +50,7 @@ func TestPruneLive(t *testing.T) {
 			ids := make([]string, n)
 			for i := range cmds {
 				cmds[i] = &events.Command{ID: fmt.Sprintf("%s-%d", table, i), Table: table, PK: "big",
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%10), Entity: events.Entity{"n": events.Int64(int64(i))}}}}
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%10), Entity: edm.Entity{"n": edm.Int64(int64(i))}}}}
 				ids[i] = cmds[i].ID
 			}
 			start := time.Now()
@@ -88,7 +89,7 @@ func TestPruneLive(t *testing.T) {
 					case <-tick.C:
 					}
 					c := &events.Command{ID: fmt.Sprintf("%s-live-%d", table, i), Table: table, PK: []string{"big", "p1", "p2"}[i%3],
-						Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%10), Entity: events.Entity{"live": events.Int64(int64(i))}}}}
+						Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%10), Entity: edm.Entity{"live": edm.Int64(int64(i))}}}}
 					if _, err := e.Writer.Publish(e.Ctx, c); err != nil {
 						t.Error(err)
 						return

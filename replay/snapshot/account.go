@@ -5,9 +5,12 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/tablejournal/tablejournal/internal/azauth"
 )
 
 // The development account of Azurite, named by UseDevelopmentStorage=true.
@@ -26,9 +29,13 @@ type account struct {
 
 // accountOf reads the blob side of a table store connection string: its
 // BlobEndpoint, or https://<AccountName>.blob.<EndpointSuffix>, signed with
-// its AccountKey or SharedAccessSignature. Errors never carry a value of
-// the string.
+// its AccountKey or SharedAccessSignature; or of a bare table service URL
+// (https://<account>.table.core.windows.net), the account's blob endpoint,
+// signed in. Errors never carry a value of the string.
 func accountOf(tables string) (account, error) {
+	if u, err := url.Parse(tables); err == nil && u.Scheme != "" && !strings.Contains(tables, "=") {
+		return blobAccountOf(u)
+	}
 	if tables == "" || !strings.Contains(tables, "=") {
 		return account{}, fmt.Errorf("%w: azblob:// names a blob in the account of --tables, which is not a connection string; give the blob's URL with a SAS token instead", ErrLocation)
 	}
@@ -69,27 +76,73 @@ func accountOf(tables string) (account, error) {
 	return a, nil
 }
 
-// clients returns the clients of blob name in container cont.
-func (a account) clients(cont, name string) (*blockblob.Client, *container.Client, error) {
+// blobAccountOf is the blob endpoint of the account of a bare table
+// service URL, signed in: https://<account>.table.<suffix> becomes
+// https://<account>.blob.<suffix>.
+func blobAccountOf(u *url.URL) (account, error) {
+	name, suffix, ok := strings.Cut(u.Host, ".table.")
+	if !ok || strings.Contains(name, ".") || strings.HasPrefix(suffix, "cosmos") || u.RawQuery != "" {
+		return account{}, fmt.Errorf("%w: azblob:// names a blob in the storage account of --tables, whose blob endpoint cannot be told from %s; give the blob's URL instead", ErrLocation, Describe(u.String()))
+	}
+	return account{endpoint: u.Scheme + "://" + name + ".blob." + suffix}, nil
+}
+
+// clients returns the clients of blob name in container cont, and the
+// mode they authenticate with.
+func (a account) clients(cont, name string, auth azauth.Config) (*blockblob.Client, *container.Client, azauth.Mode, error) {
 	contURL := a.endpoint + "/" + url.PathEscape(cont)
 	blobURL := contURL + "/" + escapeBlobName(name)
-	if a.key == "" {
-		bb, err := blockblob.NewClientWithNoCredential(blobURL+"?"+a.sas, nil)
+	mode, opts, err := blobOptions(auth, a.endpoint, a.key != "", a.sas != "")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	switch mode {
+	case azauth.Login:
+		bb, cc, err := signedInClients(auth, blobURL, contURL, opts)
+		return bb, cc, mode, err
+	case azauth.SAS:
+		bb, err := blockblob.NewClientWithNoCredential(blobURL+"?"+a.sas, &blockblob.ClientOptions{ClientOptions: opts})
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", ErrLocation, err)
+			return nil, nil, "", fmt.Errorf("%w: %v", ErrLocation, err)
 		}
-		cc, err := container.NewClientWithNoCredential(contURL+"?"+a.sas, nil)
-		return bb, cc, err
+		cc, err := container.NewClientWithNoCredential(contURL+"?"+a.sas, &container.ClientOptions{ClientOptions: opts})
+		return bb, cc, mode, err
 	}
 	cred, err := azblob.NewSharedKeyCredential(a.name, a.key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: the --tables connection string's AccountKey is not valid", ErrLocation)
+		return nil, nil, "", fmt.Errorf("%w: the --tables connection string's AccountKey is not valid", ErrLocation)
 	}
-	bb, err := blockblob.NewClientWithSharedKeyCredential(blobURL, cred, nil)
+	bb, err := blockblob.NewClientWithSharedKeyCredential(blobURL, cred, &blockblob.ClientOptions{ClientOptions: opts})
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%w: %v", ErrLocation, err)
+	}
+	cc, err := container.NewClientWithSharedKeyCredential(contURL, cred, &container.ClientOptions{ClientOptions: opts})
+	return bb, cc, mode, err
+}
+
+// blobOptions chooses the mode of a blob location (azauth.Config.Choose)
+// and the client options: the transport trusting auth's CA file.
+func blobOptions(auth azauth.Config, endpoint string, hasKey, hasSAS bool) (azauth.Mode, azcore.ClientOptions, error) {
+	var opts azcore.ClientOptions
+	mode, err := auth.Choose(endpoint, hasKey, hasSAS)
+	if err == nil {
+		opts.Transport, err = auth.Transport()
+	}
+	return mode, opts, err
+}
+
+// signedInClients are the clients of a blob and its container, signed in
+// with auth's credential.
+func signedInClients(auth azauth.Config, blobURL, contURL string, opts azcore.ClientOptions) (*blockblob.Client, *container.Client, error) {
+	cred, err := auth.TokenCredential(opts.Transport)
+	if err != nil {
+		return nil, nil, err
+	}
+	bb, err := blockblob.NewClient(blobURL, cred, &blockblob.ClientOptions{ClientOptions: opts})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrLocation, err)
 	}
-	cc, err := container.NewClientWithSharedKeyCredential(contURL, cred, nil)
+	cc, err := container.NewClient(contURL, cred, &container.ClientOptions{ClientOptions: opts})
 	return bb, cc, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/replay/snapshot"
@@ -23,7 +24,7 @@ func TestSnapshotInBlob(t *testing.T) {
 	}
 	snap := func(loc string, seq uint64) {
 		t.Helper()
-		w, err := snapshot.Create(e.Ctx, loc, tables)
+		w, err := snapshot.Create(e.Ctx, loc, tables, azauth.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +45,7 @@ func TestSnapshotInBlob(t *testing.T) {
 	}
 	full := "azblob://snap" + s.Table[len(s.Table)-6:] + "/" + s.Table + "/head.tjsnap"
 	snap(full, s.Head)
-	r, err := snapshot.Open(e.Ctx, full, tables)
+	r, err := snapshot.Open(e.Ctx, full, tables, azauth.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestSnapshotInBlob(t *testing.T) {
 
 	mid := "azblob://snap" + s.Table[len(s.Table)-6:] + "/" + s.Table + "/mid.tjsnap"
 	snap(mid, s.Head/2)
-	if r, err = snapshot.Open(e.Ctx, mid, tables); err != nil {
+	if r, err = snapshot.Open(e.Ctx, mid, tables, azauth.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	rebuilt := replaytest.UniqueTable("Tail")

@@ -6,7 +6,9 @@
 // named by a URL that carries a SAS token or by azblob://<container>/<blob>,
 // resolved against the storage account of the table store's connection
 // string (its BlobEndpoint, or the blob endpoint of its AccountName;
-// Azurite's connection strings name both endpoints).
+// Azurite's connection strings name both endpoints). A blob URL without a
+// SAS token, or azblob:// against a bare table endpoint, signs in with
+// Microsoft Entra ID as the azauth.Config given says.
 //
 // Blobs stream both ways: Create uploads what is written in blocks of
 // BlockSize, Concurrency at once (azblob's UploadStream), so a snapshot of

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -22,9 +22,14 @@ import (
 //	trailer     uvarint 0, uvarint total entities
 //
 // where string is uvarint length + bytes and entity is string rk, then the
-// properties in the binary EDM encoding of events.AppendBinary (the one the
-// embedded store keeps its rows in). Every EDM value round-trips exactly. A block holds rows of one partition; load writes each block as
-// one or more transactions.
+// properties in the binary EDM encoding of edm.AppendBinary (the one the
+// embedded store keeps its rows in). Every EDM value round-trips exactly. A
+// block holds rows of one partition; load writes each block as one or more
+// transactions. The rows are the tips and version rows, and the
+// partitions' fence rows (rows.FenceKey) as they stood at the snapshot's
+// sequence, which carry the prune horizon (SPEC §4): a copy refuses the
+// points the original refuses. Snapshots written before fences were carried
+// hold none and load as before, without a horizon.
 //
 // zstd (github.com/klauspost/compress/zstd): rows of the layout repeat
 // their property names, system columns and key prefixes, which zstd's
@@ -69,7 +74,7 @@ func appendString(b []byte, s string) []byte {
 // appendEntity encodes one stored row (keys and properties; etag and
 // Timestamp are the store's, not part of a snapshot).
 func appendEntity(b []byte, e store.Entity) []byte {
-	return events.AppendBinary(appendString(b, e.RK), e.Props)
+	return edm.AppendBinary(appendString(b, e.RK), e.Props)
 }
 
 // snapReader decodes a snapshot stream after its magic.
@@ -150,7 +155,7 @@ func (d *snapReader) entity(pk string) (store.Entity, error) {
 	if err != nil {
 		return store.Entity{}, err
 	}
-	props, err := events.ReadBinary(d.r)
+	props, err := edm.ReadBinary(d.r)
 	if err != nil {
 		return store.Entity{}, fmt.Errorf("%w: row %q/%q: %w", ErrBadSnapshot, pk, rk, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
@@ -24,18 +25,18 @@ import (
 // 51fb4ee, when version rows were keyed by inverted version and a command
 // naming a row twice left two versions of it.
 func format1Commands(t testing.TB) []*events.Command {
-	guid, err := events.Guid("0f8fad5b-d9cb-469f-a165-70867728950e")
+	guid, err := edm.Guid("0f8fad5b-d9cb-469f-a165-70867728950e")
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := events.Entity{
-		"s": events.String("héllo \U0001F600"), "b": events.Bool(true), "f": events.Bool(false),
-		"i32": events.Int32(math.MinInt32), "i64": events.Int64(1<<53 + 1), "d": events.Double(math.Copysign(0, -1)),
-		"nan": events.Double(math.NaN()), "t": events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
-		"g": guid, "bin": events.Binary([]byte{0, 1, 0xff}), "e": events.Binary([]byte{}),
+	all := edm.Entity{
+		"s": edm.String("héllo \U0001F600"), "b": edm.Bool(true), "f": edm.Bool(false),
+		"i32": edm.Int32(math.MinInt32), "i64": edm.Int64(1<<53 + 1), "d": edm.Double(math.Copysign(0, -1)),
+		"nan": edm.Double(math.NaN()), "t": edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
+		"g": guid, "bin": edm.Binary([]byte{0, 1, 0xff}), "e": edm.Binary([]byte{}),
 	}
-	n := func(i int) events.Entity { return events.Entity{"n": events.Int32(int32(i))} }
-	up := func(k events.OpKind, rk string, e events.Entity) events.RowOp {
+	n := func(i int) edm.Entity { return edm.Entity{"n": edm.Int32(int32(i))} }
+	up := func(k events.OpKind, rk string, e edm.Entity) events.RowOp {
 		return events.RowOp{Op: k, RK: rk, Entity: e}
 	}
 	del := func(rk string) events.RowOp { return events.RowOp{Op: events.OpDelete, RK: rk} }
@@ -109,7 +110,7 @@ func TestLoadFormat1(t *testing.T) {
 					if d, ok := want.Props["d"]; ok && strings.HasPrefix(b.Name, "azurite") {
 						// Azurite writes Double -0 as 0 (storetest.Quirks.NegativeZeroLost).
 						want.Props = want.Props.Clone()
-						want.Props["d"] = events.Double(math.Abs(d.Float))
+						want.Props["d"] = edm.Double(math.Abs(d.Float))
 					}
 					if ok != wok || ok && (got.Seq != want.Seq || got.Cmd != want.Cmd || !got.Props.Equal(want.Props)) {
 						t.Fatalf("%q/%q at %d: %v %+v, want %v %+v", k.PK, k.RK, seq, ok, got, wok, want)
@@ -123,7 +124,7 @@ func TestLoadFormat1(t *testing.T) {
 				seq := uint64(11 + i)
 				id := "more-" + k.RK
 				e := projection.Entry{Seq: seq, At: time.Now(), ID: id, Cmd: &events.Command{ID: id, Table: into, PK: k.PK,
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: k.RK, Entity: events.Entity{"more": events.Bool(true)}}}}}
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: k.RK, Entity: edm.Entity{"more": edm.Bool(true)}}}}}
 				if err := a.Apply(ctx, into, k.PK, []projection.Entry{e}, projection.Hooks{}); err != nil {
 					t.Fatalf("apply to %q/%q after load: %v", k.PK, k.RK, err)
 				}

@@ -14,6 +14,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/tablejournal/tablejournal/internal/azauth"
 )
 
 // Scheme prefixes a blob named against the table store's account.
@@ -34,6 +36,20 @@ var ErrLocation = errors.New("bad snapshot location")
 // IsBlob reports whether loc names a blob rather than a local file.
 func IsBlob(loc string) bool {
 	return strings.HasPrefix(loc, Scheme) || strings.HasPrefix(loc, "https://") || strings.HasPrefix(loc, "http://")
+}
+
+// Recorded is the form of loc to record for later runs (the journal
+// horizon of replay compact): a local file's absolute path, so that a run
+// from another folder finds it; a blob as Describe renders it.
+func Recorded(loc string) (string, error) {
+	if IsBlob(loc) || loc == "-" {
+		return Describe(loc), nil
+	}
+	abs, err := filepath.Abs(loc)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrLocation, loc, err)
+	}
+	return abs, nil
 }
 
 // Describe renders loc for output and logs: a blob URL without its query
@@ -60,13 +76,15 @@ type Writer interface {
 }
 
 // Create starts writing the snapshot at loc: a local file path, a blob URL
-// carrying a SAS token, or azblob://<container>/<blob> in the account of
-// tables, a table store connection string. A missing container is created.
-func Create(ctx context.Context, loc, tables string) (Writer, error) {
+// (carrying a SAS token, or bare to sign in), or
+// azblob://<container>/<blob> in the account of tables, a table store
+// connection string or bare URL. auth says how to authenticate to the
+// blob service. A missing container is created.
+func Create(ctx context.Context, loc, tables string, auth azauth.Config) (Writer, error) {
 	if !IsBlob(loc) {
 		return createFile(loc)
 	}
-	bb, cc, err := blobClients(loc, tables)
+	bb, cc, mode, err := blobClients(loc, tables, auth)
 	if err != nil {
 		return nil, err
 	}
@@ -74,60 +92,68 @@ func Create(ctx context.Context, loc, tables string) (Writer, error) {
 		bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationFailure, bloberror.AuthorizationResourceTypeMismatch) {
 		// A SAS for one blob may not create containers: the upload then
 		// says whether the container exists.
-		return nil, fmt.Errorf("create container of %s: %w", Describe(loc), err)
+		return nil, fmt.Errorf("create container of %s: %w", Describe(loc), azauth.ExplainError(err, mode, azauth.Blobs))
 	}
-	return createBlob(ctx, bb, loc), nil
+	return createBlob(ctx, bb, loc, mode), nil
 }
 
 // Open reads the snapshot at loc (see Create), streamed.
-func Open(ctx context.Context, loc, tables string) (io.ReadCloser, error) {
+func Open(ctx context.Context, loc, tables string, auth azauth.Config) (io.ReadCloser, error) {
 	if !IsBlob(loc) {
 		return os.Open(loc)
 	}
-	bb, _, err := blobClients(loc, tables)
+	bb, _, mode, err := blobClients(loc, tables, auth)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := bb.DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", Describe(loc), err)
+		return nil, fmt.Errorf("read %s: %w", Describe(loc), azauth.ExplainError(err, mode, azauth.Blobs))
 	}
 	return resp.Body, nil
 }
 
 // blobClients returns the clients of the blob loc names and of its
-// container.
-func blobClients(loc, tables string) (*blockblob.Client, *container.Client, error) {
+// container, and the mode they authenticate with.
+func blobClients(loc, tables string, auth azauth.Config) (*blockblob.Client, *container.Client, azauth.Mode, error) {
 	if strings.HasPrefix(loc, Scheme) {
 		rest := strings.TrimPrefix(loc, Scheme)
 		cont, name, ok := strings.Cut(rest, "/")
 		if !ok || cont == "" || name == "" {
-			return nil, nil, fmt.Errorf("%w: %s: want azblob://<container>/<blob>", ErrLocation, loc)
+			return nil, nil, "", fmt.Errorf("%w: %s: want azblob://<container>/<blob>", ErrLocation, loc)
 		}
 		acct, err := accountOf(tables)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
-		return acct.clients(cont, name)
+		return acct.clients(cont, name, auth)
 	}
 	u, err := url.Parse(loc)
 	if err != nil || u.Host == "" {
-		return nil, nil, fmt.Errorf("%w: %s is not a blob URL", ErrLocation, Describe(loc))
+		return nil, nil, "", fmt.Errorf("%w: %s is not a blob URL", ErrLocation, Describe(loc))
 	}
 	parts, err := azblob.ParseURL(loc)
 	if err != nil || parts.ContainerName == "" || parts.BlobName == "" {
-		return nil, nil, fmt.Errorf("%w: %s names no container and blob", ErrLocation, Describe(loc))
+		return nil, nil, "", fmt.Errorf("%w: %s names no container and blob", ErrLocation, Describe(loc))
 	}
-	bb, err := blockblob.NewClientWithNoCredential(loc, nil)
+	mode, opts, err := blobOptions(auth, loc, false, u.RawQuery != "")
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrLocation, Describe(loc), err)
+		return nil, nil, "", err
 	}
 	parts.BlobName = "" // the container's URL, with the SAS
-	cc, err := container.NewClientWithNoCredential(parts.String(), nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %v", ErrLocation, Describe(loc), err)
+	if mode == azauth.Login {
+		bb, cc, err := signedInClients(auth, loc, parts.String(), opts)
+		return bb, cc, mode, err
 	}
-	return bb, cc, nil
+	bb, err := blockblob.NewClientWithNoCredential(loc, &blockblob.ClientOptions{ClientOptions: opts})
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%w: %s: %v", ErrLocation, Describe(loc), err)
+	}
+	cc, err := container.NewClientWithNoCredential(parts.String(), &container.ClientOptions{ClientOptions: opts})
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("%w: %s: %v", ErrLocation, Describe(loc), err)
+	}
+	return bb, cc, mode, nil
 }
 
 // fileWriter writes a local file through a temporary one renamed into
@@ -169,11 +195,12 @@ type blobWriter struct {
 	pw   *io.PipeWriter
 	done chan error
 	loc  string
+	mode azauth.Mode
 }
 
-func createBlob(ctx context.Context, bb *blockblob.Client, loc string) *blobWriter {
+func createBlob(ctx context.Context, bb *blockblob.Client, loc string, mode azauth.Mode) *blobWriter {
 	pr, pw := io.Pipe()
-	w := &blobWriter{pw: pw, done: make(chan error, 1), loc: loc}
+	w := &blobWriter{pw: pw, done: make(chan error, 1), loc: loc, mode: mode}
 	go func() {
 		_, err := bb.UploadStream(ctx, pr, &blockblob.UploadStreamOptions{BlockSize: BlockSize, Concurrency: Concurrency})
 		pr.CloseWithError(err) // a failed upload fails the writes too
@@ -185,7 +212,7 @@ func createBlob(ctx context.Context, bb *blockblob.Client, loc string) *blobWrit
 func (w *blobWriter) Write(p []byte) (int, error) {
 	n, err := w.pw.Write(p)
 	if err != nil {
-		return n, fmt.Errorf("write %s: %w", Describe(w.loc), err)
+		return n, fmt.Errorf("write %s: %w", Describe(w.loc), azauth.ExplainError(err, w.mode, azauth.Blobs))
 	}
 	return n, nil
 }
@@ -193,7 +220,7 @@ func (w *blobWriter) Write(p []byte) (int, error) {
 func (w *blobWriter) Commit() error {
 	w.pw.Close()
 	if err := <-w.done; err != nil {
-		return fmt.Errorf("write %s: %w", Describe(w.loc), err)
+		return fmt.Errorf("write %s: %w", Describe(w.loc), azauth.ExplainError(err, w.mode, azauth.Blobs))
 	}
 	return nil
 }
@@ -208,8 +235,8 @@ func (w *blobWriter) Abort(cause error) {
 
 // WriteAt writes a snapshot to loc (see Create) with write, visible only
 // once complete: when write fails, no partial file or blob is left behind.
-func WriteAt(ctx context.Context, loc, tables string, write func(io.Writer) error) error {
-	w, err := Create(ctx, loc, tables)
+func WriteAt(ctx context.Context, loc, tables string, auth azauth.Config, write func(io.Writer) error) error {
+	w, err := Create(ctx, loc, tables, auth)
 	if err != nil {
 		return err
 	}
@@ -221,8 +248,8 @@ func WriteAt(ctx context.Context, loc, tables string, write func(io.Writer) erro
 }
 
 // CheckAt reads the snapshot at loc (see Open) through, as Check does.
-func CheckAt(ctx context.Context, loc, tables string) (Checked, error) {
-	f, err := Open(ctx, loc, tables)
+func CheckAt(ctx context.Context, loc, tables string, auth azauth.Config) (Checked, error) {
+	f, err := Open(ctx, loc, tables, auth)
 	if err != nil {
 		return Checked{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
+
+	"github.com/tablejournal/tablejournal/internal/azauth"
+	"github.com/tablejournal/tablejournal/internal/azurite"
 )
 
 // payload returns n pseudo-random bytes.
@@ -41,7 +45,7 @@ func write(t *testing.T, w Writer, data []byte) {
 
 func readAll(t *testing.T, ctx context.Context, loc, tables string) []byte {
 	t.Helper()
-	r, err := Open(ctx, loc, tables)
+	r, err := Open(ctx, loc, tables, azauth.Config{})
 	if err != nil {
 		t.Fatalf("open %s: %v", Describe(loc), err)
 	}
@@ -66,7 +70,7 @@ func TestBlob(t *testing.T) {
 	}
 	data := payload(2*BlockSize + 12345) // three blocks
 	loc := "azblob://snapshots/orders/2026-11-21.tjsnap"
-	w, err := Create(ctx, loc, tables)
+	w, err := Create(ctx, loc, tables, azauth.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,13 +84,13 @@ func TestBlob(t *testing.T) {
 
 	// Aborted: no blob.
 	aborted := "azblob://snapshots/aborted.tjsnap"
-	w, err = Create(ctx, aborted, tables)
+	w, err = Create(ctx, aborted, tables, azauth.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, w, data[:BlockSize+1])
 	w.Abort(errors.New("the snapshot failed"))
-	if _, err := Open(ctx, aborted, tables); !bloberror.HasCode(err, bloberror.BlobNotFound) {
+	if _, err := Open(ctx, aborted, tables, azauth.Config{}); !bloberror.HasCode(err, bloberror.BlobNotFound) {
 		t.Fatalf("open an aborted blob: %v, want BlobNotFound", err)
 	}
 
@@ -95,7 +99,7 @@ func TestBlob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bb, _, err := acct.clients("snapshots", "by-sas.tjsnap")
+	bb, _, _, err := acct.clients("snapshots", "by-sas.tjsnap", azauth.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +111,7 @@ func TestBlob(t *testing.T) {
 		t.Fatalf("Describe shows %q", d)
 	}
 	small := payload(1000)
-	w, err = Create(ctx, sasURL, "")
+	w, err = Create(ctx, sasURL, "", azauth.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +130,7 @@ func TestBlob(t *testing.T) {
 func TestLocalFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.tjsnap")
-	w, err := Create(ctx, path, "")
+	w, err := Create(ctx, path, "", azauth.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +139,7 @@ func TestLocalFile(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 0 {
 		t.Fatalf("an aborted file left %v", ents)
 	}
-	if w, err = Create(ctx, path, ""); err != nil {
+	if w, err = Create(ctx, path, "", azauth.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	write(t, w, payload(300_000))
@@ -168,6 +172,112 @@ func TestAccountOf(t *testing.T) {
 		}
 		if err != nil && (!errors.Is(err, ErrLocation) || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "a2V5")) {
 			t.Errorf("accountOf(%q): error %v", tt.tables, err)
+		}
+	}
+}
+
+// TestBlobSignedIn writes and reads a snapshot blob signed in, against
+// Azurite's blob service in OAuth mode (HTTPS, no key given): by the
+// blob's bare URL. Errors a user can act on: an expired token, an
+// identity without the blob role (from a proxy, as Azure answers), a
+// bare http:// blob URL; none carries a token.
+func TestBlobSignedIn(t *testing.T) {
+	// The starts have their own deadlines (60 s each).
+	o, err := AzuriteOfTest().OAuth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := o.Blob(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := AzuriteOfTest().Blob(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cred := &azurite.Credential{}
+	auth := azauth.Config{Credential: cred, CAFile: o.CAFile()}
+	loc := blob.Endpoint() + "/snapshots/orders.tjsnap"
+	data := payload(BlockSize + 1) // two blocks
+	w, err := Create(ctx, loc, "", auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, w, data)
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, loc, "", auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back signed in: %d bytes, %v", len(got), err)
+	}
+
+	expired := &azurite.Credential{Expired: true}
+	_, err = Open(ctx, loc, "", azauth.Config{Credential: expired, CAFile: o.CAFile()})
+	if !errors.Is(err, azauth.ErrTokenRejected) || !strings.Contains(err.Error(), "The token is expired") {
+		t.Errorf("read with an expired token: %v; want ErrTokenRejected saying it expired", err)
+	}
+	t.Log(err)
+	noToken(t, err, expired)
+
+	reader := blob.RefusingProxy(t, func(r *http.Request) *azurite.Refusal {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return &azurite.AuthorizationPermissionMismatch
+		}
+		return nil
+	})
+	w, err = Create(ctx, reader+"/snapshots/refused.tjsnap", "", auth)
+	if err == nil {
+		write(t, w, data[:1000])
+		err = w.Commit()
+	}
+	if !errors.Is(err, azauth.ErrRoleMissing) || !strings.Contains(err.Error(), `"Storage Blob Data Contributor"`) {
+		t.Errorf("a reader's snapshot: %v; want ErrRoleMissing naming Storage Blob Data Contributor", err)
+	}
+	t.Log(err)
+	noToken(t, err, cred)
+
+	if _, err := Open(ctx, plain.Endpoint()+"/snapshots/orders.tjsnap", "", auth); !errors.Is(err, azauth.ErrLoginOverHTTP) {
+		t.Errorf("signing in to an http:// blob: %v; want ErrLoginOverHTTP", err)
+	}
+}
+
+// TestBlobAccountOfURL: azblob:// against a bare table service URL names
+// the blob endpoint of the same storage account, signed in; a Cosmos DB
+// or emulator endpoint has none to tell.
+func TestBlobAccountOfURL(t *testing.T) {
+	for _, tc := range []struct{ tables, want string }{
+		{"https://acct.table.core.windows.net", "https://acct.blob.core.windows.net"},
+		{"https://acct.table.core.chinacloudapi.cn/", "https://acct.blob.core.chinacloudapi.cn"},
+		{"https://acct.table.cosmos.azure.com:443/", ""},
+		{"https://127.0.0.1:10002/devstoreaccount1", ""},
+	} {
+		a, err := accountOf(tc.tables)
+		if a.endpoint != tc.want || (err == nil) != (tc.want != "") {
+			t.Errorf("accountOf(%s) = %q, %v; want %q", tc.tables, a.endpoint, err, tc.want)
+		}
+		if err != nil && !errors.Is(err, ErrLocation) {
+			t.Errorf("accountOf(%s): %v, not ErrLocation", tc.tables, err)
+		}
+	}
+}
+
+// noToken fails if err's message holds any token cred minted.
+func noToken(t *testing.T, err error, cred *azurite.Credential) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for _, tok := range cred.Tokens() {
+		if strings.Contains(err.Error(), tok) {
+			t.Fatalf("a token leaked into %q", err)
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -41,7 +41,7 @@ type Config struct {
 type Stats struct {
 	Header     Header
 	Partitions int64 // partitions read (0 when the table was read in one scan)
-	Entities   int64 // tips and version rows written
+	Entities   int64 // tips, version rows and fences written
 	Elapsed    time.Duration
 }
 
@@ -201,11 +201,18 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 		prev = &e
 		return nil
 	}
+	newest := make(map[string]store.Entity) // the newest row at or before seq of each partition
+	seen := func(e store.Entity) {
+		if n, ok := newest[e.PK]; !ok || n.Props[rows.ColSeq].Int < e.Props[rows.ColSeq].Int {
+			newest[e.PK] = e
+		}
+	}
 	from, to := rows.TipRange()
 	err := store.All(ctx, st, table, part.Query(store.Query{From: from, To: to, Filter: filter}), func(e store.Entity) error {
 		if err := inOrder(e); err != nil {
 			return err
 		}
+		seen(e)
 		tips[key{e.PK, e.RK[len(rows.TipPrefix):]}] = e.Props[rows.ColVersion].Int
 		kept.Add(1)
 		return emit(e)
@@ -219,10 +226,11 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 	)
 	prev = nil
 	q := part.Query(store.Query{From: rows.OldPrefix, To: "old;", Filter: filter})
-	return store.All(ctx, st, table, q, func(e store.Entity) error {
+	err = store.All(ctx, st, table, q, func(e store.Entity) error {
 		if err := inOrder(e); err != nil {
 			return err
 		}
+		seen(e)
 		rk, keySeq, _, ok := rows.ParseKey(e.RK)
 		if !ok || keySeq != uint64(e.Props[rows.ColSeq].Int) {
 			// Not a row of the layout keyed by sequence: a snapshot of it
@@ -246,6 +254,53 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 		kept.Add(1)
 		return emit(e)
 	})
+	if err != nil {
+		return err
+	}
+	// The fences, read after the rows: a prune that removed rows the scans
+	// missed has moved its horizon by then.
+	return replay.FenceRows(ctx, st, table, part, func(e store.Entity) error {
+		f, ok := fenceAt(e, newest[e.PK], seq)
+		if !ok {
+			return nil
+		}
+		kept.Add(1)
+		return emit(f)
+	})
+}
+
+// fenceAt is the fence row a snapshot at seq holds for a partition whose
+// stored fence is stored and whose newest row at or before seq is newest:
+// the stored fence when it is not newer than seq, else the sequence,
+// command and time of newest. Either way it keeps the partition's prune
+// horizon (SPEC §4) as stored: the rows were read after the prune, so a
+// copy lacks what the original lacks and must refuse where it refuses. ok
+// is false when there is nothing to carry.
+func fenceAt(stored, newest store.Entity, seq uint64) (store.Entity, bool) {
+	if s, ok := stored.Props[rows.ColSeq]; ok && s.Type == edm.TypeInt64 && uint64(s.Int) <= seq {
+		return stored, true
+	}
+	h := rows.HorizonOf(stored.Props)
+	if newest.Props == nil && h.Seq == 0 {
+		return store.Entity{}, false
+	}
+	props := edm.Entity{}
+	if newest.Props != nil {
+		for _, c := range []string{rows.ColSeq, rows.ColCmd, rows.ColAt} {
+			props[c] = newest.Props[c]
+		}
+	} else {
+		// No row at or before seq, only a horizon: the fence says nothing
+		// was applied after the snapshot's sequence.
+		props[rows.ColSeq] = edm.Int64(int64(seq))
+		props[rows.ColCmd] = edm.String(h.Cmd)
+		props[rows.ColAt] = stored.Props[rows.ColAt]
+	}
+	if es, ok := stored.Props[rows.ColEraseSeq]; ok && es.Type == edm.TypeInt64 && uint64(es.Int) <= seq {
+		props[rows.ColEraseSeq] = es
+	}
+	h.Put(props)
+	return store.Entity{PK: stored.PK, RK: rows.FenceKey, Props: props}, true
 }
 
 // lockedWriter serializes the blocks of concurrent readers.
@@ -308,6 +363,11 @@ type LoadConfig struct {
 	// Workers is the number of transactions run at once. If zero, the
 	// Source's Workers.
 	Workers int
+	// SkipErasureCheck loads without a journal: the rows of keys erased
+	// after the snapshot's sequence, which Load drops when it can read the
+	// erases from the journal, are then loaded back. Without it, Load
+	// without a journal fails with ErrErasureUnchecked.
+	SkipErasureCheck bool
 }
 
 // LoadStats says what a load wrote.
@@ -388,6 +448,9 @@ type loader struct {
 // newLoader checks the destination, creates it and reads the erases after
 // the snapshot's sequence.
 func (r *Snapshots) newLoader(ctx context.Context, cfg LoadConfig, h Header) (*loader, error) {
+	if r.Journal() == nil && !cfg.SkipErasureCheck {
+		return nil, fmt.Errorf("%w: no journal to read the erasures after sequence %d from; a key erased since would be loaded back", ErrErasureUnchecked, h.Seq)
+	}
 	erased, err := history.New(r.Source).ErasedAfter(ctx, h.Table, h.Seq)
 	if err != nil {
 		return nil, err
@@ -474,7 +537,7 @@ func (l *loader) block(pk string, es []store.Entity) error {
 			l.erasedRows++
 			continue
 		}
-		sz := events.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
+		sz := edm.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
 		if len(ops) > 0 && bytes+sz > replay.TxBudget {
 			if err := l.send(pk, ops); err != nil {
 				return err

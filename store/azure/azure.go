@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/internal/pagetoken"
 )
@@ -26,6 +27,8 @@ type Store struct {
 	emulator bool
 	limits   events.Limits // the zero Limits, or events.CosmosLimits
 	secrets  []string      // never to appear in an error
+	mode     azauth.Mode   // how requests authenticate
+	service  azauth.Service
 }
 
 // New returns a Store for the service cfg selects. It does not contact the
@@ -54,15 +57,29 @@ func New(cfg Config) (*Store, error) {
 		Telemetry:       policy.TelemetryOptions{ApplicationID: "tablejournal"},
 		PerCallPolicies: []policy.Policy{batchKeyPolicy{}},
 	}}
-	if cfg.Transport != nil {
-		opts.Transport = cfg.Transport
+	auth := cfg.auth()
+	mode, err := auth.Choose(acct.endpoint, acct.key != "", acct.sas != "")
+	if err != nil {
+		return nil, fmt.Errorf("azure: %w", err)
+	}
+	opts.Transport = cfg.Transport
+	if opts.Transport == nil {
+		if opts.Transport, err = auth.Transport(); err != nil {
+			return nil, fmt.Errorf("azure: %w", err)
+		}
 	}
 	s := &Store{
-		emulator: cfg.Emulator || acct.name == devAccountName,
+		emulator: cfg.Emulator || acct.name == devAccountName || acct.local,
 		limits:   limitsOf(cfg.Cosmos),
 		secrets:  secretsOf(acct),
+		mode:     mode,
+		service:  azauth.Tables,
 	}
-	if acct.key != "" {
+	if cfg.Cosmos {
+		s.service = azauth.CosmosTables
+	}
+	switch mode {
+	case azauth.Key:
 		cred, err := aztables.NewSharedKeyCredential(acct.name, acct.key)
 		if err != nil {
 			return nil, errors.New("azure: the account key is not valid base64")
@@ -71,18 +88,27 @@ func New(cfg Config) (*Store, error) {
 		if err != nil {
 			return nil, s.transportError("connect", err)
 		}
-		return s, nil
-	}
-	endpoint := acct.endpoint
-	if acct.sas != "" {
-		endpoint += "/?" + acct.sas
-	}
-	s.svc, err = aztables.NewServiceClientWithNoCredential(endpoint, opts)
-	if err != nil {
-		return nil, s.transportError("connect", err)
+	case azauth.Login:
+		cred, err := auth.TokenCredential(opts.Transport)
+		if err != nil {
+			return nil, fmt.Errorf("azure: %w", err)
+		}
+		s.svc, err = aztables.NewServiceClient(acct.endpoint, cred, opts)
+		if err != nil {
+			return nil, s.transportError("connect", err)
+		}
+	default:
+		s.svc, err = aztables.NewServiceClientWithNoCredential(acct.endpoint+"/?"+acct.sas, opts)
+		if err != nil {
+			return nil, s.transportError("connect", err)
+		}
 	}
 	return s, nil
 }
+
+// Mode returns how the store authenticates: with the account key, a SAS
+// token, or signed in with Microsoft Entra ID.
+func (s *Store) Mode() azauth.Mode { return s.mode }
 
 // Close releases nothing: the SDK's HTTP client needs no closing. It exists
 // so that callers can treat every backend alike.

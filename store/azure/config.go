@@ -3,11 +3,15 @@ package azure
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/tablejournal/tablejournal/internal/azauth"
 )
 
 // Config selects the table service and the client's behaviour. Exactly one
@@ -43,7 +47,8 @@ type Config struct {
 
 	// Emulator turns on the workarounds for Azurite's known differences
 	// (see filter.go). New turns it on by itself when the account is the
-	// emulator's devstoreaccount1.
+	// emulator's devstoreaccount1 or the endpoint is path-style, on an IP
+	// address or localhost.
 	Emulator bool
 
 	// Cosmos says the service is Azure Cosmos DB for Table, which speaks
@@ -53,7 +58,25 @@ type Config struct {
 	// relying on key order. store/stores sets it from the endpoint.
 	Cosmos bool
 
-	// Transport replaces the HTTP client; for tests. If nil, the SDK's.
+	// Auth is how to authenticate, as the commands' --auth: "key" (the
+	// connection string's AccountKey, or SharedKey), "sas" (a SAS token)
+	// or "login" (signing in with Microsoft Entra ID, over https only).
+	// If "", the key, else the SAS, else signing in: an Endpoint with no
+	// credential signs in.
+	Auth string
+	// Credential signs in, such as an azidentity credential. If nil,
+	// azidentity.NewDefaultAzureCredential: the environment
+	// (AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET), workload
+	// identity, managed identity (AZURE_CLIENT_ID picks a user-assigned
+	// one), the Azure CLI. Unused with a key or SAS.
+	Credential azcore.TokenCredential
+	// CAFile is a PEM file of CA certificates to trust besides the
+	// system's, for a private endpoint or an HTTPS emulator. The file
+	// SSL_CERT_FILE names is trusted too.
+	CAFile string
+
+	// Transport replaces the HTTP client; for tests. If nil, the SDK's,
+	// trusting Auth's CA file if any.
 	Transport policy.Transporter
 }
 
@@ -109,6 +132,9 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("both SharedKey and SAS set"))
 		}
 	}
+	if _, err := azauth.ParseMode(c.Auth); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MaxRetryDelay > 0 && c.RetryDelay > c.MaxRetryDelay {
 		errs = append(errs, errors.New("RetryDelay above MaxRetryDelay"))
 	}
@@ -118,6 +144,12 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// auth is the authentication part of a validated Config.
+func (c Config) auth() azauth.Config {
+	m, _ := azauth.ParseMode(c.Auth)
+	return azauth.Config{Mode: m, Credential: c.Credential, CAFile: c.CAFile}
+}
+
 // account is a resolved configuration: where the service is and how to
 // authenticate to it.
 type account struct {
@@ -125,6 +157,7 @@ type account struct {
 	name     string // account name, when known
 	key      string // shared key, or ""
 	sas      string // SAS query without "?", or ""
+	local    bool   // a path-style endpoint on an IP or localhost: an emulator
 }
 
 // resolve turns a validated Config into an account.
@@ -142,6 +175,7 @@ func (c Config) resolve() (account, error) {
 	}
 	u.RawQuery, u.Fragment = "", ""
 	a.endpoint = strings.TrimRight(u.String(), "/")
+	a.local = pathStyle(u)
 	if a.name == "" {
 		a.name = accountFromURL(u)
 	}
@@ -152,13 +186,20 @@ func (c Config) resolve() (account, error) {
 // label of the host (myaccount.table.core.windows.net) or, for an IP or
 // localhost endpoint (Azurite's path style), the first path segment.
 func accountFromURL(u *url.URL) string {
-	host := u.Hostname()
-	if host == "localhost" || strings.Trim(host, "0123456789.:[]") == "" {
+	if pathStyle(u) {
 		seg, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 		return seg
 	}
-	name, _, _ := strings.Cut(host, ".")
+	name, _, _ := strings.Cut(u.Hostname(), ".")
 	return name
+}
+
+// pathStyle reports an endpoint on an IP address or localhost, where the
+// account is the first path segment: an emulator's (Azure's own endpoints
+// are host names).
+func pathStyle(u *url.URL) bool {
+	host := u.Hostname()
+	return host == "localhost" || net.ParseIP(host) != nil
 }
 
 // parseConnectionString reads the key=value;... pairs of a connection
@@ -198,6 +239,7 @@ func parseConnectionString(cs string) (account, error) {
 			return account{}, errors.New("azure: connection string: TableEndpoint carries a query; put the SAS in SharedAccessSignature")
 		}
 		a.endpoint = strings.TrimRight(u.String(), "/")
+		a.local = pathStyle(u)
 		if a.name == "" {
 			a.name = accountFromURL(u)
 		}

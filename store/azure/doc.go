@@ -3,6 +3,21 @@
 //
 //	s, err := azure.New(azure.Config{ConnectionString: os.Getenv("TABLEJOURNAL_TABLES")})
 //
+// # Authentication
+//
+// A connection string's AccountKey signs each request with the key; a SAS
+// token (SharedAccessSignature, or an Endpoint's query) is sent as it is;
+// an Endpoint with neither signs in with Microsoft Entra ID: Config.Credential,
+// or azidentity's DefaultAzureCredential, and a bearer token for
+// https://storage.azure.com (https://cosmos.azure.com for Cosmos DB), over
+// https only. Config.Auth forces one of the three. internal/azauth decides
+// and builds the credential and the transport (Config.CAFile,
+// SSL_CERT_FILE); refusals a user can act on (an account that allows no
+// keys, an identity without Storage Table Data Contributor, a refused
+// token) carry what to do and unwrap to azauth's sentinels.
+//
+//	s, err := azure.New(azure.Config{Endpoint: "https://myaccount.table.core.windows.net", Credential: cred})
+//
 // # Entities
 //
 // Entities travel as JSON with minimal metadata. Every value that JSON cannot

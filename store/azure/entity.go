@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -32,7 +32,7 @@ const (
 // sending it, which turns 5.0 into 5, and Azure would then store an Int32.
 // With the annotation the service parses the number as a Double whatever
 // its spelling.
-func encodeEntity(pk, rk string, props events.Entity) ([]byte, error) {
+func encodeEntity(pk, rk string, props edm.Entity) ([]byte, error) {
 	m := make(map[string]any, 2+2*len(props))
 	m[propPK] = pk
 	m[propRK] = rk
@@ -50,26 +50,26 @@ func encodeEntity(pk, rk string, props events.Entity) ([]byte, error) {
 }
 
 // jsonValue returns the JSON value of v and its annotation ("" for none).
-func jsonValue(v events.Value) (any, string, error) {
+func jsonValue(v edm.Value) (any, string, error) {
 	switch v.Type {
-	case events.TypeString:
+	case edm.TypeString:
 		return v.Str, "", nil
-	case events.TypeBoolean:
+	case edm.TypeBoolean:
 		return v.Bool, "", nil
-	case events.TypeInt32:
+	case edm.TypeInt32:
 		return v.Int, "", nil
-	case events.TypeInt64:
+	case edm.TypeInt64:
 		return strconv.FormatInt(v.Int, 10), "Edm.Int64", nil
-	case events.TypeDouble:
+	case edm.TypeDouble:
 		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
-			return events.FormatDouble(v.Float), "Edm.Double", nil
+			return edm.FormatDouble(v.Float), "Edm.Double", nil
 		}
 		return v.Float, "Edm.Double", nil
-	case events.TypeDateTime:
-		return events.FormatDateTime(v.Time), "Edm.DateTime", nil
-	case events.TypeGuid:
+	case edm.TypeDateTime:
+		return edm.FormatDateTime(v.Time), "Edm.DateTime", nil
+	case edm.TypeGuid:
 		return v.Str, "Edm.Guid", nil
-	case events.TypeBinary:
+	case edm.TypeBinary:
 		return base64.StdEncoding.EncodeToString(v.Bytes), "Edm.Binary", nil
 	}
 	return nil, "", fmt.Errorf("unknown type %v: %w", v.Type, store.ErrInvalid)
@@ -87,7 +87,7 @@ func decodeEntity(raw json.RawMessage) (store.Entity, error) {
 		return store.Entity{}, fmt.Errorf("decode entity: %w", err)
 	}
 	var e store.Entity
-	e.Props = make(events.Entity, len(fields))
+	e.Props = make(edm.Entity, len(fields))
 	for name, val := range fields {
 		var err error
 		switch {
@@ -111,7 +111,7 @@ func decodeEntity(raw json.RawMessage) (store.Entity, error) {
 					break
 				}
 			}
-			var v events.Value
+			var v edm.Value
 			var present bool
 			v, present, err = decodeValue(val, typ)
 			if present && err == nil {
@@ -127,10 +127,10 @@ func decodeEntity(raw json.RawMessage) (store.Entity, error) {
 
 // decodeValue parses one property value given its annotation. A JSON null
 // is no value (present false): Azure does not store nulls.
-func decodeValue(raw json.RawMessage, typ string) (v events.Value, present bool, err error) {
+func decodeValue(raw json.RawMessage, typ string) (v edm.Value, present bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if bytes.Equal(raw, []byte("null")) {
-		return events.Value{}, false, nil
+		return edm.Value{}, false, nil
 	}
 	if typ == "" {
 		switch raw[0] {
@@ -142,13 +142,13 @@ func decodeValue(raw json.RawMessage, typ string) (v events.Value, present bool,
 			if bytes.ContainsAny(raw, ".eE") {
 				typ = "Edm.Double"
 			} else if i, perr := strconv.ParseInt(string(raw), 10, 32); perr == nil {
-				return events.Int32(int32(i)), true, nil
+				return edm.Int32(int32(i)), true, nil
 			} else {
 				typ = "Edm.Double" // an integer beyond Int32 without annotation
 			}
 		}
 	}
-	t, ok := events.ParseType(typ)
+	t, ok := edm.ParseType(typ)
 	if !ok {
 		return v, false, fmt.Errorf("unknown type %q", typ)
 	}
@@ -161,35 +161,35 @@ func decodeValue(raw json.RawMessage, typ string) (v events.Value, present bool,
 		}
 	}
 	switch t {
-	case events.TypeString:
+	case edm.TypeString:
 		if raw[0] != '"' {
 			return v, false, errors.New("Edm.String value is not a string")
 		}
-		return events.String(text), true, nil
-	case events.TypeBoolean:
+		return edm.String(text), true, nil
+	case edm.TypeBoolean:
 		b, err := strconv.ParseBool(text)
-		return events.Bool(b), err == nil, err
-	case events.TypeInt32:
+		return edm.Bool(b), err == nil, err
+	case edm.TypeInt32:
 		i, err := strconv.ParseInt(text, 10, 32)
-		return events.Int32(int32(i)), err == nil, err
-	case events.TypeInt64:
+		return edm.Int32(int32(i)), err == nil, err
+	case edm.TypeInt64:
 		i, err := strconv.ParseInt(text, 10, 64)
-		return events.Int64(i), err == nil, err
-	case events.TypeDouble:
-		f, err := events.ParseDouble(text)
-		return events.Double(f), err == nil, err
-	case events.TypeDateTime:
+		return edm.Int64(i), err == nil, err
+	case edm.TypeDouble:
+		f, err := edm.ParseDouble(text)
+		return edm.Double(f), err == nil, err
+	case edm.TypeDateTime:
 		tm, err := time.Parse(time.RFC3339Nano, text)
 		if err != nil {
 			return v, false, err
 		}
-		return events.DateTime(tm), true, nil
-	case events.TypeGuid:
-		g, err := events.Guid(text)
+		return edm.DateTime(tm), true, nil
+	case edm.TypeGuid:
+		g, err := edm.Guid(text)
 		return g, err == nil, err
-	case events.TypeBinary:
+	case edm.TypeBinary:
 		b, err := base64.StdEncoding.DecodeString(text)
-		return events.Binary(b), err == nil, err
+		return edm.Binary(b), err == nil, err
 	}
 	return v, false, fmt.Errorf("unknown type %q", typ)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -25,6 +27,10 @@ type requestError struct {
 	msg    string // first line of the service's message, or the transport error
 	kind   error  // the store sentinel, or nil
 	cause  error  // the SDK or transport error, sanitized
+	// refusal says what to do about an authentication or authorization
+	// refusal (a key where the account wants a sign-in, a missing role,
+	// a refused token), or is nil.
+	refusal *azauth.Refusal
 }
 
 func (e *requestError) Error() string {
@@ -40,12 +46,20 @@ func (e *requestError) Error() string {
 	}
 	if e.msg != "" {
 		b.WriteString(": ")
-		b.WriteString(e.msg)
+		if e.refusal != nil {
+			b.WriteString(strings.TrimSuffix(e.msg, ".")) // the hint follows
+		} else {
+			b.WriteString(e.msg)
+		}
 	}
 	if e.kind != nil && (e.msg == "" || !strings.Contains(e.msg, e.kind.Error())) {
 		b.WriteString(" (")
 		b.WriteString(e.kind.Error())
 		b.WriteString(")")
+	}
+	if e.refusal != nil {
+		b.WriteString(": ")
+		b.WriteString(e.refusal.Hint)
 	}
 	return b.String()
 }
@@ -56,6 +70,9 @@ func (e *requestError) Unwrap() []error {
 	var out []error
 	if e.kind != nil {
 		out = append(out, e.kind)
+	}
+	if e.refusal != nil {
+		out = append(out, e.refusal)
 	}
 	if e.cause != nil {
 		out = append(out, e.cause)
@@ -168,7 +185,7 @@ func (s *Store) wrap(op string, err error, nf notFoundKind) error {
 	}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		code, msg := re.ErrorCode, ""
+		code, msg, detail := re.ErrorCode, "", ""
 		if re.RawResponse != nil {
 			if body, berr := runtime.Payload(re.RawResponse); berr == nil {
 				c, m := parseServiceError(body)
@@ -176,11 +193,13 @@ func (s *Store) wrap(op string, err error, nf notFoundKind) error {
 					code = c
 				}
 				msg = firstLine(m)
+				detail = azauth.AuthDetail(body)
 			}
 		}
 		return &requestError{
 			op: op, status: re.StatusCode, code: code, msg: s.redact(msg),
 			kind: kindOf(re.StatusCode, code, nf), cause: re,
+			refusal: azauth.Explain(re.StatusCode, code, detail, s.mode, s.service),
 		}
 	}
 	return s.transportError(op, err)
@@ -233,8 +252,10 @@ func sanitize(err error) error {
 }
 
 // redact replaces every secret the store knows (the account key, the SAS
-// token and its signature, raw and URL-escaped) in s with ***.
+// token and its signature, raw and URL-escaped), and anything shaped like
+// an access token, in s with ***.
 func (s *Store) redact(msg string) string {
+	msg = azauth.RedactTokens(msg)
 	for _, secret := range s.secrets {
 		if secret != "" && strings.Contains(msg, secret) {
 			msg = strings.ReplaceAll(msg, secret, "***")

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -145,7 +145,7 @@ func TestQueryEndsOnEmptyPages(t *testing.T) {
 // dropped; a page left empty is followed like an empty page.
 func TestQueryFiltersAgain(t *testing.T) {
 	_, s := newFake(t, page("1!x", "1!y", "a", "b"), page("", "", "c"))
-	p, err := s.Query(bg, "orders", store.Query{AllPartitions: true, Filter: []store.Cond{{Prop: "n", Cmp: store.Eq, Value: events.Int64(1)}}})
+	p, err := s.Query(bg, "orders", store.Query{AllPartitions: true, Filter: []store.Cond{{Prop: "n", Cmp: store.Eq, Value: edm.Int64(1)}}})
 	if err != nil || len(p.Entities) != 0 || p.Continuation != "" {
 		// n is an Int32 1 in every row: no Int64 condition matches it.
 		t.Fatalf("Query = %+v, %v", p, err)
@@ -228,9 +228,9 @@ func batchFailure(status int, code string, index int) func(w http.ResponseWriter
 
 func TestTxErrorFromBatchResponse(t *testing.T) {
 	ops := []store.Op{
-		{Kind: store.Upsert, RK: "a", Props: events.Entity{}},
-		{Kind: store.Upsert, RK: "b", Props: events.Entity{}},
-		{Kind: store.Insert, RK: "c", Props: events.Entity{}},
+		{Kind: store.Upsert, RK: "a", Props: edm.Entity{}},
+		{Kind: store.Upsert, RK: "b", Props: edm.Entity{}},
+		{Kind: store.Insert, RK: "c", Props: edm.Entity{}},
 	}
 	for _, tc := range []struct {
 		status int
@@ -269,8 +269,8 @@ func TestTxErrorFromBatchResponse(t *testing.T) {
 }
 
 func TestBuildFilter(t *testing.T) {
-	dt := events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC))
-	g, _ := events.Guid("0F8FAD5B-D9CB-469F-A165-70867728950E")
+	dt := edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC))
+	g, _ := edm.Guid("0F8FAD5B-D9CB-469F-A165-70867728950E")
 	for _, tc := range []struct {
 		q        store.Query
 		emulator bool
@@ -280,27 +280,27 @@ func TestBuildFilter(t *testing.T) {
 		{store.Query{}, false, "PartitionKey eq ''"},
 		{store.Query{PK: "o'k", From: "a'", To: "b''"}, false, "PartitionKey eq 'o''k' and RowKey ge 'a''' and RowKey lt 'b'''''"},
 		{store.Query{AllPartitions: true, Filter: []store.Cond{
-			{Prop: "s", Cmp: store.Ne, Value: events.String("x' or 1 eq 1 or 'y")},
-			{Prop: "i", Cmp: store.Gt, Value: events.Int32(-5)},
-			{Prop: "l", Cmp: store.Le, Value: events.Int64(9007199254740993)},
-			{Prop: "d", Cmp: store.Lt, Value: events.Double(5)},
-			{Prop: "e", Cmp: store.Ge, Value: events.Double(1e300)},
+			{Prop: "s", Cmp: store.Ne, Value: edm.String("x' or 1 eq 1 or 'y")},
+			{Prop: "i", Cmp: store.Gt, Value: edm.Int32(-5)},
+			{Prop: "l", Cmp: store.Le, Value: edm.Int64(9007199254740993)},
+			{Prop: "d", Cmp: store.Lt, Value: edm.Double(5)},
+			{Prop: "e", Cmp: store.Ge, Value: edm.Double(1e300)},
 			{Prop: "t", Cmp: store.Eq, Value: dt},
 			{Prop: "g", Cmp: store.Eq, Value: g},
-			{Prop: "b", Cmp: store.Eq, Value: events.Binary([]byte{0, 0xab})},
-			{Prop: "f", Cmp: store.Eq, Value: events.Bool(false)},
+			{Prop: "b", Cmp: store.Eq, Value: edm.Binary([]byte{0, 0xab})},
+			{Prop: "f", Cmp: store.Eq, Value: edm.Bool(false)},
 		}}, false, "s ne 'x'' or 1 eq 1 or ''y' and i gt -5 and l le 9007199254740993L and d lt 5.0 and e ge 1" + strings.Repeat("0", 300) + ".0 and " +
 			"t eq datetime'2026-11-21T10:00:00.1234567Z' and g eq guid'0f8fad5b-d9cb-469f-a165-70867728950e' and b eq X'00ab' and f eq false"},
 		// Left to the client: Int64 on Azurite, NaN, ordering of Guid /
 		// Binary / Boolean, names that are no identifiers.
 		{store.Query{PK: "p", Filter: []store.Cond{
-			{Prop: "l", Cmp: store.Eq, Value: events.Int64(1)},
-			{Prop: "n", Cmp: store.Eq, Value: events.Double(math.NaN())},
+			{Prop: "l", Cmp: store.Eq, Value: edm.Int64(1)},
+			{Prop: "n", Cmp: store.Eq, Value: edm.Double(math.NaN())},
 			{Prop: "g", Cmp: store.Lt, Value: g},
-			{Prop: "b", Cmp: store.Gt, Value: events.Binary(nil)},
-			{Prop: "f", Cmp: store.Ge, Value: events.Bool(true)},
-			{Prop: "x eq 1 or y", Cmp: store.Eq, Value: events.Int32(1)},
-			{Prop: "PartitionKey", Cmp: store.Eq, Value: events.String("q")},
+			{Prop: "b", Cmp: store.Gt, Value: edm.Binary(nil)},
+			{Prop: "f", Cmp: store.Ge, Value: edm.Bool(true)},
+			{Prop: "x eq 1 or y", Cmp: store.Eq, Value: edm.Int32(1)},
+			{Prop: "PartitionKey", Cmp: store.Eq, Value: edm.String("q")},
 		}}, true, "PartitionKey eq 'p'"},
 	} {
 		if got := buildFilter(tc.q, tc.emulator); got != tc.want {
@@ -361,9 +361,9 @@ func TestDecodeNumbers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkProps(t, "decode", events.Entity{
-		"a": events.Int32(5), "b": events.Double(5), "c": events.Double(1e300), "d": events.Double(3e9),
-		"e": events.Int64(12), "f": events.Double(math.NaN()), "g": events.Double(-0.5),
+	checkProps(t, "decode", edm.Entity{
+		"a": edm.Int32(5), "b": edm.Double(5), "c": edm.Double(1e300), "d": edm.Double(3e9),
+		"e": edm.Int64(12), "f": edm.Double(math.NaN()), "g": edm.Double(-0.5),
 	}, e.Props)
 }
 
@@ -424,9 +424,9 @@ func TestBatchKeysRewrite(t *testing.T) {
 	})
 	long := strings.Repeat("x", 200) + "'<&>"
 	_, err := s.Transact(bg, "orders", "", []store.Op{
-		{Kind: store.Insert, RK: "ins'ert", Props: events.Entity{"n": events.Int32(1)}},
-		{Kind: store.Replace, RK: "it's", Props: events.Entity{"n": events.Int32(2)}},
-		{Kind: store.Merge, RK: long, Props: events.Entity{}},
+		{Kind: store.Insert, RK: "ins'ert", Props: edm.Entity{"n": edm.Int32(1)}},
+		{Kind: store.Replace, RK: "it's", Props: edm.Entity{"n": edm.Int32(2)}},
+		{Kind: store.Merge, RK: long, Props: edm.Entity{}},
 		{Kind: store.Delete, RK: "plain"},
 	})
 	if err != nil {

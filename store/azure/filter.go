@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -60,15 +60,15 @@ func condFilter(c store.Cond, emulator bool) (string, bool) {
 	ordering := c.Cmp != store.Eq && c.Cmp != store.Ne
 	v := c.Value
 	switch v.Type {
-	case events.TypeBoolean, events.TypeGuid, events.TypeBinary:
+	case edm.TypeBoolean, edm.TypeGuid, edm.TypeBinary:
 		if ordering {
 			return "", false
 		}
-	case events.TypeInt64:
+	case edm.TypeInt64:
 		if emulator {
 			return "", false
 		}
-	case events.TypeDouble:
+	case edm.TypeDouble:
 		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
 			return "", false
 		}
@@ -84,23 +84,23 @@ func condFilter(c store.Cond, emulator bool) (string, bool) {
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // literal renders a value as an OData literal of its EDM type.
-func literal(v events.Value) (string, bool) {
+func literal(v edm.Value) (string, bool) {
 	switch v.Type {
-	case events.TypeString:
+	case edm.TypeString:
 		return quote(v.Str), true
-	case events.TypeBoolean:
+	case edm.TypeBoolean:
 		return strconv.FormatBool(v.Bool), true
-	case events.TypeInt32:
+	case edm.TypeInt32:
 		return strconv.FormatInt(v.Int, 10), true
-	case events.TypeInt64:
+	case edm.TypeInt64:
 		return strconv.FormatInt(v.Int, 10) + "L", true
-	case events.TypeDouble:
+	case edm.TypeDouble:
 		return doubleLiteral(v.Float), true
-	case events.TypeDateTime:
-		return "datetime'" + events.FormatDateTime(v.Time) + "'", true
-	case events.TypeGuid:
+	case edm.TypeDateTime:
+		return "datetime'" + edm.FormatDateTime(v.Time) + "'", true
+	case edm.TypeGuid:
 		return "guid'" + v.Str + "'", true
-	case events.TypeBinary:
+	case edm.TypeBinary:
 		return "X'" + hex.EncodeToString(v.Bytes) + "'", true
 	}
 	return "", false

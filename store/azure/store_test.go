@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/storetest"
 )
@@ -25,9 +25,9 @@ func table(t *testing.T, s *Store) string {
 	return name
 }
 
-func mustGuid(t *testing.T, s string) events.Value {
+func mustGuid(t *testing.T, s string) edm.Value {
 	t.Helper()
-	g, err := events.Guid(s)
+	g, err := edm.Guid(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,26 +37,26 @@ func mustGuid(t *testing.T, s string) events.Value {
 func TestRoundTripEDM(t *testing.T) {
 	s := newStore(t)
 	name := table(t, s)
-	want := events.Entity{
-		"s":      events.String("it's \"quoted\" ü 世界 \U0001F600"),
-		"empty":  events.String(""),
-		"yes":    events.Bool(true),
-		"i32":    events.Int32(math.MinInt32),
-		"i32max": events.Int32(math.MaxInt32),
-		"i64":    events.Int64(1<<53 + 1),
-		"i64min": events.Int64(math.MinInt64),
-		"whole":  events.Double(5), // must stay a Double, not become Int32 5
-		"third":  events.Double(1.0 / 3),
-		"big":    events.Double(1e300),
-		"tiny":   events.Double(math.SmallestNonzeroFloat64),
-		"nan":    events.Double(math.NaN()),
-		"inf":    events.Double(math.Inf(1)),
-		"ninf":   events.Double(math.Inf(-1)),
-		"dt":     events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
-		"dtmin":  events.DateTime(time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)),
+	want := edm.Entity{
+		"s":      edm.String("it's \"quoted\" ü 世界 \U0001F600"),
+		"empty":  edm.String(""),
+		"yes":    edm.Bool(true),
+		"i32":    edm.Int32(math.MinInt32),
+		"i32max": edm.Int32(math.MaxInt32),
+		"i64":    edm.Int64(1<<53 + 1),
+		"i64min": edm.Int64(math.MinInt64),
+		"whole":  edm.Double(5), // must stay a Double, not become Int32 5
+		"third":  edm.Double(1.0 / 3),
+		"big":    edm.Double(1e300),
+		"tiny":   edm.Double(math.SmallestNonzeroFloat64),
+		"nan":    edm.Double(math.NaN()),
+		"inf":    edm.Double(math.Inf(1)),
+		"ninf":   edm.Double(math.Inf(-1)),
+		"dt":     edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
+		"dtmin":  edm.DateTime(time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)),
 		"guid":   mustGuid(t, "0f8fad5b-d9cb-469f-a165-70867728950e"),
-		"bin":    events.Binary([]byte{0, 1, 2, 0xff}),
-		"bin0":   events.Binary([]byte{}),
+		"bin":    edm.Binary([]byte{0, 1, 2, 0xff}),
+		"bin0":   edm.Binary([]byte{}),
 	}
 	if _, err := s.Transact(bg, name, "p", []store.Op{{Kind: store.Insert, RK: "r", Props: want}}); err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestRoundTripEDM(t *testing.T) {
 	}
 }
 
-func checkProps(t *testing.T, what string, want, got events.Entity) {
+func checkProps(t *testing.T, what string, want, got edm.Entity) {
 	t.Helper()
 	for k, w := range want {
 		if g, ok := got[k]; !ok || !g.Equal(w) {
@@ -115,7 +115,7 @@ func TestErrorMapping(t *testing.T) {
 	is(err, store.ErrInvalid, "Query bad continuation")
 
 	ins := func(rk string) store.Op {
-		return store.Op{Kind: store.Insert, RK: rk, Props: events.Entity{"n": events.Int32(1)}}
+		return store.Op{Kind: store.Insert, RK: rk, Props: edm.Entity{"n": edm.Int32(1)}}
 	}
 	if _, err := s.Transact(bg, name, "p", []store.Op{ins("a")}); err != nil {
 		t.Fatal(err)
@@ -132,8 +132,8 @@ func TestErrorMapping(t *testing.T) {
 		want  error
 	}{
 		{"insert existing", []store.Op{ins("b"), ins("c"), ins("a")}, 2, store.ErrExists},
-		{"replace missing", []store.Op{ins("b"), {Kind: store.Replace, RK: "zz", Props: events.Entity{}}}, 1, store.ErrNotFound},
-		{"merge missing", []store.Op{{Kind: store.Merge, RK: "zz", Props: events.Entity{}}}, 0, store.ErrNotFound},
+		{"replace missing", []store.Op{ins("b"), {Kind: store.Replace, RK: "zz", Props: edm.Entity{}}}, 1, store.ErrNotFound},
+		{"merge missing", []store.Op{{Kind: store.Merge, RK: "zz", Props: edm.Entity{}}}, 0, store.ErrNotFound},
 		{"delete missing", []store.Op{ins("b"), ins("c"), {Kind: store.Delete, RK: "zz"}}, 2, store.ErrNotFound},
 		{"stale etag", []store.Op{ins("b"), {Kind: store.Replace, RK: "a", IfMatch: `W/"datetime'2000-01-01T00%3A00%3A00.0000000Z'"`}}, 1, store.ErrPrecondition},
 	} {
@@ -151,7 +151,7 @@ func TestErrorMapping(t *testing.T) {
 		}
 	}
 	// The current etag works; Replace and Delete take it.
-	if _, err := s.Transact(bg, name, "p", []store.Op{{Kind: store.Replace, RK: "a", IfMatch: a.ETag, Props: events.Entity{"n": events.Int32(2)}}}); err != nil {
+	if _, err := s.Transact(bg, name, "p", []store.Op{{Kind: store.Replace, RK: "a", IfMatch: a.ETag, Props: edm.Entity{"n": edm.Int32(2)}}}); err != nil {
 		t.Fatalf("Replace with current etag: %v", err)
 	}
 	_, err = s.Transact(bg, name, "p", []store.Op{{Kind: store.Delete, RK: "a", IfMatch: a.ETag}})
@@ -171,13 +171,13 @@ func TestOddKeys(t *testing.T) {
 	name := table(t, s)
 	for _, pk := range []string{"p", "it's", "''", "%41 +&=;,$@!*()", "ü é 世界"} {
 		for _, rk := range []string{"r", "o'neil", "'", "%", "%25", "a b", "x''y", "ü"} {
-			props := func(n int32) events.Entity { return events.Entity{"n": events.Int32(n)} }
+			props := func(n int32) edm.Entity { return edm.Entity{"n": edm.Int32(n)} }
 			steps := []store.Op{
 				{Kind: store.Insert, RK: rk, Props: props(1)},
 				{Kind: store.Replace, RK: rk, Props: props(2)},
-				{Kind: store.Merge, RK: rk, Props: events.Entity{"m": events.Bool(true)}},
+				{Kind: store.Merge, RK: rk, Props: edm.Entity{"m": edm.Bool(true)}},
 				{Kind: store.Upsert, RK: rk, Props: props(4)},
-				{Kind: store.UpsertMerge, RK: rk, Props: events.Entity{"m": events.Bool(false)}},
+				{Kind: store.UpsertMerge, RK: rk, Props: edm.Entity{"m": edm.Bool(false)}},
 			}
 			for _, op := range steps {
 				if _, err := s.Transact(bg, name, pk, []store.Op{op}); err != nil {
@@ -188,7 +188,7 @@ func TestOddKeys(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Get(%q, %q): %v", pk, rk, err)
 			}
-			checkProps(t, fmt.Sprintf("(%q, %q)", pk, rk), events.Entity{"n": events.Int32(4), "m": events.Bool(false)}, got.Props)
+			checkProps(t, fmt.Sprintf("(%q, %q)", pk, rk), edm.Entity{"n": edm.Int32(4), "m": edm.Bool(false)}, got.Props)
 			if got.PK != pk || got.RK != rk {
 				t.Errorf("Get(%q, %q) returned keys (%q, %q)", pk, rk, got.PK, got.RK)
 			}
@@ -213,11 +213,11 @@ func TestEmptyPartitionKey(t *testing.T) {
 	name := table(t, s)
 	for _, rk := range []string{"r", "", "it's"} {
 		steps := []store.Op{
-			{Kind: store.Insert, RK: rk, Props: events.Entity{"n": events.Int32(1)}},
-			{Kind: store.Replace, RK: rk, Props: events.Entity{"n": events.Int32(2)}},
-			{Kind: store.Merge, RK: rk, Props: events.Entity{"m": events.Int32(3)}},
-			{Kind: store.Upsert, RK: rk, Props: events.Entity{"n": events.Int32(4)}},
-			{Kind: store.UpsertMerge, RK: rk, Props: events.Entity{"m": events.Int32(5)}},
+			{Kind: store.Insert, RK: rk, Props: edm.Entity{"n": edm.Int32(1)}},
+			{Kind: store.Replace, RK: rk, Props: edm.Entity{"n": edm.Int32(2)}},
+			{Kind: store.Merge, RK: rk, Props: edm.Entity{"m": edm.Int32(3)}},
+			{Kind: store.Upsert, RK: rk, Props: edm.Entity{"n": edm.Int32(4)}},
+			{Kind: store.UpsertMerge, RK: rk, Props: edm.Entity{"m": edm.Int32(5)}},
 		}
 		for _, op := range steps {
 			if _, err := s.Transact(bg, name, "", []store.Op{op}); err != nil {
@@ -228,7 +228,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 		if err != nil || got.PK != "" || got.RK != rk {
 			t.Fatalf("Get(\"\", %q) = %+v, %v", rk, got, err)
 		}
-		checkProps(t, "empty partition", events.Entity{"n": events.Int32(4), "m": events.Int32(5)}, got.Props)
+		checkProps(t, "empty partition", edm.Entity{"n": edm.Int32(4), "m": edm.Int32(5)}, got.Props)
 		if _, err := s.Transact(bg, name, "", []store.Op{{Kind: store.Delete, RK: rk, IfMatch: got.ETag}}); err != nil {
 			t.Fatalf("rk %q: delete: %v", rk, err)
 		}
@@ -239,8 +239,8 @@ func TestEmptyPartitionKey(t *testing.T) {
 	// Several ops of one transaction, each with a placeholder, and a
 	// failure among them still names the right op.
 	_, err := s.Transact(bg, name, "", []store.Op{
-		{Kind: store.Upsert, RK: "a'", Props: events.Entity{}},
-		{Kind: store.Upsert, RK: "b'", Props: events.Entity{}},
+		{Kind: store.Upsert, RK: "a'", Props: edm.Entity{}},
+		{Kind: store.Upsert, RK: "b'", Props: edm.Entity{}},
 		{Kind: store.Delete, RK: "c'"},
 	})
 	var te *store.TxError
@@ -252,14 +252,14 @@ func TestEmptyPartitionKey(t *testing.T) {
 func TestFilterOnAzurite(t *testing.T) {
 	s := newStore(t)
 	name := table(t, s)
-	rows := []events.Entity{
-		{"x": events.String("it's")},
-		{"x": events.Int64(9)},
-		{"x": events.Int64(13)},
-		{"x": events.Int32(9)},
-		{"x": events.Double(9)},
-		{"x": events.DateTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
-		{"y": events.Bool(true)},
+	rows := []edm.Entity{
+		{"x": edm.String("it's")},
+		{"x": edm.Int64(9)},
+		{"x": edm.Int64(13)},
+		{"x": edm.Int32(9)},
+		{"x": edm.Double(9)},
+		{"x": edm.DateTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
+		{"y": edm.Bool(true)},
 	}
 	var ops []store.Op
 	for i, props := range rows {
@@ -272,18 +272,18 @@ func TestFilterOnAzurite(t *testing.T) {
 		cond store.Cond
 		want string
 	}{
-		{store.Cond{Prop: "x", Cmp: store.Eq, Value: events.String("it's")}, "0"},
-		{store.Cond{Prop: "x", Cmp: store.Lt, Value: events.Int64(10)}, "1"}, // Azurite alone would compare "9" < "10" as strings
-		{store.Cond{Prop: "x", Cmp: store.Ge, Value: events.Int64(9)}, "1,2"},
-		{store.Cond{Prop: "x", Cmp: store.Eq, Value: events.Int32(9)}, "3"},
-		{store.Cond{Prop: "x", Cmp: store.Eq, Value: events.Double(9)}, "4"},
-		{store.Cond{Prop: "x", Cmp: store.Ne, Value: events.Double(math.NaN())}, "4"},
-		{store.Cond{Prop: "x", Cmp: store.Lt, Value: events.Double(1e300)}, "4"},
-		{store.Cond{Prop: "x", Cmp: store.Gt, Value: events.Double(8.5)}, "4"},
-		{store.Cond{Prop: "x", Cmp: store.Lt, Value: events.DateTime(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))}, "5"},
-		{store.Cond{Prop: "x", Cmp: store.Ne, Value: events.String("a")}, "0"},
-		{store.Cond{Prop: "y", Cmp: store.Eq, Value: events.Bool(true)}, "6"},
-		{store.Cond{Prop: "x eq 1 or y", Cmp: store.Eq, Value: events.Bool(true)}, ""},
+		{store.Cond{Prop: "x", Cmp: store.Eq, Value: edm.String("it's")}, "0"},
+		{store.Cond{Prop: "x", Cmp: store.Lt, Value: edm.Int64(10)}, "1"}, // Azurite alone would compare "9" < "10" as strings
+		{store.Cond{Prop: "x", Cmp: store.Ge, Value: edm.Int64(9)}, "1,2"},
+		{store.Cond{Prop: "x", Cmp: store.Eq, Value: edm.Int32(9)}, "3"},
+		{store.Cond{Prop: "x", Cmp: store.Eq, Value: edm.Double(9)}, "4"},
+		{store.Cond{Prop: "x", Cmp: store.Ne, Value: edm.Double(math.NaN())}, "4"},
+		{store.Cond{Prop: "x", Cmp: store.Lt, Value: edm.Double(1e300)}, "4"},
+		{store.Cond{Prop: "x", Cmp: store.Gt, Value: edm.Double(8.5)}, "4"},
+		{store.Cond{Prop: "x", Cmp: store.Lt, Value: edm.DateTime(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))}, "5"},
+		{store.Cond{Prop: "x", Cmp: store.Ne, Value: edm.String("a")}, "0"},
+		{store.Cond{Prop: "y", Cmp: store.Eq, Value: edm.Bool(true)}, "6"},
+		{store.Cond{Prop: "x eq 1 or y", Cmp: store.Eq, Value: edm.Bool(true)}, ""},
 	} {
 		var got []string
 		err := store.All(bg, s, name, store.Query{PK: "p", Filter: []store.Cond{tc.cond}}, func(e store.Entity) error {
@@ -396,7 +396,7 @@ func TestCosmosPartitions(t *testing.T) {
 	}
 	t.Cleanup(func() { plain.DeleteTable(bg, table) })
 	for _, pk := range []string{"m", "", "a", "it's", "z", "b"} {
-		if _, err := plain.Transact(bg, table, pk, []store.Op{{Kind: store.Upsert, RK: "r", Props: events.Entity{}}}); err != nil {
+		if _, err := plain.Transact(bg, table, pk, []store.Op{{Kind: store.Upsert, RK: "r", Props: edm.Entity{}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -414,15 +414,15 @@ func TestCosmosPartitions(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("k", 256)
-	_, err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: events.Entity{}}})
+	_, err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: edm.Entity{}}})
 	var te *store.TxError
 	if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &te) || te.Index != 0 {
 		t.Errorf("a 256-byte row key on Cosmos: %v", err)
 	}
-	if _, err := plain.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: events.Entity{}}}); err != nil {
+	if _, err := plain.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: long, Props: edm.Entity{}}}); err != nil {
 		t.Errorf("a 256-byte row key on Azure: %v", err)
 	}
-	_, err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: "x", Props: events.Entity{"etag": events.Int32(1)}}})
+	_, err = cosmos.Transact(bg, table, "p", []store.Op{{Kind: store.Upsert, RK: "x", Props: edm.Entity{"etag": edm.Int32(1)}}})
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("a property Cosmos reserves: %v", err)
 	}

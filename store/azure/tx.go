@@ -18,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -191,6 +192,7 @@ func (s *Store) txError(op string, err error, ops []store.Op) error {
 	e := &requestError{
 		op: op, status: status, code: code, msg: s.redact(firstLine(m)),
 		kind: kindOf(status, code, entityOp), cause: re,
+		refusal: azauth.Explain(status, code, azauth.AuthDetail(body), s.mode, s.service),
 	}
 	if index < 0 || index >= len(ops) {
 		return e

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/store/storetest"
@@ -90,7 +90,7 @@ func TestConformance(t *testing.T) {
 func rows(n int) []store.Op {
 	ops := make([]store.Op, n)
 	for i := range ops {
-		ops[i] = store.Op{Kind: store.Upsert, RK: fmt.Sprintf("r%03d", i), Props: events.Entity{"n": events.Int64(int64(i))}}
+		ops[i] = store.Op{Kind: store.Upsert, RK: fmt.Sprintf("r%03d", i), Props: edm.Entity{"n": edm.Int64(int64(i))}}
 	}
 	return ops
 }

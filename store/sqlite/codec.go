@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -32,19 +32,19 @@ func decodeKey(b []byte) string {
 }
 
 // Properties are stored as one BLOB: a format byte, then the binary EDM
-// encoding of events.AppendBinary (property count, then per property in
+// encoding of edm.AppendBinary (property count, then per property in
 // name order: name, type byte, value).
 
 const propsFormat = 1
 
 var errCorrupt = errors.New("corrupt properties")
 
-func encodeProps(props events.Entity) []byte {
+func encodeProps(props edm.Entity) []byte {
 	size := 2
 	for name, v := range props {
 		size += len(name) + len(v.Str) + len(v.Bytes) + 12
 	}
-	return events.AppendBinary(append(make([]byte, 0, size), propsFormat), props)
+	return edm.AppendBinary(append(make([]byte, 0, size), propsFormat), props)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -53,12 +53,12 @@ func appendString(b []byte, s string) []byte {
 }
 
 // decodeProps decodes what encodeProps wrote.
-func decodeProps(b []byte) (events.Entity, error) {
+func decodeProps(b []byte) (edm.Entity, error) {
 	if len(b) == 0 || b[0] != propsFormat {
 		return nil, fmt.Errorf("%w: unknown format", errCorrupt)
 	}
 	r := bytes.NewReader(b[1:])
-	props, err := events.ReadBinary(r)
+	props, err := edm.ReadBinary(r)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errCorrupt, err)
 	}
@@ -141,7 +141,7 @@ func (t ticks) time() time.Time {
 
 // etag renders a version in the form Azure uses for its etags.
 func (t ticks) etag() string {
-	s := t.time().Format(events.DateTimeLayout)
+	s := t.time().Format(edm.DateTimeLayout)
 	// Azure percent-encodes the colons: W/"datetime'2026-11-21T10%3A00%3A00.1234567Z'".
 	out := make([]byte, 0, len(s)+20)
 	out = append(out, `W/"datetime'`...)

@@ -36,4 +36,12 @@
 // get store.ErrBusy. Commits use synchronous=FULL: the projector acknowledges
 // a journal message once Transact returns, so a returned commit must survive
 // a power loss, which WAL with synchronous=NORMAL does not promise.
+//
+// # Deleted rows
+//
+// The write connection runs with secure_delete=ON: a delete zeroes the
+// content it frees in its pages. The write-ahead log still holds the page
+// images of earlier transactions; Scrub (store.Scrubber, called by erasure)
+// checkpoints and truncates it, and rewrites the file with VACUUM if a
+// value looked for is still found in any of the store's files.
 package sqlite

@@ -110,6 +110,9 @@ func (s *Store) open(ctx context.Context) error {
 		"_pragma=busy_timeout("+ms+")",
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(FULL)",
+		// Deletes zero what they free, so no deleted row stays in the
+		// file's pages (erasure, SPEC §10; see Scrub).
+		"_pragma=secure_delete(ON)",
 		"_txlock=immediate")
 	if err != nil {
 		return err

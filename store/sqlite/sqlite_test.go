@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/storetest"
 )
@@ -72,7 +72,7 @@ func seedShared(t *testing.T, s *Store) {
 	}
 	var ops []store.Op
 	for i := range sharedRows {
-		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%02d", i), Props: events.Entity{"n": events.Int64(sharedTotal / sharedRows)}})
+		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%02d", i), Props: edm.Entity{"n": edm.Int64(sharedTotal / sharedRows)}})
 	}
 	if _, err := s.Transact(ctx, sharedTable, "p", ops); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func moveTotals(s *Store, stop <-chan struct{}, deadline time.Time) (writes int,
 				n = r.Int64N(min(left, 2*sharedTotal/sharedRows) + 1)
 			}
 			left -= n
-			ops[i] = store.Op{Kind: store.Replace, RK: fmt.Sprintf("r%02d", i), Props: events.Entity{"n": events.Int64(n)}}
+			ops[i] = store.Op{Kind: store.Replace, RK: fmt.Sprintf("r%02d", i), Props: edm.Entity{"n": edm.Int64(n)}}
 		}
 		if _, err := s.Transact(context.Background(), sharedTable, "p", ops); err != nil {
 			return writes, err
@@ -258,7 +258,7 @@ func TestReopenAndClockStepBack(t *testing.T) {
 	}
 }
 
-func sameProps(a, b events.Entity) bool {
+func sameProps(a, b edm.Entity) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -273,8 +273,8 @@ func sameProps(a, b events.Entity) bool {
 
 func TestPropsCodecExact(t *testing.T) {
 	want := storetest.EdgeEntity()
-	want["nanPayload"] = events.Double(math.Float64frombits(0x7ff8dead_beef0001))
-	want["dtNano"] = events.Value{Type: events.TypeDateTime, Time: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}
+	want["nanPayload"] = edm.Double(math.Float64frombits(0x7ff8dead_beef0001))
+	want["dtNano"] = edm.Value{Type: edm.TypeDateTime, Time: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}
 	got, err := decodeProps(encodeProps(want))
 	if err != nil {
 		t.Fatal(err)
@@ -302,8 +302,8 @@ func TestPropsCodecExact(t *testing.T) {
 	if again := encodeProps(old); !bytes.Equal(again, stored) {
 		t.Fatalf("golden row re-encodes differently:\n got  %x\n want %x", again, stored)
 	}
-	for _, bad := range [][]byte{nil, {}, {2}, {1, 1}, {1, 1, 1, 'a', 99}, {1, 1, 1, 'a', byte(events.TypeDouble), 0},
-		{1, 1, 1, 'a', byte(events.TypeBoolean), 2}, append(append([]byte(nil), stored...), 0)} {
+	for _, bad := range [][]byte{nil, {}, {2}, {1, 1}, {1, 1, 1, 'a', 99}, {1, 1, 1, 'a', byte(edm.TypeDouble), 0},
+		{1, 1, 1, 'a', byte(edm.TypeBoolean), 2}, append(append([]byte(nil), stored...), 0)} {
 		if _, err := decodeProps(bad); err == nil {
 			t.Errorf("decodeProps(%v) succeeded", bad)
 		}

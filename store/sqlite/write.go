@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -217,7 +217,7 @@ func checkETag(ifMatch string, v ticks) error {
 	return fmt.Errorf("etag %s, row is at %s: %w", ifMatch, v.etag(), store.ErrPrecondition)
 }
 
-func (w *txWriter) write(rk []byte, props events.Entity) error {
+func (w *txWriter) write(rk []byte, props edm.Entity) error {
 	_, err := w.put.ExecContext(w.ctx, w.tid, w.pk, rk, w.ts, encodeProps(props))
 	return err
 }
@@ -232,7 +232,7 @@ func (w *txWriter) version(rk []byte) (v ticks, ok bool, err error) {
 }
 
 // read reads a row's version and properties.
-func (w *txWriter) read(rk []byte) (v ticks, props events.Entity, ok bool, err error) {
+func (w *txWriter) read(rk []byte) (v ticks, props edm.Entity, ok bool, err error) {
 	var blob []byte
 	err = w.row.QueryRowContext(w.ctx, w.tid, w.pk, rk).Scan(&v, &blob)
 	if errors.Is(err, sql.ErrNoRows) {

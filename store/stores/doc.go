@@ -7,6 +7,8 @@
 //	                        Storage, Cosmos DB Table API, Azurite;
 //	                        UseDevelopmentStorage=true for a local Azurite)
 //	https://host/…?sv=…     a table service URL carrying a SAS token
+//	https://host/…          a bare table service URL: signs in with
+//	                        Microsoft Entra ID (Auth sets how)
 //
 // Describe renders a spec for logs with its secrets replaced by ***.
 package stores

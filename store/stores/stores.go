@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/azure"
 )
@@ -85,7 +86,15 @@ func didYouMean(spec string) string {
 // Option configures Open.
 type Option func(*options)
 
-type options struct{ exclusive bool }
+type options struct {
+	exclusive bool
+	auth      azauth.Config
+}
+
+// Auth sets how an Azure store authenticates (azure.Config's Auth,
+// Credential and CAFile): the mode (--auth), the credential that signs
+// in, the CA file. The embedded store ignores it.
+func Auth(c azauth.Config) Option { return func(o *options) { o.auth = c } }
 
 // Exclusive opens the embedded store as its one owner (sqlite.Exclusive):
 // a second Exclusive open of the same file, in any process, fails with
@@ -113,6 +122,7 @@ func Open(ctx context.Context, spec, dataDir string, opts ...Option) (store.Stor
 		cfg = azure.Config{Endpoint: strings.TrimSpace(spec)}
 	}
 	cfg.Cosmos = kind == Cosmos
+	cfg.Auth, cfg.Credential, cfg.CAFile = string(o.auth.Mode), o.auth.Credential, o.auth.CAFile
 	s, err := azure.New(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("stores: %s: %w", Describe(spec), err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -28,16 +28,16 @@ func Bench(b *testing.B, newStore func(b *testing.B) store.Store) {
 }
 
 // BenchEntity is a typical projected row.
-func BenchEntity(i int) events.Entity {
-	return events.Entity{
-		"_v":     events.Int64(int64(i)),
-		"_cmd":   events.String(fmt.Sprintf("01JD3X9Q7ZBGN0V0W4Q6T8%04d", i%10000)),
-		"_seq":   events.Int64(int64(1000000 + i)),
-		"_at":    events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)),
-		"_op":    events.String("upsert"),
-		"status": events.String("shipped"),
-		"total":  events.Double(12.5 + float64(i)),
-		"qty":    events.Int64(9007199254740993),
+func BenchEntity(i int) edm.Entity {
+	return edm.Entity{
+		"_v":     edm.Int64(int64(i)),
+		"_cmd":   edm.String(fmt.Sprintf("01JD3X9Q7ZBGN0V0W4Q6T8%04d", i%10000)),
+		"_seq":   edm.Int64(int64(1000000 + i)),
+		"_at":    edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)),
+		"_op":    edm.String("upsert"),
+		"status": edm.String("shipped"),
+		"total":  edm.Double(12.5 + float64(i)),
+		"qty":    edm.Int64(9007199254740993),
 	}
 }
 

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
 // EdgeEntity holds every EDM type at its edges: Int64 beyond 2^53 and
 // negative, DateTime to 100 ns and at both ends of Azure's range, NaN, ±Inf
 // and -0, empty and 64 KiB Binary, non-ASCII strings.
-func EdgeEntity() events.Entity {
-	guid, err := events.Guid("0f8fad5b-d9cb-469f-a165-70867728950e")
+func EdgeEntity() edm.Entity {
+	guid, err := edm.Guid("0f8fad5b-d9cb-469f-a165-70867728950e")
 	if err != nil {
 		panic(err)
 	}
@@ -24,39 +24,39 @@ func EdgeEntity() events.Entity {
 	for i := range bin {
 		bin[i] = byte(r.Uint32())
 	}
-	return events.Entity{
-		"Str":        events.String("héllo, 世界 \U0001F600 ü\tq\"'<&>\\ \uFF5E"),
-		"StrEmpty":   events.String(""),
-		"StrSpaces":  events.String("  padded  "),
-		"BoolTrue":   events.Bool(true),
-		"BoolFalse":  events.Bool(false),
-		"I32Zero":    events.Int32(0),
-		"I32Min":     events.Int32(math.MinInt32),
-		"I32Max":     events.Int32(math.MaxInt32),
-		"I64Above53": events.Int64(1<<53 + 1),
-		"I64Neg":     events.Int64(-(1 << 53) - 3),
-		"I64Min":     events.Int64(math.MinInt64),
-		"I64Max":     events.Int64(math.MaxInt64),
-		"I64Zero":    events.Int64(0),
-		"DblThird":   events.Double(1.0 / 3),
-		"DblNaN":     events.Double(math.NaN()),
-		"DblPosInf":  events.Double(math.Inf(1)),
-		"DblNegInf":  events.Double(math.Inf(-1)),
-		"DblNegZero": events.Double(math.Copysign(0, -1)),
-		"DblZero":    events.Double(0),
-		"DblTiny":    events.Double(math.SmallestNonzeroFloat64),
-		"DblMax":     events.Double(math.MaxFloat64),
-		"DblWhole":   events.Double(3),
-		"Dt100ns":    events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
-		"DtWhole":    events.DateTime(time.Date(2000, 2, 29, 0, 0, 0, 0, time.UTC)),
-		"DtMin":      events.DateTime(time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)),
-		"DtMax":      events.DateTime(time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)),
+	return edm.Entity{
+		"Str":        edm.String("héllo, 世界 \U0001F600 ü\tq\"'<&>\\ \uFF5E"),
+		"StrEmpty":   edm.String(""),
+		"StrSpaces":  edm.String("  padded  "),
+		"BoolTrue":   edm.Bool(true),
+		"BoolFalse":  edm.Bool(false),
+		"I32Zero":    edm.Int32(0),
+		"I32Min":     edm.Int32(math.MinInt32),
+		"I32Max":     edm.Int32(math.MaxInt32),
+		"I64Above53": edm.Int64(1<<53 + 1),
+		"I64Neg":     edm.Int64(-(1 << 53) - 3),
+		"I64Min":     edm.Int64(math.MinInt64),
+		"I64Max":     edm.Int64(math.MaxInt64),
+		"I64Zero":    edm.Int64(0),
+		"DblThird":   edm.Double(1.0 / 3),
+		"DblNaN":     edm.Double(math.NaN()),
+		"DblPosInf":  edm.Double(math.Inf(1)),
+		"DblNegInf":  edm.Double(math.Inf(-1)),
+		"DblNegZero": edm.Double(math.Copysign(0, -1)),
+		"DblZero":    edm.Double(0),
+		"DblTiny":    edm.Double(math.SmallestNonzeroFloat64),
+		"DblMax":     edm.Double(math.MaxFloat64),
+		"DblWhole":   edm.Double(3),
+		"Dt100ns":    edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
+		"DtWhole":    edm.DateTime(time.Date(2000, 2, 29, 0, 0, 0, 0, time.UTC)),
+		"DtMin":      edm.DateTime(time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)),
+		"DtMax":      edm.DateTime(time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC)),
 		"Guid":       guid,
-		"BinEmpty":   events.Binary([]byte{}),
-		"BinOne":     events.Binary([]byte{0}),
-		"Bin64K":     events.Binary(bin),
-		"Ünïcödé_1":  events.String("property names may be non-ASCII identifiers"),
-		"_v":         events.Int64(7),
+		"BinEmpty":   edm.Binary([]byte{}),
+		"BinOne":     edm.Binary([]byte{0}),
+		"Bin64K":     edm.Binary(bin),
+		"Ünïcödé_1":  edm.String("property names may be non-ASCII identifiers"),
+		"_v":         edm.Int64(7),
 	}
 }
 
@@ -66,7 +66,7 @@ func testTypesRoundTrip(t *testing.T, e *env) {
 	want := written
 	if e.q.NegativeZeroLost {
 		want = written.Clone()
-		want["DblNegZero"] = events.Double(0)
+		want["DblNegZero"] = edm.Double(0)
 	}
 	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: written})
 
@@ -90,8 +90,8 @@ func testTypesRoundTrip(t *testing.T, e *env) {
 	// Each value alone, through Replace and Merge too: a value must not
 	// depend on its neighbours to survive.
 	for prop, v := range written {
-		e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: events.Entity{prop: v}})
-		e.wantProps(events.Entity{prop: want[prop]}, e.get(name, "p", "r").Props, "Replace with "+prop)
+		e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: edm.Entity{prop: v}})
+		e.wantProps(edm.Entity{prop: want[prop]}, e.get(name, "p", "r").Props, "Replace with "+prop)
 	}
 	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: written})
 	e.wantProps(want, e.get(name, "p", "r").Props, "Merge of every type")
@@ -121,7 +121,7 @@ func testKeyOrder(t *testing.T, e *env) {
 		t.Fatal("CompareKeys: U+1F600 must sort before U+FF5E (UTF-16 order)")
 	}
 
-	e.fill(name, "p", OrderKeys, func(i int) events.Entity { return events.Entity{"i": events.Int32(int32(i))} })
+	e.fill(name, "p", OrderKeys, func(i int) edm.Entity { return edm.Entity{"i": edm.Int32(int32(i))} })
 	// Paging by 1 puts a continuation token on every key: tokens must carry
 	// any key exactly (Azurite failed on non-ASCII ones, Azure/Azurite#1214).
 	for _, limit := range []int{0, 1, 3} {
@@ -139,7 +139,7 @@ func testKeyOrder(t *testing.T, e *env) {
 
 	// The same keys as PartitionKeys, over the whole table.
 	for i, pk := range OrderKeys {
-		e.mustTx(name, pk, store.Op{Kind: store.Upsert, RK: "r", Props: events.Entity{"i": events.Int32(int32(i))}})
+		e.mustTx(name, pk, store.Op{Kind: store.Upsert, RK: "r", Props: edm.Entity{"i": edm.Int32(int32(i))}})
 	}
 	for _, limit := range []int{0, 1} {
 		var pks []string
@@ -167,15 +167,15 @@ func sortKeys(keys []string) {
 
 func testInsertExisting(t *testing.T, e *env) {
 	name := e.table()
-	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"v": events.Int32(1)}})
-	err := e.tx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"v": events.Int32(2)}})
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{"v": edm.Int32(1)}})
+	err := e.tx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{"v": edm.Int32(2)}})
 	e.wantTxErr(err, store.ErrExists, 0, "r", "Insert of an existing row")
-	e.wantProps(events.Entity{"v": events.Int32(1)}, e.get(name, "p", "r").Props, "row after a failed Insert")
+	e.wantProps(edm.Entity{"v": edm.Int32(1)}, e.get(name, "p", "r").Props, "row after a failed Insert")
 }
 
 func testMissingRow(t *testing.T, e *env) {
 	name := e.table()
-	props := events.Entity{"v": events.Int32(1)}
+	props := edm.Entity{"v": edm.Int32(1)}
 	for _, op := range []store.Op{
 		{Kind: store.Replace, RK: "r", Props: props},
 		{Kind: store.Merge, RK: "r", Props: props},
@@ -192,11 +192,11 @@ func testMissingRow(t *testing.T, e *env) {
 
 func testETags(t *testing.T, e *env) {
 	name := e.table()
-	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"v": events.Int32(1), "keep": events.Bool(true)}})
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{"v": edm.Int32(1), "keep": edm.Bool(true)}})
 	first := e.get(name, "p", "r")
 
 	// A write with the current etag applies and changes the etag.
-	e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: events.Entity{"v": events.Int32(2)}, IfMatch: first.ETag})
+	e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: edm.Entity{"v": edm.Int32(2)}, IfMatch: first.ETag})
 	second := e.get(name, "p", "r")
 	if second.ETag == first.ETag {
 		t.Fatalf("etag %s did not change on Replace", first.ETag)
@@ -208,8 +208,8 @@ func testETags(t *testing.T, e *env) {
 	// The first etag is stale now: every conditional write fails and
 	// changes nothing.
 	stale := []store.Op{
-		{Kind: store.Replace, RK: "r", Props: events.Entity{"v": events.Int32(3)}, IfMatch: first.ETag},
-		{Kind: store.Merge, RK: "r", Props: events.Entity{"v": events.Int32(3)}, IfMatch: first.ETag},
+		{Kind: store.Replace, RK: "r", Props: edm.Entity{"v": edm.Int32(3)}, IfMatch: first.ETag},
+		{Kind: store.Merge, RK: "r", Props: edm.Entity{"v": edm.Int32(3)}, IfMatch: first.ETag},
 		{Kind: store.Delete, RK: "r", IfMatch: first.ETag},
 	}
 	for _, op := range stale {
@@ -220,7 +220,7 @@ func testETags(t *testing.T, e *env) {
 	}
 
 	// Merge with the current etag; then Delete with the new one.
-	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: events.Entity{"w": events.Int32(4)}, IfMatch: second.ETag})
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: edm.Entity{"w": edm.Int32(4)}, IfMatch: second.ETag})
 	third := e.get(name, "p", "r")
 	if third.ETag == second.ETag || third.ETag == first.ETag {
 		t.Fatalf("etag did not change on Merge")
@@ -231,7 +231,7 @@ func testETags(t *testing.T, e *env) {
 	e.wantErr(err, store.ErrNotFound, "Get after Delete")
 
 	// A re-inserted row never gets an etag it had before.
-	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"v": events.Int32(1), "keep": events.Bool(true)}})
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{"v": edm.Int32(1), "keep": edm.Bool(true)}})
 	fourth := e.get(name, "p", "r")
 	for _, old := range []string{first.ETag, second.ETag, third.ETag} {
 		if fourth.ETag == old {
@@ -241,41 +241,41 @@ func testETags(t *testing.T, e *env) {
 	e.wantTxErr(e.tx(name, "p", store.Op{Kind: store.Replace, RK: "r", IfMatch: first.ETag}), store.ErrPrecondition, 0, "r", "Replace of a re-inserted row with its first etag")
 
 	// "*" and "" mean any version.
-	e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: events.Entity{"v": events.Int32(5)}, IfMatch: "*"})
-	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: events.Entity{"v": events.Int32(6)}, IfMatch: ""})
+	e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: edm.Entity{"v": edm.Int32(5)}, IfMatch: "*"})
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: edm.Entity{"v": edm.Int32(6)}, IfMatch: ""})
 	e.mustTx(name, "p", store.Op{Kind: store.Delete, RK: "r", IfMatch: "*"})
 }
 
 func testMergeAndReplace(t *testing.T, e *env) {
 	name := e.table()
-	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"a": events.Int32(1), "b": events.String("x")}})
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{"a": edm.Int32(1), "b": edm.String("x")}})
 
-	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: events.Entity{"b": events.Int64(2), "c": events.Bool(true)}})
-	e.wantProps(events.Entity{"a": events.Int32(1), "b": events.Int64(2), "c": events.Bool(true)},
+	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r", Props: edm.Entity{"b": edm.Int64(2), "c": edm.Bool(true)}})
+	e.wantProps(edm.Entity{"a": edm.Int32(1), "b": edm.Int64(2), "c": edm.Bool(true)},
 		e.get(name, "p", "r").Props, "Merge keeps other properties and may change a type")
 
-	e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: events.Entity{"d": events.Double(1.5)}})
-	e.wantProps(events.Entity{"d": events.Double(1.5)}, e.get(name, "p", "r").Props, "Replace drops other properties")
+	e.mustTx(name, "p", store.Op{Kind: store.Replace, RK: "r", Props: edm.Entity{"d": edm.Double(1.5)}})
+	e.wantProps(edm.Entity{"d": edm.Double(1.5)}, e.get(name, "p", "r").Props, "Replace drops other properties")
 
 	e.mustTx(name, "p", store.Op{Kind: store.Merge, RK: "r"})
-	e.wantProps(events.Entity{"d": events.Double(1.5)}, e.get(name, "p", "r").Props, "an empty Merge keeps every property")
+	e.wantProps(edm.Entity{"d": edm.Double(1.5)}, e.get(name, "p", "r").Props, "an empty Merge keeps every property")
 }
 
 func testUpserts(t *testing.T, e *env) {
 	name := e.table()
 	e.mustTx(name, "p",
-		store.Op{Kind: store.Upsert, RK: "u", Props: events.Entity{"a": events.Int32(1), "b": events.Int32(1)}},
-		store.Op{Kind: store.UpsertMerge, RK: "m", Props: events.Entity{"a": events.Int32(1), "b": events.Int32(1)}},
+		store.Op{Kind: store.Upsert, RK: "u", Props: edm.Entity{"a": edm.Int32(1), "b": edm.Int32(1)}},
+		store.Op{Kind: store.UpsertMerge, RK: "m", Props: edm.Entity{"a": edm.Int32(1), "b": edm.Int32(1)}},
 	)
-	e.wantProps(events.Entity{"a": events.Int32(1), "b": events.Int32(1)}, e.get(name, "p", "u").Props, "Upsert inserts")
-	e.wantProps(events.Entity{"a": events.Int32(1), "b": events.Int32(1)}, e.get(name, "p", "m").Props, "UpsertMerge inserts")
+	e.wantProps(edm.Entity{"a": edm.Int32(1), "b": edm.Int32(1)}, e.get(name, "p", "u").Props, "Upsert inserts")
+	e.wantProps(edm.Entity{"a": edm.Int32(1), "b": edm.Int32(1)}, e.get(name, "p", "m").Props, "UpsertMerge inserts")
 
 	e.mustTx(name, "p",
-		store.Op{Kind: store.Upsert, RK: "u", Props: events.Entity{"c": events.Int32(2)}},
-		store.Op{Kind: store.UpsertMerge, RK: "m", Props: events.Entity{"b": events.Int32(2), "c": events.Int32(2)}},
+		store.Op{Kind: store.Upsert, RK: "u", Props: edm.Entity{"c": edm.Int32(2)}},
+		store.Op{Kind: store.UpsertMerge, RK: "m", Props: edm.Entity{"b": edm.Int32(2), "c": edm.Int32(2)}},
 	)
-	e.wantProps(events.Entity{"c": events.Int32(2)}, e.get(name, "p", "u").Props, "Upsert replaces")
-	e.wantProps(events.Entity{"a": events.Int32(1), "b": events.Int32(2), "c": events.Int32(2)}, e.get(name, "p", "m").Props, "UpsertMerge merges")
+	e.wantProps(edm.Entity{"c": edm.Int32(2)}, e.get(name, "p", "u").Props, "Upsert replaces")
+	e.wantProps(edm.Entity{"a": edm.Int32(1), "b": edm.Int32(2), "c": edm.Int32(2)}, e.get(name, "p", "m").Props, "UpsertMerge merges")
 }
 
 // Rows of one RowKey in different partitions are different rows: a
@@ -284,15 +284,15 @@ func testUpserts(t *testing.T, e *env) {
 // (Azure/Azurite#1215), cannot even be expressed.)
 func testPartitionIsolation(t *testing.T, e *env) {
 	name := e.table()
-	e.mustTx(name, "p2", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"pk": events.String("p2")}})
+	e.mustTx(name, "p2", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{"pk": edm.String("p2")}})
 
 	e.wantTxErr(e.tx(name, "p1", store.Op{Kind: store.Delete, RK: "r"}), store.ErrNotFound, 0, "r", "Delete in another partition")
 	e.wantTxErr(e.tx(name, "p1", store.Op{Kind: store.Replace, RK: "r"}), store.ErrNotFound, 0, "r", "Replace in another partition")
-	e.mustTx(name, "p1", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"pk": events.String("p1")}})
-	e.mustTx(name, "p1", store.Op{Kind: store.Merge, RK: "r", Props: events.Entity{"x": events.Bool(true)}})
+	e.mustTx(name, "p1", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{"pk": edm.String("p1")}})
+	e.mustTx(name, "p1", store.Op{Kind: store.Merge, RK: "r", Props: edm.Entity{"x": edm.Bool(true)}})
 
-	e.wantProps(events.Entity{"pk": events.String("p2")}, e.get(name, "p2", "r").Props, "row of p2")
-	e.wantProps(events.Entity{"pk": events.String("p1"), "x": events.Bool(true)}, e.get(name, "p1", "r").Props, "row of p1")
+	e.wantProps(edm.Entity{"pk": edm.String("p2")}, e.get(name, "p2", "r").Props, "row of p2")
+	e.wantProps(edm.Entity{"pk": edm.String("p1"), "x": edm.Bool(true)}, e.get(name, "p1", "r").Props, "row of p1")
 	e.mustTx(name, "p1", store.Op{Kind: store.Delete, RK: "r"})
 	e.get(name, "p2", "r")
 	if got := e.all(name, store.Query{PK: "p"}); len(got) != 0 {

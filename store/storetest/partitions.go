@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -14,10 +14,10 @@ import (
 // reads every partition, and it cannot be combined with a PK.
 func testEmptyPartitionKey(t *testing.T, e *env) {
 	name := e.table()
-	props := func(pk string) events.Entity { return events.Entity{"pk": events.String(pk)} }
-	e.fill(name, "", []string{"", "r1", "r2", "r3"}, func(int) events.Entity { return props("") })
-	e.fill(name, " ", []string{"r1"}, func(int) events.Entity { return props(" ") })
-	e.fill(name, "a", []string{"", "r1"}, func(int) events.Entity { return props("a") })
+	props := func(pk string) edm.Entity { return edm.Entity{"pk": edm.String(pk)} }
+	e.fill(name, "", []string{"", "r1", "r2", "r3"}, func(int) edm.Entity { return props("") })
+	e.fill(name, " ", []string{"r1"}, func(int) edm.Entity { return props(" ") })
+	e.fill(name, "a", []string{"", "r1"}, func(int) edm.Entity { return props("a") })
 
 	for _, limit := range []int{0, 1} {
 		got := e.all(name, store.Query{PK: "", Limit: limit})
@@ -38,7 +38,7 @@ func testEmptyPartitionKey(t *testing.T, e *env) {
 	}
 	e.get(name, "", "")
 	e.get(name, "", "r2")
-	e.mustTx(name, "", store.Op{Kind: store.Delete, RK: "r2"}, store.Op{Kind: store.Merge, RK: "r1", Props: events.Entity{"x": events.Int32(1)}})
+	e.mustTx(name, "", store.Op{Kind: store.Delete, RK: "r2"}, store.Op{Kind: store.Merge, RK: "r1", Props: edm.Entity{"x": edm.Int32(1)}})
 	if got := keysOf(e.all(name, store.Query{PK: ""})); !slices.Equal(got, []string{"", "r1", "r3"}) {
 		t.Fatalf("partition \"\" after a transaction: %q", got)
 	}
@@ -67,10 +67,10 @@ func testPartitions(t *testing.T, e *env) {
 	}
 	pks := append([]string{""}, OrderKeys...)
 	for _, pk := range pks {
-		e.mustTx(name, pk, store.Op{Kind: store.Upsert, RK: "r", Props: events.Entity{}})
+		e.mustTx(name, pk, store.Op{Kind: store.Upsert, RK: "r", Props: edm.Entity{}})
 	}
-	e.fill(name, "a", rowKeys("many", 150), func(int) events.Entity { return events.Entity{} })
-	e.mustTx(name, "gone", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{}})
+	e.fill(name, "a", rowKeys("many", 150), func(int) edm.Entity { return edm.Entity{} })
+	e.mustTx(name, "gone", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{}})
 	e.mustTx(name, "gone", store.Op{Kind: store.Delete, RK: "r"})
 	want := append([]string(nil), pks...)
 	sortKeys(want)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -15,7 +15,7 @@ func testPrefixRanges(t *testing.T, e *env) {
 	name := e.table()
 	keys := []string{"a", "a:", "a:b", "a:b:c", "a:c", "a;", "ab", "b"}
 	for _, pk := range []string{"p", "q"} {
-		e.fill(name, pk, keys, func(int) events.Entity { return nil })
+		e.fill(name, pk, keys, func(int) edm.Entity { return nil })
 	}
 	cases := []struct {
 		from, to string
@@ -59,7 +59,7 @@ func testQueryPartitionBounds(t *testing.T, e *env) {
 	name := e.table()
 	rks := rowKeys("k", 50)
 	for _, pk := range []string{"a", "b", "c"} {
-		e.fill(name, pk, rks, func(i int) events.Entity { return events.Entity{"i": events.Int32(int32(i))} })
+		e.fill(name, pk, rks, func(i int) edm.Entity { return edm.Entity{"i": edm.Int32(int32(i))} })
 	}
 	for _, limit := range []int{0, 1, 2, 7, 50} {
 		got := e.all(name, store.Query{PK: "b", From: rks[10], To: rks[40], Limit: limit})
@@ -98,7 +98,7 @@ func testQueryWholeTable(t *testing.T, e *env) {
 	pks := []string{"b", "a", "a:", "c", "ab"}
 	var want []string
 	for _, pk := range pks {
-		e.fill(name, pk, rowKeys("r", 30), func(int) events.Entity { return nil })
+		e.fill(name, pk, rowKeys("r", 30), func(int) edm.Entity { return nil })
 	}
 	sorted := slices.Clone(pks)
 	sortKeys(sorted)
@@ -120,12 +120,12 @@ func testQueryWholeTable(t *testing.T, e *env) {
 
 func testQueryErrors(t *testing.T, e *env) {
 	name := e.table()
-	e.fill(name, "p", rowKeys("r", 5), func(int) events.Entity { return nil })
+	e.fill(name, "p", rowKeys("r", 5), func(int) edm.Entity { return nil })
 	_, err := e.s.Query(e.ctx, name, store.Query{AllPartitions: true, Limit: -1})
 	e.wantErr(err, store.ErrInvalid, "negative limit")
 	_, err = e.s.Query(e.ctx, name, store.Query{AllPartitions: true, Continuation: "this is not a token"})
 	e.wantErr(err, store.ErrInvalid, "a continuation token the store did not issue")
-	_, err = e.s.Query(e.ctx, name, store.Query{AllPartitions: true, Filter: []store.Cond{{Prop: "x", Cmp: 0, Value: events.Int32(1)}}})
+	_, err = e.s.Query(e.ctx, name, store.Query{AllPartitions: true, Filter: []store.Cond{{Prop: "x", Cmp: 0, Value: edm.Int32(1)}}})
 	e.wantErr(err, store.ErrInvalid, "unknown comparison")
 	// A limit beyond the page size is capped, not refused.
 	p, err := e.page(name, store.Query{AllPartitions: true, Limit: 5000})
@@ -138,17 +138,17 @@ func testFilter(t *testing.T, e *env) {
 	name := e.table()
 	const n = 30
 	rks := rowKeys("r", n+2)
-	props := func(i int) events.Entity {
+	props := func(i int) edm.Entity {
 		switch i {
 		case n: // lacks every filtered property
-			return events.Entity{"other": events.Int64(5)}
+			return edm.Entity{"other": edm.Int64(5)}
 		case n + 1: // the same names with other types
-			return events.Entity{"n": events.Int32(5), "s": events.Int64(5), "b": events.String("true")}
+			return edm.Entity{"n": edm.Int32(5), "s": edm.Int64(5), "b": edm.String("true")}
 		}
-		return events.Entity{
-			"n": events.Int64(int64(i) - 10), // -10..19
-			"s": events.String(fmt.Sprintf("s%02d", i)),
-			"b": events.Bool(i%3 == 0),
+		return edm.Entity{
+			"n": edm.Int64(int64(i) - 10), // -10..19
+			"s": edm.String(fmt.Sprintf("s%02d", i)),
+			"b": edm.Bool(i%3 == 0),
 		}
 	}
 	e.fill(name, "p", rks, props)
@@ -160,24 +160,24 @@ func testFilter(t *testing.T, e *env) {
 		conds []store.Cond
 		want  pred
 	}{
-		{"n eq 5L", []store.Cond{{Prop: "n", Cmp: store.Eq, Value: events.Int64(5)}}, func(i int) bool { return i == 15 }},
-		{"n ne 5L", []store.Cond{{Prop: "n", Cmp: store.Ne, Value: events.Int64(5)}}, func(i int) bool { return i != 15 && i < n }},
-		{"n lt 0L", []store.Cond{{Prop: "n", Cmp: store.Lt, Value: events.Int64(0)}}, func(i int) bool { return i < 10 }},
-		{"n le 0L", []store.Cond{{Prop: "n", Cmp: store.Le, Value: events.Int64(0)}}, func(i int) bool { return i <= 10 }},
-		{"n gt 15L", []store.Cond{{Prop: "n", Cmp: store.Gt, Value: events.Int64(15)}}, func(i int) bool { return i > 25 && i < n }},
-		{"n ge -10L and n lt -8L", []store.Cond{{Prop: "n", Cmp: store.Ge, Value: events.Int64(-10)}, {Prop: "n", Cmp: store.Lt, Value: events.Int64(-8)}}, func(i int) bool { return i < 2 }},
-		{"n eq 5 (Int32)", []store.Cond{{Prop: "n", Cmp: store.Eq, Value: events.Int32(5)}}, func(i int) bool { return i == n+1 }},
-		{"s eq 's07'", []store.Cond{{Prop: "s", Cmp: store.Eq, Value: events.String("s07")}}, func(i int) bool { return i == 7 }},
-		{"s ge 's25'", []store.Cond{{Prop: "s", Cmp: store.Ge, Value: events.String("s25")}}, func(i int) bool { return i >= 25 && i < n }},
-		{"s lt 'S'", []store.Cond{{Prop: "s", Cmp: store.Lt, Value: events.String("S")}}, func(int) bool { return false }},
-		{"b eq true", []store.Cond{{Prop: "b", Cmp: store.Eq, Value: events.Bool(true)}}, func(i int) bool { return i%3 == 0 && i < n }},
-		{"b ne true", []store.Cond{{Prop: "b", Cmp: store.Ne, Value: events.Bool(true)}}, func(i int) bool { return i%3 != 0 && i < n }},
+		{"n eq 5L", []store.Cond{{Prop: "n", Cmp: store.Eq, Value: edm.Int64(5)}}, func(i int) bool { return i == 15 }},
+		{"n ne 5L", []store.Cond{{Prop: "n", Cmp: store.Ne, Value: edm.Int64(5)}}, func(i int) bool { return i != 15 && i < n }},
+		{"n lt 0L", []store.Cond{{Prop: "n", Cmp: store.Lt, Value: edm.Int64(0)}}, func(i int) bool { return i < 10 }},
+		{"n le 0L", []store.Cond{{Prop: "n", Cmp: store.Le, Value: edm.Int64(0)}}, func(i int) bool { return i <= 10 }},
+		{"n gt 15L", []store.Cond{{Prop: "n", Cmp: store.Gt, Value: edm.Int64(15)}}, func(i int) bool { return i > 25 && i < n }},
+		{"n ge -10L and n lt -8L", []store.Cond{{Prop: "n", Cmp: store.Ge, Value: edm.Int64(-10)}, {Prop: "n", Cmp: store.Lt, Value: edm.Int64(-8)}}, func(i int) bool { return i < 2 }},
+		{"n eq 5 (Int32)", []store.Cond{{Prop: "n", Cmp: store.Eq, Value: edm.Int32(5)}}, func(i int) bool { return i == n+1 }},
+		{"s eq 's07'", []store.Cond{{Prop: "s", Cmp: store.Eq, Value: edm.String("s07")}}, func(i int) bool { return i == 7 }},
+		{"s ge 's25'", []store.Cond{{Prop: "s", Cmp: store.Ge, Value: edm.String("s25")}}, func(i int) bool { return i >= 25 && i < n }},
+		{"s lt 'S'", []store.Cond{{Prop: "s", Cmp: store.Lt, Value: edm.String("S")}}, func(int) bool { return false }},
+		{"b eq true", []store.Cond{{Prop: "b", Cmp: store.Eq, Value: edm.Bool(true)}}, func(i int) bool { return i%3 == 0 && i < n }},
+		{"b ne true", []store.Cond{{Prop: "b", Cmp: store.Ne, Value: edm.Bool(true)}}, func(i int) bool { return i%3 != 0 && i < n }},
 		{"b eq true and n ge 0L and s le 's20'", []store.Cond{
-			{Prop: "b", Cmp: store.Eq, Value: events.Bool(true)},
-			{Prop: "n", Cmp: store.Ge, Value: events.Int64(0)},
-			{Prop: "s", Cmp: store.Le, Value: events.String("s20")},
+			{Prop: "b", Cmp: store.Eq, Value: edm.Bool(true)},
+			{Prop: "n", Cmp: store.Ge, Value: edm.Int64(0)},
+			{Prop: "s", Cmp: store.Le, Value: edm.String("s20")},
 		}, func(i int) bool { return i%3 == 0 && i >= 10 && i <= 20 }},
-		{"missing ne 1L", []store.Cond{{Prop: "missing", Cmp: store.Ne, Value: events.Int64(1)}}, func(int) bool { return false }},
+		{"missing ne 1L", []store.Cond{{Prop: "missing", Cmp: store.Ne, Value: edm.Int64(1)}}, func(int) bool { return false }},
 	}
 	for _, c := range cases {
 		var want []string
@@ -205,8 +205,8 @@ func testFilterDeepMatch(t *testing.T, e *env) {
 	name := e.table()
 	rks := rowKeys("r", 1250)
 	hits := map[int]bool{1249: true}
-	e.fill(name, "p", rks, func(i int) events.Entity { return events.Entity{"hit": events.Bool(hits[i])} })
-	hit := []store.Cond{{Prop: "hit", Cmp: store.Eq, Value: events.Bool(true)}}
+	e.fill(name, "p", rks, func(i int) edm.Entity { return edm.Entity{"hit": edm.Bool(hits[i])} })
+	hit := []store.Cond{{Prop: "hit", Cmp: store.Eq, Value: edm.Bool(true)}}
 
 	for _, q := range []store.Query{{PK: "p", Filter: hit, Limit: 1}, {AllPartitions: true, Filter: hit, Limit: 1}, {PK: "p", Filter: hit}} {
 		p, err := e.page(name, q)
@@ -229,7 +229,7 @@ func testFilterDeepMatch(t *testing.T, e *env) {
 	}
 
 	// No match at all: no entity, and the end.
-	none := []store.Cond{{Prop: "hit", Cmp: store.Eq, Value: events.String("true")}}
+	none := []store.Cond{{Prop: "hit", Cmp: store.Eq, Value: edm.String("true")}}
 	if got := e.all(name, store.Query{PK: "p", Filter: none, Limit: 1}); len(got) != 0 {
 		t.Fatalf("no match: %q", keysOf(got))
 	}
@@ -238,7 +238,7 @@ func testFilterDeepMatch(t *testing.T, e *env) {
 	}
 
 	// Scattered matches, two per page.
-	e.fill(name, "p", []string{rks[3], rks[600], rks[1100]}, func(int) events.Entity { return events.Entity{"hit": events.Bool(true)} })
+	e.fill(name, "p", []string{rks[3], rks[600], rks[1100]}, func(int) edm.Entity { return edm.Entity{"hit": edm.Bool(true)} })
 	got := keysOf(e.all(name, store.Query{PK: "p", Filter: hit, Limit: 2}))
 	if want := []string{rks[3], rks[600], rks[1100], rks[1249]}; !slices.Equal(got, want) {
 		t.Fatalf("scattered matches: %q, want %q", got, want)
@@ -250,8 +250,8 @@ func testPaging(t *testing.T, e *env) {
 	name := e.table()
 	const parts, per = 3, 900
 	for p := range parts {
-		e.fill(name, fmt.Sprintf("p%d", p), rowKeys("r", per), func(i int) events.Entity {
-			return events.Entity{"i": events.Int32(int32(i))}
+		e.fill(name, fmt.Sprintf("p%d", p), rowKeys("r", per), func(i int) edm.Entity {
+			return edm.Entity{"i": edm.Int32(int32(i))}
 		})
 	}
 	for _, limit := range []int{0, 1000, 333, 1} {
@@ -296,7 +296,7 @@ func testPaging(t *testing.T, e *env) {
 func testLeast(t *testing.T, e *env) {
 	name := e.table()
 	rks := rowKeys("r", 250)
-	e.fill(name, "p", rks, func(int) events.Entity { return nil })
+	e.fill(name, "p", rks, func(int) edm.Entity { return nil })
 	for _, s := range []store.Store{e.s, &Shuffle{Store: e.s, Seed: 1, Scatter: true}} {
 		leastOf(t, e, s, name, rks)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -41,7 +41,7 @@ type Quirks struct {
 	// EntityTooLarge once the entity's JSON exceeds 1 MB, Binary counted as
 	// base64, so about 0.75 MiB of binary is the most it can carry. Azure
 	// counts Binary by its bytes (the entity-size formula of
-	// events.EntitySize). Observed with Azurite 3.37.0, whose Insert checks
+	// edm.EntitySize). Observed with Azurite 3.37.0, whose Insert checks
 	// the size as Azure does; no Azurite issue filed.
 	EntityLimitOnWire bool
 
@@ -174,7 +174,7 @@ func (e *env) mustTx(table, pk string, ops ...store.Op) {
 }
 
 // fill upserts rows of one partition in transactions of at most 100.
-func (e *env) fill(table, pk string, rks []string, props func(i int) events.Entity) {
+func (e *env) fill(table, pk string, rks []string, props func(i int) edm.Entity) {
 	e.t.Helper()
 	for start := 0; start < len(rks); start += store.MaxOps {
 		end := min(start+store.MaxOps, len(rks))
@@ -306,7 +306,7 @@ func (e *env) sameSnapshot(want, got map[string]store.Entity, what string) {
 	}
 }
 
-func (e *env) wantProps(want, got events.Entity, what string) {
+func (e *env) wantProps(want, got edm.Entity, what string) {
 	e.t.Helper()
 	if !sameEntity(want, got) {
 		e.t.Fatalf("%s:\n%s", what, diffProps(want, got))
@@ -315,14 +315,14 @@ func (e *env) wantProps(want, got events.Entity, what string) {
 
 // sameValue is Value.Equal, except that any two NaNs are equal: a NaN's
 // payload does not survive every wire format.
-func sameValue(a, b events.Value) bool {
-	if a.Type == events.TypeDouble && b.Type == events.TypeDouble && math.IsNaN(a.Float) && math.IsNaN(b.Float) {
+func sameValue(a, b edm.Value) bool {
+	if a.Type == edm.TypeDouble && b.Type == edm.TypeDouble && math.IsNaN(a.Float) && math.IsNaN(b.Float) {
 		return true
 	}
 	return a.Equal(b)
 }
 
-func sameEntity(a, b events.Entity) bool {
+func sameEntity(a, b edm.Entity) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -335,7 +335,7 @@ func sameEntity(a, b events.Entity) bool {
 	return true
 }
 
-func diffProps(want, got events.Entity) string {
+func diffProps(want, got edm.Entity) string {
 	var lines []string
 	for k, w := range want {
 		g, ok := got[k]
@@ -356,7 +356,7 @@ func diffProps(want, got events.Entity) string {
 }
 
 // short renders a value for a failure message, eliding long ones.
-func short(v events.Value) string {
+func short(v edm.Value) string {
 	s := v.GoString()
 	if len(s) > 80 {
 		s = fmt.Sprintf("%s…(%d chars)", s[:60], len(s))

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -64,7 +64,7 @@ func testTableNamesCaseInsensitive(t *testing.T, e *env) {
 	t.Cleanup(func() { _ = e.s.DeleteTable(e.ctx, name) })
 	e.wantErr(e.s.CreateTable(e.ctx, strings.ToLower(name)), store.ErrTableExists, "CreateTable in other case")
 	if !e.q.TableNamesCaseSensitive {
-		e.mustTx(strings.ToUpper(name), "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"n": events.Int32(1)}})
+		e.mustTx(strings.ToUpper(name), "p", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{"n": edm.Int32(1)}})
 		e.get(strings.ToLower(name), "p", "r")
 	}
 
@@ -122,7 +122,7 @@ func testTableCreateRace(t *testing.T, e *env) {
 
 func testDeleteTableDropsRows(t *testing.T, e *env) {
 	name := e.table()
-	e.fill(name, "p", rowKeys("r", 150), func(int) events.Entity { return events.Entity{"x": events.Bool(true)} })
+	e.fill(name, "p", rowKeys("r", 150), func(int) edm.Entity { return edm.Entity{"x": edm.Bool(true)} })
 	if err := e.s.DeleteTable(e.ctx, name); err != nil {
 		t.Fatalf("DeleteTable: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -20,9 +20,9 @@ func testRollback(t *testing.T, e *env) {
 	name := e.table()
 	const n = 10
 	rks := rowKeys("r", n)
-	e.fill(name, "p", rks, func(i int) events.Entity { return events.Entity{"v": events.Int32(0), "w": events.Int32(0)} })
+	e.fill(name, "p", rks, func(i int) edm.Entity { return edm.Entity{"v": edm.Int32(0), "w": edm.Int32(0)} })
 	first := e.snapshot(name)
-	e.fill(name, "p", rks, func(i int) events.Entity { return events.Entity{"v": events.Int32(1), "w": events.Int32(1)} })
+	e.fill(name, "p", rks, func(i int) edm.Entity { return edm.Entity{"v": edm.Int32(1), "w": edm.Int32(1)} })
 	current := e.snapshot(name)
 
 	// Ten ops of every kind that would all succeed.
@@ -31,15 +31,15 @@ func testRollback(t *testing.T, e *env) {
 		for i, rk := range rks {
 			switch i % 5 {
 			case 0:
-				ops[i] = store.Op{Kind: store.Replace, RK: rk, Props: events.Entity{"v": events.Int32(2)}, IfMatch: current["p/"+rk].ETag}
+				ops[i] = store.Op{Kind: store.Replace, RK: rk, Props: edm.Entity{"v": edm.Int32(2)}, IfMatch: current["p/"+rk].ETag}
 			case 1:
-				ops[i] = store.Op{Kind: store.Merge, RK: rk, Props: events.Entity{"x": events.Int32(2)}}
+				ops[i] = store.Op{Kind: store.Merge, RK: rk, Props: edm.Entity{"x": edm.Int32(2)}}
 			case 2:
 				ops[i] = store.Op{Kind: store.Delete, RK: rk}
 			case 3:
-				ops[i] = store.Op{Kind: store.Upsert, RK: "new" + rk, Props: events.Entity{"v": events.Int32(2)}}
+				ops[i] = store.Op{Kind: store.Upsert, RK: "new" + rk, Props: edm.Entity{"v": edm.Int32(2)}}
 			case 4:
-				ops[i] = store.Op{Kind: store.UpsertMerge, RK: rk, Props: events.Entity{"y": events.Int32(2)}}
+				ops[i] = store.Op{Kind: store.UpsertMerge, RK: rk, Props: edm.Entity{"y": edm.Int32(2)}}
 			}
 		}
 		return ops
@@ -54,7 +54,7 @@ func testRollback(t *testing.T, e *env) {
 		{"replace of a missing row", func(rk string) store.Op { return store.Op{Kind: store.Replace, RK: "missing" + rk} }, store.ErrNotFound},
 		{"delete of a missing row", func(rk string) store.Op { return store.Op{Kind: store.Delete, RK: "missing" + rk} }, store.ErrNotFound},
 		{"merge with a stale etag", func(rk string) store.Op {
-			return store.Op{Kind: store.Merge, RK: rk, Props: events.Entity{"z": events.Int32(3)}, IfMatch: first["p/"+rk].ETag}
+			return store.Op{Kind: store.Merge, RK: rk, Props: edm.Entity{"z": edm.Int32(3)}, IfMatch: first["p/"+rk].ETag}
 		}, store.ErrPrecondition},
 		{"delete with a stale etag", func(rk string) store.Op {
 			return store.Op{Kind: store.Delete, RK: rk, IfMatch: first["p/"+rk].ETag}
@@ -78,8 +78,8 @@ func testRollback(t *testing.T, e *env) {
 	if _, ok := after["p/new"+rks[3]]; !ok {
 		t.Fatal("upsert of the good transaction did not apply")
 	}
-	e.wantProps(events.Entity{"v": events.Int32(2)}, after["p/"+rks[0]].Props, "replace of the good transaction")
-	e.wantProps(events.Entity{"v": events.Int32(1), "w": events.Int32(1), "y": events.Int32(2)}, after["p/"+rks[4]].Props, "upsertMerge of the good transaction")
+	e.wantProps(edm.Entity{"v": edm.Int32(2)}, after["p/"+rks[0]].Props, "replace of the good transaction")
+	e.wantProps(edm.Entity{"v": edm.Int32(1), "w": edm.Int32(1), "y": edm.Int32(2)}, after["p/"+rks[4]].Props, "upsertMerge of the good transaction")
 }
 
 func testOpCountLimit(t *testing.T, e *env) {
@@ -87,7 +87,7 @@ func testOpCountLimit(t *testing.T, e *env) {
 	ops := func(n int) []store.Op {
 		out := make([]store.Op, n)
 		for i := range out {
-			out[i] = store.Op{Kind: store.Upsert, RK: fmt.Sprintf("r%03d", i), Props: events.Entity{"i": events.Int32(int32(i))}}
+			out[i] = store.Op{Kind: store.Upsert, RK: fmt.Sprintf("r%03d", i), Props: edm.Entity{"i": edm.Int32(int32(i))}}
 		}
 		return out
 	}
@@ -104,14 +104,14 @@ func testOpCountLimit(t *testing.T, e *env) {
 
 // bigEntity returns n binary properties of 64 KiB: 15 of them are just
 // under the 1 MiB entity limit, 16 over it.
-func bigEntity(n int, seed byte) events.Entity {
-	ent := events.Entity{}
+func bigEntity(n int, seed byte) edm.Entity {
+	ent := edm.Entity{}
 	for i := range n {
 		b := make([]byte, 64<<10)
 		for j := range b {
 			b[j] = byte(j) ^ seed ^ byte(i)
 		}
-		ent[fmt.Sprintf("bin%02d", i)] = events.Binary(b)
+		ent[fmt.Sprintf("bin%02d", i)] = edm.Binary(b)
 	}
 	return ent
 }
@@ -131,11 +131,11 @@ func testTxBytesLimit(t *testing.T, e *env) {
 	ops = ops[:0]
 	text := strings.Repeat("x", 20000)
 	for i := range store.MaxOps {
-		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("s%03d", i), Props: events.Entity{"text": events.String(text)}})
+		ops = append(ops, store.Op{Kind: store.Insert, RK: fmt.Sprintf("s%03d", i), Props: edm.Entity{"text": edm.String(text)}})
 	}
 	total := 0
 	for _, op := range ops {
-		total += events.EntitySize("p", op.RK, op.Props)
+		total += edm.EntitySize("p", op.RK, op.Props)
 	}
 	if total > store.MaxTxBytes || total < store.MaxTxBytes*9/10 {
 		t.Fatalf("test bug: transaction of %d bytes", total)
@@ -149,7 +149,7 @@ func testTxBytesLimit(t *testing.T, e *env) {
 func testEntityBytesLimit(t *testing.T, e *env) {
 	name := e.table()
 	want := bigEntity(15, 1)
-	if n := events.EntitySize("p", "big", want); n > store.MaxEntityBytes || n < store.MaxEntityBytes*9/10 {
+	if n := edm.EntitySize("p", "big", want); n > store.MaxEntityBytes || n < store.MaxEntityBytes*9/10 {
 		t.Fatalf("test bug: entity of %d bytes", n)
 	}
 	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "big", Props: want})
@@ -164,37 +164,37 @@ func testEntityBytesLimit(t *testing.T, e *env) {
 	for i, kind := range []store.OpKind{store.Insert, store.Upsert, store.UpsertMerge, store.Replace, store.Merge} {
 		rk := fmt.Sprintf("kind%d", i)
 		if kind == store.Replace || kind == store.Merge {
-			e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: rk, Props: events.Entity{"bin00": events.Int32(0)}})
+			e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: rk, Props: edm.Entity{"bin00": edm.Int32(0)}})
 		}
 		e.mustTx(name, "p", store.Op{Kind: kind, RK: rk, Props: near}, store.Op{Kind: store.Upsert, RK: rk + "small"})
 		e.wantProps(near, e.get(name, "p", rk).Props, kind.String()+" of an entity just under 1 MiB")
 	}
 
 	err := e.tx(name, "p",
-		store.Op{Kind: store.Insert, RK: "ok", Props: events.Entity{"a": events.Int32(1)}},
+		store.Op{Kind: store.Insert, RK: "ok", Props: edm.Entity{"a": edm.Int32(1)}},
 		store.Op{Kind: store.Insert, RK: "over", Props: bigEntity(16, 2)})
 	e.wantTxErr(err, store.ErrTooLarge, 1, "over", "an entity over 1 MiB")
 	_, err = e.s.Get(e.ctx, name, "p", "ok")
 	e.wantErr(err, store.ErrNotFound, "the other op of a refused transaction")
 
 	// A Binary over 64 KiB, and a String over 64 KiB of UTF-16.
-	err = e.tx(name, "p", store.Op{Kind: store.Upsert, RK: "v", Props: events.Entity{"b": events.Binary(make([]byte, 64<<10+1))}})
+	err = e.tx(name, "p", store.Op{Kind: store.Upsert, RK: "v", Props: edm.Entity{"b": edm.Binary(make([]byte, 64<<10+1))}})
 	e.wantTxErr(err, store.ErrTooLarge, 0, "v", "a binary over 64 KiB")
-	err = e.tx(name, "p", store.Op{Kind: store.Upsert, RK: "v", Props: events.Entity{"s": events.String(strings.Repeat("é", 32<<10+1))}})
+	err = e.tx(name, "p", store.Op{Kind: store.Upsert, RK: "v", Props: edm.Entity{"s": edm.String(strings.Repeat("é", 32<<10+1))}})
 	e.wantTxErr(err, store.ErrTooLarge, 0, "v", "a string over 64 KiB")
 
 	// A Merge that grows the row beyond 1 MiB.
 	if !e.q.MergeLimitsUnchecked {
-		err = e.tx(name, "p", store.Op{Kind: store.Merge, RK: "big", Props: events.Entity{"more": events.Binary(make([]byte, 64<<10))}})
+		err = e.tx(name, "p", store.Op{Kind: store.Merge, RK: "big", Props: edm.Entity{"more": edm.Binary(make([]byte, 64<<10))}})
 		e.wantTxErr(err, store.ErrTooLarge, 0, "big", "a Merge beyond 1 MiB")
 		e.wantProps(want, e.get(name, "p", "big").Props, "the row after a refused Merge")
 	}
 }
 
-func manyProps(n int, prefix string) events.Entity {
-	ent := make(events.Entity, n)
+func manyProps(n int, prefix string) edm.Entity {
+	ent := make(edm.Entity, n)
 	for i := range n {
-		ent[fmt.Sprintf("%s%03d", prefix, i)] = events.Int32(int32(i))
+		ent[fmt.Sprintf("%s%03d", prefix, i)] = edm.Int32(int32(i))
 	}
 	return ent
 }
@@ -229,7 +229,7 @@ func testMergedPropertyCountLimit(t *testing.T, e *env) {
 
 func testInvalidTx(t *testing.T, e *env) {
 	name := e.table()
-	ok := events.Entity{"a": events.Int32(1)}
+	ok := edm.Entity{"a": edm.Int32(1)}
 	cases := []struct {
 		what string
 		pk   string
@@ -239,16 +239,16 @@ func testInvalidTx(t *testing.T, e *env) {
 		{"the same row twice", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: ok}, {Kind: store.Upsert, RK: "b", Props: ok}, {Kind: store.Delete, RK: "a"}}, 2},
 		{"an unknown op kind", "p", []store.Op{{Kind: 0, RK: "a"}}, 0},
 		{"an etag on Insert", "p", []store.Op{{Kind: store.Insert, RK: "a", IfMatch: `W/"x"`}}, 0},
-		{"a property name starting with a digit", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"1a": events.Int32(1)}}}, 0},
-		{"a property name with a dash", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"a-b": events.Int32(1)}}}, 0},
-		{"an empty property name", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"": events.Int32(1)}}}, 0},
-		{"a 256-character property name", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{strings.Repeat("n", 256): events.Int32(1)}}}, 0},
-		{"the property name RowKey", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"RowKey": events.String("x")}}}, 0},
-		{"an Int32 out of range", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"n": {Type: events.TypeInt32, Int: 1 << 31}}}}, 0},
-		{"a malformed Guid", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"g": {Type: events.TypeGuid, Str: "not-a-guid"}}}}, 0},
-		{"a DateTime before 1601", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"d": {Type: events.TypeDateTime}}}}, 0},
-		{"a string that is not UTF-8", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"s": events.String("\xff")}}}, 0},
-		{"an unknown type", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: events.Entity{"x": {Type: 42}}}}, 0},
+		{"a property name starting with a digit", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{"1a": edm.Int32(1)}}}, 0},
+		{"a property name with a dash", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{"a-b": edm.Int32(1)}}}, 0},
+		{"an empty property name", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{"": edm.Int32(1)}}}, 0},
+		{"a 256-character property name", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{strings.Repeat("n", 256): edm.Int32(1)}}}, 0},
+		{"the property name RowKey", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{"RowKey": edm.String("x")}}}, 0},
+		{"an Int32 out of range", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{"n": {Type: edm.TypeInt32, Int: 1 << 31}}}}, 0},
+		{"a malformed Guid", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{"g": {Type: edm.TypeGuid, Str: "not-a-guid"}}}}, 0},
+		{"a DateTime before 1601", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{"d": {Type: edm.TypeDateTime}}}}, 0},
+		{"a string that is not UTF-8", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{"s": edm.String("\xff")}}}, 0},
+		{"an unknown type", "p", []store.Op{{Kind: store.Upsert, RK: "a", Props: edm.Entity{"x": {Type: 42}}}}, 0},
 		{"a partition key with a slash", "a/b", []store.Op{{Kind: store.Upsert, RK: "a"}}, -1},
 	}
 	for _, bad := range []string{"a/b", `a\b`, "a#b", "a?b", "a\tb", "a\nb", "\x00", "a\x7fb", "a\u0085b", "a\u009fb", "\xff"} {
@@ -278,7 +278,7 @@ func testKeyLimits(t *testing.T, e *env) {
 	long := strings.Repeat("k", store.MaxKeyUTF16)
 	wide := strings.Repeat("\U0001F600", store.MaxKeyUTF16/2)
 	for _, k := range []string{long, wide, strings.Repeat("é", store.MaxKeyUTF16)} {
-		e.mustTx(name, k, store.Op{Kind: store.Insert, RK: k, Props: events.Entity{"a": events.Int32(1)}})
+		e.mustTx(name, k, store.Op{Kind: store.Insert, RK: k, Props: edm.Entity{"a": edm.Int32(1)}})
 		e.get(name, k, k)
 	}
 	for _, k := range []string{long + "k", wide + "k", strings.Repeat("日", store.MaxKeyUTF16+1)} {
@@ -298,7 +298,7 @@ func testConcurrentPartitions(t *testing.T, e *env) {
 			for x := range txs {
 				ops := make([]store.Op, per)
 				for i := range ops {
-					ops[i] = store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%02d-%02d", x, i), Props: events.Entity{"w": events.Int32(int32(w))}}
+					ops[i] = store.Op{Kind: store.Insert, RK: fmt.Sprintf("r%02d-%02d", x, i), Props: edm.Entity{"w": edm.Int32(int32(w))}}
 				}
 				if _, err := e.s.Transact(e.ctx, name, pk, ops); err != nil {
 					errs <- fmt.Errorf("worker %d tx %d: %w", w, x, err)
@@ -319,14 +319,14 @@ func testConcurrentPartitions(t *testing.T, e *env) {
 // Writers racing with one etag: exactly one wins.
 func testConcurrentConditionalWrites(t *testing.T, e *env) {
 	name := e.table()
-	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: events.Entity{"winner": events.Int32(-1)}})
+	e.mustTx(name, "p", store.Op{Kind: store.Insert, RK: "r", Props: edm.Entity{"winner": edm.Int32(-1)}})
 	etag := e.get(name, "p", "r").ETag
 	const n = 8
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = e.s.Transact(e.ctx, name, "p", []store.Op{{Kind: store.Replace, RK: "r", Props: events.Entity{"winner": events.Int32(int32(i))}, IfMatch: etag}})
+			_, errs[i] = e.s.Transact(e.ctx, name, "p", []store.Op{{Kind: store.Replace, RK: "r", Props: edm.Entity{"winner": edm.Int32(int32(i))}, IfMatch: etag}})
 		})
 	}
 	wg.Wait()
@@ -373,16 +373,16 @@ func testCanceledContext(t *testing.T, e *env) {
 func testTransactETags(t *testing.T, e *env) {
 	table := e.table()
 	e.mustTx(table, "it's",
-		store.Op{Kind: store.Insert, RK: "b", Props: events.Entity{}},
-		store.Op{Kind: store.Insert, RK: "c", Props: events.Entity{}},
-		store.Op{Kind: store.Insert, RK: "f", Props: events.Entity{}})
+		store.Op{Kind: store.Insert, RK: "b", Props: edm.Entity{}},
+		store.Op{Kind: store.Insert, RK: "c", Props: edm.Entity{}},
+		store.Op{Kind: store.Insert, RK: "f", Props: edm.Entity{}})
 	ops := []store.Op{
-		{Kind: store.Insert, RK: "a", Props: events.Entity{"x": events.Int32(1)}},
-		{Kind: store.Replace, RK: "b", Props: events.Entity{"x": events.Int32(2)}},
+		{Kind: store.Insert, RK: "a", Props: edm.Entity{"x": edm.Int32(1)}},
+		{Kind: store.Replace, RK: "b", Props: edm.Entity{"x": edm.Int32(2)}},
 		{Kind: store.Delete, RK: "c"},
-		{Kind: store.Upsert, RK: "d", Props: events.Entity{}},
-		{Kind: store.UpsertMerge, RK: "e", Props: events.Entity{}},
-		{Kind: store.Merge, RK: "f", Props: events.Entity{"y": events.Bool(true)}},
+		{Kind: store.Upsert, RK: "d", Props: edm.Entity{}},
+		{Kind: store.UpsertMerge, RK: "e", Props: edm.Entity{}},
+		{Kind: store.Merge, RK: "f", Props: edm.Entity{"y": edm.Bool(true)}},
 	}
 	etags, err := e.s.Transact(e.ctx, table, "it's", ops)
 	if err != nil || len(etags) != len(ops) {
@@ -401,11 +401,11 @@ func testTransactETags(t *testing.T, e *env) {
 			t.Errorf("%s %s: reported etag %q, stored %q", op.Kind, op.RK, etags[i], got.ETag)
 		}
 	}
-	if err := e.tx(table, "it's", store.Op{Kind: store.Replace, RK: "a", Props: events.Entity{}, IfMatch: etags[0]}); err != nil {
+	if err := e.tx(table, "it's", store.Op{Kind: store.Replace, RK: "a", Props: edm.Entity{}, IfMatch: etags[0]}); err != nil {
 		t.Fatalf("replace on the reported etag: %v", err)
 	}
 	// A failed transaction reports nothing.
-	if etags, err := e.s.Transact(e.ctx, table, "it's", []store.Op{{Kind: store.Insert, RK: "a", Props: events.Entity{}}}); err == nil || etags != nil {
+	if etags, err := e.s.Transact(e.ctx, table, "it's", []store.Op{{Kind: store.Insert, RK: "a", Props: edm.Entity{}}}); err == nil || etags != nil {
 		t.Errorf("insert of an existing row: %q, %v; want an error and no etags", etags, err)
 	}
 }

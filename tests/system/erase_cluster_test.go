@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
@@ -37,7 +38,7 @@ func TestEraseCluster(t *testing.T) {
 	var cmds []*events.Command
 	for i := range 20 {
 		cmds = append(cmds, &events.Command{ID: fmt.Sprintf("c%d", i), Table: "orders", PK: "cust-1", Ops: []events.RowOp{{
-			Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%4), Entity: events.Entity{"v": events.String(fmt.Sprintf("%s-%d", secret, i))}}}})
+			Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%4), Entity: edm.Entity{"v": edm.String(fmt.Sprintf("%s-%d", secret, i))}}}})
 	}
 	h.PublishAll(ctx, cmds)
 	traffic := projectiontest.NewWorkload(3, "orders", 8, 5).Take(400)

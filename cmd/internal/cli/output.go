@@ -14,6 +14,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -126,22 +128,22 @@ func Plural[N int | int64 | uint64](n N, what string) string {
 
 // TimeText renders a time as every command prints it: UTC, 7 fractional
 // digits.
-func TimeText(t time.Time) string { return t.UTC().Format(events.DateTimeLayout) }
+func TimeText(t time.Time) string { return t.UTC().Format(edm.DateTimeLayout) }
 
 // NewTab is the tab writer of every aligned table the commands print.
 func NewTab(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
 
 // ValueText renders a value with its EDM type: Edm.Int64(9007199254740993),
 // strings quoted.
-func ValueText(v events.Value) string {
-	if v.Type == events.TypeString {
+func ValueText(v edm.Value) string {
+	if v.Type == edm.TypeString {
 		return v.Type.String() + "(" + strconv.Quote(v.Str) + ")"
 	}
 	return v.GoString()
 }
 
 // PropsText renders properties as name=Edm.Type(value), by name.
-func PropsText(e events.Entity) string {
+func PropsText(e edm.Entity) string {
 	names := SortedNames(e)
 	parts := make([]string, len(names))
 	for i, n := range names {
@@ -162,7 +164,7 @@ func SortedNames[V any](m map[string]V) []string {
 
 // EntityJSON is an entity in the OData JSON form commands use, so every
 // EDM type survives; nil stays absent.
-func EntityJSON(e events.Entity) json.RawMessage {
+func EntityJSON(e edm.Entity) json.RawMessage {
 	if e == nil {
 		return nil
 	}
@@ -194,7 +196,7 @@ type ErrorJSON struct {
 // it broke, if any.
 func ErrorResult(err error, id string) ErrorJSON {
 	e := ErrorJSON{ID: id, Error: err.Error(), Usage: errors.Is(err, ErrUsage)}
-	if ve := (*events.ValidationError)(nil); errors.As(err, &ve) {
+	if ve := (*rules.ValidationError)(nil); errors.As(err, &ve) {
 		e.Rule = string(ve.Rule)
 	}
 	return e

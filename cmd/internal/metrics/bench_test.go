@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -194,10 +195,10 @@ func benchTable(b *testing.B, st store.Store, prefix string) string {
 // publish it.
 func upsert(id, table, pk string, i int) *events.Command {
 	return &events.Command{ID: id, Table: table, PK: pk, Issuer: "bench", Ops: []events.RowOp{{
-		Op: events.OpUpsert, RK: fmt.Sprintf("row-%09d", i), Entity: events.Entity{
-			"status": events.String("shipped"),
-			"total":  events.Double(12.5 + float64(i)),
-			"qty":    events.Int64(9007199254740993),
+		Op: events.OpUpsert, RK: fmt.Sprintf("row-%09d", i), Entity: edm.Entity{
+			"status": edm.String("shipped"),
+			"total":  edm.Double(12.5 + float64(i)),
+			"qty":    edm.Int64(9007199254740993),
 		},
 	}}}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/metrics/metricstest"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -159,7 +159,7 @@ func TestStoreRequests(t *testing.T) {
 			if err := ready.Check(); err != nil {
 				t.Errorf("readiness after an answer: %v", err)
 			}
-			ins := []store.Op{{Kind: store.Insert, RK: "r", Props: events.Entity{"n": events.Int64(1)}}}
+			ins := []store.Op{{Kind: store.Insert, RK: "r", Props: edm.Entity{"n": edm.Int64(1)}}}
 			if _, err := s.Transact(ctx, "measured", "p", ins); err != nil {
 				t.Fatal(err)
 			}

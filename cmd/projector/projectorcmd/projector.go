@@ -18,7 +18,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/consoleserve"
 	"github.com/tablejournal/tablejournal/cmd/internal/metrics"
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/projection"
@@ -45,8 +47,10 @@ With no flags it runs everything locally: an embedded JetStream server (file
 storage, fsync before every acknowledgement) listening on --nats-listen so
 writers in other processes can publish, and the embedded table store, both
 under --data. With --nats it uses that server and starts none; with --tables
-it uses that table store (an Azure connection string, or sqlite:PATH).
-With --metrics-addr it serves Prometheus /metrics, /healthz and /readyz.
+it uses that table store (an Azure connection string, an https:// endpoint to
+sign in to with Microsoft Entra ID, or sqlite:PATH).
+With --metrics-addr it serves Prometheus /metrics, /healthz and /readyz, and
+with --console-addr the web console (docs/console.md) on a listener of its own.
 
 Flags:
 `
@@ -86,12 +90,15 @@ func Run(ctx context.Context, args []string, stdio cli.IO) error {
 // projectCmd is the projector itself. Its flags are written into the
 // projection package's config, but for where things live and how to log.
 type projectCmd struct {
-	cfg projection.Config
-	nf  cli.NATSFlags
+	cfg  projection.Config
+	nf   cli.NATSFlags
+	az   cli.AzureFlags
+	auth azauth.Config
 
 	data, listen, tables, shards string
 	noSync, logJSON              bool
 	logLevel, metricsAt          string
+	console                      consoleserve.Flags
 	natsFromEnv                  bool // --nats is $TABLEJOURNAL_NATS, not a flag
 }
 
@@ -100,7 +107,7 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.data, "data", cli.EnvOr(cli.EnvData, "./data"), "data folder for the embedded server and store (env "+cli.EnvData+")")
 	fs.StringVar(&c.listen, "nats-listen", "127.0.0.1:4222", "address of the embedded JetStream server (when --nats is not set)")
 	fs.BoolVar(&c.noSync, "no-fsync", false, "embedded server: do not fsync before acknowledging (faster, can lose acknowledged commands on power loss)")
-	fs.StringVar(&c.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
+	fs.StringVar(&c.tables, "tables", "", "table store: an Azure connection string, an https:// table endpoint (signs in with Microsoft Entra ID, see --auth) or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
 	fs.StringVar(&c.shards, "shards", "", "comma-separated shards this instance applies, a static assignment; default: share the shards with the other projectors of the journal")
 	fs.StringVar(&cfg.InstanceID, "instance-id", "", "this instance's name in the ownership bucket and logs (letters, digits, - and _); default hostname-pid-random")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", 0, "how long a shard's lease outlives a dead owner, whole seconds >= 2s (default 5s)")
@@ -119,7 +126,9 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.OutcomesMaxAge, "outcomes-max-age", 0, "how long the OUTCOMES stream keeps outcomes (default forever, or as the stream is; negative removes a limit)")
 	fs.DurationVar(&cfg.ChangesMaxAge, "changes-max-age", 0, "how long the CHANGES stream keeps change events (default forever, or as the stream is; negative removes a limit)")
 	fs.StringVar(&c.metricsAt, "metrics-addr", os.Getenv(EnvMetricsAddr), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9464; off when empty (env "+EnvMetricsAddr+")")
+	c.console.Register(fs, "console-", "", "serve the web console on this address, apart from --metrics-addr, e.g. 127.0.0.1:8089; off when empty")
 	c.nf.Register(fs, "")
+	c.az.Register(fs)
 }
 
 // parse parses args into the config and checks it; a nil logger with a
@@ -142,6 +151,10 @@ func (c *projectCmd) parse(args []string, stdio cli.IO) (*slog.Logger, error) {
 	fs.Visit(func(f *flag.Flag) { c.natsFromEnv = c.natsFromEnv && f.Name != "nats" })
 	if c.tables == "" {
 		c.tables = cli.EnvOr(cli.EnvTables, "")
+	}
+	var err error
+	if c.auth, err = c.az.Config(); err != nil {
+		return nil, err
 	}
 	cfg := &c.cfg
 	if err := intFromEnv(fs, "replicas", EnvReplicas, &cfg.Replicas); err != nil {
@@ -212,7 +225,7 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error
 	// would project another journal into the same tables, so the store is
 	// held exclusively. Instances that share a NATS server may share a
 	// store file; they split the shards between them.
-	var storeOpts []stores.Option
+	storeOpts := []stores.Option{stores.Auth(c.auth)}
 	if c.nf.URL() == "" {
 		storeOpts = append(storeOpts, stores.Exclusive())
 	}
@@ -241,10 +254,18 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error
 	if err != nil {
 		return err
 	}
+	if c.console.Addr != "" {
+		s, err := startConsole(ctx, &c.console, js, st, cfg.Journal.Stream, log)
+		if err != nil {
+			return fmt.Errorf("--console-addr: %w", err)
+		}
+		defer s.Close()
+		log.Info("console serving", "url", s.URL)
+	}
 	ops.SetJournalShards(p.JournalShards())
 	ops.SetStats(p.Stats())
 	ops.Running()
-	log.Info("projector running", startupAttrs(instance, c.nf.URL(), url, c.data, !c.noSync, c.tables, cfg, ops)...)
+	log.Info("projector running", startupAttrs(instance, c.nf.URL(), url, c.data, !c.noSync, c.tables, closeStore, cfg, ops)...)
 	err = p.Run(ctx)
 	ops.Stopped(err)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/metrics"
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/store/stores"
 )
@@ -13,8 +14,10 @@ import (
 // EnvMetricsAddr is the environment variable of --metrics-addr.
 const EnvMetricsAddr = "TABLEJOURNAL_METRICS_ADDR"
 
-// startupAttrs is the startup line: what runs where, without secrets.
-func startupAttrs(instance, natsFlag, url, data string, fsync bool, tables string, cfg projection.Config, o *metrics.Ops) []any {
+// startupAttrs is the startup line: what runs where, without secrets;
+// st is the store as opened, whose Mode, for Azure, says how it
+// authenticates.
+func startupAttrs(instance, natsFlag, url, data string, fsync bool, tables string, st any, cfg projection.Config, o *metrics.Ops) []any {
 	attrs := []any{"instance", instance}
 	if natsFlag == "" {
 		attrs = append(attrs, "nats", "embedded", "url", url, "jetstream_dir", filepath.Join(data, "jetstream"), "fsync", fsync)
@@ -22,6 +25,9 @@ func startupAttrs(instance, natsFlag, url, data string, fsync bool, tables strin
 		attrs = append(attrs, "nats", "external", "url", cli.RedactURL(url))
 	}
 	attrs = append(attrs, "tables", stores.Describe(tables))
+	if m, ok := st.(interface{ Mode() azauth.Mode }); ok {
+		attrs = append(attrs, "auth", string(m.Mode()))
+	}
 	if cfg.Shards != nil {
 		attrs = append(attrs, "shards", fmt.Sprint(cfg.Shards))
 	} else {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -25,7 +26,7 @@ func TestProjectorStatusPruned(t *testing.T) {
 	var cmds []*events.Command
 	for i := range 6 {
 		cmds = append(cmds, &events.Command{ID: fmt.Sprintf("v%d", i), Table: "orders", PK: "p",
-			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int64(int64(i))}}}})
+			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int64(int64(i))}}}})
 	}
 	seqs := e.h.PublishAll(ctx, cmds)
 	prune := &events.Command{ID: "prune", Table: "orders", PK: "p", Prune: &events.Prune{Horizon: seqs[len(seqs)-1]}}

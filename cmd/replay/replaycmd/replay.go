@@ -13,14 +13,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/wire"
-
+	"github.com/tablejournal/tablejournal/events/rules"
+	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/repair"
 	"github.com/tablejournal/tablejournal/replay/retention"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/stores"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // replayEntry is one replay subcommand of the table: its usage and a
@@ -57,6 +57,7 @@ var replayCommands = []replayEntry{
 	{cli.NewSpec("diff", "--table A --against B [--to POINT | --seq N | --time T] [--max N]", "compare two tables row for row (blue/green rebuilds)"), func() replaySub { return &diffCmd{} }},
 	{cli.NewSpec("erase", "--table T --pk P [--rk R] [--apply]", "erase a row or partition everywhere, with a receipt (dry run by default)"), func() replaySub { return &eraseCmd{} }},
 	{cli.NewSpec("prune", "--table T (--keep 90d | --keep-versions N | --before SEQ) [--pk P] [--apply] [--pace D] [--max-rows N]", "remove old versions through the journal (dry run by default)"), func() replaySub { return &pruneCmd{} }},
+	{cli.NewSpec("console", "[--addr 127.0.0.1:8089] [--auth-file FILE] [--hide-values] [--allow-changes] [--grafana-url URL]", "serve the web console: journal, blame, row history, as-of, health"), func() replaySub { return &consoleCmd{} }},
 	{cli.NewSpec("compact", "--table T --snapshot FILE [--at SEQ] [--apply]", "trim a table's journal below a stored snapshot (dry run by default)"), func() replaySub { return &compactCmd{} }},
 }
 
@@ -119,6 +120,9 @@ func Run(ctx context.Context, args []string, stdio cli.IO) error {
 	fs.Visit(func(f *flag.Flag) { b.set[f.Name] = true })
 	if err := checkValues(fs); err != nil {
 		return cli.UsageError(err)
+	}
+	if b.auth, err = b.az.Config(); err != nil {
+		return err
 	}
 	if err := sub.check(); err != nil {
 		return cli.UsageError(err)
@@ -199,6 +203,8 @@ type replayBase struct {
 
 	version      *bool
 	nf           cli.NATSFlags
+	az           cli.AzureFlags
+	auth         azauth.Config // from az, for the store and snapshot blobs
 	tables, data string
 	cfg          replay.Config // --stream, and the subcommands' --durable and --workers
 	asJSON       bool
@@ -216,7 +222,8 @@ func (b *replayBase) flagSet() *flag.FlagSet {
 	b.set = make(map[string]bool)
 	b.version = cli.VersionFlag(fs)
 	b.nf.Register(fs, cli.DefaultNATSURL)
-	fs.StringVar(&b.tables, "tables", "", "table store: Azure connection string or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
+	fs.StringVar(&b.tables, "tables", "", "table store: an Azure connection string, an https:// table endpoint (signs in with Microsoft Entra ID, see --auth) or sqlite:PATH; default the embedded store in --data (env "+cli.EnvTables+")")
+	b.az.Register(fs)
 	fs.StringVar(&b.data, "data", cli.EnvOr(cli.EnvData, "./data"), "data folder of the embedded store (env "+cli.EnvData+")")
 	fs.StringVar(&b.cfg.Journal, "stream", cli.EnvOr(cli.EnvStream, wire.JournalStream), "journal stream name (env "+cli.EnvStream+")")
 	fs.BoolVar(&b.asJSON, "json", false, "print JSON instead of text")
@@ -252,7 +259,7 @@ func checkValues(fs *flag.FlagSet) error {
 		case valueFlags[f.Name] && v == "":
 			err = fmt.Errorf("--%s needs a value", f.Name)
 		case tableFlags[f.Name] && !store.ValidTableName(v):
-			err = fmt.Errorf("--%s %q: rule %s: a table name is 3 to 63 letters and digits, starting with a letter (^[A-Za-z][A-Za-z0-9]{2,62}$), and not \"tables\"", f.Name, v, events.RuleTableName)
+			err = fmt.Errorf("--%s %q: rule %s: a table name is 3 to 63 letters and digits, starting with a letter (^[A-Za-z][A-Za-z0-9]{2,62}$), and not \"tables\"", f.Name, v, rules.TableName)
 		}
 	})
 	return err
@@ -310,7 +317,7 @@ func (b *replayBase) open(ctx context.Context, nn natsNeed) error {
 			return err
 		}
 	}
-	st, closer, err := stores.Open(ctx, b.tables, b.data)
+	st, closer, err := stores.Open(ctx, b.tables, b.data, stores.Auth(b.auth))
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 )
 
@@ -17,9 +18,9 @@ import (
 // and is listed, not failing the read, over the whole table.
 func TestReplayAsOfErasedCLI(t *testing.T) {
 	e := startReplayEnv(t, journal.Config{AllowMsgDelete: true})
-	e.Publish(t, "c1", upsert("order-7", events.Entity{"name": events.String("Ada")}))
-	e.Publish(t, "c2", upsert("order-8", events.Entity{"name": events.String("Ada")}))
-	other := &events.Command{ID: "c3", Table: "orders", PK: "customer-7", Ops: []events.RowOp{upsert("order-1", events.Entity{"n": events.Int64(1)})}}
+	e.Publish(t, "c1", upsert("order-7", edm.Entity{"name": edm.String("Ada")}))
+	e.Publish(t, "c2", upsert("order-8", edm.Entity{"name": edm.String("Ada")}))
+	other := &events.Command{ID: "c3", Table: "orders", PK: "customer-7", Ops: []events.RowOp{upsert("order-1", edm.Entity{"n": edm.Int64(1)})}}
 	res, err := e.W.Publish(e.Ctx, other)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/repair"
 	"github.com/tablejournal/tablejournal/replay/snapshot"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
 
@@ -92,11 +93,21 @@ func (c *historyCmd) check() error   { return c.need("table", "pk", "rk") }
 func (c *historyCmd) nats() natsNeed { return natsNo }
 
 func (c *historyCmd) run(ctx context.Context, stdio cli.IO) error {
-	rows, err := history.New(c.rp).History(ctx, c.table, c.pk, c.rk)
+	rs, err := history.New(c.rp).History(ctx, c.table, c.pk, c.rk)
 	if err != nil {
 		return err
 	}
-	cli.Render(stdio.Stdout, c.asJSON, newHistory(c.table, c.pk, c.rk, rows, c.diff))
+	h := newHistory(c.table, c.pk, c.rk, rs, c.diff)
+	hz, err := rows.ReadHorizon(ctx, c.rp.Store(), c.table, c.pk)
+	if err != nil {
+		return err
+	}
+	if len(rs) > 0 && rs[0].Version > 0 && hz.Seq > 0 {
+		// The versions before the oldest kept are not in the table: say
+		// that a prune removed them, not that the row has no more.
+		h.Pruned = &prunedOut{Before: hz.Seq, Cmd: hz.Cmd, Versions: rs[0].Version}
+	}
+	cli.Render(stdio.Stdout, c.asJSON, h)
 	return nil
 }
 
@@ -163,7 +174,7 @@ func (c *rebuildCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	c.cfg.To = seq
 	if c.snapshot != "" {
-		f, err := snapshot.Open(ctx, c.snapshot, c.tables)
+		f, err := snapshot.Open(ctx, c.snapshot, c.tables, c.auth)
 		if err != nil {
 			return err
 		}
@@ -178,6 +189,9 @@ func (c *rebuildCmd) run(ctx context.Context, stdio cli.IO) error {
 	c.cfg.Progress, done = c.progress(stdio, "rebuild", "cmd")
 	st, err := rebuild.New(c.rp).Rebuild(ctx, c.cfg)
 	done()
+	if errors.Is(err, replay.ErrNotEmpty) {
+		return fmt.Errorf("%w; to finish a rebuild into it that stopped, run the same command with --resume", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -303,7 +317,7 @@ func (c *snapshotCmd) run(ctx context.Context, stdio cli.IO) error {
 		err = write(stdio.Stdout)
 		out = stdio.Stderr
 	} else {
-		err = snapshot.WriteAt(ctx, c.out, c.tables, write)
+		err = snapshot.WriteAt(ctx, c.out, c.tables, c.auth, write)
 	}
 	if err != nil {
 		return err
@@ -324,6 +338,7 @@ func (c *loadCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cfg.Into, "into", "", "destination table, empty or new (required)")
 	c.workersFlag(fs, "transactions run at once (default 8)")
 	fs.BoolVar(&c.cfg.Resume, "resume", false, "finish a load that stopped: allow a non-empty --into")
+	fs.BoolVar(&c.cfg.SkipErasureCheck, "risk-loading-erased-keys", false, "load without NATS: the erasures after the snapshot are not read, so keys erased since are loaded back (default: refuse without a journal)")
 }
 
 func (c *loadCmd) check() error   { return c.need("in", "into") }
@@ -332,7 +347,7 @@ func (c *loadCmd) nats() natsNeed { return natsIfUp }
 func (c *loadCmd) run(ctx context.Context, stdio cli.IO) error {
 	in := stdio.Input()
 	if c.in != "-" {
-		f, err := snapshot.Open(ctx, c.in, c.tables)
+		f, err := snapshot.Open(ctx, c.in, c.tables, c.auth)
 		if err != nil {
 			return err
 		}
@@ -340,6 +355,12 @@ func (c *loadCmd) run(ctx context.Context, stdio cli.IO) error {
 		in = f
 	}
 	st, err := snapshot.New(c.rp).Load(ctx, in, c.cfg)
+	if errors.Is(err, replay.ErrNotEmpty) {
+		return fmt.Errorf("%w; to finish a load into it that stopped, run the same command with --resume", err)
+	}
+	if errors.Is(err, snapshot.ErrErasureUnchecked) {
+		return replayRefusal{fmt.Errorf("%w (is NATS reachable, with the journal?); --risk-loading-erased-keys loads it all the same", err)}
+	}
 	if err != nil {
 		return err
 	}

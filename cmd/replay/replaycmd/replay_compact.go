@@ -35,7 +35,7 @@ func (c *compactCmd) run(ctx context.Context, stdio cli.IO) error {
 		return cli.UsageError(errors.New("--at 0 is the empty table; give a journal sequence"))
 	}
 	st, err := retention.NewCompactor(c.rp).CompactAt(ctx, retention.CompactAtConfig{
-		Table: c.table, Snapshot: c.snapshot, Tables: c.tables, At: c.at, Apply: c.apply})
+		Table: c.table, Snapshot: c.snapshot, Tables: c.tables, Auth: c.auth, At: c.at, Apply: c.apply})
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (c *rebuildCmd) recordedSnapshot(ctx context.Context, stdio cli.IO) (io.Clo
 // stderr; nil when the table has no horizon or to is before it (the
 // replayer then refuses, naming it).
 func recordedSnapshotFor(ctx context.Context, b *replayBase, stdio cli.IO, what, table string, to uint64) (io.ReadCloser, error) {
-	f, h, err := retention.NewCompactor(b.rp).RecordedSnapshot(ctx, table, to, b.tables)
+	f, h, err := retention.NewCompactor(b.rp).RecordedSnapshot(ctx, table, to, b.tables, b.auth)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (give --from-snapshot)", what, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 )
 
@@ -21,7 +21,7 @@ func TestReplayCompactCLI(t *testing.T) {
 	e := startReplayEnv(t, journal.Config{AllowTrim: true})
 	var seqs []uint64
 	for i := range 6 {
-		seqs = append(seqs, e.Publish(t, fmt.Sprintf("cc%d", i), upsert(fmt.Sprintf("order-%d", i%2), events.Entity{"n": events.Int64(int64(i))})).Seq)
+		seqs = append(seqs, e.Publish(t, fmt.Sprintf("cc%d", i), upsert(fmt.Sprintf("order-%d", i%2), edm.Entity{"n": edm.Int64(int64(i))})).Seq)
 	}
 	snap := filepath.Join(t.TempDir(), "orders.snap")
 	at := fmt.Sprint(seqs[3])
@@ -33,7 +33,7 @@ func TestReplayCompactCLI(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(out, "trimmed 3 commands") || !strings.Contains(out, "checked") {
 		t.Fatalf("apply: exit %d: %s %s", code, out, errs)
 	}
-	e.Publish(t, "cc-late", upsert("order-0", events.Entity{"n": events.Int64(99)}))
+	e.Publish(t, "cc-late", upsert("order-0", edm.Entity{"n": edm.Int64(99)}))
 	out, errs, code = e.replay(t, "rebuild", "--table", "orders", "--into", "Rebuilt")
 	if code != cli.ExitOK || !strings.Contains(errs, "loading its recorded snapshot "+snap) {
 		t.Fatalf("rebuild: exit %d: %s %s", code, out, errs)
@@ -66,8 +66,8 @@ func TestReplayCompactCLI(t *testing.T) {
 // do.
 func TestReplayCompactDenyPurgeCLI(t *testing.T) {
 	e := startReplayEnv(t)
-	e.Publish(t, "dp0", upsert("order-1", events.Entity{"n": events.Int64(1)}))
-	last := e.Publish(t, "dp1", upsert("order-1", events.Entity{"n": events.Int64(2)})).Seq
+	e.Publish(t, "dp0", upsert("order-1", edm.Entity{"n": edm.Int64(1)}))
+	last := e.Publish(t, "dp1", upsert("order-1", edm.Entity{"n": edm.Int64(2)})).Seq
 	_, errs, code := e.replay(t, "compact", "--table", "orders", "--snapshot", filepath.Join(t.TempDir(), "o.snap"), "--at", fmt.Sprint(last), "--apply")
 	if code != cli.ExitRejected || !strings.Contains(errs, "refused:") || !strings.Contains(errs, "--journal-allow-trim") {
 		t.Fatalf("compact of a deny-purge journal: exit %d: %s", code, errs)

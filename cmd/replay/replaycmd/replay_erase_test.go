@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 )
 
@@ -16,8 +16,8 @@ import (
 // journal the erase is refused.
 func TestReplayEraseCLI(t *testing.T) {
 	e := startReplayEnv(t, journal.Config{AllowMsgDelete: true})
-	e.Publish(t, "c1", upsert("order-7", events.Entity{"name": events.String("Ada")}))
-	e.Publish(t, "c2", upsert("order-7", events.Entity{"name": events.String("Ada L.")}))
+	e.Publish(t, "c1", upsert("order-7", edm.Entity{"name": edm.String("Ada")}))
+	e.Publish(t, "c2", upsert("order-7", edm.Entity{"name": edm.String("Ada L.")}))
 
 	out, errs, code := e.replay(t, "erase", "--table", "orders", "--pk", "customer-42", "--json")
 	var plan erasePlanView
@@ -53,7 +53,7 @@ func TestReplayEraseCLI(t *testing.T) {
 
 func TestReplayEraseDenyDelete(t *testing.T) {
 	e := startReplayEnv(t)
-	e.Publish(t, "c1", upsert("order-7", events.Entity{"name": events.String("Ada")}))
+	e.Publish(t, "c1", upsert("order-7", edm.Entity{"name": edm.String("Ada")}))
 	_, errs, code := e.replay(t, "erase", "--table", "orders", "--pk", "customer-42", "--apply")
 	if code != cli.ExitFailure || !strings.Contains(errs, "--journal-allow-msg-delete") {
 		t.Fatalf("erase on a deny-delete journal: exit %d, %s", code, errs)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // TestReplayUserFacing covers what a user of replay sees (issue 8 items 12,
@@ -19,13 +20,13 @@ import (
 // undo applied twice, counts in the singular.
 func TestReplayUserFacing(t *testing.T) {
 	e := startReplayEnv(t)
-	merge := func(rk string, props events.Entity) events.RowOp {
+	merge := func(rk string, props edm.Entity) events.RowOp {
 		return events.RowOp{Op: events.OpMerge, RK: rk, Entity: props}
 	}
-	e.Publish(t, "c1", upsert("r1", events.Entity{"a": events.Int32(1), "gone": events.String("x")}))
-	e.Publish(t, "c2", events.RowOp{Op: events.OpReplace, RK: "r1", Entity: events.Entity{"a": events.Int32(2), "b": events.Int64(3)}})
-	e.Publish(t, "c3", upsert("r2", events.Entity{"x": events.Int32(1)}))
-	e.Publish(t, "c4", merge("r1", events.Entity{"c": events.Bool(true)}))
+	e.Publish(t, "c1", upsert("r1", edm.Entity{"a": edm.Int32(1), "gone": edm.String("x")}))
+	e.Publish(t, "c2", events.RowOp{Op: events.OpReplace, RK: "r1", Entity: edm.Entity{"a": edm.Int32(2), "b": edm.Int64(3)}})
+	e.Publish(t, "c3", upsert("r2", edm.Entity{"x": edm.Int32(1)}))
+	e.Publish(t, "c4", merge("r1", edm.Entity{"c": edm.Bool(true)}))
 
 	t.Run("a missing table prints only the error", func(t *testing.T) {
 		for _, extra := range [][]string{nil, {"--json"}, {"--pk", "customer-42"}} {
@@ -150,7 +151,7 @@ func TestReplayUserFacing(t *testing.T) {
 		}
 	})
 	t.Run("counts in the singular", func(t *testing.T) {
-		e.Publish(t, "s1", events.RowOp{Op: events.OpUpsert, RK: "only", Entity: events.Entity{}})
+		e.Publish(t, "s1", events.RowOp{Op: events.OpUpsert, RK: "only", Entity: edm.Entity{}})
 		// s1 went to orders/customer-42 like the rest: read one row's history,
 		// rebuild the first command alone, snapshot one partition.
 		checks := []struct {
@@ -174,7 +175,7 @@ func TestReplayUserFacing(t *testing.T) {
 // --timeout, not a fixed two minutes.
 func TestReplayUndoTimeout(t *testing.T) {
 	e := startReplayEnv(t)
-	e.Publish(t, "c1", upsert("r1", events.Entity{"a": events.Int32(1)}))
+	e.Publish(t, "c1", upsert("r1", edm.Entity{"a": edm.Int32(1)}))
 	e.Stop()
 	start := time.Now()
 	out, errs, code := e.replay(t, "undo", "--cmd", "c1", "--apply", "--timeout", "1s")

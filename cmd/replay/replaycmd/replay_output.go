@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
@@ -64,11 +64,11 @@ type diffJSON struct {
 	After   json.RawMessage `json:"after,omitempty"`
 }
 
-func diffOut(before, after events.Entity) *diffJSON {
-	var added, removed, was, now events.Entity
-	put := func(e *events.Entity, name string, v events.Value) {
+func diffOut(before, after edm.Entity) *diffJSON {
+	var added, removed, was, now edm.Entity
+	put := func(e *edm.Entity, name string, v edm.Value) {
 		if *e == nil {
-			*e = events.Entity{}
+			*e = edm.Entity{}
 		}
 		(*e)[name] = v
 	}
@@ -125,13 +125,13 @@ func (r asofRow) Text(w io.Writer) {
 	printProps(w, row.Props)
 }
 
-func printProps(w io.Writer, e events.Entity) {
+func printProps(w io.Writer, e edm.Entity) {
 	tw := cli.NewTab(w)
 	fmt.Fprintln(tw, "  PROPERTY\tTYPE\tVALUE")
 	for _, n := range cli.SortedNames(e) {
 		v := e[n]
 		text := v.Text()
-		if v.Type == events.TypeString {
+		if v.Type == edm.TypeString {
 			text = strconv.Quote(text)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", n, v.Type, text)
@@ -223,14 +223,25 @@ type historyView struct {
 	RK       string      `json:"rk"`
 	Table    string      `json:"table"`
 	Versions []replayRow `json:"versions"`
+	// Pruned says that earlier versions of the row were pruned.
+	Pruned *prunedOut `json:"pruned,omitempty"`
 
 	rows []rows.Row
 	diff bool
 }
 
+// prunedOut is what history says of pruned versions: the partition's
+// prune horizon, the prune command, and how many of the row's versions
+// (0 to Versions-1) are gone.
+type prunedOut struct {
+	Before   uint64 `json:"before"`
+	Cmd      string `json:"cmd"`
+	Versions int64  `json:"versions"`
+}
+
 func newHistory(table, pk, rk string, rows []rows.Row, diff bool) historyView {
 	h := historyView{PK: pk, RK: rk, Table: table, Versions: make([]replayRow, len(rows)), rows: rows, diff: diff}
-	var prev events.Entity // nil: the row did not exist
+	var prev edm.Entity // nil: the row did not exist
 	for i, r := range rows {
 		h.Versions[i] = rowOut(r)
 		if diff {
@@ -243,7 +254,7 @@ func newHistory(table, pk, rk string, rows []rows.Row, diff bool) historyView {
 }
 
 // liveProps is a version's properties, nil for a tombstone.
-func liveProps(r rows.Row) events.Entity {
+func liveProps(r rows.Row) edm.Entity {
 	if r.Deleted {
 		return nil
 	}
@@ -255,14 +266,19 @@ func (h historyView) Text(w io.Writer) {
 		fmt.Fprintf(w, "%s %q/%q has no versions\n", h.Table, h.PK, h.RK)
 		return
 	}
-	fmt.Fprintf(w, "%s %q/%q: %s\n", h.Table, h.PK, h.RK, cli.Plural(len(h.rows), "version"))
+	if p := h.Pruned; p != nil {
+		fmt.Fprintf(w, "%s %q/%q: %s kept (%s pruned before sequence %d by %s)\n", h.Table, h.PK, h.RK,
+			cli.Plural(len(h.rows), "version"), cli.Plural(p.Versions, "earlier version"), p.Before, p.Cmd)
+	} else {
+		fmt.Fprintf(w, "%s %q/%q: %s\n", h.Table, h.PK, h.RK, cli.Plural(len(h.rows), "version"))
+	}
 	tw := cli.NewTab(w)
 	what := "PROPERTIES"
 	if h.diff {
 		what = "CHANGES"
 	}
 	fmt.Fprintf(tw, "V\tOP\tCMD\tSEQ\tAT\tSTATE\t%s\n", what)
-	var prev events.Entity // nil: the row did not exist
+	var prev edm.Entity // nil: the row did not exist
 	for _, r := range h.rows {
 		props := cli.PropsText(r.Props)
 		if h.diff {
@@ -289,7 +305,7 @@ func stateText(r rows.Row, other string) string {
 
 // diffText renders what changed from before to after: +added, -removed,
 // ~changed (old → new); a nil side is an absent row.
-func diffText(before, after events.Entity) string {
+func diffText(before, after edm.Entity) string {
 	text := ""
 	for _, c := range history.Diff(before, after) {
 		if text != "" {
@@ -476,6 +492,6 @@ func (r rowsResult) Text(w io.Writer) {
 	if *r.Partitions == 0 {
 		from = "one scan of the table"
 	}
-	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips and versions) from %s in %s, %.0f rows/s, written to %s\n",
+	fmt.Fprintf(w, "snapshot of %s at seq %d: %s (tips, versions and fences) from %s in %s, %.0f rows/s, written to %s\n",
 		r.Table, r.Seq, cli.Plural(r.Entities, "row"), from, r.elapsed.Round(time.Millisecond), r.EntitiesPerSecond, r.File)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/replay/repair"
 	"github.com/tablejournal/tablejournal/rows"
@@ -177,7 +178,7 @@ func (r planResult) stepText(w io.Writer, s repair.Step) {
 	if s.Op == "" {
 		return
 	}
-	var now, target events.Entity
+	var now, target edm.Entity
 	if s.Exists {
 		now = s.Current.Props
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 // replay prune: a policy is required; a dry run counts; --apply prunes and
@@ -16,7 +16,7 @@ func TestReplayPruneCLI(t *testing.T) {
 	e := startReplayEnv(t)
 	var last uint64
 	for i := range 6 {
-		last = e.Publish(t, fmt.Sprintf("pc%d", i), upsert("order-7", events.Entity{"n": events.Int64(int64(i))})).Seq
+		last = e.Publish(t, fmt.Sprintf("pc%d", i), upsert("order-7", edm.Entity{"n": edm.Int64(int64(i))})).Seq
 	}
 	if _, errs, code := e.replay(t, "prune", "--table", "orders"); code != cli.ExitUsage || !strings.Contains(errs, "needs a policy") {
 		t.Fatalf("no policy: exit %d: %s", code, errs)

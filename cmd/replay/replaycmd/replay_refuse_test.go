@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 )
@@ -18,7 +18,7 @@ import (
 // has never seen exit 1 with the reason, and leave no file or table behind.
 func TestReplayRefusesPoints(t *testing.T) {
 	e := startReplayEnv(t)
-	o := e.Publish(t, "rf1", upsert("r", events.Entity{}))
+	o := e.Publish(t, "rf1", upsert("r", edm.Entity{}))
 	out := filepath.Join(t.TempDir(), "snap")
 
 	_, errs, code := e.replay(t, "snapshot", "--table", "orders", "--out", out, "--at", fmt.Sprint(o.Seq+5))

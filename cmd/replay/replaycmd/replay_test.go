@@ -12,6 +12,7 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 )
 
@@ -31,15 +32,15 @@ func (e *replayEnv) replay(t *testing.T, args ...string) (stdout, stderr string,
 	return e.Replay(t, Run, args...)
 }
 
-func upsert(rk string, props events.Entity) events.RowOp {
+func upsert(rk string, props edm.Entity) events.RowOp {
 	return events.RowOp{Op: events.OpUpsert, RK: rk, Entity: props}
 }
 
 func TestReplayCLI(t *testing.T) {
 	e := startReplayEnv(t)
-	o1 := e.Publish(t, "c1", upsert("order-7", events.Entity{"status": events.String("new"), "qty": events.Int64(9007199254740993)}))
-	e.Publish(t, "c2", upsert("order-7", events.Entity{"status": events.String("shipped"), "qty": events.Int64(9007199254740993)}),
-		upsert("order-8", events.Entity{"total": events.Double(12.5)}))
+	o1 := e.Publish(t, "c1", upsert("order-7", edm.Entity{"status": edm.String("new"), "qty": edm.Int64(9007199254740993)}))
+	e.Publish(t, "c2", upsert("order-7", edm.Entity{"status": edm.String("shipped"), "qty": edm.Int64(9007199254740993)}),
+		upsert("order-8", edm.Entity{"total": edm.Double(12.5)}))
 	e.Publish(t, "c3", events.RowOp{Op: events.OpDelete, RK: "order-8"})
 
 	t.Run("asof row json", func(t *testing.T) {
@@ -112,7 +113,7 @@ func TestReplayCLI(t *testing.T) {
 			t.Fatalf("snapshot: exit %d: %s%s", code, out, errs)
 		}
 		out, errs, code = e.replay(t, "load", "--in", file, "--into", "ordersCopy")
-		if code != 0 || !strings.Contains(out, "loaded 5 rows") {
+		if code != 0 || !strings.Contains(out, "loaded 6 rows") /* 5 rows and the fence */ {
 			t.Fatalf("load: exit %d: %s%s", code, out, errs)
 		}
 		out, errs, code = e.replay(t, "rebuild", "--table", "orders", "--into", "ordersAt2", "--to", "seq:2", "--json")
@@ -149,7 +150,7 @@ func TestReplayCLI(t *testing.T) {
 func TestReplayProgress(t *testing.T) {
 	e := startReplayEnv(t)
 	for i := range 20 {
-		e.Publish(t, fmt.Sprintf("p%d", i), upsert(fmt.Sprintf("r%d", i%3), events.Entity{"n": events.Int32(int32(i))}))
+		e.Publish(t, fmt.Sprintf("p%d", i), upsert(fmt.Sprintf("r%d", i%3), edm.Entity{"n": edm.Int32(int32(i))}))
 	}
 	for _, tty := range []bool{true, false} {
 		var out, bar bytes.Buffer

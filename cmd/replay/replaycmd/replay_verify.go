@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/store/sqlite"
@@ -166,7 +166,7 @@ func (p *diffPrinter) add(d rebuild.Difference) error {
 		got, want := d.Got, d.Want
 		var cols []string
 		if d.Kind == rebuild.Changed {
-			got, want = events.Entity{}, events.Entity{}
+			got, want = edm.Entity{}, edm.Entity{}
 			for _, c := range d.Columns {
 				cols = append(cols, c.Name)
 				if c.HasNow {
@@ -196,7 +196,7 @@ func (p *diffPrinter) add(d rebuild.Difference) error {
 	return nil
 }
 
-func optValue(v events.Value, ok bool) string {
+func optValue(v edm.Value, ok bool) string {
 	if !ok {
 		return "(none)"
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -21,8 +22,8 @@ import (
 // text and JSON.
 func TestVerifyAndDiffCLI(t *testing.T) {
 	e := startReplayEnv(t)
-	e.Publish(t, "c1", upsert("order-7", events.Entity{"status": events.String("new")}), upsert("order-8", events.Entity{"total": events.Double(12.5)}))
-	e.Publish(t, "c2", upsert("order-7", events.Entity{"status": events.String("shipped")}))
+	e.Publish(t, "c1", upsert("order-7", edm.Entity{"status": edm.String("new")}), upsert("order-8", edm.Entity{"total": edm.Double(12.5)}))
+	e.Publish(t, "c2", upsert("order-7", edm.Entity{"status": edm.String("shipped")}))
 	o3 := e.Publish(t, "c3", events.RowOp{Op: events.OpDelete, RK: "order-8"})
 	seq := fmt.Sprint(o3.Seq)
 
@@ -54,8 +55,8 @@ func TestVerifyAndDiffCLI(t *testing.T) {
 	// Writes that bypass the journal.
 	version := rows.VersionKey("order-7", 1) // order-7 v0, written by c1 at seq 1
 	for _, op := range []store.Op{
-		{Kind: store.Merge, RK: rows.TipKey("order-7"), Props: events.Entity{"status": events.String("hacked")}, IfMatch: "*"},
-		{Kind: store.Insert, RK: "tip:order-9", Props: events.Entity{"total": events.Double(1)}},
+		{Kind: store.Merge, RK: rows.TipKey("order-7"), Props: edm.Entity{"status": edm.String("hacked")}, IfMatch: "*"},
+		{Kind: store.Insert, RK: "tip:order-9", Props: edm.Entity{"total": edm.Double(1)}},
 		{Kind: store.Delete, RK: version, IfMatch: "*"},
 	} {
 		if _, err := e.Store.Transact(e.Ctx, "orders", "customer-42", []store.Op{op}); err != nil {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -211,7 +213,7 @@ func (o *onceInt64) Set(s string) error {
 		return errors.New("not an integer")
 	}
 	if o.set {
-		return fmt.Errorf("given twice (%d, then %d): rule %s: a row operation has one guard", o.v, v, events.RuleIfVersionTwice)
+		return fmt.Errorf("given twice (%d, then %d): rule %s: a row operation has one guard", o.v, v, rules.IfVersionTwice)
 	}
 	o.v, o.set = v, true
 	return nil
@@ -396,7 +398,7 @@ func (c *opCmd) build(op events.OpKind, now time.Time) (*events.Command, error) 
 			return nil, errors.New("--set: delete takes no properties")
 		}
 	} else {
-		row.Entity = make(events.Entity, len(c.sets))
+		row.Entity = make(edm.Entity, len(c.sets))
 		for _, s := range c.sets {
 			name, v, err := parseSet(s, os.ReadFile)
 			if err != nil {
@@ -497,7 +499,7 @@ func (w *opCmd) run(ctx context.Context, cmd *events.Command, stdio cli.IO) erro
 	jw := journal.NewWriter(js, w.stream, journal.WithContentType(ct))
 	res, err := jw.Publish(ctx, cmd)
 	if err != nil {
-		if errors.Is(err, events.ErrInvalid) || errors.Is(err, journal.ErrBodyDiffers) {
+		if errors.Is(err, rules.ErrInvalid) || errors.Is(err, journal.ErrBodyDiffers) {
 			return rejection{err}
 		}
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -216,7 +217,7 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 		}
 		a.lines++
 		if err != nil {
-			a.bad(badLine{Line: lr.line, Error: err.Error(), Rule: string(events.RuleCommandTooLarge)})
+			a.bad(badLine{Line: lr.line, Error: err.Error(), Rule: string(rules.CommandTooLarge)})
 			a.settle(ctx, false)
 			continue
 		}
@@ -231,7 +232,7 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 			} else {
 				b.ID = lenientID(line)
 			}
-			if ve := (*events.ValidationError)(nil); errors.As(err, &ve) {
+			if ve := (*rules.ValidationError)(nil); errors.As(err, &ve) {
 				b.Rule = string(ve.Rule)
 			}
 			a.bad(b)

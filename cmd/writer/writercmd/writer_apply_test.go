@@ -14,6 +14,8 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/wire"
@@ -68,7 +70,7 @@ func TestWriterApply(t *testing.T) {
 	}
 	out := applyOutput(t, stdout)
 	published := map[int]string{1: "a-1", 4: "a-2", 6: "a-1", 8: "a-5", 9: "a-6"}
-	invalid := map[int]events.Rule{3: events.RuleMalformed, 5: events.RuleTableName, 7: events.RuleBadInt64}
+	invalid := map[int]rules.Rule{3: rules.Malformed, 5: rules.TableName, 7: rules.BadInt64}
 	if len(out) != len(published)+len(invalid) {
 		t.Errorf("stdout has lines %v, want %v and %v", out, published, invalid)
 	}
@@ -257,7 +259,7 @@ func TestWriterWait(t *testing.T) {
 		// A client without Nats-Msg-Id published the command first, so
 		// JetStream does not know its ID: the projector finds it on the row.
 		cmd := &events.Command{ID: "w-dup-1", Table: "orders", PK: "w-dup", Ops: []events.RowOp{
-			{Op: events.OpUpsert, RK: "r1", Entity: events.Entity{"a": events.String("x")}}}}
+			{Op: events.OpUpsert, RK: "r1", Entity: edm.Entity{"a": edm.String("x")}}}}
 		first := writerPublishRaw(t, e.js, cmd)
 		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 30*time.Second), cmd.ID, first); err != nil || o.Status != wire.StatusApplied {
 			t.Fatalf("first publish: outcome %+v, %v", o, err)
@@ -322,8 +324,8 @@ func TestWriterWait(t *testing.T) {
 				}
 			}
 		}
-		if l := out[4]; l.Rule != string(events.RuleOpsCount) {
-			t.Errorf("line 4: %+v, want invalid by %s", l, events.RuleOpsCount)
+		if l := out[4]; l.Rule != string(rules.OpsCount) {
+			t.Errorf("line 4: %+v, want invalid by %s", l, rules.OpsCount)
 		}
 		for _, w := range []string{
 			"apply: 6 commands read, 5 published (1 already in the journal), 1 invalid\n",
@@ -388,7 +390,7 @@ func TestWriterApplyUnknownFields(t *testing.T) {
 		t.Fatalf("exit %d, want %d (invalid lines); stderr %q", code, cli.ExitRejected, stderr)
 	}
 	out := applyOutput(t, stdout)
-	for n, rule := range map[int]events.Rule{1: events.RuleUnknownField, 2: events.RuleUnknownField, 3: events.RuleRKRequired, 4: events.RuleUnknownField} {
+	for n, rule := range map[int]rules.Rule{1: rules.UnknownField, 2: rules.UnknownField, 3: rules.RKRequired, 4: rules.UnknownField} {
 		if l := out[n]; l.Rule != string(rule) || l.Seq != 0 {
 			t.Errorf("line %d: %+v, want invalid by rule %s", n, l, rule)
 		}

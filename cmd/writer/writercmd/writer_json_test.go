@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // TestWriterJSONErrors: with --json, a usage error or an invalid command
@@ -25,14 +25,14 @@ func TestWriterJSONErrors(t *testing.T) {
 		args  []string
 		code  int
 		usage bool
-		rule  events.Rule
+		rule  rules.Rule
 		id    string
 	}{
 		{"unknown flag after --json", append([]string{"upsert", "--json", "--frob"}, key...), cli.ExitUsage, true, "", ""},
 		{"unknown flag before --json", append([]string{"upsert", "--frob", "--json"}, key...), cli.ExitUsage, true, "", ""},
 		{"missing --rk", []string{"upsert", "--json", "--table", "orders", "--pk", "p"}, cli.ExitUsage, true, "", ""},
 		{"no operation", []string{"--json"}, cli.ExitUsage, true, "", ""},
-		{"invalid command", append([]string{"upsert", "--json", "--id", "c-1", "--table", "ab"}, "--pk", "p", "--rk", "r"), cli.ExitRejected, false, events.RuleTableName, "c-1"},
+		{"invalid command", append([]string{"upsert", "--json", "--id", "c-1", "--table", "ab"}, "--pk", "p", "--rk", "r"), cli.ExitRejected, false, rules.TableName, "c-1"},
 		{"not connected", append([]string{"upsert", "--json", "--id", "c-2"}, key...), cli.ExitFailure, false, "", "c-2"},
 	}
 	for _, tt := range tests {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 )
 
 func TestParseSet(t *testing.T) {
@@ -19,34 +19,34 @@ func TestParseSet(t *testing.T) {
 		}
 		return nil, errors.New("open " + p + ": no such file")
 	}
-	guid, _ := events.Guid("0f8fad5b-d9cb-469f-a165-70867728950e")
+	guid, _ := edm.Guid("0f8fad5b-d9cb-469f-a165-70867728950e")
 	tests := []struct {
 		arg  string
 		name string
-		want events.Value
+		want edm.Value
 	}{
-		{"s=hello", "s", events.String("hello")},
-		{"s=", "s", events.String("")},
-		{"s=a=b:c", "s", events.String("a=b:c")},
-		{"s:string=x:y=z", "s", events.String("x:y=z")},
-		{"b:bool=true", "b", events.Bool(true)},
-		{"b:Boolean=FALSE", "b", events.Bool(false)},
-		{"i:int32=-2147483648", "i", events.Int32(math.MinInt32)},
-		{"i:int=2147483647", "i", events.Int32(math.MaxInt32)},
-		{"n:int64=9007199254740993", "n", events.Int64(9007199254740993)},
-		{"n:Edm.Int64=-9223372036854775808", "n", events.Int64(math.MinInt64)},
-		{"d:double=12.5", "d", events.Double(12.5)},
-		{"d:double=12", "d", events.Double(12)},
-		{"d:double=-0", "d", events.Double(math.Copysign(0, -1))},
-		{"d:double=NaN", "d", events.Double(math.NaN())},
-		{"d:double=-Infinity", "d", events.Double(math.Inf(-1))},
-		{"t:datetime=2026-11-21T10:00:00.1234567Z", "t", events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC))},
-		{"t:datetime=2026-11-21T11:00:00+01:00", "t", events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))},
+		{"s=hello", "s", edm.String("hello")},
+		{"s=", "s", edm.String("")},
+		{"s=a=b:c", "s", edm.String("a=b:c")},
+		{"s:string=x:y=z", "s", edm.String("x:y=z")},
+		{"b:bool=true", "b", edm.Bool(true)},
+		{"b:Boolean=FALSE", "b", edm.Bool(false)},
+		{"i:int32=-2147483648", "i", edm.Int32(math.MinInt32)},
+		{"i:int=2147483647", "i", edm.Int32(math.MaxInt32)},
+		{"n:int64=9007199254740993", "n", edm.Int64(9007199254740993)},
+		{"n:Edm.Int64=-9223372036854775808", "n", edm.Int64(math.MinInt64)},
+		{"d:double=12.5", "d", edm.Double(12.5)},
+		{"d:double=12", "d", edm.Double(12)},
+		{"d:double=-0", "d", edm.Double(math.Copysign(0, -1))},
+		{"d:double=NaN", "d", edm.Double(math.NaN())},
+		{"d:double=-Infinity", "d", edm.Double(math.Inf(-1))},
+		{"t:datetime=2026-11-21T10:00:00.1234567Z", "t", edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC))},
+		{"t:datetime=2026-11-21T11:00:00+01:00", "t", edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))},
 		{"g:guid={0F8FAD5B-D9CB-469F-A165-70867728950E}", "g", guid},
-		{"x:binary=AAEC/w==", "x", events.Binary([]byte{0, 1, 2, 0xff})},
-		{"x:binary=", "x", events.Binary([]byte{})},
-		{"x:binary=@blob.bin", "x", events.Binary([]byte{0, 1, 2, 0xff})},
-		{"x:binary=@empty", "x", events.Binary([]byte{})},
+		{"x:binary=AAEC/w==", "x", edm.Binary([]byte{0, 1, 2, 0xff})},
+		{"x:binary=", "x", edm.Binary([]byte{})},
+		{"x:binary=@blob.bin", "x", edm.Binary([]byte{0, 1, 2, 0xff})},
+		{"x:binary=@empty", "x", edm.Binary([]byte{})},
 	}
 	for _, tt := range tests {
 		name, v, err := parseSet(tt.arg, readFile)

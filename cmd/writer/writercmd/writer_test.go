@@ -24,6 +24,8 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/cli/clitest"
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
@@ -141,7 +143,7 @@ func TestWriterOps(t *testing.T) {
 	if err := os.WriteFile(blobPath, blob, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	guid, _ := events.Guid("0f8fad5b-d9cb-469f-a165-70867728950e")
+	guid, _ := edm.Guid("0f8fad5b-d9cb-469f-a165-70867728950e")
 	v := func(n int64) *int64 { return &n }
 	key := []string{"--table", "orders", "--pk", "customer-42", "--rk", "order-7"}
 
@@ -172,21 +174,21 @@ func TestWriterOps(t *testing.T) {
 			}, key...),
 			want: events.Command{ID: "cmd-all.types:1", Table: "orders", PK: "customer-42",
 				Issuer: "billing-svc", Meta: map[string]string{"correlationId": "c-991", "note": "a=b"},
-				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "order-7", Entity: events.Entity{
-					"status":  events.String("shipped"),
-					"raw":     events.String("x:y=z"),
-					"paid":    events.Bool(true),
-					"qty":     events.Int32(-7),
-					"lines":   events.Int32(3),
-					"big":     events.Int64(9007199254740993),
-					"total":   events.Double(12.5),
-					"whole":   events.Double(12),
-					"nan":     events.Double(math.NaN()),
-					"negzero": events.Double(math.Copysign(0, -1)),
-					"shipped": events.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
+				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "order-7", Entity: edm.Entity{
+					"status":  edm.String("shipped"),
+					"raw":     edm.String("x:y=z"),
+					"paid":    edm.Bool(true),
+					"qty":     edm.Int32(-7),
+					"lines":   edm.Int32(3),
+					"big":     edm.Int64(9007199254740993),
+					"total":   edm.Double(12.5),
+					"whole":   edm.Double(12),
+					"nan":     edm.Double(math.NaN()),
+					"negzero": edm.Double(math.Copysign(0, -1)),
+					"shipped": edm.DateTime(time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)),
 					"ref":     guid,
-					"small":   events.Binary([]byte{0, 1, 2, 0xff}),
-					"blob":    events.Binary(blob),
+					"small":   edm.Binary([]byte{0, 1, 2, 0xff}),
+					"blob":    edm.Binary(blob),
 				}}}},
 			ct: events.ContentTypeJSON,
 		},
@@ -194,31 +196,31 @@ func TestWriterOps(t *testing.T) {
 			name: "insert with a generated id",
 			args: append([]string{"insert", "--set", "n:Edm.Int64=5"}, key...),
 			want: events.Command{Table: "orders", PK: "customer-42",
-				Ops: []events.RowOp{{Op: events.OpInsert, RK: "order-7", Entity: events.Entity{"n": events.Int64(5)}}}},
+				Ops: []events.RowOp{{Op: events.OpInsert, RK: "order-7", Entity: edm.Entity{"n": edm.Int64(5)}}}},
 		},
 		{
 			name: "replace if version",
 			args: append([]string{"replace", "--id", "c-replace", "--if-version", "2", "--set", "a=b"}, key...),
 			want: events.Command{ID: "c-replace", Table: "orders", PK: "customer-42",
-				Ops: []events.RowOp{{Op: events.OpReplace, RK: "order-7", IfVersion: v(2), Entity: events.Entity{"a": events.String("b")}}}},
+				Ops: []events.RowOp{{Op: events.OpReplace, RK: "order-7", IfVersion: v(2), Entity: edm.Entity{"a": edm.String("b")}}}},
 		},
 		{
 			name: "merge",
 			args: append([]string{"merge", "--id", "c-merge", "--set", "flag:bool=false"}, key...),
 			want: events.Command{ID: "c-merge", Table: "orders", PK: "customer-42",
-				Ops: []events.RowOp{{Op: events.OpMerge, RK: "order-7", Entity: events.Entity{"flag": events.Bool(false)}}}},
+				Ops: []events.RowOp{{Op: events.OpMerge, RK: "order-7", Entity: edm.Entity{"flag": edm.Bool(false)}}}},
 		},
 		{
 			name: "upsert-merge without properties",
 			args: append([]string{"upsert-merge", "--id", "c-um"}, key...),
 			want: events.Command{ID: "c-um", Table: "orders", PK: "customer-42",
-				Ops: []events.RowOp{{Op: events.OpUpsertMerge, RK: "order-7", Entity: events.Entity{}}}},
+				Ops: []events.RowOp{{Op: events.OpUpsertMerge, RK: "order-7", Entity: edm.Entity{}}}},
 		},
 		{
 			name: "upsertMerge by its wire name, empty row key",
 			args: []string{"upsertMerge", "--id", "c-um2", "--table", "orders", "--pk", "p x:ü", "--rk", "", "--set", "a=1"},
 			want: events.Command{ID: "c-um2", Table: "orders", PK: "p x:ü",
-				Ops: []events.RowOp{{Op: events.OpUpsertMerge, RK: "", Entity: events.Entity{"a": events.String("1")}}}},
+				Ops: []events.RowOp{{Op: events.OpUpsertMerge, RK: "", Entity: edm.Entity{"a": edm.String("1")}}}},
 		},
 		{
 			name: "delete if version 0",
@@ -318,7 +320,7 @@ func TestWriterUsageErrors(t *testing.T) {
 		{"bad encoding", up("--encoding", "xml"), []string{"--encoding", "msgpack or json"}},
 		{"bad timeout", up("--timeout", "0s"), []string{"--timeout"}},
 		{"bad if-version", up("--if-version", "x"), []string{"if-version"}},
-		{"if-version twice", append([]string{"replace"}, append(key, "--if-version", "9", "--if-version", "1")...), []string{"-if-version", "given twice (9, then 1)", string(events.RuleIfVersionTwice)}},
+		{"if-version twice", append([]string{"replace"}, append(key, "--if-version", "9", "--if-version", "1")...), []string{"-if-version", "given twice (9, then 1)", string(rules.IfVersionTwice)}},
 		{"positional after op", up("extra"), []string{`unexpected argument "extra"`}},
 		{"apply-only flag", up("--verbose"), []string{"--verbose is for apply only"}},
 		{"op flag on apply", []string{"apply", "--table", "orders", "f.jsonl"}, []string{"--table is not for apply"}},
@@ -358,17 +360,17 @@ func TestWriterInvalidCommand(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		rule events.Rule
+		rule rules.Rule
 	}{
-		{"table name", append([]string{"upsert", "--table", "ab"}, key...), events.RuleTableName},
-		{"id charset", append([]string{"upsert", "--table", "orders", "--id", "bad id"}, key...), events.RuleIDCharset},
-		{"key char", []string{"upsert", "--table", "orders", "--pk", "p", "--rk", "a#b"}, events.RuleKeyForbiddenChar},
-		{"reserved property", append([]string{"upsert", "--table", "orders", "--set", "_v=1"}, key...), events.RulePropertyReserved},
-		{"property name", append([]string{"upsert", "--table", "orders", "--set", "1abc=1"}, key...), events.RulePropertyName},
-		{"insert if version", append([]string{"insert", "--table", "orders", "--if-version", "1"}, key...), events.RuleInsertIfVersion},
-		{"negative if version", append([]string{"replace", "--table", "orders", "--if-version", "-1"}, key...), events.RuleIfVersionNegative},
-		{"binary too long", append([]string{"upsert", "--table", "orders", "--set", "b:binary=@" + big}, key...), events.RuleBinaryTooLong},
-		{"meta key", append([]string{"upsert", "--table", "orders", "--meta", "=v"}, key...), events.RuleMetaKey},
+		{"table name", append([]string{"upsert", "--table", "ab"}, key...), rules.TableName},
+		{"id charset", append([]string{"upsert", "--table", "orders", "--id", "bad id"}, key...), rules.IDCharset},
+		{"key char", []string{"upsert", "--table", "orders", "--pk", "p", "--rk", "a#b"}, rules.KeyForbiddenChar},
+		{"reserved property", append([]string{"upsert", "--table", "orders", "--set", "_v=1"}, key...), rules.PropertyReserved},
+		{"property name", append([]string{"upsert", "--table", "orders", "--set", "1abc=1"}, key...), rules.PropertyName},
+		{"insert if version", append([]string{"insert", "--table", "orders", "--if-version", "1"}, key...), rules.InsertIfVersion},
+		{"negative if version", append([]string{"replace", "--table", "orders", "--if-version", "-1"}, key...), rules.IfVersionNegative},
+		{"binary too long", append([]string{"upsert", "--table", "orders", "--set", "b:binary=@" + big}, key...), rules.BinaryTooLong},
+		{"meta key", append([]string{"upsert", "--table", "orders", "--meta", "=v"}, key...), rules.MetaKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package events
+package edm
 
 import (
 	"encoding/base64"

@@ -1,10 +1,12 @@
-package events
+package edm
 
 import (
 	"bytes"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/tablejournal/tablejournal/events/rules"
 )
 
 // Type is one of the eight EDM types an Azure Table property can hold.
@@ -85,11 +87,11 @@ func DateTime(t time.Time) Value {
 }
 
 // Guid returns a Guid value from its textual form; see ParseGuid. Its
-// error is a *ValidationError (rule bad-guid) wrapping ErrInvalid.
+// error is a *rules.ValidationError (rule bad-guid) wrapping rules.ErrInvalid.
 func Guid(s string) (Value, error) {
 	g, err := ParseGuid(s)
 	if err != nil {
-		return Value{}, invalid("", RuleBadGuid, "%v", err)
+		return Value{}, rules.Errorf("", rules.BadGuid, "%v", err)
 	}
 	return Value{Type: TypeGuid, Str: g}, nil
 }

@@ -1,0 +1,142 @@
+package console_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	tj "github.com/tablejournal/tablejournal"
+	"github.com/tablejournal/tablejournal/console"
+	"github.com/tablejournal/tablejournal/internal/azurite"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/retention"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/tablejournaltest"
+)
+
+var azuriteSrv *azurite.Server
+
+func TestMain(m *testing.M) { os.Exit(azurite.Run(m, &azuriteSrv)) }
+
+// backend is a table store the console's tests run against.
+type backend struct {
+	name   string
+	tables func() string
+}
+
+func backends() []backend {
+	return []backend{
+		{"sqlite", func() string { return "" }},
+		{"azurite", func() string { return azuriteSrv.ConnectionString() }},
+	}
+}
+
+var tableN atomic.Int64
+
+// traceHex is the trace ID the seeded command c3 is published under.
+const traceHex = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+// fixture is a seeded pipeline and a console over it.
+type fixture struct {
+	t      testing.TB
+	client *tj.Client
+	rp     *replay.Source
+	st     store.Store
+	srv    *httptest.Server
+	h      *console.Handler
+	table  string
+	// seqs of the seeded commands by ID.
+	seq map[string]uint64
+}
+
+// seed starts a real pipeline (in-process nats-server, real projector,
+// the table store tables) and applies the story the tests read:
+//
+//	c1 insert order-7 {status new, total 10}
+//	c2 merge order-7 {status paid}
+//	c3 replace order-7 {status shipped, total 12}  (with a trace)
+//	c4 insert order-8 and order-9
+//	c5 insert order-7 again: rejected, code exists
+//	c6 delete order-9: a tombstone
+//	d1 insert customer-7/order-1
+//	e1..e3 insert, merge, merge customer-9/p1, then a prune of
+//	customer-9 at e2 (version 0 goes)
+func seed(t testing.TB, tables string, cfg console.Config) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	p := tablejournaltest.New(t, tables)
+	f := &fixture{t: t, table: fmt.Sprintf("orders%d", tableN.Add(1)), seq: map[string]uint64{}}
+	c, err := tj.Connect(ctx, p.URL(), tj.WithIssuer("shop"),
+		tj.WithPropagator(propagation.TraceContext{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	f.client = c
+	apply := func(ctx context.Context, cmd *tj.Command) {
+		t.Helper()
+		o, err := c.Apply(ctx, cmd)
+		var rej *tj.Rejection
+		if err != nil && !errors.As(err, &rej) {
+			t.Fatalf("apply %s: %v", cmd.ID(), err)
+		}
+		f.seq[cmd.ID()] = o.Seq
+	}
+	s := func(v string) tj.Value { return tj.String(v) }
+	pk := "customer-42"
+	apply(ctx, tj.NewCommand(f.table, pk).WithID("c1").Insert("order-7", tj.Entity{"status": s("new"), "total": tj.Int64(10)}))
+	apply(ctx, tj.NewCommand(f.table, pk).WithID("c2").Merge("order-7", tj.Entity{"status": s("paid")}))
+	tid, _ := trace.TraceIDFromHex(traceHex)
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	tctx := trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	apply(tctx, tj.NewCommand(f.table, pk).WithID("c3").Replace("order-7", tj.Entity{"status": s("shipped"), "total": tj.Int64(12)}))
+	apply(ctx, tj.NewCommand(f.table, pk).WithID("c4").Insert("order-8", tj.Entity{"status": s("new")}).Insert("order-9", tj.Entity{"status": s("new")}))
+	apply(ctx, tj.NewCommand(f.table, pk).WithID("c5").Insert("order-7", tj.Entity{"status": s("again")}))
+	apply(ctx, tj.NewCommand(f.table, pk).WithID("c6").Delete("order-9"))
+	apply(ctx, tj.NewCommand(f.table, "customer-7").WithID("d1").Insert("order-1", tj.Entity{"status": s("new")}))
+	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e1").Insert("p1", tj.Entity{"n": tj.Int64(1)}))
+	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e2").Merge("p1", tj.Entity{"n": tj.Int64(2)}))
+	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e3").Merge("p1", tj.Entity{"n": tj.Int64(3)}))
+
+	_, js := journaltest.Connect(t, p.URL())
+	f.st = p.Store()
+	f.rp, err = replay.New(ctx, replay.Config{Store: f.st, JetStream: js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Prune customer-9 at e2: version 0 of p1 goes.
+	_, err = retention.NewPruner(f.rp).Prune(ctx, retention.PruneConfig{Table: f.table, Partition: store.InPartition("customer-9"),
+		Before: f.seq["e2"], Apply: true, Pace: time.Millisecond}, func(retention.PrunePartition) error { return nil })
+	if err != nil {
+		t.Fatalf("prune: %v", err)
+	}
+	src, err := console.NewSource(console.SourceConfig{Replay: f.rp, JetStream: js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Source = src
+	f.h, err = console.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = f.h
+	if cfg.Prefix != "" {
+		mux := http.NewServeMux()
+		mux.Handle(cfg.Prefix+"/", http.StripPrefix(cfg.Prefix, f.h))
+		h = mux
+	}
+	f.srv = httptest.NewServer(h)
+	t.Cleanup(f.srv.Close)
+	return f
+}
