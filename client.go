@@ -33,7 +33,44 @@ type Client struct {
 	mu      sync.Mutex
 	journal *journal.Journal // opened on first use
 
+	recent        recentIDs   // the command IDs of this Client's latest publishes
 	streamChecked atomic.Bool // the first Publish found the journal stream
+}
+
+// recentCap is how many publishes recentIDs remembers.
+const recentCap = 4096
+
+// recentIDs maps the journal sequences of a Client's latest publishes to
+// their command IDs, so that a read after its own write (AfterSeq) knows
+// the ID whose outcome it waits for without reading the journal.
+type recentIDs struct {
+	mu   sync.Mutex
+	ids  map[uint64]string
+	ring []uint64 // sequences in the order added; the oldest is forgotten first
+	next int
+}
+
+func (r *recentIDs) add(seq uint64, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids == nil {
+		r.ids = make(map[uint64]string, recentCap)
+		r.ring = make([]uint64, recentCap)
+	}
+	if _, ok := r.ids[seq]; ok {
+		return
+	}
+	delete(r.ids, r.ring[r.next])
+	r.ring[r.next] = seq
+	r.next = (r.next + 1) % recentCap
+	r.ids[seq] = id
+}
+
+func (r *recentIDs) get(seq uint64) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, ok := r.ids[seq]
+	return id, ok
 }
 
 // Option configures a Client.

@@ -219,9 +219,10 @@ func TestRejections(t *testing.T) {
 
 // TestReadYourWrites: a read with AfterSeq sees the command at that
 // sequence, applied or rejected, and every earlier command of its
-// partition.
+// partition, whether the reading client published it (and knows its ID)
+// or another did (and it reads the journal for it).
 func TestReadYourWrites(t *testing.T) {
-	c := connect(t)
+	c, other := connect(t), connect(t)
 	ctx := testContext(t)
 	pk := fmt.Sprintf("ryw-%d", time.Now().UnixNano())
 	for i := range 20 {
@@ -229,7 +230,11 @@ func TestReadYourWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := c.Get(ctx, "ryw", pk, "row", tj.AfterSeq(pos.Seq))
+		reader := c
+		if i%2 == 1 {
+			reader = other
+		}
+		r, err := reader.Get(ctx, "ryw", pk, "row", tj.AfterSeq(pos.Seq))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,11 +258,33 @@ func TestReadYourWrites(t *testing.T) {
 	if len(rows) != 2 || rows[0].RK != "other" || rows[0].Seq != applied.Seq {
 		t.Fatalf("partition after a rejected command: %+v", rows)
 	}
-	// The deadline bounds the wait for a sequence never written.
-	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	if _, err := c.Get(short, "ryw", pk, "row", tj.AfterSeq(rejected.Seq+1_000_000)); err == nil {
-		t.Fatal("a read after a sequence not in the journal succeeded")
+	if rows, err := other.Partition(ctx, "ryw", pk, tj.AfterSeq(rejected.Seq)); err != nil || len(rows) != 2 {
+		t.Fatalf("partition after a rejected command, read by another client: %+v, %v", rows, err)
+	}
+	// A sequence past the journal's head is no Position of this journal:
+	// refused at once (issue 28, item 13), not waited for.
+	start := time.Now()
+	if _, err := c.Get(ctx, "ryw", pk, "row", tj.AfterSeq(rejected.Seq+1_000_000)); !errors.Is(err, tj.ErrInvalid) {
+		t.Fatalf("a read after a sequence past the journal's head: %v, want ErrInvalid", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the refusal of a sequence past the head took %s", took)
+	}
+}
+
+// TestWaitZeroPosition: Wait refuses a Position without ID or Seq at
+// once (issue 28, item 13) instead of waiting until the deadline.
+func TestWaitZeroPosition(t *testing.T) {
+	c := connect(t)
+	ctx := testContext(t)
+	for _, pos := range []tj.Position{{}, {ID: "x"}, {Seq: 1}} {
+		start := time.Now()
+		if _, err := c.Wait(ctx, pos); !errors.Is(err, tj.ErrInvalid) {
+			t.Fatalf("Wait(%+v) = %v, want ErrInvalid", pos, err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("Wait(%+v) took %s to refuse", pos, took)
+		}
 	}
 }
 
@@ -444,5 +471,73 @@ func TestRejectionWithoutCode(t *testing.T) {
 	}
 	if got := err.Error(); got != "command old (seq 3) rejected: row exists at version 0" {
 		t.Errorf("Error() = %q", got)
+	}
+}
+
+// TestFollowRestartAfterCrash: a follower that dies holding a change (its
+// connection gone, no acknowledgement) is restarted; the new run gets that
+// change at once (issue 31: within 1 s), not after the checkpoint's ack
+// wait, with the ack wait of FollowAckWait applied to the checkpoint.
+func TestFollowRestartAfterCrash(t *testing.T) {
+	c := connect(t)
+	ctx := testContext(t)
+	table := fmt.Sprintf("crash%d", time.Now().UnixNano())
+	dead, err := tj.Connect(ctx, natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	held := make(chan tj.Change, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- dead.Follow(ctx, table, table, func(_ context.Context, ch tj.Change) error {
+			held <- ch
+			dead.Close() // the process dies with the change in hand
+			return errors.New("crashed")
+		})
+	}()
+	pos, err := c.Publish(ctx, tj.NewCommand(table, "p").Upsert("r", tj.Entity{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ch := <-held:
+		if ch.Seq != pos.Seq {
+			t.Fatalf("the first run got seq %d, want %d", ch.Seq, pos.Seq)
+		}
+	case err := <-done:
+		t.Fatalf("the first run ended before a change: %v", err)
+	}
+	<-done
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan tj.Change, 1)
+	start := time.Now()
+	go func() {
+		done <- c.Follow(fctx, table, table, func(_ context.Context, ch tj.Change) error {
+			select {
+			case got <- ch:
+			default:
+			}
+			return nil
+		}, tj.FollowAckWait(20*time.Second))
+	}()
+	select {
+	case ch := <-got:
+		if ch.Seq != pos.Seq {
+			t.Fatalf("the restarted run got seq %d first, want %d", ch.Seq, pos.Seq)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the restarted follower did not get the held change within 10s")
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the restarted follower took %s for the held change", took)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Follow(ctx, table, table, func(context.Context, tj.Change) error { return nil }, tj.FollowAckWait(-time.Second)); !errors.Is(err, tj.ErrInvalid) {
+		t.Fatalf("FollowAckWait(-1s): %v, want ErrInvalid", err)
 	}
 }

@@ -166,14 +166,27 @@ func (c *Client) Publish(ctx context.Context, cmd *Command) (Position, error) {
 	if err != nil {
 		return Position{}, fmt.Errorf("tablejournal: %w", err)
 	}
+	c.recent.add(r.Seq, r.ID)
 	return Position{ID: r.ID, Seq: r.Seq, Duplicate: r.Duplicate}, nil
 }
 
-// Apply publishes cmd and waits for its outcome: Publish, then Wait.
+// Apply publishes cmd and waits for its outcome, as Publish then Wait
+// would, but it listens for the outcome before it publishes, so that a
+// command stored anew needs no look-up of outcomes stored before.
 func (c *Client) Apply(ctx context.Context, cmd *Command) (Outcome, error) {
+	w, err := c.outcomes.Watch(cmd.cmd.ID)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("tablejournal: %w", err)
+	}
+	defer w.Stop()
 	pos, err := c.Publish(ctx, cmd)
 	if err != nil {
 		return Outcome{}, err
 	}
-	return c.Wait(ctx, pos)
+	// A Duplicate's outcome may be stored already.
+	o, err := w.Await(ctx, pos.Seq, pos.Duplicate)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("tablejournal: %w", err)
+	}
+	return result(o)
 }

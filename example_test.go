@@ -710,6 +710,22 @@ func ExampleFollowFrom() {
 	// Output: new
 }
 
+func ExampleFollowAckWait() {
+	c, ctx, done := setup()
+	defer done()
+	pk := newPK("c")
+	c.Publish(ctx, tj.NewCommand("orders", pk).Upsert("slow", tj.Entity{}))
+	fctx, stop := context.WithCancel(ctx)
+	// A handler that may run for minutes: a change it holds is not
+	// offered again before 10 minutes.
+	c.Follow(fctx, newPK("f"), "orders", func(_ context.Context, ch tj.Change) error {
+		fmt.Println(ch.RK)
+		stop()
+		return nil
+	}, tj.FollowPartition(pk), tj.FollowAckWait(10*time.Minute))
+	// Output: slow
+}
+
 func ExampleOption() {
 	ctx, cancel := exampleContext()
 	defer cancel()

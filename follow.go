@@ -62,15 +62,30 @@ type Change struct {
 type FollowOption func(*followOptions)
 
 type followOptions struct {
-	pk    string
-	onePK bool
-	from  uint64
+	pk      string
+	onePK   bool
+	from    uint64
+	ackWait time.Duration
 }
+
+// defaultFollowAckWait is how long the server waits for a follower to
+// checkpoint a change before it delivers it again: only a follower that
+// lost its connection without dying leaves a change unacknowledged that
+// long (a restarted one takes it back at once, see Follow).
+const defaultFollowAckWait = 30 * time.Second
 
 // FollowPartition follows one partition of the table instead of all.
 func FollowPartition(pk string) FollowOption {
 	return func(o *followOptions) { o.pk, o.onePK = pk, true }
 }
+
+// FollowAckWait sets how long the server waits for fn to take a change
+// before it offers it again (default 30 s): the delay after which a
+// change held by a follower that hangs, or whose connection broke while it
+// lives on, is delivered again. A follower restarted after a crash does
+// not wait for it (see Follow). It applies to a new checkpoint and changes
+// an existing one's. Keep it above fn's longest run.
+func FollowAckWait(d time.Duration) FollowOption { return func(o *followOptions) { o.ackWait = d } }
 
 // FollowFrom starts a new checkpoint at the changes of the command at
 // journal sequence seq (a Position's Seq): earlier changes are not
@@ -86,16 +101,23 @@ func FollowFrom(seq uint64) FollowOption { return func(o *followOptions) { o.fro
 // name is a durable checkpoint (a JetStream durable consumer on the
 // change feed): a change is checkpointed once fn returned nil for it, so
 // Follow with the same name resumes after the last change fn took, in
-// this process or another. Only one Follow should run per name at a time.
+// this process or another. Only one Follow should run per name at a time:
+// Follow takes a change a previous run held unacknowledged (it crashed
+// with fn running) back at once, resetting the checkpoint's deliveries to
+// its last checkpointed change (on nats-server 2.14 or later; an older
+// server delivers it again after FollowAckWait).
 // A checkpoint follows one table (or, with FollowPartition, one partition)
 // for good: its name with another fails with an error matching
 // ErrInvalid, as does a table name that no table can have (rule
 // table-name). ctx passed to fn carries the trace context of the command
 // that made the change.
 func (c *Client) Follow(ctx context.Context, name, table string, fn func(context.Context, Change) error, opts ...FollowOption) error {
-	var o followOptions
+	o := followOptions{ackWait: defaultFollowAckWait}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.ackWait <= 0 {
+		return fmt.Errorf("tablejournal: follow %s: %w: FollowAckWait %s is not positive", name, ErrInvalid, o.ackWait)
 	}
 	if !store.ValidTableName(table) {
 		// A name with '.', '*' or '>' would even follow other tables.
@@ -111,7 +133,7 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		cfg := jetstream.ConsumerConfig{
 			Durable: name, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy,
-			MaxAckPending: 1, AckWait: 30 * time.Second, DeliverPolicy: jetstream.DeliverAllPolicy,
+			MaxAckPending: 1, AckWait: o.ackWait, DeliverPolicy: jetstream.DeliverAllPolicy,
 			Description: "tablejournal client checkpoint of " + filter,
 		}
 		if o.from > 0 {
@@ -136,7 +158,8 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 	case err != nil:
 		return fmt.Errorf("tablejournal: follow %s: %w", name, err)
 	default:
-		cfg := cons.CachedInfo().Config
+		info := cons.CachedInfo()
+		cfg := info.Config
 		switch f := cfg.FilterSubject; {
 		case f == filter, f == "" && len(cfg.FilterSubjects) == 2 && cfg.FilterSubjects[0] == filter:
 		case sameTableSpelledOtherwise(f, filter):
@@ -147,8 +170,12 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 			if cons, err = c.js.UpdateConsumer(ctx, wire.ChangesStream, cfg); err != nil {
 				return fmt.Errorf("tablejournal: follow %s: move the checkpoint to %s: %w", name, filter, err)
 			}
+			info = cons.CachedInfo()
 		default:
 			return &checkpointMismatch{name: name, has: followed(f), want: followed(filter)}
+		}
+		if cons, err = c.resume(ctx, name, info, o.ackWait); err != nil {
+			return err
 		}
 	}
 	return c.deliver(ctx, name, cons, o.from, fn)
@@ -190,6 +217,33 @@ func (c *Client) deliver(ctx context.Context, name string, cons jetstream.Consum
 			return fmt.Errorf("tablejournal: follow %s: checkpoint: %w", name, err)
 		}
 	}
+}
+
+// resume readies an existing checkpoint for a new Follow: its ack wait
+// set to ackWait, and a change its previous run held unacknowledged
+// offered again at once rather than after the ack wait (a reset to the
+// checkpoint's ack floor, which a server before 2.14 does not know: that
+// change then comes after the ack wait).
+func (c *Client) resume(ctx context.Context, name string, info *jetstream.ConsumerInfo, ackWait time.Duration) (jetstream.Consumer, error) {
+	if info.Config.AckWait != ackWait {
+		cfg := info.Config
+		cfg.AckWait = ackWait
+		cons, err := c.js.UpdateConsumer(ctx, wire.ChangesStream, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("tablejournal: follow %s: ack wait: %w", name, err)
+		}
+		info = cons.CachedInfo()
+	}
+	if info.NumAckPending > 0 {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, _ = c.js.ResetConsumer(rctx, wire.ChangesStream, name)
+		cancel()
+	}
+	cons, err := c.js.Consumer(ctx, wire.ChangesStream, name)
+	if err != nil {
+		return nil, fmt.Errorf("tablejournal: follow %s: %w", name, err)
+	}
+	return cons, nil
 }
 
 // checkpointMismatch is Follow's error for a checkpoint name that follows

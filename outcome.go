@@ -127,14 +127,24 @@ func (r *Rejection) Is(target error) bool {
 // Wait waits until the projector has handled the command at pos and
 // returns its outcome. A rejected command's error is a *Rejection; a
 // duplicate is not an error (the command had applied before). ctx bounds
-// the wait.
+// the wait, which may begin before the projector has created its streams.
+// A Position without an ID or a sequence (the zero Position) is refused at
+// once with an error matching ErrInvalid.
 func (c *Client) Wait(ctx context.Context, pos Position) (Outcome, error) {
+	if pos.ID == "" || pos.Seq == 0 {
+		return Outcome{}, fmt.Errorf("tablejournal: wait for %+v: %w: a Position needs the ID and the Seq Publish returned", pos, ErrInvalid)
+	}
 	// For a Duplicate publish, pos.Seq is the stored command's: its
 	// outcome is the one to wait for too.
 	o, err := c.outcomes.Await(ctx, pos.ID, pos.Seq)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("tablejournal: %w", err)
 	}
+	return result(o)
+}
+
+// result is what Wait and Apply return for outcome o.
+func result(o wire.Outcome) (Outcome, error) {
 	out := outcomeOf(o)
 	if out.Status == Rejected {
 		return out, &Rejection{Code: string(o.Code), Rule: o.Rule, Reason: o.Reason, ID: o.ID, Seq: o.Seq, Table: o.Table, PK: o.PK}

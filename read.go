@@ -40,7 +40,9 @@ type readOptions struct{ after uint64 }
 
 // AfterSeq makes a read wait until the projector has applied the journal
 // up to sequence seq (a Position's Seq): read-your-writes. ctx's deadline
-// bounds the wait.
+// bounds the wait. A seq past the journal's last sequence is refused at
+// once with an error matching ErrInvalid (it is no Position of this
+// journal), rather than waited for.
 func AfterSeq(seq uint64) ReadOption { return func(o *readOptions) { o.after = seq } }
 
 func (c *Client) prepareRead(ctx context.Context, opts []ReadOption) error {
@@ -176,19 +178,9 @@ func rowOf(table string, e store.Entity) (Row, error) {
 // returns sees the effect of the command at seq and of every command of
 // its partition before it. ctx bounds the wait.
 func (c *Client) WaitApplied(ctx context.Context, seq uint64) error {
-	j, err := c.openJournal(ctx)
-	if err != nil {
-		return err
-	}
-	m, err := j.Get(ctx, seq)
+	id, subject, err := c.commandAt(ctx, seq)
 	if err != nil {
 		return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
-	}
-	id := m.Header.Get(jetstream.MsgIDHeader)
-	if id == "" {
-		if cmd, err := journal.DecodeMsg(m); cmd != nil && err == nil {
-			id = cmd.ID
-		}
 	}
 	o, err := c.outcomes.Await(ctx, id, seq)
 	if err != nil {
@@ -201,7 +193,14 @@ func (c *Client) WaitApplied(ctx context.Context, seq uint64) error {
 	// An outcome that wrote nothing is stored before the transaction of
 	// the commands batched with it commits: the shard's consumer has
 	// acknowledged seq once it has.
-	_, shard, _, err := wire.ParseJournalSubject(m.Subject)
+	if subject == "" {
+		m, err := c.journalMsg(ctx, seq)
+		if err != nil {
+			return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
+		}
+		subject = m.Subject
+	}
+	_, shard, _, err := wire.ParseJournalSubject(subject)
 	if err != nil {
 		return nil // never applied to any row
 	}
@@ -225,4 +224,41 @@ func (c *Client) WaitApplied(ctx context.Context, seq uint64) error {
 		}
 		pause = min(2*pause, 100*time.Millisecond)
 	}
+}
+
+// commandAt returns the command ID of the journal message at seq, and its
+// subject when it read the message: from the Client's own recent publishes
+// without a request, else from the journal. A sequence past the journal's
+// last is refused with an error matching ErrInvalid: it is no position of
+// this journal (yet), and waiting for it would wait for another command.
+func (c *Client) commandAt(ctx context.Context, seq uint64) (id, subject string, err error) {
+	if id, ok := c.recent.get(seq); ok {
+		return id, "", nil
+	}
+	m, err := c.journalMsg(ctx, seq)
+	if err != nil {
+		return "", "", err
+	}
+	id = m.Header.Get(jetstream.MsgIDHeader)
+	if id == "" {
+		if cmd, err := journal.DecodeMsg(m); cmd != nil && err == nil {
+			id = cmd.ID
+		}
+	}
+	return id, m.Subject, nil
+}
+
+// journalMsg reads the journal message at seq; see commandAt.
+func (c *Client) journalMsg(ctx context.Context, seq uint64) (journal.Msg, error) {
+	j, err := c.openJournal(ctx)
+	if err != nil {
+		return journal.Msg{}, err
+	}
+	m, err := j.Get(ctx, seq)
+	if errors.Is(err, journal.ErrNotFound) {
+		if last, lerr := j.Head(ctx); lerr == nil && seq > last {
+			return journal.Msg{}, fmt.Errorf("%w: seq %d is past the journal's last sequence %d: a Position's Seq is one Publish returned", ErrInvalid, seq, last)
+		}
+	}
+	return m, err
 }

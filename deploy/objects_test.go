@@ -81,6 +81,17 @@ func TestWorkloadIdentity(t *testing.T) {
 		if v := w.pod.Labels["azure.workload.identity/use"]; v != "true" {
 			t.Errorf("%s: pod label azure.workload.identity/use %q, want \"true\"", w.name, v)
 		}
+		auth := ""
+		for _, c := range w.pod.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == "TABLEJOURNAL_AUTH" {
+					auth = e.Value
+				}
+			}
+		}
+		if auth != "login" {
+			t.Errorf("%s: TABLEJOURNAL_AUTH %q, want login (sign in with the workload identity)", w.name, auth)
+		}
 		if w.pod.Spec.ServiceAccountName != m.serviceAccount.Name {
 			t.Errorf("%s: serviceAccountName %q, want %q", w.name, w.pod.Spec.ServiceAccountName, m.serviceAccount.Name)
 		}

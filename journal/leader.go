@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -72,6 +73,8 @@ func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, req m
 	switch {
 	case r.Error != nil && r.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
 		return rawMsg{}, ErrNotFound
+	case r.Error != nil && r.Error.ErrCode == int(jetstream.JSErrCodeStreamNotFound):
+		return rawMsg{}, fmt.Errorf("get from %s: %w", stream, jetstream.ErrStreamNotFound)
 	case r.Error != nil:
 		return rawMsg{}, fmt.Errorf("get from %s: %s (%d)", stream, r.Error.Description, r.Error.ErrCode)
 	case r.Message == nil:
@@ -114,41 +117,59 @@ const freshTries = 50
 // multiLastMax-1 of them) whose answer includes everything stored on the
 // stream before the call, whichever replica answers, and passes fn the
 // messages of those subjects. See the comment at the top of this file.
-func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, fn func(rawMsg) error) error {
-	// ">" is the stream's newest message, whatever its subject: the
-	// server reads it by sequence. (Its own subject filter would make the
-	// leader match every subject of the stream, one per command ID.)
-	newest, err := leaderGet(ctx, js, stream, msgGetReq{LastFor: ">"})
-	if errors.Is(err, ErrNotFound) {
-		return nil // the stream is empty
-	}
-	if err != nil {
-		return err
+func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, hint *sentinelHint, fn func(rawMsg) error) error {
+	var newest rawMsg
+	if sentinel := hint.get(); sentinel != "" {
+		// The newest message of an earlier call is a sentinel too (it is
+		// still the last of its subject unless the stream dropped it): ask
+		// the leader and the replica at once, one round trip instead of
+		// two. The answer counts under the same condition.
+		type answer struct {
+			m   rawMsg
+			err error
+		}
+		leader := make(chan answer, 1)
+		go func() {
+			m, err := leaderGet(ctx, js, stream, msgGetReq{LastFor: ">"})
+			leader <- answer{m, err}
+		}()
+		req := directBatchReq{MultiLast: append(subjects[:len(subjects):len(subjects)], sentinel)}
+		got, upTo, err := collectBatch(ctx, js, stream, req)
+		a := <-leader
+		if errors.Is(a.err, ErrNotFound) {
+			return nil // the stream is empty
+		}
+		if a.err != nil {
+			return a.err
+		}
+		newest = a.m
+		hint.set(newest.subject)
+		if err == nil && upTo >= newest.seq {
+			return deliverAsked(subjects, got, fn)
+		}
+	} else {
+		// ">" is the stream's newest message, whatever its subject: the
+		// server reads it by sequence. (Its own subject filter would make
+		// the leader match every subject of the stream, one per command
+		// ID.)
+		var err error
+		newest, err = leaderGet(ctx, js, stream, msgGetReq{LastFor: ">"})
+		if errors.Is(err, ErrNotFound) {
+			return nil // the stream is empty
+		}
+		if err != nil {
+			return err
+		}
+		hint.set(newest.subject)
 	}
 	req := directBatchReq{MultiLast: append(subjects[:len(subjects):len(subjects)], newest.subject)}
 	for try := 1; ; try++ {
-		var got []rawMsg
-		upTo, err := directBatch(ctx, js, stream, req, func(m rawMsg) error {
-			got = append(got, m)
-			return nil
-		})
+		got, upTo, err := collectBatch(ctx, js, stream, req)
 		if err != nil {
 			return err
 		}
 		if upTo >= newest.seq {
-			asked := make(map[string]bool, len(subjects))
-			for _, subj := range subjects {
-				asked[subj] = true
-			}
-			for _, m := range got {
-				if !asked[m.subject] {
-					continue // the sentinel
-				}
-				if err := fn(m); err != nil {
-					return err
-				}
-			}
-			return nil
+			return deliverAsked(subjects, got, fn)
 		}
 		if try == freshTries {
 			return fmt.Errorf("direct get of %s: %w (at %d, the leader at %d)", stream, errStale, upTo, newest.seq)
@@ -156,6 +177,56 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string
 		if err := retry.Sleep(ctx, time.Duration(try)*time.Millisecond); err != nil {
 			return err
 		}
+	}
+}
+
+// collectBatch is directBatch keeping the messages, to be passed on only
+// once the answer proves fresh.
+func collectBatch(ctx context.Context, js jetstream.JetStream, stream string, req directBatchReq) ([]rawMsg, uint64, error) {
+	var got []rawMsg
+	upTo, err := directBatch(ctx, js, stream, req, func(m rawMsg) error {
+		got = append(got, m)
+		return nil
+	})
+	return got, upTo, err
+}
+
+// deliverAsked passes fn the messages of got on subjects, not the
+// sentinel's.
+func deliverAsked(subjects []string, got []rawMsg, fn func(rawMsg) error) error {
+	asked := make(map[string]bool, len(subjects))
+	for _, subj := range subjects {
+		asked[subj] = true
+	}
+	for _, m := range got {
+		if !asked[m.subject] {
+			continue // the sentinel
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sentinelHint remembers the subject of the newest message freshDirectBatch
+// last saw on a stream, the sentinel of its next call. It is only a hint:
+// an answer counts by the leader's sequence, whatever the sentinel.
+type sentinelHint struct{ v atomic.Pointer[string] }
+
+func (h *sentinelHint) get() string {
+	if h == nil {
+		return ""
+	}
+	if s := h.v.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+func (h *sentinelHint) set(subject string) {
+	if h != nil {
+		h.v.Store(&subject)
 	}
 }
 

@@ -99,6 +99,7 @@ func PublishOutcome(ctx context.Context, js jetstream.JetStream, o wire.Outcome)
 type Outcomes struct {
 	js     jetstream.JetStream
 	stream string
+	hint   sentinelHint // of LatestAll's fresh batches
 }
 
 // NewOutcomes returns the reader of the OUTCOMES stream through js.
@@ -149,7 +150,8 @@ func (o *Outcomes) History(ctx context.Context, id string) ([]wire.Outcome, erro
 // command ID, with one batched direct get per thousand IDs (JetStream's
 // multi_last) instead of one request per command, and one request to the
 // leader that makes the answer include every outcome stored before the
-// call (freshDirectBatch). IDs without an outcome are absent from the map.
+// call (freshDirectBatch); from the second call of an Outcomes on, the
+// two go at once. IDs without an outcome are absent from the map.
 func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]wire.Outcome, error) {
 	out := make(map[string]wire.Outcome, len(ids))
 	seen := make(map[string]bool, len(ids))
@@ -158,7 +160,7 @@ func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]wire
 		if len(subjects) == 0 {
 			return nil
 		}
-		err := freshDirectBatch(ctx, o.js, o.stream, subjects, func(m rawMsg) error {
+		err := freshDirectBatch(ctx, o.js, o.stream, subjects, &o.hint, func(m rawMsg) error {
 			x, err := decodeOutcome(m.seq, m.data)
 			if err != nil {
 				return err
@@ -189,18 +191,16 @@ func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]wire
 
 // Await waits for the outcome of command id published at journal sequence
 // seq, and returns it rather than a later outcome of the same ID. It
-// subscribes before it reads, so an outcome stored at any moment is seen,
-// and it does not poll.
+// subscribes to the ID's outcomes before it looks up those stored, so an
+// outcome stored at any moment is seen, and it creates no consumer (see
+// OutcomeWatch).
 func (o *Outcomes) Await(ctx context.Context, id string, seq uint64) (wire.Outcome, error) {
-	var found wire.Outcome
-	err := o.read(ctx, wire.OutcomeSubject(id), 0, func(_ uint64, x wire.Outcome, _ uint64) bool {
-		found = x
-		return x.ID == id && x.Seq == seq
-	})
+	w, err := o.Watch(id)
 	if err != nil {
-		return wire.Outcome{}, fmt.Errorf("await the outcome of %s seq %d: %w", id, seq, err)
+		return wire.Outcome{}, err
 	}
-	return found, nil
+	defer w.Stop()
+	return w.Await(ctx, seq, true)
 }
 
 // Last returns the OUTCOMES sequence of the newest outcome stored (0 when

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -68,14 +70,14 @@ func TestOutcomes(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	subs := e.nc.NumSubscriptions()
 	go func() {
 		o, err := oc.Await(e.ctx, rejected.ID, rejected.Seq)
 		done <- result{o, err}
 	}()
-	waitFor(t, 10*time.Second, "Await to subscribe", func() bool {
-		info, err := outcomes.Info(e.ctx)
-		return err == nil && info.State.Consumers > 0
-	})
+	// Await subscribes on the connection the outcome is published
+	// through, which keeps the order of what it sends.
+	waitFor(t, 10*time.Second, "Await to subscribe", func() bool { return e.nc.NumSubscriptions() > subs })
 	select {
 	case r := <-done:
 		t.Fatalf("Await returned before the outcome existed: %+v, %v", r.o, r.err)
@@ -92,11 +94,13 @@ func TestOutcomes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Await did not return after the outcome was published")
 	}
-	// Await cleans up its consumer.
-	waitFor(t, 10*time.Second, "Await's consumer to be deleted", func() bool {
-		info, err := outcomes.Info(e.ctx)
-		return err == nil && info.State.Consumers == 0
-	})
+	// Await creates no consumer, and ends its subscription.
+	if info, err := outcomes.Info(e.ctx); err != nil || info.State.Consumers != 0 {
+		t.Fatalf("consumers on %s after Await: %+v, %v; want none", wire.OutcomesStream, info.State, err)
+	}
+	if n := e.nc.NumSubscriptions(); n != subs {
+		t.Fatalf("subscriptions after Await: %d, want %d", n, subs)
+	}
 
 	// A later outcome for the same ID (re-published after the dedup window)
 	// is the latest; the earlier one is kept.
@@ -253,5 +257,53 @@ func TestLatestOutcomes(t *testing.T) {
 				t.Fatalf("LatestAll(%v) = %v, want %v", tt.ids, seqs, tt.want)
 			}
 		})
+	}
+}
+
+// TestAwaitBeforeOutcomesExist: a writer that waits right after the
+// projector started may ask before OUTCOMES exists (issue 28, item 9);
+// Await waits within its deadline instead of failing with "stream not
+// found", and takes the outcome once the stream and the outcome are there.
+func TestAwaitBeforeOutcomesExist(t *testing.T) {
+	e := newEnv(t, journal.Config{})
+	oc := journal.NewOutcomes(e.js)
+	want := wire.Outcome{ID: "early", Seq: 3, Table: "t", PK: "p", Status: wire.StatusApplied,
+		At: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)}
+	type result struct {
+		o   wire.Outcome
+		err error
+	}
+	done := make(chan result, 1)
+	subs := e.nc.NumSubscriptions()
+	go func() {
+		o, err := oc.Await(e.ctx, want.ID, want.Seq)
+		done <- result{o, err}
+	}()
+	waitFor(t, 10*time.Second, "Await to subscribe", func() bool { return e.nc.NumSubscriptions() > subs })
+	// Let its look-up find no stream (it answers at once) before the
+	// stream is created.
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	if _, err := oc.Latest(ctx, want.ID); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("Latest before OUTCOMES exists: %v, want ErrStreamNotFound", err)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("Await returned before the outcome existed: %+v, %v", r.o, r.err)
+	default:
+	}
+	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
+		t.Fatal(err)
+	}
+	if err := journal.PublishOutcome(e.ctx, e.js, want); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || !reflect.DeepEqual(r.o, want) {
+			t.Fatalf("Await = %+v, %v, want %+v", r.o, r.err, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Await did not return after the outcome was published")
 	}
 }

@@ -224,7 +224,7 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 	// server; the batch waits for this answer in any case.
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	latest, err := journal.NewOutcomes(p.js).LatestAll(ctx, ids)
+	latest, err := p.outcomeReader().LatestAll(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string
 	all, ok := histories[e.ID]
 	if !ok {
 		var err error
-		if all, err = journal.NewOutcomes(p.js).History(ctx, e.ID); err != nil {
+		if all, err = p.outcomeReader().History(ctx, e.ID); err != nil {
 			return err
 		}
 		histories[e.ID] = all

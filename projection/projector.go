@@ -128,6 +128,17 @@ type Projector struct {
 	// noOutcomeLookup skips the outcomes look-up of fetched IDs; only for
 	// the benchmark that measures what it costs.
 	noOutcomeLookup bool
+	// outcomes reads OUTCOMES for every batch, one reader so that its
+	// look-ups share what they learn (journal.Outcomes.LatestAll).
+	outcomes *journal.Outcomes
+}
+
+// outcomeReader returns the projector's reader of OUTCOMES.
+func (p *Projector) outcomeReader() *journal.Outcomes {
+	if p.outcomes == nil {
+		return journal.NewOutcomes(p.js) // a Projector built by a test
+	}
+	return p.outcomes
 }
 
 // Stats returns the projector's counters (see Stats), for metrics.
@@ -177,7 +188,8 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 	if cfg.Applier.Logger == nil {
 		cfg.Applier.Logger = cfg.Logger
 	}
-	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats, obs: cfg.Observer}
+	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats, obs: cfg.Observer,
+		outcomes: journal.NewOutcomes(js)}
 	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ func (p *Projector) storedOutcome(ctx context.Context, r *Result, e Entry) (bool
 		r.Status, r.Reason, r.Stored = e.own.Status, e.own.Reason, true
 		return true, nil
 	}
-	o, err := journal.NewOutcomes(p.js).Latest(ctx, r.ID)
+	o, err := p.outcomeReader().Latest(ctx, r.ID)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		return false, nil
@@ -103,7 +103,7 @@ func (p *Projector) storedOutcome(ctx context.Context, r *Result, e Entry) (bool
 	// not necessarily the newest in the journal: rejections and duplicates
 	// are published before the applied outcomes of their batch): look
 	// through all of them.
-	all, err := journal.NewOutcomes(p.js).History(ctx, r.ID)
+	all, err := p.outcomeReader().History(ctx, r.ID)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrPublish, err)
 	}

@@ -38,12 +38,19 @@ var targets = map[string]map[string]float64{
 	},
 }
 
-// ceilings are the maximum each cost ratio (a "cpu-x-" metric: CPU per
-// command over the baseline's CPU per row, lower is better) should reach.
+// ceilings are the maximum each cost ratio should reach: a "cpu-x-" metric
+// (CPU per command over the baseline's CPU per row) or a "lat-x-" one (a
+// latency over its baseline's); lower is better.
 var ceilings = map[string]map[string]float64{
 	"projection": {
 		"cpu-x-batched": 2, // embedded store: projector CPU per command against raw 100-entity transactions per row
 		"cpu-x-raw":     2, // simulated account: against the raw writer's CPU per row
+	},
+	// Latency against its parts in the same round (issue 31).
+	"tests/latency": {
+		"lat-x-parts-p50": 1.5, // Apply's p50 over (acknowledged publish + direct store write)'s p50s
+		"lat-x-parts-p99": 2,   // the same at p99
+		"lat-x-apply-p50": 1.2, // read-your-writes' p50 over Apply's
 	},
 }
 
@@ -95,6 +102,8 @@ var figures = []figure{
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/verify$`), []string{"rows/s", "rebuild-rows/s"}},
 	{"replay", regexp.MustCompile(`^BenchmarkAsOfRow/`), []string{"tip-ns", "previous-ns", "deep-ns"}},
 	{"console", regexp.MustCompile(`^BenchmarkConsole/`), []string{"p50-ms", "p99-ms"}},
+	{"tests/latency", regexp.MustCompile(`^BenchmarkLatency/`), []string{"publish-p*", "store-p*", "apply-p*", "wait-p*", "ryw-p*", "follow-p*"}},
+	{"tests/latency", regexp.MustCompile(`^BenchmarkFollowRestart$`), []string{"first-change-ms"}},
 }
 
 // series is every run of one benchmark: the values of each metric.
@@ -176,7 +185,7 @@ func report(w io.Writer, all []*series) {
 	}
 	for _, s := range all {
 		for _, u := range s.units {
-			if strings.HasPrefix(u, "ratio-vs-") || strings.HasPrefix(u, "cpu-x-") {
+			if strings.HasPrefix(u, "ratio-vs-") || strings.HasPrefix(u, "cpu-x-") || strings.HasPrefix(u, "lat-x-") {
 				med, n := s.median(u)
 				row(s, u, med, n, slices.Min(s.values[u]), slices.Max(s.values[u]))
 			}

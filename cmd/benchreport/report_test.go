@@ -90,3 +90,25 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyCeilings: the latency ratios of issue 31 are ceilings, and
+// the latency figures come in the order of their kinds.
+func TestLatencyCeilings(t *testing.T) {
+	s := &series{pkg: "tests/latency", name: "BenchmarkLatency/sqlite/sequential",
+		units: []string{"apply-p50-ms", "lat-x-apply-p50", "lat-x-parts-p50", "lat-x-parts-p99", "publish-p50-ms", "store-p50-ms"},
+		values: map[string][]float64{"apply-p50-ms": {3}, "lat-x-apply-p50": {1.1}, "lat-x-parts-p50": {2.5},
+			"lat-x-parts-p99": {1.9}, "publish-p50-ms": {0.5}, "store-p50-ms": {0.7}}}
+	var b strings.Builder
+	report(&b, []*series{s})
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{
+		"tests/latency Latency/sqlite/sequential lat-x-apply-p50 1.100 <= 1.20 1 1.100..1.100 ok",
+		"tests/latency Latency/sqlite/sequential lat-x-parts-p50 2.500 <= 1.50 1 2.500..2.500 ABOVE",
+		"tests/latency Latency/sqlite/sequential lat-x-parts-p99 1.900 <= 2.00 1 1.900..1.900 ok",
+		"Latency/sqlite/sequential 0.5 publish-p50-ms 0.7 store-p50-ms 3 apply-p50-ms (1 run)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}

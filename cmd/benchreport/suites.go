@@ -73,6 +73,11 @@ func suites(commands int) []suite {
 			Bench: `^BenchmarkProject(Spread|Hot)$/^sqlite$`},
 		{Name: "projector cpu simulated", Pkg: "./projection", Benchtime: "1x", Optional: true,
 			Bench: `^BenchmarkSimAzure$/^(spread|hot)$/^(raw|instances=1)$`},
+		// Per table store, against the projector binary: the latency of
+		// Apply, read-your-writes and a follower next to an acknowledged
+		// publish and a direct store write (300 requests of each kind per
+		// round), and a restarted follower's wait for its first change.
+		{Name: "latency", Pkg: "./tests/latency", Bench: ".", Benchtime: "1x"},
 		{Name: "asof", Pkg: "./replay", Bench: "^BenchmarkAsOfRow$", Benchtime: "300ms"},
 		// 100 requests per page of the console against a table of
 		// TABLEJOURNAL_BENCH_CONSOLE_ROWS rows, one command each (default

@@ -397,29 +397,8 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 		return nil, err
 	}
 	rec.Removed.TableRows = rowsBefore - p.TableRows
-	// Outcomes first, then change events, then the commands: the commands
-	// are how a run again finds their outcomes.
-	for _, step := range []struct {
-		stream string
-		seqs   []uint64
-		n      *int
-	}{
-		{wire.OutcomesStream, p.Outcomes, &rec.Removed.Outcomes},
-		{wire.ChangesStream, p.Changes, &rec.Removed.ChangeEvents},
-		{r.Config().Journal, p.Journal, &rec.Removed.JournalMsgs},
-	} {
-		if len(step.seqs) == 0 {
-			continue
-		}
-		s, err := r.JetStream().Stream(ctx, step.stream)
-		if err != nil {
-			return nil, err
-		}
-		n, err := journal.SecureDelete(ctx, s, step.seqs)
-		*step.n += n
-		if err != nil {
-			return nil, err
-		}
+	if err := r.deletePlanned(ctx, p, rec); err != nil {
+		return nil, err
 	}
 	rec.JournalSeqs, rec.KeptSeqs = p.Journal, p.Kept
 	left, err := r.planErase(ctx, t, eraseSeq)
@@ -436,6 +415,35 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 	}
 	rec.Verified = true
 	return rec, nil
+}
+
+// deletePlanned securely deletes the messages p names and counts them in
+// rec. Outcomes first, then change events, then the commands: the commands
+// are how a run again finds their outcomes.
+func (r *Eraser) deletePlanned(ctx context.Context, p *Plan, rec *Receipt) error {
+	for _, step := range []struct {
+		stream string
+		seqs   []uint64
+		n      *int
+	}{
+		{wire.OutcomesStream, p.Outcomes, &rec.Removed.Outcomes},
+		{wire.ChangesStream, p.Changes, &rec.Removed.ChangeEvents},
+		{r.Config().Journal, p.Journal, &rec.Removed.JournalMsgs},
+	} {
+		if len(step.seqs) == 0 {
+			continue
+		}
+		s, err := r.JetStream().Stream(ctx, step.stream)
+		if err != nil {
+			return err
+		}
+		n, err := journal.SecureDelete(ctx, s, step.seqs)
+		*step.n += n
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scrubStore has a store that keeps its tables in local files

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/wire"
@@ -33,7 +34,7 @@ func TestTableNameCase(t *testing.T) {
 // upsert is command i of a run on one row, guarded on the version the
 // previous one made, so that a command applied out of order is rejected.
 func upsert(table, prefix string, i int) *events.Command {
-	op := events.RowOp{Op: events.OpUpsert, RK: "r", Entity: events.Entity{"n": events.Int32(int32(i))}}
+	op := events.RowOp{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int32(int32(i))}}
 	if i > 0 {
 		v := int64(i - 1)
 		op.IfVersion = &v

@@ -183,6 +183,24 @@ func (r *Snapshots) partitions(ctx context.Context, table string) ([]string, err
 	return pks, err
 }
 
+// keyOrder checks that one scan of a store returns only rows of the
+// partition asked for, in key order.
+type keyOrder struct {
+	part store.Partition
+	prev *store.Entity
+}
+
+func (o *keyOrder) check(e store.Entity) error {
+	switch {
+	case !o.part.All && e.PK != o.part.PK:
+		return fmt.Errorf("a read of partition %q returned a row of partition %q", o.part.PK, e.PK)
+	case o.prev != nil && (store.CompareKeys(o.prev.PK, e.PK) > 0 || o.prev.PK == e.PK && store.CompareKeys(o.prev.RK, e.RK) >= 0):
+		return fmt.Errorf("the store returned %q/%q after %q/%q", e.PK, e.RK, o.prev.PK, o.prev.RK)
+	}
+	o.prev = &e
+	return nil
+}
+
 // snapRange emits the rows of one partition, or of the table, as they stood
 // at seq, and adds to kept the rows read that it emitted. It fails if the
 // store returns a row outside the partition or out of key order.
@@ -190,17 +208,7 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 	type key struct{ pk, rk string }
 	filter := replay.SeqAtMost(seq)
 	tips := make(map[key]int64) // the version of each tip written
-	var prev *store.Entity
-	inOrder := func(e store.Entity) error {
-		switch {
-		case !part.All && e.PK != part.PK:
-			return fmt.Errorf("a read of partition %q returned a row of partition %q", part.PK, e.PK)
-		case prev != nil && (store.CompareKeys(prev.PK, e.PK) > 0 || prev.PK == e.PK && store.CompareKeys(prev.RK, e.RK) >= 0):
-			return fmt.Errorf("the store returned %q/%q after %q/%q", e.PK, e.RK, prev.PK, prev.RK)
-		}
-		prev = &e
-		return nil
-	}
+	order := keyOrder{part: part}
 	newest := make(map[string]store.Entity) // the newest row at or before seq of each partition
 	seen := func(e store.Entity) {
 		if n, ok := newest[e.PK]; !ok || n.Props[rows.ColSeq].Int < e.Props[rows.ColSeq].Int {
@@ -209,7 +217,7 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 	}
 	from, to := rows.TipRange()
 	err := store.All(ctx, st, table, part.Query(store.Query{From: from, To: to, Filter: filter}), func(e store.Entity) error {
-		if err := inOrder(e); err != nil {
+		if err := order.check(e); err != nil {
 			return err
 		}
 		seen(e)
@@ -224,10 +232,10 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 		last  key
 		first = true
 	)
-	prev = nil
+	order = keyOrder{part: part}
 	q := part.Query(store.Query{From: rows.OldPrefix, To: "old;", Filter: filter})
 	err = store.All(ctx, st, table, q, func(e store.Entity) error {
-		if err := inOrder(e); err != nil {
+		if err := order.check(e); err != nil {
 			return err
 		}
 		seen(e)

@@ -290,7 +290,7 @@ func TestPropsCodecExact(t *testing.T) {
 	// Files written before the codec moved into events still read: the
 	// golden entity, as this store kept it then, decodes and re-encodes to
 	// the same bytes.
-	golden, err := os.ReadFile(filepath.Join("..", "..", "events", "testdata", "entity.bin"))
+	golden, err := os.ReadFile(filepath.Join("..", "..", "events", "edm", "testdata", "entity.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}

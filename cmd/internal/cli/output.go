@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/wire"
@@ -133,25 +130,6 @@ func TimeText(t time.Time) string { return t.UTC().Format(edm.DateTimeLayout) }
 // NewTab is the tab writer of every aligned table the commands print.
 func NewTab(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
 
-// ValueText renders a value with its EDM type: Edm.Int64(9007199254740993),
-// strings quoted.
-func ValueText(v edm.Value) string {
-	if v.Type == edm.TypeString {
-		return v.Type.String() + "(" + strconv.Quote(v.Str) + ")"
-	}
-	return v.GoString()
-}
-
-// PropsText renders properties as name=Edm.Type(value), by name.
-func PropsText(e edm.Entity) string {
-	names := SortedNames(e)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = n + "=" + ValueText(e[n])
-	}
-	return strings.Join(parts, " ")
-}
-
 // SortedNames returns the keys of m in order.
 func SortedNames[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))
@@ -160,16 +138,6 @@ func SortedNames[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-// EntityJSON is an entity in the OData JSON form commands use, so every
-// EDM type survives; nil stays absent.
-func EntityJSON(e edm.Entity) json.RawMessage {
-	if e == nil {
-		return nil
-	}
-	b, _ := events.MarshalEntityJSON(e)
-	return b
 }
 
 // OutcomeJSON is an outcome as the commands print it: its time with 7

@@ -186,6 +186,37 @@ func (c *projectCmd) parse(args []string, stdio cli.IO) (*slog.Logger, error) {
 	return log, nil
 }
 
+// openStore opens the table store. With its own embedded server this
+// projector's journal is private: a second projector with a server of its
+// own on the same store file would project another journal into the same
+// tables, so the store is held exclusively. Instances that share a NATS
+// server may share a store file; they split the shards between them.
+func (c *projectCmd) openStore(ctx context.Context) (store.Store, io.Closer, error) {
+	storeOpts := []stores.Option{stores.Auth(c.auth)}
+	if c.nf.URL() == "" {
+		storeOpts = append(storeOpts, stores.Exclusive())
+	}
+	st, closeStore, err := stores.Open(ctx, c.tables, c.data, storeOpts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("table store: %w", err)
+	}
+	return st, closeStore, nil
+}
+
+// nameInstance returns the instance's name, defaulting it in cfg when the
+// shards are claimed dynamically. The name in the ownership bucket is also
+// its name in the status reports, static shards or not.
+func nameInstance(cfg *projection.Config) string {
+	instance := cfg.InstanceID
+	if instance == "" {
+		instance = shardsconf.DefaultInstanceID()
+	}
+	if cfg.Shards == nil {
+		cfg.InstanceID = instance
+	}
+	return instance
+}
+
 func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error {
 	log, err := c.parse(args, stdio)
 	if log == nil || err != nil {
@@ -220,29 +251,12 @@ func (c *projectCmd) run(ctx context.Context, args []string, stdio cli.IO) error
 	}
 	defer nc.Close()
 
-	// With its own embedded server this projector's journal is private:
-	// a second projector with a server of its own on the same store file
-	// would project another journal into the same tables, so the store is
-	// held exclusively. Instances that share a NATS server may share a
-	// store file; they split the shards between them.
-	storeOpts := []stores.Option{stores.Auth(c.auth)}
-	if c.nf.URL() == "" {
-		storeOpts = append(storeOpts, stores.Exclusive())
-	}
-	st, closeStore, err := stores.Open(ctx, c.tables, c.data, storeOpts...)
+	st, closeStore, err := c.openStore(ctx)
 	if err != nil {
-		return fmt.Errorf("table store: %w", err)
+		return err
 	}
 	defer closeStore.Close()
-	// The instance's name in the ownership bucket is also its name in the
-	// status reports, static shards or not.
-	instance := cfg.InstanceID
-	if instance == "" {
-		instance = shardsconf.DefaultInstanceID()
-	}
-	if cfg.Shards == nil {
-		cfg.InstanceID = instance
-	}
+	instance := nameInstance(&cfg)
 	ops, st, err := metrics.Start(ctx, metrics.OpsConfig{Addr: c.metricsAt, Instance: instance, Journal: cfg.Journal.Stream, NATS: nc, JS: js, Store: st, Logger: log, Replicas: cfg.Replicas})
 	if err != nil {
 		return fmt.Errorf("--metrics-addr: %w", err)

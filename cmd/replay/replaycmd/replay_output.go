@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/entityfmt"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -42,7 +43,7 @@ type replayRow struct {
 
 func rowOut(r rows.Row) replayRow {
 	return replayRow{PK: r.PK, RK: r.RK, Version: r.Version, Op: string(r.Op), Cmd: r.Cmd, Seq: r.Seq,
-		At: cli.TimeText(r.At), Deleted: r.Deleted, Tip: r.Tip, Entity: cli.EntityJSON(r.Props)}
+		At: cli.TimeText(r.At), Deleted: r.Deleted, Tip: r.Tip, Entity: entityfmt.JSON(r.Props)}
 }
 
 // rowPtr is rowOut of r when ok, else nil.
@@ -83,7 +84,7 @@ func diffOut(before, after edm.Entity) *diffJSON {
 			put(&now, c.Name, c.After)
 		}
 	}
-	return &diffJSON{Added: cli.EntityJSON(added), Removed: cli.EntityJSON(removed), Before: cli.EntityJSON(was), After: cli.EntityJSON(now)}
+	return &diffJSON{Added: entityfmt.JSON(added), Removed: entityfmt.JSON(removed), Before: entityfmt.JSON(was), After: entityfmt.JSON(now)}
 }
 
 // asofRow is replay asof of one row.
@@ -200,7 +201,7 @@ func (c *asofCmd) rows(ctx context.Context, w io.Writer, at string, seq uint64) 
 		return nil
 	}, func(r rows.Row) error {
 		n++
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", r.PK, r.RK, r.Version, r.Op, r.Cmd, r.Seq, cli.TimeText(r.At), cli.PropsText(r.Props))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", r.PK, r.RK, r.Version, r.Op, r.Cmd, r.Seq, cli.TimeText(r.At), entityfmt.Props(r.Props))
 		return nil
 	})
 	if err != nil {
@@ -280,7 +281,7 @@ func (h historyView) Text(w io.Writer) {
 	fmt.Fprintf(tw, "V\tOP\tCMD\tSEQ\tAT\tSTATE\t%s\n", what)
 	var prev edm.Entity // nil: the row did not exist
 	for _, r := range h.rows {
-		props := cli.PropsText(r.Props)
+		props := entityfmt.Props(r.Props)
 		if h.diff {
 			now := liveProps(r)
 			props = diffText(prev, now)
@@ -313,11 +314,11 @@ func diffText(before, after edm.Entity) string {
 		}
 		switch {
 		case !c.HadBefore:
-			text += "+" + c.Name + "=" + cli.ValueText(c.After)
+			text += "+" + c.Name + "=" + entityfmt.Value(c.After)
 		case !c.HasNow:
-			text += "-" + c.Name + "=" + cli.ValueText(c.Before)
+			text += "-" + c.Name + "=" + entityfmt.Value(c.Before)
 		default:
-			text += "~" + c.Name + ": " + cli.ValueText(c.Before) + " → " + cli.ValueText(c.After)
+			text += "~" + c.Name + ": " + entityfmt.Value(c.Before) + " → " + entityfmt.Value(c.After)
 		}
 	}
 	if text == "" {
@@ -388,7 +389,7 @@ func (bl blame) Text(out io.Writer) {
 	w = cli.NewTab(out)
 	fmt.Fprintln(w, "RK\tV\tOP\tSTATE\tPROPERTIES")
 	for _, r := range b.Versions {
-		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", r.RK, r.Version, r.Op, stateText(r, "superseded"), cli.PropsText(r.Props))
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\n", r.RK, r.Version, r.Op, stateText(r, "superseded"), entityfmt.Props(r.Props))
 	}
 	w.Flush()
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/entityfmt"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -188,11 +189,11 @@ func (r planResult) stepText(w io.Writer, s repair.Step) {
 	for _, c := range history.Diff(now, target) {
 		switch {
 		case !c.HadBefore:
-			fmt.Fprintf(w, "    + %s = %s\n", c.Name, cli.ValueText(c.After))
+			fmt.Fprintf(w, "    + %s = %s\n", c.Name, entityfmt.Value(c.After))
 		case !c.HasNow:
-			fmt.Fprintf(w, "    - %s = %s\n", c.Name, cli.ValueText(c.Before))
+			fmt.Fprintf(w, "    - %s = %s\n", c.Name, entityfmt.Value(c.Before))
 		default:
-			fmt.Fprintf(w, "    ~ %s: %s → %s\n", c.Name, cli.ValueText(c.Before), cli.ValueText(c.After))
+			fmt.Fprintf(w, "    ~ %s: %s → %s\n", c.Name, entityfmt.Value(c.Before), entityfmt.Value(c.After))
 		}
 	}
 }
@@ -263,7 +264,7 @@ func opText(s repair.Step) string {
 func versionText(r rows.Row, exists bool) string {
 	switch {
 	case exists:
-		return fmt.Sprintf("version %d by %s: %s", r.Version, r.Cmd, cli.PropsText(r.Props))
+		return fmt.Sprintf("version %d by %s: %s", r.Version, r.Cmd, entityfmt.Props(r.Props))
 	case r.Deleted:
 		return fmt.Sprintf("deleted (version %d by %s)", r.Version, r.Cmd)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/cmd/internal/entityfmt"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
@@ -177,7 +178,7 @@ func (p *diffPrinter) add(d rebuild.Difference) error {
 				}
 			}
 		}
-		p.listed = append(p.listed, diffJSONRow{Kind: string(d.Kind), PK: d.PK, Key: d.Key, Columns: cols, Got: cli.EntityJSON(got), Want: cli.EntityJSON(want)})
+		p.listed = append(p.listed, diffJSONRow{Kind: string(d.Kind), PK: d.PK, Key: d.Key, Columns: cols, Got: entityfmt.JSON(got), Want: entityfmt.JSON(want)})
 		return nil
 	}
 	p.bar.Clear()
@@ -189,9 +190,9 @@ func (p *diffPrinter) add(d rebuild.Difference) error {
 			fmt.Fprintf(w, "    %s: %s, want %s\n", c.Name, optValue(c.After, c.HasNow), optValue(c.Before, c.HadBefore))
 		}
 	case rebuild.Missing:
-		fmt.Fprintf(w, "missing  %q %q  %s\n", d.PK, d.Key, cli.PropsText(d.Want))
+		fmt.Fprintf(w, "missing  %q %q  %s\n", d.PK, d.Key, entityfmt.Props(d.Want))
 	case rebuild.Extra:
-		fmt.Fprintf(w, "extra    %q %q  %s\n", d.PK, d.Key, cli.PropsText(d.Got))
+		fmt.Fprintf(w, "extra    %q %q  %s\n", d.PK, d.Key, entityfmt.Props(d.Got))
 	}
 	return nil
 }
@@ -200,7 +201,7 @@ func optValue(v edm.Value, ok bool) string {
 	if !ok {
 		return "(none)"
 	}
-	return cli.ValueText(v)
+	return entityfmt.Value(v)
 }
 
 // progress draws one bar per phase: the re-projection in commands, then
