@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,7 +29,8 @@ import (
 // reads the table's commands (Rebuild) checks it there.
 
 // MetadataHorizonPrefix prefixes the JOURNAL stream metadata key of a
-// table's horizon: "tablejournal.horizon.<table>", whose value is a
+// table's horizon: "tablejournal.horizon.<table-token>" (the table in
+// lower case, wire.TableToken), whose value is a
 // Horizon in JSON.
 const MetadataHorizonPrefix = "tablejournal.horizon."
 
@@ -76,16 +78,45 @@ func (r *Compactor) Horizon(ctx context.Context, table string) (Horizon, bool, e
 	return horizonOf(s.CachedInfo().Config, table)
 }
 
+// horizonKey is the metadata key of table's horizon: the table's
+// lower-case token (wire.TableToken), as table names are case-insensitive.
+func horizonKey(table string) string {
+	return MetadataHorizonPrefix + wire.TableToken(table)
+}
+
+// horizonOf returns table's horizon in cfg's metadata. It is recorded
+// under horizonKey; a journal compacted before the key was lower case may
+// hold it under the table as spelled then, in any case: the latest of
+// them is the horizon.
 func horizonOf(cfg jetstream.StreamConfig, table string) (Horizon, bool, error) {
-	raw, ok := cfg.Metadata[MetadataHorizonPrefix+table]
-	if !ok {
-		return Horizon{}, false, nil
+	var (
+		h     Horizon
+		found bool
+	)
+	for _, k := range horizonKeys(cfg.Metadata, table) {
+		var x Horizon
+		raw := cfg.Metadata[k]
+		if err := json.Unmarshal([]byte(raw), &x); err != nil || x.Seq == 0 {
+			return Horizon{}, false, fmt.Errorf("journal %s: metadata %s is not a horizon: %q", cfg.Name, k, raw)
+		}
+		if !found || x.Seq > h.Seq {
+			h, found = x, true
+		}
 	}
-	var h Horizon
-	if err := json.Unmarshal([]byte(raw), &h); err != nil || h.Seq == 0 {
-		return Horizon{}, false, fmt.Errorf("journal %s: metadata %s%s is not a horizon: %q", cfg.Name, MetadataHorizonPrefix, table, raw)
+	return h, found, nil
+}
+
+// horizonKeys returns the metadata keys that name table's horizon, in any
+// case.
+func horizonKeys(md map[string]string, table string) []string {
+	var keys []string
+	for k := range md {
+		if t, ok := strings.CutPrefix(k, MetadataHorizonPrefix); ok && strings.EqualFold(t, table) {
+			keys = append(keys, k)
+		}
 	}
-	return h, true, nil
+	slices.Sort(keys)
+	return keys
 }
 
 // CompactConfig configures Compact.
@@ -197,7 +228,7 @@ func (r *Compactor) checkCompact(ctx context.Context, cfg CompactConfig) (jetstr
 // purged says whether the purge was done.
 func (r *Compactor) recordAndPurge(ctx context.Context, s jetstream.Stream, h Horizon) (purged bool, err error) {
 	b, _ := json.Marshal(h)
-	key := MetadataHorizonPrefix + h.Table
+	key := horizonKey(h.Table)
 	// The configuration as it is now (the count took a while): JetStream
 	// has no conditional update, so two compactions at once could each
 	// write the metadata without the other's horizon; the check after the
@@ -210,6 +241,12 @@ func (r *Compactor) recordAndPurge(ctx context.Context, s jetstream.Stream, h Ho
 	sc.Metadata = maps.Clone(sc.Metadata)
 	if sc.Metadata == nil {
 		sc.Metadata = map[string]string{}
+	}
+	// One key per table: a key in another case, recorded before the key
+	// was lower case, holds a horizon at or before this one (Compact
+	// refuses to move a horizon back).
+	for _, k := range horizonKeys(sc.Metadata, h.Table) {
+		delete(sc.Metadata, k)
 	}
 	sc.Metadata[key] = string(b)
 	if _, err := r.JetStream().UpdateStream(ctx, sc); err != nil {
