@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"hash/fnv"
 	"io"
 	"sync/atomic"
@@ -83,8 +84,8 @@ func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 	if cfg.Snapshot == nil && cfg.Table == "" {
 		return st, errors.New("rebuild: no source table")
 	}
-	if cfg.Table != "" && cfg.Table == cfg.Into {
-		return st, fmt.Errorf("rebuild: destination %s is the source table; rebuild into a new table", cfg.Into)
+	if cfg.Table != "" && strings.EqualFold(cfg.Table, cfg.Into) {
+		return st, fmt.Errorf("rebuild: %w: %s is %s; rebuild into a new table", ErrIntoSource, cfg.Into, cfg.Table)
 	}
 	head, err := r.Journal().Head(ctx)
 	if err != nil {
@@ -114,15 +115,15 @@ func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 		if err != nil {
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
-		if cfg.Table != "" && cfg.Table != ls.Header.Table {
+		if cfg.Table != "" && !strings.EqualFold(cfg.Table, ls.Header.Table) {
 			return st, fmt.Errorf("rebuild: the snapshot is of table %s, not %s", ls.Header.Table, cfg.Table)
 		}
 		if ls.Header.Seq > st.To {
 			return st, fmt.Errorf("rebuild: %w: the snapshot is at sequence %d, after %d", replay.ErrBadPoint, ls.Header.Seq, st.To)
 		}
 		st.Table, st.From, st.Loaded, st.Erased = ls.Header.Table, ls.Header.Seq+1, ls.Entities, ls.Erased
-		if st.Table == cfg.Into {
-			return st, fmt.Errorf("rebuild: destination %s is the source table; rebuild into a new table", cfg.Into)
+		if strings.EqualFold(st.Table, cfg.Into) {
+			return st, fmt.Errorf("rebuild: %w: %s is %s; rebuild into a new table", ErrIntoSource, cfg.Into, st.Table)
 		}
 	} else if !cfg.Resume {
 		if err := replay.CheckEmpty(ctx, r.Store(), cfg.Into); err != nil {

@@ -1,6 +1,8 @@
 package rebuild_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,8 +12,10 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
+	"github.com/tablejournal/tablejournal/replay/snapshot"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -81,6 +85,23 @@ func caseSpellings(t *testing.T, e *replaytest.Env) {
 		if err != nil || !st.Identical() || st.Rows == 0 {
 			t.Fatalf("verify --table %s: %+v, %v", table, st, err)
 		}
+	}
+	// Another spelling of the table is the table: a rebuild into it is
+	// refused, even one resumed (which skips the emptiness check).
+	if _, err := e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: spellings[0], Into: spellings[1], Resume: true}); !errors.Is(err, rebuild.ErrIntoSource) {
+		t.Fatalf("rebuild of %s into %s: %v, want ErrIntoSource", spellings[0], spellings[1], err)
+	}
+	// A snapshot of one spelling rebuilds the table named in another.
+	var snap bytes.Buffer
+	if _, err := e.Snap.Take(e.Ctx, &snap, snapshot.Config{Table: spellings[0]}); err != nil {
+		t.Fatal(err)
+	}
+	into := replaytest.UniqueTable("Caseinto")
+	if _, err := e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: spellings[1], Into: into, Snapshot: bytes.NewReader(snap.Bytes())}); err != nil {
+		t.Fatalf("rebuild of %s from a snapshot of %s: %v", spellings[1], spellings[0], err)
+	}
+	if _, err := e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Into: spellings[2], Snapshot: bytes.NewReader(snap.Bytes())}); !errors.Is(err, rebuild.ErrIntoSource) && !errors.Is(err, replay.ErrNotEmpty) {
+		t.Fatalf("rebuild of a snapshot of %s into %s: %v, want a refusal", spellings[0], spellings[2], err)
 	}
 }
 
