@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"hash/fnv"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
