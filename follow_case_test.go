@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +80,53 @@ func TestFollowOldSpelling(t *testing.T) {
 	}
 	if cfg := info.CachedInfo().Config; !slices.Equal(cfg.FilterSubjects, []string{wire.ChangeFilter(table), old}) {
 		t.Fatalf("checkpoint filters %q %q", cfg.FilterSubject, cfg.FilterSubjects)
+	}
+}
+
+// TestTableSpellings: table names are case-insensitive. Commands on one
+// table spelled otherwise apply to one row in order (a guard on the
+// version the other spelling made), reads find it under any spelling, and
+// a Follow of one spelling gets the changes of all, each naming the table
+// as its command spelled it.
+func TestTableSpellings(t *testing.T) {
+	c := connect(t)
+	ctx := testContext(t)
+	table := fmt.Sprintf("ClientCase%d", time.Now().UnixNano())
+	spellings := []string{table, strings.ToUpper(table), strings.ToLower(table)}
+	var want []string
+	for i, spelled := range spellings {
+		cmd := tj.NewCommand(spelled, "p").Upsert("r", tj.Entity{"i": tj.Int64(int64(i))})
+		if i > 0 {
+			cmd = cmd.IfVersion(int64(i - 1))
+		}
+		o, err := c.Apply(ctx, cmd)
+		if err != nil {
+			t.Fatalf("apply on %s: %v", spelled, err)
+		}
+		want = append(want, fmt.Sprintf("%s/%s/%d", spelled, o.ID, o.Seq))
+	}
+	for _, spelled := range spellings {
+		r, err := c.Get(ctx, spelled, "p", "r")
+		if err != nil || r.Version != 2 || r.Entity["i"].Int != 2 {
+			t.Fatalf("get on %s: %+v, %v; want version 2", spelled, r, err)
+		}
+	}
+	var got []string
+	// Follow returns when its context ends: a deadline, so that a change
+	// missing fails the comparison below rather than the test's time.
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := c.Follow(fctx, "test-"+table, spellings[1], func(_ context.Context, ch tj.Change) error {
+		got = append(got, fmt.Sprintf("%s/%s/%d", ch.Table, ch.Command, ch.Seq))
+		if len(got) == len(want) {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("followed %v, want %v", got, want)
 	}
 }
