@@ -21,7 +21,8 @@ import (
 type Msg struct {
 	// Seq is the message's journal sequence.
 	Seq uint64
-	// Subject is the stored subject, journal.<table>.<shard>.<pk-token>.
+	// Subject is the stored subject, journal.<table-token>.<shard>.<pk-token>
+	// (wire.ParseJournalSubject).
 	Subject string
 	// Time is when the stream stored the message: the journal time of the
 	// command.

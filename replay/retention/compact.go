@@ -22,10 +22,10 @@ import (
 // is stored; the snapshot stands for them.
 //
 // The horizon is per table. JetStream purges with a subject filter and a
-// sequence (journal.<table>.*.* below S), so one table's commands can go
+// sequence (journal.<table-token>.*.* below S), so one table's commands can go
 // while another's stay; the journal's first sequence then says nothing of
 // a table, which is why every horizon is recorded in the stream's own
-// metadata, under MetadataHorizonPrefix+table, before the purge: whoever
+// metadata, under MetadataHorizonPrefix+table token (horizonKey), before the purge: whoever
 // reads the table's commands (Rebuild) checks it there.
 
 // MetadataHorizonPrefix prefixes the JOURNAL stream metadata key of a
