@@ -238,7 +238,7 @@ func (p *Projector) recoverChanges(ctx context.Context, part partition, r *Resul
 		for i, c := range changes {
 			rks[i] = c.RK
 		}
-		stored, err := storedChanges(ctx, p.js, part, r.Seq, e.At, rks)
+		stored, err := storedChanges(ctx, p.js, part.spelled(&e), r.Seq, e.At, rks)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrPublish, err)
 		}
@@ -302,6 +302,9 @@ func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64,
 // found or the events end: one request per event read, for crash recovery
 // only. A row's events are sent in journal order with at most one in flight
 // (changeFeed.send), so a row with a later event has none missing before it.
+// part's table is as the command spells it: a projector before the table
+// token was lower case stored the events under that spelling
+// (wire.ChangeSubjects).
 func storedChanges(ctx context.Context, js jetstream.JetStream, part partition, seq uint64, at time.Time, rks []string) (map[string]bool, error) {
 	want := make(map[string]bool, len(rks))
 	for _, rk := range rks {
@@ -311,7 +314,21 @@ func storedChanges(ctx context.Context, js jetstream.JetStream, part partition, 
 	// Events are stored after their command, but the journal's and the
 	// change feed's leaders may be different servers with clocks apart.
 	from := at.Add(-changeClockSkew)
-	err := journal.ScanSubject(ctx, js, wire.ChangesStream, wire.ChangeSubject(part.table, part.pk), from, func(_ uint64, data []byte) (bool, error) {
+	for _, subject := range wire.ChangeSubjects(part.table, part.pk) {
+		if len(found) == len(want) {
+			break
+		}
+		if err := scanStoredChanges(ctx, js, subject, from, seq, part, want, found); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
+}
+
+// scanStoredChanges marks in found the rows of want with an event of
+// sequence seq or later on subject.
+func scanStoredChanges(ctx context.Context, js jetstream.JetStream, subject string, from time.Time, seq uint64, part partition, want, found map[string]bool) error {
+	err := journal.ScanSubject(ctx, js, wire.ChangesStream, subject, from, func(_ uint64, data []byte) (bool, error) {
 		var ev struct {
 			RK  string `json:"rk"`
 			Seq uint64 `json:"seq"`
@@ -325,9 +342,9 @@ func storedChanges(ctx context.Context, js jetstream.JetStream, part partition, 
 		return len(found) < len(want), nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("change events of %s/%q: %w", part.table, part.pk, err)
+		return fmt.Errorf("change events of %s/%q: %w", part.table, part.pk, err)
 	}
-	return found, nil
+	return nil
 }
 
 // changeClockSkew is how far apart the clocks of two JetStream servers may

@@ -68,6 +68,13 @@ func ChangeSubject(table, pk string) string {
 	return ChangesPrefix + "." + TableToken(table) + "." + PKToken(pk)
 }
 
+// ChangeSubjects returns ChangeSubject(table, pk) and, when table has
+// upper-case letters, the subject of table as spelled: change feeds
+// written before the table token was canonical hold its events there.
+func ChangeSubjects(table, pk string) []string {
+	return withLegacy(ChangeSubject(table, pk), table, func(t string) string { return ChangesPrefix + "." + t + "." + PKToken(pk) })
+}
+
 // ChangeFilter is the subject filter of the change events of every
 // partition of table.
 func ChangeFilter(table string) string {

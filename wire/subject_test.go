@@ -76,6 +76,8 @@ func TestTableToken(t *testing.T) {
 		{strings.Join(TableFilters("caseT"), " "), "journal.caset.*.* journal.caseT.*.*"},
 		{strings.Join(TableFilters("orders"), " "), "journal.orders.*.*"},
 		{strings.Join(PartitionFilters("CASET", "p"), " "), "journal.caset.*.cA journal.CASET.*.cA"},
+		{strings.Join(ChangeSubjects("caseT", "p"), " "), "changes.caset.cA changes.caseT.cA"},
+		{strings.Join(ChangeSubjects("caset", "p"), " "), "changes.caset.cA"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
