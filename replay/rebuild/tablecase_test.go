@@ -145,6 +145,15 @@ func caseLegacy(t *testing.T, e *replaytest.Env) {
 	if err != nil || !st.Identical() || st.Rebuild.Commands != 6 {
 		t.Fatalf("verify --table %s: %+v, %v", table, st, err)
 	}
+	// A partition rebuilt in place reads both subjects too (nothing is
+	// published to it meanwhile, as RebuildPartition asks).
+	ps, err := e.Rebuild.RebuildPartition(e.Ctx, table, "p")
+	if err != nil || ps.Commands != 6 || ps.Applied != 6 {
+		t.Fatalf("rebuild --table %s --pk p: %+v, %v", table, ps, err)
+	}
+	if st, err = e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table}); err != nil || !st.Identical() {
+		t.Fatalf("verify --table %s after the partition's rebuild: %+v, %v", table, st, err)
+	}
 }
 
 func journalSubjects(t *testing.T, e *replaytest.Env, filter string) map[string]uint64 {
