@@ -48,12 +48,14 @@ func (r *Rebuilder) RebuildPartition(ctx context.Context, table, pk string) (Par
 		return st, err
 	}
 	st.To = head
-	filter := wire.PartitionFilter(table, pk)
-	subs, _, err := r.subjects(ctx, filter)
+	// The partition's lower-case subject and the table as spelled, which a
+	// journal written before holds (wire.PartitionFilters).
+	filters := wire.PartitionFilters(table, pk)
+	n, err := r.countMessages(ctx, filters)
 	if err != nil {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
-	if len(subs) == 0 {
+	if n == 0 {
 		return st, fmt.Errorf("rebuild: %w: %s has no partition %q in journal %s", ErrUnknownTable, table, pk, r.Journal().Name())
 	}
 	if err := retention.NewCompactor(r.Source).CheckHorizon(ctx, table, 1, head); err != nil {
@@ -78,7 +80,7 @@ func (r *Rebuilder) RebuildPartition(ctx context.Context, table, pk string) (Par
 		batch = batch[:0]
 		return err
 	}
-	err = r.Journal().Read(ctx, 1, head, filter, func(m journal.Msg) error {
+	err = r.Journal().ReadAny(ctx, 1, head, filters, func(m journal.Msg) error {
 		_, _, e := projection.EntryFromMsg(m)
 		batch = append(batch, e)
 		if len(batch) >= 1024 {
