@@ -276,7 +276,7 @@ func TestServer(t *testing.T) {
 	st.StoreRetries.Add(3)
 	st.FenceConflicts.Add(2)
 	st.Disagreements.Add(1)
-	st.Behind.Add(projection.BehindPartition{Table: "orders", PK: "p2", TableSeq: 2, AppliedSeq: 4, Cmd: "c4"})
+	st.Behind.Add(wire.BehindPartition{Table: "orders", PK: "p2", TableSeq: 2, AppliedSeq: 4, Cmd: "c4"})
 	m.SetStats(&st)
 	m.Retry(projection.RetryPublish)
 	var mu sync.Mutex
