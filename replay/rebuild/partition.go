@@ -1,10 +1,15 @@
 package rebuild
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
@@ -126,8 +131,8 @@ type BehindStats struct {
 }
 
 // RebuildBehind rebuilds in place every partition of table ("" : of every
-// table) recorded behind the journal (package lost), one after the other
-// with RebuildPartition, and removes each one's entry. A partition that
+// table) recorded behind the journal (package lost), Config.Workers at
+// once with RebuildPartition, and removes each one's entry. A partition that
 // fails is left recorded and the others are still rebuilt; the error joins
 // the failures. As for RebuildPartition, no projector may run meanwhile.
 func (r *Rebuilder) RebuildBehind(ctx context.Context, table string) (BehindStats, error) {
@@ -144,18 +149,33 @@ func (r *Rebuilder) RebuildBehind(ctx context.Context, table string) (BehindStat
 	if err != nil {
 		return st, err
 	}
-	var errs []error
+	var (
+		mu   sync.Mutex
+		errs []error
+		g    errgroup.Group
+	)
+	g.SetLimit(r.Config().Workers)
 	for _, e := range todo {
-		ps, err := r.RebuildPartition(ctx, e.Table, e.PK)
-		if err != nil {
-			errs = append(errs, err)
+		g.Go(func() error {
 			if ctx.Err() != nil {
-				break
+				return nil
 			}
-			continue
-		}
-		st.Rebuilt = append(st.Rebuilt, ps)
+			ps, err := r.RebuildPartition(ctx, e.Table, e.PK)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				st.Rebuilt = append(st.Rebuilt, ps)
+			}
+			return nil
+		})
 	}
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	slices.SortFunc(st.Rebuilt, func(a, b PartitionStats) int { return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.PK, b.PK)) })
 	left, err := rec.List(context.WithoutCancel(ctx), table)
 	if err != nil {
 		errs = append(errs, err)
