@@ -311,7 +311,11 @@ func (p *Projector) followRecord(ctx context.Context, loaded chan<- struct{}) {
 			p.stats.Behind.put(e.BehindPartition, true)
 		}
 	}
+	var retrying sync.WaitGroup
+	defer retrying.Wait()
+	retrying.Add(1)
 	go func() {
+		defer retrying.Done()
 		t := time.NewTicker(recordRetry)
 		defer t.Stop()
 		for {
