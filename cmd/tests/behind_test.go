@@ -107,3 +107,26 @@ func TestStoreBehindCommands(t *testing.T) {
 		t.Errorf("a second replay rebuild --behind: exit %d:\n%s", code, out)
 	}
 }
+
+// TestRebuildBehindUsage: --behind rebuilds in place up to the head, so
+// the flags of a rebuild into another table, and --pk, are refused before
+// anything is read.
+func TestRebuildBehindUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--behind", "--pk", "p"}, "--pk needs --table"},
+		{[]string{"--behind", "--table", "orders", "--pk", "p"}, "drop --behind"},
+		{[]string{"--behind", "--into", "copy"}, "drop --into"},
+		{[]string{"--behind", "--table", "orders", "--seq", "5"}, "drop --seq"},
+		{[]string{"--behind", "--resume"}, "drop --resume"},
+	}
+	for _, tt := range tests {
+		args := append([]string{"rebuild", "--nats", clitest.UnreachableNATS}, tt.args...)
+		out, errs, code := clitest.Run(t.Context(), replaycmd.Run, args, cli.IO{})
+		if code != cli.ExitUsage || out != "" || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d saying %q", tt.args, code, out, errs, cli.ExitUsage, tt.want)
+		}
+	}
+}
