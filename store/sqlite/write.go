@@ -30,14 +30,14 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		&w.row:   `SELECT ts, props FROM entities WHERE tid = ? AND pk = ? AND rk = ?`,
 		&w.put: `INSERT INTO entities (tid, pk, rk, ts, props) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (tid, pk, rk) DO UPDATE SET ts = excluded.ts, props = excluded.props`,
-		&w.del:      `DELETE FROM entities WHERE tid = ? AND pk = ? AND rk = ?`,
+		&w.del: `DELETE FROM entities WHERE tid = ? AND pk = ? AND rk = ?`,
 		&w.insert: `INSERT INTO entities (tid, pk, rk, ts, props) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (tid, pk, rk) DO NOTHING`,
 		&w.replace:   `UPDATE entities SET ts = ?, props = ? WHERE tid = ? AND pk = ? AND rk = ?`,
 		&w.replaceAt: `UPDATE entities SET ts = ?, props = ? WHERE tid = ? AND pk = ? AND rk = ? AND ts = ?`,
 		&w.delAt:     `DELETE FROM entities WHERE tid = ? AND pk = ? AND rk = ? AND ts = ?`,
-		&w.clock:    `SELECT ticks FROM clock WHERE id = 0`,
-		&w.setClock: `UPDATE clock SET ticks = ? WHERE id = 0`,
+		&w.clock:     `SELECT ticks FROM clock WHERE id = 0`,
+		&w.setClock:  `UPDATE clock SET ticks = ? WHERE id = 0`,
 	})
 }
 
@@ -158,11 +158,11 @@ func (s *Store) tick(ctx context.Context, tx *sql.Tx) (ticks, error) {
 
 // txWriter applies the ops of one transaction.
 type txWriter struct {
-	ctx                context.Context
-	tid                int64
-	pk                 []byte
-	pkText             string
-	ts                 ticks
+	ctx    context.Context
+	tid    int64
+	pk     []byte
+	pkText string
+	ts     ticks
 	// tx and stmts give the statements, each bound to tx the first time
 	// it is used (most transactions use one or two of them).
 	tx    *sql.Tx
