@@ -55,9 +55,10 @@ func TestRecoverUsesBatchLookup(t *testing.T) {
 		{5, "rejected", wire.StatusRejected, "row exists"},
 		{6, "again", wire.StatusDuplicate, "already applied"},
 	}
-	for _, tt := range tests {
+	for i, tt := range tests {
 		r := Result{Seq: tt.seq, ID: tt.id, Status: Skipped}
-		if err := p.recoverOutcome(ctx, part, &r, groups[part]); err != nil {
+		rc := recovery{p: p, part: part, r: &r, e: groups[part][i]}
+		if err := rc.settle(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if !r.Stored || r.Status != tt.wantStatus || r.Reason != tt.wantReason {
