@@ -195,6 +195,7 @@ func mpAnnotated(t edm.Type) bool {
 
 // appendSortedKeys appends the keys of m to keys, sorted.
 func appendSortedKeys[M ~map[string]V, V any](keys []string, m M) []string {
+	keys = slices.Grow(keys, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}

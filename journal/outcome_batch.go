@@ -61,22 +61,32 @@ func directRequest(ctx context.Context, nc *nats.Conn, subj string, req directBa
 		return 0, 0, 0, err
 	}
 	inbox := nc.NewRespInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	// A channel of its own, sized for one reply: a synchronous
+	// subscription's is the connection's SubChanLen (65,536 messages, half
+	// a megabyte made and cleared per request, a request per fetched batch).
+	ch := make(chan *nats.Msg, replyChanLen)
+	sub, err := nc.ChanSubscribe(inbox, ch)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	defer sub.Unsubscribe()
-	return readBatch(ctx, nc, sub, subj, inbox, body, fn)
+	return readBatch(ctx, nc, ch, subj, inbox, body, fn)
 }
 
-func readBatch(ctx context.Context, nc *nats.Conn, sub *nats.Subscription, subj, inbox string, body []byte, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
+// replyChanLen holds one reply to a batched direct get: the server sends at
+// most 1,024 messages and the end marker.
+const replyChanLen = 2048
+
+func readBatch(ctx context.Context, nc *nats.Conn, ch <-chan *nats.Msg, subj, inbox string, body []byte, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
 	if err := nc.PublishRequest(subj, inbox, body); err != nil {
 		return 0, 0, 0, err
 	}
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return 0, 0, 0, fmt.Errorf("direct get: %w", err)
+		var m *nats.Msg
+		select {
+		case m = <-ch:
+		case <-ctx.Done():
+			return 0, 0, 0, fmt.Errorf("direct get: %w", ctx.Err())
 		}
 		if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
 			switch status {

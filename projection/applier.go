@@ -197,6 +197,44 @@ type partitionRun struct {
 	// RememberIDs every call's).
 	seen               map[string]uint64
 	contention, wedged int
+	// touched are the RowKeys the entries touch, once each, with the
+	// index of the last entry touching each (touchedFrom).
+	touched []touchedRK
+}
+
+type touchedRK struct {
+	rk   string
+	last int
+}
+
+// touchedFrom lists the RowKeys entries[from:] touch, once each: what
+// touchedRKs(r.entries[from:]) lists, without a map per transaction (a hot
+// partition's batch was listed again for each of its transactions).
+func (r *partitionRun) touchedFrom(from int) []string {
+	if r.touched == nil {
+		at := make(map[string]int)
+		r.touched = make([]touchedRK, 0, len(r.entries))
+		for i, e := range r.entries {
+			if e.Cmd == nil {
+				continue
+			}
+			for _, op := range e.Cmd.Ops {
+				if j, ok := at[op.RK]; ok {
+					r.touched[j].last = i
+					continue
+				}
+				at[op.RK] = len(r.touched)
+				r.touched = append(r.touched, touchedRK{op.RK, i})
+			}
+		}
+	}
+	rks := make([]string, 0, len(r.touched))
+	for _, t := range r.touched {
+		if t.last >= from {
+			rks = append(rks, t.rk)
+		}
+	}
+	return rks
 }
 
 // partition starts applying entries, all of table and pk and in journal
@@ -266,7 +304,7 @@ func (rowsTx) decide(ctx context.Context, r *partitionRun) error {
 		if err := r.a.begin(ctx, r.part, &r.v); err != nil {
 			return err
 		}
-		behind, err := r.a.loadView(ctx, r.part, &r.v, touchedRKs(r.entries[r.next:]))
+		behind, err := r.a.loadView(ctx, r.part, &r.v, r.touchedFrom(r.next))
 		if err != nil {
 			return err
 		}

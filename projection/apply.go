@@ -309,13 +309,36 @@ func (b *txn) duplicate(e Entry) string {
 // state after it, the version rows it adds, what it reports, and what the
 // transaction costs with it.
 type effect struct {
-	touched map[string]*rowState
-	added   map[string][]rows.Row
+	// touched are the rows the command names, in the order it first
+	// names them: a command names few rows, so a slice, not maps (this
+	// runs once per command).
+	touched []effectRow
 	rows    []wire.RowVersion
 	changes []Change
-	// cost of each touched row, and the transaction's totals, with it.
-	cost              map[string][2]int
+	// the transaction's totals with the command.
 	totalOps, totalBy int
+}
+
+// effectRow is what a command does to one row.
+type effectRow struct {
+	rk      string
+	s       *rowState     // the row's working state
+	version int64         // the version the command makes of the row
+	last    events.OpKind // the command's last op on the row
+	added   []rows.Row    // the version rows it adds
+	// cost of the row's writes in the transaction with the command: ops
+	// and bytes (price).
+	ops, bytes int
+}
+
+// row returns the effect on rk, nil if the command does not name it yet.
+func (eff *effect) row(rk string) *effectRow {
+	for i := range eff.touched {
+		if eff.touched[i].rk == rk {
+			return &eff.touched[i]
+		}
+	}
+	return nil
 }
 
 // simulate runs e's ops on copies of its rows, so a rejected or oversized
@@ -325,26 +348,22 @@ type effect struct {
 // keyed by the command's sequence): its ops on one row apply in order to a
 // working copy, and only the row's state after the last one is written.
 func (b *txn) simulate(e Entry) (effect, error) {
-	eff := effect{touched: make(map[string]*rowState), added: make(map[string][]rows.Row)}
-	var order []string
-	version := make(map[string]int64)
-	lastOp := make(map[string]events.OpKind)
+	var eff effect
 	for i, op := range e.Cmd.Ops {
-		s, ok := eff.touched[op.RK]
-		if !ok {
+		t := eff.row(op.RK)
+		if t == nil {
 			cp := *b.state(op.RK)
-			s = &cp
-			eff.touched[op.RK] = s
-			order = append(order, op.RK)
-			version[op.RK] = nextVersion(s)
+			eff.touched = append(eff.touched, effectRow{rk: op.RK, s: &cp, version: nextVersion(&cp)})
+			t = &eff.touched[len(eff.touched)-1]
 		}
-		if err := applyOp(s, op, e, b.pk, version[op.RK]); err != nil {
+		if err := applyOp(t.s, op, e, b.pk, t.version); err != nil {
 			return effect{}, fmt.Errorf("ops[%d] %s %q: %w", i, op.Op, op.RK, err)
 		}
-		lastOp[op.RK] = op.Op
+		t.last = op.Op
 	}
-	for _, rk := range order {
-		rv, ch, ok := finishRow(rk, b.pk, e, b.state(rk), eff.touched[rk], lastOp[rk], &eff.added)
+	for i := range eff.touched {
+		t := &eff.touched[i]
+		rv, ch, ok := finishRow(t.rk, b.pk, e, b.state(t.rk), t.s, t.last, &t.added)
 		if ok {
 			eff.rows = append(eff.rows, rv)
 			eff.changes = append(eff.changes, ch)
@@ -358,16 +377,19 @@ func (b *txn) simulate(e Entry) (effect, error) {
 // errFull when the command may fit a batch of its own.
 func (b *txn) price(eff *effect) (why, err error) {
 	eff.totalOps, eff.totalBy = b.totalOps, b.totalBytes
-	eff.cost = make(map[string][2]int, len(eff.touched))
-	for rk, s := range eff.touched {
-		all := append(append([]rows.Row(nil), b.added[rk]...), eff.added[rk]...)
-		n, sz, err := rowCost(b.pk, b.baseTip(rk), s.Tip, all)
+	for i := range eff.touched {
+		t := &eff.touched[i]
+		all := t.added
+		if prev := b.added[t.rk]; len(prev) > 0 {
+			all = append(append([]rows.Row(nil), prev...), t.added...)
+		}
+		n, sz, err := rowCost(b.pk, b.baseTip(t.rk), t.s.Tip, all)
 		if err != nil {
 			return err, nil
 		}
-		eff.cost[rk] = [2]int{n, sz}
-		eff.totalOps += n - b.ops[rk]
-		eff.totalBy += sz - b.bytes[rk]
+		t.ops, t.bytes = n, sz
+		eff.totalOps += n - b.ops[t.rk]
+		eff.totalBy += sz - b.bytes[t.rk]
 	}
 	if eff.totalOps <= store.MaxOps && eff.totalBy <= b.limits.TxBytes() {
 		return nil, nil
@@ -381,11 +403,13 @@ func (b *txn) price(eff *effect) (why, err error) {
 
 // take adds an applied command's effect to the batch.
 func (b *txn) take(e Entry, eff effect) {
-	for rk, s := range eff.touched {
-		b.by[rk] = opSource{rk: rk, seq: e.Seq, cmd: e.Cmd.ID}
-		b.cur[rk] = s
-		b.added[rk] = append(b.added[rk], eff.added[rk]...)
-		b.ops[rk], b.bytes[rk] = eff.cost[rk][0], eff.cost[rk][1]
+	for _, t := range eff.touched {
+		b.by[t.rk] = opSource{rk: t.rk, seq: e.Seq, cmd: e.Cmd.ID}
+		b.cur[t.rk] = t.s
+		if len(t.added) > 0 {
+			b.added[t.rk] = append(b.added[t.rk], t.added...)
+		}
+		b.ops[t.rk], b.bytes[t.rk] = t.ops, t.bytes
 	}
 	b.totalOps, b.totalBytes = eff.totalOps, eff.totalBy
 	b.appliedIDs[e.Cmd.ID] = e.Seq
@@ -471,7 +495,7 @@ func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
 // gets no version: w is reset and ok is false. The tombstone holds the
 // values the row had before the command, the last it had at any journal
 // sequence.
-func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *map[string][]rows.Row) (wire.RowVersion, Change, bool) {
+func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *[]rows.Row) (wire.RowVersion, Change, bool) {
 	old := before.Tip
 	if old == nil && w.Tip == nil {
 		*w = *before
@@ -480,13 +504,13 @@ func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, 
 	if old != nil {
 		cp := *old
 		cp.Tip, cp.ETag = false, ""
-		(*added)[rk] = append((*added)[rk], cp)
+		*added = append(*added, cp)
 	}
 	v := nextVersion(before)
 	if w.Tip == nil {
 		tomb := rows.Row{PK: pk, RK: rk, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: events.OpDelete,
 			Deleted: true, Props: old.Props}
-		(*added)[rk] = append((*added)[rk], tomb)
+		*added = append(*added, tomb)
 		w.Latest = &tomb
 		return wire.RowVersion{RK: rk, Version: v, Op: events.OpDelete, Deleted: true},
 			Change{RK: rk, Kind: wire.ChangeDelete, Version: v, Before: old.Props}, true

@@ -65,7 +65,13 @@ const MaxChangeEventBytes = 2*events.MaxEntityJSONBytes + 8<<10
 // changes.<table-token>.<pk-token> (TableToken: one table, one subject,
 // however its commands spell it).
 func ChangeSubject(table, pk string) string {
-	return ChangesPrefix + "." + TableToken(table) + "." + PKToken(pk)
+	if pk == "" {
+		return ChangesPrefix + "." + TableToken(table) + "." + emptyPKToken
+	}
+	// One allocation for the subject: it is made per change event.
+	var buf [256]byte
+	b := append(append(append(append(buf[:0], ChangesPrefix...), '.'), TableToken(table)...), '.')
+	return string(base64.RawURLEncoding.AppendEncode(b, []byte(pk)))
 }
 
 // ChangeSubjects returns ChangeSubject(table, pk) and, when table has
@@ -85,8 +91,8 @@ func ChangeFilter(table string) string {
 // made by journal sequence seq, chg-<seq>-<version>-<base64url(rk)>: one
 // event per (command, row version), so a republish is deduplicated.
 func ChangeMsgID(seq uint64, version int64, rk string) string {
-	id := make([]byte, 0, 48+base64.RawURLEncoding.EncodedLen(len(rk)))
-	id = append(id, "chg-"...)
+	var buf [192]byte // one allocation, the string, for most row keys
+	id := append(buf[:0], "chg-"...)
 	id = strconv.AppendUint(id, seq, 10)
 	id = append(id, '-')
 	id = strconv.AppendInt(id, version, 10)

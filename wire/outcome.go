@@ -125,7 +125,10 @@ func OutcomeSubject(id string) string {
 	if id == "" || len(id) > events.MaxIDLen {
 		return OutcomesPrefix + ".="
 	}
-	return OutcomesPrefix + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+	// One allocation for the subject: it is made per outcome published.
+	var buf [128]byte
+	b := append(append(buf[:0], OutcomesPrefix...), '.')
+	return string(base64.RawURLEncoding.AppendEncode(b, []byte(id)))
 }
 
 // Bounds of an outcome message, so that every command has one whatever it

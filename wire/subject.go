@@ -34,7 +34,8 @@ func ParsePKToken(tok string) (string, error) {
 	if tok == "" {
 		return "", fmt.Errorf("%w: empty pk-token", ErrBadSubject)
 	}
-	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
+	var buf [192]byte // the string is the one allocation for most keys
+	b, err := strictBase64URL.AppendDecode(buf[:0], []byte(tok))
 	if err != nil {
 		return "", fmt.Errorf("%w: pk-token %q is not unpadded base64url", ErrBadSubject, tok)
 	}
@@ -69,6 +70,10 @@ func SubjectHoldsTable(token, table string) bool {
 	return token == TableToken(table) || token == table
 }
 
+// strictBase64URL decodes pk-tokens: unpadded base64url with no stray bits
+// (Strict makes a copy of the encoding, so once, not per message).
+var strictBase64URL = base64.RawURLEncoding.Strict()
+
 // JournalSubject returns the subject a client publishes a command to:
 // journal.<table-token>.<pk-token>. The stream stores it as
 // journal.<table-token>.<shard>.<pk-token>.
@@ -92,8 +97,15 @@ func JournalSubject(table, pk string) string {
 // lower case, or the table as spelled in journals written before
 // (SubjectHoldsTable).
 func ParseJournalSubject(stored string) (table string, shard int, pk string, err error) {
-	parts := strings.Split(stored, ".")
-	if len(parts) != 4 || parts[0] != JournalPrefix || parts[1] == "" {
+	// strings.Split(stored, ".") into exactly four, without the slice.
+	var parts [4]string
+	var ok [3]bool
+	rest := stored
+	for i := range ok {
+		parts[i], rest, ok[i] = strings.Cut(rest, ".")
+	}
+	parts[3] = rest
+	if ok != [3]bool{true, true, true} || strings.Contains(parts[3], ".") || parts[0] != JournalPrefix || parts[1] == "" {
 		return "", 0, "", fmt.Errorf("%w: %q is not journal.<table>.<shard>.<pk-token>", ErrBadSubject, stored)
 	}
 	shard, err = strconv.Atoi(parts[2])

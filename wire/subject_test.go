@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -37,6 +38,10 @@ func TestParseJournalSubject(t *testing.T) {
 			t.Errorf("ParseJournalSubject(%q) = %v, want ErrBadSubject", bad, err)
 		}
 	}
+	long := strings.Repeat("ä", 400) // a token longer than the decoder's stack buffer
+	if _, _, pk, err := ParseJournalSubject("journal.orders.3." + PKToken(long)); err != nil || pk != long {
+		t.Errorf("ParseJournalSubject of a long pk = %q, %v", pk, err)
+	}
 	if JournalSubject("orders", "customer-42") != "journal.orders.Y3VzdG9tZXItNDI" {
 		t.Errorf("JournalSubject = %s", JournalSubject("orders", "customer-42"))
 	}
@@ -45,6 +50,10 @@ func TestParseJournalSubject(t *testing.T) {
 		{TableFilter("orders"), "journal.orders.*.*"},
 		{PartitionFilter("orders", ""), "journal.orders.*.="},
 		{ChangeSubject("orders", "customer-42"), "changes.orders.Y3VzdG9tZXItNDI"},
+		{ChangeSubject("orders", ""), "changes.orders.="},
+		{ChangeSubject(strings.Repeat("t", 63), strings.Repeat("k", 300)), "changes." + strings.Repeat("t", 63) + "." + PKToken(strings.Repeat("k", 300))},
+		{OutcomeSubject(strings.Repeat("i", 120)), "outcomes." + base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("i", 120)))},
+		{ChangeMsgID(9, 2, strings.Repeat("r", 300)), "chg-9-2-" + base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("r", 300)))},
 		{ChangeFilter("orders"), "changes.orders.>"},
 		{OutcomeSubject("a.b"), "outcomes.YS5i"},
 		{OutcomeSubject(""), "outcomes.="},

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
@@ -13,6 +15,12 @@ import (
 // writeStmts are the prepared statements of the write connection.
 type writeStmts struct {
 	table, ts, row, put, del, clock, setClock *sql.Stmt
+	// Conditional writes that check what they depend on in the same
+	// statement: an insert that does nothing when the row exists, a
+	// replace or delete of the row at a version (or any). Each reports
+	// by its rows affected whether it happened; only when it did not is
+	// the row read, to say why.
+	insert, replace, replaceAt, delAt *sql.Stmt
 }
 
 func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -22,9 +30,14 @@ func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 		&w.row:   `SELECT ts, props FROM entities WHERE tid = ? AND pk = ? AND rk = ?`,
 		&w.put: `INSERT INTO entities (tid, pk, rk, ts, props) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (tid, pk, rk) DO UPDATE SET ts = excluded.ts, props = excluded.props`,
-		&w.del:      `DELETE FROM entities WHERE tid = ? AND pk = ? AND rk = ?`,
-		&w.clock:    `SELECT ticks FROM clock WHERE id = 0`,
-		&w.setClock: `UPDATE clock SET ticks = ? WHERE id = 0`,
+		&w.del: `DELETE FROM entities WHERE tid = ? AND pk = ? AND rk = ?`,
+		&w.insert: `INSERT INTO entities (tid, pk, rk, ts, props) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (tid, pk, rk) DO NOTHING`,
+		&w.replace:   `UPDATE entities SET ts = ?, props = ? WHERE tid = ? AND pk = ? AND rk = ?`,
+		&w.replaceAt: `UPDATE entities SET ts = ?, props = ? WHERE tid = ? AND pk = ? AND rk = ? AND ts = ?`,
+		&w.delAt:     `DELETE FROM entities WHERE tid = ? AND pk = ? AND rk = ? AND ts = ?`,
+		&w.clock:     `SELECT ticks FROM clock WHERE id = 0`,
+		&w.setClock:  `UPDATE clock SET ticks = ? WHERE id = 0`,
 	})
 }
 
@@ -106,9 +119,7 @@ func (s *Store) Transact(ctx context.Context, table, pk string, ops []store.Op) 
 		if ts, err = s.tick(ctx, tx); err != nil {
 			return err
 		}
-		w := txWriter{ctx: ctx, tid: tid, pk: encodeKey(pk), pkText: pk, ts: ts,
-			ts1: tx.StmtContext(ctx, s.w.ts), row: tx.StmtContext(ctx, s.w.row),
-			put: tx.StmtContext(ctx, s.w.put), del: tx.StmtContext(ctx, s.w.del)}
+		w := txWriter{ctx: ctx, tid: tid, pk: encodeKey(pk), pkText: pk, ts: ts, tx: tx, stmts: &s.w}
 		for i, op := range ops {
 			if err := w.apply(op); err != nil {
 				if isStoreErr(err) {
@@ -147,12 +158,40 @@ func (s *Store) tick(ctx context.Context, tx *sql.Tx) (ticks, error) {
 
 // txWriter applies the ops of one transaction.
 type txWriter struct {
-	ctx                context.Context
-	tid                int64
-	pk                 []byte
-	pkText             string
-	ts                 ticks
-	ts1, row, put, del *sql.Stmt
+	ctx    context.Context
+	tid    int64
+	pk     []byte
+	pkText string
+	ts     ticks
+	// tx and stmts give the statements, each bound to tx the first time
+	// it is used (most transactions use one or two of them).
+	tx    *sql.Tx
+	stmts *writeStmts
+	bound map[*sql.Stmt]*sql.Stmt
+}
+
+// stmt returns s bound to the transaction.
+func (w *txWriter) stmt(s *sql.Stmt) *sql.Stmt {
+	if b, ok := w.bound[s]; ok {
+		return b
+	}
+	if w.bound == nil {
+		w.bound = make(map[*sql.Stmt]*sql.Stmt, 2)
+	}
+	b := w.tx.StmtContext(w.ctx, s)
+	w.bound[s] = b
+	return b
+}
+
+// changed runs a conditional statement and reports whether it changed a
+// row.
+func (w *txWriter) changed(s *sql.Stmt, args ...any) (bool, error) {
+	res, err := w.stmt(s).ExecContext(w.ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 func (w *txWriter) apply(op store.Op) error {
@@ -161,23 +200,13 @@ func (w *txWriter) apply(op store.Op) error {
 	case store.Upsert:
 		return w.write(rk, op.Props)
 	case store.Insert:
-		if _, ok, err := w.version(rk); err != nil || ok {
+		ok, err := w.changed(w.stmts.insert, w.tid, w.pk, rk, w.ts, encodeProps(op.Props))
+		if err != nil || !ok {
 			return errOr(err, store.ErrExists)
 		}
-		return w.write(rk, op.Props)
+		return nil
 	case store.Replace, store.Delete:
-		v, ok, err := w.version(rk)
-		if err != nil || !ok {
-			return errOr(err, store.ErrNotFound)
-		}
-		if err := checkETag(op.IfMatch, v); err != nil {
-			return err
-		}
-		if op.Kind == store.Delete {
-			_, err := w.del.ExecContext(w.ctx, w.tid, w.pk, rk)
-			return err
-		}
-		return w.write(rk, op.Props)
+		return w.replaceOrDelete(op, rk)
 	case store.Merge, store.UpsertMerge:
 		v, old, ok, err := w.read(rk)
 		if err != nil {
@@ -203,6 +232,63 @@ func (w *txWriter) apply(op store.Op) error {
 	return fmt.Errorf("unknown operation %v: %w", op.Kind, store.ErrInvalid)
 }
 
+// replaceOrDelete replaces or deletes a row that must exist, at the
+// version op.IfMatch names unless it is "" or "*", in one statement; the
+// row is read only when nothing changed, to tell a missing row from one at
+// another version.
+func (w *txWriter) replaceOrDelete(op store.Op, rk []byte) error {
+	var ok bool
+	var err error
+	at, anyVersion := parseETag(op.IfMatch)
+	switch {
+	case op.Kind == store.Delete && anyVersion:
+		ok, err = w.changed(w.stmts.del, w.tid, w.pk, rk)
+	case op.Kind == store.Delete && at != 0:
+		ok, err = w.changed(w.stmts.delAt, w.tid, w.pk, rk, at)
+	case anyVersion:
+		ok, err = w.changed(w.stmts.replace, w.ts, encodeProps(op.Props), w.tid, w.pk, rk)
+	case at != 0:
+		ok, err = w.changed(w.stmts.replaceAt, w.ts, encodeProps(op.Props), w.tid, w.pk, rk, at)
+	}
+	if err != nil || ok {
+		return err
+	}
+	v, exists, err := w.version(rk)
+	if err != nil || !exists {
+		return errOr(err, store.ErrNotFound)
+	}
+	if err := checkETag(op.IfMatch, v); err != nil {
+		return err
+	}
+	// Not reached: a row at the version asked for is changed above.
+	return fmt.Errorf("etag %s, row is at %s: %w", op.IfMatch, v.etag(), store.ErrPrecondition)
+}
+
+// parseETag returns the version an etag names; anyVersion is true for "" and
+// "*", which match every version, and at is 0 for text that is not an
+// etag of this store, which matches none.
+func parseETag(etag string) (at ticks, anyVersion bool) {
+	if etag == "" || etag == "*" {
+		return 0, true
+	}
+	s, ok := strings.CutPrefix(etag, `W/"datetime'`)
+	if !ok {
+		return 0, false
+	}
+	if s, ok = strings.CutSuffix(s, `'"`); !ok {
+		return 0, false
+	}
+	t, err := time.Parse(edm.DateTimeLayout, strings.ReplaceAll(s, "%3A", ":"))
+	if err != nil {
+		return 0, false
+	}
+	at = ticksOf(t)
+	if at.etag() != etag {
+		return 0, false
+	}
+	return at, false
+}
+
 func errOr(err, sentinel error) error {
 	if err != nil {
 		return err
@@ -218,13 +304,13 @@ func checkETag(ifMatch string, v ticks) error {
 }
 
 func (w *txWriter) write(rk []byte, props edm.Entity) error {
-	_, err := w.put.ExecContext(w.ctx, w.tid, w.pk, rk, w.ts, encodeProps(props))
+	_, err := w.stmt(w.stmts.put).ExecContext(w.ctx, w.tid, w.pk, rk, w.ts, encodeProps(props))
 	return err
 }
 
 // version reads the version of a row; ok is false if it does not exist.
 func (w *txWriter) version(rk []byte) (v ticks, ok bool, err error) {
-	err = w.ts1.QueryRowContext(w.ctx, w.tid, w.pk, rk).Scan(&v)
+	err = w.stmt(w.stmts.ts).QueryRowContext(w.ctx, w.tid, w.pk, rk).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -234,7 +320,7 @@ func (w *txWriter) version(rk []byte) (v ticks, ok bool, err error) {
 // read reads a row's version and properties.
 func (w *txWriter) read(rk []byte) (v ticks, props edm.Entity, ok bool, err error) {
 	var blob []byte
-	err = w.row.QueryRowContext(w.ctx, w.tid, w.pk, rk).Scan(&v, &blob)
+	err = w.stmt(w.stmts.row).QueryRowContext(w.ctx, w.tid, w.pk, rk).Scan(&v, &blob)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil, false, nil
 	}
