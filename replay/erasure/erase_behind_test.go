@@ -46,13 +46,19 @@ func TestEraseBehind(t *testing.T) {
 	}
 	def, alt := records[""], records["other"]
 	steps := []func() error{
-		func() error { return def.Add(ctx, wire.BehindPartition{Table: table, PK: pk, AppliedSeq: seqs[0], Cmd: "b1"}) },
+		func() error {
+			return def.Add(ctx, wire.BehindPartition{Table: table, PK: pk, AppliedSeq: seqs[0], Cmd: "b1"})
+		},
 		func() error { _, err := def.Remove(ctx, table, pk, 0); return err },
 		func() error {
 			return def.Add(ctx, wire.BehindPartition{Table: strings.ToUpper(table), PK: pk, AppliedSeq: seqs[1], Cmd: "b2"})
 		},
-		func() error { return def.Add(ctx, wire.BehindPartition{Table: table, PK: other, AppliedSeq: seqs[2], Cmd: "o1"}) },
-		func() error { return alt.Add(ctx, wire.BehindPartition{Table: table, PK: pk, AppliedSeq: seqs[1], Cmd: "b2"}) },
+		func() error {
+			return def.Add(ctx, wire.BehindPartition{Table: table, PK: other, AppliedSeq: seqs[2], Cmd: "o1"})
+		},
+		func() error {
+			return alt.Add(ctx, wire.BehindPartition{Table: table, PK: pk, AppliedSeq: seqs[1], Cmd: "b2"})
+		},
 		func() error {
 			kv, err := e.JS.KeyValue(ctx, records["legacy"].Name())
 			if err != nil {
