@@ -33,13 +33,13 @@ type directBatchReq struct {
 //
 // It returns the replica's last sequence when it answered (the end
 // marker's Nats-UpTo-Sequence of the first reply), 0 when nothing matched.
-func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req directBatchReq, fn func(rawMsg) error) (uint64, error) {
+func directBatch(ctx context.Context, js jetstream.JetStream, replies *replyMux, stream string, req directBatchReq, fn func(rawMsg) error) (uint64, error) {
 	nc := js.Conn()
 	subj := apiPrefix(js) + "DIRECT.GET." + stream
 	var first uint64
 	for {
 		rctx, cancel := requestCtx(ctx, js) // see leaderGet
-		pending, last, upTo, err := directRequest(rctx, nc, subj, req, fn)
+		pending, last, upTo, err := directRequest(rctx, nc, replies, subj, req, fn)
 		cancel()
 		if first == 0 {
 			first = upTo
@@ -55,26 +55,21 @@ func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req
 }
 
 // directRequest sends one request of directBatch and reads its answer.
-func directRequest(ctx context.Context, nc *nats.Conn, subj string, req directBatchReq, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
+func directRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subj string, req directBatchReq, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	inbox := nc.NewRespInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	inbox, next, done, err := replies.open(nc)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	defer sub.Unsubscribe()
-	return readBatch(ctx, nc, sub, subj, inbox, body, fn)
-}
-
-func readBatch(ctx context.Context, nc *nats.Conn, sub *nats.Subscription, subj, inbox string, body []byte, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
+	defer done()
 	if err := nc.PublishRequest(subj, inbox, body); err != nil {
 		return 0, 0, 0, err
 	}
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
+		m, err := next(ctx)
 		if err != nil {
 			return 0, 0, 0, fmt.Errorf("direct get: %w", err)
 		}
