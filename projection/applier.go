@@ -451,6 +451,7 @@ func (a *Applier) adopt(part partKey, v *view, f fence) {
 	if v.f.exists && (!f.exists || f.seq < v.f.seq) {
 		a.disagree(part.table, part.pk, "the partition's fence went back: the store lost confirmed writes",
 			fmt.Errorf("the projector wrote %v, the table holds %v", v.f, f))
+		a.behind(BehindPartition{Table: part.table, PK: part.pk, TableSeq: f.seq, AppliedSeq: v.f.seq, Cmd: v.f.cmd})
 	}
 	*v = view{valid: true, f: f, epoch: a.epochs.Add(1), rows: make(map[string]*rowState)}
 	a.cache.setFence(part, f, v.epoch)

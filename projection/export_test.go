@@ -1,5 +1,20 @@
 package projection
 
+import (
+	"context"
+	"time"
+)
+
 // DisableOutcomeLookup turns off the look-up of fetched command IDs in the
 // outcomes stream, for BenchmarkOutcomeLookup to measure what it costs.
 func DisableOutcomeLookup(p *Projector) { p.noOutcomeLookup = true }
+
+// WatchStore runs the retry policy's watch of a's store calls with warnings
+// every warnEvery, until the returned function is called.
+func WatchStore(a *Applier, warnEvery time.Duration) (stop func()) {
+	a.policy.warnEvery = warnEvery
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.policy.watch(ctx) }()
+	return func() { cancel(); <-done }
+}

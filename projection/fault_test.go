@@ -187,10 +187,19 @@ func TestStopDuringStoreOutage(t *testing.T) {
 		fs.busy, fs.readBusy = pct, pct
 		fs.mu.Unlock()
 	}
+	// Each shard checks its partitions against the store when it starts
+	// (behind.go): a first command applied on the healthy store shows the
+	// check done, so the outage below meets a fetched batch.
+	cmds := workload(101, 50)
+	h.PublishAll(ctx, cmds[:1])
+	h.WaitProjected(ctx)
 	setBusy(100)
-	h.PublishAll(ctx, workload(101, 50))
+	h.PublishAll(ctx, cmds[1:])
 	projectiontest.WaitFor(t, ctx, "the store outage warning", func() (bool, error) {
 		return strings.Contains(logs.String(), outageWarning), nil
+	})
+	projectiontest.WaitFor(t, ctx, "a batch in flight", func() (bool, error) {
+		return batchInFlight(ctx, h)
 	})
 
 	stopped := make(chan error, 1)
@@ -214,6 +223,22 @@ func TestStopDuringStoreOutage(t *testing.T) {
 	projectiontest.CompareTable(t, fs.Store, "orders", model)
 	checkOutcomesStatusOnly(t, h.Outcomes(ctx), model)
 	h.CheckChangeFeed(ctx, "orders", model)
+}
+
+// batchInFlight reports whether any projector consumer of h's journal has
+// delivered messages it has not had acknowledged.
+func batchInFlight(ctx context.Context, h *projectiontest.Harness) (bool, error) {
+	s, err := h.JS.Stream(ctx, h.Journal.Name())
+	if err != nil {
+		return false, err
+	}
+	l := s.ListConsumers(ctx)
+	for ci := range l.Info() {
+		if ci.NumAckPending > 0 {
+			return true, nil
+		}
+	}
+	return false, l.Err()
 }
 
 // TestJetStreamRestart restarts the JetStream server three times while the

@@ -76,7 +76,7 @@ func TestLostWrite(t *testing.T) {
 			lossy := &lossyStore{Store: real, lose: "c3"}
 			h := projectiontest.Start(t, lossy, projectiontest.Options{})
 			var logs projectiontest.SyncBuffer
-			h.StartProjector(projection.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))})
+			proj := h.StartProjector(projection.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))})
 			two := int64(2)
 			cmds := []*events.Command{
 				oneRow("c1", events.OpInsert, 1, nil),
@@ -114,6 +114,11 @@ func TestLostWrite(t *testing.T) {
 			}
 			if o := outcomes[3]; o.Status != wire.StatusApplied {
 				t.Errorf("c3: %s; its outcome was published when the store confirmed it", o.Status)
+			}
+			// The partition stays reported behind: the projector wrote past
+			// the loss, so its fence no longer shows it.
+			if got := proj.Stats().Behind.List(); len(got) != 1 || got[0].PK != "p" || got[0].AppliedSeq != 3 || got[0].TableSeq != 2 {
+				t.Errorf("behind: %v; want orders/p at seq 2 with seq 3 applied", got)
 			}
 			if err := h.StopProjector(); err != nil {
 				t.Fatal(err)

@@ -131,6 +131,11 @@ type Projector struct {
 	// outcomes reads OUTCOMES for every batch, one reader so that its
 	// look-ups share what they learn (journal.Outcomes.LatestAll).
 	outcomes *journal.Outcomes
+	// owned: the shards this instance applies now; storeBack signals that
+	// the store answers again after an outage (behind.go).
+	ownedMu   sync.Mutex
+	owned     map[int]bool
+	storeBack chan struct{}
 }
 
 // outcomeReader returns the projector's reader of OUTCOMES.
@@ -189,7 +194,13 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		cfg.Applier.Logger = cfg.Logger
 	}
 	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats, obs: cfg.Observer,
-		outcomes: journal.NewOutcomes(js)}
+		outcomes: journal.NewOutcomes(js), storeBack: make(chan struct{}, 1)}
+	p.applier.policy.onBack = func() {
+		select {
+		case p.storeBack <- struct{}{}:
+		default:
+		}
+	}
 	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
 		return nil, err
 	}
@@ -214,6 +225,17 @@ func (p *Projector) Run(ctx context.Context) error {
 	// wait out an outage under the same policy meanwhile.
 	checkCtx, stopCheck := context.WithCancel(ctx)
 	defer stopCheck()
+	go p.applier.policy.watch(checkCtx)
+	go func() {
+		for {
+			select {
+			case <-checkCtx.Done():
+				return
+			case <-p.storeBack:
+				p.recheckOwned(checkCtx)
+			}
+		}
+	}()
 	go func() {
 		if err := p.applier.policy.checkStore(checkCtx, p.store); err != nil && checkCtx.Err() == nil {
 			p.log.Error("table store check failed", "err", err)
@@ -250,6 +272,11 @@ func (p *Projector) Run(ctx context.Context) error {
 func (p *Projector) runShard(ctx context.Context, shard int) error {
 	s := &shardRun{p: p, shard: shard}
 	defer func() { s.pl.stop() }()
+	p.running(shard, true)
+	defer p.running(shard, false)
+	// Before anything is applied: a redelivered command would move a
+	// partition's fence past what the store lost.
+	p.checkBehind(ctx, shard, "the shard starts")
 	if !s.reopen(ctx, 0) {
 		return nil
 	}

@@ -3,8 +3,10 @@ package projection
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -18,21 +20,38 @@ import (
 // dropped connection, a timeout) are retried with exponential backoff capped
 // at a second, for as long as the outage lasts unless maxElapsed is set;
 // anything else is returned at once. While the store fails, one warning with
-// the reason is logged every few seconds, not one per request, and one line
+// the reason is logged every warnEvery, not one per request, and one line
 // when it answers again.
+//
+// A request can take long to fail: the Azure SDK retries a refused
+// connection several times inside one call (about 10 s with store/azure's
+// defaults). So the warnings do not wait for failures to come back: watch
+// warns when requests have been in flight for warnEvery without an answer,
+// and keeps warning every warnEvery while the outage lasts.
 type retryPolicy struct {
 	maxElapsed time.Duration // 0: never give up
+	warnEvery  time.Duration
 	log        *slog.Logger
 	stats      *Stats
+
+	// inflight counts the store calls under way; answered is when the
+	// store last answered, or when a call started while none was in
+	// flight (unix nanoseconds).
+	inflight atomic.Int64
+	answered atomic.Int64
 
 	mu       sync.Mutex
 	failing  bool
 	since    time.Time // first failure of the current outage
 	lastWarn time.Time
 	failures int // since lastWarn
+	lastOp   string
+	lastErr  error
+	// onBack, if set, is called when the store answers after an outage.
+	onBack func()
 }
 
-// outageWarnEvery is the most often an ongoing outage is logged.
+// outageWarnEvery is how often an ongoing outage is logged.
 const outageWarnEvery = 5 * time.Second
 
 func newRetryPolicy(maxElapsed time.Duration, log *slog.Logger, stats *Stats) *retryPolicy {
@@ -42,7 +61,7 @@ func newRetryPolicy(maxElapsed time.Duration, log *slog.Logger, stats *Stats) *r
 	if stats == nil {
 		stats = &Stats{}
 	}
-	return &retryPolicy{maxElapsed: maxElapsed, log: log, stats: stats}
+	return &retryPolicy{maxElapsed: maxElapsed, warnEvery: outageWarnEvery, log: log, stats: stats}
 }
 
 // maxBusyWait caps each wait before retrying a request the store refused
@@ -71,8 +90,15 @@ func (p *retryPolicy) failed(what string, err error) {
 		p.failing, p.since, p.lastWarn = true, now, time.Time{}
 	}
 	p.failures++
-	warn := now.Sub(p.lastWarn) >= outageWarnEvery
-	n, since := p.failures, p.since
+	p.lastOp, p.lastErr = what, err
+	p.warnLocked(now)
+}
+
+// warnLocked logs the outage if the last warning is older than warnEvery;
+// p.mu is held, and released.
+func (p *retryPolicy) warnLocked(now time.Time) {
+	warn := now.Sub(p.lastWarn) >= p.warnEvery
+	n, since, what, err := p.failures, p.since, p.lastOp, p.lastErr
 	if warn {
 		p.lastWarn, p.failures = now, 0
 	}
@@ -83,6 +109,47 @@ func (p *retryPolicy) failed(what string, err error) {
 	}
 }
 
+// watch warns while the store does not answer, every warnEvery, whether or
+// not a request has failed yet (see retryPolicy), until ctx ends.
+func (p *retryPolicy) watch(ctx context.Context) {
+	t := time.NewTicker(max(p.warnEvery/5, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		waiting := now.Sub(time.Unix(0, p.answered.Load()))
+		stalled := p.inflight.Load() > 0 && waiting >= p.warnEvery
+		p.mu.Lock()
+		if !p.failing && !stalled {
+			p.mu.Unlock()
+			continue
+		}
+		if !p.failing {
+			p.failing, p.since, p.lastWarn = true, now.Add(-waiting), time.Time{}
+			p.lastOp, p.lastErr = "any", fmt.Errorf("no answer for %s", waiting.Round(time.Millisecond))
+		}
+		p.warnLocked(now)
+	}
+}
+
+// begin and end bracket a store call, for watch.
+func (p *retryPolicy) begin() {
+	if p.inflight.Add(1) == 1 {
+		p.answered.Store(time.Now().UnixNano())
+	}
+}
+
+func (p *retryPolicy) end(answered bool) {
+	if answered {
+		p.answered.Store(time.Now().UnixNano())
+	}
+	p.inflight.Add(-1)
+}
+
 // succeeded ends an outage, logging how long it lasted.
 func (p *retryPolicy) succeeded() {
 	p.mu.Lock()
@@ -91,6 +158,9 @@ func (p *retryPolicy) succeeded() {
 	p.mu.Unlock()
 	if failing {
 		p.log.Info("table store available again", "after", time.Since(since).Round(time.Millisecond))
+		if p.onBack != nil {
+			p.onBack()
+		}
 	}
 }
 
@@ -99,7 +169,9 @@ func (p *retryPolicy) succeeded() {
 func retryStore[T any](ctx context.Context, p *retryPolicy, what string, op func() (T, error)) (T, error) {
 	b := backoff.WithContext(p.backoff(), ctx)
 	v, err := backoff.RetryNotifyWithData(func() (T, error) {
+		p.begin()
 		v, err := op()
+		p.end(err == nil || !transient(ctx, err))
 		if err != nil && !transient(ctx, err) {
 			return v, backoff.Permanent(err)
 		}

@@ -32,4 +32,7 @@ type Stats struct {
 	// PrunedRows counts the version and tombstone rows removed by prune
 	// commands (prune.go).
 	PrunedRows atomic.Int64
+	// Behind lists the partitions found behind what the projector
+	// applied: the store lost confirmed writes (behind.go).
+	Behind Behind
 }

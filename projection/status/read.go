@@ -42,6 +42,8 @@ type ShardStatus struct {
 
 	reporter string // the instance whose report was read
 	pruned   int64  // its PrunedRows
+	behind   []string
+	nBehind  int
 }
 
 // Overview is the state of every shard of the journal.
@@ -51,6 +53,7 @@ type Overview struct {
 	Totals OverviewTotals `json:"totals"`
 
 	prunedBy map[string]int64 // instance → its PrunedRows (pruned.go)
+	behindBy map[string]bool  // instances whose behind partitions are counted
 }
 
 // OverviewTotals sums an Overview up.
@@ -63,6 +66,11 @@ type OverviewTotals struct {
 	// PrunedRows is the rows removed by prune commands by the instances
 	// that report now, since each started (each instance counted once).
 	PrunedRows int64 `json:"prunedRows"`
+	// Behind names the partitions the reporting instances found behind
+	// what they applied (the store lost confirmed writes), each once;
+	// BehindCount counts them (each instance's count, summed).
+	Behind      []string `json:"behind,omitempty"`
+	BehindCount int      `json:"behindCount,omitempty"`
 	// Unowned lists the shards with pending commands and no owner.
 	Unowned []int `json:"unowned"`
 }
@@ -134,6 +142,7 @@ func readShardStatus(ctx context.Context, stream jetstream.Stream, owners, repor
 		return s, fmt.Errorf("shard %d: %w", shard, err)
 	}
 	s.Owner, s.Rate, s.reporter, s.pruned = rep.Instance, rep.Rate, rep.Instance, rep.PrunedRows
+	s.behind, s.nBehind = rep.Behind, rep.BehindCount
 	if owners != nil {
 		lease, err := readLease(ctx, owners, shard)
 		if err != nil {
@@ -159,6 +168,7 @@ func (st *Overview) add(s ShardStatus) {
 	t.MaxLagSeconds = max(t.MaxLagSeconds, s.LagSeconds)
 	t.Rate += s.Rate
 	st.addPruned(s)
+	st.addBehind(s)
 }
 
 // readShard reads a shard's position from its consumer and, when it has

@@ -276,6 +276,7 @@ func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descJournal
 	ch <- descRetries
 	ch <- descDisagree
+	ch <- descBehind
 	ch <- descPruned
 }
 
@@ -296,6 +297,7 @@ func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(fenceConflicts), RetryFenceConflict)
 	ch <- prometheus.MustNewConstMetric(descDisagree, prometheus.CounterValue, float64(disagreements))
 	collectPruned(ch, c.m.stats.Load())
+	collectBehind(ch, c.m.stats.Load())
 	for _, s := range snap.Shards {
 		label := strconv.Itoa(s.Shard)
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(s.Applied), label)

@@ -149,7 +149,7 @@ func TestStoreRequests(t *testing.T) {
 			faulty := &faultyStore{Store: b.Open(t), err: fmt.Errorf("injected: %w", store.ErrBusy)}
 			projectiontest.SkipLayoutCheck(t, "measured") // plain rows, not the versioned layout
 			s := m.Store(faulty)
-			ready := m.StoreCheck(30 * time.Second)
+			ready := m.StoreCheck(5*time.Second, 30*time.Second)
 			if err := ready.Check(); err == nil || !strings.Contains(err.Error(), "not answered yet") {
 				t.Errorf("readiness before any answer: %v", err)
 			}
@@ -276,6 +276,7 @@ func TestServer(t *testing.T) {
 	st.StoreRetries.Add(3)
 	st.FenceConflicts.Add(2)
 	st.Disagreements.Add(1)
+	st.Behind.Add(projection.BehindPartition{Table: "orders", PK: "p2", TableSeq: 2, AppliedSeq: 4, Cmd: "c4"})
 	m.SetStats(&st)
 	m.Retry(projection.RetryPublish)
 	var mu sync.Mutex
@@ -300,6 +301,12 @@ func TestServer(t *testing.T) {
 	}
 	if n, _ := f.Value(NameDisagreements); n != 1 {
 		t.Errorf("disagreements_total = %v, want 1", n)
+	}
+	if n, _ := f.Value(NameStoreBehind); n != 1 {
+		t.Errorf("%s = %v, want 1", NameStoreBehind, n)
+	}
+	if names, n := m.behindReport(); n != 1 || len(names) != 1 || !strings.Contains(names[0], `orders/"p2"`) {
+		t.Errorf("status report of the partitions behind: %v, %d", names, n)
 	}
 	get := func(path string) (int, string) {
 		t.Helper()

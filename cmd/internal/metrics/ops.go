@@ -37,11 +37,14 @@ type OpsConfig struct {
 	Replicas int
 }
 
-// How recently the store must have answered for /readyz, and how often an
-// idle store is asked.
+// For /readyz: how long the store may leave a request unanswered
+// (storeStall), how recently it must have answered at all (storeAnswer),
+// and how often an idle store is asked (probeEvery, so that a store that
+// went away while idle is noticed within probeEvery+storeStall).
 const (
+	storeStall  = 5 * time.Second
 	storeAnswer = 30 * time.Second
-	probeEvery  = 10 * time.Second
+	probeEvery  = 2 * time.Second
 )
 
 // Run states of the projector, for the probes.
@@ -68,9 +71,9 @@ type Ops struct {
 // runs, Stopped when it returned, and Close at the end.
 //
 // /healthz holds until the projector stopped on a failure. /readyz holds
-// while NATS is connected, the store answered within 30 seconds (it is
-// asked every 10 seconds when the projector does not), and the projector
-// runs.
+// while NATS is connected, the store answers (no request of the projector
+// unanswered for 5 seconds, and an answer within 30 seconds: it is asked
+// every 2 seconds when the projector does not), and the projector runs.
 func Start(ctx context.Context, cfg OpsConfig) (*Ops, store.Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -84,7 +87,7 @@ func Start(ctx context.Context, cfg OpsConfig) (*Ops, store.Store, error) {
 			}
 			return nil
 		}}}
-		ready := []Check{NATSCheck(cfg.NATS), o.StoreCheck(storeAnswer), {Name: "projector", Check: func() error {
+		ready := []Check{NATSCheck(cfg.NATS), o.StoreCheck(storeStall, storeAnswer), {Name: "projector", Check: func() error {
 			switch o.state.Load() {
 			case stateStarting:
 				return errors.New("starting")

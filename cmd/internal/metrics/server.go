@@ -84,21 +84,29 @@ func NATSCheck(nc *nats.Conn) Check {
 	}}
 }
 
-// StoreCheck holds while the table store answered within the last
-// interval (ProbeStore asks it when the projector does not).
-func (m *Metrics) StoreCheck(within time.Duration) Check {
+// StoreCheck holds while the table store answers: it fails when the
+// store has been asked and has not answered for stall (a request in flight
+// or failed unanswered: refused, timed out, busy), and when it has not
+// answered at all for stale (ProbeStore asks it when the projector does
+// not).
+func (m *Metrics) StoreCheck(stall, stale time.Duration) Check {
 	return Check{Name: "store", Check: func() error {
-		s := m.st.snapshot()
+		now := m.now()
+		s := m.st.snapshot(now)
+		var msg string
 		switch {
-		case s.LastAnswer.IsZero():
+		case s.LastAnswer.IsZero() && s.Waiting < stall:
 			return errors.New("the table store has not answered yet")
-		case m.now().Sub(s.LastAnswer) > within:
-			msg := fmt.Sprintf("the table store has not answered for %s", m.now().Sub(s.LastAnswer).Round(time.Second))
-			if !s.BusySince.IsZero() {
-				msg += "; it answers busy: " + s.LastBusy
-			}
-			return errors.New(msg)
+		case s.Waiting >= stall:
+			msg = fmt.Sprintf("the table store has not answered for %s while asked", s.Waiting.Round(time.Second))
+		case now.Sub(s.LastAnswer) > stale:
+			msg = fmt.Sprintf("the table store has not answered for %s", now.Sub(s.LastAnswer).Round(time.Second))
+		default:
+			return nil
 		}
-		return nil
+		if !s.BusySince.IsZero() {
+			msg += "; it answers busy: " + s.LastBusy
+		}
+		return errors.New(msg)
 	}}
 }

@@ -34,7 +34,7 @@ type ShardSnapshot struct {
 func (m *Metrics) Snapshot() Snapshot {
 	now := m.now()
 	snap := Snapshot{At: now, Commands: make(map[wire.Status]uint64, len(statuses)),
-		ShardFailures: m.failures.Load(), Store: m.st.snapshot()}
+		ShardFailures: m.failures.Load(), Store: m.st.snapshot(m.now())}
 	for _, s := range statuses {
 		snap.Commands[s] = m.counts[s].Load()
 	}

@@ -26,6 +26,7 @@ var _ store.Store = (*measured)(nil)
 
 func (s *measured) Get(ctx context.Context, table, pk, rk string) (store.Entity, error) {
 	start := s.m.now()
+	s.m.st.ask(start)
 	e, err := s.Store.Get(ctx, table, pk, rk)
 	s.m.request(OpGet, start, err)
 	return e, err
@@ -33,6 +34,7 @@ func (s *measured) Get(ctx context.Context, table, pk, rk string) (store.Entity,
 
 func (s *measured) Query(ctx context.Context, table string, q store.Query) (store.Page, error) {
 	start := s.m.now()
+	s.m.st.ask(start)
 	p, err := s.Store.Query(ctx, table, q)
 	s.m.request(OpQuery, start, err)
 	return p, err
@@ -41,18 +43,21 @@ func (s *measured) Query(ctx context.Context, table string, q store.Query) (stor
 // Transact is measured as a transaction; it passes on the etags s reports.
 func (s *measured) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
 	start := s.m.now()
+	s.m.st.ask(start)
 	etags, err := s.Store.Transact(ctx, table, pk, ops)
 	s.m.request(OpTransact, start, err)
 	return etags, err
 }
 
 func (s *measured) ListTables(ctx context.Context) ([]string, error) {
+	s.m.st.ask(s.m.now())
 	ts, err := s.Store.ListTables(ctx)
 	s.m.st.answer(s.m.now(), "", err)
 	return ts, err
 }
 
 func (s *measured) CreateTable(ctx context.Context, table string) error {
+	s.m.st.ask(s.m.now())
 	err := s.Store.CreateTable(ctx, table)
 	s.m.st.answer(s.m.now(), "", err)
 	return err
@@ -105,12 +110,23 @@ func answered(err error) bool {
 // operations; only busy answers take the lock.
 type storeState struct {
 	lastAnswer atomic.Int64 // unix nanoseconds of the last answer (see answered); 0 if none
+	// askedSince is when the store was first asked since its last
+	// answer (unix nanoseconds): a request in flight or failed without an
+	// answer; 0 when every request since has been answered.
+	askedSince atomic.Int64
 	busySince  atomic.Int64 // unix nanoseconds of the first busy answer since another; 0 when not busy
 	busy       atomic.Uint64
 
 	mu         sync.Mutex
 	lastBusy   string // the last busy error
 	lastBusyOp string
+}
+
+// ask records that a request to the store starts at now.
+func (s *storeState) ask(now time.Time) {
+	if s.askedSince.Load() == 0 {
+		s.askedSince.CompareAndSwap(0, now.UnixNano())
+	}
 }
 
 func (s *storeState) answer(now time.Time, op string, err error) {
@@ -125,6 +141,9 @@ func (s *storeState) answer(now time.Time, op string, err error) {
 	}
 	if answered(err) {
 		s.lastAnswer.Store(now.UnixNano())
+		if s.askedSince.Load() != 0 {
+			s.askedSince.Store(0)
+		}
 		if s.busySince.Load() != 0 {
 			s.busySince.Store(0)
 		}
@@ -134,13 +153,17 @@ func (s *storeState) answer(now time.Time, op string, err error) {
 // StoreSnapshot is what the store answered lately.
 type StoreSnapshot struct {
 	LastAnswer time.Time // the last answer other than busy; zero if none yet
+	// Waiting is how long the store has been asked without answering:
+	// since the oldest request after LastAnswer that is in flight or
+	// failed unanswered (busy, refused, timed out); zero when none.
+	Waiting    time.Duration
 	Busy       uint64    // busy answers, ever
 	BusySince  time.Time // start of the current run of busy answers; zero when none
 	LastBusy   string    // the last busy error and the operation it answered
 	LastBusyOp string
 }
 
-func (s *storeState) snapshot() StoreSnapshot {
+func (s *storeState) snapshot(now time.Time) StoreSnapshot {
 	unix := func(ns int64) time.Time {
 		if ns == 0 {
 			return time.Time{}
@@ -148,6 +171,13 @@ func (s *storeState) snapshot() StoreSnapshot {
 		return time.Unix(0, ns)
 	}
 	snap := StoreSnapshot{LastAnswer: unix(s.lastAnswer.Load()), Busy: s.busy.Load(), BusySince: unix(s.busySince.Load())}
+	if asked := unix(s.askedSince.Load()); !asked.IsZero() {
+		// An answer to a request sent later may have come meanwhile.
+		if snap.LastAnswer.After(asked) {
+			asked = snap.LastAnswer
+		}
+		snap.Waiting = max(0, now.Sub(asked))
+	}
 	s.mu.Lock()
 	snap.LastBusy, snap.LastBusyOp = s.lastBusy, s.lastBusyOp
 	s.mu.Unlock()
@@ -162,7 +192,7 @@ func (m *Metrics) ProbeStore(ctx context.Context, s store.Store, every time.Dura
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		if m.now().Sub(m.st.snapshot().LastAnswer) >= every {
+		if now := m.now(); now.Sub(m.st.snapshot(now).LastAnswer) >= every {
 			pctx, cancel := context.WithTimeout(ctx, every)
 			_, _ = s.ListTables(pctx)
 			cancel()

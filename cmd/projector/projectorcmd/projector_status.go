@@ -150,6 +150,9 @@ func writeStatus(w io.Writer, ov status.Overview, asJSON bool) error {
 	if err := prunedLine(w, t); err != nil {
 		return err
 	}
+	if err := behindLines(w, t); err != nil {
+		return err
+	}
 	if len(t.Unowned) > 0 {
 		_, err := fmt.Fprintf(w, "shards %v have pending commands and no owner\n", t.Unowned)
 		return err

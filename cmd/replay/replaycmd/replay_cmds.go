@@ -139,11 +139,13 @@ type rebuildCmd struct {
 	cfg      rebuild.Config
 	pt       pointFlags
 	snapshot string
+	pk       string
 }
 
 func (c *rebuildCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cfg.Table, "table", "", "source table in the journal (default: the snapshot's)")
-	fs.StringVar(&c.cfg.Into, "into", "", "destination table, empty or new (required)")
+	fs.StringVar(&c.cfg.Into, "into", "", "destination table, empty or new (required, unless --pk)")
+	fs.StringVar(&c.pk, "pk", "", "rebuild this partition of --table in place, from the journal, up to its head: the way back when the store lost writes (stop the projectors first)")
 	c.pt.rangeFlags(fs, "last point applied: seq:N, time:T, cmd:ID (default the head)",
 		"last journal sequence applied (like --to seq:N)", "apply the journal as of this RFC 3339 time (like --to time:T)")
 	fs.StringVar(&c.snapshot, "from-snapshot", "", "load this snapshot (a file, a blob URL with a SAS token, or azblob://CONTAINER/BLOB) first, then replay only the journal after it")
@@ -152,6 +154,9 @@ func (c *rebuildCmd) flags(fs *flag.FlagSet) {
 }
 
 func (c *rebuildCmd) check() error {
+	if c.set["pk"] {
+		return c.checkPartition()
+	}
 	if err := c.need("into"); err != nil {
 		return err
 	}
@@ -165,6 +170,9 @@ func (c *rebuildCmd) check() error {
 func (c *rebuildCmd) nats() natsNeed { return natsYes }
 
 func (c *rebuildCmd) run(ctx context.Context, stdio cli.IO) error {
+	if c.set["pk"] {
+		return c.runPartition(ctx, stdio)
+	}
 	seq, _, err := c.resolve(ctx, &c.pt)
 	if err != nil {
 		return err

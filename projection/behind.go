@@ -1,0 +1,240 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
+)
+
+// A store that lost confirmed writes (Azurite killed before it flushed, an
+// account restored from a backup) holds partitions behind what the
+// projector applied: their fence is missing or older than a command whose
+// outcome says it applied. The journal is the source of truth, so such a
+// partition is reported loudly (ERROR, the counters, projector status)
+// until it is rebuilt from the journal (docs/operating.md, "When the store
+// lost writes"). Two ways find one:
+//
+//   - as the projector runs, a partition whose fence went back under the
+//     projector's cache (Applier.adopt);
+//   - when a shard starts, before it applies anything, and again when the
+//     store answers after an outage: each partition of the shard whose
+//     fence is older than its newest journal message is looked at in the
+//     outcomes stream (checkShardBehind).
+
+// BehindPartition is a partition of a table that lacks writes the
+// projector applied and the store confirmed.
+type BehindPartition struct {
+	Table, PK string
+	// TableSeq is the journal sequence the partition's fence holds (0:
+	// no fence); AppliedSeq a later command that applied (Cmd its ID)
+	// whose effect the table lacks.
+	TableSeq, AppliedSeq uint64
+	Cmd                  string
+	Found                time.Time
+}
+
+func (b BehindPartition) String() string {
+	return fmt.Sprintf("%s/%q: the table holds up to seq %d, seq %d (command %s) applied", b.Table, b.PK, b.TableSeq, b.AppliedSeq, b.Cmd)
+}
+
+// Behind is the set of partitions found behind since the projector
+// started. A partition stays in it until the process restarts: once the
+// projector wrote past a loss, its fence no longer shows it.
+type Behind struct {
+	mu    sync.Mutex
+	parts map[partKey]BehindPartition
+}
+
+// Add records b; false if its partition was known.
+func (s *Behind) Add(b BehindPartition) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := partKey{b.Table, b.PK}
+	if _, ok := s.parts[k]; ok {
+		return false
+	}
+	if s.parts == nil {
+		s.parts = make(map[partKey]BehindPartition)
+	}
+	s.parts[k] = b
+	return true
+}
+
+// Len is the number of partitions found behind.
+func (s *Behind) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.parts)
+}
+
+// List returns the partitions found behind, by table and key.
+func (s *Behind) List() []BehindPartition {
+	s.mu.Lock()
+	out := make([]BehindPartition, 0, len(s.parts))
+	for _, b := range s.parts {
+		out = append(out, b)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b BehindPartition) int {
+		if a.Table != b.Table {
+			return compareStr(a.Table, b.Table)
+		}
+		return compareStr(a.PK, b.PK)
+	})
+	return out
+}
+
+func compareStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// behind reports a partition that lacks confirmed writes: at ERROR, with
+// the way back, once per partition.
+func (a *Applier) behind(b BehindPartition) {
+	b.Found = time.Now().UTC()
+	if !a.stats.Behind.Add(b) {
+		return
+	}
+	a.log.Error("the store lost confirmed writes: a partition is behind the journal; rebuild it from the journal (docs/operating.md, \"When the store lost writes\")",
+		LogTable, b.Table, LogPK, b.PK, "table_seq", b.TableSeq, "applied_seq", b.AppliedSeq, LogCmd, b.Cmd,
+		"repair", fmt.Sprintf("replay rebuild --table %s --pk %q", b.Table, b.PK))
+}
+
+// behindCheckTimeout bounds one check of a shard; behindWalk bounds the
+// journal messages of one partition looked at past its fence.
+const (
+	behindCheckTimeout = 2 * time.Minute
+	behindWalk         = 64
+	behindWorkers      = 8
+)
+
+// checkShardBehind looks for partitions of shard behind what was applied
+// (see Behind) and reports each. It returns how many partitions it looked
+// at; an error only when it could not finish.
+func (p *Projector) checkShardBehind(ctx context.Context, shard int) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, behindCheckTimeout)
+	defer cancel()
+	s, err := p.js.Stream(ctx, p.j.Name())
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(wire.ShardFilter(shard)))
+	if err != nil {
+		return 0, fmt.Errorf("partitions of shard %d: %w", shard, err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(behindWorkers)
+	for subj := range info.State.Subjects {
+		g.Go(func() error { return p.checkPartitionBehind(gctx, s, subj) })
+	}
+	return len(info.State.Subjects), g.Wait()
+}
+
+// checkPartitionBehind checks the partition of journal subject subj: its
+// fence against the newest journal message, and if older, the outcomes of
+// the messages after the fence.
+func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream, subj string) error {
+	table, _, pk, err := wire.ParseJournalSubject(subj)
+	if err != nil {
+		return nil // not a command's subject: never applied
+	}
+	last, err := s.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("last command of %s/%q: %w", table, pk, err)
+	}
+	// The fence is read after the newest message: a command up to it that
+	// applied before now moved the fence to it or past it.
+	f, err := p.applier.readFence(ctx, table, pk)
+	if err != nil || f.seq >= last.Sequence {
+		return err
+	}
+	outcomes := journal.NewOutcomes(p.js)
+	for seq, n := f.seq+1, 0; seq <= last.Sequence && n < behindWalk; n++ {
+		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > last.Sequence) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("command %d of %s/%q: %w", seq, table, pk, err)
+		}
+		seq = m.Sequence + 1
+		id := m.Header.Get(jetstream.MsgIDHeader)
+		o, err := outcomes.Latest(ctx, id)
+		switch {
+		case errors.Is(err, journal.ErrNotFound):
+			return nil // not handled yet (or its outcome aged out)
+		case err != nil:
+			return err
+		case o.Seq != m.Sequence || o.Status != wire.StatusApplied || len(o.Rows) == 0:
+			continue // wrote nothing, or decided by another message of its ID
+		}
+		// It applied and wrote: the fence must be at it now, unless the
+		// store lost it. (It may have committed after the fence was read.)
+		if f, err = p.applier.readFence(ctx, table, pk); err != nil || f.seq >= m.Sequence {
+			return err
+		}
+		p.stats.Disagreements.Add(1)
+		p.applier.behind(BehindPartition{Table: table, PK: pk, TableSeq: f.seq, AppliedSeq: m.Sequence, Cmd: id})
+		return nil
+	}
+	return nil
+}
+
+// checkBehind runs checkShardBehind on shard and logs what it did.
+func (p *Projector) checkBehind(ctx context.Context, shard int, why string) {
+	start := time.Now()
+	before := p.stats.Behind.Len()
+	n, err := p.checkShardBehind(ctx, shard)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("checking the store against the journal failed", LogShard, shard, "why", why, "err", err)
+		}
+		return
+	}
+	p.log.Debug("store checked against the journal", LogShard, shard, "why", why, "partitions", n,
+		"behind", p.stats.Behind.Len()-before, "in", time.Since(start).Round(time.Millisecond))
+}
+
+// recheckOwned checks every shard this instance applies now again, in
+// the background (the store answered again after an outage).
+func (p *Projector) recheckOwned(ctx context.Context) {
+	p.ownedMu.Lock()
+	shards := make([]int, 0, len(p.owned))
+	for sh := range p.owned {
+		shards = append(shards, sh)
+	}
+	p.ownedMu.Unlock()
+	for _, sh := range shards {
+		p.checkBehind(ctx, sh, "the store answers again after an outage")
+	}
+}
+
+// running records that shard is applied by this instance (or no longer).
+func (p *Projector) running(shard int, on bool) {
+	p.ownedMu.Lock()
+	defer p.ownedMu.Unlock()
+	if p.owned == nil {
+		p.owned = make(map[int]bool)
+	}
+	if on {
+		p.owned[shard] = true
+	} else {
+		delete(p.owned, shard)
+	}
+}

@@ -1,0 +1,123 @@
+package rebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/replay/retention"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
+)
+
+// PartitionStats says what RebuildPartition did.
+type PartitionStats struct {
+	Table, PK string
+	// Removed counts the entities of the partition deleted before the
+	// journal was applied again; To is the last journal sequence read.
+	Removed int64
+	To      uint64
+	// Commands counts the partition's journal messages applied, by outcome.
+	Commands, Applied, Rejected, Duplicates int64
+	Elapsed                                 time.Duration
+}
+
+// RebuildPartition rebuilds one partition of a live table in place from
+// the journal: it deletes every entity of the partition (rows, history,
+// fence) and applies the partition's journal messages again, from the
+// first to the head, through projection.Applier. It is the way back for a
+// partition the store lost confirmed writes of (the projector reports
+// them: docs/operating.md, "When the store lost writes").
+//
+// No projector may apply the partition meanwhile: stop the projectors
+// first. A command ID applied in another partition is not known here
+// (RememberIDs covers this partition's messages), as in a rebuild of a
+// table, which knows its own table's.
+func (r *Rebuilder) RebuildPartition(ctx context.Context, table, pk string) (PartitionStats, error) {
+	start := time.Now()
+	st := PartitionStats{Table: table, PK: pk}
+	if err := r.NeedJournal("rebuild"); err != nil {
+		return st, err
+	}
+	head, err := r.Journal().Head(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.To = head
+	filter := wire.PartitionFilter(table, pk)
+	subs, _, err := r.subjects(ctx, filter)
+	if err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
+	}
+	if len(subs) == 0 {
+		return st, fmt.Errorf("rebuild: %w: %s has no partition %q in journal %s", ErrUnknownTable, table, pk, r.Journal().Name())
+	}
+	if err := retention.NewCompactor(r.Source).CheckHorizon(ctx, table, 1, head); err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
+	}
+	if err := r.checkNotTrimmed(ctx, 1); err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
+	}
+	if st.Removed, err = clearPartition(ctx, r.Store(), table, pk); err != nil {
+		return st, fmt.Errorf("rebuild: clear %s/%q: %w", table, pk, err)
+	}
+	applier := projection.NewApplier(r.Store(), projection.ApplierConfig{RememberIDs: true})
+	var c counts
+	hooks := projection.Hooks{BeforeCommit: c.count, AfterCommit: c.count}
+	var batch []projection.Entry
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := applier.Apply(ctx, table, pk, batch, hooks)
+		st.Commands += int64(len(batch))
+		batch = batch[:0]
+		return err
+	}
+	err = r.Journal().Read(ctx, 1, head, filter, func(m journal.Msg) error {
+		_, _, e := projection.EntryFromMsg(m)
+		batch = append(batch, e)
+		if len(batch) >= 1024 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	st.Applied, st.Rejected, st.Duplicates = c.applied.Load(), c.rejected.Load(), c.dups.Load()
+	st.Elapsed = time.Since(start)
+	if err != nil {
+		return st, fmt.Errorf("rebuild %s/%q: %w", table, pk, err)
+	}
+	return st, nil
+}
+
+// clearPartition deletes every entity of a partition, in transactions of
+// at most the store's limit, and returns how many it deleted.
+func clearPartition(ctx context.Context, s store.Store, table, pk string) (int64, error) {
+	ents, err := store.Collect(ctx, s, table, store.Query{PK: pk})
+	if errors.Is(err, store.ErrTableNotFound) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	var n int64
+	for len(ents) > 0 {
+		k := min(len(ents), events.MaxStoreOpsPerTx)
+		ops := make([]store.Op, k)
+		for i, e := range ents[:k] {
+			ops[i] = store.Op{Kind: store.Delete, RK: e.RK}
+		}
+		if _, err := s.Transact(ctx, table, pk, ops); err != nil {
+			return n, err
+		}
+		n += int64(k)
+		ents = ents[k:]
+	}
+	return n, nil
+}
