@@ -60,7 +60,8 @@ func directRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subj s
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	inbox, next, done, err := replies.open(nc)
+	// A multi_last answer is a message per subject and its end marker.
+	inbox, next, done, err := replies.open(nc, min(max(len(req.MultiLast), req.Batch), multiLastMax)+1)
 	if err != nil {
 		return 0, 0, 0, err
 	}

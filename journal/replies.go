@@ -35,11 +35,13 @@ type replyWait struct {
 
 func newReplyMux() *replyMux { return &replyMux{waiting: make(map[string]*replyWait)} }
 
-// open returns a reply subject for one request, the function that waits
-// for its next answer, and done, which the caller calls when it has read
-// the answers it needs. The subscription is made on nc at the first call,
+// open returns a reply subject for one request of up to size answers,
+// the function that waits for its next answer, and done, which the caller
+// calls when it has read the answers it needs. The answers wait for their
+// reader in a buffer of size, so that one reader's pace holds up no other
+// request's answers. The subscription is made on nc at the first call,
 // and again once it is no longer valid (the connection closed, or close).
-func (r *replyMux) open(nc *nats.Conn) (inbox string, next func(context.Context) (*nats.Msg, error), done func(), err error) {
+func (r *replyMux) open(nc *nats.Conn, size int) (inbox string, next func(context.Context) (*nats.Msg, error), done func(), err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sub == nil || r.nc != nc || !r.sub.IsValid() {
@@ -61,7 +63,7 @@ func (r *replyMux) open(nc *nats.Conn) (inbox string, next func(context.Context)
 	}
 	r.n++
 	token := strconv.FormatUint(r.n, 36)
-	w := &replyWait{ch: make(chan *nats.Msg), gone: make(chan struct{})}
+	w := &replyWait{ch: make(chan *nats.Msg, size), gone: make(chan struct{})}
 	r.waiting[token] = w
 	next = func(ctx context.Context) (*nats.Msg, error) {
 		select {
@@ -80,8 +82,9 @@ func (r *replyMux) open(nc *nats.Conn) (inbox string, next func(context.Context)
 	return r.prefix + token, next, done, nil
 }
 
-// deliver hands an answer to its request's reader; the answer of a request
-// done already is dropped.
+// deliver hands an answer to its request's reader (it waits only when
+// the request's buffer is full); the answer of a request done already is
+// dropped.
 func (r *replyMux) deliver(m *nats.Msg) {
 	token := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	r.mu.Lock()
