@@ -230,6 +230,12 @@ func (p *Projector) recoverChanges(ctx context.Context, part partition, r *Resul
 		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, r.Rows)
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped (a drain that timed out, a lost lease), not a
+			// missing version: an outcome sent now would be stored without
+			// the events it stands for.
+			return ctx.Err()
+		}
 		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
 		return nil
 	}
