@@ -96,8 +96,8 @@ func CheckDeletable(s jetstream.Stream) error {
 	if !cfg.DenyDelete {
 		return nil
 	}
-	return fmt.Errorf("%w: stream %s was created with deny-delete, which JetStream never lifts, so an erase cannot remove the key's messages from it: create a new journal with `projector --journal-allow-msg-delete` (deny-delete off, deny-purge on) under another name and move the commands to it, then erase",
-		ErrDenyDelete, cfg.Name)
+	return fmt.Errorf("%w: stream %s was created with deny-delete, which JetStream never lifts, so an erase cannot remove the key's messages from it: move the commands to a new journal that allows it (stop the projectors; `replay --stream %s move --new-stream NEWNAME --allow-msg-delete --apply --cutover --delete-old`), point everything at --stream NEWNAME, then erase",
+		ErrDenyDelete, cfg.Name, cfg.Name)
 }
 
 // SecureDelete removes the messages seqs of stream s with JetStream's secure

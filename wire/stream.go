@@ -32,6 +32,13 @@ const (
 	// MetadataAllowMsgDelete is "true" on a journal created to allow
 	// deleting single messages (erasure) while it refuses purges.
 	MetadataAllowMsgDelete = "tablejournal.allow-msg-delete"
+	// MetadataMovedFrom names, on a journal made by moving another
+	// (replay move), the stream its commands were moved from; while the
+	// move copies, the new stream is a mirror of that one.
+	MetadataMovedFrom = "tablejournal.moved-from"
+	// MetadataMovedTo names, on a journal whose commands were moved, the
+	// stream that took them over; the old stream no longer takes commands.
+	MetadataMovedTo = "tablejournal.moved-to"
 )
 
 // HeaderBodySHA256 carries the hex SHA-256 of a command message's body, so

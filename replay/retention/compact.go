@@ -178,8 +178,8 @@ func (r *Compactor) checkCompact(ctx context.Context, cfg CompactConfig) (jetstr
 		return nil, nil, fmt.Errorf("compact: %w", err)
 	}
 	if info.Config.DenyPurge {
-		return nil, nil, fmt.Errorf("compact: %w: journal %s was created without --journal-allow-trim, and JetStream cannot lift deny_purge from a stream; to trim, create a new journal with --journal-allow-trim (another --stream name), move the tables to it (snapshot, then rebuild from the snapshot), or keep this journal whole",
-			ErrTrimDenied, r.Journal().Name())
+		return nil, nil, fmt.Errorf("compact: %w: journal %s was created without --journal-allow-trim, and JetStream cannot lift deny_purge from a stream; to trim, move the commands to a new journal that allows it (stop the projectors; `replay --stream %s move --new-stream NEWNAME --allow-trim --apply --cutover`), point everything at --stream NEWNAME and compact there, or keep this journal whole",
+			ErrTrimDenied, r.Journal().Name(), r.Journal().Name())
 	}
 	applied, err := r.AppliedSeq(ctx)
 	if err != nil {

@@ -59,6 +59,7 @@ var replayCommands = []replayEntry{
 	{cli.NewSpec("prune", "--table T (--keep 90d | --keep-versions N | --before SEQ) [--pk P] [--apply] [--pace D] [--max-rows N]", "remove old versions through the journal (dry run by default)"), func() replaySub { return &pruneCmd{} }},
 	{cli.NewSpec("console", "[--addr 127.0.0.1:8089] [--auth-file FILE] [--hide-values] [--allow-changes] [--grafana-url URL]", "serve the web console: journal, blame, row history, as-of, health"), func() replaySub { return &consoleCmd{} }},
 	{cli.NewSpec("compact", "--table T --snapshot FILE [--at SEQ] [--apply]", "trim a table's journal below a stored snapshot (dry run by default)"), func() replaySub { return &compactCmd{} }},
+	{cli.NewSpec("move", "--new-stream NAME [--allow-msg-delete | --allow-trim] [--apply [--cutover [--delete-old]]]", "move the journal's commands into a new stream, sequences kept (dry run by default)"), func() replaySub { return &moveCmd{} }},
 }
 
 func findReplay(name string) (replayEntry, bool) {
@@ -192,6 +193,8 @@ const (
 	natsNo natsNeed = iota
 	natsIfUp
 	natsYes
+	// natsOnly: the journal and no table store.
+	natsOnly
 )
 
 // replayBase is what every replay subcommand shares: the connection and
@@ -313,9 +316,12 @@ func (b *replayBase) open(ctx context.Context, nn natsNeed) error {
 		switch {
 		case err == nil:
 			b.nc, b.cfg.JetStream = nc, js
-		case nn == natsYes:
+		case nn == natsYes, nn == natsOnly:
 			return err
 		}
+	}
+	if nn == natsOnly {
+		return nil
 	}
 	st, closer, err := stores.Open(ctx, b.tables, b.data, stores.Auth(b.auth))
 	if err != nil {

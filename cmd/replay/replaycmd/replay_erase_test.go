@@ -55,7 +55,7 @@ func TestReplayEraseDenyDelete(t *testing.T) {
 	e := startReplayEnv(t)
 	e.Publish(t, "c1", upsert("order-7", edm.Entity{"name": edm.String("Ada")}))
 	_, errs, code := e.replay(t, "erase", "--table", "orders", "--pk", "customer-42", "--apply")
-	if code != cli.ExitFailure || !strings.Contains(errs, "--journal-allow-msg-delete") {
+	if code != cli.ExitFailure || !strings.Contains(errs, "move --new-stream NEWNAME --allow-msg-delete") {
 		t.Fatalf("erase on a deny-delete journal: exit %d, %s", code, errs)
 	}
 }

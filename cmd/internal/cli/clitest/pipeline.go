@@ -35,6 +35,8 @@ type Pipeline struct {
 	Ctx    context.Context
 	Stop   func() // stops the projector
 	Store  store.Store
+
+	p *projectiontest.Pipeline
 }
 
 // StartPipeline starts a Pipeline that t's cleanup stops; a journal
@@ -55,9 +57,23 @@ func StartPipeline(t *testing.T, jcfg ...journal.Config) *Pipeline {
 	if _, err := p.RunProjector(cfg); err != nil {
 		t.Fatal(err)
 	}
-	var once sync.Once
-	stop := func() { once.Do(func() { p.StopProjector() }) }
-	return &Pipeline{URL: p.URL(), Tables: p.Tables, W: journal.NewWriter(p.JS, ""), JS: p.JS, Ctx: ctx, Stop: stop, Store: p.Store}
+	var mu sync.Mutex
+	stop := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		p.StopProjector()
+	}
+	return &Pipeline{URL: p.URL(), Tables: p.Tables, W: journal.NewWriter(p.JS, ""), JS: p.JS, Ctx: ctx, Stop: stop, Store: p.Store, p: p}
+}
+
+// RunProjector runs another projector with cfg (its Logger discarding)
+// once Stop stopped the first; Stop stops it too.
+func (e *Pipeline) RunProjector(t *testing.T, cfg projection.Config) {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := e.p.RunProjector(cfg); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Publish publishes one command and waits for its outcome.
