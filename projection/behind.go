@@ -126,11 +126,24 @@ const (
 // checkShardBehind looks for partitions of shard behind what was applied
 // (see Behind) and reports each. It returns how many partitions it looked
 // at; an error only when it could not finish.
+//
+// Only commands this projector's consumer of the shard has acknowledged
+// are looked at: those are never delivered again, so a store that lost
+// them stays behind. One not acknowledged yet comes again and is applied
+// again (the fence is before it). The bound also keeps the check to this
+// projector's own work: the outcomes stream is shared by every projector
+// of the journal, and a projector of another durable name filling another
+// store (a second region, a rebuild) finds outcomes of commands its store
+// has not seen yet.
 func (p *Projector) checkShardBehind(ctx context.Context, shard int) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, behindCheckTimeout)
 	defer cancel()
 	s, err := p.js.Stream(ctx, p.j.Name())
 	if err != nil {
+		return 0, err
+	}
+	acked, err := p.ackedFloor(ctx, s, shard)
+	if err != nil || acked == 0 {
 		return 0, err
 	}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(wire.ShardFilter(shard)))
@@ -140,15 +153,31 @@ func (p *Projector) checkShardBehind(ctx context.Context, shard int) (int, error
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(behindWorkers)
 	for subj := range info.State.Subjects {
-		g.Go(func() error { return p.checkPartitionBehind(gctx, s, subj) })
+		g.Go(func() error { return p.checkPartitionBehind(gctx, s, subj, acked) })
 	}
 	return len(info.State.Subjects), g.Wait()
 }
 
+// ackedFloor is the journal sequence up to which this projector's consumer
+// of shard has acknowledged every message; 0 when it has none.
+func (p *Projector) ackedFloor(ctx context.Context, s jetstream.Stream, shard int) (uint64, error) {
+	c, err := s.Consumer(ctx, wire.ConsumerName(p.cfg.Durable, shard))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, nil
+	} else if err != nil {
+		return 0, fmt.Errorf("consumer of shard %d: %w", shard, err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("consumer of shard %d: %w", shard, err)
+	}
+	return info.AckFloor.Stream, nil
+}
+
 // checkPartitionBehind checks the partition of journal subject subj: its
-// fence against the newest journal message, and if older, the outcomes of
-// the messages after the fence.
-func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream, subj string) error {
+// fence against its newest command up to acked, and if older, the outcomes
+// of the commands after the fence.
+func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream, subj string, acked uint64) error {
 	table, _, pk, err := wire.ParseJournalSubject(subj)
 	if err != nil {
 		return nil // not a command's subject: never applied
@@ -159,16 +188,17 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 	} else if err != nil {
 		return fmt.Errorf("last command of %s/%q: %w", table, pk, err)
 	}
+	upTo := min(last.Sequence, acked)
 	// The fence is read after the newest message: a command up to it that
 	// applied before now moved the fence to it or past it.
 	f, err := p.applier.readFence(ctx, table, pk)
-	if err != nil || f.seq >= last.Sequence {
+	if err != nil || f.seq >= upTo {
 		return err
 	}
 	outcomes := journal.NewOutcomes(p.js)
-	for seq, n := f.seq+1, 0; seq <= last.Sequence && n < behindWalk; n++ {
+	for seq, n := f.seq+1, 0; seq <= upTo && n < behindWalk; n++ {
 		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
-		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > last.Sequence) {
+		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > upTo) {
 			return nil
 		} else if err != nil {
 			return fmt.Errorf("command %d of %s/%q: %w", seq, table, pk, err)

@@ -2,6 +2,7 @@ package projection_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -182,5 +183,59 @@ func TestSkippedWithoutOutcome(t *testing.T) {
 				t.Errorf("the ERROR does not name seq 3 and its command; logs:\n%s", logs.String())
 			}
 		})
+	}
+}
+
+// TestOtherDurableNotBehind: a projector of another durable name filling
+// another store (a second region, a rebuild) finds in the shared outcomes
+// stream commands its store has not seen yet; that is not a loss. Only
+// commands its own consumer acknowledged are looked at, so it reports no
+// partition behind, when it starts and when it starts again part way.
+func TestOtherDurableNotBehind(t *testing.T) {
+	ctx := journaltest.Context(t, 2*time.Minute)
+	h := projectiontest.Start(t, projectiontest.SQLite(t), projectiontest.Options{})
+	w := projectiontest.NewWorkload(7, "orders", 20, 5)
+	cmds := make([]*events.Command, 300)
+	for i := range cmds {
+		cmds[i] = w.Next()
+	}
+	h.PublishAll(ctx, cmds[:200])
+	h.StartProjector(projection.Config{})
+	h.WaitProjected(ctx)
+
+	fresh := projectiontest.SQLite(t)
+	var logs projectiontest.SyncBuffer
+	run := func(upTo int) *projection.Projector {
+		p, err := projection.New(ctx, h.JS, fresh, projection.Config{Durable: "second",
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- p.Run(rctx) }()
+		want := projectiontest.TableVersions(t, h.Store, "orders")
+		projectiontest.WaitFor(t, ctx, fmt.Sprintf("the second projection reaches %d commands", upTo), func() (bool, error) {
+			got, err := projectiontest.ReadVersions(ctx, fresh, "orders")
+			return err == nil && projectiontest.SameVersionCount(got, want), err
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := run(200); p.Stats().Behind.Len() != 0 || p.Stats().Disagreements.Load() != 0 {
+		t.Errorf("a fresh store under another durable: %d partitions behind, %d disagreements; want none",
+			p.Stats().Behind.Len(), p.Stats().Disagreements.Load())
+	}
+	h.PublishAll(ctx, cmds[200:])
+	h.WaitProjected(ctx)
+	if p := run(300); p.Stats().Behind.Len() != 0 || p.Stats().Disagreements.Load() != 0 {
+		t.Errorf("restarted behind the first projector: %d partitions behind, %d disagreements; want none",
+			p.Stats().Behind.Len(), p.Stats().Disagreements.Load())
+	}
+	if strings.Contains(logs.String(), "lost confirmed writes") {
+		t.Errorf("a loss reported:\n%s", logs.String())
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
@@ -29,7 +28,13 @@ import (
 func (b *batch) recover(ctx context.Context, part partition, rs []Result) error {
 	for i := range rs {
 		if r := &rs[i]; r.Status == Skipped && !r.Stored {
-			if err := b.p.recoverOutcome(ctx, part, r, b.entries[part]); err != nil {
+			rc := recovery{p: b.p, part: part, r: r}
+			for _, x := range b.entries[part] {
+				if x.Seq == r.Seq {
+					rc.e = x
+				}
+			}
+			if err := rc.findOutcome(ctx); err != nil {
 				return err
 			}
 		}
@@ -37,47 +42,52 @@ func (b *batch) recover(ctx context.Context, part partition, rs []Result) error 
 	return nil
 }
 
-// recoverOutcome settles a redelivered command whose effect is already in
-// the table and whose outcome is not known to be stored: it sets r's
-// Status (and Rows, Changes) to the outcome to publish, or marks it Stored.
-// It never leaves r without an outcome.
+// recovery settles one redelivered command whose effect is already in the
+// table and whose outcome is not known to be stored: it sets r's Status
+// (and Rows, Changes) to the outcome to publish, or marks it Stored. It
+// never leaves r without an outcome.
 //
-// If the projector crashed between a commit and publishing the outcomes,
-// the outcome of an applied command is rebuilt from the version rows that
-// carry its sequence. A command that wrote nothing had its outcome
-// published before any later commit (publishUnwritten), so it is found in
-// the outcomes stream. If it is not, the table (or the outcomes stream)
-// lost what the projector wrote: that is logged at ERROR and counted, and
-// the outcome is rebuilt from the rows' history as they stood before the
-// command.
-func (p *Projector) recoverOutcome(ctx context.Context, part partition, r *Result, entries []Entry) error {
-	var e Entry
-	for _, x := range entries {
-		if x.Seq == r.Seq {
-			e = x
-		}
-	}
-	found, err := p.storedOutcome(ctx, r, e)
-	if err != nil || found || recoverErased(r, e) {
+// It asks the outcomes stream first. When the outcome is not there it reads
+// the rows the command names once, as the command found and left them
+// (rows.Around, one retried read), and settles from that alone:
+//
+//   - if the projector crashed between a commit and publishing the
+//     outcomes, the outcome of an applied command is rebuilt from the
+//     versions that carry its sequence, with its change events;
+//   - a command that wrote nothing had its outcome published before any
+//     later commit (publishUnwritten), so it is found in the outcomes
+//     stream. If it is not, the table (or the outcomes stream) lost what
+//     the projector wrote: that is logged at ERROR and counted, and the
+//     outcome is rebuilt by deciding the command again on its rows as they
+//     stood before it.
+type recovery struct {
+	p    *Projector
+	part partition
+	e    Entry
+	r    *Result
+	rows map[string]rows.Around // by RowKey, as the command found and left them
+}
+
+func (rc *recovery) findOutcome(ctx context.Context) error {
+	found, err := rc.p.storedOutcome(ctx, rc.r, rc.e)
+	if err != nil || found || recoverErased(rc.r, rc.e) {
 		return err
 	}
-	if e.Cmd == nil {
+	if rc.e.Cmd == nil {
 		// Only valid commands can be skipped; an invalid one is rejected
 		// again on the message alone.
-		r.reject(fmt.Sprint(e.Err), e.Err)
+		rc.r.reject(fmt.Sprint(rc.e.Err), rc.e.Err)
 		return nil
 	}
-	rows, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]wire.RowVersion, error) {
-		return versionsBySeq(ctx, p.store, part.table, part.pk, e.Cmd, r.Seq)
-	})
-	if err != nil {
+	if err := rc.read(ctx); err != nil {
 		return err
 	}
-	if len(rows) == 0 {
-		return p.outcomeFromHistory(ctx, part, r, e)
+	versions := rc.versions()
+	if len(versions) == 0 {
+		return rc.fromHistory()
 	}
-	r.Status, r.Rows = wire.StatusApplied, rows
-	return p.recoverChanges(ctx, part, r, e)
+	rc.r.Status, rc.r.Rows = wire.StatusApplied, versions
+	return rc.changes(ctx)
 }
 
 // storedOutcome looks for the outcome of e in the outcomes stream (or in
@@ -128,35 +138,49 @@ func recoverErased(r *Result, e Entry) bool {
 	return true
 }
 
-// versionsBySeq finds the versions a command (at journal sequence seq)
-// produced on the rows it names; see RowsBySeq.
-func versionsBySeq(ctx context.Context, s store.Store, table, pk string, cmd *events.Command, seq uint64) ([]wire.RowVersion, error) {
-	versions, err := rows.RowsBySeq(ctx, s, table, pk, cmd, seq)
-	out := make([]wire.RowVersion, len(versions))
-	for i, row := range versions {
-		out[i] = wire.RowVersion{RK: row.RK, Version: row.Version, Op: row.Op, Deleted: row.Deleted}
-	}
-	return out, err
+// read reads the rows the command names around its sequence: the one
+// read of the table recovery makes, retried as every store call.
+func (rc *recovery) read(ctx context.Context) error {
+	e, table, pk := rc.e, rc.part.table, rc.part.pk
+	var err error
+	rc.rows, err = retryStore(ctx, rc.p.applier.policy, "read the history of "+table, func() (map[string]rows.Around, error) {
+		out := make(map[string]rows.Around)
+		for _, rk := range touchedRKs([]Entry{e}) {
+			a, err := rows.ReadAround(ctx, rc.p.store, table, pk, rk, e.Seq)
+			if err != nil {
+				return nil, err
+			}
+			out[rk] = a
+		}
+		return out, nil
+	})
+	return err
 }
 
-// outcomeFromHistory settles a skipped command that has neither an outcome
-// nor a version in the table, which the projector never leaves behind: it
-// evaluates the command again on its rows as they stood just before it, as
-// the version rows tell. If that says the command applied, the table lost
-// its effect, and the outcome says so as a rejection (nothing of it is in
-// the table).
-func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *Result, e Entry) error {
-	state := make(map[string]*rowState)
-	for _, rk := range touchedRKs([]Entry{e}) {
-		s, err := retryStore(ctx, p.applier.policy, "read history of "+part.table, func() (*rowState, error) {
-			return stateBefore(ctx, p.store, part.table, part.pk, rk, e.Seq)
-		})
-		if err != nil {
-			return err
+// versions are the versions the command wrote, in the order it first
+// names their rows.
+func (rc *recovery) versions() []wire.RowVersion {
+	var out []wire.RowVersion
+	for _, rk := range touchedRKs([]Entry{rc.e}) {
+		if v := rc.rows[rk].At; v != nil {
+			out = append(out, wire.RowVersion{RK: v.RK, Version: v.Version, Op: v.Op, Deleted: v.Deleted})
 		}
-		state[rk] = s
 	}
-	b := newTxn(part.pk, state, p.store.Limits())
+	return out
+}
+
+// fromHistory settles a skipped command that has neither an outcome nor a
+// version in the table, which the projector never leaves behind: it
+// decides the command again on its rows as they stood just before it. If
+// that says the command applied, the table lost its effect, and the
+// outcome says so as a rejection (nothing of it is in the table).
+func (rc *recovery) fromHistory() error {
+	e := rc.e
+	state := make(map[string]*rowState, len(rc.rows))
+	for rk, a := range rc.rows {
+		state[rk] = stateBefore(a)
+	}
+	b := newTxn(rc.part.pk, state, rc.p.store.Limits())
 	if err := b.add(e); err != nil {
 		return err
 	}
@@ -165,53 +189,37 @@ func (p *Projector) outcomeFromHistory(ctx context.Context, part partition, r *R
 		// It applied and changed nothing (it inserted and deleted a row):
 		// no version to find, and its outcome is published after the
 		// commit of its batch, so a crash may lose it. Nothing disagrees.
-		*r = res
+		*rc.r = res
 		return nil
 	}
 	if res.Status == wire.StatusApplied {
 		res = Result{Seq: e.Seq, ID: e.ID, Status: wire.StatusRejected, Code: wire.CodeLostWrite,
 			Reason: "not in the table: the rows moved on past this command, but no version carries it (the store lost a confirmed write?)"}
 	}
-	p.applier.disagree(part.table, part.pk,
+	rc.p.applier.disagree(rc.part.table, rc.part.pk,
 		fmt.Sprintf("seq %d (command %s) was handled but has no outcome and no version; outcome rebuilt from the rows' history: %s", e.Seq, e.ID, res.Status),
 		errors.New("outcome missing"))
-	*r = res
+	*rc.r = res
 	return nil
 }
 
-// stateBefore reads the state of a row just before journal sequence seq
-// from its tip and history.
-func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (*rowState, error) {
-	var newest *rows.Row
-	if tip, err := (rows.Reader{Store: s}).Get(ctx, table, pk, rk); err == nil && tip.Seq < seq {
-		newest = &tip
-	} else if err != nil && !errors.Is(err, rows.ErrRowNotFound) {
-		return nil, err
+// stateBefore is a row's state just before a command, for deciding it
+// again.
+func stateBefore(a rows.Around) *rowState {
+	switch {
+	case a.Before == nil:
+		return &rowState{}
+	case a.Before.Deleted:
+		return &rowState{Latest: a.Before}
 	}
-	if newest == nil && seq > 0 {
-		// Version rows are keyed by sequence: the newest before seq is the
-		// first row at or after the key of seq-1, read without a scan.
-		r, ok, err := rows.VersionAt(ctx, s, table, pk, rk, seq-1)
-		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
-			return nil, err
-		}
-		if ok {
-			newest = &r
-		}
-	}
-	if newest == nil {
-		return &rowState{}, nil
-	}
-	if newest.Deleted {
-		return &rowState{Latest: newest}, nil
-	}
-	t := *newest
+	t := *a.Before
 	t.Tip, t.ETag = true, ""
-	return &rowState{Tip: &t, Latest: &t}, nil
+	return &rowState{Tip: &t, Latest: &t}
 }
 
-// recoverChanges rebuilds the change events of a recovered applied command
-// from the version rows, to be published again: those not already stored.
+// changes rebuilds the change events of a recovered applied command from
+// its versions and the ones before them, to be published again: those not
+// already stored.
 //
 // A command journaled less than changeRepublishAge ago has all its events
 // published again: one already stored is deduplicated by its Nats-Msg-Id
@@ -222,29 +230,22 @@ func stateBefore(ctx context.Context, s store.Store, table, pk, rk string, seq u
 // both ways (an event lost in flight beside a later one of another row, or
 // the command's own event being the newest). The result does not depend on
 // how long recovery took.
-func (p *Projector) recoverChanges(ctx context.Context, part partition, r *Result, e Entry) error {
-	if p.cfg.NoChangeFeed {
+func (rc *recovery) changes(ctx context.Context) error {
+	if rc.p.cfg.NoChangeFeed {
 		return nil
 	}
-	changes, err := retryStore(ctx, p.applier.policy, "read versions of "+part.table, func() ([]Change, error) {
-		return changesOf(ctx, p.store, part.table, part.pk, r.Seq, r.Rows)
-	})
+	r := rc.r
+	changes, err := changesOf(rc.rows, r.Rows)
 	if err != nil {
-		if ctx.Err() != nil {
-			// Stopped (a drain that timed out, a lost lease), not a
-			// missing version: an outcome sent now would be stored without
-			// the events it stands for.
-			return ctx.Err()
-		}
-		p.applier.disagree(part.table, part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
+		rc.p.applier.disagree(rc.part.table, rc.part.pk, fmt.Sprintf("a version before those of seq %d (command %s) is missing", r.Seq, r.ID), err)
 		return nil
 	}
-	if time.Since(e.At) > changeRepublishAge {
+	if time.Since(rc.e.At) > changeRepublishAge {
 		rks := make([]string, len(changes))
 		for i, c := range changes {
 			rks[i] = c.RK
 		}
-		stored, err := storedChanges(ctx, p.js, part, r.Seq, e.At, rks)
+		stored, err := storedChanges(ctx, rc.p.js, rc.part, r.Seq, rc.e.At, rks)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrPublish, err)
 		}
@@ -259,29 +260,24 @@ func (p *Projector) recoverChanges(ctx context.Context, part partition, r *Resul
 // inside the change stream's 2-minute duplicate window.
 const changeRepublishAge = 90 * time.Second
 
-// changesOf rebuilds the change-feed events of the row versions the
-// command at journal sequence seq produced, from the stored rows: the after image is the version itself (read by
-// its sequence), the before image the row's newest version before that sequence (a version
-// row, since it was superseded), absent when that is a tombstone or there
-// is none.
-func changesOf(ctx context.Context, s store.Store, table, pk string, seq uint64, versions []wire.RowVersion) ([]Change, error) {
+// changesOf rebuilds the change-feed events of the versions a command
+// wrote from its rows as it found and left them: the after image is the
+// version itself, the before image the row's newest version before it (a
+// version row, since it was superseded), absent when that is a tombstone
+// or there is none.
+func changesOf(around map[string]rows.Around, versions []wire.RowVersion) ([]Change, error) {
 	var out []Change
 	for _, rv := range versions {
-		cur, ok, err := rows.VersionBySeq(ctx, s, table, pk, rv.RK, seq)
-		if err == nil && (!ok || cur.Version != rv.Version) {
-			err = fmt.Errorf("version %d of %q at %d: %w", rv.Version, rv.RK, seq, store.ErrNotFound)
-		}
-		if err != nil {
-			return nil, err
+		a := around[rv.RK]
+		cur := a.At
+		if cur == nil || cur.Version != rv.Version {
+			return nil, fmt.Errorf("version %d of %q: %w", rv.Version, rv.RK, store.ErrNotFound)
 		}
 		var before edm.Entity
 		if rv.Version > 0 {
-			prev, ok, err := rows.VersionAt(ctx, s, table, pk, rv.RK, seq-1)
-			if err == nil && (!ok || prev.Version != rv.Version-1) {
-				err = fmt.Errorf("version %d of %q before %d: %w", rv.Version-1, rv.RK, seq, store.ErrNotFound)
-			}
-			if err != nil {
-				return nil, err
+			prev := a.Before
+			if prev == nil || prev.Version != rv.Version-1 {
+				return nil, fmt.Errorf("version %d of %q: %w", rv.Version-1, rv.RK, store.ErrNotFound)
 			}
 			if !prev.Deleted {
 				before = prev.Props

@@ -1,17 +1,12 @@
 package projection
 
 import (
-	"context"
-	"errors"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
-	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -60,37 +55,14 @@ func TestRecoverUsesBatchLookup(t *testing.T) {
 		{5, "rejected", wire.StatusRejected, "row exists"},
 		{6, "again", wire.StatusDuplicate, "already applied"},
 	}
-	for _, tt := range tests {
+	for i, tt := range tests {
 		r := Result{Seq: tt.seq, ID: tt.id, Status: Skipped}
-		if err := p.recoverOutcome(ctx, part, &r, groups[part]); err != nil {
+		rc := recovery{p: p, part: part, r: &r, e: groups[part][i]}
+		if err := rc.findOutcome(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if !r.Stored || r.Status != tt.wantStatus || r.Reason != tt.wantReason {
 			t.Errorf("seq %d: recovered %+v, want its stored %s outcome (%q)", tt.seq, r, tt.wantStatus, tt.wantReason)
 		}
-	}
-}
-
-// TestRecoverStoppedIsNoDisagreement: recovery stopped while it reads a
-// recovered command's versions (a drain that timed out, a lost lease)
-// fails the partition instead of counting a disagreement and going on to
-// publish an outcome whose change events were never sent.
-func TestRecoverStoppedIsNoDisagreement(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "tables.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	stats := &Stats{}
-	p := &Projector{store: st, stats: stats, applier: NewApplier(st, ApplierConfig{Stats: stats, Logger: slog.New(slog.DiscardHandler)})}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r := &Result{Seq: 7, ID: "c7", Status: wire.StatusApplied, Rows: []wire.RowVersion{{RK: "r", Version: 0, Op: events.OpUpsert}}}
-	err = p.recoverChanges(ctx, partition{table: "orders", pk: "p"}, r, Entry{Seq: 7, ID: "c7", At: time.Now()})
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("recoverChanges stopped: %v, want context.Canceled", err)
-	}
-	if n := stats.Disagreements.Load(); n != 0 {
-		t.Errorf("%d disagreements counted for a stopped recovery, want 0", n)
 	}
 }

@@ -123,3 +123,49 @@ func VersionAt(ctx context.Context, s store.Store, table, pk, rk string, seq uin
 	row, err := DecodeRow(e)
 	return row, err == nil, err
 }
+
+// Around is one row as the command at a journal sequence found it and left
+// it, tombstones included: the version that command wrote (At, nil when it
+// wrote none) and the row's newest version before it (Before, nil when the
+// row had none).
+type Around struct{ At, Before *Row }
+
+// ReadAround reads Around of rk for the command at seq: the tip, then,
+// when the tip is not older than seq, one or two version rows (VersionAt),
+// so at most five requests whatever the history's depth.
+func ReadAround(ctx context.Context, s store.Store, table, pk, rk string, seq uint64) (Around, error) {
+	var a Around
+	tip, err := Reader{Store: s}.Get(ctx, table, pk, rk)
+	switch {
+	case err == nil && tip.Seq < seq:
+		a.Before = &tip
+		return a, nil
+	case err == nil && tip.Seq == seq:
+		a.At = &tip
+	case err != nil && !errors.Is(err, ErrRowNotFound):
+		return a, err
+	default: // no tip, or a newer one: the version seq wrote is a version row
+		v, ok, err := VersionAt(ctx, s, table, pk, rk, seq)
+		switch {
+		case err != nil && !errors.Is(err, store.ErrTableNotFound):
+			return a, err
+		case !ok:
+			return a, nil
+		case v.Seq < seq:
+			a.Before = &v
+			return a, nil
+		}
+		a.At = &v
+	}
+	if seq == 0 {
+		return a, nil
+	}
+	v, ok, err := VersionAt(ctx, s, table, pk, rk, seq-1)
+	if err != nil && !errors.Is(err, store.ErrTableNotFound) {
+		return a, err
+	}
+	if ok {
+		a.Before = &v
+	}
+	return a, nil
+}
