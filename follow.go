@@ -159,7 +159,19 @@ func (c *Client) Follow(ctx context.Context, name, table string, fn func(context
 		return fmt.Errorf("tablejournal: follow %s: %w", name, err)
 	default:
 		info := cons.CachedInfo()
-		if f := info.Config.FilterSubject; f != filter {
+		cfg := info.Config
+		switch f := cfg.FilterSubject; {
+		case f == filter, f == "" && len(cfg.FilterSubjects) == 2 && cfg.FilterSubjects[0] == filter:
+		case sameTableSpelledOtherwise(f, filter):
+			// A checkpoint made before the change feed's subjects carried
+			// the table's lower-case token: it follows both, keeping its
+			// place among the events stored under its own spelling.
+			cfg.FilterSubject, cfg.FilterSubjects = "", []string{filter, f}
+			if cons, err = c.js.UpdateConsumer(ctx, wire.ChangesStream, cfg); err != nil {
+				return fmt.Errorf("tablejournal: follow %s: move the checkpoint to %s: %w", name, filter, err)
+			}
+			info = cons.CachedInfo()
+		default:
 			return &checkpointMismatch{name: name, has: followed(f), want: followed(filter)}
 		}
 		if cons, err = c.resume(ctx, name, info, o.ackWait); err != nil {
@@ -245,6 +257,15 @@ func (e *checkpointMismatch) Error() string {
 }
 
 func (e *checkpointMismatch) Unwrap() error { return ErrInvalid }
+
+// sameTableSpelledOtherwise reports whether change-feed filters a and b
+// differ only in the case of their table token.
+func sameTableSpelledOtherwise(a, b string) bool {
+	ta, ra, ok1 := strings.Cut(strings.TrimPrefix(a, wire.ChangesPrefix+"."), ".")
+	tb, rb, ok2 := strings.Cut(strings.TrimPrefix(b, wire.ChangesPrefix+"."), ".")
+	return ok1 && ok2 && a != b && strings.HasPrefix(a, wire.ChangesPrefix+".") && strings.HasPrefix(b, wire.ChangesPrefix+".") &&
+		strings.EqualFold(ta, tb) && ra == rb
+}
 
 // followed says in a user's words what a change-feed filter follows:
 // "table orders", "partition \"c-1\" of table orders", or the filter

@@ -62,6 +62,9 @@ func TestPages(t *testing.T) {
 				{"journal by status", "/journal?status=rejected", 200, []string{">c5<"}, []string{">c1<", ">c4<"}},
 				{"journal by code", "/journal?code=exists", 200, []string{">c5<"}, []string{">c4<"}},
 				{"journal by partition", "/journal?table=" + tbl + "&pk=customer-7", 200, []string{">d1<"}, []string{">c1<"}},
+				// Table names are case-insensitive: another spelling is the table.
+				{"journal by table in capitals", "/journal?table=" + strings.ToUpper(tbl) + "&status=applied", 200, []string{">c1<", ">d1<"}, []string{">c5<"}},
+				{"journal by partition in capitals", "/journal?table=" + strings.ToUpper(tbl) + "&pk=customer-7&status=applied", 200, []string{">d1<"}, []string{">c1<"}},
 				{"journal by command", "/journal?cmd=c3", 200, []string{">c3<"}, []string{">c2<"}},
 				{"journal by issuer", "/journal?issuer=nobody", 200, []string{"no command matches"}, []string{">c1<"}},
 				{"journal bad from", "/journal?from=yesterday", 400, []string{"want a journal sequence or an RFC 3339 time"}, nil},

@@ -115,15 +115,17 @@ func (s *replaySource) Resolve(ctx context.Context, point string) (uint64, error
 	return seq, err
 }
 
-// filter is the journal subject filter of a table or partition.
-func filter(table, pk string, all bool) string {
+// filter is the journal subject filters of a table or partition: its
+// lower-case token's and, for a table spelled with capitals, the spelling
+// a journal written before holds (wire.TableFilters).
+func filter(table, pk string, all bool) []string {
 	switch {
 	case table == "":
-		return ""
+		return nil
 	case all:
-		return wire.TableFilter(table)
+		return wire.TableFilters(table)
 	}
-	return wire.PartitionFilter(table, pk)
+	return wire.PartitionFilters(table, pk)
 }
 
 func (s *replaySource) Journal(ctx context.Context, q JournalQuery) (JournalPage, error) {
@@ -174,7 +176,7 @@ func (s *replaySource) Journal(ctx context.Context, q JournalQuery) (JournalPage
 	for from <= end {
 		to := min(end, from+chunk-1)
 		var cands []JournalEntry
-		err := j.Read(ctx, from, to, subj, func(m journal.Msg) error {
+		err := j.ReadAny(ctx, from, to, subj, func(m journal.Msg) error {
 			e := decodeEntry(m)
 			if q.Issuer == "" || e.Issuer == q.Issuer {
 				cands = append(cands, e)
@@ -207,9 +209,9 @@ func (s *replaySource) Journal(ctx context.Context, q JournalQuery) (JournalPage
 
 // journalRange is a page unfiltered by outcome or issuer: its first limit
 // messages the subject filter matches, in one read stopped after them.
-func (s *replaySource) journalRange(ctx context.Context, j *journal.Journal, page JournalPage, from, end uint64, subj string, limit int) (JournalPage, error) {
+func (s *replaySource) journalRange(ctx context.Context, j *journal.Journal, page JournalPage, from, end uint64, subj []string, limit int) (JournalPage, error) {
 	var es []JournalEntry
-	err := j.Read(ctx, from, end, subj, func(m journal.Msg) error {
+	err := j.ReadAny(ctx, from, end, subj, func(m journal.Msg) error {
 		if len(es) == limit {
 			page.Next = m.Seq
 			return errStop
@@ -234,11 +236,12 @@ func (q JournalQuery) match(e JournalEntry) bool {
 	return (q.Issuer == "" || e.Issuer == q.Issuer) &&
 		(q.Status == "" || e.Status == q.Status) &&
 		(q.Code == "" || e.Code == q.Code) &&
-		(q.Table == "" || e.Table == q.Table) &&
+		(q.Table == "" || strings.EqualFold(e.Table, q.Table)) && // table names are case-insensitive
 		(q.PK == "" || e.PK == q.PK)
 }
 
 // decodeEntry reads a journal message: a command, a prune or an erase.
+// Its table is as the body spells it, else the subject's token.
 func decodeEntry(m journal.Msg) JournalEntry {
 	e := JournalEntry{Seq: m.Seq, Time: m.Time, Kind: "command"}
 	if table, _, pk, err := wire.ParseJournalSubject(m.Subject); err == nil {
@@ -247,7 +250,7 @@ func decodeEntry(m journal.Msg) JournalEntry {
 	if journal.IsEraseMsg(m.Header) {
 		e.Kind = "erase"
 		if x, err := journal.DecodeEraseMsg(m); err == nil {
-			e.ID, e.Issuer, e.IssuedAt = x.ID, x.Issuer, x.IssuedAt
+			e.ID, e.Issuer, e.IssuedAt, e.Table = x.ID, x.Issuer, x.IssuedAt, x.Table
 		}
 		return e
 	}
@@ -256,7 +259,7 @@ func decodeEntry(m journal.Msg) JournalEntry {
 		e.ID = m.Header.Get("Nats-Msg-Id")
 		return e
 	}
-	e.ID, e.Issuer, e.IssuedAt, e.Ops = c.ID, c.Issuer, c.IssuedAt, len(c.Ops)
+	e.ID, e.Issuer, e.IssuedAt, e.Ops, e.Table = c.ID, c.Issuer, c.IssuedAt, len(c.Ops), c.Table
 	if c.IsPrune() {
 		e.Kind = "prune"
 	}
@@ -599,7 +602,7 @@ func (s *replaySource) Steps(ctx context.Context, table, pk string, all bool, se
 	// [from, to], in order.
 	applied := func(from, to uint64) ([]uint64, error) {
 		var es []JournalEntry
-		err := j.Read(ctx, from, to, subj, func(m journal.Msg) error {
+		err := j.ReadAny(ctx, from, to, subj, func(m journal.Msg) error {
 			es = append(es, decodeEntry(m))
 			return nil
 		})

@@ -5,9 +5,10 @@
 // There are only a few types:
 //
 //   - [Journal] is the stream. [Ensure] creates or checks it, [Open] opens an
-//     existing one. A client publishes a command to journal.<table>.<pk-token>
-//     ([wire.JournalSubject]); the stream's own subject transform stores it
-//     under journal.<table>.<shard>.<pk-token>, where the shard is the server's
+//     existing one. A client publishes a command to
+//     journal.<table-token>.<pk-token> ([wire.JournalSubject]; the token is
+//     the table in lower case, [wire.TableToken]); the stream's own subject
+//     transform stores it under journal.<table-token>.<shard>.<pk-token>, where the shard is the server's
 //     deterministic partition() of table and partition key, so one
 //     partition's commands stay in one shard, in order. The shard count is
 //     fixed at creation and recorded in the stream's metadata.

@@ -21,7 +21,8 @@ import (
 type Msg struct {
 	// Seq is the message's journal sequence.
 	Seq uint64
-	// Subject is the stored subject, journal.<table>.<shard>.<pk-token>.
+	// Subject is the stored subject, journal.<table-token>.<shard>.<pk-token>
+	// (wire.ParseJournalSubject).
 	Subject string
 	// Time is when the stream stored the message: the journal time of the
 	// command.
@@ -102,6 +103,12 @@ func (j *Journal) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
 // to means the head at the time of the call; from 0 means 1. Read returns
 // the first error fn returns, unchanged.
 func (j *Journal) Read(ctx context.Context, from, to uint64, filter string, fn func(Msg) error) error {
+	return j.ReadAny(ctx, from, to, []string{filter}, fn)
+}
+
+// ReadAny is Read of the messages that match any of filters (see
+// wire.TableFilters), in journal order.
+func (j *Journal) ReadAny(ctx context.Context, from, to uint64, filters []string, fn func(Msg) error) error {
 	head, err := j.Head(ctx)
 	if err != nil {
 		return err
@@ -113,38 +120,44 @@ func (j *Journal) Read(ctx context.Context, from, to uint64, filter string, fn f
 	if from > to {
 		return nil
 	}
-	if filter == "" {
-		filter = ">"
+	if len(filters) == 0 || len(filters) == 1 && filters[0] == "" {
+		filters = []string{">"}
 	}
 	// Start at the first match, and know there is one: an ordered consumer
 	// has nothing to deliver otherwise, and waiting for it would hang.
-	first, err := directGet(ctx, j.js, j.name, "", struct {
-		Seq     uint64 `json:"seq"`
-		NextFor string `json:"next_by_subj"`
-	}{from, filter})
-	if errors.Is(err, ErrNotFound) {
-		return nil
+	var first uint64
+	for _, filter := range filters {
+		m, err := directGet(ctx, j.js, j.name, "", struct {
+			Seq     uint64 `json:"seq"`
+			NextFor string `json:"next_by_subj"`
+		}{from, filter})
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s from %d: %w", j.name, from, err)
+		}
+		if first == 0 || m.seq < first {
+			first = m.seq
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("read %s from %d: %w", j.name, from, err)
-	}
-	if first.seq > to {
+	if first == 0 || first > to {
 		return nil
 	}
 
 	cons, err := j.js.OrderedConsumer(ctx, j.name, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{filter},
+		FilterSubjects:    filters,
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       first.seq,
+		OptStartSeq:       first,
 		InactiveThreshold: time.Minute,
 	})
 	if err != nil {
-		return fmt.Errorf("read %s from %d: %w", j.name, first.seq, err)
+		return fmt.Errorf("read %s from %d: %w", j.name, first, err)
 	}
 	defer deleteOrdered(ctx, j.js, j.name, cons)
 	it, err := cons.Messages()
 	if err != nil {
-		return fmt.Errorf("read %s from %d: %w", j.name, first.seq, err)
+		return fmt.Errorf("read %s from %d: %w", j.name, first, err)
 	}
 	defer it.Stop()
 	for {
@@ -217,7 +230,7 @@ func checkEnvelope(m Msg, what, id, table, pk string) error {
 	if err != nil {
 		return fmt.Errorf("%s seq %d (%s): %w: %w", what, m.Seq, id, ErrSubjectMismatch, err)
 	}
-	if st != table || spk != pk {
+	if !wire.SubjectHoldsTable(st, table) || spk != pk {
 		return fmt.Errorf("%s seq %d (%s): %w: subject %s is table %q pk %q, body is table %q pk %q",
 			what, m.Seq, id, ErrSubjectMismatch, m.Subject, st, spk, table, pk)
 	}

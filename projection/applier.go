@@ -39,6 +39,9 @@ type Applier struct {
 	rememberIDs bool
 	tablesMu    sync.Mutex
 	tables      map[string]bool
+	// record, when set, writes a partition found behind to the durable
+	// record before the apply goes on (the projector's; behind.go).
+	record func(context.Context, wire.BehindPartition)
 }
 
 // ApplierConfig configures an Applier.
@@ -441,17 +444,17 @@ func (a *Applier) begin(ctx context.Context, part partKey, v *view) error {
 	if err != nil {
 		return err
 	}
-	a.adopt(part, v, f)
+	a.adopt(ctx, part, v, f)
 	return nil
 }
 
 // adopt starts a new view at fence f, read from the table; cached rows of
 // the partition are no longer valid.
-func (a *Applier) adopt(part partKey, v *view, f fence) {
+func (a *Applier) adopt(ctx context.Context, part partKey, v *view, f fence) {
 	if v.f.exists && (!f.exists || f.seq < v.f.seq) {
 		a.disagree(part.table, part.pk, "the partition's fence went back: the store lost confirmed writes",
 			fmt.Errorf("the projector wrote %v, the table holds %v", v.f, f))
-		a.behind(BehindPartition{Table: part.table, PK: part.pk, TableSeq: f.seq, AppliedSeq: v.f.seq, Cmd: v.f.cmd})
+		a.behind(ctx, wire.BehindPartition{Table: part.table, PK: part.pk, TableSeq: f.seq, AppliedSeq: v.f.seq, Cmd: v.f.cmd})
 	}
 	*v = view{valid: true, f: f, epoch: a.epochs.Add(1), rows: make(map[string]*rowState)}
 	a.cache.setFence(part, f, v.epoch)
@@ -479,7 +482,7 @@ func (a *Applier) check(ctx context.Context, part partKey, v *view) (bool, error
 	}
 	a.stats.FenceConflicts.Add(1)
 	a.cache.dropPartition(part)
-	a.adopt(part, v, f)
+	a.adopt(ctx, part, v, f)
 	return false, nil
 }
 

@@ -91,7 +91,23 @@ func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 	return nil
 }
 
+// partition is a partition of the journal, by the table token of its
+// subject (wire.TableToken: one table, however its commands spell it) and
+// its key. The store is reached by the token (table names are
+// case-insensitive there); outcomes and change events name the table as
+// each command spells it (spelled).
 type partition struct{ table, pk string }
+
+// spelled is part with its table as e's body spells it, when e decoded.
+func (part partition) spelled(e *Entry) partition {
+	switch {
+	case e.Cmd != nil:
+		part.table = e.Cmd.Table
+	case e.Erase != nil:
+		part.table = e.Erase.Table
+	}
+	return part
+}
 
 // batch is one fetched batch of a shard.
 type batch struct {
@@ -144,7 +160,9 @@ func (p *Projector) entry(m jetstream.Msg) (partition, Entry) {
 		jm.Seq, jm.Time = md.Sequence.Stream, md.Timestamp
 	}
 	table, pk, e := EntryFromMsg(jm)
-	return partition{table, pk}, e
+	// A journal written before the table token was canonical holds a
+	// table's commands under its own spelling: the same partition still.
+	return partition{wire.TableToken(table), pk}, e
 }
 
 // EntryFromMsg turns a journal message into the Entry the projector applies

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/lost"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -29,87 +30,104 @@ import (
 //     store answers after an outage: each partition of the shard whose
 //     fence is older than its newest journal message is looked at in the
 //     outcomes stream (checkShardBehind).
+//
+// Each partition found is written to the durable record (package lost)
+// before the projector writes past the loss, and the record is loaded at
+// start and followed as it runs, so a restart or another replica still
+// reports it; a rebuild of the partition removes its entry.
 
-// BehindPartition is a partition of a table that lacks writes the
-// projector applied and the store confirmed.
-type BehindPartition struct {
-	Table, PK string
-	// TableSeq is the journal sequence the partition's fence holds (0:
-	// no fence); AppliedSeq a later command that applied (Cmd its ID)
-	// whose effect the table lacks.
-	TableSeq, AppliedSeq uint64
-	Cmd                  string
-	Found                time.Time
-}
-
-func (b BehindPartition) String() string {
-	return fmt.Sprintf("%s/%q: the table holds up to seq %d, seq %d (command %s) applied", b.Table, b.PK, b.TableSeq, b.AppliedSeq, b.Cmd)
-}
-
-// Behind is the set of partitions found behind since the projector
-// started. A partition stays in it until the process restarts: once the
-// projector wrote past a loss, its fence no longer shows it.
+// Behind is the set of partitions found behind what was applied: those
+// this instance found, and those the durable record holds (package lost),
+// which the projector loads at start and follows as it runs. A partition
+// leaves it when its entry is removed from the record (a rebuild of the
+// partition from the journal).
 type Behind struct {
 	mu    sync.Mutex
-	parts map[partKey]BehindPartition
+	parts map[partKey]behindEntry
 }
 
-// Add records b; false if its partition was known.
-func (s *Behind) Add(b BehindPartition) bool {
+type behindEntry struct {
+	b        wire.BehindPartition
+	recorded bool // in the durable record
+}
+
+// Add records b as found here (not yet in the durable record); false if
+// its partition was known.
+func (s *Behind) Add(b wire.BehindPartition) bool {
+	return s.put(b, false)
+}
+
+func (s *Behind) put(b wire.BehindPartition, recorded bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := partKey{b.Table, b.PK}
-	if _, ok := s.parts[k]; ok {
+	if e, ok := s.parts[k]; ok {
+		if recorded && !e.recorded {
+			s.parts[k] = behindEntry{b: b, recorded: true}
+		}
 		return false
 	}
 	if s.parts == nil {
-		s.parts = make(map[partKey]BehindPartition)
+		s.parts = make(map[partKey]behindEntry)
 	}
-	s.parts[k] = b
+	s.parts[k] = behindEntry{b: b, recorded: recorded}
 	return true
 }
 
-// Len is the number of partitions found behind.
+// remove forgets a partition whose record entry was removed, unless this
+// instance found it since and has not recorded it yet.
+func (s *Behind) remove(table, pk string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.parts[partKey{table, pk}]; ok && e.recorded {
+		delete(s.parts, partKey{table, pk})
+	}
+}
+
+// unrecorded lists the partitions found here and not yet recorded.
+func (s *Behind) unrecorded() []wire.BehindPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []wire.BehindPartition
+	for _, e := range s.parts {
+		if !e.recorded {
+			out = append(out, e.b)
+		}
+	}
+	return out
+}
+
+// Len is the number of partitions behind.
 func (s *Behind) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.parts)
 }
 
-// List returns the partitions found behind, by table and key.
-func (s *Behind) List() []BehindPartition {
+// List returns the partitions behind, by table and key.
+func (s *Behind) List() []wire.BehindPartition {
 	s.mu.Lock()
-	out := make([]BehindPartition, 0, len(s.parts))
-	for _, b := range s.parts {
-		out = append(out, b)
+	out := make([]wire.BehindPartition, 0, len(s.parts))
+	for _, e := range s.parts {
+		out = append(out, e.b)
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b BehindPartition) int {
-		if a.Table != b.Table {
-			return compareStr(a.Table, b.Table)
-		}
-		return compareStr(a.PK, b.PK)
-	})
+	slices.SortFunc(out, lost.Compare)
 	return out
-}
-
-func compareStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // behind reports a partition that lacks confirmed writes: at ERROR, with
 // the way back, once per partition.
-func (a *Applier) behind(b BehindPartition) {
+func (a *Applier) behind(ctx context.Context, b wire.BehindPartition) {
 	b.Found = time.Now().UTC()
 	if !a.stats.Behind.Add(b) {
 		return
 	}
+	defer func() {
+		if a.record != nil {
+			a.record(ctx, b)
+		}
+	}()
 	a.log.Error("the store lost confirmed writes: a partition is behind the journal; rebuild it from the journal (docs/operating.md, \"When the store lost writes\")",
 		LogTable, b.Table, LogPK, b.PK, "table_seq", b.TableSeq, "applied_seq", b.AppliedSeq, LogCmd, b.Cmd,
 		"repair", fmt.Sprintf("replay rebuild --table %s --pk %q", b.Table, b.PK))
@@ -220,7 +238,7 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 			return err
 		}
 		p.stats.Disagreements.Add(1)
-		p.applier.behind(BehindPartition{Table: table, PK: pk, TableSeq: f.seq, AppliedSeq: m.Sequence, Cmd: id})
+		p.applier.behind(ctx, wire.BehindPartition{Table: table, PK: pk, TableSeq: f.seq, AppliedSeq: m.Sequence, Cmd: id})
 		return nil
 	}
 	return nil
@@ -266,5 +284,104 @@ func (p *Projector) running(shard int, on bool) {
 		p.owned[shard] = true
 	} else {
 		delete(p.owned, shard)
+	}
+}
+
+// recordTimeout bounds one write of the record; recordRetry is how often
+// partitions not yet recorded are tried again; loadTimeout bounds the
+// wait for the record at start.
+const (
+	recordTimeout = 5 * time.Second
+	recordRetry   = 5 * time.Second
+	loadTimeout   = 30 * time.Second
+)
+
+// recordBehind writes a partition found behind to the durable record. A
+// failure is retried by followRecord.
+func (p *Projector) recordBehind(ctx context.Context, b wire.BehindPartition) {
+	b.Instance = p.instanceID()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := p.record.Add(rctx, b); err != nil {
+		p.log.Warn("recording a partition behind failed; retrying", LogTable, b.Table, LogPK, b.PK, "err", err)
+		return
+	}
+	p.stats.Behind.put(b, true)
+}
+
+func (p *Projector) instanceID() string {
+	if p.group != nil {
+		return p.group.ID()
+	}
+	return p.cfg.InstanceID
+}
+
+// followRecord mirrors the durable record into Stats.Behind until ctx
+// ends: its entries now (then loaded is closed), and every entry added or
+// removed since (by this instance, another replica, or a rebuild). It
+// writes the partitions found here whose write failed again every
+// recordRetry.
+func (p *Projector) followRecord(ctx context.Context, loaded chan<- struct{}) {
+	var once sync.Once
+	first := true
+	onLoaded := func() {
+		once.Do(func() { close(loaded) })
+		if first {
+			first = false
+			if n := p.stats.Behind.Len(); n > 0 {
+				p.log.Error("partitions are recorded behind the journal: the store lost confirmed writes; rebuild them from the journal (docs/operating.md, \"When the store lost writes\")",
+					"partitions", n, "record", p.record.Name(), "repair", "replay rebuild --behind")
+			}
+		}
+	}
+	apply := func(e lost.Entry, deleted bool) {
+		if deleted {
+			p.stats.Behind.remove(e.Table, e.PK)
+		} else {
+			p.stats.Behind.put(e.BehindPartition, true)
+		}
+	}
+	var retrying sync.WaitGroup
+	defer retrying.Wait()
+	retrying.Add(1)
+	go func() {
+		defer retrying.Done()
+		t := time.NewTicker(recordRetry)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for _, b := range p.stats.Behind.unrecorded() {
+				p.recordBehind(ctx, b)
+			}
+		}
+	}()
+	for ctx.Err() == nil {
+		err := p.record.Watch(ctx, apply, onLoaded)
+		if ctx.Err() != nil {
+			return
+		}
+		p.log.Warn("following the record of partitions behind failed; trying again", "record", p.record.Name(), "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(recordRetry):
+		}
+	}
+}
+
+// awaitRecord waits until the record is loaded, so that partitions
+// recorded before are known before a shard starts (and not reported as
+// found again); past loadTimeout the shards start anyway.
+func (p *Projector) awaitRecord(ctx context.Context, loaded <-chan struct{}) {
+	t := time.NewTimer(loadTimeout)
+	defer t.Stop()
+	select {
+	case <-loaded:
+	case <-ctx.Done():
+	case <-t.C:
+		p.log.Warn("the record of partitions behind is not loaded yet; starting the shards", "record", p.record.Name())
 	}
 }

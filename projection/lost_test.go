@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/projection/status"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -126,6 +127,30 @@ func TestLostWrite(t *testing.T) {
 			}
 			if !strings.Contains(logs.String(), "disagrees") || !strings.Contains(logs.String(), "level=ERROR") {
 				t.Errorf("no ERROR about the table disagreeing; logs:\n%s", logs.String())
+			}
+
+			// The projector wrote past the loss, so the fence no longer
+			// shows it: what was found is in the durable record. Projector
+			// status lists it with no projector running, and a projector
+			// started again (a restart, another replica) reports it at once.
+			ov, err := status.Read(ctx, h.JS, status.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ov.Totals.BehindCount != 1 || len(ov.Totals.Behind) != 1 || ov.Totals.Behind[0].PK != "p" || ov.Totals.Behind[0].AppliedSeq != 3 {
+				t.Errorf("status with no projector running: %d behind, %v; want orders/p with seq 3 applied", ov.Totals.BehindCount, ov.Totals.Behind)
+			}
+			var again projectiontest.SyncBuffer
+			p2 := h.StartProjector(projection.Config{InstanceID: "replica-2", Logger: slog.New(slog.NewTextHandler(&again, &slog.HandlerOptions{Level: slog.LevelError}))})
+			projectiontest.WaitFor(t, ctx, "the restarted projector reports orders/p behind", func() (bool, error) { return p2.Stats().Behind.Len() > 0, nil })
+			if got := p2.Stats().Behind.List(); len(got) != 1 || got[0].PK != "p" || got[0].AppliedSeq != 3 || got[0].TableSeq != 2 || got[0].Cmd != "c3" {
+				t.Errorf("behind after a restart: %v; want orders/p at seq 2 with seq 3 (c3) applied", got)
+			}
+			if err := h.StopProjector(); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(again.String(), "partitions are recorded behind the journal") || !strings.Contains(again.String(), "partitions=1") {
+				t.Errorf("the restarted projector does not say at ERROR that a partition is recorded behind; logs:\n%s", again.String())
 			}
 		})
 	}

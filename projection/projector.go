@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/lost"
 	"github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -136,6 +137,8 @@ type Projector struct {
 	ownedMu   sync.Mutex
 	owned     map[int]bool
 	storeBack chan struct{}
+	// record is the durable record of partitions behind (behind.go).
+	record *lost.Record
 }
 
 // outcomeReader returns the projector's reader of OUTCOMES.
@@ -201,6 +204,10 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		default:
 		}
 	}
+	if p.record, err = lost.Ensure(ctx, js, j.Name(), cfg.Durable, cfg.Replicas); err != nil {
+		return nil, err
+	}
+	p.applier.record = p.recordBehind
 	if p.replicated, err = replicatedStream(ctx, js, j.Name()); err != nil {
 		return nil, err
 	}
@@ -224,7 +231,8 @@ func (p *Projector) Run(ctx context.Context) error {
 	// Say at once whether the store answers; the shards' own store calls
 	// wait out an outage under the same policy meanwhile.
 	checkCtx, stopCheck := context.WithCancel(ctx)
-	defer stopCheck()
+	var following sync.WaitGroup
+	defer func() { stopCheck(); following.Wait() }()
 	go p.applier.policy.watch(checkCtx)
 	go func() {
 		for {
@@ -241,6 +249,10 @@ func (p *Projector) Run(ctx context.Context) error {
 			p.log.Error("table store check failed", "err", err)
 		}
 	}()
+	loaded := make(chan struct{})
+	following.Add(1)
+	go func() { defer following.Done(); p.followRecord(checkCtx, loaded) }()
+	p.awaitRecord(ctx, loaded)
 	if p.group != nil {
 		return p.group.Run(ctx, p.runOwnedShard)
 	}

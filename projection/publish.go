@@ -94,7 +94,7 @@ func (b *batch) publishChanges(ctx context.Context, part partition, r *Result) (
 	if err := b.changes.publish(ctx, part, r, e); err != nil {
 		return nil, handled{}, err
 	}
-	msg, err := outcomeMsg(part, r, e)
+	msg, err := outcomeMsg(part.spelled(e), r, e)
 	return msg, handled{status: r.Status, at: e.At}, err
 }
 
@@ -205,7 +205,7 @@ func (c *changeFeed) publish(ctx context.Context, part partition, r *Result, e *
 		return nil
 	}
 	for _, ch := range r.Changes {
-		msg, err := changeMsg(part, *r, ch, e.At)
+		msg, err := changeMsg(part.spelled(e), *r, ch, e.At)
 		if err != nil {
 			return err
 		}

@@ -245,7 +245,7 @@ func (rc *recovery) changes(ctx context.Context) error {
 		for i, c := range changes {
 			rks[i] = c.RK
 		}
-		stored, err := storedChanges(ctx, rc.p.js, rc.part, r.Seq, rc.e.At, rks)
+		stored, err := storedChanges(ctx, rc.p.js, rc.part.spelled(&rc.e), r.Seq, rc.e.At, rks)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrPublish, err)
 		}
@@ -304,6 +304,9 @@ func changesOf(around map[string]rows.Around, versions []wire.RowVersion) ([]Cha
 // found or the events end: one request per event read, for crash recovery
 // only. A row's events are sent in journal order with at most one in flight
 // (changeFeed.send), so a row with a later event has none missing before it.
+// part's table is as the command spells it: a projector before the table
+// token was lower case stored the events under that spelling
+// (wire.ChangeSubjects).
 func storedChanges(ctx context.Context, js jetstream.JetStream, part partition, seq uint64, at time.Time, rks []string) (map[string]bool, error) {
 	want := make(map[string]bool, len(rks))
 	for _, rk := range rks {
@@ -313,7 +316,21 @@ func storedChanges(ctx context.Context, js jetstream.JetStream, part partition, 
 	// Events are stored after their command, but the journal's and the
 	// change feed's leaders may be different servers with clocks apart.
 	from := at.Add(-changeClockSkew)
-	err := journal.ScanSubject(ctx, js, wire.ChangesStream, wire.ChangeSubject(part.table, part.pk), from, func(_ uint64, data []byte) (bool, error) {
+	for _, subject := range wire.ChangeSubjects(part.table, part.pk) {
+		if len(found) == len(want) {
+			break
+		}
+		if err := scanStoredChanges(ctx, js, subject, from, seq, part, want, found); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
+}
+
+// scanStoredChanges marks in found the rows of want with an event of
+// sequence seq or later on subject.
+func scanStoredChanges(ctx context.Context, js jetstream.JetStream, subject string, from time.Time, seq uint64, part partition, want, found map[string]bool) error {
+	err := journal.ScanSubject(ctx, js, wire.ChangesStream, subject, from, func(_ uint64, data []byte) (bool, error) {
 		var ev struct {
 			RK  string `json:"rk"`
 			Seq uint64 `json:"seq"`
@@ -327,9 +344,9 @@ func storedChanges(ctx context.Context, js jetstream.JetStream, part partition, 
 		return len(found) < len(want), nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("change events of %s/%q: %w", part.table, part.pk, err)
+		return fmt.Errorf("change events of %s/%q: %w", part.table, part.pk, err)
 	}
-	return found, nil
+	return nil
 }
 
 // changeClockSkew is how far apart the clocks of two JetStream servers may

@@ -33,13 +33,22 @@ func TestStoredChanges(t *testing.T) {
 		"newest": {{20, "a"}, {20, "b"}},           // seq 20's events are the newest
 		"later":  {{30, "a"}, {40, "a"}},           // seq 30's event of b was lost, a moved on
 		"other":  {{5, "a"}, {50, "b"}, {50, "a"}}, // a's event before seq 50 does not count
+		"legacy": {{60, "a"}},                      // stored under the table as spelled (below)
 	}
 	for pk, evs := range feeds {
 		part := partition{table: "orders", pk: pk}
+		if pk == "legacy" {
+			// A projector before the table token was lower case stored
+			// the events of table "Orders" under that spelling.
+			part.table = "Orders"
+		}
 		for _, ev := range evs {
 			msg, err := changeMsg(part, Result{ID: fmt.Sprint("cmd-", ev.seq), Seq: ev.seq}, Change{RK: ev.rk, Kind: wire.ChangeUpdate, Version: int64(ev.seq)}, start)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if part.table != "orders" {
+				msg.Subject = wire.ChangesPrefix + "." + part.table + "." + wire.PKToken(pk)
 			}
 			if _, err := js.PublishMsg(ctx, msg); err != nil {
 				t.Fatal(err)
@@ -58,9 +67,14 @@ func TestStoredChanges(t *testing.T) {
 		{"other", 40, []string{"a"}, "map[a:true]"},
 		{"other", 60, []string{"a"}, "map[]"},
 		{"none", 1, []string{"a"}, "map[]"},
+		{"legacy", 60, []string{"a"}, "map[a:true]"},
 	}
 	for _, tt := range tests {
-		got, err := storedChanges(ctx, js, partition{table: "orders", pk: tt.pk}, tt.seq, start, tt.rks)
+		table := "orders"
+		if tt.pk == "legacy" {
+			table = "Orders"
+		}
+		got, err := storedChanges(ctx, js, partition{table: table, pk: tt.pk}, tt.seq, start, tt.rks)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/wire"
 )
 
 // DefaultAwait bounds the wait for outcomes when ctx has no deadline.
@@ -24,11 +23,6 @@ const TxBudget = store.MaxTxBytes * 3 / 4
 // sequence seq.
 func SeqAtMost(seq uint64) []store.Cond {
 	return []store.Cond{{Prop: rows.ColSeq, Cmp: store.Le, Value: edm.Int64(int64(seq))}}
-}
-
-// TableFilter selects every journal message of table.
-func TableFilter(table string) string {
-	return wire.JournalPrefix + "." + table + ".*.*"
 }
 
 // CheckEmpty fails with ErrNotEmpty if table has a row.

@@ -62,15 +62,23 @@ type ChangeEvent struct {
 const MaxChangeEventBytes = 2*events.MaxEntityJSONBytes + 8<<10
 
 // ChangeSubject is the subject of the change events of one partition:
-// changes.<table>.<pk-token>.
+// changes.<table-token>.<pk-token> (TableToken: one table, one subject,
+// however its commands spell it).
 func ChangeSubject(table, pk string) string {
-	return ChangesPrefix + "." + table + "." + PKToken(pk)
+	return ChangesPrefix + "." + TableToken(table) + "." + PKToken(pk)
+}
+
+// ChangeSubjects returns ChangeSubject(table, pk) and, when table has
+// upper-case letters, the subject of table as spelled: change feeds
+// written before the table token was canonical hold its events there.
+func ChangeSubjects(table, pk string) []string {
+	return withLegacy(ChangeSubject(table, pk), table, func(t string) string { return ChangesPrefix + "." + t + "." + PKToken(pk) })
 }
 
 // ChangeFilter is the subject filter of the change events of every
 // partition of table.
 func ChangeFilter(table string) string {
-	return ChangesPrefix + "." + table + ".>"
+	return ChangesPrefix + "." + TableToken(table) + ".>"
 }
 
 // ChangeMsgID is the Nats-Msg-Id of the change event of row rk at version

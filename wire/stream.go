@@ -5,13 +5,14 @@ import "strconv"
 // Stream names.
 const (
 	// JournalStream is the default name of the journal stream, the source
-	// of truth: the commands, on journal.<table>.<shard>.<pk-token>.
+	// of truth: the commands, on journal.<table-token>.<shard>.<pk-token>
+	// (JournalSubject, TableToken).
 	JournalStream = "JOURNAL"
 	// OutcomesStream holds the outcome of every journal message, on
 	// outcomes.<base64url(id)> (OutcomeSubject).
 	OutcomesStream = "OUTCOMES"
 	// ChangesStream is the change feed: one ChangeEvent per applied row
-	// change, on changes.<table>.<pk-token> (ChangeSubject).
+	// change, on changes.<table-token>.<pk-token> (ChangeSubject).
 	ChangesStream = "CHANGES"
 )
 

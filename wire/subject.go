@@ -41,10 +41,39 @@ func ParsePKToken(tok string) (string, error) {
 	return string(b), nil
 }
 
+// TableToken returns the subject token of a table name: the name in lower
+// case. Table names are case-insensitive (Azure's, and every store's), so
+// "caseT" and "CASET" are one table; their commands must share one subject
+// and so one shard, or two shards could apply them out of order. A table
+// name is ASCII ([A-Za-z][A-Za-z0-9]{2,62}); other bytes are left as they
+// are.
+func TableToken(table string) string {
+	for i := 0; i < len(table); i++ {
+		if c := table[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(table)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return table
+}
+
+// SubjectHoldsTable reports whether token, the table token of a stored
+// journal subject, is table's: TableToken(table), or table as spelled,
+// the form journals written before the token was canonical hold.
+func SubjectHoldsTable(token, table string) bool {
+	return token == TableToken(table) || token == table
+}
+
 // JournalSubject returns the subject a client publishes a command to:
-// journal.<table>.<pk-token>. The stream stores it as
-// journal.<table>.<shard>.<pk-token>.
+// journal.<table-token>.<pk-token>. The stream stores it as
+// journal.<table-token>.<shard>.<pk-token>.
 func JournalSubject(table, pk string) string {
+	table = TableToken(table)
 	if pk == "" {
 		return JournalPrefix + "." + table + "." + emptyPKToken
 	}
@@ -59,7 +88,9 @@ func JournalSubject(table, pk string) string {
 }
 
 // ParseJournalSubject splits a stored subject
-// journal.<table>.<shard>.<pk-token>.
+// journal.<table-token>.<shard>.<pk-token>. table is the token as stored:
+// lower case, or the table as spelled in journals written before
+// (SubjectHoldsTable).
 func ParseJournalSubject(stored string) (table string, shard int, pk string, err error) {
 	parts := strings.Split(stored, ".")
 	if len(parts) != 4 || parts[0] != JournalPrefix || parts[1] == "" {
@@ -85,11 +116,31 @@ func ShardFilter(shard int) string {
 // TableFilter returns the subject filter that selects every command of
 // table, in every shard.
 func TableFilter(table string) string {
-	return JournalPrefix + "." + table + ".*.*"
+	return JournalPrefix + "." + TableToken(table) + ".*.*"
+}
+
+// TableFilters returns TableFilter(table) and, when table has upper-case
+// letters, the filter of table as spelled: journals written before the
+// table token was canonical hold its commands there.
+func TableFilters(table string) []string {
+	return withLegacy(TableFilter(table), table, func(t string) string { return JournalPrefix + "." + t + ".*.*" })
 }
 
 // PartitionFilter returns the subject filter that selects every command of
 // one partition, wherever it is sharded.
 func PartitionFilter(table, pk string) string {
-	return JournalPrefix + "." + table + ".*." + PKToken(pk)
+	return JournalPrefix + "." + TableToken(table) + ".*." + PKToken(pk)
+}
+
+// PartitionFilters is PartitionFilter with the legacy filter, as
+// TableFilters.
+func PartitionFilters(table, pk string) []string {
+	return withLegacy(PartitionFilter(table, pk), table, func(t string) string { return JournalPrefix + "." + t + ".*." + PKToken(pk) })
+}
+
+func withLegacy(canonical, table string, filter func(table string) string) []string {
+	if TableToken(table) == table {
+		return []string{canonical}
+	}
+	return []string{canonical, filter(table)}
 }

@@ -57,3 +57,41 @@ func TestParseJournalSubject(t *testing.T) {
 		}
 	}
 }
+
+// One table, one place: every subject and filter of a table carries its
+// lower-case token, whatever the spelling; readers also look under the
+// spelling journals written before held.
+func TestTableToken(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{TableToken("caseT"), "caset"},
+		{TableToken("CASET"), "caset"},
+		{TableToken("orders"), "orders"},
+		{JournalSubject("caseT", "p"), JournalSubject("CASET", "p")},
+		{JournalSubject("Orders", "customer-42"), "journal.orders.Y3VzdG9tZXItNDI"},
+		{JournalSubject("Orders", ""), "journal.orders.="},
+		{TableFilter("caseT"), "journal.caset.*.*"},
+		{PartitionFilter("CASET", "p"), "journal.caset.*.cA"},
+		{ChangeSubject("caseT", "p"), "changes.caset.cA"},
+		{ChangeFilter("CASET"), "changes.caset.>"},
+		{strings.Join(TableFilters("caseT"), " "), "journal.caset.*.* journal.caseT.*.*"},
+		{strings.Join(TableFilters("orders"), " "), "journal.orders.*.*"},
+		{strings.Join(PartitionFilters("CASET", "p"), " "), "journal.caset.*.cA journal.CASET.*.cA"},
+		{strings.Join(ChangeSubjects("caseT", "p"), " "), "changes.caset.cA changes.caseT.cA"},
+		{strings.Join(ChangeSubjects("caset", "p"), " "), "changes.caset.cA"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		token, table string
+		holds        bool
+	}{
+		{"caset", "caseT", true}, {"caseT", "caseT", true}, {"caset", "CASET", true},
+		{"CASET", "caseT", false}, {"CaseT", "CASET", false}, {"other", "caseT", false},
+	} {
+		if got := SubjectHoldsTable(c.token, c.table); got != c.holds {
+			t.Errorf("SubjectHoldsTable(%q, %q) = %v", c.token, c.table, got)
+		}
+	}
+}

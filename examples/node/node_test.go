@@ -12,11 +12,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/tablejournaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 var az *azurite.Server
@@ -81,4 +86,42 @@ func TestNodeOrders(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("node printed:\n%s\nwant:\n%v", out, want)
 	}
+	// The example's table is "Orders": its commands are on the lower-case
+	// subject, the one every client publishes the table's commands to.
+	if subs := journalSubjects(ctx, t, p.URL()); len(subs) != 1 || subs[0] != "orders" {
+		t.Fatalf("the commands are stored under the table tokens %v, want [orders]", subs)
+	}
+}
+
+// journalSubjects returns the table tokens of the journal's stored subjects.
+func journalSubjects(ctx context.Context, t *testing.T, url string) []string {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, wire.JournalStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(wire.JournalPrefix+".>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for sub := range info.State.Subjects {
+		table, _, _, err := wire.ParseJournalSubject(sub)
+		if err != nil {
+			t.Fatalf("stored subject %q: %v", sub, err)
+		}
+		if !slices.Contains(tokens, table) {
+			tokens = append(tokens, table)
+		}
+	}
+	return tokens
 }

@@ -11,6 +11,10 @@ const { TableClient, odata } = require("@azure/data-tables");
 const { randomUUID } = require("node:crypto");
 
 const b64url = (s) => Buffer.from(s, "utf8").toString("base64url"); // unpadded, RFC 4648 §5
+// Table names are case-insensitive: subjects carry the table in lower case,
+// so that one table has one subject whatever its spelling (docs/SPEC.md §3).
+const table = "Orders";
+const tableToken = table.toLowerCase();
 const print = (step, v) => console.log(JSON.stringify({ step, ...v }));
 
 async function main() {
@@ -18,13 +22,13 @@ async function main() {
   const nc = await connect({ servers: natsURL });
   const js = nc.jetstream();
 
-  // Publish: the JSON wire format of docs/SPEC.md §2 on journal.<table>.<pk-token>,
+  // Publish: the JSON wire format of docs/SPEC.md §2 on journal.<table-token>.<pk-token>,
   // with the command ID as Nats-Msg-Id. The ack's seq is its journal sequence.
   async function publish(ops) {
-    const cmd = { id: randomUUID(), table: "orders", pk: customer, ops };
+    const cmd = { id: randomUUID(), table, pk: customer, ops };
     const h = headers();
     h.set("Content-Type", "application/json");
-    const ack = await js.publish(`journal.orders.${b64url(customer)}`, JSON.stringify(cmd), { msgID: cmd.id, headers: h });
+    const ack = await js.publish(`journal.${tableToken}.${b64url(customer)}`, JSON.stringify(cmd), { msgID: cmd.id, headers: h });
     return { id: cmd.id, seq: ack.seq };
   }
 
@@ -43,7 +47,7 @@ async function main() {
 
   // Read: the tip row "tip:"+rk; drop the system columns ("_v", "_cmd", …)
   // and the SDK's own (partitionKey, rowKey, etag, timestamp, odata.*).
-  const orders = TableClient.fromConnectionString(tablesConn, "orders", { allowInsecureConnection: true });
+  const orders = TableClient.fromConnectionString(tablesConn, table, { allowInsecureConnection: true });
   const strip = (e) => Object.fromEntries(Object.entries(e).filter(([k]) =>
     !k.startsWith("_") && !k.startsWith("odata.") && !["partitionKey", "rowKey", "etag", "timestamp"].includes(k)));
   async function get(rk) {
@@ -74,7 +78,7 @@ async function main() {
   const jsm = await js.jetstreamManager();
   await jsm.consumers.add("CHANGES", {
     durable_name: "node-" + b64url(customer).replace(/[^A-Za-z0-9]/g, ""),
-    filter_subject: `changes.orders.${b64url(customer)}`,
+    filter_subject: `changes.${tableToken}.${b64url(customer)}`,
     ack_policy: AckPolicy.Explicit,
     max_ack_pending: 1, // one change in flight: a row's changes stay in order through redeliveries
   });

@@ -30,11 +30,6 @@ type ShardReport struct {
 	// PrunedRows is the instance's count of rows removed by prune
 	// commands since it started, over all its shards (projection.Stats).
 	PrunedRows int64 `json:"prunedRows,omitempty"`
-	// Behind names partitions the instance found behind what it applied
-	// (the store lost confirmed writes; projection.BehindPartition), at
-	// most 20; BehindCount counts them all.
-	Behind      []string `json:"behind,omitempty"`
-	BehindCount int      `json:"behindCount,omitempty"`
 }
 
 // Key is the key of a shard's report for the consumers named

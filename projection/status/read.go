@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/lost"
 	"github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -42,8 +43,6 @@ type ShardStatus struct {
 
 	reporter string // the instance whose report was read
 	pruned   int64  // its PrunedRows
-	behind   []string
-	nBehind  int
 }
 
 // Overview is the state of every shard of the journal.
@@ -53,7 +52,6 @@ type Overview struct {
 	Totals OverviewTotals `json:"totals"`
 
 	prunedBy map[string]int64 // instance → its PrunedRows (pruned.go)
-	behindBy map[string]bool  // instances whose behind partitions are counted
 }
 
 // OverviewTotals sums an Overview up.
@@ -66,11 +64,11 @@ type OverviewTotals struct {
 	// PrunedRows is the rows removed by prune commands by the instances
 	// that report now, since each started (each instance counted once).
 	PrunedRows int64 `json:"prunedRows"`
-	// Behind names the partitions the reporting instances found behind
-	// what they applied (the store lost confirmed writes), each once;
-	// BehindCount counts them (each instance's count, summed).
-	Behind      []string `json:"behind,omitempty"`
-	BehindCount int      `json:"behindCount,omitempty"`
+	// Behind lists the partitions recorded behind what the projectors
+	// applied (the store lost confirmed writes; package lost), by table and
+	// key, whether a projector runs or not; BehindCount counts them.
+	Behind      []wire.BehindPartition `json:"behind,omitempty"`
+	BehindCount int                    `json:"behindCount,omitempty"`
 	// Unowned lists the shards with pending commands and no owner.
 	Unowned []int `json:"unowned"`
 }
@@ -129,6 +127,18 @@ func Read(ctx context.Context, js jetstream.JetStream, cfg Config) (Overview, er
 	for _, s := range list {
 		st.add(s)
 	}
+	rec, err := lost.Open(ctx, js, j.Name(), cfg.Durable)
+	if err != nil {
+		return Overview{}, err
+	}
+	behind, err := rec.List(ctx, "")
+	if err != nil {
+		return Overview{}, err
+	}
+	for _, e := range behind {
+		st.Totals.Behind = append(st.Totals.Behind, e.BehindPartition)
+	}
+	st.Totals.BehindCount = len(behind)
 	return st, nil
 }
 
@@ -142,7 +152,6 @@ func readShardStatus(ctx context.Context, stream jetstream.Stream, owners, repor
 		return s, fmt.Errorf("shard %d: %w", shard, err)
 	}
 	s.Owner, s.Rate, s.reporter, s.pruned = rep.Instance, rep.Rate, rep.Instance, rep.PrunedRows
-	s.behind, s.nBehind = rep.Behind, rep.BehindCount
 	if owners != nil {
 		lease, err := readLease(ctx, owners, shard)
 		if err != nil {
@@ -168,7 +177,6 @@ func (st *Overview) add(s ShardStatus) {
 	t.MaxLagSeconds = max(t.MaxLagSeconds, s.LagSeconds)
 	t.Rate += s.Rate
 	st.addPruned(s)
-	st.addBehind(s)
 }
 
 // readShard reads a shard's position from its consumer and, when it has

@@ -176,7 +176,11 @@ func (r *Eraser) keyCommands(ctx context.Context, p *Plan, upTo uint64) (map[uin
 	var cand []uint64 // the key's commands since the last erase of it
 	var kept []uint64
 	var ids = map[uint64]string{}
-	err := r.Journal().Read(ctx, 1, upTo, wire.PartitionFilter(t.Table, t.PK), func(m journal.Msg) error {
+	filters, err := keySubjects(ctx, r.JetStream(), r.Journal().Name(), t, wire.JournalPrefix+".*.*."+wire.PKToken(t.PK), wire.PartitionFilter(t.Table, t.PK))
+	if err != nil {
+		return nil, err
+	}
+	err = r.Journal().ReadAny(ctx, 1, upTo, filters, func(m journal.Msg) error {
 		if journal.IsEraseMsg(m.Header) {
 			e, err := journal.DecodeEraseMsg(m)
 			if err == nil && (e.RK == nil || t.RK != nil && *e.RK == *t.RK) {
@@ -249,7 +253,7 @@ func (r *Eraser) keyOutcomes(ctx context.Context, journalSeqs []uint64, ids map[
 	}
 	var out []uint64
 	for id := range idSet {
-		err := scanStream(ctx, r.JetStream(), wire.OutcomesStream, wire.OutcomeSubject(id), func(seq uint64, _ nats.Header, data []byte) error {
+		err := scanStream(ctx, r.JetStream(), wire.OutcomesStream, []string{wire.OutcomeSubject(id)}, func(seq uint64, _ nats.Header, data []byte) error {
 			var o wire.Outcome
 			if json.Unmarshal(data, &o) != nil || removed[o.Seq] {
 				out = append(out, seq)
@@ -331,7 +335,11 @@ func scrubValues(values [][]byte, props edm.Entity) [][]byte {
 // commands before sequence before (0: all).
 func (r *Eraser) keyChanges(ctx context.Context, t Target, before uint64) ([]uint64, error) {
 	var seqs []uint64
-	err := scanStream(ctx, r.JetStream(), wire.ChangesStream, wire.ChangeSubject(t.Table, t.PK), func(seq uint64, _ nats.Header, data []byte) error {
+	subjects, err := keySubjects(ctx, r.JetStream(), wire.ChangesStream, t, wire.ChangesPrefix+".*."+wire.PKToken(t.PK), wire.ChangeSubject(t.Table, t.PK))
+	if err != nil {
+		return nil, fmt.Errorf("plan erase: read the change feed: %w", err)
+	}
+	err = scanStream(ctx, r.JetStream(), wire.ChangesStream, subjects, func(seq uint64, _ nats.Header, data []byte) error {
 		var ev wire.ChangeEvent
 		if err := json.Unmarshal(data, &ev); err != nil {
 			if t.RK == nil {
@@ -471,9 +479,44 @@ func eraseID(t time.Time) string {
 	return fmt.Sprintf("erase-%d", t.UTC().UnixNano())
 }
 
-// scanStream calls fn with every message of stream on subject filter, in
+// keySubjects returns the subject filters of t's partition in stream:
+// canonical, the filter under the table's lower-case token (wire.TableToken),
+// and the filter of every other spelling of the table the stream holds
+// the partition under, which journals and change feeds written before
+// subjects carried the lower-case token may have. all is the filter of
+// the partition in every table, with the table token second.
+func keySubjects(ctx context.Context, js jetstream.JetStream, stream string, t Target, all, canonical string) ([]string, error) {
+	filters := []string{canonical}
+	s, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return filters, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(all))
+	if err != nil {
+		return nil, err
+	}
+	canonTok := strings.Split(canonical, ".")[1]
+	for subject := range info.State.Subjects {
+		toks := strings.Split(subject, ".")
+		if len(toks) < 3 || toks[1] == canonTok || !strings.EqualFold(toks[1], t.Table) {
+			continue
+		}
+		ftoks := strings.Split(all, ".")
+		ftoks[1] = toks[1]
+		if f := strings.Join(ftoks, "."); !slices.Contains(filters, f) {
+			filters = append(filters, f)
+		}
+	}
+	slices.Sort(filters[1:])
+	return filters, nil
+}
+
+// scanStream calls fn with every message of stream on any of filters, in
 // stream order. A stream that does not exist holds nothing.
-func scanStream(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func(seq uint64, h nats.Header, data []byte) error) error {
+func scanStream(ctx context.Context, js jetstream.JetStream, stream string, filters []string, fn func(seq uint64, h nats.Header, data []byte) error) error {
 	s, err := js.Stream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil
@@ -481,18 +524,20 @@ func scanStream(ctx context.Context, js jetstream.JetStream, stream, filter stri
 	if err != nil {
 		return err
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		return err
-	}
 	total := uint64(0)
-	for _, n := range info.State.Subjects {
-		total += n
+	for _, filter := range filters {
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return err
+		}
+		for _, n := range info.State.Subjects {
+			total += n
+		}
 	}
 	if total == 0 {
 		return nil
 	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, InactiveThreshold: time.Minute})
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: time.Minute})
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func (r *Reader) ErasedAfter(ctx context.Context, table string, seq uint64) (*Er
 		return nil, nil
 	}
 	k := &ErasedKeys{parts: map[string]bool{}, rows: map[[2]string]bool{}}
-	err := r.Journal().Read(ctx, seq+1, 0, wire.JournalPrefix+"."+table+".*.*", func(m journal.Msg) error {
+	err := r.Journal().ReadAny(ctx, seq+1, 0, wire.TableFilters(table), func(m journal.Msg) error {
 		if !journal.IsEraseMsg(m.Header) {
 			return nil
 		}

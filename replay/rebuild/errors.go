@@ -2,7 +2,13 @@ package rebuild
 
 import "errors"
 
-// ErrUnknownTable: a rebuild from the journal alone of a table the journal
-// holds no command of (table names in subjects are case-sensitive);
-// nothing is created. Checked with errors.Is.
-var ErrUnknownTable = errors.New("no command of the table in the journal")
+// Errors of a rebuild, checked with errors.Is.
+var (
+	// ErrUnknownTable: a rebuild from the journal alone of a table the
+	// journal holds no command of, under any spelling of its name; nothing
+	// is created.
+	ErrUnknownTable = errors.New("no command of the table in the journal")
+	// ErrIntoSource: a rebuild into the table it rebuilds, under any
+	// spelling of its name (table names are case-insensitive).
+	ErrIntoSource = errors.New("the destination is the source table")
+)

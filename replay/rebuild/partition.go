@@ -1,14 +1,20 @@
 package rebuild
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/lost"
 	"github.com/tablejournal/tablejournal/replay/retention"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -24,6 +30,9 @@ type PartitionStats struct {
 	// Commands counts the partition's journal messages applied, by outcome.
 	Commands, Applied, Rejected, Duplicates int64
 	Elapsed                                 time.Duration
+	// Cleared says the partition's entry in the record of partitions
+	// behind (package lost) was removed.
+	Cleared bool
 }
 
 // RebuildPartition rebuilds one partition of a live table in place from
@@ -31,7 +40,8 @@ type PartitionStats struct {
 // fence) and applies the partition's journal messages again, from the
 // first to the head, through projection.Applier. It is the way back for a
 // partition the store lost confirmed writes of (the projector reports
-// them: docs/operating.md, "When the store lost writes").
+// them: docs/operating.md, "When the store lost writes"); once it is
+// rebuilt, its entry in the record of partitions behind is removed.
 //
 // No projector may apply the partition meanwhile: stop the projectors
 // first. A command ID applied in another partition is not known here
@@ -48,12 +58,14 @@ func (r *Rebuilder) RebuildPartition(ctx context.Context, table, pk string) (Par
 		return st, err
 	}
 	st.To = head
-	filter := wire.PartitionFilter(table, pk)
-	subs, _, err := r.subjects(ctx, filter)
+	// The partition's lower-case subject and the table as spelled, which a
+	// journal written before holds (wire.PartitionFilters).
+	filters := wire.PartitionFilters(table, pk)
+	n, err := r.countMessages(ctx, filters)
 	if err != nil {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
-	if len(subs) == 0 {
+	if n == 0 {
 		return st, fmt.Errorf("rebuild: %w: %s has no partition %q in journal %s", ErrUnknownTable, table, pk, r.Journal().Name())
 	}
 	if err := retention.NewCompactor(r.Source).CheckHorizon(ctx, table, 1, head); err != nil {
@@ -78,7 +90,7 @@ func (r *Rebuilder) RebuildPartition(ctx context.Context, table, pk string) (Par
 		batch = batch[:0]
 		return err
 	}
-	err = r.Journal().Read(ctx, 1, head, filter, func(m journal.Msg) error {
+	err = r.Journal().ReadAny(ctx, 1, head, filters, func(m journal.Msg) error {
 		_, _, e := projection.EntryFromMsg(m)
 		batch = append(batch, e)
 		if len(batch) >= 1024 {
@@ -94,7 +106,87 @@ func (r *Rebuilder) RebuildPartition(ctx context.Context, table, pk string) (Par
 	if err != nil {
 		return st, fmt.Errorf("rebuild %s/%q: %w", table, pk, err)
 	}
+	rec, err := r.record(ctx)
+	if err != nil {
+		return st, err
+	}
+	if st.Cleared, err = rec.Remove(ctx, table, pk, 0); err != nil {
+		return st, fmt.Errorf("rebuilt %s/%q: %w", table, pk, err)
+	}
 	return st, nil
+}
+
+// record opens the record of partitions behind of the projector whose
+// consumers the Source names.
+func (r *Rebuilder) record(ctx context.Context) (*lost.Record, error) {
+	return lost.Open(ctx, r.JetStream(), r.Journal().Name(), r.Config().Durable)
+}
+
+// BehindStats says what RebuildBehind did.
+type BehindStats struct {
+	// Rebuilt lists the partitions rebuilt, by table and key.
+	Rebuilt []PartitionStats
+	// Left lists the partitions still recorded behind afterwards: those
+	// whose rebuild failed, and any recorded meanwhile.
+	Left    []wire.BehindPartition
+	Elapsed time.Duration
+}
+
+// RebuildBehind rebuilds in place every partition of table ("" : of every
+// table) recorded behind the journal (package lost), Config.Workers at
+// once with RebuildPartition, and removes each one's entry. A partition that
+// fails is left recorded and the others are still rebuilt; the error joins
+// the failures. As for RebuildPartition, no projector may run meanwhile.
+func (r *Rebuilder) RebuildBehind(ctx context.Context, table string) (BehindStats, error) {
+	start := time.Now()
+	var st BehindStats
+	if err := r.NeedJournal("rebuild"); err != nil {
+		return st, err
+	}
+	rec, err := r.record(ctx)
+	if err != nil {
+		return st, err
+	}
+	todo, err := rec.List(ctx, table)
+	if err != nil {
+		return st, err
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		g    errgroup.Group
+	)
+	g.SetLimit(r.Config().Workers)
+	for _, e := range todo {
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			ps, err := r.RebuildPartition(ctx, e.Table, e.PK)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				st.Rebuilt = append(st.Rebuilt, ps)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	slices.SortFunc(st.Rebuilt, func(a, b PartitionStats) int { return cmp.Or(cmp.Compare(a.Table, b.Table), cmp.Compare(a.PK, b.PK)) })
+	left, err := rec.List(context.WithoutCancel(ctx), table)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, e := range left {
+		st.Left = append(st.Left, e.BehindPartition)
+	}
+	st.Elapsed = time.Since(start)
+	return st, errors.Join(errs...)
 }
 
 // clearPartition deletes every entity of a partition, in transactions of

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -83,8 +84,8 @@ func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 	if cfg.Snapshot == nil && cfg.Table == "" {
 		return st, errors.New("rebuild: no source table")
 	}
-	if cfg.Table != "" && cfg.Table == cfg.Into {
-		return st, fmt.Errorf("rebuild: destination %s is the source table; rebuild into a new table", cfg.Into)
+	if cfg.Table != "" && strings.EqualFold(cfg.Table, cfg.Into) {
+		return st, fmt.Errorf("rebuild: %w: %s is %s; rebuild into a new table", ErrIntoSource, cfg.Into, cfg.Table)
 	}
 	head, err := r.Journal().Head(ctx)
 	if err != nil {
@@ -101,12 +102,12 @@ func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
 	if cfg.Snapshot == nil {
-		subs, _, err := r.subjects(ctx, replay.TableFilter(cfg.Table))
+		n, err := r.countMessages(ctx, wire.TableFilters(cfg.Table))
 		if err != nil {
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
-		if len(subs) == 0 {
-			return st, fmt.Errorf("rebuild: %w: %s (journal %s; table names are case-sensitive there)", ErrUnknownTable, cfg.Table, r.Journal().Name())
+		if n == 0 {
+			return st, fmt.Errorf("rebuild: %w: %s (journal %s)", ErrUnknownTable, cfg.Table, r.Journal().Name())
 		}
 	}
 	if cfg.Snapshot != nil {
@@ -114,15 +115,15 @@ func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 		if err != nil {
 			return st, fmt.Errorf("rebuild: %w", err)
 		}
-		if cfg.Table != "" && cfg.Table != ls.Header.Table {
+		if cfg.Table != "" && !strings.EqualFold(cfg.Table, ls.Header.Table) {
 			return st, fmt.Errorf("rebuild: the snapshot is of table %s, not %s", ls.Header.Table, cfg.Table)
 		}
 		if ls.Header.Seq > st.To {
 			return st, fmt.Errorf("rebuild: %w: the snapshot is at sequence %d, after %d", replay.ErrBadPoint, ls.Header.Seq, st.To)
 		}
 		st.Table, st.From, st.Loaded, st.Erased = ls.Header.Table, ls.Header.Seq+1, ls.Entities, ls.Erased
-		if st.Table == cfg.Into {
-			return st, fmt.Errorf("rebuild: destination %s is the source table; rebuild into a new table", cfg.Into)
+		if strings.EqualFold(st.Table, cfg.Into) {
+			return st, fmt.Errorf("rebuild: %w: %s is %s; rebuild into a new table", ErrIntoSource, cfg.Into, st.Table)
 		}
 	} else if !cfg.Resume {
 		if err := replay.CheckEmpty(ctx, r.Store(), cfg.Into); err != nil {
@@ -166,9 +167,9 @@ func (r *Rebuilder) replay(ctx context.Context, cfg Config, st *Stats) error {
 	if workers <= 0 {
 		workers = r.Config().Workers
 	}
-	filter := replay.TableFilter(st.Table)
+	filters := wire.TableFilters(st.Table)
 	total := int64(st.To - st.From + 1)
-	if n, err := r.countMessages(ctx, filter); err == nil && n < total {
+	if n, err := r.countMessages(ctx, filters); err == nil && n < total {
 		total = n
 	}
 
@@ -196,7 +197,7 @@ func (r *Rebuilder) replay(ctx context.Context, cfg Config, st *Stats) error {
 		})
 	}
 	stopProgress := run.Progress(cfg.Progress, &done, total)
-	readErr := r.Journal().Read(gctx, st.From, st.To, filter, func(m journal.Msg) error {
+	readErr := r.Journal().ReadAny(gctx, st.From, st.To, filters, func(m journal.Msg) error {
 		i := 0
 		if _, _, pk, err := wire.ParseJournalSubject(m.Subject); err == nil {
 			h := fnv.New32a()
@@ -288,20 +289,6 @@ func (r *Rebuilder) rebuildWorker(ctx context.Context, a *projection.Applier, in
 	return nil
 }
 
-// subjects returns the journal's stored subjects matching filter with
-// their message counts, and the stream's first sequence.
-func (r *Rebuilder) subjects(ctx context.Context, filter string) (map[string]uint64, uint64, error) {
-	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
-	if err != nil {
-		return nil, 0, err
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
-	if err != nil {
-		return nil, 0, fmt.Errorf("subjects of %s: %w", r.Journal().Name(), err)
-	}
-	return info.State.Subjects, info.State.FirstSeq, nil
-}
-
 // checkNotTrimmed fails with replay.ErrBadPoint when the journal no longer holds
 // sequence from: reading it would skip the removed commands silently and
 // rebuild something that never was.
@@ -321,15 +308,21 @@ func (r *Rebuilder) checkNotTrimmed(ctx context.Context, from uint64) error {
 	return nil
 }
 
-// countMessages counts the journal's messages matching filter.
-func (r *Rebuilder) countMessages(ctx context.Context, filter string) (int64, error) {
-	subs, _, err := r.subjects(ctx, filter)
+// countMessages counts the journal's messages matching any of filters.
+func (r *Rebuilder) countMessages(ctx context.Context, filters []string) (int64, error) {
+	s, err := r.JetStream().Stream(ctx, r.Journal().Name())
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	for _, c := range subs {
-		n += int64(c)
+	for _, filter := range filters {
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return 0, fmt.Errorf("subjects of %s: %w", r.Journal().Name(), err)
+		}
+		for _, c := range info.State.Subjects {
+			n += int64(c)
+		}
 	}
 	return n, nil
 }

@@ -192,7 +192,7 @@ func testBlame(t *testing.T, e *replaytest.Env, s *replaytest.Seeded) {
 			t.Fatal(err)
 		}
 		o := s.Outcomes[c.ID]
-		if b.Outcome.Status != o.Status || b.Outcome.Seq != s.Seqs[i] || b.Command == nil || b.Command.ID != c.ID || !strings.HasPrefix(b.Subject, "journal."+s.Table+".") {
+		if b.Outcome.Status != o.Status || b.Outcome.Seq != s.Seqs[i] || b.Command == nil || b.Command.ID != c.ID || !strings.HasPrefix(b.Subject, "journal."+strings.ToLower(s.Table)+".") {
 			t.Fatalf("blame %s: %+v, outcome %+v", c.ID, b, o)
 		}
 		if o.Status != wire.StatusApplied {

@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/snapshot"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // The journal horizon (issue 19, SPEC §3): a table's commands before a
@@ -21,14 +22,15 @@ import (
 // is stored; the snapshot stands for them.
 //
 // The horizon is per table. JetStream purges with a subject filter and a
-// sequence (journal.<table>.*.* below S), so one table's commands can go
+// sequence (journal.<table-token>.*.* below S), so one table's commands can go
 // while another's stay; the journal's first sequence then says nothing of
 // a table, which is why every horizon is recorded in the stream's own
-// metadata, under MetadataHorizonPrefix+table, before the purge: whoever
+// metadata, under MetadataHorizonPrefix+table token (horizonKey), before the purge: whoever
 // reads the table's commands (Rebuild) checks it there.
 
 // MetadataHorizonPrefix prefixes the JOURNAL stream metadata key of a
-// table's horizon: "tablejournal.horizon.<table>", whose value is a
+// table's horizon: "tablejournal.horizon.<table-token>" (the table in
+// lower case, wire.TableToken), whose value is a
 // Horizon in JSON.
 const MetadataHorizonPrefix = "tablejournal.horizon."
 
@@ -76,16 +78,45 @@ func (r *Compactor) Horizon(ctx context.Context, table string) (Horizon, bool, e
 	return horizonOf(s.CachedInfo().Config, table)
 }
 
+// horizonKey is the metadata key of table's horizon: the table's
+// lower-case token (wire.TableToken), as table names are case-insensitive.
+func horizonKey(table string) string {
+	return MetadataHorizonPrefix + wire.TableToken(table)
+}
+
+// horizonOf returns table's horizon in cfg's metadata. It is recorded
+// under horizonKey; a journal compacted before the key was lower case may
+// hold it under the table as spelled then, in any case: the latest of
+// them is the horizon.
 func horizonOf(cfg jetstream.StreamConfig, table string) (Horizon, bool, error) {
-	raw, ok := cfg.Metadata[MetadataHorizonPrefix+table]
-	if !ok {
-		return Horizon{}, false, nil
+	var (
+		h     Horizon
+		found bool
+	)
+	for _, k := range horizonKeys(cfg.Metadata, table) {
+		var x Horizon
+		raw := cfg.Metadata[k]
+		if err := json.Unmarshal([]byte(raw), &x); err != nil || x.Seq == 0 {
+			return Horizon{}, false, fmt.Errorf("journal %s: metadata %s is not a horizon: %q", cfg.Name, k, raw)
+		}
+		if !found || x.Seq > h.Seq {
+			h, found = x, true
+		}
 	}
-	var h Horizon
-	if err := json.Unmarshal([]byte(raw), &h); err != nil || h.Seq == 0 {
-		return Horizon{}, false, fmt.Errorf("journal %s: metadata %s%s is not a horizon: %q", cfg.Name, MetadataHorizonPrefix, table, raw)
+	return h, found, nil
+}
+
+// horizonKeys returns the metadata keys that name table's horizon, in any
+// case.
+func horizonKeys(md map[string]string, table string) []string {
+	var keys []string
+	for k := range md {
+		if t, ok := strings.CutPrefix(k, MetadataHorizonPrefix); ok && strings.EqualFold(t, table) {
+			keys = append(keys, k)
+		}
 	}
-	return h, true, nil
+	slices.Sort(keys)
+	return keys
 }
 
 // CompactConfig configures Compact.
@@ -142,7 +173,7 @@ func (r *Compactor) Compact(ctx context.Context, cfg CompactConfig) (CompactStat
 		}
 	}
 	if hd.Seq > 1 {
-		err = r.Journal().Read(ctx, 1, hd.Seq-1, replay.TableFilter(hd.Table), func(journal.Msg) error {
+		err = r.Journal().ReadAny(ctx, 1, hd.Seq-1, wire.TableFilters(hd.Table), func(journal.Msg) error {
 			st.Commands++
 			return nil
 		})
@@ -197,7 +228,7 @@ func (r *Compactor) checkCompact(ctx context.Context, cfg CompactConfig) (jetstr
 // purged says whether the purge was done.
 func (r *Compactor) recordAndPurge(ctx context.Context, s jetstream.Stream, h Horizon) (purged bool, err error) {
 	b, _ := json.Marshal(h)
-	key := MetadataHorizonPrefix + h.Table
+	key := horizonKey(h.Table)
 	// The configuration as it is now (the count took a while): JetStream
 	// has no conditional update, so two compactions at once could each
 	// write the metadata without the other's horizon; the check after the
@@ -211,12 +242,20 @@ func (r *Compactor) recordAndPurge(ctx context.Context, s jetstream.Stream, h Ho
 	if sc.Metadata == nil {
 		sc.Metadata = map[string]string{}
 	}
+	// One key per table: a key in another case, recorded before the key
+	// was lower case, holds a horizon at or before this one (Compact
+	// refuses to move a horizon back).
+	for _, k := range horizonKeys(sc.Metadata, h.Table) {
+		delete(sc.Metadata, k)
+	}
 	sc.Metadata[key] = string(b)
 	if _, err := r.JetStream().UpdateStream(ctx, sc); err != nil {
 		return false, fmt.Errorf("compact: record the horizon of %s in journal %s: %w", h.Table, r.Journal().Name(), err)
 	}
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject(replay.TableFilter(h.Table)), jetstream.WithPurgeSequence(h.Seq)); err != nil {
-		return false, fmt.Errorf("compact: the horizon of %s is recorded at %d, but the purge failed (run compact again): %w", h.Table, h.Seq, err)
+	for _, filter := range wire.TableFilters(h.Table) {
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(filter), jetstream.WithPurgeSequence(h.Seq)); err != nil {
+			return false, fmt.Errorf("compact: the horizon of %s is recorded at %d, but the purge failed (run compact again): %w", h.Table, h.Seq, err)
+		}
 	}
 	if info, err = s.Info(ctx); err != nil {
 		return true, fmt.Errorf("compact: check the recorded horizon: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tablejournal/tablejournal/internal/azauth"
@@ -13,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/replay/retention"
 	"github.com/tablejournal/tablejournal/replay/snapshot"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestCompact: a journal trimmed below a snapshot of one table keeps the
@@ -28,7 +30,7 @@ func TestCompact(t *testing.T) {
 			s := e.Seed(rand.New(rand.NewPCG(19, 19)), 60, []string{"p0", "p1"}, []string{"r0", "r1", "r2"})
 			count := func(table string, from, to uint64) int64 {
 				var n int64
-				if err := e.Journal.Read(e.Ctx, from, to, "journal."+table+".*.*", func(journal.Msg) error { n++; return nil }); err != nil {
+				if err := e.Journal.Read(e.Ctx, from, to, wire.TableFilter(table), func(journal.Msg) error { n++; return nil }); err != nil {
 					t.Fatal(err)
 				}
 				return n
@@ -81,6 +83,12 @@ func TestCompact(t *testing.T) {
 			if err != nil || !ok || h.Seq != horizon || h.SHA256 != checked.SHA256 || h.Snapshot != cfg.Location {
 				t.Fatalf("recorded horizon %+v %v (%v)", h, ok, err)
 			}
+			// Table names are case-insensitive: one horizon, whatever the spelling.
+			for _, spelled := range []string{strings.ToUpper(s.Table), strings.ToLower(s.Table)} {
+				if h2, ok, err := e.Compactor.Horizon(e.Ctx, spelled); !ok || err != nil || h2 != h {
+					t.Fatalf("horizon of %s: %+v %v (%v), want %+v", spelled, h2, ok, err, h)
+				}
+			}
 
 			// A projector starting again (Ensure) keeps the horizon.
 			if _, err := journal.Ensure(e.Ctx, e.JS, journal.Config{AllowTrim: true}); err != nil {
@@ -113,6 +121,10 @@ func TestCompact(t *testing.T) {
 			_, err = e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: s.Table, Into: replaytest.UniqueTable("NoSnap")})
 			if !errors.Is(err, retention.ErrBeforeHorizon) || !bytes.Contains([]byte(err.Error()), []byte(cfg.Location)) {
 				t.Fatalf("rebuild without the snapshot: %v, want ErrBeforeHorizon naming %s", err, cfg.Location)
+			}
+			_, err = e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: strings.ToUpper(s.Table), Into: replaytest.UniqueTable("NoSnapUpper")})
+			if !errors.Is(err, retention.ErrBeforeHorizon) {
+				t.Fatalf("rebuild of %s without the snapshot: %v, want ErrBeforeHorizon", strings.ToUpper(s.Table), err)
 			}
 			_, err = e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: s.Table, Into: replaytest.UniqueTable("Early"), To: horizon - 1, Snapshot: bytes.NewReader(snap.Bytes())})
 			if !errors.Is(err, retention.ErrBeforeHorizon) || !bytes.Contains([]byte(err.Error()), []byte(cfg.Location)) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
@@ -72,7 +73,7 @@ func (c *Compactor) CompactAt(ctx context.Context, cfg CompactAtConfig) (Compact
 	if err != nil {
 		return st, err
 	}
-	if checked.Header.Table != cfg.Table {
+	if !strings.EqualFold(checked.Header.Table, cfg.Table) { // table names are case-insensitive
 		return st, fmt.Errorf("compact: %w: %s is a snapshot of table %s, not %s", ErrNoSnapshotAtHorizon, st.Location, checked.Header.Table, cfg.Table)
 	}
 	if cfg.At != 0 && checked.Header.Seq != cfg.At {

@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -87,7 +88,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 			seqs := e.Publish(cmds)
 			// A client that is not Go: JSON on the empty-key subject.
 			m := nats.NewMsg(wire.JournalSubject(table, ""))
-			if m.Subject != wire.JournalPrefix+"."+table+".=" {
+			if m.Subject != wire.JournalPrefix+"."+strings.ToLower(table)+".=" {
 				t.Fatalf("subject %q", m.Subject)
 			}
 			m.Header.Set("Content-Type", events.ContentTypeJSON)
@@ -108,7 +109,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tbl, _, pk, err := wire.ParseJournalSubject(raw.Subject); err != nil || tbl != table || pk != "" {
+			if tbl, _, pk, err := wire.ParseJournalSubject(raw.Subject); err != nil || tbl != strings.ToLower(table) || pk != "" {
 				t.Fatalf("stored subject %q: %q %q %v", raw.Subject, tbl, pk, err)
 			}
 

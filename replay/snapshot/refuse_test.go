@@ -3,7 +3,6 @@ package snapshot_test
 import (
 	"bytes"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events"
@@ -40,11 +39,10 @@ func TestRefusedPoints(t *testing.T) {
 			}
 
 			into := replaytest.UniqueTable("Refuseinto")
-			for _, src := range []string{replaytest.UniqueTable("Never"), strings.ToUpper(table)} {
-				_, err = e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: src, Into: into})
-				if !errors.Is(err, rebuild.ErrUnknownTable) {
-					t.Fatalf("rebuild of %s, never in the journal: %v, want ErrUnknownTable", src, err)
-				}
+			// (strings.ToUpper(table) is table itself: names are case-insensitive.)
+			never := replaytest.UniqueTable("Never")
+			if _, err = e.Rebuild.Rebuild(e.Ctx, rebuild.Config{Table: never, Into: into}); !errors.Is(err, rebuild.ErrUnknownTable) {
+				t.Fatalf("rebuild of %s, never in the journal: %v, want ErrUnknownTable", never, err)
 			}
 			if _, err := e.Store.Query(e.Ctx, into, store.Query{AllPartitions: true, Limit: 1}); !errors.Is(err, store.ErrTableNotFound) {
 				t.Fatalf("the refused rebuild left table %s: %v", into, err)

@@ -22,21 +22,3 @@ func collectBehind(ch chan<- prometheus.Metric, s *projection.Stats) {
 	}
 	ch <- prometheus.MustNewConstMetric(descBehind, prometheus.GaugeValue, float64(n))
 }
-
-// maxBehindReported bounds the partitions named in a status report.
-const maxBehindReported = 20
-
-// behindReport names the partitions found behind, at most
-// maxBehindReported, and counts them all.
-func (m *Metrics) behindReport() ([]string, int) {
-	s := m.stats.Load()
-	if s == nil {
-		return nil, 0
-	}
-	all := s.Behind.List()
-	var names []string
-	for _, b := range all[:min(len(all), maxBehindReported)] {
-		names = append(names, b.String())
-	}
-	return names, len(all)
-}

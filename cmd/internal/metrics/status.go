@@ -27,13 +27,11 @@ func (m *Metrics) PublishStatus(ctx context.Context, js jetstream.JetStream, cfg
 	pcfg := status.PublishConfig{Journal: cfg.Journal, Durable: cfg.Durable, Every: cfg.Every, Replicas: cfg.Replicas}
 	return status.Publish(ctx, js, pcfg, func() map[int]status.ShardReport {
 		snap := m.Snapshot()
-		behind, nBehind := m.behindReport()
 		reps := make(map[int]status.ShardReport, len(snap.Shards))
 		for _, s := range snap.Shards {
 			hist[s.Shard] = addSample(hist[s.Shard], sample{snap.At, s.Handled})
 			reps[s.Shard] = status.ShardReport{Instance: cfg.Instance, Applied: s.Applied, Pending: s.Pending,
-				LagSeconds: s.LagSeconds, Rate: rate(hist[s.Shard]), At: snap.At.UTC(), PrunedRows: m.prunedRows(),
-				Behind: behind, BehindCount: nBehind}
+				LagSeconds: s.LagSeconds, Rate: rate(hist[s.Shard]), At: snap.At.UTC(), PrunedRows: m.prunedRows()}
 		}
 		for shard := range hist {
 			if _, ok := reps[shard]; !ok {

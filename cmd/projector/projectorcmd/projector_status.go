@@ -35,7 +35,10 @@ func (c *statusCmd) flags(fs *flag.FlagSet) {
 const statusMore = `Shows each shard of the journal from NATS alone (no table credentials): the
 instance applying it, the journal sequence it is applied up to, the commands
 pending, the age of the oldest of them, and the rate over the last minute,
-with totals at the bottom. --watch refreshes in place until interrupted.
+with totals at the bottom. Below them, STORE BEHIND lists the partitions
+recorded behind the journal (the store lost writes it confirmed), whether a
+projector runs or not, until replay rebuild --behind rebuilds them. --watch
+refreshes in place until interrupted.
 
 Exits with status 4 when a shard has pending commands and no owner.
 `

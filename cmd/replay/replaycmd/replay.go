@@ -48,7 +48,7 @@ var replayCommands = []replayEntry{
 	{cli.NewSpec("asof", "--table T [--pk P [--rk R]] [--seq N | --time T | --cmd ID]", "a row, partition or table as it stood at a point"), func() replaySub { return &asofCmd{} }},
 	{cli.NewSpec("history", "--table T --pk P --rk R [--diff]", "every version of a row"), func() replaySub { return &historyCmd{} }},
 	{cli.NewSpec("blame", "--cmd ID", "the rows and versions a command produced, its outcome"), func() replaySub { return &blameCmd{} }},
-	{cli.NewSpec("rebuild", "--table T (--into NEW [--to POINT | --seq N | --time T] [--from-snapshot FILE] [--workers N] [--resume] | --pk P)", "re-project the journal into a fresh table, or one partition in place"), func() replaySub { return &rebuildCmd{} }},
+	{cli.NewSpec("rebuild", "--table T (--into NEW [--to POINT | --seq N | --time T] [--from-snapshot FILE] [--workers N] [--resume] | --pk P | --behind)", "re-project the journal into a fresh table, or partitions in place"), func() replaySub { return &rebuildCmd{} }},
 	{cli.NewSpec("undo", "--cmd ID [--apply] [--force]", "the commands that revert one command (dry run by default)"), func() replaySub { return &undoCmd{} }},
 	{cli.NewSpec("restore", "--table T [--pk P] (--to POINT | --seq N | --time T) [--apply]", "the commands that return a table to a point"), func() replaySub { return &restoreCmd{} }},
 	{cli.NewSpec("snapshot", "--table T --out FILE [--at SEQ] [--workers N]", "export tips and versions consistent at a sequence"), func() replaySub { return &snapshotCmd{} }},

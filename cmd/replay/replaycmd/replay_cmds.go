@@ -140,12 +140,14 @@ type rebuildCmd struct {
 	pt       pointFlags
 	snapshot string
 	pk       string
+	behind   bool
 }
 
 func (c *rebuildCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cfg.Table, "table", "", "source table in the journal (default: the snapshot's)")
 	fs.StringVar(&c.cfg.Into, "into", "", "destination table, empty or new (required, unless --pk)")
 	fs.StringVar(&c.pk, "pk", "", "rebuild this partition of --table in place, from the journal, up to its head: the way back when the store lost writes (stop the projectors first)")
+	fs.BoolVar(&c.behind, "behind", false, "rebuild in place every partition of --table (without --table: of every table) that projector status lists behind, and clear them there (stop the projectors first)")
 	c.pt.rangeFlags(fs, "last point applied: seq:N, time:T, cmd:ID (default the head)",
 		"last journal sequence applied (like --to seq:N)", "apply the journal as of this RFC 3339 time (like --to time:T)")
 	fs.StringVar(&c.snapshot, "from-snapshot", "", "load this snapshot (a file, a blob URL with a SAS token, or azblob://CONTAINER/BLOB) first, then replay only the journal after it")
@@ -156,6 +158,9 @@ func (c *rebuildCmd) flags(fs *flag.FlagSet) {
 func (c *rebuildCmd) check() error {
 	if c.set["pk"] {
 		return c.checkPartition()
+	}
+	if c.behind {
+		return c.checkBehind()
 	}
 	if err := c.need("into"); err != nil {
 		return err
@@ -172,6 +177,9 @@ func (c *rebuildCmd) nats() natsNeed { return natsYes }
 func (c *rebuildCmd) run(ctx context.Context, stdio cli.IO) error {
 	if c.set["pk"] {
 		return c.runPartition(ctx, stdio)
+	}
+	if c.behind {
+		return c.runBehind(ctx, stdio)
 	}
 	seq, _, err := c.resolve(ctx, &c.pt)
 	if err != nil {

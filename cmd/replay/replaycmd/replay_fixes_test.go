@@ -47,6 +47,7 @@ func TestReplayUserFacing(t *testing.T) {
 			{[]string{"asof", "--table", "bad-name"}, "rule table-name"},
 			{[]string{"rebuild", "--table", "orders", "--into", "x"}, `--into "x": rule table-name`},
 			{[]string{"asof", "--table", "orders", "--seq", "x"}, `invalid value "x" for flag --seq`},
+			{[]string{"diff", "--table", "orders", "--against", "ORDERS"}, "name the same table"},
 		}
 		for _, tt := range tests {
 			out, errs, code := e.replay(t, tt.args...)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
@@ -107,7 +108,8 @@ func (c *diffCmd) flags(fs *flag.FlagSet) {
 }
 
 func (c *diffCmd) check() error {
-	return c.needPoint(&c.pt, c.cfg.Table == c.cfg.Against, "--table and --against name the same table", "table", "against")
+	// Table names are case-insensitive: Orders and ORDERS are one table.
+	return c.needPoint(&c.pt, strings.EqualFold(c.cfg.Table, c.cfg.Against), "--table and --against name the same table", "table", "against")
 }
 
 func (c *diffCmd) nats() natsNeed { return c.natsIf(natsNo, "time", "to") }
