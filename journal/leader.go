@@ -117,7 +117,7 @@ const freshTries = 50
 // multiLastMax-1 of them) whose answer includes everything stored on the
 // stream before the call, whichever replica answers, and passes fn the
 // messages of those subjects. See the comment at the top of this file.
-func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string, subjects []string, hint *sentinelHint, fn func(rawMsg) error) error {
+func freshDirectBatch(ctx context.Context, js jetstream.JetStream, replies *replyMux, stream string, subjects []string, hint *sentinelHint, fn func(rawMsg) error) error {
 	var newest rawMsg
 	if sentinel := hint.get(); sentinel != "" {
 		// The newest message of an earlier call is a sentinel too (it is
@@ -134,7 +134,7 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string
 			leader <- answer{m, err}
 		}()
 		req := directBatchReq{MultiLast: append(subjects[:len(subjects):len(subjects)], sentinel)}
-		got, upTo, err := collectBatch(ctx, js, stream, req)
+		got, upTo, err := collectBatch(ctx, js, replies, stream, req)
 		a := <-leader
 		if errors.Is(a.err, ErrNotFound) {
 			return nil // the stream is empty
@@ -164,7 +164,7 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string
 	}
 	req := directBatchReq{MultiLast: append(subjects[:len(subjects):len(subjects)], newest.subject)}
 	for try := 1; ; try++ {
-		got, upTo, err := collectBatch(ctx, js, stream, req)
+		got, upTo, err := collectBatch(ctx, js, replies, stream, req)
 		if err != nil {
 			return err
 		}
@@ -182,9 +182,9 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, stream string
 
 // collectBatch is directBatch keeping the messages, to be passed on only
 // once the answer proves fresh.
-func collectBatch(ctx context.Context, js jetstream.JetStream, stream string, req directBatchReq) ([]rawMsg, uint64, error) {
+func collectBatch(ctx context.Context, js jetstream.JetStream, replies *replyMux, stream string, req directBatchReq) ([]rawMsg, uint64, error) {
 	var got []rawMsg
-	upTo, err := directBatch(ctx, js, stream, req, func(m rawMsg) error {
+	upTo, err := directBatch(ctx, js, replies, stream, req, func(m rawMsg) error {
 		got = append(got, m)
 		return nil
 	})

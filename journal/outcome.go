@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -97,14 +98,20 @@ func PublishOutcome(ctx context.Context, js jetstream.JetStream, o wire.Outcome)
 // (the latest), read whole (its history), awaited for one journal
 // sequence, or followed. It is safe for concurrent use.
 type Outcomes struct {
-	js     jetstream.JetStream
-	stream string
-	hint   sentinelHint // of LatestAll's fresh batches
+	js      jetstream.JetStream
+	stream  string
+	hint    sentinelHint // of LatestAll's fresh batches
+	replies *replyMux    // LatestAll's answers
 }
 
-// NewOutcomes returns the reader of the OUTCOMES stream through js.
+// NewOutcomes returns the reader of the OUTCOMES stream through js. From
+// its first LatestAll on, it holds one subscription on js's connection
+// for the answers, until it is garbage collected or the connection
+// closes.
 func NewOutcomes(js jetstream.JetStream) *Outcomes {
-	return &Outcomes{js: js, stream: wire.OutcomesStream}
+	o := &Outcomes{js: js, stream: wire.OutcomesStream, replies: newReplyMux()}
+	runtime.AddCleanup(o, (*replyMux).close, o.replies)
+	return o
 }
 
 // Latest returns the latest outcome of command id, or an error wrapping
@@ -160,7 +167,7 @@ func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]wire
 		if len(subjects) == 0 {
 			return nil
 		}
-		err := freshDirectBatch(ctx, o.js, o.stream, subjects, &o.hint, func(m rawMsg) error {
+		err := freshDirectBatch(ctx, o.js, o.replies, o.stream, subjects, &o.hint, func(m rawMsg) error {
 			x, err := decodeOutcome(m.seq, m.data)
 			if err != nil {
 				return err

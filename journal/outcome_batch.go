@@ -33,13 +33,13 @@ type directBatchReq struct {
 //
 // It returns the replica's last sequence when it answered (the end
 // marker's Nats-UpTo-Sequence of the first reply), 0 when nothing matched.
-func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req directBatchReq, fn func(rawMsg) error) (uint64, error) {
+func directBatch(ctx context.Context, js jetstream.JetStream, replies *replyMux, stream string, req directBatchReq, fn func(rawMsg) error) (uint64, error) {
 	nc := js.Conn()
 	subj := apiPrefix(js) + "DIRECT.GET." + stream
 	var first uint64
 	for {
 		rctx, cancel := requestCtx(ctx, js) // see leaderGet
-		pending, last, upTo, err := directRequest(rctx, nc, subj, req, fn)
+		pending, last, upTo, err := directRequest(rctx, nc, replies, subj, req, fn)
 		cancel()
 		if first == 0 {
 			first = upTo
@@ -55,38 +55,24 @@ func directBatch(ctx context.Context, js jetstream.JetStream, stream string, req
 }
 
 // directRequest sends one request of directBatch and reads its answer.
-func directRequest(ctx context.Context, nc *nats.Conn, subj string, req directBatchReq, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
+func directRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subj string, req directBatchReq, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	inbox := nc.NewRespInbox()
-	// A channel of its own, sized for one reply: a synchronous
-	// subscription's is the connection's SubChanLen (65,536 messages, half
-	// a megabyte made and cleared per request, a request per fetched batch).
-	ch := make(chan *nats.Msg, replyChanLen)
-	sub, err := nc.ChanSubscribe(inbox, ch)
+	// A multi_last answer is a message per subject and its end marker.
+	inbox, next, done, err := replies.open(nc, min(max(len(req.MultiLast), req.Batch), multiLastMax)+1)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	defer sub.Unsubscribe()
-	return readBatch(ctx, nc, ch, subj, inbox, body, fn)
-}
-
-// replyChanLen holds one reply to a batched direct get: the server sends at
-// most 1,024 messages and the end marker.
-const replyChanLen = 2048
-
-func readBatch(ctx context.Context, nc *nats.Conn, ch <-chan *nats.Msg, subj, inbox string, body []byte, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
+	defer done()
 	if err := nc.PublishRequest(subj, inbox, body); err != nil {
 		return 0, 0, 0, err
 	}
 	for {
-		var m *nats.Msg
-		select {
-		case m = <-ch:
-		case <-ctx.Done():
-			return 0, 0, 0, fmt.Errorf("direct get: %w", ctx.Err())
+		m, err := next(ctx)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("direct get: %w", err)
 		}
 		if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
 			switch status {

@@ -3,7 +3,9 @@ package journal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -257,6 +259,67 @@ func TestLatestOutcomes(t *testing.T) {
 				t.Fatalf("LatestAll(%v) = %v, want %v", tt.ids, seqs, tt.want)
 			}
 		})
+	}
+}
+
+// TestLatestOutcomesConcurrent: one Outcomes answers look-ups from many
+// goroutines at once, each with its own IDs' outcomes (their answers share
+// one subscription: one per look-up was most of its latency), and leaves
+// no subscription behind; a look-up given up midway disturbs none of the
+// others.
+func TestLatestOutcomesConcurrent(t *testing.T) {
+	e := newEnv(t, journal.Config{})
+	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
+		t.Fatal(err)
+	}
+	const workers, rounds = 8, 25
+	for i := range workers * 2 {
+		if err := journal.PublishOutcome(e.ctx, e.js, wire.Outcome{ID: fmt.Sprintf("id%d", i), Seq: uint64(i + 1), Status: wire.StatusApplied}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oc := journal.NewOutcomes(e.js)
+	if _, err := oc.LatestAll(e.ctx, []string{"id0"}); err != nil {
+		t.Fatal(err)
+	}
+	subs := e.nc.NumSubscriptions()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers+1)
+	for w := range workers {
+		wg.Go(func() {
+			// Worker w asks for its two IDs and one without an outcome.
+			ids := []string{fmt.Sprintf("id%d", 2*w), fmt.Sprintf("id%d", 2*w+1), fmt.Sprintf("none%d", w)}
+			for range rounds {
+				got, err := oc.LatestAll(e.ctx, ids)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(got) != 2 || got[ids[0]].Seq != uint64(2*w+1) || got[ids[1]].Seq != uint64(2*w+2) {
+					errs <- fmt.Errorf("worker %d: LatestAll(%v) = %v", w, ids, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		// Given up before its answer can arrive: the others go on.
+		for range rounds {
+			ctx, cancel := context.WithCancel(e.ctx)
+			cancel()
+			if _, err := oc.LatestAll(ctx, []string{"id0", "id1"}); !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("a look-up with its context cancelled: %v, want context.Canceled", err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := e.nc.NumSubscriptions(); n != subs {
+		t.Errorf("%d subscriptions on the connection after the look-ups, %d before", n, subs)
 	}
 }
 

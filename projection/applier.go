@@ -92,6 +92,11 @@ func (a *Applier) Stats() *Stats { return a.stats }
 // points exactly-once needs: the projector publishes outcomes and change
 // events there (batch.go), replay's rebuild counts the results.
 type Hooks struct {
+	// Ready is called once per Apply, after the partition's rows are read
+	// for its first transaction and before anything is decided; the
+	// projector waits there for its outcome look-up, which runs meanwhile
+	// (batch.go). It may set the entries' Prior and own outcome.
+	Ready func(ctx context.Context) error
 	// BeforeCommit receives the results that wrote nothing (rejected,
 	// duplicate, skipped) before the transaction of their batch commits, so
 	// that no later command's effect is durable before their outcome is.
@@ -134,6 +139,7 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 	if err != nil {
 		return err
 	}
+	r.ready = h.Ready
 	for r.next < len(r.entries) {
 		kind := kindOf(r.entries[r.next])
 		if err := kind.decide(ctx, r); err != nil {
@@ -200,6 +206,8 @@ type partitionRun struct {
 	// touched are the RowKeys the entries touch, once each, with the
 	// index of the last entry touching each (touchedFrom).
 	touched []touchedRK
+	// ready is Hooks.Ready until awaitReady called it.
+	ready func(ctx context.Context) error
 }
 
 type touchedRK struct {
@@ -235,6 +243,17 @@ func (r *partitionRun) touchedFrom(from int) []string {
 		}
 	}
 	return rks
+}
+
+// awaitReady calls Hooks.Ready the first time; every kind of transaction
+// does before it decides anything (rowsTx once its rows are read).
+func (r *partitionRun) awaitReady(ctx context.Context) error {
+	ready := r.ready
+	if ready == nil {
+		return nil
+	}
+	r.ready = nil
+	return ready(ctx)
 }
 
 // partition starts applying entries, all of table and pk and in journal
@@ -273,7 +292,10 @@ func (r *partitionRun) newTxn() *txn {
 // table may not even be a valid name), and nothing is written.
 type rejectOnly struct{}
 
-func (rejectOnly) decide(_ context.Context, r *partitionRun) error {
+func (rejectOnly) decide(ctx context.Context, r *partitionRun) error {
+	if err := r.awaitReady(ctx); err != nil {
+		return err
+	}
 	r.tx = newTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
 	for r.end = r.next; r.end < len(r.entries) && r.entries[r.end].Err != nil; r.end++ {
 		if err := r.tx.add(r.entries[r.end]); err != nil {
@@ -320,6 +342,11 @@ func (rowsTx) decide(ctx context.Context, r *partitionRun) error {
 				}
 				continue
 			}
+		}
+		// The rows are read: what remains to decide on are the earlier
+		// outcomes of the commands' IDs.
+		if err := r.awaitReady(ctx); err != nil {
+			return err
 		}
 		r.tx = r.newTxn()
 		for r.end = r.next; r.end < len(r.entries); r.end++ {

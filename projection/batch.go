@@ -20,9 +20,11 @@ import (
 // docs/ARCHITECTURE.md ("Exactly once"), read top to bottom in this file:
 //
 //  1. decode and check every message (decode);
-//  2. look up the earlier outcomes of its command IDs, once (lookup);
-//  3. decide each partition's next transaction against the table
-//     (Applier.Apply, applier.go, by the transaction's txKind);
+//  2. look up the earlier outcomes of its command IDs, once, in the
+//     background (lookup), while each partition reads its rows;
+//  3. decide each partition's next transaction against the table, once
+//     the look-up answered (ready, the Ready hook) (Applier.Apply,
+//     applier.go, by the transaction's txKind);
 //  4. settle commands found handled before a crash (recover, recover.go:
 //     crash recovery and its reads, in one file), then publish and await
 //     the outcomes of commands that wrote nothing (publishUnwritten,
@@ -81,9 +83,7 @@ func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetst
 // process takes one fetched batch through the exactly-once order.
 func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
 	b := p.decode(msgs)
-	if err := b.lookup(ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrPublish, err)
-	}
+	b.lookup(ctx)
 	if err := b.applyAll(ctx); err != nil {
 		return err
 	}
@@ -122,6 +122,11 @@ type batch struct {
 	// change feed off).
 	outcomes *outcomePublisher
 	changes  *changeFeed
+	// The outcome look-up (lookup): closed looked, then priors and
+	// lookupErr are set.
+	looked    chan struct{}
+	priors    *priors
+	lookupErr error
 }
 
 // decode turns the fetched messages into entries grouped by partition
@@ -192,14 +197,37 @@ func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 	return table, pk, e
 }
 
-// lookup sets each entry's Prior, and its own outcome when it has one,
-// from the outcomes stream (stage 2): a command ID applies at most once,
-// ever, and the batch asks once for all its IDs.
-func (b *batch) lookup(ctx context.Context) error {
+// lookup starts the look-up of the earlier outcomes of the batch's
+// command IDs, once for the whole batch (stage 2: a command ID applies at
+// most once, ever), in the background: each partition reads its rows from
+// the table meanwhile, and waits for the answer (ready) before it decides
+// anything.
+func (b *batch) lookup(ctx context.Context) {
+	b.looked = make(chan struct{})
 	if b.p.noOutcomeLookup {
-		return nil
+		close(b.looked)
+		return
 	}
-	return b.p.lookupPriors(ctx, b.entries)
+	ids := lookupIDs(b.entries)
+	go func() {
+		defer close(b.looked)
+		b.priors, b.lookupErr = b.p.latestOutcomes(ctx, ids)
+	}()
+}
+
+// ready waits for the batch's look-up and sets the Prior of each entry
+// of part, and its own outcome when it has one: the Ready hook of the
+// partition's Apply, in the partition's goroutine.
+func (b *batch) ready(ctx context.Context, part partition) error {
+	select {
+	case <-b.looked:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if b.lookupErr != nil {
+		return b.lookupErr
+	}
+	return b.p.settlePriors(ctx, b.priors, b.entries[part])
 }
 
 // lookupPriors sets each entry's Prior from the outcomes stream: the
@@ -208,6 +236,21 @@ func (b *batch) lookup(ctx context.Context) error {
 // redelivered), the ID's history decides: the newest earlier outcome that
 // applied.
 func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Entry) error {
+	pr, err := p.latestOutcomes(ctx, lookupIDs(groups))
+	if err != nil {
+		return err
+	}
+	for _, es := range groups {
+		if err := p.settlePriors(ctx, pr, es); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lookupIDs are the IDs whose outcomes decide entries: those of commands
+// and erases (a message that cannot apply is rejected whatever they say).
+func lookupIDs(groups map[partition][]Entry) []string {
 	var ids []string
 	for _, es := range groups {
 		for _, e := range es {
@@ -216,8 +259,23 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 			}
 		}
 	}
+	return ids
+}
+
+// priors are the latest outcomes of a batch's IDs, and the histories of
+// those read since (settlePriors), shared by the batch's partitions.
+type priors struct {
+	latest map[string]wire.Outcome
+
+	mu        sync.Mutex
+	histories map[string][]wire.Outcome
+}
+
+// latestOutcomes reads the latest outcome of every ID, in one batched
+// request; nil when there are none to read.
+func (p *Projector) latestOutcomes(ctx context.Context, ids []string) (*priors, error) {
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	p.stats.OutcomeLookups.Add(1)
 	// The library's default request timeout (5 s) is short for a loaded
@@ -226,14 +284,19 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 	defer cancel()
 	latest, err := p.outcomeReader().LatestAll(ctx, ids)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	histories := make(map[string][]wire.Outcome)
-	for _, es := range groups {
-		for i := range es {
-			if err := p.settlePrior(ctx, &es[i], latest, histories); err != nil {
-				return err
-			}
+	return &priors{latest: latest, histories: make(map[string][]wire.Outcome)}, nil
+}
+
+// settlePriors sets the Prior of each of es (and own outcome) from pr.
+func (p *Projector) settlePriors(ctx context.Context, pr *priors, es []Entry) error {
+	if pr == nil {
+		return nil
+	}
+	for i := range es {
+		if err := p.settlePrior(ctx, &es[i], pr); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -241,9 +304,9 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 
 // settlePrior sets e's Prior (and own outcome) from the latest outcomes of
 // the batch's IDs, reading the ID's history when its latest outcome is of
-// a later message; histories keeps the ones read.
-func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string]wire.Outcome, histories map[string][]wire.Outcome) error {
-	o, ok := latest[e.ID]
+// a later message; pr keeps the histories read.
+func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors) error {
+	o, ok := pr.latest[e.ID]
 	switch {
 	case !ok || e.Cmd == nil && e.Erase == nil:
 		return nil
@@ -256,13 +319,9 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string
 		e.own = &o
 		return nil
 	}
-	all, ok := histories[e.ID]
-	if !ok {
-		var err error
-		if all, err = p.outcomeReader().History(ctx, e.ID); err != nil {
-			return err
-		}
-		histories[e.ID] = all
+	all, err := pr.history(ctx, p.outcomeReader(), e.ID)
+	if err != nil {
+		return err
 	}
 	e.Prior = priorFrom(all, e.Seq)
 	for i := range all {
@@ -271,6 +330,23 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, latest map[string
 		}
 	}
 	return nil
+}
+
+// history returns the outcomes of id, read once per batch.
+func (pr *priors) history(ctx context.Context, r *journal.Outcomes, id string) ([]wire.Outcome, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if all, ok := pr.histories[id]; ok {
+		return all, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	all, err := r.History(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	pr.histories[id] = all
+	return all, nil
 }
 
 // lookupTimeout bounds the outcomes look-up of one fetched batch.
@@ -333,6 +409,12 @@ func (b *batch) applyAll(ctx context.Context) error {
 // after each transaction commits.
 func (b *batch) apply(ctx context.Context, part partition) error {
 	return b.p.applier.Apply(ctx, part.table, part.pk, b.entries[part], Hooks{
+		Ready: func(ctx context.Context) error {
+			if err := b.ready(ctx, part); err != nil {
+				return fmt.Errorf("%w: %w", ErrPublish, err)
+			}
+			return nil
+		},
 		BeforeCommit: func(ctx context.Context, rs []Result) error {
 			if err := b.recover(ctx, part, rs); err != nil {
 				return err

@@ -43,7 +43,7 @@ import (
 // partition from the journal).
 type Behind struct {
 	mu    sync.Mutex
-	parts map[partKey]behindEntry
+	parts map[string]behindEntry // by wire.BehindKey
 }
 
 type behindEntry struct {
@@ -54,13 +54,12 @@ type behindEntry struct {
 // Add records b as found here (not yet in the durable record); false if
 // its partition was known.
 func (s *Behind) Add(b wire.BehindPartition) bool {
-	return s.put(b, false)
+	return s.put(wire.BehindKey(b.Table, b.PK), b, false)
 }
 
-func (s *Behind) put(b wire.BehindPartition, recorded bool) bool {
+func (s *Behind) put(k string, b wire.BehindPartition, recorded bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := partKey{b.Table, b.PK}
 	if e, ok := s.parts[k]; ok {
 		if recorded && !e.recorded {
 			s.parts[k] = behindEntry{b: b, recorded: true}
@@ -68,19 +67,20 @@ func (s *Behind) put(b wire.BehindPartition, recorded bool) bool {
 		return false
 	}
 	if s.parts == nil {
-		s.parts = make(map[partKey]behindEntry)
+		s.parts = make(map[string]behindEntry)
 	}
 	s.parts[k] = behindEntry{b: b, recorded: recorded}
 	return true
 }
 
-// remove forgets a partition whose record entry was removed, unless this
-// instance found it since and has not recorded it yet.
-func (s *Behind) remove(table, pk string) {
+// remove forgets a partition (by wire.BehindKey) whose record entry was
+// removed, unless this instance found it since and has not recorded it
+// yet.
+func (s *Behind) remove(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.parts[partKey{table, pk}]; ok && e.recorded {
-		delete(s.parts, partKey{table, pk})
+	if e, ok := s.parts[key]; ok && e.recorded {
+		delete(s.parts, key)
 	}
 }
 
@@ -306,7 +306,7 @@ func (p *Projector) recordBehind(ctx context.Context, b wire.BehindPartition) {
 		p.log.Warn("recording a partition behind failed; retrying", LogTable, b.Table, LogPK, b.PK, "err", err)
 		return
 	}
-	p.stats.Behind.put(b, true)
+	p.stats.Behind.put(wire.BehindKey(b.Table, b.PK), b, true)
 }
 
 func (p *Projector) instanceID() string {
@@ -336,9 +336,9 @@ func (p *Projector) followRecord(ctx context.Context, loaded chan<- struct{}) {
 	}
 	apply := func(e lost.Entry, deleted bool) {
 		if deleted {
-			p.stats.Behind.remove(e.Table, e.PK)
+			p.stats.Behind.remove(e.Key)
 		} else {
-			p.stats.Behind.put(e.BehindPartition, true)
+			p.stats.Behind.put(e.Key, e.BehindPartition, true)
 		}
 	}
 	var retrying sync.WaitGroup

@@ -89,6 +89,9 @@ func (eraseTx) decide(ctx context.Context, r *partitionRun) error {
 	if err := r.a.begin(ctx, r.part, &r.v); err != nil {
 		return err
 	}
+	if err := r.awaitReady(ctx); err != nil {
+		return err
+	}
 	r.tx, r.end = r.newTxn(), r.next+1
 	if err := r.tx.add(r.entries[r.next]); err != nil {
 		return err

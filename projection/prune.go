@@ -40,6 +40,9 @@ func isPrune(e Entry) bool { return e.Cmd.IsPrune() }
 
 // decide decides the prune at r.next, alone in its "transaction".
 func (p *pruneTx) decide(ctx context.Context, r *partitionRun) error {
+	if err := r.awaitReady(ctx); err != nil {
+		return err
+	}
 	e := r.entries[r.next]
 	r.end, p.w = r.next+1, nil
 	r.tx = newTxn(r.part.pk, map[string]*rowState{}, events.Limits{})

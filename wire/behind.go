@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -37,28 +39,63 @@ func BehindBucket(stream, durable string) string {
 }
 
 // BehindKey is the key of a partition in a BehindBucket:
-// <table>.<pk-token> (PKToken).
+// <table-token>.sha256.<hex SHA-256 of the partition key>. The table is
+// its lower-case token (TableToken), so every spelling of a table is one
+// key; the partition key is only hashed, and the value does not hold it
+// (BehindPartition.PK is left out), because a bucket's stream denies
+// message deletes and a purged message's bytes stay in the stream's files:
+// an erase of the partition (docs/erasure.md) could not remove it.
 func BehindKey(table, pk string) string {
+	return TableToken(table) + "." + behindHashTag + "." + BehindPKHash(pk)
+}
+
+const behindHashTag = "sha256"
+
+// BehindPKHash is the hex SHA-256 of a partition key, as BehindKey holds it.
+func BehindPKHash(pk string) string {
+	h := sha256.Sum256([]byte(pk))
+	return hex.EncodeToString(h[:])
+}
+
+// LegacyBehindKey is the key the first record of partitions behind wrote:
+// <table>.<pk-token>, the partition key in clear. Nothing writes it now;
+// an erase removes such keys too.
+func LegacyBehindKey(table, pk string) string {
 	return table + "." + PKToken(pk)
 }
 
-// ParseBehindKey is the inverse of BehindKey.
-func ParseBehindKey(key string) (table, pk string, err error) {
-	table, tok, ok := strings.Cut(key, ".")
-	if !ok || table == "" {
-		return "", "", fmt.Errorf("%w: %q is not <table>.<pk-token>", ErrBadSubject, key)
+// ParseBehindKey splits a BehindKey into the table token and the
+// partition key's hash; for a LegacyBehindKey it gives the table as
+// spelled, the hash, and the partition key in pk (legacy true).
+func ParseBehindKey(key string) (table, hash, pk string, legacy bool, err error) {
+	toks := strings.Split(key, ".")
+	switch {
+	case len(toks) == 3 && toks[0] != "" && toks[1] == behindHashTag && len(toks[2]) == 2*sha256.Size:
+		return toks[0], toks[2], "", false, nil
+	case len(toks) == 2 && toks[0] != "":
+		pk, err = ParsePKToken(toks[1])
+		if err != nil {
+			return "", "", "", false, err
+		}
+		return toks[0], BehindPKHash(pk), pk, true, nil
 	}
-	pk, err = ParsePKToken(tok)
-	return table, pk, err
+	return "", "", "", false, fmt.Errorf("%w: %q is not <table>.sha256.<hash>", ErrBadSubject, key)
 }
 
 // BehindPartition is the value of a partition's key in a BehindBucket, in
 // JSON: a partition whose table lacks writes the projector applied and
 // the store confirmed. It is written once, when the partition is found,
-// and deleted when the partition is rebuilt from the journal.
+// and deleted when the partition is rebuilt from the journal or erased.
+// The bucket holds it without PK (see BehindKey): a reader finds the
+// partition key from the journal (the subject of the message at
+// AppliedSeq, else TableSeq, else of any message of the table whose key
+// hashes to the entry's), and sets PKErased when no message is left.
 type BehindPartition struct {
 	Table string `json:"table"`
-	PK    string `json:"pk"`
+	PK    string `json:"pk,omitempty"`
+	// PKErased: the journal holds no message of the partition any more
+	// (erased), so its key is unknown.
+	PKErased bool `json:"pkErased,omitempty"`
 	// TableSeq is the journal sequence the partition's fence held when it
 	// was found (0: no fence); AppliedSeq a later command that applied (Cmd
 	// its ID) whose effect the table lacked.
@@ -71,5 +108,8 @@ type BehindPartition struct {
 }
 
 func (b BehindPartition) String() string {
+	if b.PKErased {
+		return fmt.Sprintf("%s/(erased): the table holds up to seq %d, seq %d (command %s) applied", b.Table, b.TableSeq, b.AppliedSeq, b.Cmd)
+	}
 	return fmt.Sprintf("%s/%q: the table holds up to seq %d, seq %d (command %s) applied", b.Table, b.PK, b.TableSeq, b.AppliedSeq, b.Cmd)
 }

@@ -1,6 +1,11 @@
 package cli_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +20,8 @@ import (
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/replay/erasure"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestStoreBehindCommands is the operator's way through a store that lost
@@ -127,6 +134,84 @@ func TestRebuildBehindUsage(t *testing.T) {
 		out, errs, code := clitest.Run(t.Context(), replaycmd.Run, args, cli.IO{})
 		if code != cli.ExitUsage || out != "" || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d saying %q", tt.args, code, out, errs, cli.ExitUsage, tt.want)
+		}
+	}
+}
+
+// TestEraseBehindCommands: a partition the store lost a write of is
+// recorded behind; replay erase of the partition (its table spelled
+// otherwise) removes the entry too: the dry run and the receipt count it,
+// the receipt is verified, projector status lists nothing behind, and no
+// file of the record's stream holds the partition key, in clear or as a
+// subject token.
+func TestEraseBehindCommands(t *testing.T) {
+	t.Parallel()
+	ctx := journaltest.Context(t, 2*time.Minute)
+	dir := t.TempDir()
+	p, err := projectiontest.StartPipeline(ctx, nil, projectiontest.PipelineConfig{Dir: dir, Journal: journal.Config{AllowMsgDelete: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	real := p.Store
+	p.Store = &projectiontest.LosingStore{Store: real, Lose: "c2"}
+	if _, err := p.RunProjector(projection.Config{Journal: journal.Config{AllowMsgDelete: true}, Logger: projectiontest.QuietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	const pk = "customer-SECRET-5d21"
+	w, outcomes := journal.NewWriter(p.JS, ""), journal.NewOutcomes(p.JS)
+	for i, kind := range []events.OpKind{events.OpInsert, events.OpMerge, events.OpMerge} {
+		id := []string{"c1", "c2", "c3"}[i]
+		res, err := w.Publish(ctx, &events.Command{ID: id, Table: "orders", PK: pk,
+			Ops: []events.RowOp{{Op: kind, RK: "x", Entity: edm.Entity{"n": edm.Int32(int32(i))}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := outcomes.Await(ctx, id, res.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func() string {
+		t.Helper()
+		out, errs, code := clitest.Run(ctx, projectorcmd.Run, []string{"status", "--nats", p.URL()}, cli.IO{})
+		if code != cli.ExitOK {
+			t.Fatalf("projector status: exit %d: %s", code, errs)
+		}
+		return out
+	}
+	if out := status(); !strings.Contains(out, `orders/"`+pk+`": the table holds up to seq 1, seq 2 (command c2) applied`) {
+		t.Fatalf("projector status before the erase:\n%s", out)
+	}
+	replay := func(args ...string) (string, string, int) {
+		t.Helper()
+		full := append([]string{args[0], "--nats", p.URL(), "--tables", p.Tables}, args[1:]...)
+		return clitest.Run(ctx, replaycmd.Run, full, cli.IO{})
+	}
+	if out, errs, code := replay("erase", "--table", "Orders", "--pk", pk); code != cli.ExitOK || !strings.Contains(out, "messages of the partition recorded behind the journal: 1") {
+		t.Errorf("replay erase dry run: exit %d:\n%s%s", code, out, errs)
+	}
+	out, errs, code := replay("erase", "--table", "Orders", "--pk", pk, "--apply", "--json")
+	var rec erasure.Receipt
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &rec) != nil || !rec.Verified || rec.Removed.BehindEntries != 1 {
+		t.Fatalf("replay erase --apply: exit %d:\n%s%s", code, out, errs)
+	}
+	if out := status(); strings.Contains(out, "STORE BEHIND") {
+		t.Errorf("projector status after the erase:\n%s", out)
+	}
+	for _, b := range []string{pk, wire.PKToken(pk)} {
+		var held []string
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.Contains(filepath.ToSlash(path), "/streams/KV_"+wire.BehindBucketPrefix+"/") {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err == nil && bytes.Contains(data, []byte(b)) {
+				held = append(held, path)
+			}
+			return err
+		})
+		if err != nil || len(held) != 0 {
+			t.Errorf("the record's files holding %s: %v, %v", b, held, err)
 		}
 	}
 }

@@ -16,6 +16,10 @@ import (
 type Record struct {
 	name string
 	kv   jetstream.KeyValue // nil: no bucket, nothing recorded
+	// js and stream are the journal, where an entry's partition key is
+	// found (resolve).
+	js     jetstream.JetStream
+	stream string
 }
 
 // Entry is a recorded partition with the revision of its key, for a
@@ -23,6 +27,9 @@ type Record struct {
 type Entry struct {
 	wire.BehindPartition
 	Revision uint64
+	// Key is the partition's wire.BehindKey (for an entry of the legacy
+	// form too), which names it when its partition key is unknown.
+	Key string
 }
 
 // Ensure opens the record of the consumers named durable on journal
@@ -42,7 +49,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, stream, durable string,
 	if err != nil {
 		return nil, fmt.Errorf("record of partitions behind %s: %w", name, err)
 	}
-	return &Record{name: name, kv: kv}, nil
+	return &Record{name: name, kv: kv, js: js, stream: journalName(stream)}, nil
 }
 
 // Open opens the record of the consumers named durable on journal stream
@@ -54,19 +61,29 @@ func Open(ctx context.Context, js jetstream.JetStream, stream, durable string) (
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("record of partitions behind %s: %w", name, err)
 	}
-	return &Record{name: name, kv: kv}, nil
+	return &Record{name: name, kv: kv, js: js, stream: journalName(stream)}, nil
 }
 
 // Name is the bucket's name.
 func (r *Record) Name() string { return r.name }
 
+func journalName(stream string) string {
+	if stream == "" {
+		return wire.JournalStream
+	}
+	return stream
+}
+
 // Add records b unless its partition is recorded already (the first
-// finding is kept).
+// finding is kept). The entry holds the partition key only hashed
+// (wire.BehindKey); readers find it again in the journal.
 func (r *Record) Add(ctx context.Context, b wire.BehindPartition) error {
 	if r.kv == nil {
 		return fmt.Errorf("record %s: no bucket", r.name)
 	}
-	data, err := json.Marshal(b)
+	stored := b
+	stored.PK, stored.PKErased = "", false
+	data, err := json.Marshal(stored)
 	if err != nil {
 		return err
 	}
@@ -158,7 +175,7 @@ func (r *Record) each(ctx context.Context, fn func(e Entry, deleted bool), follo
 			follow()
 			continue
 		}
-		e, err := decode(kve)
+		e, err := r.decode(ctx, kve)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", r.name, err)
 		}
@@ -166,19 +183,84 @@ func (r *Record) each(ctx context.Context, fn func(e Entry, deleted bool), follo
 	}
 }
 
-// decode reads an entry: the key names the partition, the value says the
-// rest (nothing, for a deletion).
-func decode(kve jetstream.KeyValueEntry) (Entry, error) {
-	table, pk, err := wire.ParseBehindKey(kve.Key())
+// decode reads an entry: the key names the table and the partition key's
+// hash, the value says the rest (nothing, for a deletion); the partition
+// key is found in the journal (resolve).
+func (r *Record) decode(ctx context.Context, kve jetstream.KeyValueEntry) (Entry, error) {
+	table, hash, pk, legacy, err := wire.ParseBehindKey(kve.Key())
 	if err != nil {
 		return Entry{}, err
 	}
-	e := Entry{Revision: kve.Revision()}
-	if kve.Operation() == jetstream.KeyValuePut {
-		if err := json.Unmarshal(kve.Value(), &e.BehindPartition); err != nil {
+	e := Entry{Revision: kve.Revision(), Key: kve.Key()}
+	if legacy {
+		e.Key = wire.BehindKey(table, pk)
+	}
+	if kve.Operation() != jetstream.KeyValuePut {
+		e.Table, e.PK = table, pk // a deletion: the key is all it names
+		return e, nil
+	}
+	if err := json.Unmarshal(kve.Value(), &e.BehindPartition); err != nil {
+		return Entry{}, fmt.Errorf("key %s: %w", kve.Key(), err)
+	}
+	if e.Table == "" || legacy {
+		e.Table = table
+	}
+	e.PK, e.PKErased = pk, false
+	if !legacy {
+		if err := r.resolve(ctx, &e.BehindPartition, hash); err != nil {
 			return Entry{}, fmt.Errorf("key %s: %w", kve.Key(), err)
 		}
 	}
-	e.Table, e.PK = table, pk
 	return e, nil
+}
+
+// resolve finds the partition key of b, whose SHA-256 is hash, in the
+// journal: the subject of the message at b.AppliedSeq, else at
+// b.TableSeq, else of any message of b's table; PKErased when none is
+// left (the partition was erased).
+func (r *Record) resolve(ctx context.Context, b *wire.BehindPartition, hash string) error {
+	s, err := r.js.Stream(ctx, r.stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		b.PKErased = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find the partition key in %s: %w", r.stream, err)
+	}
+	match := func(subject string) bool {
+		table, _, pk, err := wire.ParseJournalSubject(subject)
+		if err != nil || !wire.SubjectHoldsTable(table, b.Table) || wire.BehindPKHash(pk) != hash {
+			return false
+		}
+		b.PK = pk
+		return true
+	}
+	for _, seq := range []uint64{b.AppliedSeq, b.TableSeq} {
+		if seq == 0 {
+			continue
+		}
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("find the partition key at %s seq %d: %w", r.stream, seq, err)
+		}
+		if match(m.Subject) {
+			return nil
+		}
+	}
+	for _, f := range wire.TableFilters(b.Table) {
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(f))
+		if err != nil {
+			return fmt.Errorf("find the partition key in %s: %w", r.stream, err)
+		}
+		for subject := range info.State.Subjects {
+			if match(subject) {
+				return nil
+			}
+		}
+	}
+	b.PKErased = true
+	return nil
 }

@@ -74,6 +74,12 @@ type Plan struct {
 	// Outcomes are the OUTCOMES sequences of the removed commands'
 	// outcomes.
 	Outcomes []uint64
+	// Behind counts the messages of the partition's entries in the
+	// records of partitions behind (package projection/lost), a partition
+	// erase only.
+	Behind int
+
+	behind []behindMsgs
 
 	// values are the property values of the key's rows counted in
 	// TableRows that are long enough to look for in a store's files
@@ -83,7 +89,7 @@ type Plan struct {
 
 // Empty reports whether nothing of the key is left to remove.
 func (p *Plan) Empty() bool {
-	return p.TableRows == 0 && len(p.Journal) == 0 && len(p.Changes) == 0 && len(p.Outcomes) == 0
+	return p.TableRows == 0 && len(p.Journal) == 0 && len(p.Changes) == 0 && len(p.Outcomes) == 0 && p.Behind == 0
 }
 
 // Receipt is what EraseKey did.
@@ -102,6 +108,9 @@ type Receipt struct {
 		JournalMsgs  int `json:"journalMessages"`
 		ChangeEvents int `json:"changeEvents"`
 		Outcomes     int `json:"outcomes"`
+		// BehindEntries counts the messages of the partition's entry
+		// in the records of partitions behind (values and markers).
+		BehindEntries int `json:"behindEntries"`
 	} `json:"removed"`
 	// JournalSeqs are the journal sequences removed; KeptSeqs the commands
 	// that touched the row and others, kept (row erase only).
@@ -114,8 +123,8 @@ type Receipt struct {
 	// others.
 	StoreFiles *StoreFilesCheck `json:"storeFiles,omitempty"`
 	// Verified: the final check found nothing of the key left in the
-	// table, the journal (but Kept), the change feed, the outcomes or the
-	// table store's files.
+	// table, the journal (but Kept), the change feed, the outcomes, the
+	// records of partitions behind or the table store's files.
 	Verified bool `json:"verified"`
 }
 
@@ -163,6 +172,12 @@ func (r *Eraser) planErase(ctx context.Context, t Target, upTo uint64) (*Plan, e
 	}
 	if p.Outcomes, err = r.keyOutcomes(ctx, p.Journal, ids); err != nil {
 		return nil, fmt.Errorf("plan erase: read outcomes: %w", err)
+	}
+	if p.behind, err = r.keyBehind(ctx, t); err != nil {
+		return nil, err
+	}
+	for _, b := range p.behind {
+		p.Behind += b.n
 	}
 	return p, nil
 }
@@ -415,8 +430,8 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 	}
 	rec.Finished = now().UTC()
 	if !left.Empty() || left.EraseSeq != p.EraseSeq {
-		return rec, fmt.Errorf("%w: %d rows, %d journal messages, %d change events, %d outcomes left; run it again",
-			ErrEraseIncomplete, left.TableRows, len(left.Journal), len(left.Changes), len(left.Outcomes))
+		return rec, fmt.Errorf("%w: %d rows, %d journal messages, %d change events, %d outcomes, %d messages of partitions behind left; run it again",
+			ErrEraseIncomplete, left.TableRows, len(left.Journal), len(left.Changes), len(left.Outcomes), left.Behind)
 	}
 	if err := r.scrubStore(ctx, rec, values); err != nil {
 		return rec, err
@@ -426,9 +441,16 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 }
 
 // deletePlanned securely deletes the messages p names and counts them in
-// rec. Outcomes first, then change events, then the commands: the commands
-// are how a run again finds their outcomes.
+// rec. The partition's entries behind first (purged: their streams deny
+// deletes, and they hold no key but in entries of the legacy form), then
+// outcomes, then change events, then the commands: the commands are how a
+// run again finds their outcomes.
 func (r *Eraser) deletePlanned(ctx context.Context, p *Plan, rec *Receipt) error {
+	n, err := r.deleteBehind(ctx, p.behind)
+	rec.Removed.BehindEntries += n
+	if err != nil {
+		return err
+	}
 	for _, step := range []struct {
 		stream string
 		seqs   []uint64

@@ -135,7 +135,7 @@ type BehindStats struct {
 // RebuildBehind rebuilds in place every partition of table ("" : of every
 // table) recorded behind the journal (package lost), Config.Workers at
 // once with RebuildPartition, and removes each one's entry. A partition that
-// fails is left recorded and the others are still rebuilt; the error joins
+// fails, or whose key is no longer in the journal (PKErased), is left recorded and the others are still rebuilt; the error joins
 // the failures. As for RebuildPartition, no projector may run meanwhile.
 func (r *Rebuilder) RebuildBehind(ctx context.Context, table string) (BehindStats, error) {
 	start := time.Now()
@@ -158,6 +158,14 @@ func (r *Rebuilder) RebuildBehind(ctx context.Context, table string) (BehindStat
 	)
 	g.SetLimit(r.Config().Workers)
 	for _, e := range todo {
+		if e.PKErased {
+			// The entry holds the partition key only hashed, and no
+			// journal message of the partition is left to read it from.
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("rebuild %s/(erased): no journal message of the partition is left, its key is unknown (entry %s of %s)", e.Table, e.Key, rec.Name()))
+			mu.Unlock()
+			continue
+		}
 		g.Go(func() error {
 			if ctx.Err() != nil {
 				return nil

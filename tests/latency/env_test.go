@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -93,7 +94,8 @@ func startEnv(tb testing.TB, backend string) *env {
 	}
 	tb.Cleanup(func() { closer.Close() })
 	e.st = st
-	e.stop = startProjector(tb, "--nats", e.srv.ClientURL(), "--tables", e.tables, "--data", e.dir, "--log-level", "warn")
+	e.stop = startProjector(tb, append([]string{"--nats", e.srv.ClientURL(), "--tables", e.tables, "--data", e.dir, "--log-level", "warn"},
+		projectorArgs()...)...)
 	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: rawStream, Subjects: []string{"latraw.>"},
 		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute}); err != nil {
 		tb.Fatal(err)
@@ -193,6 +195,11 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return string(l.b)
 }
+
+// projectorArgs are more flags for the projector, from
+// $TABLEJOURNAL_BENCH_PROJECTOR_ARGS (split on spaces): "--cache-rows -1"
+// measures the path of a partition whose rows are not cached.
+func projectorArgs() []string { return strings.Fields(os.Getenv("TABLEJOURNAL_BENCH_PROJECTOR_ARGS")) }
 
 // requests is how many requests of each kind a benchmark round makes:
 // $TABLEJOURNAL_BENCH_LATENCY_N, default 300.

@@ -46,7 +46,7 @@ func (c *eraseCmd) run(ctx context.Context, stdio cli.IO) error {
 		}
 		cli.Render(stdio.Stdout, c.asJSON, erasePlanView{Table: p.Target.Table, Partition: p.Target.RK == nil, KeySHA256: p.Target.SHA256(),
 			EraseID: p.EraseID, EraseSeq: p.EraseSeq, TableRows: p.TableRows, JournalMsgs: len(p.Journal), Kept: p.Kept,
-			ChangeEvents: len(p.Changes), Outcomes: len(p.Outcomes), DryRun: true})
+			ChangeEvents: len(p.Changes), Outcomes: len(p.Outcomes), Behind: p.Behind, DryRun: true})
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.wait)
@@ -70,6 +70,7 @@ type erasePlanView struct {
 	Kept         []uint64 `json:"keptSeqs,omitempty"`
 	ChangeEvents int      `json:"changeEvents"`
 	Outcomes     int      `json:"outcomes"`
+	Behind       int      `json:"behindEntries"`
 	DryRun       bool     `json:"dryRun"`
 }
 
@@ -84,6 +85,9 @@ func (v erasePlanView) Text(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  table rows (tips, versions, tombstones): %d\n  journal commands: %d\n  change events: %d\n  outcomes: %d\n",
 		v.TableRows, v.JournalMsgs, v.ChangeEvents, v.Outcomes)
+	if v.Behind > 0 {
+		fmt.Fprintf(w, "  messages of the partition recorded behind the journal: %d\n", v.Behind)
+	}
 	if len(v.Kept) > 0 {
 		fmt.Fprintf(w, "  kept: %d commands that also touched other rows (seqs %s)\n", len(v.Kept), seqList(v.Kept))
 	}
@@ -98,6 +102,9 @@ func (v eraseReceiptView) Text(w io.Writer) {
 	fmt.Fprintf(w, "erased by %s at seq %d: table %s, key sha256 %s\n", r.EraseID, r.EraseSeq, r.Table, r.KeySHA256)
 	fmt.Fprintf(w, "  removed: %d table rows, %d journal commands, %d change events, %d outcomes\n",
 		r.Removed.TableRows, r.Removed.JournalMsgs, r.Removed.ChangeEvents, r.Removed.Outcomes)
+	if r.Removed.BehindEntries > 0 {
+		fmt.Fprintf(w, "  removed: %d messages of the partition recorded behind the journal\n", r.Removed.BehindEntries)
+	}
 	if len(r.JournalSeqs) > 0 {
 		fmt.Fprintf(w, "  journal seqs removed: %s\n", seqList(r.JournalSeqs))
 	}
