@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/proccpu"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
@@ -63,11 +63,7 @@ func BenchmarkPublishAsync(b *testing.B) {
 			}
 			raw := make([]payload, 0, chunk)
 			var writerDur, rawDur, writerCPU, rawCPU time.Duration
-			cpu := func() time.Duration {
-				var ru syscall.Rusage
-				syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-				return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			}
+			cpu := proccpu.Used
 			b.ResetTimer()
 			for lo := 0; lo < b.N; lo += chunk {
 				b.StopTimer()

@@ -23,7 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/internal/proccpu"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
@@ -121,19 +121,19 @@ func projectRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 	ctx := journaltest.Context(b, 10*time.Minute)
 	st := &countingStore{Store: be.Open(b)}
 	h := projectiontest.Start(b, st, projectiontest.Options{})
-	table := benchTable(b, st.Store, "Proj")
+	table := projectiontest.BenchTable(b, st.Store, "Proj")
 	cmds := make([]*events.Command, n)
 	for i := range cmds {
-		cmds[i] = upsert(fmt.Sprintf("c-%09d", i), table, pk(i), i)
+		cmds[i] = projectiontest.BenchUpsert(fmt.Sprintf("c-%09d", i), table, pk(i), i)
 	}
 	h.PublishAll(ctx, cmds)
 
 	b.StartTimer()
 	stop := startProfile(b)
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), proccpu.Used()
 	h.StartProjector(projection.Config{})
 	h.WaitProjected(ctx)
-	elapsed, cpu := time.Since(start), processCPU()-cpu
+	elapsed, cpu := time.Since(start), proccpu.Used()-cpu
 	stop()
 	b.StopTimer()
 	if err := h.StopProjector(); err != nil {
@@ -149,9 +149,9 @@ func projectRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 	if count != n {
 		b.Fatalf("%d rows projected from %d commands", count, n)
 	}
-	baseCPU := processCPU()
+	baseCPU := proccpu.Used()
 	base := batched(b, st.Store, n, pk)
-	baseCPU = processCPU() - baseCPU
+	baseCPU = proccpu.Used() - baseCPU
 	floorCPU := journalFloor(b, h, n)
 	return projectResult{projection: elapsed, batched: base, cpu: cpu, batchedCPU: baseCPU, floorCPU: floorCPU,
 		txs: st.txs.Load(), reads: st.reads.Load()}
@@ -163,7 +163,7 @@ func projectRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 // after the other, and returns the time it took.
 func batched(b *testing.B, st store.Store, n int, pk func(int) string) time.Duration {
 	ctx := context.Background()
-	table := benchTable(b, st, "Tx")
+	table := projectiontest.BenchTable(b, st, "Tx")
 	batches := batchRows(n, pk)
 	start := time.Now()
 	for _, t := range batches {
@@ -172,37 +172,6 @@ func batched(b *testing.B, st store.Store, n int, pk func(int) string) time.Dura
 		}
 	}
 	return time.Since(start)
-}
-
-// benchTableSeq names tables uniquely on the Azurite shared by the test
-// binary (and across -count runs).
-var benchTableSeq atomic.Int64
-
-// benchTable creates a table with a new name in st and deletes it when the
-// benchmark ends.
-func benchTable(b *testing.B, st store.Store, prefix string) string {
-	b.Helper()
-	name := fmt.Sprintf("Bench%s%d", prefix, benchTableSeq.Add(1))
-	if err := st.CreateTable(context.Background(), name); err != nil {
-		b.Fatalf("CreateTable: %v", err)
-	}
-	b.Cleanup(func() { _ = st.DeleteTable(context.Background(), name) })
-	return name
-}
-
-func benchRK(i int) string { return fmt.Sprintf("row-%09d", i) }
-
-// upsert is a single-row upsert of row i with the user properties of
-// storetest.BenchEntity, so that projected rows and the baseline's rows are
-// alike.
-func upsert(id, table, pk string, i int) *events.Command {
-	return &events.Command{ID: id, Table: table, PK: pk, Issuer: "bench", Ops: []events.RowOp{{
-		Op: events.OpUpsert, RK: benchRK(i), Entity: edm.Entity{
-			"status": edm.String("shipped"),
-			"total":  edm.Double(12.5 + float64(i)),
-			"qty":    edm.Int64(9007199254740993),
-		},
-	}}}
 }
 
 // countingStore counts the requests the projector makes.
@@ -247,7 +216,7 @@ func BenchmarkPublishToOutcome(b *testing.B) {
 	// publish returns the time until the journal acknowledged the command
 	// and until its outcome arrived.
 	publish := func(i int) (ack, outcome time.Duration, err error) {
-		c := upsert(fmt.Sprintf("l-%09d", i), "latency", fmt.Sprintf("p%03d", i%100), i)
+		c := projectiontest.BenchUpsert(fmt.Sprintf("l-%09d", i), "latency", fmt.Sprintf("p%03d", i%100), i)
 		ch := outcomes.expect(c.ID)
 		start := time.Now()
 		if _, err := h.Writer.Publish(ctx, c); err != nil {
@@ -421,7 +390,7 @@ func memoryRun(b *testing.B, points []int) []memStats {
 	for _, p := range points {
 		for lo := next; lo < p; lo += 10_000 {
 			for i := lo; i < min(p, lo+10_000); i++ {
-				c := upsert(fmt.Sprintf("m-%09d", i), "memory", fmt.Sprintf("p%04d", i%spreadPartitions), i)
+				c := projectiontest.BenchUpsert(fmt.Sprintf("m-%09d", i), "memory", fmt.Sprintf("p%04d", i%spreadPartitions), i)
 				if _, err := h.Writer.PublishAsync(ctx, c); err != nil {
 					b.Fatal(err)
 				}
@@ -434,7 +403,7 @@ func memoryRun(b *testing.B, points []int) []memStats {
 		h.WaitProjected(ctx)
 		stats = append(stats, child.measure(b))
 	}
-	if _, err := st.Get(ctx, "memory", fmt.Sprintf("p%04d", (next-1)%spreadPartitions), rows.TipKey(benchRK(next-1))); err != nil {
+	if _, err := st.Get(ctx, "memory", fmt.Sprintf("p%04d", (next-1)%spreadPartitions), rows.TipKey(projectiontest.BenchRK(next-1))); err != nil {
 		b.Fatalf("last row: %v", err)
 	}
 	child.stop(b)
@@ -655,10 +624,10 @@ func lookupRound(b *testing.B, be projectiontest.Backend, n int, noLookup bool) 
 	ctx := journaltest.Context(b, 10*time.Minute)
 	st := be.Open(b)
 	h := projectiontest.Start(b, st, projectiontest.Options{})
-	table := benchTable(b, st, "Look")
+	table := projectiontest.BenchTable(b, st, "Look")
 	cmds := make([]*events.Command, n)
 	for i := range cmds {
-		cmds[i] = upsert(fmt.Sprintf("c-%09d", i), table, "hot", i)
+		cmds[i] = projectiontest.BenchUpsert(fmt.Sprintf("c-%09d", i), table, "hot", i)
 	}
 	h.PublishAll(ctx, cmds)
 	p, err := projection.New(ctx, h.JS, st, projection.Config{Logger: projectiontest.QuietLogger()})

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablejournal/tablejournal/internal/proccpu"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/wire"
@@ -42,7 +43,7 @@ func journalFloor(b *testing.B, h *projectiontest.Harness, n int) time.Duration 
 		b.Fatal(err)
 	}
 
-	cpu := processCPU()
+	cpu := proccpu.Used()
 	for done := 0; done < n; {
 		batch, err := cons.FetchNoWait(1024)
 		if err != nil {
@@ -90,7 +91,7 @@ func journalFloor(b *testing.B, h *projectiontest.Harness, n int) time.Duration 
 			}
 		}
 	}
-	return processCPU() - cpu
+	return proccpu.Used() - cpu
 }
 
 // floorStream creates a stream configured as the stream name, under its own

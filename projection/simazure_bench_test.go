@@ -14,6 +14,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/proccpu"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -224,10 +225,10 @@ func simProject(b *testing.B, cfg simazure.Config, instances int, static bool, n
 	ctx := journaltest.Context(b, 10*time.Minute)
 	inner := simInner(b)
 	h := projectiontest.Start(b, inner, projectiontest.Options{})
-	table := benchTable(b, inner, "Sim")
+	table := projectiontest.BenchTable(b, inner, "Sim")
 	cmds := make([]*events.Command, n)
 	for i := range cmds {
-		cmds[i] = upsert(fmt.Sprintf("c-%09d", i), table, pk(i), i)
+		cmds[i] = projectiontest.BenchUpsert(fmt.Sprintf("c-%09d", i), table, pk(i), i)
 	}
 	h.PublishAll(ctx, cmds)
 	sim, err := simazure.New(inner, cfg)
@@ -241,7 +242,7 @@ func simProject(b *testing.B, cfg simazure.Config, instances int, static bool, n
 	var wg sync.WaitGroup
 	b.StartTimer()
 	stop := startProfile(b)
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), proccpu.Used()
 	for i := range instances {
 		_, js := journaltest.Connect(b, h.Server.ClientURL())
 		pc := projection.Config{InstanceID: fmt.Sprintf("bench-%d", i), Logger: projectiontest.QuietLogger()}
@@ -260,7 +261,7 @@ func simProject(b *testing.B, cfg simazure.Config, instances int, static bool, n
 		})
 	}
 	h.WaitProjected(runCtx)
-	r := simResult{elapsed: time.Since(start), cpu: processCPU() - cpu, stats: sim.Stats()}
+	r := simResult{elapsed: time.Since(start), cpu: proccpu.Used() - cpu, stats: sim.Stats()}
 	stop()
 	b.StopTimer()
 	cancel()
@@ -318,7 +319,7 @@ const simRawWorkers = 64
 func simRaw(b *testing.B, cfg simazure.Config, n int, pk func(int) string) simResult {
 	ctx := journaltest.Context(b, 10*time.Minute)
 	inner := simInner(b)
-	table := benchTable(b, inner, "Raw")
+	table := projectiontest.BenchTable(b, inner, "Raw")
 	batches := batchRows(n, pk)
 	sim, err := simazure.New(inner, cfg)
 	if err != nil {
@@ -334,7 +335,7 @@ func simRaw(b *testing.B, cfg simazure.Config, n int, pk func(int) string) simRe
 	todo := make(chan []rowBatch)
 	var wg sync.WaitGroup
 	b.StartTimer()
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), proccpu.Used()
 	for range simRawWorkers {
 		wg.Go(func() {
 			for part := range todo {
@@ -360,7 +361,7 @@ func simRaw(b *testing.B, cfg simazure.Config, n int, pk func(int) string) simRe
 	}
 	close(todo)
 	wg.Wait()
-	r := simResult{elapsed: time.Since(start), cpu: processCPU() - cpu, stats: sim.Stats()}
+	r := simResult{elapsed: time.Since(start), cpu: proccpu.Used() - cpu, stats: sim.Stats()}
 	b.StopTimer()
 	return r
 }
@@ -391,7 +392,7 @@ func batchRows(n int, pk func(int) string) []rowBatch {
 		for lo := 0; lo < len(idx); lo += store.MaxOps {
 			ops := make([]store.Op, 0, store.MaxOps)
 			for _, i := range idx[lo:min(len(idx), lo+store.MaxOps)] {
-				ops = append(ops, store.Op{Kind: store.Upsert, RK: rows.TipKey(benchRK(i)), Props: storetest.BenchEntity(i)})
+				ops = append(ops, store.Op{Kind: store.Upsert, RK: rows.TipKey(projectiontest.BenchRK(i)), Props: storetest.BenchEntity(i)})
 			}
 			out = append(out, rowBatch{pk: p, ops: ops})
 		}

@@ -8,13 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/internal/proccpu"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -91,10 +89,10 @@ func metricsRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 	ctx := journaltest.Context(b, 10*time.Minute)
 	st := be.Open(b)
 	h := projectiontest.Start(b, st, projectiontest.Options{})
-	table := benchTable(b, st, "Metrics")
+	table := projectiontest.BenchTable(b, st, "Metrics")
 	cmds := make([]*events.Command, n)
 	for i := range cmds {
-		cmds[i] = upsert(fmt.Sprintf("m-%09d", i), table, pk(i), i)
+		cmds[i] = projectiontest.BenchUpsert(fmt.Sprintf("m-%09d", i), table, pk(i), i)
 	}
 	h.PublishAll(ctx, cmds)
 
@@ -120,10 +118,10 @@ func metricsRound(b *testing.B, be projectiontest.Backend, n int, pk func(int) s
 		ops.Running()
 	}
 	b.StartTimer()
-	start, cpu := time.Now(), processCPU()
+	start, cpu := time.Now(), proccpu.Used()
 	h.StartProjector(cfg)
 	h.WaitProjected(ctx)
-	cost := roundCost{wall: time.Since(start), cpu: processCPU() - cpu}
+	cost := roundCost{wall: time.Since(start), cpu: proccpu.Used() - cpu}
 	b.StopTimer()
 	if err := h.StopProjector(); err != nil {
 		b.Fatal(err)
@@ -173,42 +171,4 @@ const spreadPartitions = 1000
 
 func backends() []projectiontest.Backend {
 	return projectiontest.Backends(azuriteSrv.ConnectionString())
-}
-
-// benchTableSeq names tables uniquely on the Azurite shared by the test
-// binary (and across -count runs).
-var benchTableSeq atomic.Int64
-
-// benchTable creates a table with a new name in st and deletes it when the
-// benchmark ends.
-func benchTable(b *testing.B, st store.Store, prefix string) string {
-	b.Helper()
-	name := fmt.Sprintf("Bench%s%d", prefix, benchTableSeq.Add(1))
-	if err := st.CreateTable(context.Background(), name); err != nil {
-		b.Fatalf("CreateTable: %v", err)
-	}
-	b.Cleanup(func() { _ = st.DeleteTable(context.Background(), name) })
-	return name
-}
-
-// upsert is a single-row upsert of row i, as the projection benchmarks
-// publish it.
-func upsert(id, table, pk string, i int) *events.Command {
-	return &events.Command{ID: id, Table: table, PK: pk, Issuer: "bench", Ops: []events.RowOp{{
-		Op: events.OpUpsert, RK: fmt.Sprintf("row-%09d", i), Entity: edm.Entity{
-			"status": edm.String("shipped"),
-			"total":  edm.Double(12.5 + float64(i)),
-			"qty":    edm.Int64(9007199254740993),
-		},
-	}}}
-}
-
-// processCPU returns the CPU time (user and system) this process has used,
-// or 0 if it cannot tell.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,15 +1,15 @@
 //go:build unix
 
-package projection_test
+package proccpu
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user and system) this process has used,
-// or 0 if it cannot tell.
-func processCPU() time.Duration {
+// Used returns the CPU time (user and system) this process has used, or 0
+// if it cannot tell.
+func Used() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
