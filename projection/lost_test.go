@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,45 +14,8 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/projection/status"
-	"github.com/tablejournal/tablejournal/rows"
-	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
-
-// lossyStore wraps a real store and loses one confirmed write: the first
-// transaction that carries a version written by command lose reports
-// success (with etags, as a real store would answer) and writes nothing,
-// as Azurite killed before it flushed did.
-type lossyStore struct {
-	store.Store
-	lose string
-	mu   sync.Mutex
-	lost int
-}
-
-func (l *lossyStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	for _, op := range ops {
-		if v, ok := op.Props[rows.ColCmd]; ok && v.Str == l.lose && op.RK != rows.FenceKey {
-			l.mu.Lock()
-			once := l.lost == 0
-			if once {
-				l.lost++
-			}
-			l.mu.Unlock()
-			if !once {
-				break // lost once; the next write carrying it reaches the store
-			}
-			etags := make([]string, len(ops))
-			for i, op := range ops {
-				if op.Kind != store.Delete {
-					etags[i] = `W/"lost"`
-				}
-			}
-			return etags, nil
-		}
-	}
-	return l.Store.Transact(ctx, table, pk, ops)
-}
 
 func oneRow(id string, kind events.OpKind, n int, ifVersion *int64) *events.Command {
 	op := events.RowOp{Op: kind, RK: "x", IfVersion: ifVersion}
@@ -75,7 +37,7 @@ func TestLostWrite(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := journaltest.Context(t, 2*time.Minute)
 			real := b.Open(t)
-			lossy := &lossyStore{Store: real, lose: "c3"}
+			lossy := &projectiontest.LosingStore{Store: real, Lose: "c3"}
 			h := projectiontest.Start(t, lossy, projectiontest.Options{})
 			var logs projectiontest.SyncBuffer
 			proj := h.StartProjector(projection.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))})
@@ -94,8 +56,8 @@ func TestLostWrite(t *testing.T) {
 				h.PublishAll(ctx, []*events.Command{c})
 				h.WaitProjected(ctx)
 			}
-			if lossy.lost != 1 {
-				t.Fatalf("%d writes lost, want 1", lossy.lost)
+			if lossy.Lost() != 1 {
+				t.Fatalf("%d writes lost, want 1", lossy.Lost())
 			}
 			outcomes := h.Outcomes(ctx)
 			if len(outcomes) != len(cmds) {

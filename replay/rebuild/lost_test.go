@@ -1,10 +1,8 @@
 package rebuild_test
 
 import (
-	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,36 +14,8 @@ import (
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
-	"github.com/tablejournal/tablejournal/rows"
-	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
-
-// losingStore wraps a real store and silently drops the transaction that
-// writes command lose's rows: it answers success with etags, as Azurite
-// killed before it flushed did, and writes nothing.
-type losingStore struct {
-	store.Store
-	lose string
-	mu   sync.Mutex
-	lost int
-}
-
-func (l *losingStore) Transact(ctx context.Context, table, pk string, ops []store.Op) ([]string, error) {
-	for _, op := range ops {
-		if v, ok := op.Props[rows.ColCmd]; ok && v.Str == l.lose && op.RK != rows.FenceKey {
-			l.mu.Lock()
-			l.lost++
-			l.mu.Unlock()
-			etags := make([]string, len(ops))
-			for i := range etags {
-				etags[i] = `W/"lost"`
-			}
-			return etags, nil
-		}
-	}
-	return l.Store.Transact(ctx, table, pk, ops)
-}
 
 // TestLostWritesRebuildPartition takes a confirmed write away under the
 // projector: the last command of partition p2 is confirmed by the store
@@ -61,7 +31,7 @@ func TestLostWritesRebuildPartition(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := journaltest.Context(t, 3*time.Minute)
 			real := b.Open(t)
-			lossy := &losingStore{Store: real, lose: "c4"}
+			lossy := &projectiontest.LosingStore{Store: real, Lose: "c4"}
 			h := projectiontest.Start(t, lossy, projectiontest.Options{})
 			h.StartProjector(projection.Config{Logger: replaytest.Quiet})
 			row := func(id, pk string, kind events.OpKind, n int32) *events.Command {
@@ -75,8 +45,8 @@ func TestLostWritesRebuildPartition(t *testing.T) {
 				row("c5", "p1", events.OpMerge, 5),
 			})
 			h.WaitProjected(ctx)
-			if o := h.AwaitOutcomes(ctx, []string{"c4"})["c4"]; o.Status != wire.StatusApplied || lossy.lost != 1 {
-				t.Fatalf("c4: %s, %d writes lost; want applied, 1", o.Status, lossy.lost)
+			if o := h.AwaitOutcomes(ctx, []string{"c4"})["c4"]; o.Status != wire.StatusApplied || lossy.Lost() != 1 {
+				t.Fatalf("c4: %s, %d writes lost; want applied, 1", o.Status, lossy.Lost())
 			}
 			if err := h.StopProjector(); err != nil {
 				t.Fatal(err)
