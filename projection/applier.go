@@ -14,6 +14,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/retry"
+	"github.com/tablejournal/tablejournal/projection/decide"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -145,7 +146,7 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 		if err := kind.decide(ctx, r); err != nil {
 			return err
 		}
-		if err := callHook(ctx, h.BeforeCommit, r.tx.results, false); err != nil {
+		if err := callHook(ctx, h.BeforeCommit, r.tx.Results, false); err != nil {
 			return err
 		}
 		committed, err := kind.commit(ctx, r)
@@ -153,7 +154,7 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 			return err
 		}
 		if committed {
-			if err := callHook(ctx, h.AfterCommit, r.tx.results, true); err != nil {
+			if err := callHook(ctx, h.AfterCommit, r.tx.Results, true); err != nil {
 				return err
 			}
 		}
@@ -179,7 +180,7 @@ func kindOf(e Entry) txKind {
 		return rejectOnly{}
 	case e.Erase != nil:
 		return eraseTx{}
-	case isPrune(e):
+	case decide.IsPrune(e):
 		return &pruneTx{}
 	}
 	return rowsTx{}
@@ -187,7 +188,7 @@ func kindOf(e Entry) txKind {
 
 // ownTx reports whether e takes a transaction of its own kind (an erase,
 // a prune), after the ones before it.
-func ownTx(e Entry) bool { return e.Erase != nil || isPrune(e) }
+func ownTx(e Entry) bool { return e.Erase != nil || decide.IsPrune(e) }
 
 // partitionRun is one partition's entries on their way into the table, one
 // transaction at a time (Apply).
@@ -216,7 +217,7 @@ type touchedRK struct {
 }
 
 // touchedFrom lists the RowKeys entries[from:] touch, once each: what
-// touchedRKs(r.entries[from:]) lists, without a map per transaction (a hot
+// decide.TouchedRKs(r.entries[from:]) lists, without a map per transaction (a hot
 // partition's batch was listed again for each of its transactions).
 func (r *partitionRun) touchedFrom(from int) []string {
 	if r.touched == nil {
@@ -280,9 +281,9 @@ func (a *Applier) partition(ctx context.Context, table, pk string, entries []Ent
 
 // newTxn starts the transaction at r.next on the view's rows.
 func (r *partitionRun) newTxn() *txn {
-	tx := newTxn(r.part.pk, r.v.rows, r.a.store.Limits())
-	tx.seen = r.seen
-	tx.er.to = r.v.f.eraseSeq
+	tx := decide.NewTxn(r.part.pk, r.v.rows, r.a.store.Limits())
+	tx.Seen = r.seen
+	tx.Erase.To = r.v.f.EraseSeq
 	return tx
 }
 
@@ -296,9 +297,9 @@ func (rejectOnly) decide(ctx context.Context, r *partitionRun) error {
 	if err := r.awaitReady(ctx); err != nil {
 		return err
 	}
-	r.tx = newTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
+	r.tx = decide.NewTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
 	for r.end = r.next; r.end < len(r.entries) && r.entries[r.end].Err != nil; r.end++ {
-		if err := r.tx.add(r.entries[r.end]); err != nil {
+		if err := r.tx.Add(r.entries[r.end]); err != nil {
 			return err
 		}
 	}
@@ -353,11 +354,11 @@ func (rowsTx) decide(ctx context.Context, r *partitionRun) error {
 			if r.end > r.next && ownTx(r.entries[r.end]) {
 				break
 			}
-			if err := r.tx.add(r.entries[r.end]); errors.Is(err, errFull) {
+			if err := r.tx.Add(r.entries[r.end]); errors.Is(err, decide.ErrFull) {
 				break
 			}
 		}
-		if !r.v.fresh || !dependsOnState(r.tx.results) {
+		if !r.v.fresh || !dependsOnState(r.tx.Results) {
 			r.logDecided(false)
 			return nil
 		}
@@ -383,11 +384,11 @@ func (r *partitionRun) logDecided(checked bool) {
 		return
 	}
 	var results strings.Builder
-	for _, res := range r.tx.results {
+	for _, res := range r.tx.Results {
 		fmt.Fprintf(&results, "%d:%s ", res.Seq, res.Status)
 	}
 	r.a.log.Debug("transaction decided", LogTable, r.part.table, LogPK, r.part.pk,
-		"fence", r.v.f.String(), "etag_known", r.v.f.etag != "", "epoch", r.v.epoch, "fresh", r.v.fresh || checked,
+		"fence", r.v.f.String(), "etag_known", r.v.f.ETag != "", "epoch", r.v.epoch, "fresh", r.v.fresh || checked,
 		"checked", checked, "results", strings.TrimSpace(results.String()))
 }
 
@@ -396,7 +397,7 @@ func (r *partitionRun) logDecided(checked bool) {
 // said: the transaction must be decided again, on the rows the table holds
 // now.
 func (r *partitionRun) commitWith(ctx context.Context, write func(context.Context, partKey, *view, *txn) error) (bool, error) {
-	for _, res := range r.tx.results {
+	for _, res := range r.tx.Results {
 		if res.Status == wire.StatusApplied && res.Stored { // a skipped command found applied
 			r.seen[res.ID] = max(r.seen[res.ID], res.Seq)
 		}
@@ -440,16 +441,16 @@ func (r *partitionRun) conflict(ctx context.Context, ce *conflictError) error {
 // IDs applied.
 func (r *partitionRun) committed() {
 	a, v, b := r.a, &r.v, r.tx
-	if b.wrote {
+	if b.Wrote {
 		a.confirm(r.part, v)
 	}
-	for rk, s := range b.cur {
+	for rk, s := range b.Cur {
 		v.rows[rk] = s
 		if !v.fresh {
 			a.cache.put(rowKey{r.part.table, r.part.pk, rk}, *s, v.epoch)
 		}
 	}
-	for id, s := range b.appliedIDs {
+	for id, s := range b.AppliedIDs {
 		r.seen[id] = s
 		if a.rememberIDs {
 			a.ids.Store(id, s)
@@ -460,7 +461,7 @@ func (r *partitionRun) committed() {
 
 func dependsOnState(rs []Result) bool {
 	for _, r := range rs {
-		if r.dependsOnState {
+		if r.DependsOnState {
 			return true
 		}
 	}
@@ -489,10 +490,10 @@ func (a *Applier) begin(ctx context.Context, part partKey, v *view) error {
 // adopt starts a new view at fence f, read from the table; cached rows of
 // the partition are no longer valid.
 func (a *Applier) adopt(ctx context.Context, part partKey, v *view, f fence) {
-	if v.f.exists && (!f.exists || f.seq < v.f.seq) {
+	if v.f.Exists && (!f.Exists || f.Seq < v.f.Seq) {
 		a.disagree(part.table, part.pk, "the partition's fence went back: the store lost confirmed writes",
 			fmt.Errorf("the projector wrote %v, the table holds %v", v.f, f))
-		a.behind(ctx, wire.BehindPartition{Table: part.table, PK: part.pk, TableSeq: f.seq, AppliedSeq: v.f.seq, Cmd: v.f.cmd})
+		a.behind(ctx, wire.BehindPartition{Table: part.table, PK: part.pk, TableSeq: f.Seq, AppliedSeq: v.f.Seq, Cmd: v.f.Cmd})
 	}
 	*v = view{valid: true, f: f, epoch: a.epochs.Add(1), rows: make(map[string]*rowState)}
 	a.cache.setFence(part, f, v.epoch)
@@ -503,7 +504,7 @@ func (a *Applier) forget(part partKey, v *view) {
 	a.cache.dropPartition(part)
 	// Keep v.f: adopt compares the fence read next with it.
 	v.rows = make(map[string]*rowState)
-	v.valid, v.f.etag = false, ""
+	v.valid, v.f.ETag = false, ""
 }
 
 // check reads the fence again: true if it has not moved since the view was
@@ -514,7 +515,7 @@ func (a *Applier) check(ctx context.Context, part partKey, v *view) (bool, error
 	if err != nil {
 		return false, err
 	}
-	if f.exists == v.f.exists && f.etag == v.f.etag {
+	if f.Exists == v.f.Exists && f.ETag == v.f.ETag {
 		a.confirm(part, v)
 		return true, nil
 	}
@@ -551,7 +552,7 @@ func (a *Applier) loadView(ctx context.Context, part partKey, v *view, rks []str
 	}
 	for rk, s := range loaded {
 		v.rows[rk] = s
-		if l := s.Latest; l != nil && (!v.f.exists || l.Seq > v.f.seq) {
+		if l := s.Latest; l != nil && (!v.f.Exists || l.Seq > v.f.Seq) {
 			behind = true
 		}
 	}
@@ -620,40 +621,33 @@ func (e *conflictError) Error() string { return fmt.Sprintf("%v: %v", ErrConflic
 func (e *conflictError) Unwrap() error { return ErrConflict }
 
 func (e *conflictError) applyError(table, pk string) error {
-	return &ApplyError{Table: table, PK: pk, RK: e.op.rk, StoreKey: e.op.key, Seq: e.op.seq, Cmd: e.op.cmd,
+	return &ApplyError{Table: table, PK: pk, RK: e.op.RK, StoreKey: e.op.Key, Seq: e.op.Seq, Cmd: e.op.Cmd,
 		Err: fmt.Errorf("%w: %w", ErrConflict, e.err)}
-}
-
-// opSource says which row and command a store op of a batch belongs to.
-type opSource struct {
-	rk, key string
-	seq     uint64
-	cmd     string
 }
 
 // commitRows writes the batch in one transaction with the fence, retrying
 // transient errors under the one retry policy. A batch that writes nothing
 // commits nothing. On success the view's fence is the one written.
 func (a *Applier) commitRows(ctx context.Context, part partKey, v *view, b *txn) error {
-	rowOps := b.txOps()
+	rowOps := b.TxOps()
 	if len(rowOps) == 0 {
 		return nil
 	}
 	sort.Slice(rowOps, func(i, j int) bool { return rowOps[i].RK < rowOps[j].RK })
-	next := b.last
-	if v.f.exists && v.f.seq > next.seq {
-		next = fence{exists: true, seq: v.f.seq, cmd: v.f.cmd, at: v.f.at}
+	next := b.Last
+	if v.f.Exists && v.f.Seq > next.Seq {
+		next = fence{Exists: true, Seq: v.f.Seq, Cmd: v.f.Cmd, At: v.f.At}
 	}
-	next.eraseSeq = v.f.eraseSeq
-	next.horizon = v.f.horizon // a prune's horizon stays (prune.go)
+	next.EraseSeq = v.f.EraseSeq
+	next.Horizon = v.f.Horizon // a prune's horizon stays (prune.go)
 	// The fence goes first: a stale view fails on it, whatever else differs.
-	ops := append([]store.Op{v.f.op(next)}, rowOps...)
+	ops := append([]store.Op{v.f.Op(next)}, rowOps...)
 	etag, err := a.transact(ctx, part, ops)
 	if err != nil {
 		return a.commitFailed(ctx, part, v, b, ops, err)
 	}
-	b.wrote = true
-	next.etag = etag
+	b.Wrote = true
+	next.ETag = etag
 	v.f = next
 	a.cache.setFence(part, v.f, v.epoch)
 	return nil
@@ -702,7 +696,7 @@ func (a *Applier) commitFailed(ctx context.Context, part partKey, v *view, b *tx
 	rowOp := errors.As(err, &te) && te.Index > 0 && te.Index < len(ops)
 	if !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPrecondition) {
 		if rowOp {
-			return (&conflictError{op: b.source(ops[te.Index].RK), err: err}).applyError(part.table, part.pk)
+			return (&conflictError{op: b.Source(ops[te.Index].RK), err: err}).applyError(part.table, part.pk)
 		}
 		return fmt.Errorf("transaction on %s/%q: %w", part.table, part.pk, err)
 	}
@@ -711,7 +705,7 @@ func (a *Applier) commitFailed(ctx context.Context, part partKey, v *view, b *tx
 	case te != nil && te.Index == 0:
 	case rowOp:
 		ce.fence = false
-		ce.op = b.source(ops[te.Index].RK)
+		ce.op = b.Source(ops[te.Index].RK)
 	default:
 		// The store did not say which op failed: the fence did if it
 		// moved.
@@ -719,7 +713,7 @@ func (a *Applier) commitFailed(ctx context.Context, part partKey, v *view, b *tx
 		if ferr != nil {
 			return ferr
 		}
-		held := f.exists == v.f.exists && (!f.exists || f.etag == v.f.etag)
+		held := f.Exists == v.f.Exists && (!f.Exists || f.ETag == v.f.ETag)
 		ce.fence = !held
 	}
 	return ce

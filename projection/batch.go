@@ -316,7 +316,7 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors) error
 	case o.Seq == e.Seq && o.Status != wire.StatusDuplicate:
 		// Its own outcome (a redelivery): it applied or was rejected, so
 		// no earlier message with its ID applied.
-		e.own = &o
+		e.Own = &o
 		return nil
 	}
 	all, err := pr.history(ctx, p.outcomeReader(), e.ID)
@@ -326,7 +326,7 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors) error
 	e.Prior = priorFrom(all, e.Seq)
 	for i := range all {
 		if all[i].Seq == e.Seq {
-			e.own = &all[i]
+			e.Own = &all[i]
 		}
 	}
 	return nil

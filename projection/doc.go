@@ -6,8 +6,11 @@
 //
 // The files follow the cut between deciding and doing:
 //
-//   - apply.go is the pure versioned apply of one transaction of a
-//     partition's commands: results and store operations, no clock, no I/O.
+//   - package [github.com/tablejournal/tablejournal/projection/decide] is
+//     the pure versioned apply of one transaction of a partition's
+//     commands: entries, results, the fence's content and the store
+//     operations, no clock, no I/O. [Entry], [Result] and the rest are its
+//     types under the names this package has always given them.
 //   - applier.go is the [Applier] and [Applier.Apply], the one driver of
 //     the exactly-once path: for each transaction of a partition it
 //     decides on the rows as the table holds them (through the fence of

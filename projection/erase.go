@@ -3,12 +3,10 @@ package projection
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Erase commands (SPEC §10), applied in journal order like any command: an
@@ -20,15 +18,6 @@ import (
 // that leaves the erase undone on the fence, and its redelivery lists what
 // is left and finishes the job.
 
-// eraseState is what a transaction knows of erases.
-type eraseState struct {
-	// to is the fence's _eraseSeq: an entry at or below it was handled
-	// before an erase, which may have removed the rows that would say so.
-	to uint64
-	// entry is the erase this transaction applies, alone.
-	entry *Entry
-}
-
 // eraseEntry decodes an erase message into e.
 func eraseEntry(m journal.Msg, e *Entry) {
 	er, err := journal.DecodeEraseMsg(m)
@@ -37,48 +26,6 @@ func eraseEntry(m journal.Msg, e *Entry) {
 		return
 	}
 	e.ID, e.Erase = er.ID, er
-}
-
-// addErased adds e to the batch when it is an erase, or was handled before
-// the partition's newest erase, or follows an erase in the batch (errFull:
-// an erase is alone in its transaction). done says e was dealt with here.
-func (b *txn) addErased(e Entry, res Result) (done bool, err error) {
-	switch {
-	case b.er.entry != nil:
-		return true, errFull
-	case e.Seq <= b.er.to:
-		res.Status, res.erased = Skipped, true
-		b.results = append(b.results, res)
-		return true, nil
-	case e.Erase == nil:
-		return false, nil
-	case len(b.results) > 0:
-		return true, errFull
-	}
-	if dup := b.duplicateErase(e); dup != "" {
-		res.Status, res.Reason = wire.StatusDuplicate, dup
-		b.results = append(b.results, res)
-		return true, nil
-	}
-	b.er.entry = &e
-	b.appliedIDs[e.ID] = e.Seq
-	// An erase applies whatever the rows hold; its outcome names no row.
-	res.Status, res.Changes = wire.StatusApplied, eraseNotice(e)
-	b.results = append(b.results, res)
-	return true, nil
-}
-
-// duplicateErase says why the erase e is a duplicate, or "": an ID
-// applies at most once, ever, and an erase applied again long after would
-// remove what the partition got since.
-func (b *txn) duplicateErase(e Entry) string {
-	if s, ok := b.seen[e.ID]; ok && s < e.Seq {
-		return fmt.Sprintf("command %s already applied at journal sequence %d", e.ID, s)
-	}
-	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq && (e.Prior.Status == wire.StatusApplied || e.Prior.Status == wire.StatusDuplicate) {
-		return fmt.Sprintf("command %s already applied at journal sequence %d", e.ID, e.Prior.Seq)
-	}
-	return ""
 }
 
 // eraseTx is the transaction of an erase, alone: decided on the fence
@@ -93,7 +40,7 @@ func (eraseTx) decide(ctx context.Context, r *partitionRun) error {
 		return err
 	}
 	r.tx, r.end = r.newTxn(), r.next+1
-	if err := r.tx.add(r.entries[r.next]); err != nil {
+	if err := r.tx.Add(r.entries[r.next]); err != nil {
 		return err
 	}
 	r.logDecided(false)
@@ -113,7 +60,7 @@ const eraseBatch = store.MaxOps - 2
 // etag; the last also moves the fence to the erase and writes the marker.
 // A transaction the table refuses is a *conflictError, decided again.
 func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn) error {
-	e := b.er.entry
+	e := b.Erase.Entry
 	if e == nil {
 		return nil // skipped, or a duplicate: nothing to erase
 	}
@@ -127,7 +74,7 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 	if e.Erase.RK != nil {
 		marker = rows.ErasedRowKey(*e.Erase.RK)
 	}
-	last := fence{exists: true, seq: e.Seq, cmd: e.ID, at: e.At, eraseSeq: e.Seq}
+	last := fence{Exists: true, Seq: e.Seq, Cmd: e.ID, At: e.At, EraseSeq: e.Seq}
 	for {
 		n := min(len(keys), eraseBatch)
 		final := len(keys) <= eraseBatch
@@ -138,14 +85,14 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 			// values), so their horizon stays; their count goes: it counted
 			// erased versions, which a rebuild without the erased commands
 			// does not remove, and it must equal the rebuild's.
-			next.horizon = v.f.horizon
-			next.horizon.Removed = 0
-		} else if !v.f.exists {
+			next.Horizon = v.f.Horizon
+			next.Horizon.Removed = 0
+		} else if !v.f.Exists {
 			// The first transaction of a partition without a fence inserts
 			// it; it names the erase only once the erase is done.
-			next = fence{exists: true, seq: 0, at: e.At, eraseSeq: v.f.eraseSeq}
+			next = fence{Exists: true, Seq: 0, At: e.At, EraseSeq: v.f.EraseSeq}
 		}
-		ops := []store.Op{v.f.op(next)}
+		ops := []store.Op{v.f.Op(next)}
 		for _, k := range keys[:n] {
 			ops = append(ops, store.Op{Kind: store.Delete, RK: k, IfMatch: "*"})
 		}
@@ -157,8 +104,8 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 		if err != nil {
 			return a.commitFailed(ctx, part, v, b, ops, err)
 		}
-		b.wrote = true
-		next.etag = etag
+		b.Wrote = true
+		next.ETag = etag
 		v.f = next
 		keys = keys[n:]
 		if final {
@@ -204,17 +151,4 @@ func eraseKeys(ctx context.Context, s store.Store, table, pk string, rk *string)
 		return nil, nil
 	}
 	return keys, err
-}
-
-// eraseNotice is the change of an applied erase: its notice (wire.ChangeErase:
-// the key and no values; Partition for a whole partition); none for an entry
-// that is no erase.
-func eraseNotice(e Entry) []Change {
-	if e.Erase == nil {
-		return nil
-	}
-	if e.Erase.RK == nil {
-		return []Change{{Kind: wire.ChangeErase, Partition: true}}
-	}
-	return []Change{{Kind: wire.ChangeErase, RK: *e.Erase.RK}}
 }

@@ -136,7 +136,7 @@ func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.Trace.set(msg.Header)
+	setTrace(e.Trace, msg.Header)
 	return msg, nil
 }
 
@@ -209,7 +209,7 @@ func (c *changeFeed) publish(ctx context.Context, part partition, r *Result, e *
 		if err != nil {
 			return err
 		}
-		e.Trace.set(msg.Header)
+		setTrace(e.Trace, msg.Header)
 		if err := c.send(ctx, part, ch.RK, msg); err != nil {
 			return fmt.Errorf("change event of %s: %w", r.ID, err)
 		}

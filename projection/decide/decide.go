@@ -1,4 +1,4 @@
-package projection
+package decide
 
 import (
 	"errors"
@@ -39,10 +39,10 @@ type Entry struct {
 	// and change events.
 	Trace TraceContext
 
-	// own is this message's own outcome, when the projector's look-up of
+	// Own is this message's own outcome, when the projector's look-up of
 	// the batch's IDs found it stored (a redelivery): recovering a skipped
 	// command needs no request of its own then.
-	own *wire.Outcome
+	Own *wire.Outcome
 }
 
 // Prior is an outcome stored for a command ID, as Entry.Prior.
@@ -70,7 +70,7 @@ type Result struct {
 	// Rows are the versions an applied command produced, one per row it
 	// changed, in the order the command first names them.
 	Rows []wire.RowVersion
-	// Pruned is the number of rows an applied prune removed (prune.go).
+	// Pruned is the number of rows an applied prune removed (projection/prune.go).
 	Pruned int64
 	// Changes are the change-feed events of an applied command, one per
 	// row version, in the order of Rows.
@@ -79,13 +79,13 @@ type Result struct {
 	// stream (the entry was handled before): nothing to publish.
 	Stored bool
 
-	// dependsOnState marks a rejection decided on the rows' state (not on
-	// the message alone), which the applier validates before it is
+	// DependsOnState marks a rejection decided on the rows' state (not on
+	// the message alone), which the driver validates before it is
 	// published.
-	dependsOnState bool
-	// erased marks a result skipped because an erase was applied after it
+	DependsOnState bool
+	// Erased marks a result skipped because an erase was applied after it
 	// (erase.go).
-	erased bool
+	Erased bool
 }
 
 // Change is one applied row change, with before and after images.
@@ -146,58 +146,58 @@ func rejection(err error) (wire.Code, string) {
 }
 
 // reject sets res to a rejection for err, with reason.
-func (res *Result) reject(reason string, err error) {
+func (res *Result) Reject(reason string, err error) {
 	res.Status, res.Reason = wire.StatusRejected, reason
 	res.Code, res.Rule = rejection(err)
 }
 
 // batch accumulates the effect of consecutive commands of one partition
 // into one transaction. It is pure: it reads no clock and does no I/O.
-type txn struct {
+type Txn struct {
 	pk   string
 	base map[string]*rowState // committed state at the start of the batch
-	cur  map[string]*rowState // state after the commands taken so far
+	Cur  map[string]*rowState // state after the commands taken so far
 	// added are the version rows written in this batch, per RK.
 	added map[string][]rows.Row
 	// cost of each touched RK in the transaction: ops and bytes.
 	ops, bytes map[string]int
 	totalOps   int
 	totalBytes int
-	results    []Result
+	Results    []Result
 
 	// seen holds command IDs known applied before this batch, by journal
 	// sequence (the caller's; nil for none). appliedIDs are the IDs the
 	// batch applies itself; skippedIDs those of commands it skips without
 	// knowing whether they applied.
-	seen       map[string]uint64
-	appliedIDs map[string]uint64
+	Seen       map[string]uint64
+	AppliedIDs map[string]uint64
 	skippedIDs map[string]bool
-	// last is the newest command the batch applies: the fence's content.
-	last fence
+	// Last is the newest command the batch applies: the Fence's content.
+	Last Fence
 	// by names, per row, the newest command of the batch that wrote it.
-	by map[string]opSource
-	// wrote is set once the batch committed a transaction.
-	wrote bool
-	// er is what the batch knows of erases (erase.go).
-	er eraseState
+	by map[string]Source
+	// Wrote is set once the batch committed a transaction.
+	Wrote bool
+	// Erase is what the batch knows of erases (erase.go).
+	Erase EraseState
 	// limits are the store's beyond Azure's (store.Store.Limits): a
 	// command that breaks one is rejected by its rule, and transactions
 	// stay within limits.TxBytes().
 	limits events.Limits
 }
 
-func newTxn(pk string, state map[string]*rowState, limits events.Limits) *txn {
-	return &txn{
-		pk: pk, limits: limits, base: state, cur: make(map[string]*rowState),
+func NewTxn(pk string, state map[string]*rowState, limits events.Limits) *Txn {
+	return &Txn{
+		pk: pk, limits: limits, base: state, Cur: make(map[string]*rowState),
 		added: make(map[string][]rows.Row), ops: make(map[string]int), bytes: make(map[string]int),
-		appliedIDs: make(map[string]uint64), skippedIDs: make(map[string]bool), by: make(map[string]opSource),
-		// Room for the fence write every transaction carries.
+		AppliedIDs: make(map[string]uint64), skippedIDs: make(map[string]bool), by: make(map[string]Source),
+		// Room for the Fence write every transaction carries.
 		totalOps: 1, totalBytes: fenceWireCost,
 	}
 }
 
-func (b *txn) state(rk string) *rowState {
-	if s, ok := b.cur[rk]; ok {
+func (b *Txn) state(rk string) *rowState {
+	if s, ok := b.Cur[rk]; ok {
 		return s
 	}
 	if s, ok := b.base[rk]; ok {
@@ -206,17 +206,17 @@ func (b *txn) state(rk string) *rowState {
 	return &rowState{}
 }
 
-// errFull says the command does not fit the batch beside what it holds.
-var errFull = fmt.Errorf("batch full")
+// ErrFull says the command does not fit the batch beside what it holds.
+var ErrFull = fmt.Errorf("batch full")
 
-// add applies e to the batch. It returns errFull, leaving the batch as it
+// add applies e to the batch. It returns ErrFull, leaving the batch as it
 // was, when the command's rows would push the transaction over the store's
 // limits; the caller then commits the batch and adds e to a fresh one.
-func (b *txn) add(e Entry) error {
+func (b *Txn) Add(e Entry) error {
 	res := Result{Seq: e.Seq, ID: e.ID}
 	if e.Err != nil {
-		res.reject(e.Err.Error(), e.Err)
-		b.results = append(b.results, res)
+		res.Reject(e.Err.Error(), e.Err)
+		b.Results = append(b.Results, res)
 		return nil
 	}
 	if done, err := b.addErased(e, res); done {
@@ -224,25 +224,25 @@ func (b *txn) add(e Entry) error {
 	}
 	c := e.Cmd
 	if err := b.limits.Check(c); err != nil {
-		res.reject(err.Error(), err)
-		b.results = append(b.results, res)
+		res.Reject(err.Error(), err)
+		b.Results = append(b.Results, res)
 		return nil
 	}
 	// Whether this ID applied earlier is known only once the commands of
 	// this batch are: an earlier message with the same ID that this batch
 	// applies, or skips without knowing whether it applied, is settled by
 	// committing first.
-	if _, ok := b.appliedIDs[c.ID]; ok || b.skippedIDs[c.ID] {
-		return errFull
+	if _, ok := b.AppliedIDs[c.ID]; ok || b.skippedIDs[c.ID] {
+		return ErrFull
 	}
 	if b.skip(e) {
 		res.Status = Skipped
-		b.results = append(b.results, res)
+		b.Results = append(b.Results, res)
 		return nil
 	}
-	if dup := b.duplicate(e); dup != "" {
+	if dup := b.Duplicate(e); dup != "" {
 		res.Status, res.Reason = wire.StatusDuplicate, dup
-		b.results = append(b.results, res)
+		b.Results = append(b.Results, res)
 		return nil
 	}
 	eff, why := b.simulate(e)
@@ -254,24 +254,24 @@ func (b *txn) add(e Entry) error {
 	}
 	if why != nil {
 		// Nothing of a rejected command is written, nor reported as written.
-		res.reject(why.Error(), why)
-		res.dependsOnState = true
-		b.results = append(b.results, res)
+		res.Reject(why.Error(), why)
+		res.DependsOnState = true
+		b.Results = append(b.Results, res)
 		return nil
 	}
 	b.take(e, eff)
 	res.Status, res.Rows, res.Changes = wire.StatusApplied, eff.rows, eff.changes
-	b.results = append(b.results, res)
+	b.Results = append(b.Results, res)
 	return nil
 }
 
 // skip reports whether e was handled before (a redelivery): a row it
 // names already carries its or a later sequence.
-func (b *txn) skip(e Entry) bool {
+func (b *Txn) skip(e Entry) bool {
 	for _, op := range e.Cmd.Ops {
 		if l := b.state(op.RK).Latest; l != nil && l.Seq >= e.Seq {
 			if l.Seq == e.Seq && l.Cmd == e.Cmd.ID {
-				b.appliedIDs[e.Cmd.ID] = e.Seq // it applied: its own version says so
+				b.AppliedIDs[e.Cmd.ID] = e.Seq // it applied: its own version says so
 			} else {
 				b.skippedIDs[e.Cmd.ID] = true
 			}
@@ -284,9 +284,9 @@ func (b *txn) skip(e Entry) bool {
 // duplicate says why e is a duplicate, or "": a command ID applies at most
 // once, ever (a republish after JetStream's duplicate window, or one
 // published without Nats-Msg-Id).
-func (b *txn) duplicate(e Entry) string {
+func (b *Txn) Duplicate(e Entry) string {
 	id := e.Cmd.ID
-	if s, ok := b.seen[id]; ok && s < e.Seq {
+	if s, ok := b.Seen[id]; ok && s < e.Seq {
 		return fmt.Sprintf("command %s already applied at journal sequence %d", id, s)
 	}
 	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq {
@@ -347,7 +347,7 @@ func (eff *effect) row(rk string) *effectRow {
 // versions grow by one per applied command on a row, and a version row is
 // keyed by the command's sequence): its ops on one row apply in order to a
 // working copy, and only the row's state after the last one is written.
-func (b *txn) simulate(e Entry) (effect, error) {
+func (b *Txn) simulate(e Entry) (effect, error) {
 	var eff effect
 	for i, op := range e.Cmd.Ops {
 		t := eff.row(op.RK)
@@ -374,8 +374,8 @@ func (b *txn) simulate(e Entry) (effect, error) {
 
 // price sets the cost of the touched rows after the command, and checks it
 // against the store's limits: it returns why the command is rejected, or
-// errFull when the command may fit a batch of its own.
-func (b *txn) price(eff *effect) (why, err error) {
+// ErrFull when the command may fit a batch of its own.
+func (b *Txn) price(eff *effect) (why, err error) {
 	eff.totalOps, eff.totalBy = b.totalOps, b.totalBytes
 	for i := range eff.touched {
 		t := &eff.touched[i]
@@ -394,45 +394,45 @@ func (b *txn) price(eff *effect) (why, err error) {
 	if eff.totalOps <= store.MaxOps && eff.totalBy <= b.limits.TxBytes() {
 		return nil, nil
 	}
-	if len(b.results) > 0 {
-		return nil, errFull
+	if len(b.Results) > 0 {
+		return nil, ErrFull
 	}
 	return reject(wire.CodeTooLarge, wire.RuleTransactionTooLarge, "too large after versioning: %d store operations, %d bytes (limits %d, %d)",
 		eff.totalOps, eff.totalBy, store.MaxOps, b.limits.TxBytes()), nil
 }
 
 // take adds an applied command's effect to the batch.
-func (b *txn) take(e Entry, eff effect) {
+func (b *Txn) take(e Entry, eff effect) {
 	for _, t := range eff.touched {
-		b.by[t.rk] = opSource{rk: t.rk, seq: e.Seq, cmd: e.Cmd.ID}
-		b.cur[t.rk] = t.s
+		b.by[t.rk] = Source{RK: t.rk, Seq: e.Seq, Cmd: e.Cmd.ID}
+		b.Cur[t.rk] = t.s
 		if len(t.added) > 0 {
 			b.added[t.rk] = append(b.added[t.rk], t.added...)
 		}
 		b.ops[t.rk], b.bytes[t.rk] = t.ops, t.bytes
 	}
 	b.totalOps, b.totalBytes = eff.totalOps, eff.totalBy
-	b.appliedIDs[e.Cmd.ID] = e.Seq
-	// The fence names the newest command that wrote a version (one that
+	b.AppliedIDs[e.Cmd.ID] = e.Seq
+	// The Fence names the newest command that wrote a version (one that
 	// changed nothing, inserting and deleting a row, does not count), so
 	// that it is the same however the journal is batched.
-	if len(eff.rows) > 0 && e.Seq > b.last.seq {
-		b.last = fence{exists: true, seq: e.Seq, cmd: e.Cmd.ID, at: e.At}
+	if len(eff.rows) > 0 && e.Seq > b.Last.Seq {
+		b.Last = Fence{Exists: true, Seq: e.Seq, Cmd: e.Cmd.ID, At: e.At}
 	}
 }
 
 // source names the row and command a store op of the batch is for.
-func (b *txn) source(storeKey string) opSource {
+func (b *Txn) Source(storeKey string) Source {
 	rk, _, _, ok := rows.ParseKey(storeKey)
 	if !ok {
-		return opSource{key: storeKey}
+		return Source{Key: storeKey}
 	}
 	src := b.by[rk]
-	src.rk, src.key = rk, storeKey
+	src.RK, src.Key = rk, storeKey
 	return src
 }
 
-func (b *txn) baseTip(rk string) *rows.Row {
+func (b *Txn) baseTip(rk string) *rows.Row {
 	if s, ok := b.base[rk]; ok {
 		return s.Tip
 	}
@@ -599,9 +599,9 @@ func wireCost(size int, props edm.Entity) int {
 // (never overwritten: a conflict means someone else wrote this history), the
 // tip is inserted, replaced or deleted against the state the batch started
 // from.
-func (b *txn) txOps() []store.Op {
+func (b *Txn) TxOps() []store.Op {
 	var ops []store.Op
-	for rk, s := range b.cur {
+	for rk, s := range b.Cur {
 		for _, r := range b.added[rk] {
 			ops = append(ops, store.Op{Kind: store.Insert, RK: r.StoreKey(), Props: r.Encode()})
 		}
@@ -610,23 +610,23 @@ func (b *txn) txOps() []store.Op {
 		case s.Tip != nil && s.Tip != base && base == nil:
 			ops = append(ops, store.Op{Kind: store.Insert, RK: rows.TipKey(rk), Props: s.Tip.Encode()})
 		case s.Tip != nil && s.Tip != base:
-			ops = append(ops, store.Op{Kind: store.Replace, RK: rows.TipKey(rk), Props: s.Tip.Encode(), IfMatch: etagOrAny(base.ETag)})
+			ops = append(ops, store.Op{Kind: store.Replace, RK: rows.TipKey(rk), Props: s.Tip.Encode(), IfMatch: ETagOrAny(base.ETag)})
 		case s.Tip == nil && base != nil:
-			ops = append(ops, store.Op{Kind: store.Delete, RK: rows.TipKey(rk), IfMatch: etagOrAny(base.ETag)})
+			ops = append(ops, store.Op{Kind: store.Delete, RK: rows.TipKey(rk), IfMatch: ETagOrAny(base.ETag)})
 		}
 	}
 	return ops
 }
 
-func etagOrAny(etag string) string {
+func ETagOrAny(etag string) string {
 	if etag == "" {
 		return "*"
 	}
 	return etag
 }
 
-// touchedRKs lists the RowKeys a list of entries touches, once each.
-func touchedRKs(entries []Entry) []string {
+// TouchedRKs lists the RowKeys a list of entries touches, once each.
+func TouchedRKs(entries []Entry) []string {
 	seen := make(map[string]bool)
 	var rks []string
 	for _, e := range entries {
@@ -642,3 +642,15 @@ func touchedRKs(entries []Entry) []string {
 	}
 	return rks
 }
+
+// Source says which row and command a store op of a transaction belongs
+// to (Txn.Source).
+type Source struct {
+	RK, Key string
+	Seq     uint64
+	Cmd     string
+}
+
+// IsPrune reports whether e is a prune command (SPEC §2), which takes
+// transactions of its own.
+func IsPrune(e Entry) bool { return e.Cmd.IsPrune() }

@@ -1,4 +1,4 @@
-package projection
+package decide
 
 import (
 	"fmt"
@@ -17,14 +17,14 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// TestApplyData runs the pure apply (apply.go) on the files of
+// TestApplyData runs the pure decision (decide.go) on the files of
 // testdata/apply, in the style of Pebble's data-driven tests: each file
 // sets the partition's rows, applies commands to them and holds what the
 // apply must answer (results, rows after, store operations). A change of
 // behaviour is a reviewed diff of a text file; after one, regenerate the
 // expectations with
 //
-//	go test -run TestApplyData ./projection -rewrite
+//	go test -run TestApplyData ./projection/decide -rewrite
 //
 // and read the diff. Commands:
 //
@@ -63,7 +63,7 @@ func TestApplyData(t *testing.T) {
 				}
 				b := runBatch(t, state, entries...)
 				out := describeApply(b)
-				for rk, s := range b.cur {
+				for rk, s := range b.Cur {
 					state[rk] = s
 				}
 				return out
@@ -167,9 +167,9 @@ func parseEntry(line string) (Entry, error) {
 
 // describeApply renders what a batch decided: each result, the rows it
 // touched after it, and the store operations of its transaction.
-func describeApply(b *txn) string {
+func describeApply(b *Txn) string {
 	var sb strings.Builder
-	for _, r := range b.results {
+	for _, r := range b.Results {
 		fmt.Fprintf(&sb, "%d %s: %s", r.Seq, r.ID, r.Status)
 		if r.Code != "" {
 			fmt.Fprintf(&sb, " (%s)", r.Code)
@@ -183,8 +183,8 @@ func describeApply(b *txn) string {
 		sb.WriteString("\n")
 	}
 	sb.WriteString("rows after:\n")
-	for _, rk := range slices.Sorted(maps.Keys(b.cur)) {
-		s := b.cur[rk]
+	for _, rk := range slices.Sorted(maps.Keys(b.Cur)) {
+		s := b.Cur[rk]
 		switch {
 		case s.Tip != nil:
 			fmt.Fprintf(&sb, "  %s v=%d seq=%d cmd=%s %s\n", rk, s.Tip.Version, s.Tip.Seq, s.Tip.Cmd, props(s.Tip.Props))
@@ -195,7 +195,7 @@ func describeApply(b *txn) string {
 		}
 	}
 	sb.WriteString("store ops:\n")
-	ops := b.txOps()
+	ops := b.TxOps()
 	slices.SortFunc(ops, func(x, y store.Op) int { return strings.Compare(x.RK, y.RK) })
 	for _, o := range ops {
 		fmt.Fprintf(&sb, "  %s %s", o.Kind, describeKey(o.RK))
