@@ -91,17 +91,24 @@ func (a *Applier) Stats() *Stats { return a.stats }
 
 // Hooks are what a caller of Apply adds around each transaction, at the
 // points exactly-once needs: the projector publishes outcomes and change
-// events there (batch.go), replay's rebuild counts the results.
+// events there (batch.go), replay's rebuild counts the results. A hook
+// returns what it settles; the results it is handed are its own copy.
 type Hooks struct {
 	// Ready is called once per Apply, after the partition's rows are read
 	// for its first transaction and before anything is decided; the
 	// projector waits there for its outcome look-up, which runs meanwhile
-	// (batch.go). It may set the entries' Prior and own outcome.
+	// (lookup.go). It may set the entries' Prior and own outcome.
 	Ready func(ctx context.Context) error
-	// BeforeCommit receives the results that wrote nothing (rejected,
-	// duplicate, skipped) before the transaction of their batch commits, so
-	// that no later command's effect is durable before their outcome is.
-	// It may settle a skipped result (set its Status and Stored).
+	// Settle receives the results that wrote nothing (rejected, duplicate,
+	// skipped) before the transaction of their batch commits, so that no
+	// later command's effect is durable before their outcome is, and
+	// returns them as it settled them, in the same order: a skipped result
+	// it recovered carries the outcome it had, and Stored marks those
+	// whose outcome it made durable. The driver keeps what it returns (nil:
+	// the results as they were).
+	Settle func(ctx context.Context, rs []Result) ([]Result, error)
+	// BeforeCommit receives the same results, as Settle returned them,
+	// before the transaction commits.
 	BeforeCommit func(ctx context.Context, rs []Result) error
 	// AfterCommit receives the applied results once their transaction
 	// committed.
@@ -146,7 +153,7 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 		if err := kind.decide(ctx, r); err != nil {
 			return err
 		}
-		if err := callHook(ctx, h.BeforeCommit, r.tx.Results, false); err != nil {
+		if err := r.beforeCommit(ctx, h); err != nil {
 			return err
 		}
 		committed, err := kind.commit(ctx, r)
@@ -154,8 +161,10 @@ func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, 
 			return err
 		}
 		if committed {
-			if err := callHook(ctx, h.AfterCommit, r.tx.Results, true); err != nil {
-				return err
+			if rs, _ := selectResults(r.tx.Results, true); len(rs) > 0 && h.AfterCommit != nil {
+				if err := h.AfterCommit(ctx, rs); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -582,12 +591,38 @@ func (a *Applier) disagree(table, pk, what string, err error) {
 		LogTable, table, LogPK, pk, "what", what, "err", err)
 }
 
-// callHook hands the results of one kind (applied or not) to hook, and
-// copies back what the hook settled.
-func callHook(ctx context.Context, hook func(context.Context, []Result) error, rs []Result, applied bool) error {
-	if hook == nil {
+// beforeCommit hands the results of the transaction decided last that
+// wrote nothing to h.Settle, keeps what it settled, and hands them to
+// h.BeforeCommit.
+func (r *partitionRun) beforeCommit(ctx context.Context, h Hooks) error {
+	rs, idx := selectResults(r.tx.Results, false)
+	if len(rs) == 0 {
 		return nil
 	}
+	if h.Settle != nil {
+		settled, err := h.Settle(ctx, slices.Clone(rs))
+		if err != nil {
+			return err
+		}
+		if settled != nil {
+			if len(settled) != len(rs) {
+				return fmt.Errorf("settle hook returned %d results for %d", len(settled), len(rs))
+			}
+			for k, i := range idx {
+				r.tx.Results[i] = settled[k]
+			}
+			rs = settled
+		}
+	}
+	if h.BeforeCommit == nil {
+		return nil
+	}
+	return h.BeforeCommit(ctx, slices.Clone(rs))
+}
+
+// selectResults returns a copy of the results of rs of one kind, applied
+// (and not stored before) or not, with their indexes in rs.
+func selectResults(rs []Result, applied bool) ([]Result, []int) {
 	var sel []Result
 	var idx []int
 	for i, r := range rs {
@@ -596,16 +631,7 @@ func callHook(ctx context.Context, hook func(context.Context, []Result) error, r
 			idx = append(idx, i)
 		}
 	}
-	if len(sel) == 0 {
-		return nil
-	}
-	if err := hook(ctx, sel); err != nil {
-		return err
-	}
-	for k, i := range idx {
-		rs[i] = sel[k]
-	}
-	return nil
+	return sel, idx
 }
 
 // conflictError is a transaction refused because the table was not as the

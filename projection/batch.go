@@ -13,6 +13,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/decide"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -28,7 +29,7 @@ import (
 //  4. settle commands found handled before a crash (recover, recover.go:
 //     crash recovery and its reads, in one file), then publish and await
 //     the outcomes of commands that wrote nothing (publishUnwritten,
-//     publish.go): the BeforeCommit hook;
+//     publish.go): the Settle hook, which returns them settled;
 //  5. commit the transaction (the txKind's commit, applier.go);
 //  6. publish the applied commands' change events (publishApplied, the
 //     AfterCommit hook), and their outcomes once the change events are
@@ -323,7 +324,7 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors) error
 	if err != nil {
 		return err
 	}
-	e.Prior = priorFrom(all, e.Seq)
+	e.Prior = decide.PriorFrom(all, e.Seq)
 	for i := range all {
 		if all[i].Seq == e.Seq {
 			e.Own = &all[i]
@@ -351,18 +352,6 @@ func (pr *priors) history(ctx context.Context, r *journal.Outcomes, id string) (
 
 // lookupTimeout bounds the outcomes look-up of one fetched batch.
 const lookupTimeout = 30 * time.Second
-
-// priorFrom picks from an ID's outcomes the one that decides the message at
-// seq: the newest earlier one that applied or was a duplicate, else none.
-func priorFrom(all []wire.Outcome, seq uint64) Prior {
-	var best Prior
-	for _, o := range all {
-		if o.Seq < seq && o.Seq > best.Seq && (o.Status == wire.StatusApplied || o.Status == wire.StatusDuplicate) {
-			best = Prior{Seq: o.Seq, Status: o.Status}
-		}
-	}
-	return best
-}
 
 // applyAll takes the batch's partitions through stages 3–6, concurrently,
 // and waits for every outcome and change event. A store failure outranks
@@ -415,14 +404,18 @@ func (b *batch) apply(ctx context.Context, part partition) error {
 			}
 			return nil
 		},
-		BeforeCommit: func(ctx context.Context, rs []Result) error {
-			if err := b.recover(ctx, part, rs); err != nil {
-				return err
+		Settle: func(ctx context.Context, rs []Result) ([]Result, error) {
+			rs, err := b.recover(ctx, part, rs)
+			if err != nil {
+				return nil, err
 			}
 			if err := b.publishUnwritten(ctx, part, rs); err != nil {
-				return fmt.Errorf("%w: %w", ErrPublish, err)
+				return nil, fmt.Errorf("%w: %w", ErrPublish, err)
 			}
-			return nil
+			for i := range rs {
+				rs[i].Stored = true // never acknowledged without it: published and awaited
+			}
+			return rs, nil
 		},
 		AfterCommit: func(ctx context.Context, rs []Result) error {
 			if err := b.publishApplied(ctx, part, rs); err != nil {

@@ -59,13 +59,7 @@ func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []Resul
 		}
 		fs = append(fs, f)
 	}
-	if err := b.outcomes.await(ctx, fs, hs); err != nil {
-		return err
-	}
-	for i := range rs {
-		rs[i].Stored = true // never acknowledged without it: published and awaited
-	}
-	return nil
+	return b.outcomes.await(ctx, fs, hs)
 }
 
 // publishApplied publishes the change events of a committed transaction's

@@ -24,9 +24,10 @@ import (
 // found in the outcomes stream or rebuilt from the table, so that no
 // message is acknowledged without an outcome.
 
-// recover settles the skipped results among rs whose outcome is not known
-// to be stored.
-func (b *batch) recover(ctx context.Context, part partition, rs []Result) error {
+// recover returns rs with the skipped results whose outcome is not known
+// to be stored settled; rs itself is not changed.
+func (b *batch) recover(ctx context.Context, part partition, rs []Result) ([]Result, error) {
+	rs = slices.Clone(rs)
 	for i := range rs {
 		if r := &rs[i]; r.Status == Skipped && !r.Stored {
 			rc := recovery{p: b.p, part: part, r: r}
@@ -36,11 +37,11 @@ func (b *batch) recover(ctx context.Context, part partition, rs []Result) error 
 				}
 			}
 			if err := rc.findOutcome(ctx); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return rs, nil
 }
 
 // recovery settles one redelivered command whose effect is already in the
