@@ -33,7 +33,7 @@ func eraseEntry(m journal.Msg, e *Entry) {
 type eraseTx struct{}
 
 func (eraseTx) decide(ctx context.Context, r *partitionRun) error {
-	if err := r.a.begin(ctx, r.part, &r.v); err != nil {
+	if err := r.begin(ctx); err != nil {
 		return err
 	}
 	if err := r.awaitReady(ctx); err != nil {
@@ -48,7 +48,7 @@ func (eraseTx) decide(ctx context.Context, r *partitionRun) error {
 }
 
 func (eraseTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
-	return r.commitWith(ctx, r.a.commitErase)
+	return r.commitWith(ctx, r.commitErase)
 }
 
 // eraseBatch is how many rows one erase transaction deletes beside the
@@ -59,13 +59,13 @@ const eraseBatch = store.MaxOps - 2
 // transactions of up to eraseBatch rows, each writing the fence on its
 // etag; the last also moves the fence to the erase and writes the marker.
 // A transaction the table refuses is a *conflictError, decided again.
-func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn) error {
+func (s *fenced) commitErase(ctx context.Context, b *txn) error {
 	e := b.Erase.Entry
 	if e == nil {
 		return nil // skipped, or a duplicate: nothing to erase
 	}
-	keys, err := retryStore(ctx, a.policy, "list rows to erase in "+part.table, func() ([]string, error) {
-		return eraseKeys(ctx, a.store, part.table, part.pk, e.Erase.RK)
+	keys, err := retryStore(ctx, s.a.policy, "list rows to erase in "+s.part.table, func() ([]string, error) {
+		return eraseKeys(ctx, s.a.store, s.part.table, s.part.pk, e.Erase.RK)
 	})
 	if err != nil {
 		return err
@@ -78,21 +78,21 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 	for {
 		n := min(len(keys), eraseBatch)
 		final := len(keys) <= eraseBatch
-		next := v.f
+		next := s.v.f
 		if final {
 			next = last
 			// The partition's prunes stay in the journal (they hold no
 			// values), so their horizon stays; their count goes: it counted
 			// erased versions, which a rebuild without the erased commands
 			// does not remove, and it must equal the rebuild's.
-			next.Horizon = v.f.Horizon
+			next.Horizon = s.v.f.Horizon
 			next.Horizon.Removed = 0
-		} else if !v.f.Exists {
+		} else if !s.v.f.Exists {
 			// The first transaction of a partition without a fence inserts
 			// it; it names the erase only once the erase is done.
-			next = fence{Exists: true, Seq: 0, At: e.At, EraseSeq: v.f.EraseSeq}
+			next = fence{Exists: true, Seq: 0, At: e.At, EraseSeq: s.v.f.EraseSeq}
 		}
-		ops := []store.Op{v.f.Op(next)}
+		ops := []store.Op{s.v.f.Op(next)}
 		for _, k := range keys[:n] {
 			ops = append(ops, store.Op{Kind: store.Delete, RK: k, IfMatch: "*"})
 		}
@@ -100,13 +100,13 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 			ops = append(ops, store.Op{Kind: store.Upsert, RK: marker,
 				Props: rows.Marker{Seq: e.Seq, Cmd: e.ID, At: e.At}.Encode()})
 		}
-		etag, err := a.transact(ctx, part, ops)
+		etag, err := s.a.transact(ctx, s.part, ops)
 		if err != nil {
-			return a.commitFailed(ctx, part, v, b, ops, err)
+			return s.commitFailed(ctx, b, ops, err)
 		}
 		b.Wrote = true
 		next.ETag = etag
-		v.f = next
+		s.v.f = next
 		keys = keys[n:]
 		if final {
 			break
@@ -114,9 +114,9 @@ func (a *Applier) commitErase(ctx context.Context, part partKey, v *view, b *txn
 	}
 	// The view's rows (and the cached ones) may be erased rows: start a new
 	// epoch on the fence just written.
-	a.cache.dropPartition(part)
-	v.rows, v.fresh, v.epoch = make(map[string]*rowState), false, a.epochs.Add(1)
-	a.cache.setFence(part, v.f, v.epoch)
+	s.a.cache.dropPartition(s.part)
+	s.v.rows, s.v.fresh, s.v.epoch = make(map[string]*rowState), false, s.a.epochs.Add(1)
+	s.a.cache.setFence(s.part, s.v.f, s.v.epoch)
 	return nil
 }
 

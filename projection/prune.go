@@ -57,8 +57,8 @@ func (p *pruneTx) decide(ctx context.Context, r *partitionRun) error {
 		return nil
 	}
 	// Always the table's fence: a prune is rare, and must see every row.
-	r.a.forget(r.part, &r.v)
-	if err := r.a.begin(ctx, r.part, &r.v); err != nil {
+	r.forget()
+	if err := r.begin(ctx); err != nil {
 		return err
 	}
 	f := r.v.f
@@ -106,7 +106,7 @@ func (p *pruneTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
 	w := p.w
 	if w == nil {
 		// A rejection, a duplicate, or handled before: nothing to write.
-		return r.commitWith(ctx, func(context.Context, partKey, *view, *txn) error { return nil })
+		return r.commitWith(ctx, func(context.Context, *txn) error { return nil })
 	}
 	for first := true; first || len(w.remove) > 0; first = false {
 		n := min(len(w.remove), pruneOpsPerTx)
@@ -126,7 +126,7 @@ func (p *pruneTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
 		if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrPrecondition) {
 			// The fence moved, or a row is not as read: decide again.
 			r.a.stats.FenceConflicts.Add(1)
-			r.a.forget(r.part, &r.v)
+			r.forget()
 			return false, nil
 		}
 		if err != nil {
@@ -139,7 +139,7 @@ func (p *pruneTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
 	}
 	// Cached row states hold no version rows, but the view's fence moved:
 	// start the next decision from the table.
-	r.a.forget(r.part, &r.v)
+	r.forget()
 	r.committed()
 	return true, nil
 }
