@@ -100,13 +100,9 @@ func (s *fenced) commitErase(ctx context.Context, b *txn) error {
 			ops = append(ops, store.Op{Kind: store.Upsert, RK: marker,
 				Props: rows.Marker{Seq: e.Seq, Cmd: e.ID, At: e.At}.Encode()})
 		}
-		etag, err := s.a.transact(ctx, s.part, ops)
-		if err != nil {
-			return s.commitFailed(ctx, b, ops, err)
+		if err := s.write(ctx, b, next, ops); err != nil {
+			return err
 		}
-		b.Wrote = true
-		next.ETag = etag
-		s.v.f = next
 		keys = keys[n:]
 		if final {
 			break

@@ -174,6 +174,16 @@ func (s *fenced) commitRows(ctx context.Context, b *txn) error {
 	next.Horizon = s.v.f.Horizon // a prune's horizon stays (prune.go)
 	// The fence goes first: a stale view fails on it, whatever else differs.
 	ops := append([]store.Op{s.v.f.Op(next)}, rowOps...)
+	if err := s.write(ctx, b, next, ops); err != nil {
+		return err
+	}
+	s.a.cache.setFence(s.part, s.v.f, s.v.epoch)
+	return nil
+}
+
+// write commits ops, the write of the fence next first: on success the
+// view's fence is next, with the etag the store reported.
+func (s *fenced) write(ctx context.Context, b *txn, next fence, ops []store.Op) error {
 	etag, err := s.a.transact(ctx, s.part, ops)
 	if err != nil {
 		return s.commitFailed(ctx, b, ops, err)
@@ -181,7 +191,6 @@ func (s *fenced) commitRows(ctx context.Context, b *txn) error {
 	b.Wrote = true
 	next.ETag = etag
 	s.v.f = next
-	s.a.cache.setFence(s.part, s.v.f, s.v.epoch)
 	return nil
 }
 
