@@ -11,14 +11,18 @@
 //     commands: entries, results, the fence's content and the store
 //     operations, no clock, no I/O. [Entry], [Result] and the rest are its
 //     types under the names this package has always given them.
-//   - applier.go is the [Applier] and [Applier.Apply], the one driver of
-//     the exactly-once path: for each transaction of a partition it
-//     decides on the rows as the table holds them (through the fence of
-//     fence.go and the bounded row cache of cache.go) and commits with
-//     retries, by the transaction's kind (txKind: rows, reject-only, and
-//     the erase and prune of erase.go and prune.go). The projector and
-//     replay's rebuild both call it; what they add around each transaction
-//     are its [Hooks].
+//   - the partition driver, [Applier.Apply], the one driver of the
+//     exactly-once path: for each transaction of a partition it decides on
+//     the rows as the table holds them and commits with retries. apply.go
+//     is the loop and the kinds of transaction (txKind: rows, reject-only;
+//     the erase and the prune of erase.go and prune.go); run.go one
+//     partition's run; fenced.go the partition's fence and rows with the
+//     bounded row cache they are kept in (cache.go), the one place either
+//     is read or changed; layout.go how rows are stored (rowLayout, one
+//     implementation today); applier.go what the [Applier] shares across
+//     partitions. The projector and replay's rebuild both call Apply; what
+//     they add around each transaction are its [Hooks], which return what
+//     they settle.
 //   - projector.go is the [Projector] and its shards: one durable JetStream
 //     consumer per shard, each fetched batch handed over in delivery order.
 //   - batch.go takes one fetched batch through the exactly-once order, top
