@@ -31,17 +31,30 @@ import (
 //	rows                    the partition's rows before, one per line:
 //	<rk> v=<version> seq=<seq> cmd=<id> [deleted] [<prop>=<int> ...]
 //
+//	fence erase=<seq>       the partition's fence holds <seq> as its newest
+//	                        erase (_eraseSeq) for the applies that follow.
+//
 //	apply                   commands in journal order, one per line:
 //	<seq> <id> [prior=<seq>:<status>] <op> <rk> [ifv=<n>] [<prop>=<int> ...] [; <op> <rk> ...]
-//	                        answers each result, the rows after, and the
-//	                        store operations of the (last) transaction;
-//	                        the rows after become the rows of the next
-//	                        command of the file.
+//	<seq> <id> [prior=<seq>:<status>] erase <rk>|*
+//	                        an erase of a row, or of the partition (*)
+//	                        answers each result, the rows after, the
+//	                        store operations of the (last) transaction,
+//	                        how many transactions the commands took (a
+//	                        command must commit apart when its ID is
+//	                        already in the open transaction, or after an
+//	                        erase) and the fence the last one writes; the
+//	                        rows after become the rows of the next command
+//	                        of the file.
 func TestApplyData(t *testing.T) {
 	datadriven.Walk(t, "testdata/apply", func(t *testing.T, path string) {
 		state := map[string]*rowState{}
+		var eraseSeq uint64
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
+			case "fence":
+				d.ScanArgs(t, "erase", &eraseSeq)
+				return ""
 			case "rows":
 				state = map[string]*rowState{}
 				for _, line := range nonEmptyLines(d.Input) {
@@ -61,8 +74,9 @@ func TestApplyData(t *testing.T) {
 					}
 					entries = append(entries, e)
 				}
-				b := runBatch(t, state, entries...)
+				b, txns := runTxns(t, state, eraseSeq, entries...)
 				out := describeApply(b)
+				out += fmt.Sprintf("transactions: %d\nfence: %s\n", txns, describeFence(b.Last))
 				for rk, s := range b.Cur {
 					state[rk] = s
 				}
@@ -139,6 +153,14 @@ func parseEntry(line string) (Entry, error) {
 		e.Prior = Prior{Seq: n, Status: wire.Status(st)}
 		rest = rest[1:]
 	}
+	if len(rest) == 2 && rest[0] == "erase" {
+		er := &events.Erase{ID: f[1], Table: e.Cmd.Table, PK: e.Cmd.PK}
+		if rest[1] != "*" {
+			er.RK = &rest[1]
+		}
+		e.Cmd, e.Erase = nil, er
+		return e, nil
+	}
 	for _, opText := range strings.Split(strings.Join(rest, " "), ";") {
 		of := strings.Fields(opText)
 		if len(of) < 2 {
@@ -179,6 +201,9 @@ func describeApply(b *Txn) string {
 		}
 		for _, c := range r.Changes {
 			fmt.Fprintf(&sb, " %s:%s", c.RK, c.Kind)
+		}
+		if r.Erased {
+			sb.WriteString(" (before the fence's erase)")
 		}
 		sb.WriteString("\n")
 	}
@@ -235,4 +260,13 @@ func props(e edm.Entity) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, e[k].Int))
 	}
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// describeFence renders the fence a transaction writes: the newest command
+// that wrote a version.
+func describeFence(f Fence) string {
+	if !f.Exists {
+		return "unchanged"
+	}
+	return fmt.Sprintf("seq=%d cmd=%s", f.Seq, f.Cmd)
 }

@@ -65,8 +65,18 @@ func withPrior(e Entry, seq uint64, st wire.Status) Entry {
 // batch returned carries the results of all.
 func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *Txn {
 	t.Helper()
+	b, _ := runTxns(t, state, 0, entries...)
+	return b
+}
+
+// runTxns is runBatch on a partition whose fence holds eraseSeq as its
+// newest erase; it also returns how many transactions the entries took.
+func runTxns(t *testing.T, state map[string]*rowState, eraseSeq uint64, entries ...Entry) (*Txn, int) {
+	t.Helper()
+	txns := 1
 	b := NewTxn("p", state, events.Limits{})
 	b.Seen = map[string]uint64{}
+	b.Erase.To = eraseSeq
 	var results []Result
 	for i := 0; i < len(entries); i++ {
 		err := b.Add(entries[i])
@@ -86,6 +96,8 @@ func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *Txn {
 			state = next
 			b = NewTxn("p", state, events.Limits{})
 			b.Seen = seen
+			b.Erase.To = eraseSeq
+			txns++
 			i--
 			continue
 		}
@@ -94,7 +106,7 @@ func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *Txn {
 		}
 	}
 	b.Results = append(results, b.Results...)
-	return b
+	return b, txns
 }
 
 func TestBatchOperations(t *testing.T) {
