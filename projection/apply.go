@@ -19,7 +19,7 @@ import (
 // hooks; an error means a persistent store failure (or a hook's error),
 // and entries from the failed transaction on were not applied.
 func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, h Hooks) error {
-	r, err := a.partition(ctx, table, pk, entries)
+	r, err := a.newRun(ctx, table, pk, entries)
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,9 @@
 //   - projector.go is the [Projector] and its shards: one durable JetStream
 //     consumer per shard, each fetched batch handed over in delivery order.
 //   - batch.go takes one fetched batch through the exactly-once order, top
-//     to bottom; recover.go is its crash-recovery stage with the reads it
-//     makes, and publish.go every publishing step, the messages and the
+//     to bottom; ready.go is where each partition waits for the batch's
+//     outcome look-up; recover.go is its crash-recovery stage with the
+//     reads it makes, and publish.go every publishing step, the messages and the
 //     two publishers, of outcomes and of change events (changefeed.go
 //     creates the change feed's stream).
 //

@@ -81,9 +81,9 @@ func (r *partitionRun) awaitReady(ctx context.Context) error {
 	return ready(ctx)
 }
 
-// partition starts applying entries, all of table and pk and in journal
+// newRun starts applying entries, all of table and pk and in journal
 // order.
-func (a *Applier) partition(ctx context.Context, table, pk string, entries []Entry) (*partitionRun, error) {
+func (a *Applier) newRun(ctx context.Context, table, pk string, entries []Entry) (*partitionRun, error) {
 	r := &partitionRun{fenced: fenced{a: a, part: partKey{table, pk}}, entries: entries, seen: make(map[string]uint64)}
 	// Only valid messages name a valid table: without one, nothing is read
 	// or written (rejectOnly).
