@@ -2,6 +2,7 @@ package azurite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -58,7 +59,7 @@ func (s *Shared) Get(tb testing.TB) *Server {
 
 // Stop stops the server if a test started it.
 func (s *Shared) Stop() error {
-	s.once.Do(func() {}) // no Get may start one after this
+	s.once.Do(func() { s.err = errors.New("azurite: the shared server was stopped before a test asked for it") })
 	if s.srv == nil {
 		return nil
 	}
