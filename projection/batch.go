@@ -137,6 +137,7 @@ type batch struct {
 func (p *Projector) decode(msgs []jetstream.Msg) *batch {
 	b := &batch{p: p, msgs: msgs, entries: make(map[partition][]Entry), bySeq: make(map[uint64]*Entry, len(msgs)),
 		outcomes: newOutcomePublisher(p.js, p.obs)}
+	b.outcomes.noReply = p.cfg.NoReply
 	if !p.cfg.NoChangeFeed {
 		b.changes = newChangeFeed(p.js)
 	}

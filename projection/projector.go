@@ -62,6 +62,12 @@ type Config struct {
 	DrainTimeout time.Duration
 	// NoChangeFeed turns the change feed off.
 	NoChangeFeed bool
+	// NoReply turns off the replies to waiting clients (SPEC §5, "The
+	// reply before the durable record"): clients then learn an applied
+	// command's outcome when it is stored, as from a projector of the
+	// previous release. For accounts whose permissions deny publishing on
+	// wire.ReplyPrefix.>, and for the tests of that upgrade path.
+	NoReply bool
 	// OutcomesMaxAge and ChangesMaxAge are how long the OUTCOMES and CHANGES
 	// streams keep messages. If zero, forever for a new stream, and an
 	// existing stream's limit is left as it is; negative removes a limit.

@@ -76,6 +76,7 @@ func (b *batch) publishApplied(ctx context.Context, part partition, rs []Result)
 		if err != nil {
 			return err
 		}
+		b.outcomes.reply(rs[i].ID, msg)
 		b.outcomes.queue(msg, h)
 	}
 	return nil
@@ -294,6 +295,9 @@ type outcomePublisher struct {
 	js  jetstream.JetStream
 	obs Observer
 
+	// noReply: no reply to waiting clients (Config.NoReply).
+	noReply bool
+
 	mu      sync.Mutex
 	queued  []*nats.Msg // outcomes of applied commands, sent by flush
 	handled []handled   // their commands, reported once stored
@@ -308,6 +312,19 @@ type handled struct {
 
 func newOutcomePublisher(js jetstream.JetStream, obs Observer) *outcomePublisher {
 	return &outcomePublisher{js: js, obs: obs}
+}
+
+// reply tells a client waiting for command id its outcome msg over core
+// NATS (wire.ReplySubject), before the outcome is stored: the transaction
+// that applied the command has committed, and whatever happens next, the
+// outcome stored for it says the same (SPEC §5, "The reply before the
+// durable record"). Core NATS delivers at most once; a lost reply costs a
+// client only the wait for the stored outcome, so a failure is ignored.
+func (o *outcomePublisher) reply(id string, msg *nats.Msg) {
+	if o.noReply {
+		return
+	}
+	_ = o.js.Conn().PublishMsg(&nats.Msg{Subject: wire.ReplySubject(id), Header: msg.Header, Data: msg.Data})
 }
 
 // send publishes an outcome asynchronously; await waits for it.

@@ -121,13 +121,25 @@ type Outcome struct {
 // not decode, or an ID longer than events.MaxIDLen, which no valid command
 // has) has its outcomes on outcomes.= ("=" is never base64url output):
 // a subject must not be empty, nor as long as such an ID could be.
-func OutcomeSubject(id string) string {
+func OutcomeSubject(id string) string { return idSubject(OutcomesPrefix, id) }
+
+// ReplySubject returns the core NATS subject on which the projector tells
+// a waiting client the outcome of an applied command the moment its
+// transaction commits, before the stored outcome (SPEC §5, "The reply
+// before the durable record"): tablejournal.reply.<base64url(id)>. No
+// stream holds it; a client that was not listening reads the stored
+// outcome instead.
+func ReplySubject(id string) string { return idSubject(ReplyPrefix, id) }
+
+// idSubject is prefix.<base64url(id)>, or prefix.= for an ID no valid
+// command has (see OutcomeSubject).
+func idSubject(prefix, id string) string {
 	if id == "" || len(id) > events.MaxIDLen {
-		return OutcomesPrefix + ".="
+		return prefix + ".="
 	}
 	// One allocation for the subject: it is made per outcome published.
-	var buf [128]byte
-	b := append(append(buf[:0], OutcomesPrefix...), '.')
+	var buf [160]byte
+	b := append(append(buf[:0], prefix...), '.')
 	return string(base64.RawURLEncoding.AppendEncode(b, []byte(id)))
 }
 

@@ -116,6 +116,7 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.Journal.Shards, "journal-shards", 0, "shard count when creating the journal stream (default 16); must match an existing stream")
 	fs.DurationVar(&cfg.Journal.Duplicates, "dup-window", 0, "journal duplicate window when creating the stream (default 2m)")
 	fs.BoolVar(&cfg.NoChangeFeed, "no-change-feed", false, "do not publish the change feed")
+	fs.BoolVar(&cfg.NoReply, "no-reply", false, "do not reply to waiting clients before an outcome is stored (clients then wait for the stored outcome)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&c.logJSON, "log-json", false, "log as JSON lines")
 	fs.IntVar(&cfg.Applier.CacheRows, "cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
