@@ -124,10 +124,15 @@ func (p *Projector) logResults(part partition, rs []Result) {
 
 // outcomeMsg is the outcome message of r, with its command's trace context.
 func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
-	msg, err := journal.OutcomeMsg(wire.Outcome{
+	o := wire.Outcome{
 		ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
 		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, Pruned: r.Pruned, At: e.At,
-	})
+	}
+	if e.Cmd != nil && (r.Status == wire.StatusApplied || r.Status == wire.StatusDuplicate) {
+		// What the ID names, to refuse it with another body later (SPEC §5).
+		o.Digest = e.Cmd.Digest()
+	}
+	msg, err := journal.OutcomeMsg(o)
 	if err != nil {
 		return nil, err
 	}
