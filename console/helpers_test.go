@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	tj "github.com/tablejournal/tablejournal"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/tablejournal/tablejournal/console"
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
@@ -52,6 +54,7 @@ type fixture struct {
 	client *tj.Client
 	rp     *replay.Source
 	st     store.Store
+	js     jetstream.JetStream
 	srv    *httptest.Server
 	h      *console.Handler
 	table  string
@@ -110,6 +113,7 @@ func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e3").Merge("p1", tj.Entity{"n": tj.Int64(3)}))
 
 	_, js := journaltest.Connect(t, p.URL())
+	f.js = js
 	f.st = p.Store()
 	f.rp, err = replay.New(ctx, replay.Config{Store: f.st, JetStream: js})
 	if err != nil {

@@ -30,6 +30,12 @@ func (h *Handler) parse() error {
 			}
 			return f.Value
 		},
+		"reason": func(code, reason string) string {
+			if h.cfg.HideValues {
+				return hideReasonValues(code, reason)
+			}
+			return reason
+		},
 		"secs": func(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) },
 		"rate": func(f float64) string { return fmt.Sprintf("%.1f/s", f) },
 		"add": func(xs ...int64) int64 {
