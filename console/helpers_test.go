@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	tj "github.com/tablejournal/tablejournal"
 	"github.com/nats-io/nats.go/jetstream"
+	tj "github.com/tablejournal/tablejournal"
 
 	"github.com/tablejournal/tablejournal/console"
 	"github.com/tablejournal/tablejournal/internal/azurite"
