@@ -411,4 +411,3 @@ func (a *Adopter) WaitApplied(ctx context.Context, seq uint64) error {
 		pause = min(2*pause, time.Second)
 	}
 }
-

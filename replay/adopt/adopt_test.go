@@ -58,6 +58,18 @@ func azuriteStore(t *testing.T) *azure.Store {
 	return s
 }
 
+// onBackends runs test on each backend, with a pipeline, an Adopter and
+// the names of a source and an adopted table.
+func onBackends(t *testing.T, test func(t *testing.T, st store.Store, e *replaytest.Env, a *adopt.Adopter, table, into string)) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			st := b.open(t)
+			e, a := env(t, st)
+			test(t, st, e, a, replaytest.UniqueTable("src"), replaytest.UniqueTable("adopted"))
+		})
+	}
+}
+
 // env is a pipeline with a running projector on st, and an Adopter.
 func env(t *testing.T, st store.Store) (*replaytest.Env, *adopt.Adopter) {
 	e := replaytest.NewEnv(t, st)
@@ -124,172 +136,162 @@ func verify(t *testing.T, e *replaytest.Env, into string) {
 }
 
 func TestAdoptAndCatchUp(t *testing.T) {
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
-			st := b.open(t)
-			e, a := env(t, st)
-			ctx := e.Ctx
-			table, into := replaytest.UniqueTable("src"), replaytest.UniqueTable("adopted")
-			src := map[[2]string]edm.Entity{}
-			for i := range 60 {
-				src[[2]string{fmt.Sprintf("p%d", i%7), fmt.Sprintf("r%02d", i)}] = edm.Entity{
-					"n": edm.Int64(1<<53 + int64(i)), "w": edm.Double(float64(i)), "s": edm.String(""),
-				}
+	onBackends(t, func(t *testing.T, st store.Store, e *replaytest.Env, a *adopt.Adopter, table, into string) {
+		ctx := e.Ctx
+		src := map[[2]string]edm.Entity{}
+		for i := range 60 {
+			src[[2]string{fmt.Sprintf("p%d", i%7), fmt.Sprintf("r%02d", i)}] = edm.Entity{
+				"n": edm.Int64(1<<53 + int64(i)), "w": edm.Double(float64(i)), "s": edm.String(""),
 			}
-			src[[2]string{"", ""}] = edm.Entity{} // the empty keys, an empty entity
-			write(t, ctx, st, table, src)
+		}
+		src[[2]string{"", ""}] = edm.Entity{} // the empty keys, an empty entity
+		write(t, ctx, st, table, src)
 
-			cfg := adopt.Config{Table: table, Into: into}
-			p, err := a.Plan(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Rows != 61 || p.Partitions != 8 || p.Upserts != 61 || p.Deletes != 0 || len(p.Problems) != 0 || p.Bytes == 0 {
-				t.Fatalf("first pass: %s, %d problems", p.Summary(), len(p.Problems))
-			}
-			// The dry run wrote nothing.
-			if _, err := st.Get(ctx, into, "p0", rows.TipKey("r00")); !errors.Is(err, store.ErrTableNotFound) && !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("the dry run wrote the adopted table: %v", err)
-			}
-			if err := p.Apply(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if p.Result.Published != 61 {
-				t.Errorf("published %d, want 61", p.Result.Published)
-			}
-			sameAsSource(t, ctx, st, table, into)
+		cfg := adopt.Config{Table: table, Into: into}
+		p, err := a.Plan(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Rows != 61 || p.Partitions != 8 || p.Upserts != 61 || p.Deletes != 0 || len(p.Problems) != 0 || p.Bytes == 0 {
+			t.Fatalf("first pass: %s, %d problems", p.Summary(), len(p.Problems))
+		}
+		// The dry run wrote nothing.
+		if _, err := st.Get(ctx, into, "p0", rows.TipKey("r00")); !errors.Is(err, store.ErrTableNotFound) && !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the dry run wrote the adopted table: %v", err)
+		}
+		if err := p.Apply(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if p.Result.Published != 61 {
+			t.Errorf("published %d, want 61", p.Result.Published)
+		}
+		sameAsSource(t, ctx, st, table, into)
 
-			// A first pass again is refused; the same pass resumed finds
-			// nothing to do, with the fingerprint of any unchanged pass.
-			if _, err := a.Plan(ctx, cfg); !errors.Is(err, replay.ErrNotEmpty) {
-				t.Fatalf("first pass over an adopted table: %v, want ErrNotEmpty", err)
-			}
-			cfg.Resume = true
-			again, err := a.Plan(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(again.Commands) != 0 || again.Unchanged != 61 {
-				t.Fatalf("resumed pass over an unchanged source: %s", again.Summary())
-			}
+		// A first pass again is refused; the same pass resumed finds
+		// nothing to do, with the fingerprint of any unchanged pass.
+		if _, err := a.Plan(ctx, cfg); !errors.Is(err, replay.ErrNotEmpty) {
+			t.Fatalf("first pass over an adopted table: %v, want ErrNotEmpty", err)
+		}
+		cfg.Resume = true
+		again, err := a.Plan(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again.Commands) != 0 || again.Unchanged != 61 {
+			t.Fatalf("resumed pass over an unchanged source: %s", again.Summary())
+		}
 
-			// The service writes on: one row changed, one added, one
-			// deleted, a whole partition deleted.
-			change := map[[2]string]edm.Entity{
-				{"p1", "r01"}: {"n": edm.Int32(-1)},
-				{"p9", "new"}: {"d": edm.DateTime(time.Date(2026, 1, 2, 3, 4, 5, 678912300, time.UTC))},
+		// The service writes on: one row changed, one added, one
+		// deleted, a whole partition deleted.
+		change := map[[2]string]edm.Entity{
+			{"p1", "r01"}: {"n": edm.Int32(-1)},
+			{"p9", "new"}: {"d": edm.DateTime(time.Date(2026, 1, 2, 3, 4, 5, 678912300, time.UTC))},
+		}
+		write(t, ctx, st, table, change)
+		dels := [][2]string{{"p2", "r02"}}
+		for k := range src {
+			if k[0] == "p3" {
+				dels = append(dels, k)
 			}
-			write(t, ctx, st, table, change)
-			dels := [][2]string{{"p2", "r02"}}
-			for k := range src {
-				if k[0] == "p3" {
-					dels = append(dels, k)
-				}
-			}
-			for _, k := range dels {
-				if _, err := st.Transact(ctx, table, k[0], []store.Op{{Kind: store.Delete, RK: k[1]}}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg = adopt.Config{Table: table, Into: into, CatchUp: true}
-			cu, err := a.Plan(ctx, cfg)
-			if err != nil {
+		}
+		for _, k := range dels {
+			if _, err := st.Transact(ctx, table, k[0], []store.Op{{Kind: store.Delete, RK: k[1]}}); err != nil {
 				t.Fatal(err)
 			}
-			if cu.Upserts != 2 || cu.Deletes != len(dels) {
-				t.Fatalf("catch-up: %s, want 2 upserts and %d deletes", cu.Summary(), len(dels))
-			}
-			if err := cu.Apply(ctx); err != nil {
-				t.Fatal(err)
-			}
-			sameAsSource(t, ctx, st, table, into)
-			verify(t, e, into)
+		}
+		cfg = adopt.Config{Table: table, Into: into, CatchUp: true}
+		cu, err := a.Plan(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cu.Upserts != 2 || cu.Deletes != len(dels) {
+			t.Fatalf("catch-up: %s, want 2 upserts and %d deletes", cu.Summary(), len(dels))
+		}
+		if err := cu.Apply(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sameAsSource(t, ctx, st, table, into)
+		verify(t, e, into)
 
-			// The history of an adopted row starts with adoption.
-			var first rows.Row
-			if err := (rows.Reader{Store: st}).Versions(ctx, into, "p1", "r01", func(r rows.Row) error { first = r; return nil }); err != nil {
-				t.Fatal(err)
-			}
-			if !adopt.IsAdoptionID(first.Cmd) || first.Version != 0 {
-				t.Errorf("oldest version of p1/r01: %s v%d, want an adoption command at v0", first.Cmd, first.Version)
-			}
+		// The history of an adopted row starts with adoption.
+		var first rows.Row
+		if err := (rows.Reader{Store: st}).Versions(ctx, into, "p1", "r01", func(r rows.Row) error { first = r; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !adopt.IsAdoptionID(first.Cmd) || first.Version != 0 {
+			t.Errorf("oldest version of p1/r01: %s v%d, want an adoption command at v0", first.Cmd, first.Version)
+		}
 
-			// Once the service writes the adopted table, a pass refuses to
-			// overwrite its writes.
-			svc := &events.Command{ID: "svc-1", Table: into, PK: "p1", Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r01", Entity: edm.Entity{"n": edm.Int32(2)}}}}
-			e.Publish([]*events.Command{svc})
-			e.Await([]string{svc.ID})
-			cu, err = a.Plan(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(cu.Problems) != 1 || cu.Problems[0].Rule != adopt.RuleWrittenSince || !cu.Blocked() {
-				t.Fatalf("catch-up after the service wrote the adopted table: %s, problems %v", cu.Summary(), cu.Problems)
-			}
-		})
-	}
+		// Once the service writes the adopted table, a pass refuses to
+		// overwrite its writes.
+		svc := &events.Command{ID: "svc-1", Table: into, PK: "p1", Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r01", Entity: edm.Entity{"n": edm.Int32(2)}}}}
+		e.Publish([]*events.Command{svc})
+		e.Await([]string{svc.ID})
+		cu, err = a.Plan(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cu.Problems) != 1 || cu.Problems[0].Rule != adopt.RuleWrittenSince || !cu.Blocked() {
+			t.Fatalf("catch-up after the service wrote the adopted table: %s, problems %v", cu.Summary(), cu.Problems)
+		}
+	})
 }
 
 func TestProblems(t *testing.T) {
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
-			st := b.open(t)
-			e, a := env(t, st)
-			ctx := e.Ctx
-			table, into := replaytest.UniqueTable("src"), replaytest.UniqueTable("adopted")
-			many := edm.Entity{}
-			for i := range store.MaxProperties {
-				many[fmt.Sprintf("p%03d", i)] = edm.Int32(int32(i))
-			}
-			write(t, ctx, st, table, map[[2]string]edm.Entity{
-				{"p", "ok"}:      {"a": edm.String("x")},
-				{"p", "_sys"}:    {"_x": edm.Int32(1)},
-				{"p", "many"}:    many,
-				{"p", "fence"}:   {"a": edm.Int32(1)},
-				{"p", "tip:old"}: {"a": edm.Int32(1)},
-				{"q", "old:x:1"}: {"a": edm.Int32(1)},
-				{"q", "big"}:     big(),
-			})
-			p, err := a.Plan(ctx, adopt.Config{Table: table, Into: into})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]rules.Rule{}
-			for _, pr := range p.Problems {
-				got[pr.PK+"/"+pr.RK] = pr.Rule
-			}
-			want := map[string]rules.Rule{
-				"p/_sys": rules.PropertyReserved, "p/many": rules.TooManyProperties, "p/fence": adopt.RuleLayoutKey,
-				"p/tip:old": adopt.RuleLayoutKey, "q/old:x:1": adopt.RuleLayoutKey, "q/big": rules.EntityTooLarge,
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("problems %v, want %v", got, want)
-			}
-			if p.Upserts != 1 || !p.Blocked() {
-				t.Fatalf("%s", p.Summary())
-			}
-			if err := p.Apply(ctx); !errors.Is(err, adopt.ErrProblems) {
-				t.Fatalf("Apply of a blocked plan: %v, want ErrProblems", err)
-			}
-			if head, _ := e.Journal.Head(ctx); head != 0 {
-				t.Fatalf("a refused plan published: journal head %d", head)
-			}
-			p, err = a.Plan(ctx, adopt.Config{Table: table, Into: into, SkipInvalid: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Apply(ctx); err != nil {
-				t.Fatal(err)
-			}
-			r, err := rows.Reader{Store: st}.Get(ctx, into, "p", "ok")
-			if err != nil || !r.Props.Equal(edm.Entity{"a": edm.String("x")}) {
-				t.Fatalf("the valid row: %v, %v", r, err)
-			}
-			if !strings.Contains(p.Summary(), "6 rows skipped") {
-				t.Errorf("summary %q does not count the skipped rows", p.Summary())
-			}
+	onBackends(t, func(t *testing.T, st store.Store, e *replaytest.Env, a *adopt.Adopter, table, into string) {
+		ctx := e.Ctx
+		many := edm.Entity{}
+		for i := range store.MaxProperties {
+			many[fmt.Sprintf("p%03d", i)] = edm.Int32(int32(i))
+		}
+		write(t, ctx, st, table, map[[2]string]edm.Entity{
+			{"p", "ok"}:      {"a": edm.String("x")},
+			{"p", "_sys"}:    {"_x": edm.Int32(1)},
+			{"p", "many"}:    many,
+			{"p", "fence"}:   {"a": edm.Int32(1)},
+			{"p", "tip:old"}: {"a": edm.Int32(1)},
+			{"q", "old:x:1"}: {"a": edm.Int32(1)},
+			{"q", "big"}:     big(),
 		})
-	}
+		p, err := a.Plan(ctx, adopt.Config{Table: table, Into: into})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]rules.Rule{}
+		for _, pr := range p.Problems {
+			got[pr.PK+"/"+pr.RK] = pr.Rule
+		}
+		want := map[string]rules.Rule{
+			"p/_sys": rules.PropertyReserved, "p/many": rules.TooManyProperties, "p/fence": adopt.RuleLayoutKey,
+			"p/tip:old": adopt.RuleLayoutKey, "q/old:x:1": adopt.RuleLayoutKey, "q/big": rules.EntityTooLarge,
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("problems %v, want %v", got, want)
+		}
+		if p.Upserts != 1 || !p.Blocked() {
+			t.Fatalf("%s", p.Summary())
+		}
+		if err := p.Apply(ctx); !errors.Is(err, adopt.ErrProblems) {
+			t.Fatalf("Apply of a blocked plan: %v, want ErrProblems", err)
+		}
+		if head, _ := e.Journal.Head(ctx); head != 0 {
+			t.Fatalf("a refused plan published: journal head %d", head)
+		}
+		p, err = a.Plan(ctx, adopt.Config{Table: table, Into: into, SkipInvalid: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Apply(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err := rows.Reader{Store: st}.Get(ctx, into, "p", "ok")
+		if err != nil || !r.Props.Equal(edm.Entity{"a": edm.String("x")}) {
+			t.Fatalf("the valid row: %v, %v", r, err)
+		}
+		if !strings.Contains(p.Summary(), "6 rows skipped") {
+			t.Errorf("summary %q does not count the skipped rows", p.Summary())
+		}
+	})
 }
 
 // big is an entity Azure stores (under 1 MiB) but that is too large once
@@ -328,8 +330,8 @@ func TestForeignSDK(t *testing.T) {
 				"Str": fmt.Sprintf("ordre nº %d – 世界", i), "Empty": "", "Paid": i%2 == 0,
 				"Qty": int32(i), "Big": aztables.EDMInt64(1<<53 + int64(i)), "Neg": aztables.EDMInt64(math.MinInt64 + int64(i)),
 				"Price": float64(i) + 0.25, "At": aztables.EDMDateTime(dt.Add(time.Duration(i) * 100)),
-				"Ref":   aztables.EDMGUID(fmt.Sprintf("0f8fad5b-d9cb-469f-a165-%012d", i)),
-				"Blob":  aztables.EDMBinary([]byte{byte(i), 0, 0xff}),
+				"Ref":  aztables.EDMGUID(fmt.Sprintf("0f8fad5b-d9cb-469f-a165-%012d", i)),
+				"Blob": aztables.EDMBinary([]byte{byte(i), 0, 0xff}),
 			},
 		}
 		body, err := json.Marshal(ent)
