@@ -82,9 +82,10 @@ func New(src *replay.Source) *Adopter { return &Adopter{src} }
 
 // Problem is a row a pass cannot journal, with the rule it breaks.
 type Problem struct {
-	PK, RK string
-	Rule   rules.Rule
-	Detail string
+	PK     string     `json:"pk"`
+	RK     string     `json:"rk"`
+	Rule   rules.Rule `json:"rule"`
+	Detail string     `json:"detail"`
 }
 
 func (p Problem) String() string {
@@ -94,30 +95,33 @@ func (p Problem) String() string {
 // Plan is one pass, read and not yet journaled: a dry run. Apply
 // journals it.
 type Plan struct {
-	Table, Into string
+	Table string `json:"table"`
+	Into  string `json:"into"`
 	// Pass is "first", "resume" or "catch-up".
-	Pass string
+	Pass string `json:"pass"`
 	// Rows and Partitions of the source read; Bytes their size by Azure's
 	// formula (edm.EntitySize).
-	Rows, Partitions int
-	Bytes            int64
+	Rows       int   `json:"rows"`
+	Partitions int   `json:"partitions"`
+	Bytes      int64 `json:"bytes"`
 	// Unchanged counts the source rows the adopted table holds already, as
 	// they are.
-	Unchanged int
+	Unchanged int `json:"unchanged"`
 	// Upserts and Deletes count Commands by kind.
-	Upserts, Deletes int
+	Upserts int `json:"upserts"`
+	Deletes int `json:"deletes"`
 	// Commands are what Apply publishes, in partition then row key order.
-	Commands []*events.Command
+	Commands []*events.Command `json:"-"`
 	// Problems are the rows left out, by partition and row key.
-	Problems []Problem
+	Problems []Problem `json:"problems"`
 	// SkipInvalid says Apply journals the other rows despite Problems.
-	SkipInvalid bool
+	SkipInvalid bool `json:"skipInvalid"`
 	// Read is how long the pass took to read both tables and compare them.
-	Read time.Duration
+	Read time.Duration `json:"readNs"`
 
 	a *Adopter
 	// Result is set by Apply.
-	Result *Result
+	Result *Result `json:"result,omitempty"`
 }
 
 // Blocked reports whether Apply refuses the plan: it has problems and was

@@ -14,12 +14,14 @@ type Result struct {
 	// Published counts the commands the journal stored now; Duplicates
 	// those it already held (a pass applied twice within the journal's
 	// duplicate window).
-	Published, Duplicates int
+	Published  int `json:"published"`
+	Duplicates int `json:"duplicates"`
 	// LastSeq is the highest journal sequence of the pass's commands.
-	LastSeq uint64
+	LastSeq uint64 `json:"lastSeq"`
 	// Publish is how long publishing took; Wait how long the projector
 	// then took to apply them (0 without waiting).
-	Publish, Wait time.Duration
+	Publish time.Duration `json:"publishNs"`
+	Wait    time.Duration `json:"waitNs"`
 }
 
 // ApplyOptions tune Apply.
