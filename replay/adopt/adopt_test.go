@@ -13,10 +13,12 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/adopt"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
@@ -429,4 +431,71 @@ func sdkProps(t *testing.T, body []byte) map[string]string {
 		out[name] = string(v) + " " + typ
 	}
 	return out
+}
+
+// TestResumeAfterCrash stops a pass in the middle of journaling (its
+// context cancelled, as a killed process stops), then resumes it: the
+// journal ends with each row's command once, and every adopted row at
+// version 0.
+func TestResumeAfterCrash(t *testing.T) {
+	st := backends()[0].open(t)
+	e, a := env(t, st)
+	ctx := e.Ctx
+	table, into := replaytest.UniqueTable("src"), replaytest.UniqueTable("adopted")
+	src := map[[2]string]edm.Entity{}
+	for i := range 600 {
+		src[[2]string{fmt.Sprintf("p%d", i%12), fmt.Sprintf("r%03d", i)}] = edm.Entity{"i": edm.Int32(int32(i))}
+	}
+	write(t, ctx, st, table, src)
+	p, err := a.Plan(ctx, adopt.Config{Table: table, Into: into})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, crash := context.WithCancel(ctx)
+	_, err = p.ApplyWith(cctx, adopt.ApplyOptions{Progress: func(done, _ int64) {
+		if done == 100 {
+			crash()
+		}
+	}})
+	if err == nil {
+		t.Fatal("the crashed pass reported success")
+	}
+	head, err := e.Journal.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head < 100 || head >= 600 {
+		t.Fatalf("the crash left %d commands in the journal, want between 100 and 599", head)
+	}
+	p, err = a.Plan(ctx, adopt.Config{Table: table, Into: into, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A publish in flight at the crash may be stored after head was read.
+	if p.Upserts+p.Unchanged != 600 || p.Unchanged < int(head) {
+		t.Fatalf("resumed: %s; the journal held %d", p.Summary(), head)
+	}
+	if err := p.Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sameAsSource(t, ctx, st, table, into)
+	ids := map[string]int{}
+	last, _ := e.Journal.Head(ctx)
+	if err := e.Journal.Read(ctx, 1, last, "", func(m journal.Msg) error {
+		ids[m.Header.Get(jetstream.MsgIDHeader)]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 600 || last != 600 {
+		t.Fatalf("the journal holds %d messages of %d IDs, want 600 of 600", last, len(ids))
+	}
+	if err := (rows.Reader{Store: st}).Current(ctx, into, store.AllPartitions, func(r rows.Row) error {
+		if r.Version != 0 {
+			t.Errorf("%q/%q at version %d, want 0: applied twice", r.PK, r.RK, r.Version)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -52,7 +52,39 @@ func (p *Plan) ApplyWith(ctx context.Context, opts ApplyOptions) (*Result, error
 	res := &Result{}
 	start := time.Now()
 	w := journal.NewWriter(p.a.JetStream(), p.a.Journal().Name(), journal.WithLimits(p.a.Store().Limits()))
-	futures := make([]*journal.Future, 0, len(p.Commands))
+	// One goroutine sends, another collects the acknowledgements as they
+	// come, so that progress moves and the Writer's in-flight bound is the
+	// only buffer.
+	futures := make(chan *journal.Future, 256)
+	collected := make(chan error, 1)
+	total := int64(len(p.Commands))
+	go func() {
+		var cerr error
+		var n, failed int64
+		for f := range futures {
+			r, err := f.Result(ctx)
+			n++
+			if err != nil {
+				if failed++; cerr == nil {
+					cerr = fmt.Errorf("adopt: publish %s: %w", f.ID(), err)
+				}
+				continue
+			}
+			if r.Duplicate {
+				res.Duplicates++
+			} else {
+				res.Published++
+			}
+			res.LastSeq = max(res.LastSeq, r.Seq)
+			if opts.Progress != nil {
+				opts.Progress(n, total)
+			}
+		}
+		if failed > 1 {
+			cerr = fmt.Errorf("%w (and %d more commands unacknowledged)", cerr, failed-1)
+		}
+		collected <- cerr
+	}()
 	var perr error
 	for _, c := range p.Commands {
 		f, err := w.PublishAsync(ctx, c)
@@ -60,25 +92,10 @@ func (p *Plan) ApplyWith(ctx context.Context, opts ApplyOptions) (*Result, error
 			perr = fmt.Errorf("adopt: publish %s: %w", c.ID, err)
 			break
 		}
-		futures = append(futures, f)
+		futures <- f
 	}
-	total := int64(len(p.Commands))
-	for i, f := range futures {
-		r, err := f.Result(ctx)
-		if err != nil {
-			perr = errors.Join(perr, fmt.Errorf("adopt: publish %s: %w", f.ID(), err))
-			continue
-		}
-		if r.Duplicate {
-			res.Duplicates++
-		} else {
-			res.Published++
-		}
-		res.LastSeq = max(res.LastSeq, r.Seq)
-		if opts.Progress != nil {
-			opts.Progress(int64(i+1), total)
-		}
-	}
+	close(futures)
+	perr = errors.Join(perr, <-collected)
 	res.Publish = time.Since(start)
 	p.Result = res
 	if perr != nil {
