@@ -35,12 +35,12 @@ func TestMain(m *testing.M) { os.Exit(replaytest.Main(m)) }
 // check of projectiontest: a source table is not in the layout.
 type backend struct {
 	name string
-	open func(t *testing.T) store.Store
+	open func(t testing.TB) store.Store
 }
 
 func backends() []backend {
 	return []backend{
-		{"sqlite", func(t *testing.T) store.Store {
+		{"sqlite", func(t testing.TB) store.Store {
 			s, err := sqlite.Open(context.Background(), t.TempDir()+"/tables.db")
 			if err != nil {
 				t.Fatal(err)
@@ -48,11 +48,11 @@ func backends() []backend {
 			t.Cleanup(func() { s.Close() })
 			return s
 		}},
-		{"azurite", func(t *testing.T) store.Store { return azuriteStore(t) }},
+		{"azurite", func(t testing.TB) store.Store { return azuriteStore(t) }},
 	}
 }
 
-func azuriteStore(t *testing.T) *azure.Store {
+func azuriteStore(t testing.TB) *azure.Store {
 	s, err := azure.New(azure.Config{ConnectionString: replaytest.Azurite.ConnectionString()})
 	if err != nil {
 		t.Fatal(err)
@@ -73,13 +73,13 @@ func onBackends(t *testing.T, test func(t *testing.T, st store.Store, e *replayt
 }
 
 // env is a pipeline with a running projector on st, and an Adopter.
-func env(t *testing.T, st store.Store) (*replaytest.Env, *adopt.Adopter) {
+func env(t testing.TB, st store.Store) (*replaytest.Env, *adopt.Adopter) {
 	e := replaytest.NewEnv(t, st)
 	return e, adopt.New(e.Src)
 }
 
 // write inserts rows into the source table, creating it.
-func write(t *testing.T, ctx context.Context, st store.Store, table string, rows map[[2]string]edm.Entity) {
+func write(t testing.TB, ctx context.Context, st store.Store, table string, rows map[[2]string]edm.Entity) {
 	t.Helper()
 	if err := st.CreateTable(ctx, table); err != nil && !errors.Is(err, store.ErrTableExists) {
 		t.Fatal(err)
