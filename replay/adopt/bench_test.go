@@ -46,6 +46,7 @@ func BenchmarkAdopt(b *testing.B) {
 				b.Fatal(err)
 			}
 			adoptTime := time.Since(start)
+			b.Logf("read %s, publish %s, wait %s", p.Read, p.Result.Publish, p.Result.Wait)
 			b.StopTimer()
 			if p.Upserts != b.N {
 				b.Fatalf("%s", p.Summary())
