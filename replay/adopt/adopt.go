@@ -55,8 +55,15 @@ type Config struct {
 	// Table is the source table. Required.
 	Table string
 	// Into is the adopted table, the one the projector writes (blue/green:
-	// the source is never written). Required, and not Table.
+	// the source is never written). Required, and not Table, unless
+	// InPlace.
 	Into string
+	// InPlace adopts Table into itself: the projector writes each row's
+	// layout rows beside it, and once they are applied Apply deletes the
+	// row as the service wrote it, on the condition that it is unchanged
+	// (its ETag). A row is readable in one form or both, never in
+	// neither. Into is then Table or empty.
+	InPlace bool
 	// Resume finishes a first pass that stopped: Into may already hold rows
 	// adopted from Table.
 	Resume bool
@@ -122,6 +129,15 @@ type Plan struct {
 	a *Adopter
 	// Result is set by Apply.
 	Result *Result `json:"result,omitempty"`
+	// InPlace: Apply moves the rows (Config.InPlace).
+	InPlace bool `json:"inPlace,omitempty"`
+	// Moves counts the rows as the service wrote them that Apply deletes
+	// once their layout rows are applied (in place only).
+	Moves int `json:"moves,omitempty"`
+
+	parts   []partPlan // by partition, for Apply in place
+	workers int
+	issuer  string
 }
 
 // Blocked reports whether Apply refuses the plan: it has problems and was
@@ -132,6 +148,9 @@ func (p *Plan) Blocked() bool { return len(p.Problems) > 0 && !p.SkipInvalid }
 func (p *Plan) Summary() string {
 	s := fmt.Sprintf("adopt %s into %s (%s pass): %d rows in %d partitions, %d bytes read in %s; %d unchanged, %d upserts, %d deletes",
 		p.Table, p.Into, p.Pass, p.Rows, p.Partitions, p.Bytes, p.Read.Round(time.Millisecond), p.Unchanged, p.Upserts, p.Deletes)
+	if p.InPlace {
+		s += fmt.Sprintf("; %d rows to move in place", p.Moves)
+	}
 	if n := len(p.Problems); n > 0 {
 		verb := "blocking"
 		if p.SkipInvalid {
@@ -161,6 +180,9 @@ func (p *Plan) Fingerprint() string {
 // (after waiting until the projector applied what the journal holds, so
 // that the previous pass's commands are seen), and compares them.
 func (a *Adopter) Plan(ctx context.Context, cfg Config) (*Plan, error) {
+	if cfg.InPlace && cfg.Into == "" {
+		cfg.Into = cfg.Table
+	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -189,7 +211,8 @@ func (a *Adopter) Plan(ctx context.Context, cfg Config) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Table: cfg.Table, Into: cfg.Into, Pass: "first", SkipInvalid: cfg.SkipInvalid, a: a, Partitions: srcParts}
+	p := &Plan{Table: cfg.Table, Into: cfg.Into, Pass: "first", SkipInvalid: cfg.SkipInvalid, a: a, Partitions: srcParts,
+		InPlace: cfg.InPlace, workers: cfg.Workers, issuer: cfg.Issuer}
 	switch {
 	case cfg.CatchUp:
 		p.Pass = "catch-up"
@@ -217,7 +240,9 @@ func (a *Adopter) Plan(ctx context.Context, cfg Config) (*Plan, error) {
 		return nil, err
 	}
 	adopted := 0
+	p.parts = parts
 	for _, pp := range parts {
+		p.Moves += len(pp.moves)
 		p.Rows += pp.rows
 		p.Bytes += pp.bytes
 		p.Unchanged += pp.unchanged
@@ -250,8 +275,12 @@ func (c Config) check() error {
 	if !store.ValidTableName(c.Into) {
 		errs = append(errs, fmt.Errorf("adopted table %q: rule %s", c.Into, rules.TableName))
 	}
-	if strings.EqualFold(c.Table, c.Into) {
-		errs = append(errs, fmt.Errorf("adopt %s into itself: name a new table", c.Table))
+	if strings.EqualFold(c.Table, c.Into) != c.InPlace {
+		if c.InPlace {
+			errs = append(errs, fmt.Errorf("adopt %s in place into %s: in place is into the table itself", c.Table, c.Into))
+		} else {
+			errs = append(errs, fmt.Errorf("adopt %s into itself: name a new table, or adopt it in place", c.Table))
+		}
 	}
 	if c.Resume && c.CatchUp {
 		errs = append(errs, errors.New("resume and catch-up: a catch-up pass resumes by itself, name one"))
@@ -289,6 +318,8 @@ func (a *Adopter) partitions(ctx context.Context, cfg Config) ([]string, int, er
 
 // partPlan is what one partition contributes to a Plan.
 type partPlan struct {
+	pk                       string
+	moves                    []move // in place: the rows to delete once applied
 	rows, unchanged, adopted int
 	bytes                    int64
 	cmds                     []*events.Command
@@ -297,9 +328,24 @@ type partPlan struct {
 
 // planPartition reads partition pk of both tables and compares them.
 func (a *Adopter) planPartition(ctx context.Context, cfg Config, pk string) (partPlan, error) {
-	var pp partPlan
+	pp := partPlan{pk: pk}
+	// In place, a pass after the first meets the layout's own rows.
+	ours := cfg.InPlace && (cfg.Resume || cfg.CatchUp)
 	tips := map[string]rows.Row{}
-	err := rows.Reader{Store: a.Store()}.Current(ctx, cfg.Into, store.InPartition(pk), func(r rows.Row) error {
+	from, to := rows.TipRange()
+	err := store.All(ctx, a.Store(), cfg.Into, store.Query{PK: pk, From: from, To: to}, func(e store.Entity) error {
+		r, err := rows.DecodeRow(e)
+		switch {
+		case errors.Is(err, rows.ErrLayout):
+			// A row at a tip's key that is no tip: in place, the scan
+			// of the source reports it; into a table, it is foreign.
+			if !cfg.InPlace {
+				pp.problems = append(pp.problems, Problem{PK: pk, RK: e.RK, Rule: RuleLayoutKey, Detail: fmt.Sprintf("the adopted table holds a row that is not in the layout: %v", err)})
+			}
+			return nil
+		case err != nil:
+			return err
+		}
 		tips[r.RK] = r
 		return nil
 	})
@@ -313,6 +359,9 @@ func (a *Adopter) planPartition(ctx context.Context, cfg Config, pk string) (par
 	}
 	limits := a.Store().Limits()
 	err = store.All(ctx, a.Store(), cfg.Table, store.Query{PK: pk}, func(e store.Entity) error {
+		if ours && reservedKey(e.RK) {
+			return nil
+		}
 		pp.rows++
 		pp.bytes += int64(edm.EntitySize(e.PK, e.RK, e.Props))
 		tip, had := tips[e.RK]
@@ -325,6 +374,9 @@ func (a *Adopter) planPartition(ctx context.Context, cfg Config, pk string) (par
 		switch {
 		case had && tip.Cmd == id:
 			pp.unchanged++
+			if cfg.InPlace { // applied, not yet moved: a pass stopped
+				pp.moves = append(pp.moves, move{rk: e.RK, etag: e.ETag, cmd: id})
+			}
 			return nil
 		case had && !IsAdoptionID(tip.Cmd):
 			pp.problems = append(pp.problems, writtenSince(tip))
@@ -340,10 +392,19 @@ func (a *Adopter) planPartition(ctx context.Context, cfg Config, pk string) (par
 			return nil
 		}
 		pp.cmds = append(pp.cmds, cmd)
+		if cfg.InPlace {
+			pp.moves = append(pp.moves, move{rk: e.RK, etag: e.ETag, cmd: id})
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, store.ErrTableNotFound) {
 		return pp, err
+	}
+	if cfg.InPlace {
+		blockPartition(&pp)
+		// A tip without its row as the service wrote it is a row moved
+		// by an earlier pass, not one the service deleted.
+		return pp, nil
 	}
 	// What the adopted table holds and the source no longer does.
 	gone := make([]string, 0, len(tips))
@@ -364,6 +425,28 @@ func (a *Adopter) planPartition(ctx context.Context, cfg Config, pk string) (par
 		})
 	}
 	return pp, nil
+}
+
+// blockPartition, in place, leaves out every row of a partition that holds
+// a row at a key of the layout: the projector would write its own rows
+// there (the fence first), and fail on the service's.
+func blockPartition(pp *partPlan) {
+	at := ""
+	for _, pr := range pp.problems {
+		if pr.Rule == RuleLayoutKey {
+			at = pr.RK
+			break
+		}
+	}
+	if at == "" {
+		return
+	}
+	for _, c := range pp.cmds {
+		pp.problems = append(pp.problems, Problem{PK: pp.pk, RK: c.Ops[0].RK, Rule: RuleLayoutKey,
+			Detail: fmt.Sprintf("in place, the partition's row %q is at a key of the layout, where the projector writes its own rows: no row of the partition can be adopted in place", at)})
+	}
+	pp.cmds, pp.moves = nil, nil
+	sort.Slice(pp.problems, func(i, j int) bool { return pp.problems[i].RK < pp.problems[j].RK })
 }
 
 func writtenSince(tip rows.Row) Problem {

@@ -276,6 +276,15 @@ func TestProblems(t *testing.T) {
 		if p.Upserts != 1 || !p.Blocked() {
 			t.Fatalf("%s", p.Summary())
 		}
+		// In place, a partition with a row at a layout key is left out
+		// whole: the projector writes its own rows there.
+		ip, err := a.Plan(ctx, adopt.Config{Table: table, InPlace: true, SkipInvalid: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ip.Upserts != 0 || ip.Moves != 0 || len(ip.Problems) != 7 {
+			t.Fatalf("in place: %s, problems %v", ip.Summary(), ip.Problems)
+		}
 		if err := p.Apply(ctx); !errors.Is(err, adopt.ErrProblems) {
 			t.Fatalf("Apply of a blocked plan: %v, want ErrProblems", err)
 		}

@@ -22,6 +22,8 @@ type Result struct {
 	// then took to apply them (0 without waiting).
 	Publish time.Duration `json:"publishNs"`
 	Wait    time.Duration `json:"waitNs"`
+	// InPlace is set by an in-place Apply.
+	InPlace *InPlaceResult `json:"inPlace,omitempty"`
 }
 
 // ApplyOptions tune Apply.
@@ -48,6 +50,9 @@ func (p *Plan) Apply(ctx context.Context) error {
 func (p *Plan) ApplyWith(ctx context.Context, opts ApplyOptions) (*Result, error) {
 	if p.Blocked() {
 		return nil, fmt.Errorf("adopt %s: %w: %d rows (first: %s); --skip-invalid journals the others", p.Table, ErrProblems, len(p.Problems), p.Problems[0])
+	}
+	if p.InPlace {
+		return p.applyInPlace(ctx, opts)
 	}
 	res := &Result{}
 	start := time.Now()

@@ -26,6 +26,7 @@ func (c *adoptCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cfg.Table, "table", "", "the table a service writes directly, to adopt (required)")
 	fs.StringVar(&c.cfg.Into, "into", "", "the adopted table the projector writes, new or adopted from --table before (required; --table is never written)")
 	fs.BoolVar(&c.apply, "apply", false, "journal the pass and wait until the projector applied it (default: dry run)")
+	fs.BoolVar(&c.cfg.InPlace, "in-place", false, "adopt --table into itself, one partition at a time: each row's layout rows are projected beside it, then the row as the service wrote it is deleted if unchanged (instead of --into)")
 	fs.BoolVar(&c.cfg.Resume, "resume", false, "finish a first pass that stopped: allow an --into that holds rows adopted already")
 	fs.BoolVar(&c.cfg.CatchUp, "catch-up", false, "a later pass: journal what changed in --table since the last (upserts and deletes)")
 	fs.BoolVar(&c.cfg.SkipInvalid, "skip-invalid", false, "journal the other rows when some cannot be (each skipped row is listed)")
@@ -35,11 +36,18 @@ func (c *adoptCmd) flags(fs *flag.FlagSet) {
 }
 
 func (c *adoptCmd) check() error {
-	if err := c.need("table", "into"); err != nil {
+	if err := c.need("table"); err != nil {
 		return err
 	}
-	if c.noWait && !c.apply {
+	switch {
+	case c.cfg.InPlace && c.set["into"]:
+		return errors.New("--in-place adopts --table into itself: drop --into")
+	case !c.cfg.InPlace && !c.set["into"]:
+		return errors.New("replay adopt needs --into NEW, or --in-place")
+	case c.noWait && !c.apply:
 		return errors.New("--no-wait goes with --apply")
+	case c.noWait && c.cfg.InPlace:
+		return errors.New("--no-wait cannot go with --in-place: a row is deleted only once its layout rows are applied")
 	}
 	if c.wait <= 0 {
 		return errors.New("--timeout must be positive")
@@ -99,6 +107,9 @@ func (v adoptView) Text(w io.Writer) {
 	fmt.Fprintf(w, "adopt %s into %s, %s pass, %s:\n", p.Table, p.Into, p.Pass, what)
 	fmt.Fprintf(w, "  read: %s in %s, %d bytes, in %s\n", cli.Plural(p.Rows, "row"), cli.Plural(p.Partitions, "partition"), p.Bytes, p.Read.Round(time.Millisecond))
 	fmt.Fprintf(w, "  delta: %d upserts, %d deletes (%d rows unchanged)\n", p.Upserts, p.Deletes, p.Unchanged)
+	if p.InPlace {
+		fmt.Fprintf(w, "  in place: %d rows to move into the layout\n", p.Moves)
+	}
 	if len(p.Problems) > 0 {
 		verb := "blocking (--skip-invalid journals the others)"
 		if p.SkipInvalid {
@@ -115,6 +126,10 @@ func (v adoptView) Text(w io.Writer) {
 		if r.Wait > 0 {
 			fmt.Fprintf(w, "; applied by the projector %s later", r.Wait.Round(time.Millisecond))
 		}
-		fmt.Fprintf(w, "\n  pass took %s\n", v.Elapsed.Round(time.Millisecond))
+		fmt.Fprintln(w)
+		if ip := r.InPlace; ip != nil {
+			fmt.Fprintf(w, "  moved: %d rows; %d changed by the service meanwhile, left for the next pass; %d deleted by it meanwhile, deleted from the layout\n", ip.Moved, ip.Changed, ip.Deleted)
+		}
+		fmt.Fprintf(w, "  pass took %s\n", v.Elapsed.Round(time.Millisecond))
 	}
 }

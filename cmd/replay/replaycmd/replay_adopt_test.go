@@ -66,4 +66,18 @@ func TestAdoptCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Edm.Double") {
 		t.Fatalf("asof of the caught-up row: exit %d\n%s\n%s", code, out, errs)
 	}
+
+	// In place: the table itself, into the layout; not partition c0,
+	// whose row "fence" is where the projector writes its fence.
+	out, errs, code = e.replay(t, "adopt", "--table", "legacy", "--in-place", "--skip-invalid", "--apply")
+	if code != 0 || !strings.Contains(out, "moved: 8 rows; 0 changed") || !strings.Contains(out, "5 rows skipped") {
+		t.Fatalf("in place: exit %d\n%s\n%s", code, out, errs)
+	}
+	out, errs, code = e.replay(t, "asof", "--table", "legacy", "--pk", "c2", "--rk", "o2")
+	if code != 0 || !strings.Contains(out, "9007199254740994") {
+		t.Fatalf("asof of a row adopted in place: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, errs, code = e.replay(t, "adopt", "--table", "legacy", "--in-place", "--into", "x3x"); code != 2 || !strings.Contains(errs, "drop --into") {
+		t.Fatalf("--in-place with --into: exit %d\n%s", code, errs)
+	}
 }
