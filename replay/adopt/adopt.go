@@ -19,6 +19,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Errors of adoption, checked with errors.Is.
@@ -27,6 +28,11 @@ var (
 	// colliding with the layout, or written in the adopted table since) and
 	// was not told to skip them.
 	ErrProblems = errors.New("rows adoption cannot journal")
+	// ErrTableCase: in place, the store does not find the table under the
+	// name the projector writes it by (its lower-case token, SPEC §3), as
+	// Azurite matches table names case-sensitively in transactions
+	// (Azure/Azurite#1355); Azure does not.
+	ErrTableCase = errors.New("the store matches the table's name case-sensitively")
 	// ErrNothingAdopted: a catch-up pass on a table that holds no adopted
 	// row: run the first pass.
 	ErrNothingAdopted = errors.New("nothing adopted yet")
@@ -207,6 +213,11 @@ func (a *Adopter) Plan(ctx context.Context, cfg Config) (*Plan, error) {
 	if _, err := st.Get(ctx, cfg.Table, "", ""); errors.Is(err, store.ErrTableNotFound) {
 		return nil, fmt.Errorf("adopt %s: %w", cfg.Table, err)
 	}
+	if cfg.InPlace {
+		if err := a.sameTable(ctx, cfg.Table); err != nil {
+			return nil, err
+		}
+	}
 	pks, srcParts, err := a.partitions(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -286,6 +297,24 @@ func (c Config) check() error {
 		errs = append(errs, errors.New("resume and catch-up: a catch-up pass resumes by itself, name one"))
 	}
 	return errors.Join(errs...)
+}
+
+// sameTable checks, before an in-place pass, that a transaction on the
+// table's token (the name the projector writes it by) reaches the table:
+// a delete of a row that cannot exist, which writes nothing.
+func (a *Adopter) sameTable(ctx context.Context, table string) error {
+	tok := wire.TableToken(table)
+	if tok == table {
+		return nil
+	}
+	_, err := a.Store().Transact(ctx, tok, "", []store.Op{{Kind: store.Delete, RK: "adopt-probe", IfMatch: `W/"datetime'1601-01-01T00%3A00%3A00Z'"`}})
+	switch {
+	case errors.Is(err, store.ErrTableNotFound):
+		return fmt.Errorf("adopt %s in place: %w: the projector writes it as %s, which this store does not find; adopt it --into a new table", table, ErrTableCase, tok)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrPrecondition):
+		return nil
+	}
+	return fmt.Errorf("adopt %s in place: %w", table, err)
 }
 
 // partitions returns the partition keys of the source and of the adopted

@@ -11,6 +11,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/azure"
 )
 
 // TestInPlace adopts a table into itself while a reader reads every row
@@ -90,6 +91,23 @@ func TestInPlace(t *testing.T) {
 			t.Errorf("%d rows in the layout, want %d", n, len(src))
 		}
 		verify(t, e, table)
+	})
+}
+
+// TestInPlaceTableCase: in place, the projector writes a table by its
+// lower-case token; Azurite does not find a mixed-case table by it in a
+// transaction (Azure/Azurite#1355), so the pass is refused there before
+// anything is journaled, instead of stalling the projector.
+func TestInPlaceTableCase(t *testing.T) {
+	onBackends(t, func(t *testing.T, st store.Store, e *replaytest.Env, a *adopt.Adopter, table, _ string) {
+		ctx := e.Ctx
+		mixed := "Mixed" + table
+		write(t, ctx, st, mixed, map[[2]string]edm.Entity{{"p", "r"}: {"a": edm.Int32(1)}})
+		_, err := a.Plan(ctx, adopt.Config{Table: mixed, InPlace: true})
+		_, azurite := st.(*azure.Store)
+		if azurite != errors.Is(err, adopt.ErrTableCase) || (!azurite && err != nil) {
+			t.Fatalf("in place on %s (azurite %t): %v", mixed, azurite, err)
+		}
 	})
 }
 

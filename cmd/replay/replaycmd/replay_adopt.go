@@ -104,7 +104,11 @@ func (v adoptView) Text(w io.Writer) {
 	if !v.DryRun {
 		what = "applied"
 	}
-	fmt.Fprintf(w, "adopt %s into %s, %s pass, %s:\n", p.Table, p.Into, p.Pass, what)
+	into := "into " + p.Into
+	if p.InPlace {
+		into = "in place"
+	}
+	fmt.Fprintf(w, "adopt %s %s, %s pass, %s:\n", p.Table, into, p.Pass, what)
 	fmt.Fprintf(w, "  read: %s in %s, %d bytes, in %s\n", cli.Plural(p.Rows, "row"), cli.Plural(p.Partitions, "partition"), p.Bytes, p.Read.Round(time.Millisecond))
 	fmt.Fprintf(w, "  delta: %d upserts, %d deletes (%d rows unchanged)\n", p.Upserts, p.Deletes, p.Unchanged)
 	if p.InPlace {
