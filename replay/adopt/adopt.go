@@ -509,6 +509,7 @@ func reservedKey(rk string) bool {
 // ends.
 func (a *Adopter) WaitApplied(ctx context.Context, seq uint64) error {
 	pause := 20 * time.Millisecond
+	start, told := time.Now(), false
 	for {
 		got, err := a.AppliedSeq(ctx)
 		if err != nil {
@@ -516,6 +517,10 @@ func (a *Adopter) WaitApplied(ctx context.Context, seq uint64) error {
 		}
 		if got >= seq {
 			return nil
+		}
+		if !told && time.Since(start) > 2*time.Second {
+			told = true
+			a.Config().Logger.Info("adopt: waiting for the projector to apply the journal", "appliedThrough", got, "want", seq)
 		}
 		t := time.NewTimer(pause)
 		select {

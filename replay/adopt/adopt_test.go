@@ -34,6 +34,15 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(replaytest.Main(m)) }
 
+// A pass is a plan of the one shape replay's plans share: a summary, a
+// fingerprint (two passes over unchanged tables share it, so a plan gone
+// stale is found by planning again) and Apply.
+var _ interface {
+	Summary() string
+	Fingerprint() string
+	Apply(context.Context) error
+} = (*adopt.Plan)(nil)
+
 // backend is a store adoption is tried on, opened without the layout
 // check of projectiontest: a source table is not in the layout.
 type backend struct {

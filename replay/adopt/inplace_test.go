@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/adopt"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/rows"
@@ -92,6 +93,52 @@ func TestInPlace(t *testing.T) {
 		}
 		verify(t, e, table)
 	})
+}
+
+// TestInPlaceResume: a pass that stopped after its commands were applied
+// but before it deleted the rows it moved is finished by --resume, which
+// journals nothing again and deletes them.
+func TestInPlaceResume(t *testing.T) {
+	st := backends()[0].open(t)
+	e, a := env(t, st)
+	ctx := e.Ctx
+	table := replaytest.UniqueTable("src")
+	src := map[[2]string]edm.Entity{}
+	for i := range 30 {
+		src[[2]string{fmt.Sprintf("p%d", i%3), fmt.Sprintf("r%02d", i)}] = edm.Entity{"i": edm.Int32(int32(i))}
+	}
+	write(t, ctx, st, table, src)
+	p, err := a.Plan(ctx, adopt.Config{Table: table, InPlace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The crash: journaled and applied, nothing moved.
+	ids := make([]string, len(p.Commands))
+	for i, c := range p.Commands {
+		ids[i] = c.ID
+	}
+	e.Publish(p.Commands)
+	e.Await(ids)
+	if _, err := a.Plan(ctx, adopt.Config{Table: table, InPlace: true}); !errors.Is(err, replay.ErrNotEmpty) {
+		t.Fatalf("a first pass again: %v, want ErrNotEmpty", err)
+	}
+	r, err := a.Plan(ctx, adopt.Config{Table: table, InPlace: true, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Upserts != 0 || r.Unchanged != 30 || r.Moves != 30 {
+		t.Fatalf("resumed: %s", r.Summary())
+	}
+	if err := r.Apply(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.Result; res.Published != 0 || res.InPlace.Moved != 30 {
+		t.Fatalf("resumed: published %d, moved %d; want 0 and 30", res.Published, res.InPlace.Moved)
+	}
+	if head, _ := e.Journal.Head(ctx); head != 30 {
+		t.Fatalf("journal head %d, want the 30 commands once", head)
+	}
+	verify(t, e, table)
 }
 
 // TestInPlaceTableCase: in place, the projector writes a table by its
