@@ -24,7 +24,7 @@ type adoptCmd struct {
 
 func (c *adoptCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.cfg.Table, "table", "", "the table a service writes directly, to adopt (required)")
-	fs.StringVar(&c.cfg.Into, "into", "", "the adopted table the projector writes, new or adopted from --table before (required; --table is never written)")
+	fs.StringVar(&c.cfg.Into, "into", "", "the adopted table the projector writes, new or adopted from --table before (required unless --in-place; --table is never written)")
 	fs.BoolVar(&c.apply, "apply", false, "journal the pass and wait until the projector applied it (default: dry run)")
 	fs.BoolVar(&c.cfg.InPlace, "in-place", false, "adopt --table into itself, one partition at a time: each row's layout rows are projected beside it, then the row as the service wrote it is deleted if unchanged (instead of --into)")
 	fs.BoolVar(&c.cfg.Resume, "resume", false, "finish a first pass that stopped: allow an --into that holds rows adopted already")
