@@ -22,6 +22,10 @@ import (
 // long erasing a partition of 100,000 commands takes.
 var eraseCommands = flag.Int("erase.commands", 1500, "commands in the partition TestEraseLargePartition erases")
 
+// erasePlanOnly stops TestEraseLargePartition after the plan: its figure
+// without the secure deletes.
+var erasePlanOnly = flag.Bool("erase.plan-only", false, "TestEraseLargePartition: plan the erase, do not run it")
+
 // TestEraseLargePartition erases a partition of more commands than
 // JetStream allows consumers (1,000 by default per stream on a small
 // server): the plan reads the outcomes of all of them and leaves no
@@ -50,6 +54,18 @@ func TestEraseLargePartition(t *testing.T) {
 	t.Logf("%d commands published and applied in %v", n, time.Since(start).Round(time.Millisecond))
 	before := consumers(t, ctx, e.JS)
 
+	start = time.Now()
+	plan, err := e.Eraser.PlanErase(ctx, erasure.Target{Table: table, PK: "big"})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	t.Logf("planned the erase of %d commands in %v: %d journal messages, %d outcomes, %d change events", n, time.Since(start).Round(time.Millisecond), len(plan.Journal), len(plan.Outcomes), len(plan.Changes))
+	if after := consumers(t, ctx, e.JS); !maps.Equal(after, before) {
+		t.Errorf("consumers after the plan: %v, before it: %v", after, before)
+	}
+	if *erasePlanOnly {
+		return
+	}
 	start = time.Now()
 	rec, err := e.Eraser.EraseKey(ctx, erasure.Target{Table: table, PK: "big"}, nil)
 	took := time.Since(start)
