@@ -70,8 +70,8 @@ func ReadHorizon(ctx context.Context, s store.Store, table, pk string) (Horizon,
 	return HorizonOf(e.Props), nil
 }
 
-// ReadPartition reads every tip, version and tombstone row of a partition,
-// grouped by logical RowKey and sorted by journal sequence, oldest first
+// ReadPartition reads every tip, version and tombstone row of a partition
+// (not its fence or erase markers), grouped by logical RowKey and sorted by journal sequence, oldest first
 // (the tip, newest, last).
 func ReadPartition(ctx context.Context, s store.Store, table, pk string) (map[string][]Row, error) {
 	return readPartition(ctx, s, table, store.Query{PK: pk})
@@ -92,8 +92,8 @@ func readPartition(ctx context.Context, s store.Store, table string, q store.Que
 	pk := q.PK
 	byRK := make(map[string][]Row)
 	err := store.All(ctx, s, table, q, func(e store.Entity) error {
-		if e.RK == FenceKey {
-			return nil
+		if e.RK == FenceKey || IsErasedKey(e.RK) {
+			return nil // the partition's fence and erase markers: no row's version
 		}
 		r, err := DecodeRow(e)
 		if err != nil {
