@@ -77,6 +77,17 @@ func TestClientSentinels(t *testing.T) {
 			t.Fatalf("Guid(nope): %v, want ErrInvalid, rule bad-guid", err)
 		}
 	})
+	// The value of a failed Guid, its error ignored, is refused naming its
+	// property; before the fix it was the zero Value, published as "".
+	t.Run("ignored Guid error", func(t *testing.T) {
+		g, _ := tj.Guid("zzz")
+		pos, err := c.Publish(ctx, tj.NewCommand("sentinels", pk).Upsert("g", tj.Entity{"owner": g}))
+		var verr *rules.ValidationError
+		if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != rules.UnknownType ||
+			!strings.Contains(err.Error(), "owner") {
+			t.Fatalf("Publish of a failed Guid: %v (seq %d), want ErrInvalid naming property owner", err, pos.Seq)
+		}
+	})
 	t.Run("body differs", func(t *testing.T) {
 		first := tj.NewCommand("sentinels", pk).Upsert("r", tj.Entity{"n": tj.Int64(1)})
 		if _, err := c.Publish(ctx, first); err != nil {

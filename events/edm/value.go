@@ -36,8 +36,17 @@ var typeNames = [...]string{
 	TypeBinary:   "Edm.Binary",
 }
 
+// typeFailed is no EDM type: the Type of the value a constructor returns
+// with its error, so that a value whose error was ignored is refused where
+// it is published (rule unknown-type, naming the property) rather than
+// written as the empty string the zero Value would be.
+const typeFailed Type = 0xEF
+
 // String returns the OData name of the type, such as "Edm.Int64".
 func (t Type) String() string {
+	if t == typeFailed {
+		return "none (the value of a failed constructor)"
+	}
 	if int(t) < len(typeNames) {
 		return typeNames[t]
 	}
@@ -87,11 +96,13 @@ func DateTime(t time.Time) Value {
 }
 
 // Guid returns a Guid value from its textual form; see ParseGuid. Its
-// error is a *rules.ValidationError (rule bad-guid) wrapping rules.ErrInvalid.
+// error is a *rules.ValidationError (rule bad-guid) wrapping rules.ErrInvalid;
+// the value returned with it has no EDM type, so that publishing it anyway
+// is refused.
 func Guid(s string) (Value, error) {
 	g, err := ParseGuid(s)
 	if err != nil {
-		return Value{}, rules.Errorf("", rules.BadGuid, "%v", err)
+		return Value{Type: typeFailed}, rules.Errorf("", rules.BadGuid, "%v", err)
 	}
 	return Value{Type: TypeGuid, Str: g}, nil
 }

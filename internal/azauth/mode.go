@@ -76,7 +76,13 @@ func (c Config) Choose(endpoint string, hasKey, hasSAS bool) (Mode, error) {
 	case m == SAS && !hasSAS:
 		return "", fmt.Errorf("%w: --auth sas needs a SAS token: give a URL with one as its query, or a connection string with SharedAccessSignature", ErrMode)
 	case m == Login && (hasKey || hasSAS):
-		return "", fmt.Errorf("%w: --auth login signs in instead of using a key or SAS: give the endpoint alone, as %s", ErrMode, bare(endpoint))
+		// Advise only what login accepts: an https:// endpoint.
+		advice := bare(endpoint)
+		if u, err := url.Parse(advice); err == nil && u.Scheme != "https" {
+			u.Scheme = "https"
+			advice = u.String() + " (https only: a bearer token never travels over http; --ca-file for a private CA)"
+		}
+		return "", fmt.Errorf("%w: --auth login signs in instead of using a key or SAS: give the endpoint alone, as %s", ErrMode, advice)
 	case m == Login:
 		u, err := url.Parse(endpoint)
 		if err != nil || u.Scheme != "https" {

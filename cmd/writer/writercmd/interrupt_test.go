@@ -88,6 +88,16 @@ func TestWriterApplyInterrupted(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 				}
 			}
+			// The summary says it was interrupted and where; no raw
+			// "context canceled" under it.
+			for _, w := range []string{"interrupted\n", fmt.Sprintf("error: interrupted at line %d\n", inFlight+1)} {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			if strings.Contains(stderr.String(), "context canceled") {
+				t.Errorf("stderr says context canceled:\n%s", stderr.String())
+			}
 			if strings.Contains(stderr.String(), "not published") {
 				t.Errorf("stderr counts a sent command as not published:\n%s", stderr.String())
 			}

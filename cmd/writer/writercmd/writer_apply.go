@@ -75,6 +75,7 @@ type applyRun struct {
 	invalid     []badLine
 	unconfirmed []badLine // sent, but no acknowledgement: they may be in the journal
 	failed      []badLine // refused or never sent
+	differs     []badLine // refused: the journal holds the command ID with another body
 
 	// Where an interrupted load stopped: the first line not sent, and how
 	// many non-blank lines from it on were not sent (-1: not known, the
@@ -352,6 +353,11 @@ func (a *applyRun) settle(ctx context.Context, all bool) {
 				}
 				e.r.Error, e.r.Unconfirmed = err.Error(), true
 				a.unconfirmed = append(a.unconfirmed, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
+			case errors.Is(err, journal.ErrBodyDiffers):
+				// The user's input, not the journal, is at fault: a
+				// rejection (exit 3), as for a single command.
+				e.r.Error = err.Error()
+				a.differs = append(a.differs, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
 			default:
 				e.r.Error = err.Error()
 				a.failed = append(a.failed, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
@@ -430,8 +436,14 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 	if len(a.failed) > 0 {
 		fmt.Fprintf(w, ", %d not published", len(a.failed))
 	}
+	if len(a.differs) > 0 {
+		fmt.Fprintf(w, ", %d refused (command ID in the journal with another body)", len(a.differs))
+	}
 	fmt.Fprintln(w)
 	if a.stoppedAt > 0 {
+		if errors.Is(loadErr, context.Canceled) {
+			fmt.Fprintln(w, "interrupted")
+		}
 		switch {
 		case a.notSent < 0:
 			fmt.Fprintf(w, "stopped at line %d: it and the rest of the input were not read or sent\n", a.stoppedAt)
@@ -452,9 +464,14 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 	list(w, "invalid lines", a.invalid)
 	list(w, "unconfirmed", a.unconfirmed)
 	list(w, "not published", a.failed)
+	list(w, "refused, command ID in the journal with another body", a.differs)
 	list(w, "rejected", rejections)
 
 	switch {
+	case errors.Is(loadErr, context.Canceled) && a.stoppedAt > 0:
+		// The summary says where it stopped; "context canceled" would
+		// say nothing more.
+		return fmt.Errorf("interrupted at line %d", a.stoppedAt)
 	case loadErr != nil:
 		return loadErr
 	case len(a.failed) > 0:
@@ -463,6 +480,8 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 		return fmt.Errorf("%d of %s unconfirmed: sent, not acknowledged; the first, line %d: %s", len(a.unconfirmed), cli.Plural(a.lines, "command"), a.unconfirmed[0].Line, a.unconfirmed[0].Error)
 	case waitErr != nil:
 		return waitErr
+	case len(a.differs) > 0:
+		return rejection{fmt.Errorf("%d of %s refused; the first, line %d: %s", len(a.differs), cli.Plural(a.lines, "command"), a.differs[0].Line, a.differs[0].Error)}
 	case len(a.invalid) > 0 && rejected > 0:
 		return rejection{fmt.Errorf("%s, %s rejected", cli.Plural(len(a.invalid), "invalid line"), cli.Plural(rejected, "command"))}
 	case len(a.invalid) > 0:

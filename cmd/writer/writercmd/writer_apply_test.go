@@ -409,3 +409,25 @@ func TestWriterApplyUnknownFields(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterApplyBodyDiffers: a command ID the journal holds with another
+// body is refused with exit 3, as a single command is, and listed; before
+// the fix it counted as "not published" and exited 1.
+func TestWriterApplyBodyDiffers(t *testing.T) {
+	t.Parallel()
+	e := startWriterEnv(t, false)
+	first := `{"id":"d-1","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"r","entity":{"n":1}}]}`
+	other := `{"id":"d-1","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"r","entity":{"n":2}}]}`
+	if _, stderr, code := e.run(t, "apply", clitest.CommandsFile(t, first+"\n")); code != cli.ExitOK {
+		t.Fatalf("first: exit %d, stderr %q", code, stderr)
+	}
+	_, stderr, code := e.run(t, "apply", clitest.CommandsFile(t, other+"\n"))
+	if code != cli.ExitRejected {
+		t.Fatalf("same ID, other body: exit %d, want %d; stderr %q", code, cli.ExitRejected, stderr)
+	}
+	for _, want := range []string{"1 refused (command ID in the journal with another body)", "line 1 (id d-1)", "rejected: 1 of 1 command refused"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q does not contain %q", stderr, want)
+		}
+	}
+}
