@@ -67,7 +67,9 @@ func (e *ForeignRowError) Error() string {
 }
 
 // Is reports ErrForeignRow and ErrLayout.
-func (e *ForeignRowError) Is(target error) bool { return target == ErrForeignRow || target == ErrLayout }
+func (e *ForeignRowError) Is(target error) bool {
+	return target == ErrForeignRow || target == ErrLayout
+}
 
 // TipKey is the store RowKey of the tip row of rk.
 func TipKey(rk string) string { return TipPrefix + rk }
