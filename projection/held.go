@@ -174,6 +174,7 @@ func (s *shardRun) hold(found []*HeldError, msgs []jetstream.Msg) {
 		}
 		hp.msgs = kept // msgs holds all the partition's messages: a new hold's batch, or a retry's held ones
 		s.p.stats.Held.put(he)
+		go s.p.recordHeld(he)
 		s.p.log.Error("a row the projector did not write holds a partition: its commands wait, the others go on; deal with the row, then resume it (docs/operating.md, \"A held partition\")",
 			LogShard, s.shard, LogTable, he.Table, LogPK, he.PK, LogSeq, he.Seq, LogCmd, he.Cmd, "row", he.Key,
 			"held", len(hp.msgs), "retry_in", hp.wait, "resume", fmt.Sprintf("projector resume --table %s --pk %q", he.Table, he.PK), "err", he.Err)
@@ -227,6 +228,7 @@ func (s *shardRun) retryHeld(ctx context.Context, now bool) error {
 		}
 		delete(s.holds.parts, part)
 		s.p.stats.Held.remove(part.table, part.pk)
+		go s.p.unrecordHeld(part.table, part.pk)
 		released = true
 		s.p.log.Info("a held partition applies again", LogShard, s.shard, LogTable, part.table, LogPK, part.pk,
 			LogSeq, hp.err.Seq, LogCmd, hp.err.Cmd, "applied", len(hp.msgs))
@@ -275,9 +277,7 @@ func (p *Projector) Resume(table, pk string) int {
 		}
 	}
 	if n > 0 {
-		p.resumeMu.Lock()
-		p.resumeGen++
-		p.resumeMu.Unlock()
+		p.resumeAll()
 	}
 	return n
 }
@@ -288,4 +288,47 @@ func (p *Projector) resumeAsked(gen uint64) (bool, uint64) {
 	p.resumeMu.Lock()
 	defer p.resumeMu.Unlock()
 	return p.resumeGen != gen, p.resumeGen
+}
+
+// recordHeld writes a held partition to the durable record (package
+// lost, with wire.ReasonForeignRow), where projector status and the
+// console find it; an entry there already (found behind, or held before)
+// is kept. Holding does not depend on it: a restart finds the row again.
+func (p *Projector) recordHeld(he *HeldError) {
+	if p.record == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	b := wire.BehindPartition{Table: he.Table, PK: he.PK, AppliedSeq: he.Seq, Cmd: he.Cmd, Found: time.Now().UTC(),
+		Instance: p.instanceID(), Reason: wire.ReasonForeignRow, Row: he.Key}
+	if err := p.record.Add(ctx, b); err != nil {
+		p.log.Warn("recording a held partition failed", LogTable, he.Table, LogPK, he.PK, "err", err)
+	}
+}
+
+// unrecordHeld removes the held entry of a partition that applies again.
+func (p *Projector) unrecordHeld(table, pk string) {
+	if p.record == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	es, err := p.record.List(ctx, table)
+	for _, e := range es {
+		if err == nil && e.Held() && e.PK == pk {
+			_, err = p.record.Remove(ctx, table, pk, e.Revision)
+		}
+	}
+	if err != nil {
+		p.log.Warn("removing a held partition from the record failed", LogTable, table, LogPK, pk, "err", err)
+	}
+}
+
+// resumeAll has every shard try its held partitions now: a held entry
+// left the record (projector resume).
+func (p *Projector) resumeAll() {
+	p.resumeMu.Lock()
+	p.resumeGen++
+	p.resumeMu.Unlock()
 }

@@ -15,7 +15,9 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/lost"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/projection/status"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -102,6 +104,23 @@ func TestHeldPartition(t *testing.T) {
 		}
 	}
 	checkHeld(proj)
+	projectiontest.WaitFor(t, ctx, "projector status lists both held", func() (bool, error) {
+		ov, err := status.Read(ctx, h.JS, status.Config{})
+		if err != nil {
+			return false, err
+		}
+		if len(ov.Totals.Held) != 2 {
+			return false, nil
+		}
+		if ov.Totals.BehindCount != 0 {
+			t.Errorf("held partitions counted behind: %v", ov.Totals.Behind)
+		}
+		b := ov.Totals.Held[0]
+		if b.Table != "legacy" || b.PK != "cust-0" || b.AppliedSeq != seqs[0] || b.Cmd != "h1" || b.Row != "fence" {
+			t.Errorf("status lists %+v, want legacy/cust-0 held at seq %d (h1) by row fence", b, seqs[0])
+		}
+		return true, nil
+	})
 	for _, w := range []string{"level=ERROR", "table=legacy", "pk=cust-0", fmt.Sprintf("seq=%d", seqs[0]), "cmd=h1", "row=fence",
 		"pk=cust-1", "cmd=h2", "row=tip:order-1", "projector resume"} {
 		if !strings.Contains(logs.String(), w) {
@@ -127,14 +146,32 @@ func TestHeldPartition(t *testing.T) {
 	})
 	checkHeld(proj) // the rows are still there
 
-	// The rows dealt with, the held commands apply, once.
-	foreign(store.Delete, "cust-0", "fence")
+	// The rows dealt with, the held commands apply, once: cust-1 as
+	// projector resume asks (its held entry leaves the record), then
+	// cust-0 through Resume.
 	foreign(store.Delete, "cust-1", "tip:order-1")
-	if n := proj.Resume("", ""); n != 2 {
-		t.Errorf("Resume asked for %d partitions, want 2", n)
+	rec, err := lost.Open(ctx, h.JS, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := rec.Remove(ctx, "legacy", "cust-1", 0); err != nil || !ok {
+		t.Fatalf("remove the held entry of legacy/cust-1: %v, %v", ok, err)
+	}
+	h.AwaitOutcomes(ctx, []string{"h2", "h4"})
+	projectiontest.WaitFor(t, ctx, "legacy/cust-0 alone held", func() (bool, error) {
+		got := proj.Stats().Held.List()
+		return len(got) == 1 && got[0].PK == "cust-0", nil
+	})
+	foreign(store.Delete, "cust-0", "fence")
+	if n := proj.Resume("legacy", "cust-0"); n != 1 {
+		t.Errorf("Resume asked for %d partitions, want 1", n)
 	}
 	h.WaitProjected(ctx)
 	projectiontest.WaitFor(t, ctx, "nothing held", func() (bool, error) { return proj.Stats().Held.Len() == 0, nil })
+	projectiontest.WaitFor(t, ctx, "projector status lists nothing held", func() (bool, error) {
+		ov, err := status.Read(ctx, h.JS, status.Config{})
+		return err == nil && len(ov.Totals.Held) == 0, err
+	})
 	head, err := h.Journal.Head(ctx)
 	if err != nil {
 		t.Fatal(err)
