@@ -338,7 +338,9 @@ func (p *Projector) followRecord(ctx context.Context, loaded chan<- struct{}) {
 		switch {
 		case deleted:
 			p.stats.Behind.remove(e.Key)
-			p.resumeAll() // it may have been held (projector resume)
+			if !first {
+				p.resumeAll() // removed now, and it may have been held: projector resume
+			}
 		case e.Held():
 			// Held partitions are the shards' (held.go), not behind.
 		default:
