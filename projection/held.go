@@ -249,6 +249,15 @@ func (h *shardHolds) heldDue() bool {
 	return false
 }
 
+// forgetHolds drops what the shard holds from the instance's Stats.Held:
+// the shard stops here (handed off, or the projector stops).
+func (s *shardRun) forgetHolds() {
+	for part := range s.holds.parts {
+		s.p.stats.Held.remove(part.table, part.pk)
+	}
+	s.holds.parts = nil
+}
+
 // reopenFrom is where a consumer reset while holding starts: at the first
 // held message, its holds forgotten (see the comment at the top); else at
 // from.
@@ -257,10 +266,7 @@ func (s *shardRun) reopenFrom(from uint64) uint64 {
 	if f == 0 || (from != 0 && from < f) {
 		return from
 	}
-	for part := range s.holds.parts {
-		s.p.stats.Held.remove(part.table, part.pk)
-	}
-	s.holds.parts = nil
+	s.forgetHolds()
 	s.last = f - 1
 	return f
 }

@@ -278,6 +278,7 @@ func (p *Projector) Run(ctx context.Context) error {
 func (p *Projector) runShard(ctx context.Context, shard int) error {
 	s := &shardRun{p: p, shard: shard}
 	defer func() { s.pl.stop() }()
+	defer s.forgetHolds() // the shard's next run, or next owner, holds them again
 	p.running(shard, true)
 	defer p.running(shard, false)
 	// Before anything is applied: a redelivered command would move a
