@@ -266,6 +266,10 @@ type Health struct {
 	MaxLag  time.Duration
 	Rate    float64
 	Unowned []int
+	// Behind and Held name the partitions recorded behind the journal
+	// (the store lost writes) and held by a row the projector did not
+	// write, one line each (wire.BehindPartition.String).
+	Behind, Held []string
 }
 
 // Shard is one shard's state.

@@ -681,6 +681,12 @@ func (s *replaySource) Health(ctx context.Context) (Health, error) {
 	}
 	h := Health{At: ov.At, Pending: ov.Totals.Pending, MaxLag: seconds(ov.Totals.MaxLagSeconds),
 		Rate: ov.Totals.Rate, Unowned: ov.Totals.Unowned}
+	for _, b := range ov.Totals.Behind {
+		h.Behind = append(h.Behind, b.String())
+	}
+	for _, b := range ov.Totals.Held {
+		h.Held = append(h.Held, b.String())
+	}
 	if j := s.rp.Journal(); j != nil {
 		if h.Head, err = j.Head(ctx); err != nil {
 			return h, err

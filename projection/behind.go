@@ -335,9 +335,15 @@ func (p *Projector) followRecord(ctx context.Context, loaded chan<- struct{}) {
 		}
 	}
 	apply := func(e lost.Entry, deleted bool) {
-		if deleted {
+		switch {
+		case deleted:
 			p.stats.Behind.remove(e.Key)
-		} else {
+			if !first {
+				p.resumeAll() // removed now, and it may have been held: projector resume
+			}
+		case e.Held():
+			// Held partitions are the shards' (held.go), not behind.
+		default:
 			p.stats.Behind.put(e.Key, e.BehindPartition, true)
 		}
 	}

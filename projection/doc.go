@@ -25,6 +25,9 @@
 //     they settle.
 //   - projector.go is the [Projector] and its shards: one durable JetStream
 //     consumer per shard, each fetched batch handed over in delivery order.
+//   - held.go is what a shard does with a partition held by a row the
+//     projector did not write (HeldError): keeps its messages, acknowledges
+//     below them, tries them again.
 //   - batch.go takes one fetched batch through the exactly-once order, top
 //     to bottom; ready.go is where each partition waits for the batch's
 //     outcome look-up; recover.go is its crash-recovery stage with the

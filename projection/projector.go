@@ -136,6 +136,9 @@ type Projector struct {
 	storeBack chan struct{}
 	// record is the durable record of partitions behind (behind.go).
 	record *lost.Record
+	// resumeGen counts the calls of Resume (held.go).
+	resumeMu  sync.Mutex
+	resumeGen uint64
 }
 
 // outcomeReader returns the projector's reader of OUTCOMES.
@@ -281,6 +284,7 @@ func (p *Projector) Run(ctx context.Context) error {
 func (p *Projector) runShard(ctx context.Context, shard int) error {
 	s := &shardRun{p: p, shard: shard}
 	defer func() { s.pl.stop() }()
+	defer s.forgetHolds() // the shard's next run, or next owner, holds them again
 	p.running(shard, true)
 	defer p.running(shard, false)
 	// Before anything is applied: a redelivered command would move a
@@ -305,6 +309,13 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		todo, gap := s.inOrder(msgs)
 		if err := s.apply(ctx, todo); err != nil {
 			return err
+		}
+		asked, gen := p.resumeAsked(s.resumeGen)
+		s.resumeGen = gen
+		if len(s.holds.parts) > 0 && (asked || s.holds.heldDue()) && ctx.Err() == nil {
+			if err := s.retryHeld(ctx, asked); err != nil {
+				return err
+			}
 		}
 		if gap {
 			why = "a gap in the delivery sequence"
@@ -332,6 +343,10 @@ type shardRun struct {
 	last   uint64 // the stream sequence of the last message applied
 	expect uint64
 	tail   tailWatch
+	// holds are the partitions the shard holds (held.go); resumeGen the
+	// Projector.Resume generation it has seen.
+	holds     shardHolds
+	resumeGen uint64
 }
 
 // reopen (re)opens the consumer at stream sequence from (0: its ack
@@ -340,6 +355,7 @@ func (s *shardRun) reopen(ctx context.Context, from uint64) bool {
 	p := s.p
 	s.pl.stop()
 	s.pl = nil
+	from = s.reopenFrom(from)
 	for s.pl == nil {
 		if s.cons, s.last = p.reopenConsumer(ctx, s.shard, from); s.cons == nil {
 			return false
@@ -417,7 +433,11 @@ func (s *shardRun) inOrder(msgs []jetstream.Msg) (todo []jetstream.Msg, gap bool
 		}
 		s.expect++
 		if md.Sequence.Stream <= s.last {
-			_ = m.Ack() // a redelivery of a message already applied
+			// A redelivery of a message already applied, or held: acked
+			// only below what the shard holds.
+			if f := s.holds.floor(); f == 0 || md.Sequence.Stream < f {
+				_ = m.Ack()
+			}
 			continue
 		}
 		todo = append(todo, m)
@@ -425,21 +445,32 @@ func (s *shardRun) inOrder(msgs []jetstream.Msg) (todo []jetstream.Msg, gap bool
 	return todo, false
 }
 
-// apply processes the messages taken from one fetch as one batch.
+// apply processes the messages taken from one fetch as one batch, but
+// for those of partitions the shard holds (held.go), which it keeps, and
+// acknowledges what it may.
 func (s *shardRun) apply(ctx context.Context, todo []jetstream.Msg) error {
 	if len(todo) == 0 {
 		return nil
 	}
 	p := s.p
-	if err := p.processRetrying(ctx, s.shard, todo); err != nil {
-		var ae *ApplyError
-		if errors.As(err, &ae) {
-			p.log.Error("cannot apply a row; the shard stops (see README, \"When a shard stops\")",
-				LogShard, s.shard, LogTable, ae.Table, LogPK, ae.PK, "rk", ae.RK, "key", ae.StoreKey,
-				LogSeq, ae.Seq, LogCmd, ae.Cmd, "err", ae.Err)
+	run := s.holds.take(todo)
+	if len(run) > 0 {
+		held, err := p.processRetrying(ctx, s.shard, run)
+		if errors.Is(err, errAbandoned) {
+			return nil
 		}
-		return err
+		if err != nil {
+			var ae *ApplyError
+			if errors.As(err, &ae) {
+				p.log.Error("cannot apply a row; the shard stops (see README, \"When a shard stops\")",
+					LogShard, s.shard, LogTable, ae.Table, LogPK, ae.PK, "rk", ae.RK, "key", ae.StoreKey,
+					LogSeq, ae.Seq, LogCmd, ae.Cmd, "err", ae.Err)
+			}
+			return err
+		}
+		s.hold(held, run)
 	}
+	s.ack(todo)
 	md, _ := todo[len(todo)-1].Metadata()
 	s.last = md.Sequence.Stream
 	p.observeBatch(s.shard, todo)

@@ -305,6 +305,9 @@ func TestServer(t *testing.T) {
 	if n, _ := f.Value(NameStoreBehind); n != 1 {
 		t.Errorf("%s = %v, want 1", NameStoreBehind, n)
 	}
+	if n, ok := f.Value(NameHeldPartitions); !ok || n != 0 {
+		t.Errorf("%s = %v (exported %v), want 0", NameHeldPartitions, n, ok)
+	}
 	get := func(path string) (int, string) {
 		t.Helper()
 		resp, err := http.Get(srv + path)

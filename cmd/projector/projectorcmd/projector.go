@@ -35,12 +35,14 @@ import (
 var projectorCommands = []cli.Spec{
 	cli.NewSpec("", "[flags]", "apply the journal to tables, continuously, until SIGINT or SIGTERM"),
 	cli.NewSpec("status", "[--json] [--watch] [flags]", "show each shard of the journal: its owner, how far it is applied, what is pending"),
+	cli.NewSpec("resume", "--table T [--pk P] [flags]", "try a held partition again now, once the row that holds it is dealt with"),
 }
 
 // projectorUsage is the projector's --help, generated from the table.
 func projectorUsage() string {
-	run, status := projectorCommands[0], projectorCommands[1]
-	return "Usage: " + run.Line("projector") + "\n       " + status.Line("projector") + "   (see projector status --help)\n" + `
+	run, status, resume := projectorCommands[0], projectorCommands[1], projectorCommands[2]
+	return "Usage: " + run.Line("projector") + "\n       " + status.Line("projector") + "   (see projector status --help)\n" +
+		"       " + resume.Line("projector") + "   (see projector resume --help)\n" + `
 Applies the journal to tables, continuously, until SIGINT or SIGTERM.
 
 With no flags it runs everything locally: an embedded JetStream server (file
@@ -83,6 +85,9 @@ func intFromEnv(fs *flag.FlagSet, name, env string, v *int) error {
 func Run(ctx context.Context, args []string, stdio cli.IO) error {
 	if len(args) > 0 && args[0] == projectorCommands[1].Name {
 		return projectorStatus(ctx, args[1:], stdio)
+	}
+	if len(args) > 0 && args[0] == projectorCommands[2].Name {
+		return projectorResume(ctx, args[1:], stdio)
 	}
 	return (&projectCmd{}).run(ctx, args, stdio)
 }
