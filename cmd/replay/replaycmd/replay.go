@@ -57,7 +57,7 @@ var replayCommands = []replayEntry{
 	{cli.NewSpec("diff", "--table A --against B [--to POINT | --seq N | --time T] [--max N]", "compare two tables row for row (blue/green rebuilds)"), func() replaySub { return &diffCmd{} }},
 	{cli.NewSpec("erase", "--table T --pk P [--rk R] [--apply]", "erase a row or partition everywhere, with a receipt (dry run by default)"), func() replaySub { return &eraseCmd{} }},
 	{cli.NewSpec("prune", "--table T (--keep 90d | --keep-versions N | --before SEQ) [--pk P] [--apply] [--pace D] [--max-rows N]", "remove old versions through the journal (dry run by default)"), func() replaySub { return &pruneCmd{} }},
-	{cli.NewSpec("console", "[--addr 127.0.0.1:8089] [--auth-file FILE] [--hide-values] [--allow-changes] [--grafana-url URL]", "serve the web console: journal, blame, row history, as-of, health"), func() replaySub { return &consoleCmd{} }},
+	{cli.NewSpec("console", "[--addr 127.0.0.1:8089] [--auth-file FILE] [--console-tls-cert FILE --console-tls-key FILE] [--hide-values] [--allow-changes] [--grafana-url URL]", "serve the web console: journal, blame, row history, as-of, health"), func() replaySub { return &consoleCmd{} }},
 	{cli.NewSpec("compact", "--table T --snapshot FILE [--at SEQ] [--apply]", "trim a table's journal below a stored snapshot (dry run by default)"), func() replaySub { return &compactCmd{} }},
 	{cli.NewSpec("move", "--new-stream NAME [--allow-msg-delete | --allow-trim] [--apply [--cutover [--delete-old]]]", "move the journal's commands into a new stream, sequences kept (dry run by default)"), func() replaySub { return &moveCmd{} }},
 }
