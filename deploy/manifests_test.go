@@ -89,7 +89,7 @@ type manifests struct {
 	secret         *corev1.Secret
 	service        *corev1.Service
 	serviceMonitor *serviceMonitor
-	job            *batchv1.Job
+	cronJob        *batchv1.CronJob
 }
 
 // slot is where an object of apiVersion and kind decodes to.
@@ -103,7 +103,7 @@ func (m *manifests) slot(apiVersion, kind string) (any, bool) {
 		"v1 Secret":                                     &m.secret,
 		"v1 Service":                                    &m.service,
 		"monitoring.coreos.com/v1 ServiceMonitor":       &m.serviceMonitor,
-		"batch/v1 Job":                                  &m.job,
+		"batch/v1 CronJob":                              &m.cronJob,
 	}
 	s, ok := slots[apiVersion+" "+kind]
 	return s, ok
@@ -144,7 +144,7 @@ func load(t *testing.T) *manifests {
 	}
 	for what, ok := range map[string]bool{"Kustomization": m.kustomization != nil, "Deployment": m.deployment != nil,
 		"PodDisruptionBudget": m.pdb != nil, "ServiceAccount": m.serviceAccount != nil, "ConfigMap": m.configMap != nil,
-		"Secret": m.secret != nil, "Service": m.service != nil, "ServiceMonitor": m.serviceMonitor != nil, "Job": m.job != nil} {
+		"Secret": m.secret != nil, "Service": m.service != nil, "ServiceMonitor": m.serviceMonitor != nil, "CronJob": m.cronJob != nil} {
 		if !ok {
 			t.Fatalf("no %s in deploy/*.yaml", what)
 		}
@@ -161,7 +161,7 @@ func TestKustomization(t *testing.T) {
 			t.Errorf("kustomization.yaml lists %s, which holds no object of deploy/", r)
 		}
 	}
-	for _, want := range []string{"projector.yaml", "pdb.yaml", "serviceaccount.yaml", "configmap.yaml", "service.yaml"} {
+	for _, want := range []string{"projector.yaml", "pdb.yaml", "serviceaccount.yaml", "configmap.yaml", "service.yaml", "replay-verify-cronjob.yaml"} {
 		if !slices.Contains(m.kustomization.Resources, want) {
 			t.Errorf("kustomization.yaml does not apply %s", want)
 		}

@@ -34,14 +34,14 @@ type workload struct {
 	args []string
 }
 
-// workloads are the projector's container and the replay Job's.
+// workloads are the projector's container and the replay CronJob's.
 func workloads(t *testing.T, m *manifests) []workload {
 	t.Helper()
 	var out []workload
 	for _, w := range []struct {
 		name string
 		pod  corev1.PodTemplateSpec
-	}{{"Deployment " + m.deployment.Name, m.deployment.Spec.Template}, {"Job " + m.job.GenerateName, m.job.Spec.Template}} {
+	}{{"Deployment " + m.deployment.Name, m.deployment.Spec.Template}, {"CronJob " + m.cronJob.Name, m.cronJob.Spec.JobTemplate.Spec.Template}} {
 		if len(w.pod.Spec.Containers) != 1 {
 			t.Fatalf("%s: %d containers, want 1", w.name, len(w.pod.Spec.Containers))
 		}
