@@ -73,6 +73,14 @@ func (s *Behind) put(k string, b wire.BehindPartition, recorded bool) bool {
 	return true
 }
 
+// has says whether the partition is known behind.
+func (s *Behind) has(table, pk string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.parts[wire.BehindKey(table, pk)]
+	return ok
+}
+
 // remove forgets a partition (by wire.BehindKey) whose record entry was
 // removed, unless this instance found it since and has not recorded it
 // yet.
@@ -244,8 +252,9 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 	return nil
 }
 
-// checkBehind runs checkShardBehind on shard and logs what it did.
-func (p *Projector) checkBehind(ctx context.Context, shard int, why string) {
+// checkBehind runs checkShardBehind on shard and logs what it did; true
+// when it finished.
+func (p *Projector) checkBehind(ctx context.Context, shard int, why string) bool {
 	start := time.Now()
 	before := p.stats.Behind.Len()
 	n, err := p.checkShardBehind(ctx, shard)
@@ -253,10 +262,11 @@ func (p *Projector) checkBehind(ctx context.Context, shard int, why string) {
 		if ctx.Err() == nil {
 			p.log.Warn("checking the store against the journal failed", LogShard, shard, "why", why, "err", err)
 		}
-		return
+		return false
 	}
 	p.log.Debug("store checked against the journal", LogShard, shard, "why", why, "partitions", n,
 		"behind", p.stats.Behind.Len()-before, "in", time.Since(start).Round(time.Millisecond))
+	return true
 }
 
 // recheckOwned checks every shard this instance applies now again, in

@@ -35,4 +35,7 @@ type Stats struct {
 	// Behind lists the partitions found behind what the projector
 	// applied: the store lost confirmed writes (behind.go).
 	Behind Behind
+	// Sweeps says when each shard's last complete anti-entropy sweep
+	// ended (sweep.go).
+	Sweeps Sweeps
 }
