@@ -22,14 +22,18 @@ import (
 // outcome says it applied. The journal is the source of truth, so such a
 // partition is reported loudly (ERROR, the counters, projector status)
 // until it is rebuilt from the journal (docs/operating.md, "When the store
-// lost writes"). Two ways find one:
+// lost writes"). Three ways find one:
 //
 //   - as the projector runs, a partition whose fence went back under the
 //     projector's cache (Applier.adopt);
 //   - when a shard starts, before it applies anything, and again when the
 //     store answers after an outage: each partition of the shard whose
 //     fence is older than its newest journal message is looked at in the
-//     outcomes stream (checkShardBehind).
+//     outcomes stream (checkShardBehind);
+//   - by the anti-entropy sweep (sweep.go), which checks every partition
+//     of the shard in the same way, paced, as long as the shard runs: a
+//     partition nobody writes after the loss is found by neither of the
+//     above.
 //
 // Each partition found is written to the durable record (package lost)
 // before the projector writes past the loss, and the record is loaded at
