@@ -34,6 +34,9 @@
 //     reads it makes, and publish.go every publishing step, the messages and the
 //     two publishers, of outcomes and of change events (changefeed.go
 //     creates the change feed's stream).
+//   - behind.go finds and records partitions the store lost confirmed
+//     writes of; sweep.go walks a shard's partitions for them, paced by
+//     sweepPace (sweeppace.go, pure: what to check next and when).
 //
 // docs/ARCHITECTURE.md ("Exactly once") explains the order and what proves
 // each stage.

@@ -38,4 +38,7 @@ type Stats struct {
 	// Held lists the partitions held by a row the projector did not
 	// write (held.go).
 	Held Held
+	// Sweeps says when each shard's last complete anti-entropy sweep
+	// ended (sweep.go).
+	Sweeps Sweeps
 }

@@ -279,6 +279,7 @@ func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBehind
 	ch <- descHeld
 	ch <- descPruned
+	ch <- descSweepAge
 }
 
 func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
@@ -300,6 +301,7 @@ func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 	collectPruned(ch, c.m.stats.Load())
 	collectBehind(ch, c.m.stats.Load())
 	collectHeld(ch, c.m.stats.Load())
+	collectSweeps(ch, c.m.stats.Load(), snap.At)
 	for _, s := range snap.Shards {
 		label := strconv.Itoa(s.Shard)
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(s.Applied), label)
