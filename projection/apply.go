@@ -1,644 +1,164 @@
 package projection
 
 import (
+	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/events/edm"
-	"github.com/tablejournal/tablejournal/events/rules"
-	"github.com/tablejournal/tablejournal/journal"
-	"github.com/tablejournal/tablejournal/rows"
-	"github.com/tablejournal/tablejournal/store"
-	"github.com/tablejournal/tablejournal/wire"
+	"github.com/tablejournal/tablejournal/projection/decide"
 )
 
-// Entry is one journal message of a partition, ready to apply.
-type Entry struct {
-	Seq uint64
-	// At is the journal's stored time of the message; it becomes _at.
-	At time.Time
-	// ID is the command ID (from Nats-Msg-Id when the body did not decode).
-	ID string
-	// Cmd is the decoded command, nil when Err is set.
-	Cmd *events.Command
-	// Erase is the decoded erase (SPEC §10) when the message is one; Cmd
-	// is nil then.
-	Erase *events.Erase
-	// Err is why the message cannot apply (undecodable, invalid, subject
-	// and body disagree); the entry is rejected with it as reason.
-	Err error
-	// Prior is an outcome of an earlier journal message with the same
-	// command ID, if the caller knows one (the projector looks every
-	// fetched ID up in the outcomes stream). A command ID applies at most
-	// once, ever: if Prior says it applied (or was a duplicate) at an
-	// earlier sequence, the entry is a duplicate.
-	Prior Prior
-	// Trace is the message's W3C trace context, copied onto the outcome
-	// and change events.
-	Trace TraceContext
-
-	// own is this message's own outcome, when the projector's look-up of
-	// the batch's IDs found it stored (a redelivery): recovering a skipped
-	// command needs no request of its own then.
-	own *wire.Outcome
-}
-
-// Prior is an outcome stored for a command ID, as Entry.Prior.
-type Prior struct {
-	Seq    uint64 // 0: none known
-	Status wire.Status
-}
-
-// Skipped is the status of a Result beside the three outcomes of SPEC §5
-// (wire.Status): a redelivered command whose effect is already in the
-// table, because the rows' _seq show it was handled before a crash or
-// redelivery. It is never published: the command's outcome was published
-// then (or is recovered from the table).
-const Skipped wire.Status = "skipped"
-
-// Result is what applying one entry did.
-type Result struct {
-	Seq    uint64
-	ID     string
-	Status wire.Status // an outcome, or Skipped
-	Reason string      // for rejected and duplicate
-	// Code and Rule say, for a rejection, what kind it is (SPEC §5).
-	Code wire.Code
-	Rule string
-	// Rows are the versions an applied command produced, one per row it
-	// changed, in the order the command first names them.
-	Rows []wire.RowVersion
-	// Pruned is the number of rows an applied prune removed (prune.go).
-	Pruned int64
-	// Changes are the change-feed events of an applied command, one per
-	// row version, in the order of Rows.
-	Changes []Change
-	// Stored says the outcome of this entry is already in the outcomes
-	// stream (the entry was handled before): nothing to publish.
-	Stored bool
-
-	// dependsOnState marks a rejection decided on the rows' state (not on
-	// the message alone), which the applier validates before it is
-	// published.
-	dependsOnState bool
-	// erased marks a result skipped because an erase was applied after it
-	// (erase.go).
-	erased bool
-}
-
-// Change is one applied row change, with before and after images.
-type Change struct {
-	RK      string
-	Kind    wire.ChangeOp
-	Version int64
-	Before  edm.Entity // nil for wire.ChangeCreate
-	After   edm.Entity // nil for wire.ChangeDelete
-	// Partition marks the notice of a whole-partition erase (wire.ChangeErase).
-	Partition bool
-}
-
-// rowState is what the apply knows of one logical row: its tip and its
-// newest version of any kind (rows.State).
-type rowState = rows.State
-
-// nextVersion is the version the next command that changes the row makes.
-func nextVersion(s *rowState) int64 {
-	if s.Latest == nil {
-		return 0
-	}
-	return s.Latest.Version + 1
-}
-
-// rejectError is why a command is rejected, with its code (SPEC §5).
-type rejectError struct {
-	msg  string
-	code wire.Code
-	rule string
-}
-
-func (e *rejectError) Error() string { return e.msg }
-
-func reject(code wire.Code, rule, format string, args ...any) error {
-	return &rejectError{fmt.Sprintf(format, args...), code, rule}
-}
-
-// rejection returns the code and rule of err, why a command is rejected:
-// a *rejectError's own, or for a message that does not decode or
-// validate, CodeInvalid with the rule it broke.
-func rejection(err error) (wire.Code, string) {
-	var re *rejectError
-	var ve *rules.ValidationError
-	switch {
-	case errors.As(err, &re):
-		return re.code, re.rule
-	case errors.As(err, &ve):
-		return wire.CodeInvalid, string(ve.Rule)
-	case errors.Is(err, journal.ErrSubjectMismatch):
-		return wire.CodeInvalid, wire.RuleSubjectMismatch
-	case errors.Is(err, journal.ErrIDMismatch):
-		return wire.CodeInvalid, wire.RuleIDMismatch
-	case errors.Is(err, wire.ErrBadSubject):
-		return wire.CodeInvalid, wire.RuleBadSubject
-	}
-	return wire.CodeInvalid, ""
-}
-
-// reject sets res to a rejection for err, with reason.
-func (res *Result) reject(reason string, err error) {
-	res.Status, res.Reason = wire.StatusRejected, reason
-	res.Code, res.Rule = rejection(err)
-}
-
-// batch accumulates the effect of consecutive commands of one partition
-// into one transaction. It is pure: it reads no clock and does no I/O.
-type txn struct {
-	pk   string
-	base map[string]*rowState // committed state at the start of the batch
-	cur  map[string]*rowState // state after the commands taken so far
-	// added are the version rows written in this batch, per RK.
-	added map[string][]rows.Row
-	// cost of each touched RK in the transaction: ops and bytes.
-	ops, bytes map[string]int
-	totalOps   int
-	totalBytes int
-	results    []Result
-
-	// seen holds command IDs known applied before this batch, by journal
-	// sequence (the caller's; nil for none). appliedIDs are the IDs the
-	// batch applies itself; skippedIDs those of commands it skips without
-	// knowing whether they applied.
-	seen       map[string]uint64
-	appliedIDs map[string]uint64
-	skippedIDs map[string]bool
-	// last is the newest command the batch applies: the fence's content.
-	last fence
-	// by names, per row, the newest command of the batch that wrote it.
-	by map[string]opSource
-	// wrote is set once the batch committed a transaction.
-	wrote bool
-	// er is what the batch knows of erases (erase.go).
-	er eraseState
-	// limits are the store's beyond Azure's (store.Store.Limits): a
-	// command that breaks one is rejected by its rule, and transactions
-	// stay within limits.TxBytes().
-	limits events.Limits
-}
-
-func newTxn(pk string, state map[string]*rowState, limits events.Limits) *txn {
-	return &txn{
-		pk: pk, limits: limits, base: state, cur: make(map[string]*rowState),
-		added: make(map[string][]rows.Row), ops: make(map[string]int), bytes: make(map[string]int),
-		appliedIDs: make(map[string]uint64), skippedIDs: make(map[string]bool), by: make(map[string]opSource),
-		// Room for the fence write every transaction carries.
-		totalOps: 1, totalBytes: fenceWireCost,
-	}
-}
-
-func (b *txn) state(rk string) *rowState {
-	if s, ok := b.cur[rk]; ok {
-		return s
-	}
-	if s, ok := b.base[rk]; ok {
-		return s
-	}
-	return &rowState{}
-}
-
-// errFull says the command does not fit the batch beside what it holds.
-var errFull = fmt.Errorf("batch full")
-
-// add applies e to the batch. It returns errFull, leaving the batch as it
-// was, when the command's rows would push the transaction over the store's
-// limits; the caller then commits the batch and adds e to a fresh one.
-func (b *txn) add(e Entry) error {
-	res := Result{Seq: e.Seq, ID: e.ID}
-	if e.Err != nil {
-		res.reject(e.Err.Error(), e.Err)
-		b.results = append(b.results, res)
-		return nil
-	}
-	if done, err := b.addErased(e, res); done {
+// Apply applies entries, all of table and pk and in journal order, handing
+// the results of each transaction to h. It is the one driver of the
+// exactly-once path: the projector (batch.go) and replay's rebuild both
+// call it. Each transaction is decided on the table, its results that
+// wrote nothing go to h.Settle and h.BeforeCommit, it commits, and its
+// applied results go to h.AfterCommit; a transaction the table refused is decided again.
+// What a transaction is decided and committed as depends on its kind
+// (txKind). Apply returns nil once every entry has a result handed to
+// hooks; an error means a persistent store failure (or a hook's error),
+// and entries from the failed transaction on were not applied.
+func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, h Hooks) error {
+	r, err := a.newRun(ctx, table, pk, entries)
+	if err != nil {
 		return err
 	}
-	c := e.Cmd
-	if err := b.limits.Check(c); err != nil {
-		res.reject(err.Error(), err)
-		b.results = append(b.results, res)
-		return nil
+	r.ready = h.Ready
+	for r.next < len(r.entries) {
+		kind := kindOf(r.entries[r.next])
+		if err := kind.decide(ctx, r); err != nil {
+			return err
+		}
+		if err := r.beforeCommit(ctx, h); err != nil {
+			return err
+		}
+		committed, err := kind.commit(ctx, r)
+		if err != nil {
+			return err
+		}
+		if committed {
+			if rs, _ := selectResults(r.tx.Results, true); len(rs) > 0 && h.AfterCommit != nil {
+				if err := h.AfterCommit(ctx, rs); err != nil {
+					return err
+				}
+			}
+		}
 	}
-	// Whether this ID applied earlier is known only once the commands of
-	// this batch are: an earlier message with the same ID that this batch
-	// applies, or skips without knowing whether it applied, is settled by
-	// committing first.
-	if _, ok := b.appliedIDs[c.ID]; ok || b.skippedIDs[c.ID] {
-		return errFull
+	return nil
+}
+
+// txKind is a kind of transaction: how the transaction that starts at
+// r.entries[r.next] is decided on the table (decide sets r.tx to the
+// results of r.entries[r.next:r.end]) and committed (commit reports false
+// when the table was not as decided: the transaction is decided again).
+type txKind interface {
+	decide(ctx context.Context, r *partitionRun) error
+	commit(ctx context.Context, r *partitionRun) (bool, error)
+}
+
+// kindOf is the kind of the transaction that starts with e: a message that
+// cannot apply (rejectOnly), an erase (eraseTx, erase.go), a prune
+// (pruneTx, prune.go), else the commands that write rows (rowsTx).
+func kindOf(e Entry) txKind {
+	switch {
+	case e.Err != nil:
+		return rejectOnly{}
+	case e.Erase != nil:
+		return eraseTx{}
+	case decide.IsPrune(e):
+		return &pruneTx{}
 	}
-	if b.skip(e) {
-		res.Status = Skipped
-		b.results = append(b.results, res)
-		return nil
+	return rowsTx{}
+}
+
+// ownTx reports whether e takes a transaction of its own kind (an erase,
+// a prune), after the ones before it.
+func ownTx(e Entry) bool { return e.Erase != nil || decide.IsPrune(e) }
+
+// rejectOnly is a transaction of messages that cannot apply (undecodable,
+// invalid, or on a subject that names no valid table): each is rejected on
+// the message alone, without reading the partition's rows or fence (its
+// table may not even be a valid name), and nothing is written.
+type rejectOnly struct{}
+
+func (rejectOnly) decide(ctx context.Context, r *partitionRun) error {
+	if err := r.awaitReady(ctx); err != nil {
+		return err
 	}
-	if dup := b.duplicate(e); dup != "" {
-		res.Status, res.Reason = wire.StatusDuplicate, dup
-		b.results = append(b.results, res)
-		return nil
-	}
-	eff, why := b.simulate(e)
-	if why == nil {
-		var err error
-		if why, err = b.price(&eff); err != nil {
+	r.tx = decide.NewTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
+	for r.end = r.next; r.end < len(r.entries) && r.entries[r.end].Err != nil; r.end++ {
+		if err := r.tx.Add(r.entries[r.end]); err != nil {
 			return err
 		}
 	}
-	if why != nil {
-		// Nothing of a rejected command is written, nor reported as written.
-		res.reject(why.Error(), why)
-		res.dependsOnState = true
-		b.results = append(b.results, res)
-		return nil
-	}
-	b.take(e, eff)
-	res.Status, res.Rows, res.Changes = wire.StatusApplied, eff.rows, eff.changes
-	b.results = append(b.results, res)
 	return nil
 }
 
-// skip reports whether e was handled before (a redelivery): a row it
-// names already carries its or a later sequence.
-func (b *txn) skip(e Entry) bool {
-	for _, op := range e.Cmd.Ops {
-		if l := b.state(op.RK).Latest; l != nil && l.Seq >= e.Seq {
-			if l.Seq == e.Seq && l.Cmd == e.Cmd.ID {
-				b.appliedIDs[e.Cmd.ID] = e.Seq // it applied: its own version says so
-			} else {
-				b.skippedIDs[e.Cmd.ID] = true
-			}
-			return true
-		}
-	}
-	return false
+func (rejectOnly) commit(_ context.Context, r *partitionRun) (bool, error) {
+	r.next = r.end // nothing to write
+	return true, nil
 }
 
-// duplicate says why e is a duplicate, or "": a command ID applies at most
-// once, ever (a republish after JetStream's duplicate window, or one
-// published without Nats-Msg-Id).
-func (b *txn) duplicate(e Entry) string {
-	id := e.Cmd.ID
-	if s, ok := b.seen[id]; ok && s < e.Seq {
-		return fmt.Sprintf("command %s already applied at journal sequence %d", id, s)
-	}
-	if e.Prior.Seq != 0 && e.Prior.Seq < e.Seq {
-		switch e.Prior.Status {
-		case wire.StatusApplied:
-			return fmt.Sprintf("command %s already applied at journal sequence %d", id, e.Prior.Seq)
-		case wire.StatusDuplicate:
-			return fmt.Sprintf("command %s already applied (journal sequence %d was a duplicate of it)", id, e.Prior.Seq)
-		}
-	}
-	for _, op := range e.Cmd.Ops {
-		if l := b.state(op.RK).Latest; l != nil && l.Cmd == id {
-			return fmt.Sprintf("command %s already applied at journal sequence %d", id, l.Seq)
-		}
-	}
-	return ""
-}
+// rowsTx is a transaction of consecutive commands that write rows (and
+// messages that cannot apply among them), as many as fit the store's
+// limits, up to the next erase or prune.
+type rowsTx struct{}
 
-// effect is what one command would do to the batch: the rows' working
-// state after it, the version rows it adds, what it reports, and what the
-// transaction costs with it.
-type effect struct {
-	// touched are the rows the command names, in the order it first
-	// names them: a command names few rows, so a slice, not maps (this
-	// runs once per command).
-	touched []effectRow
-	rows    []wire.RowVersion
-	changes []Change
-	// the transaction's totals with the command.
-	totalOps, totalBy int
-}
-
-// effectRow is what a command does to one row.
-type effectRow struct {
-	rk      string
-	s       *rowState     // the row's working state
-	version int64         // the version the command makes of the row
-	last    events.OpKind // the command's last op on the row
-	added   []rows.Row    // the version rows it adds
-	// cost of the row's writes in the transaction with the command: ops
-	// and bytes (price).
-	ops, bytes int
-}
-
-// row returns the effect on rk, nil if the command does not name it yet.
-func (eff *effect) row(rk string) *effectRow {
-	for i := range eff.touched {
-		if eff.touched[i].rk == rk {
-			return &eff.touched[i]
+// decide decides the transaction on the partition's rows as the table
+// holds them: the fence (rule 4) and the rows under it, from the cache
+// when cached under the same fence (rule 5). A rejection is decided on the
+// rows' state, so when rows were read since the fence was last checked the
+// fence is read again, and the transaction decided again if it moved (rule
+// 6).
+func (rowsTx) decide(ctx context.Context, r *partitionRun) error {
+	for {
+		if err := r.begin(ctx); err != nil {
+			return err
 		}
-	}
-	return nil
-}
-
-// simulate runs e's ops on copies of its rows, so a rejected or oversized
-// command leaves no trace; it returns why it is rejected, or nil. A
-// command makes at most one new version of each row it names (SPEC §4:
-// versions grow by one per applied command on a row, and a version row is
-// keyed by the command's sequence): its ops on one row apply in order to a
-// working copy, and only the row's state after the last one is written.
-func (b *txn) simulate(e Entry) (effect, error) {
-	var eff effect
-	for i, op := range e.Cmd.Ops {
-		t := eff.row(op.RK)
-		if t == nil {
-			cp := *b.state(op.RK)
-			eff.touched = append(eff.touched, effectRow{rk: op.RK, s: &cp, version: nextVersion(&cp)})
-			t = &eff.touched[len(eff.touched)-1]
-		}
-		if err := applyOp(t.s, op, e, b.pk, t.version); err != nil {
-			return effect{}, fmt.Errorf("ops[%d] %s %q: %w", i, op.Op, op.RK, err)
-		}
-		t.last = op.Op
-	}
-	for i := range eff.touched {
-		t := &eff.touched[i]
-		rv, ch, ok := finishRow(t.rk, b.pk, e, b.state(t.rk), t.s, t.last, &t.added)
-		if ok {
-			eff.rows = append(eff.rows, rv)
-			eff.changes = append(eff.changes, ch)
-		}
-	}
-	return eff, nil
-}
-
-// price sets the cost of the touched rows after the command, and checks it
-// against the store's limits: it returns why the command is rejected, or
-// errFull when the command may fit a batch of its own.
-func (b *txn) price(eff *effect) (why, err error) {
-	eff.totalOps, eff.totalBy = b.totalOps, b.totalBytes
-	for i := range eff.touched {
-		t := &eff.touched[i]
-		all := t.added
-		if prev := b.added[t.rk]; len(prev) > 0 {
-			all = append(append([]rows.Row(nil), prev...), t.added...)
-		}
-		n, sz, err := rowCost(b.pk, b.baseTip(t.rk), t.s.Tip, all)
+		behind, err := r.loadRows(ctx, r.touchedFrom(r.next))
 		if err != nil {
-			return err, nil
+			return err
 		}
-		t.ops, t.bytes = n, sz
-		eff.totalOps += n - b.ops[t.rk]
-		eff.totalBy += sz - b.bytes[t.rk]
-	}
-	if eff.totalOps <= store.MaxOps && eff.totalBy <= b.limits.TxBytes() {
-		return nil, nil
-	}
-	if len(b.results) > 0 {
-		return nil, errFull
-	}
-	return reject(wire.CodeTooLarge, wire.RuleTransactionTooLarge, "too large after versioning: %d store operations, %d bytes (limits %d, %d)",
-		eff.totalOps, eff.totalBy, store.MaxOps, b.limits.TxBytes()), nil
-}
-
-// take adds an applied command's effect to the batch.
-func (b *txn) take(e Entry, eff effect) {
-	for _, t := range eff.touched {
-		b.by[t.rk] = opSource{rk: t.rk, seq: e.Seq, cmd: e.Cmd.ID}
-		b.cur[t.rk] = t.s
-		if len(t.added) > 0 {
-			b.added[t.rk] = append(b.added[t.rk], t.added...)
-		}
-		b.ops[t.rk], b.bytes[t.rk] = t.ops, t.bytes
-	}
-	b.totalOps, b.totalBytes = eff.totalOps, eff.totalBy
-	b.appliedIDs[e.Cmd.ID] = e.Seq
-	// The fence names the newest command that wrote a version (one that
-	// changed nothing, inserting and deleting a row, does not count), so
-	// that it is the same however the journal is batched.
-	if len(eff.rows) > 0 && e.Seq > b.last.seq {
-		b.last = fence{exists: true, seq: e.Seq, cmd: e.Cmd.ID, at: e.At}
-	}
-}
-
-// source names the row and command a store op of the batch is for.
-func (b *txn) source(storeKey string) opSource {
-	rk, _, _, ok := rows.ParseKey(storeKey)
-	if !ok {
-		return opSource{key: storeKey}
-	}
-	src := b.by[rk]
-	src.rk, src.key = rk, storeKey
-	return src
-}
-
-func (b *txn) baseTip(rk string) *rows.Row {
-	if s, ok := b.base[rk]; ok {
-		return s.Tip
-	}
-	return nil
-}
-
-// applyOp applies one row operation to the working state s of a row, as
-// version v: the version the command makes of the row, whatever the number
-// of its ops on it. It writes nothing; finishRow does, once per row.
-func applyOp(s *rowState, op events.RowOp, e Entry, pk string, v int64) error {
-	exists := s.Tip != nil
-	if op.IfVersion != nil {
-		switch {
-		case !exists:
-			return reject(wire.CodeVersionMismatch, "", "ifVersion %d: row does not exist", *op.IfVersion)
-		case s.Tip.Version != *op.IfVersion:
-			return reject(wire.CodeVersionMismatch, "", "ifVersion %d: row is at version %d", *op.IfVersion, s.Tip.Version)
-		}
-	}
-	kind := op.Op
-	switch kind {
-	case events.OpInsert:
-		if exists {
-			return reject(wire.CodeExists, "", "row exists at version %d", s.Tip.Version)
-		}
-	case events.OpReplace, events.OpMerge, events.OpDelete:
-		if !exists {
-			return reject(wire.CodeNotFound, "", "row does not exist")
-		}
-	case events.OpUpsert, events.OpUpsertMerge:
-	default:
-		return reject(wire.CodeInvalid, string(rules.UnknownOp), "unknown op %q", kind)
-	}
-	if kind == events.OpDelete {
-		s.Tip = nil
-		return nil
-	}
-	next := rows.Row{PK: pk, RK: op.RK, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: kind, Tip: true}
-	if exists && (kind == events.OpMerge || kind == events.OpUpsertMerge) {
-		next.Props = s.Tip.Props.Clone()
-		for k, v := range op.Entity {
-			next.Props[k] = v
-		}
-		if len(next.Props) > events.MaxProperties {
-			return reject(wire.CodeTooLarge, wire.RuleTooManyProperties, "merge leaves %d properties, more than %d", len(next.Props), events.MaxProperties)
-		}
-	} else {
-		// Shared, not copied: neither the command's entity nor a row's
-		// Props are modified once made (a merge copies the tip first).
-		next.Props = op.Entity
-	}
-	s.Tip, s.Latest = &next, &next
-	return nil
-}
-
-// finishRow turns a row's working state w after a command's ops into what
-// the command writes, given the row's state before the command: the old tip
-// copied to its version row, and a new tip or a tombstone. A row that did
-// not exist before nor after (inserted and deleted by the same command)
-// gets no version: w is reset and ok is false. The tombstone holds the
-// values the row had before the command, the last it had at any journal
-// sequence.
-func finishRow(rk, pk string, e Entry, before, w *rowState, last events.OpKind, added *[]rows.Row) (wire.RowVersion, Change, bool) {
-	old := before.Tip
-	if old == nil && w.Tip == nil {
-		*w = *before
-		return wire.RowVersion{}, Change{}, false
-	}
-	if old != nil {
-		cp := *old
-		cp.Tip, cp.ETag = false, ""
-		*added = append(*added, cp)
-	}
-	v := nextVersion(before)
-	if w.Tip == nil {
-		tomb := rows.Row{PK: pk, RK: rk, Version: v, Cmd: e.Cmd.ID, Seq: e.Seq, At: e.At, Op: events.OpDelete,
-			Deleted: true, Props: old.Props}
-		*added = append(*added, tomb)
-		w.Latest = &tomb
-		return wire.RowVersion{RK: rk, Version: v, Op: events.OpDelete, Deleted: true},
-			Change{RK: rk, Kind: wire.ChangeDelete, Version: v, Before: old.Props}, true
-	}
-	w.Tip.Op = last
-	w.Latest = w.Tip
-	rv := wire.RowVersion{RK: rk, Version: v, Op: last}
-	if old == nil {
-		return rv, Change{RK: rk, Kind: wire.ChangeCreate, Version: v, After: w.Tip.Props}, true
-	}
-	return rv, Change{RK: rk, Kind: wire.ChangeUpdate, Version: v, Before: old.Props, After: w.Tip.Props}, true
-}
-
-// rowCost is the transaction cost of one row's writes in a batch: each
-// added version row is one insert, and the tip is one op when it changed.
-func rowCost(pk string, baseTip, tip *rows.Row, added []rows.Row) (ops, bytes int, err error) {
-	for _, r := range added {
-		sz, err := entityCost(pk, r)
-		if err != nil {
-			return 0, 0, err
-		}
-		ops++
-		bytes += sz
-	}
-	switch {
-	case tip != nil && tip != baseTip:
-		sz, err := entityCost(pk, *tip)
-		if err != nil {
-			return 0, 0, err
-		}
-		ops++
-		bytes += sz
-	case tip == nil && baseTip != nil:
-		ops++
-		bytes += wireCost(edm.EntitySize(pk, rows.TipKey(baseTip.RK), nil), nil)
-	}
-	return ops, bytes, nil
-}
-
-func entityCost(pk string, r rows.Row) (int, error) {
-	sz := encodedSize(pk, r)
-	if sz > store.MaxEntityBytes {
-		return 0, reject(wire.CodeTooLarge, wire.RuleEntityTooLarge, "version %d of %q would be %d bytes, over the %d-byte entity limit", r.Version, r.RK, sz, store.MaxEntityBytes)
-	}
-	// The system columns hold no Binary: the user's properties are all
-	// wireCost counts beside the size.
-	return wireCost(sz, r.Props), nil
-}
-
-// encodedSize is edm.EntitySize of r as stored (r.Encode() under
-// r.StoreKey()) without building the entity, which was a map per row image
-// priced, on the hot path, for a figure.
-func encodedSize(pk string, r rows.Row) int {
-	sys, cols := r.SystemColumns()
-	for _, c := range sys[:cols] {
-		if _, ok := r.Props[c.Name]; ok {
-			// Not from a valid command (names beginning with '_' are
-			// reserved): Encode overwrites it, so count what it stores.
-			return edm.EntitySize(pk, r.StoreKey(), r.Encode())
-		}
-	}
-	n := edm.EntitySize(pk, r.StoreKey(), r.Props)
-	for _, c := range sys[:cols] {
-		n += edm.PropertySize(c.Name, c.Value)
-	}
-	return n
-}
-
-// opWireOverhead is what one operation adds to a transaction's request body
-// beyond its entity: the multipart boundary and the operation's headers.
-const opWireOverhead = 512
-
-// wireCost estimates an entity's share of a transaction's request body,
-// which is what Azure holds to 4 MiB: Binary travels in base64, a third
-// larger than EntitySize counts it.
-func wireCost(size int, props edm.Entity) int {
-	for _, v := range props {
-		if v.Type == edm.TypeBinary {
-			size += (len(v.Bytes) + 2) / 3
-		}
-	}
-	return size + opWireOverhead
-}
-
-// txOps renders the batch as store operations: version rows are inserted
-// (never overwritten: a conflict means someone else wrote this history), the
-// tip is inserted, replaced or deleted against the state the batch started
-// from.
-func (b *txn) txOps() []store.Op {
-	var ops []store.Op
-	for rk, s := range b.cur {
-		for _, r := range b.added[rk] {
-			ops = append(ops, store.Op{Kind: store.Insert, RK: r.StoreKey(), Props: r.Encode()})
-		}
-		base := b.baseTip(rk)
-		switch {
-		case s.Tip != nil && s.Tip != base && base == nil:
-			ops = append(ops, store.Op{Kind: store.Insert, RK: rows.TipKey(rk), Props: s.Tip.Encode()})
-		case s.Tip != nil && s.Tip != base:
-			ops = append(ops, store.Op{Kind: store.Replace, RK: rows.TipKey(rk), Props: s.Tip.Encode(), IfMatch: etagOrAny(base.ETag)})
-		case s.Tip == nil && base != nil:
-			ops = append(ops, store.Op{Kind: store.Delete, RK: rows.TipKey(rk), IfMatch: etagOrAny(base.ETag)})
-		}
-	}
-	return ops
-}
-
-func etagOrAny(etag string) string {
-	if etag == "" {
-		return "*"
-	}
-	return etag
-}
-
-// touchedRKs lists the RowKeys a list of entries touches, once each.
-func touchedRKs(entries []Entry) []string {
-	seen := make(map[string]bool)
-	var rks []string
-	for _, e := range entries {
-		if e.Cmd == nil {
-			continue
-		}
-		for _, op := range e.Cmd.Ops {
-			if !seen[op.RK] {
-				seen[op.RK] = true
-				rks = append(rks, op.RK)
+		if behind {
+			// A row read is newer than the view's fence: another writer
+			// committed since the fence was read or cached. Commands it
+			// applied would be skipped on that row while the view's other
+			// rows lack their effects, and a rejection decided on them is
+			// published before anything is written: read the fence again.
+			if ok, err := r.check(ctx); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue
 			}
 		}
+		// The rows are read: what remains to decide on are the earlier
+		// outcomes of the commands' IDs.
+		if err := r.awaitReady(ctx); err != nil {
+			return err
+		}
+		r.tx = r.newTxn()
+		for r.end = r.next; r.end < len(r.entries); r.end++ {
+			if r.end > r.next && ownTx(r.entries[r.end]) {
+				break
+			}
+			if err := r.tx.Add(r.entries[r.end]); errors.Is(err, decide.ErrFull) {
+				break
+			}
+		}
+		if !r.v.fresh || !dependsOnState(r.tx.Results) {
+			r.logDecided(false)
+			return nil
+		}
+		if ok, err := r.check(ctx); err != nil || ok {
+			if ok {
+				r.logDecided(true)
+			}
+			return err
+		}
 	}
-	return rks
+}
+
+func (rowsTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
+	return r.commitWith(ctx, r.commitRows)
 }

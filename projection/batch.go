@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
@@ -17,19 +16,22 @@ import (
 )
 
 // A fetched batch goes through the exactly-once order of
-// docs/ARCHITECTURE.md ("Exactly once"), read top to bottom in this file:
+// docs/ARCHITECTURE.md ("Exactly once"), read top to bottom in this file
+// and the files it names, each entered once:
 //
 //  1. decode and check every message (decode);
 //  2. look up the earlier outcomes of its command IDs, once, in the
 //     background (lookup), while each partition reads its rows;
 //  3. decide each partition's next transaction against the table, once
-//     the look-up answered (ready, the Ready hook) (Applier.Apply,
-//     applier.go, by the transaction's txKind);
+//     the look-up answered (ready, ready.go: the Ready hook)
+//     (Applier.Apply, apply.go, by the transaction's txKind, on the
+//     partition's fence and rows, fenced.go; the decision itself is
+//     package decide);
 //  4. settle commands found handled before a crash (recover, recover.go:
 //     crash recovery and its reads, in one file), then publish and await
 //     the outcomes of commands that wrote nothing (publishUnwritten,
-//     publish.go): the BeforeCommit hook;
-//  5. commit the transaction (the txKind's commit, applier.go);
+//     publish.go): the Settle hook, which returns them settled;
+//  5. commit the transaction (the txKind's commit, through fenced.go);
 //  6. publish the applied commands' change events (publishApplied, the
 //     AfterCommit hook), and their outcomes once the change events are
 //     stored (finish): publish.go holds every publishing step;
@@ -215,39 +217,6 @@ func (b *batch) lookup(ctx context.Context) {
 	}()
 }
 
-// ready waits for the batch's look-up and sets the Prior of each entry
-// of part, and its own outcome when it has one: the Ready hook of the
-// partition's Apply, in the partition's goroutine.
-func (b *batch) ready(ctx context.Context, part partition) error {
-	select {
-	case <-b.looked:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if b.lookupErr != nil {
-		return b.lookupErr
-	}
-	return b.p.settlePriors(ctx, b.priors, b.entries[part])
-}
-
-// lookupPriors sets each entry's Prior from the outcomes stream: the
-// latest outcome of every fetched command ID, in one batched request. When
-// an ID's latest outcome is of a later journal message (this one is being
-// redelivered), the ID's history decides: the newest earlier outcome that
-// applied.
-func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Entry) error {
-	pr, err := p.latestOutcomes(ctx, lookupIDs(groups))
-	if err != nil {
-		return err
-	}
-	for _, es := range groups {
-		if err := p.settlePriors(ctx, pr, es); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // lookupIDs are the IDs whose outcomes decide entries: those of commands
 // and erases (a message that cannot apply is rejected whatever they say).
 func lookupIDs(groups map[partition][]Entry) []string {
@@ -260,15 +229,6 @@ func lookupIDs(groups map[partition][]Entry) []string {
 		}
 	}
 	return ids
-}
-
-// priors are the latest outcomes of a batch's IDs, and the histories of
-// those read since (settlePriors), shared by the batch's partitions.
-type priors struct {
-	latest map[string]wire.Outcome
-
-	mu        sync.Mutex
-	histories map[string][]wire.Outcome
 }
 
 // latestOutcomes reads the latest outcome of every ID, in one batched
@@ -289,79 +249,22 @@ func (p *Projector) latestOutcomes(ctx context.Context, ids []string) (*priors, 
 	return &priors{latest: latest, histories: make(map[string][]wire.Outcome)}, nil
 }
 
-// settlePriors sets the Prior of each of es (and own outcome) from pr.
-func (p *Projector) settlePriors(ctx context.Context, pr *priors, es []Entry) error {
-	if pr == nil {
-		return nil
+// lookupPriors sets each entry's Prior from the outcomes stream: the
+// latest outcome of every fetched command ID, in one batched request. When
+// an ID's latest outcome is of a later journal message (this one is being
+// redelivered), the ID's history decides: the newest earlier outcome that
+// applied.
+func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Entry) error {
+	pr, err := p.latestOutcomes(ctx, lookupIDs(groups))
+	if err != nil {
+		return err
 	}
-	for i := range es {
-		if err := p.settlePrior(ctx, &es[i], pr); err != nil {
+	for _, es := range groups {
+		if err := p.settlePriors(ctx, pr, es); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// settlePrior sets e's Prior (and own outcome) from the latest outcomes of
-// the batch's IDs, reading the ID's history when its latest outcome is of
-// a later message; pr keeps the histories read.
-func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors) error {
-	o, ok := pr.latest[e.ID]
-	switch {
-	case !ok || e.Cmd == nil && e.Erase == nil:
-		return nil
-	case o.Seq < e.Seq:
-		e.Prior = Prior{Seq: o.Seq, Status: o.Status}
-		return nil
-	case o.Seq == e.Seq && o.Status != wire.StatusDuplicate:
-		// Its own outcome (a redelivery): it applied or was rejected, so
-		// no earlier message with its ID applied.
-		e.own = &o
-		return nil
-	}
-	all, err := pr.history(ctx, p.outcomeReader(), e.ID)
-	if err != nil {
-		return err
-	}
-	e.Prior = priorFrom(all, e.Seq)
-	for i := range all {
-		if all[i].Seq == e.Seq {
-			e.own = &all[i]
-		}
-	}
-	return nil
-}
-
-// history returns the outcomes of id, read once per batch.
-func (pr *priors) history(ctx context.Context, r *journal.Outcomes, id string) ([]wire.Outcome, error) {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	if all, ok := pr.histories[id]; ok {
-		return all, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
-	defer cancel()
-	all, err := r.History(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	pr.histories[id] = all
-	return all, nil
-}
-
-// lookupTimeout bounds the outcomes look-up of one fetched batch.
-const lookupTimeout = 30 * time.Second
-
-// priorFrom picks from an ID's outcomes the one that decides the message at
-// seq: the newest earlier one that applied or was a duplicate, else none.
-func priorFrom(all []wire.Outcome, seq uint64) Prior {
-	var best Prior
-	for _, o := range all {
-		if o.Seq < seq && o.Seq > best.Seq && (o.Status == wire.StatusApplied || o.Status == wire.StatusDuplicate) {
-			best = Prior{Seq: o.Seq, Status: o.Status}
-		}
-	}
-	return best
 }
 
 // applyAll takes the batch's partitions through stages 3–6, concurrently,
@@ -415,14 +318,18 @@ func (b *batch) apply(ctx context.Context, part partition) error {
 			}
 			return nil
 		},
-		BeforeCommit: func(ctx context.Context, rs []Result) error {
-			if err := b.recover(ctx, part, rs); err != nil {
-				return err
+		Settle: func(ctx context.Context, rs []Result) ([]Result, error) {
+			rs, err := b.recover(ctx, part, rs)
+			if err != nil {
+				return nil, err
 			}
 			if err := b.publishUnwritten(ctx, part, rs); err != nil {
-				return fmt.Errorf("%w: %w", ErrPublish, err)
+				return nil, fmt.Errorf("%w: %w", ErrPublish, err)
 			}
-			return nil
+			for i := range rs {
+				rs[i].Stored = true // never acknowledged without it: published and awaited
+			}
+			return rs, nil
 		},
 		AfterCommit: func(ctx context.Context, rs []Result) error {
 			if err := b.publishApplied(ctx, part, rs); err != nil {

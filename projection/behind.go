@@ -210,11 +210,11 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 	// The fence is read after the newest message: a command up to it that
 	// applied before now moved the fence to it or past it.
 	f, err := p.applier.readFence(ctx, table, pk)
-	if err != nil || f.seq >= upTo {
+	if err != nil || f.Seq >= upTo {
 		return err
 	}
 	outcomes := journal.NewOutcomes(p.js)
-	for seq, n := f.seq+1, 0; seq <= upTo && n < behindWalk; n++ {
+	for seq, n := f.Seq+1, 0; seq <= upTo && n < behindWalk; n++ {
 		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > upTo) {
 			return nil
@@ -234,11 +234,11 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 		}
 		// It applied and wrote: the fence must be at it now, unless the
 		// store lost it. (It may have committed after the fence was read.)
-		if f, err = p.applier.readFence(ctx, table, pk); err != nil || f.seq >= m.Sequence {
+		if f, err = p.applier.readFence(ctx, table, pk); err != nil || f.Seq >= m.Sequence {
 			return err
 		}
 		p.stats.Disagreements.Add(1)
-		p.applier.behind(ctx, wire.BehindPartition{Table: table, PK: pk, TableSeq: f.seq, AppliedSeq: m.Sequence, Cmd: id})
+		p.applier.behind(ctx, wire.BehindPartition{Table: table, PK: pk, TableSeq: f.Seq, AppliedSeq: m.Sequence, Cmd: id})
 		return nil
 	}
 	return nil

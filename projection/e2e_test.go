@@ -21,14 +21,16 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-var azuriteSrv *azurite.Server
+// azuriteSrv is started by the first test that opens an azurite backend:
+// the tests that need none run without Azurite installed.
+var azuriteSrv azurite.Shared
 
 func TestMain(m *testing.M) {
-	os.Exit(azurite.Run(m, &azuriteSrv))
+	os.Exit(azurite.RunShared(m, &azuriteSrv))
 }
 
 func backends() []projectiontest.Backend {
-	return projectiontest.Backends(azuriteSrv.ConnectionString())
+	return projectiontest.LazyBackends(func(t testing.TB) string { return azuriteSrv.Get(t).ConnectionString() })
 }
 
 // sizes of the model workload per backend: Azurite is an order of

@@ -10,7 +10,6 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/projection"
-	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 )
@@ -34,7 +33,7 @@ func (f *fenceReads) Get(ctx context.Context, table, pk, rk string) (store.Entit
 // without reading the fence back.
 func TestFenceETagFromCommit(t *testing.T) {
 	ctx := context.Background()
-	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
+	for _, b := range backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			st := &fenceReads{Store: b.Ordered(t)}
 			a := projection.NewApplier(st, projection.ApplierConfig{})

@@ -19,15 +19,6 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// Log keys used by the projector.
-const (
-	LogSeq   = "seq"
-	LogTable = "table"
-	LogPK    = "pk"
-	LogCmd   = "cmd"
-	LogShard = "shard"
-)
-
 // Config configures a Projector. The zero value projects every shard of the
 // default journal with the change feed on.
 type Config struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/projection/decide"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -36,8 +37,6 @@ type pruneWork struct {
 	horizon rows.Horizon // the horizon its transactions write
 }
 
-func isPrune(e Entry) bool { return e.Cmd.IsPrune() }
-
 // decide decides the prune at r.next, alone in its "transaction".
 func (p *pruneTx) decide(ctx context.Context, r *partitionRun) error {
 	if err := r.awaitReady(ctx); err != nil {
@@ -45,36 +44,36 @@ func (p *pruneTx) decide(ctx context.Context, r *partitionRun) error {
 	}
 	e := r.entries[r.next]
 	r.end, p.w = r.next+1, nil
-	r.tx = newTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
-	r.tx.seen = r.seen
+	r.tx = decide.NewTxn(r.part.pk, map[string]*rowState{}, events.Limits{})
+	r.tx.Seen = r.seen
 	res := Result{Seq: e.Seq, ID: e.ID}
-	defer func() { r.tx.results = append(r.tx.results, res) }()
+	defer func() { r.tx.Results = append(r.tx.Results, res) }()
 	if err := events.CheckPruneSeq(e.Cmd, e.Seq); err != nil {
-		res.reject(err.Error(), err)
+		res.Reject(err.Error(), err)
 		return nil
 	}
-	if dup := r.tx.duplicate(e); dup != "" {
+	if dup := r.tx.Duplicate(e); dup != "" {
 		res.Status, res.Reason = wire.StatusDuplicate, dup
 		return nil
 	}
 	// Always the table's fence: a prune is rare, and must see every row.
-	r.a.forget(r.part, &r.v)
-	if err := r.a.begin(ctx, r.part, &r.v); err != nil {
+	r.forget()
+	if err := r.begin(ctx); err != nil {
 		return err
 	}
 	f := r.v.f
-	if f.exists && f.seq >= e.Seq {
+	if f.Exists && f.Seq >= e.Seq {
 		// Handled before (redelivered after its last transaction, or a
 		// later command applied): nothing to write.
-		if e.own != nil {
-			res.Status, res.Reason, res.Stored = e.own.Status, e.own.Reason, true
+		if e.Own != nil {
+			res.Status, res.Reason, res.Stored = e.Own.Status, e.Own.Reason, true
 			return nil
 		}
 		res.Status = wire.StatusApplied
-		if f.horizon.Cmd == e.ID {
-			res.Pruned = f.horizon.Removed
+		if f.Horizon.Cmd == e.ID {
+			res.Pruned = f.Horizon.Removed
 		}
-		r.tx.appliedIDs[e.ID] = e.Seq
+		r.tx.AppliedIDs[e.ID] = e.Seq
 		return nil
 	}
 	byRK, err := retryStore(ctx, r.a.policy, "read partition of "+r.part.table, func() (map[string][]rows.Row, error) {
@@ -83,16 +82,16 @@ func (p *pruneTx) decide(ctx context.Context, r *partitionRun) error {
 	if err != nil {
 		return err
 	}
-	w := &pruneWork{e: e, horizon: f.horizon}
+	w := &pruneWork{e: e, horizon: f.Horizon}
 	w.remove = rows.PruneSetPartition(byRK, e.Cmd.Prune.Horizon)
-	if h := e.Cmd.Prune.Horizon; h > f.horizon.Seq {
+	if h := e.Cmd.Prune.Horizon; h > f.Horizon.Seq {
 		w.horizon = rows.Horizon{Seq: h, Cmd: e.ID}
-		if f.horizon.Cmd == e.ID {
-			w.horizon.Removed = f.horizon.Removed // resumed after a crash
+		if f.Horizon.Cmd == e.ID {
+			w.horizon.Removed = f.Horizon.Removed // resumed after a crash
 		}
 	}
 	res.Status, res.Pruned = wire.StatusApplied, int64(len(w.remove))
-	r.tx.appliedIDs[e.ID] = e.Seq
+	r.tx.AppliedIDs[e.ID] = e.Seq
 	if w.horizon.Cmd == e.ID {
 		res.Pruned += w.horizon.Removed
 	}
@@ -107,40 +106,40 @@ func (p *pruneTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
 	w := p.w
 	if w == nil {
 		// A rejection, a duplicate, or handled before: nothing to write.
-		return r.commitWith(ctx, func(context.Context, partKey, *view, *txn) error { return nil })
+		return r.commitWith(ctx, func(context.Context, *txn) error { return nil })
 	}
 	for first := true; first || len(w.remove) > 0; first = false {
 		n := min(len(w.remove), pruneOpsPerTx)
 		next := r.v.f
-		next.exists, next.horizon = true, w.horizon
+		next.Exists, next.Horizon = true, w.horizon
 		if w.horizon.Cmd == w.e.ID {
-			next.horizon.Removed += int64(n)
+			next.Horizon.Removed += int64(n)
 		}
 		if n == len(w.remove) { // the last transaction: the prune applied
-			next.seq, next.cmd, next.at = w.e.Seq, w.e.ID, w.e.At
+			next.Seq, next.Cmd, next.At = w.e.Seq, w.e.ID, w.e.At
 		}
-		ops := []store.Op{r.v.f.op(next)}
+		ops := []store.Op{r.v.f.Op(next)}
 		for _, row := range w.remove[:n] {
-			ops = append(ops, store.Op{Kind: store.Delete, RK: row.StoreKey(), IfMatch: etagOrAny(row.ETag)})
+			ops = append(ops, store.Op{Kind: store.Delete, RK: row.StoreKey(), IfMatch: decide.ETagOrAny(row.ETag)})
 		}
 		etag, err := r.a.transact(ctx, r.part, ops)
 		if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrPrecondition) {
 			// The fence moved, or a row is not as read: decide again.
 			r.a.stats.FenceConflicts.Add(1)
-			r.a.forget(r.part, &r.v)
+			r.forget()
 			return false, nil
 		}
 		if err != nil {
 			return false, fmt.Errorf("prune %s of %s/%q: %w", w.e.ID, r.part.table, r.part.pk, err)
 		}
-		next.etag = etag
-		r.v.f, w.horizon = next, next.horizon
+		next.ETag = etag
+		r.v.f, w.horizon = next, next.Horizon
 		w.remove = w.remove[n:]
 		r.a.stats.PrunedRows.Add(int64(n))
 	}
 	// Cached row states hold no version rows, but the view's fence moved:
 	// start the next decision from the table.
-	r.a.forget(r.part, &r.v)
+	r.forget()
 	r.committed()
 	return true, nil
 }

@@ -59,13 +59,7 @@ func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []Resul
 		}
 		fs = append(fs, f)
 	}
-	if err := b.outcomes.await(ctx, fs, hs); err != nil {
-		return err
-	}
-	for i := range rs {
-		rs[i].Stored = true // never acknowledged without it: published and awaited
-	}
-	return nil
+	return b.outcomes.await(ctx, fs, hs)
 }
 
 // publishApplied publishes the change events of a committed transaction's
@@ -136,7 +130,7 @@ func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.Trace.set(msg.Header)
+	setTrace(e.Trace, msg.Header)
 	return msg, nil
 }
 
@@ -209,7 +203,7 @@ func (c *changeFeed) publish(ctx context.Context, part partition, r *Result, e *
 		if err != nil {
 			return err
 		}
-		e.Trace.set(msg.Header)
+		setTrace(e.Trace, msg.Header)
 		if err := c.send(ctx, part, ch.RK, msg); err != nil {
 			return fmt.Errorf("change event of %s: %w", r.ID, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/decide"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -23,9 +24,10 @@ import (
 // found in the outcomes stream or rebuilt from the table, so that no
 // message is acknowledged without an outcome.
 
-// recover settles the skipped results among rs whose outcome is not known
-// to be stored.
-func (b *batch) recover(ctx context.Context, part partition, rs []Result) error {
+// recover returns rs with the skipped results whose outcome is not known
+// to be stored settled; rs itself is not changed.
+func (b *batch) recover(ctx context.Context, part partition, rs []Result) ([]Result, error) {
+	rs = slices.Clone(rs)
 	for i := range rs {
 		if r := &rs[i]; r.Status == Skipped && !r.Stored {
 			rc := recovery{p: b.p, part: part, r: r}
@@ -35,11 +37,11 @@ func (b *batch) recover(ctx context.Context, part partition, rs []Result) error 
 				}
 			}
 			if err := rc.findOutcome(ctx); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return rs, nil
 }
 
 // recovery settles one redelivered command whose effect is already in the
@@ -76,7 +78,7 @@ func (rc *recovery) findOutcome(ctx context.Context) error {
 	if rc.e.Cmd == nil {
 		// Only valid commands can be skipped; an invalid one is rejected
 		// again on the message alone.
-		rc.r.reject(fmt.Sprint(rc.e.Err), rc.e.Err)
+		rc.r.Reject(fmt.Sprint(rc.e.Err), rc.e.Err)
 		return nil
 	}
 	if err := rc.read(ctx); err != nil {
@@ -94,9 +96,9 @@ func (rc *recovery) findOutcome(ctx context.Context) error {
 // what the batch's look-up found) and, when it is there, marks r Stored
 // with it.
 func (p *Projector) storedOutcome(ctx context.Context, r *Result, e Entry) (bool, error) {
-	if e.own != nil {
+	if e.Own != nil {
 		// The batch's look-up found it.
-		r.Status, r.Reason, r.Stored = e.own.Status, e.own.Reason, true
+		r.Status, r.Reason, r.Stored = e.Own.Status, e.Own.Reason, true
 		return true, nil
 	}
 	o, err := p.outcomeReader().Latest(ctx, r.ID)
@@ -131,10 +133,10 @@ func (p *Projector) storedOutcome(ctx context.Context, r *Result, e Entry) (bool
 // rejection's outcome is stored before any later commit, so it applied,
 // and the rows that would say what it wrote are erased.
 func recoverErased(r *Result, e Entry) bool {
-	if !r.erased && e.Erase == nil {
+	if !r.Erased && e.Erase == nil {
 		return false
 	}
-	r.Status, r.Rows, r.Changes = wire.StatusApplied, nil, eraseNotice(e)
+	r.Status, r.Rows, r.Changes = wire.StatusApplied, nil, decide.EraseNotice(e)
 	return true
 }
 
@@ -145,7 +147,7 @@ func (rc *recovery) read(ctx context.Context) error {
 	var err error
 	rc.rows, err = retryStore(ctx, rc.p.applier.policy, "read the history of "+table, func() (map[string]rows.Around, error) {
 		out := make(map[string]rows.Around)
-		for _, rk := range touchedRKs([]Entry{e}) {
+		for _, rk := range decide.TouchedRKs([]Entry{e}) {
 			a, err := rows.ReadAround(ctx, rc.p.store, table, pk, rk, e.Seq)
 			if err != nil {
 				return nil, err
@@ -161,7 +163,7 @@ func (rc *recovery) read(ctx context.Context) error {
 // names their rows.
 func (rc *recovery) versions() []wire.RowVersion {
 	var out []wire.RowVersion
-	for _, rk := range touchedRKs([]Entry{rc.e}) {
+	for _, rk := range decide.TouchedRKs([]Entry{rc.e}) {
 		if v := rc.rows[rk].At; v != nil {
 			out = append(out, wire.RowVersion{RK: v.RK, Version: v.Version, Op: v.Op, Deleted: v.Deleted})
 		}
@@ -180,11 +182,11 @@ func (rc *recovery) fromHistory() error {
 	for rk, a := range rc.rows {
 		state[rk] = stateBefore(a)
 	}
-	b := newTxn(rc.part.pk, state, rc.p.store.Limits())
-	if err := b.add(e); err != nil {
+	b := decide.NewTxn(rc.part.pk, state, rc.p.store.Limits())
+	if err := b.Add(e); err != nil {
 		return err
 	}
-	res := b.results[0]
+	res := b.Results[0]
 	if res.Status == wire.StatusApplied && len(res.Rows) == 0 {
 		// It applied and changed nothing (it inserted and deleted a row):
 		// no version to find, and its outcome is published after the

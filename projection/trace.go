@@ -11,15 +11,6 @@ const (
 	HeaderTracestate  = "tracestate"
 )
 
-// TraceContext is the W3C trace context of a journal message.
-type TraceContext struct {
-	// Parent is the traceparent header, "" when the message had none or
-	// it was malformed.
-	Parent string
-	// State is the tracestate header, kept only with a valid Parent.
-	State string
-}
-
 // traceFrom reads the trace context of a message's headers. Header names
 // in NATS are case-sensitive; W3C spells them in lower case, HTTP habits
 // capitalize them, so both are read.
@@ -38,8 +29,8 @@ func traceFrom(h nats.Header) TraceContext {
 	return TraceContext{Parent: parent, State: state}
 }
 
-// set writes tc onto the headers of an outcome or change event.
-func (tc TraceContext) set(h nats.Header) {
+// setTrace writes tc onto the headers of an outcome or change event.
+func setTrace(tc TraceContext, h nats.Header) {
 	if tc.Parent == "" {
 		return
 	}

@@ -46,3 +46,15 @@ func TestBinaryMissing(t *testing.T) {
 		t.Fatalf("err = %v, want a hint to run make azurite", err)
 	}
 }
+
+// TestSharedStartsOnDemand: a Shared no test asked for starts nothing, and
+// stopping it then is no error.
+func TestSharedStartsOnDemand(t *testing.T) {
+	var s Shared
+	if err := s.Stop(); err != nil {
+		t.Fatalf("Stop without Get: %v", err)
+	}
+	if s.srv != nil || s.err == nil {
+		t.Fatalf("after Stop without Get: server %v, err %v; want none started and Get refused", s.srv, s.err)
+	}
+}

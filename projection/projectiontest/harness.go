@@ -43,10 +43,21 @@ type Backend struct {
 // Every store opened has its tables' layout checked when the test ends
 // (CheckLayout).
 func Backends(azuriteConn string) []Backend {
+	if azuriteConn == "" {
+		return LazyBackends(nil)
+	}
+	return LazyBackends(func(testing.TB) string { return azuriteConn })
+}
+
+// LazyBackends is Backends with the Azurite's connection string asked of
+// azuriteConn (nil: no Azurite) only when a test opens the azurite backend,
+// so that one started on demand (azurite.Shared) is started only for the
+// tests that use it.
+func LazyBackends(azuriteConn func(testing.TB) string) []Backend {
 	bs := []Backend{{Name: "sqlite", Ordered: orderedSQLite}}
-	if azuriteConn != "" {
+	if azuriteConn != nil {
 		bs = append(bs, Backend{Name: "azurite", Ordered: func(t testing.TB) store.Store {
-			s, err := azure.New(azure.Config{ConnectionString: azuriteConn})
+			s, err := azure.New(azure.Config{ConnectionString: azuriteConn(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package projection
+package decide
 
 import (
 	"strings"
@@ -23,8 +23,8 @@ func TestCosmosLimitsInBatch(t *testing.T) {
 			"e": edm.Binary(make([]byte, 60<<10)), "f": edm.Binary(make([]byte, 60<<10)),
 			"g": edm.Binary(make([]byte, 60<<10)), "h": edm.Binary(make([]byte, 60<<10))}}
 	}
-	b := newTxn("p", map[string]*rowState{}, events.CosmosLimits)
-	b.seen = map[string]uint64{}
+	b := NewTxn("p", map[string]*rowState{}, events.CosmosLimits)
+	b.Seen = map[string]uint64{}
 	entries := []Entry{
 		entry(1, "c1", upsert(strings.Repeat("k", 255-events.RowKeyOverhead+1), "n", 1)),
 		entry(2, "c2", upsert("ok", "etag", 1)),
@@ -34,8 +34,8 @@ func TestCosmosLimitsInBatch(t *testing.T) {
 	}
 	var full int
 	for _, e := range entries {
-		if err := b.add(e); err != nil {
-			if err != errFull {
+		if err := b.Add(e); err != nil {
+			if err != ErrFull {
 				t.Fatal(err)
 			}
 			full = int(e.Seq)
@@ -46,11 +46,11 @@ func TestCosmosLimitsInBatch(t *testing.T) {
 		status wire.Status
 		reason string
 	}{{wire.StatusRejected, string(rules.KeyTooLong)}, {wire.StatusRejected, string(rules.PropertySystem)}, {wire.StatusApplied, ""}, {wire.StatusApplied, ""}}
-	if len(b.results) != len(want) {
-		t.Fatalf("%d results, want %d: %+v", len(b.results), len(want), b.results)
+	if len(b.Results) != len(want) {
+		t.Fatalf("%d results, want %d: %+v", len(b.Results), len(want), b.Results)
 	}
 	for i, w := range want {
-		r := b.results[i]
+		r := b.Results[i]
 		if r.Status != w.status || !strings.Contains(r.Reason, w.reason) || w.reason != "" && !strings.Contains(r.Reason, "Cosmos DB for Table") {
 			t.Errorf("seq %d: %s %q, want %s by rule %q", r.Seq, r.Status, r.Reason, w.status, w.reason)
 		}
@@ -59,10 +59,10 @@ func TestCosmosLimitsInBatch(t *testing.T) {
 		t.Errorf("batch full at seq %d with %d bytes, want full at 5 within %d", full, b.totalBytes, events.CosmosLimits.TxBytes())
 	}
 	// The same commands fit one transaction on Azure.
-	az := newTxn("p", map[string]*rowState{}, events.Limits{})
-	az.seen = map[string]uint64{}
+	az := NewTxn("p", map[string]*rowState{}, events.Limits{})
+	az.Seen = map[string]uint64{}
 	for _, e := range entries[3:] {
-		if err := az.add(e); err != nil {
+		if err := az.Add(e); err != nil {
 			t.Fatalf("Azure: seq %d: %v", e.Seq, err)
 		}
 	}

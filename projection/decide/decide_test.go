@@ -1,4 +1,4 @@
-package projection
+package decide
 
 import (
 	"errors"
@@ -63,29 +63,41 @@ func withPrior(e Entry, seq uint64, st wire.Status) Entry {
 // first (the same command ID again) is "committed" as the Applier does: a
 // fresh batch continues from its state, knowing the IDs it applied. The
 // batch returned carries the results of all.
-func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *txn {
+func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *Txn {
 	t.Helper()
-	b := newTxn("p", state, events.Limits{})
-	b.seen = map[string]uint64{}
+	b, _ := runTxns(t, state, 0, entries...)
+	return b
+}
+
+// runTxns is runBatch on a partition whose fence holds eraseSeq as its
+// newest erase; it also returns how many transactions the entries took.
+func runTxns(t *testing.T, state map[string]*rowState, eraseSeq uint64, entries ...Entry) (*Txn, int) {
+	t.Helper()
+	txns := 1
+	b := NewTxn("p", state, events.Limits{})
+	b.Seen = map[string]uint64{}
+	b.Erase.To = eraseSeq
 	var results []Result
 	for i := 0; i < len(entries); i++ {
-		err := b.add(entries[i])
-		if errors.Is(err, errFull) && len(b.results) > 0 && b.totalOps < store.MaxOps {
+		err := b.Add(entries[i])
+		if errors.Is(err, ErrFull) && len(b.Results) > 0 && b.totalOps < store.MaxOps {
 			next := make(map[string]*rowState)
 			for rk, s := range state {
 				next[rk] = s
 			}
-			for rk, s := range b.cur {
+			for rk, s := range b.Cur {
 				next[rk] = s
 			}
-			seen := b.seen
-			for id, s := range b.appliedIDs {
+			seen := b.Seen
+			for id, s := range b.AppliedIDs {
 				seen[id] = s
 			}
-			results = append(results, b.results...)
+			results = append(results, b.Results...)
 			state = next
-			b = newTxn("p", state, events.Limits{})
-			b.seen = seen
+			b = NewTxn("p", state, events.Limits{})
+			b.Seen = seen
+			b.Erase.To = eraseSeq
+			txns++
 			i--
 			continue
 		}
@@ -93,8 +105,8 @@ func runBatch(t *testing.T, state map[string]*rowState, entries ...Entry) *txn {
 			t.Fatalf("add seq %d: %v", entries[i].Seq, err)
 		}
 	}
-	b.results = append(results, b.results...)
-	return b
+	b.Results = append(results, b.Results...)
+	return b, txns
 }
 
 func TestBatchOperations(t *testing.T) {
@@ -168,7 +180,7 @@ func TestBatchOperations(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := runBatch(t, map[string]*rowState{}, tt.entries...)
 			var got []status
-			for _, r := range b.results {
+			for _, r := range b.Results {
 				got = append(got, r.Status)
 			}
 			if len(got) != len(tt.statuses) {
@@ -176,10 +188,10 @@ func TestBatchOperations(t *testing.T) {
 			}
 			for i := range got {
 				if got[i] != tt.statuses[i] {
-					t.Fatalf("statuses %v, want %v (reasons: %+v)", got, tt.statuses, b.results)
+					t.Fatalf("statuses %v, want %v (reasons: %+v)", got, tt.statuses, b.Results)
 				}
 			}
-			for _, r := range b.results {
+			for _, r := range b.Results {
 				if r.Status != applied && (r.Rows != nil || r.Changes != nil) {
 					t.Errorf("%s command %s reports rows %v and changes %v", r.Status, r.ID, r.Rows, r.Changes)
 				}
@@ -227,7 +239,7 @@ func TestBatchSkipsRedelivered(t *testing.T) {
 		entry(9, "c9", op(events.OpInsert, "a", "x", 9)), // handled before the crash
 		entry(10, "c10", upsert("a", "x", 1)),            // this one too
 		entry(11, "c11", upsert("a", "x", 2)))
-	got := []status{b.results[0].Status, b.results[1].Status, b.results[2].Status}
+	got := []status{b.Results[0].Status, b.Results[1].Status, b.Results[2].Status}
 	if got[0] != Skipped || got[1] != Skipped || got[2] != applied {
 		t.Fatalf("statuses %v, want [skipped skipped applied]", got)
 	}
@@ -240,7 +252,7 @@ func TestBatchTxOps(t *testing.T) {
 	base := &rows.Row{PK: "p", RK: "a", Version: 0, Seq: 11, Cmd: "c11", Tip: true, Props: ent("x", 1), ETag: "e1"}
 	state := map[string]*rowState{"a": {Tip: base, Latest: base}}
 	b := runBatch(t, state, entry(12, "c12", upsert("a", "x", 2)), entry(13, "c13", op(events.OpDelete, "a")))
-	ops := b.txOps()
+	ops := b.TxOps()
 	kinds := map[string]store.OpKind{}
 	for _, o := range ops {
 		kinds[o.RK] = o.Kind
@@ -267,33 +279,33 @@ func TestBatchTxOps(t *testing.T) {
 }
 
 func TestBatchFullAndOversize(t *testing.T) {
-	b := newTxn("p", map[string]*rowState{}, events.Limits{})
+	b := NewTxn("p", map[string]*rowState{}, events.Limits{})
 	seq := uint64(0)
 	var err error
 	for err == nil {
 		seq++
-		err = b.add(entry(seq, "c"+string(rune('a'+seq%26))+strings.Repeat("x", int(seq)), upsert("r"+strings.Repeat("k", int(seq)), "x", 1)))
+		err = b.Add(entry(seq, "c"+string(rune('a'+seq%26))+strings.Repeat("x", int(seq)), upsert("r"+strings.Repeat("k", int(seq)), "x", 1)))
 	}
-	if !errors.Is(err, errFull) || b.totalOps != store.MaxOps {
-		t.Fatalf("err %v after %d ops, want errFull at exactly %d ops", err, b.totalOps, store.MaxOps)
+	if !errors.Is(err, ErrFull) || b.totalOps != store.MaxOps {
+		t.Fatalf("err %v after %d ops, want ErrFull at exactly %d ops", err, b.totalOps, store.MaxOps)
 	}
 	// One command too large on its own is rejected, not a stuck batch.
 	big := edm.Entity{}
 	for i := 0; i < 5; i++ {
 		big["p"+string(rune('a'+i))] = edm.Binary(make([]byte, 60<<10))
 	}
-	b = newTxn("p", map[string]*rowState{}, events.Limits{})
+	b = NewTxn("p", map[string]*rowState{}, events.Limits{})
 	var ops []events.RowOp
 	for i := 0; i < 20; i++ {
 		ops = append(ops, events.RowOp{Op: events.OpUpsert, RK: "r" + strings.Repeat("x", i), Entity: big})
 	}
-	if err := b.add(entry(1, "big", ops...)); err != nil {
+	if err := b.Add(entry(1, "big", ops...)); err != nil {
 		t.Fatal(err)
 	}
-	if r := b.results[0]; r.Status != rejected || !strings.Contains(r.Reason, "too large") {
+	if r := b.Results[0]; r.Status != rejected || !strings.Contains(r.Reason, "too large") {
 		t.Fatalf("result %+v, want rejected as too large", r)
 	}
-	if len(b.txOps()) != 0 {
+	if len(b.TxOps()) != 0 {
 		t.Fatal("a rejected command left store operations")
 	}
 }
@@ -306,7 +318,7 @@ func TestBatchOneVersionPerCommand(t *testing.T) {
 		entry(1, "c1", upsert("a", "x", 1)),
 		entry(2, "c2", op(events.OpReplace, "a", "x", 2), op(events.OpMerge, "a", "y", 2), upsert("b", "x", 2)),
 		entry(3, "c3", op(events.OpReplace, "a", "x", 3), op(events.OpDelete, "a"), op(events.OpInsert, "c", "x", 3), op(events.OpDelete, "c")))
-	r2, r3 := b.results[1], b.results[2]
+	r2, r3 := b.Results[1], b.Results[2]
 	if r2.Seq != 2 || len(r2.Rows) != 2 || r2.Rows[0] != (wire.RowVersion{RK: "a", Version: 1, Op: events.OpMerge}) || r2.Rows[1].RK != "b" {
 		t.Fatalf("c2 rows %+v, want a v1 (merge) then b", r2.Rows)
 	}
@@ -330,7 +342,7 @@ func TestBatchOneVersionPerCommand(t *testing.T) {
 		t.Errorf("row c inserted and deleted in one command left %+v and %d version rows", s, len(b.added["c"]))
 	}
 	keys := map[string]bool{}
-	for _, o := range b.txOps() {
+	for _, o := range b.TxOps() {
 		if keys[o.RK] {
 			t.Fatalf("two operations on %q", o.RK)
 		}

@@ -1,4 +1,4 @@
-package projection
+package decide
 
 import (
 	"fmt"
@@ -54,7 +54,7 @@ func TestRejectionCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := runBatch(t, nil, append(tt.setup, tt.e)...)
-			r := b.results[len(b.results)-1]
+			r := b.Results[len(b.Results)-1]
 			if r.Status != rejected || r.Code != tt.code || !strings.Contains(r.Reason, tt.reasonPart) {
 				t.Fatalf("got %s code %q reason %q, want rejected %q with %q", r.Status, r.Code, r.Reason, tt.code, tt.reasonPart)
 			}

@@ -1,4 +1,4 @@
-package projection
+package decide
 
 import (
 	"fmt"
@@ -17,31 +17,44 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// TestApplyData runs the pure apply (apply.go) on the files of
+// TestApplyData runs the pure decision (decide.go) on the files of
 // testdata/apply, in the style of Pebble's data-driven tests: each file
 // sets the partition's rows, applies commands to them and holds what the
 // apply must answer (results, rows after, store operations). A change of
 // behaviour is a reviewed diff of a text file; after one, regenerate the
 // expectations with
 //
-//	go test -run TestApplyData ./projection -rewrite
+//	go test -run TestApplyData ./projection/decide -rewrite
 //
 // and read the diff. Commands:
 //
 //	rows                    the partition's rows before, one per line:
 //	<rk> v=<version> seq=<seq> cmd=<id> [deleted] [<prop>=<int> ...]
 //
+//	fence erase=<seq>       the partition's fence holds <seq> as its newest
+//	                        erase (_eraseSeq) for the applies that follow.
+//
 //	apply                   commands in journal order, one per line:
 //	<seq> <id> [prior=<seq>:<status>] <op> <rk> [ifv=<n>] [<prop>=<int> ...] [; <op> <rk> ...]
-//	                        answers each result, the rows after, and the
-//	                        store operations of the (last) transaction;
-//	                        the rows after become the rows of the next
-//	                        command of the file.
+//	<seq> <id> [prior=<seq>:<status>] erase <rk>|*
+//	                        an erase of a row, or of the partition (*)
+//	                        answers each result, the rows after, the
+//	                        store operations of the (last) transaction,
+//	                        how many transactions the commands took (a
+//	                        command must commit apart when its ID is
+//	                        already in the open transaction, or after an
+//	                        erase) and the fence the last one writes; the
+//	                        rows after become the rows of the next command
+//	                        of the file.
 func TestApplyData(t *testing.T) {
 	datadriven.Walk(t, "testdata/apply", func(t *testing.T, path string) {
 		state := map[string]*rowState{}
+		var eraseSeq uint64
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
+			case "fence":
+				d.ScanArgs(t, "erase", &eraseSeq)
+				return ""
 			case "rows":
 				state = map[string]*rowState{}
 				for _, line := range nonEmptyLines(d.Input) {
@@ -61,9 +74,10 @@ func TestApplyData(t *testing.T) {
 					}
 					entries = append(entries, e)
 				}
-				b := runBatch(t, state, entries...)
+				b, txns := runTxns(t, state, eraseSeq, entries...)
 				out := describeApply(b)
-				for rk, s := range b.cur {
+				out += fmt.Sprintf("transactions: %d\nfence: %s\n", txns, describeFence(b.Last))
+				for rk, s := range b.Cur {
 					state[rk] = s
 				}
 				return out
@@ -139,6 +153,14 @@ func parseEntry(line string) (Entry, error) {
 		e.Prior = Prior{Seq: n, Status: wire.Status(st)}
 		rest = rest[1:]
 	}
+	if len(rest) == 2 && rest[0] == "erase" {
+		er := &events.Erase{ID: f[1], Table: e.Cmd.Table, PK: e.Cmd.PK}
+		if rest[1] != "*" {
+			er.RK = &rest[1]
+		}
+		e.Cmd, e.Erase = nil, er
+		return e, nil
+	}
 	for _, opText := range strings.Split(strings.Join(rest, " "), ";") {
 		of := strings.Fields(opText)
 		if len(of) < 2 {
@@ -167,9 +189,9 @@ func parseEntry(line string) (Entry, error) {
 
 // describeApply renders what a batch decided: each result, the rows it
 // touched after it, and the store operations of its transaction.
-func describeApply(b *txn) string {
+func describeApply(b *Txn) string {
 	var sb strings.Builder
-	for _, r := range b.results {
+	for _, r := range b.Results {
 		fmt.Fprintf(&sb, "%d %s: %s", r.Seq, r.ID, r.Status)
 		if r.Code != "" {
 			fmt.Fprintf(&sb, " (%s)", r.Code)
@@ -180,11 +202,14 @@ func describeApply(b *txn) string {
 		for _, c := range r.Changes {
 			fmt.Fprintf(&sb, " %s:%s", c.RK, c.Kind)
 		}
+		if r.Erased {
+			sb.WriteString(" (before the fence's erase)")
+		}
 		sb.WriteString("\n")
 	}
 	sb.WriteString("rows after:\n")
-	for _, rk := range slices.Sorted(maps.Keys(b.cur)) {
-		s := b.cur[rk]
+	for _, rk := range slices.Sorted(maps.Keys(b.Cur)) {
+		s := b.Cur[rk]
 		switch {
 		case s.Tip != nil:
 			fmt.Fprintf(&sb, "  %s v=%d seq=%d cmd=%s %s\n", rk, s.Tip.Version, s.Tip.Seq, s.Tip.Cmd, props(s.Tip.Props))
@@ -195,7 +220,7 @@ func describeApply(b *txn) string {
 		}
 	}
 	sb.WriteString("store ops:\n")
-	ops := b.txOps()
+	ops := b.TxOps()
 	slices.SortFunc(ops, func(x, y store.Op) int { return strings.Compare(x.RK, y.RK) })
 	for _, o := range ops {
 		fmt.Fprintf(&sb, "  %s %s", o.Kind, describeKey(o.RK))
@@ -235,4 +260,13 @@ func props(e edm.Entity) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, e[k].Int))
 	}
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// describeFence renders the fence a transaction writes: the newest command
+// that wrote a version.
+func describeFence(f Fence) string {
+	if !f.Exists {
+		return "unchanged"
+	}
+	return fmt.Sprintf("seq=%d cmd=%s", f.Seq, f.Cmd)
 }
