@@ -36,7 +36,7 @@ func (w *Writer) checkDuplicate(ctx context.Context, id string, msg *nats.Msg, s
 		// issued at another time (the writer command stamps issuedAt):
 		// the same command decodes equal but for issuedAt.
 		have, herr := DecodeMsg(Msg{Seq: seq, Subject: stored.subject, Header: stored.header, Data: stored.data})
-		want, werr := events.Decode(msg.Data, msg.Header.Get(events.HeaderContentType))
+		want, werr := events.Decode(msg.Data, msg.Header.Get(wire.HeaderContentType))
 		if herr == nil && werr == nil {
 			want.IssuedAt = have.IssuedAt
 			same = have.Equal(want)

@@ -96,7 +96,7 @@ func (w *Writer) addHeaders(ctx context.Context, msg *nats.Msg) {
 type WriterOption func(*Writer)
 
 // WithContentType sets the encoding of published commands:
-// events.ContentTypeMsgpack (the default) or events.ContentTypeJSON.
+// wire.ContentTypeMsgpack (the default) or wire.ContentTypeJSON.
 func WithContentType(ct string) WriterOption {
 	return func(w *Writer) { w.contentType = ct }
 }
@@ -174,7 +174,7 @@ func NewWriter(js jetstream.JetStream, stream string, opts ...WriterOption) *Wri
 		js:          js,
 		pub:         js,
 		stream:      stream,
-		contentType: events.ContentTypeMsgpack,
+		contentType: wire.ContentTypeMsgpack,
 		ackTimeout:  DefaultAckTimeout,
 		newBackOff:  defaultBackOff,
 		retryBudget: DefaultRetryBudget,
@@ -188,7 +188,7 @@ func NewWriter(js jetstream.JetStream, stream string, opts ...WriterOption) *Wri
 	return w
 }
 
-var hdrSchema = []string{events.SchemaVersion}
+var hdrSchema = []string{wire.SchemaVersion}
 
 // message validates and encodes cmd. Its errors are permanent.
 func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
@@ -205,8 +205,8 @@ func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 	// The constant header values are shared by every message: nats.go only
 	// reads them.
 	h := make(nats.Header, 5)
-	h[events.HeaderContentType] = w.hdrContentType
-	h[events.HeaderSchema] = hdrSchema
+	h[wire.HeaderContentType] = w.hdrContentType
+	h[wire.HeaderSchema] = hdrSchema
 	h[jetstream.ExpectedStreamHeader] = w.hdrStream
 	h[jetstream.MsgIDHeader] = []string{cmd.ID}
 	h[wire.HeaderBodySHA256] = []string{bodyHash(data)}

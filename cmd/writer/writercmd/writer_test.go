@@ -190,7 +190,7 @@ func TestWriterOps(t *testing.T) {
 					"small":   edm.Binary([]byte{0, 1, 2, 0xff}),
 					"blob":    edm.Binary(blob),
 				}}}},
-			ct: events.ContentTypeJSON,
+			ct: wire.ContentTypeJSON,
 		},
 		{
 			name: "insert with a generated id",
@@ -263,9 +263,9 @@ func TestWriterOps(t *testing.T) {
 			}
 			ct := tt.ct
 			if ct == "" {
-				ct = events.ContentTypeMsgpack
+				ct = wire.ContentTypeMsgpack
 			}
-			if h := m.Header.Get(events.HeaderContentType); h != ct {
+			if h := m.Header.Get(wire.HeaderContentType); h != ct {
 				t.Errorf("Content-Type %q, want %q", h, ct)
 			}
 		})
@@ -484,7 +484,7 @@ func TestWriterHelp(t *testing.T) {
 // it.
 func writerPublishRaw(t *testing.T, js jetstream.JetStream, cmd *events.Command) uint64 {
 	t.Helper()
-	data, err := events.Encode(cmd, events.ContentTypeMsgpack)
+	data, err := events.Encode(cmd, wire.ContentTypeMsgpack)
 	if err != nil {
 		t.Fatal(err)
 	}
