@@ -43,21 +43,21 @@ func (w *Writer) checkDuplicate(ctx context.Context, id string, msg *nats.Msg, s
 		}
 	}
 	if !same {
-		return &BodyDiffersError{ID: id, Seq: seq}
+		return &bodyDiffersError{ID: id, Seq: seq}
 	}
 	return nil
 }
 
-// BodyDiffersError is ErrBodyDiffers with the ID and the sequence that
+// bodyDiffersError is ErrBodyDiffers with the ID and the sequence that
 // holds the other body.
-type BodyDiffersError struct {
+type bodyDiffersError struct {
 	ID  string
 	Seq uint64
 }
 
-func (e *BodyDiffersError) Error() string {
+func (e *bodyDiffersError) Error() string {
 	return fmt.Sprintf("command ID %s is already in the journal with a different body (seq %d); publish a new command under a new ID", e.ID, e.Seq)
 }
 
 // Unwrap returns ErrBodyDiffers.
-func (e *BodyDiffersError) Unwrap() error { return ErrBodyDiffers }
+func (e *bodyDiffersError) Unwrap() error { return ErrBodyDiffers }

@@ -47,7 +47,7 @@ func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg Outco
 		Subjects:    []string{wire.OutcomesPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
-		Duplicates:  DefaultDuplicates,
+		Duplicates:  defaultDuplicates,
 		MaxAge:      max(cfg.MaxAge, 0),
 		AllowDirect: true,
 		Replicas:    max(replicas, 1),

@@ -15,11 +15,11 @@ import (
 // Defaults of Config.
 const (
 	DefaultShards     = 16
-	DefaultDuplicates = 2 * time.Minute
+	defaultDuplicates = 2 * time.Minute
 )
 
-// MaxShards bounds Config.Shards.
-const MaxShards = 1024
+// maxShards bounds Config.Shards.
+const maxShards = 1024
 
 // Config describes the journal stream. The zero Config is the default
 // journal.
@@ -58,7 +58,7 @@ func (c *Config) setDefaults() {
 		c.Shards = DefaultShards
 	}
 	if c.Duplicates == 0 {
-		c.Duplicates = DefaultDuplicates
+		c.Duplicates = defaultDuplicates
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
@@ -72,8 +72,8 @@ func (c Config) Validate() error {
 	if c.Stream != "" && !validName(c.Stream) {
 		errs = append(errs, fmt.Errorf("stream name %q: must be non-empty without spaces, '.', '*', '>', '/' or '\\'", c.Stream))
 	}
-	if c.Shards < 0 || c.Shards > MaxShards {
-		errs = append(errs, fmt.Errorf("shards %d: must be between 1 and %d", c.Shards, MaxShards))
+	if c.Shards < 0 || c.Shards > maxShards {
+		errs = append(errs, fmt.Errorf("shards %d: must be between 1 and %d", c.Shards, maxShards))
 	}
 	if c.Duplicates < 0 {
 		errs = append(errs, fmt.Errorf("duplicates window %s: must not be negative", c.Duplicates))
@@ -213,7 +213,7 @@ func Open(ctx context.Context, js jetstream.JetStream, name string) (*Journal, e
 		return nil, fmt.Errorf("%w: stream %s has no %s metadata", ErrNotJournal, name, wire.MetadataShards)
 	}
 	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > MaxShards {
+	if err != nil || n < 1 || n > maxShards {
 		return nil, fmt.Errorf("%w: stream %s has %s=%q", ErrNotJournal, name, wire.MetadataShards, raw)
 	}
 	if st := sc.SubjectTransform; st == nil || st.Destination != transformDest(n) {

@@ -30,12 +30,12 @@ type publisher interface {
 // Defaults of the Writer's options.
 const (
 	DefaultMaxInFlight = 4000
-	DefaultAckTimeout  = 10 * time.Second
-	// DefaultRetryBudget bounds a publish's retries, counted from its first
+	defaultAckTimeout  = 10 * time.Second
+	// defaultRetryBudget bounds a publish's retries, counted from its first
 	// send. It is shorter than the default duplicate window, so that a
 	// retry is always deduplicated against an earlier attempt that was
 	// stored but not acknowledged.
-	DefaultRetryBudget = time.Minute
+	defaultRetryBudget = time.Minute
 )
 
 // PublishResult is the acknowledgement of a published command.
@@ -110,12 +110,12 @@ func WithBackOff(newBackOff func() backoff.BackOff) WriterOption {
 
 // WithRetryBudget bounds the retries of one publish, counted from its
 // first send (for an async publish, not from when its retries start behind
-// others). Keep it within the journal's duplicate window. The default is
-// DefaultRetryBudget.
+// others). Keep it within the journal's duplicate window. The default (and
+// what d <= 0 means) is one minute.
 func WithRetryBudget(d time.Duration) WriterOption {
 	return func(w *Writer) {
 		if d <= 0 {
-			d = DefaultRetryBudget
+			d = defaultRetryBudget
 		}
 		w.retryBudget = d
 	}
@@ -149,11 +149,12 @@ func WithMaxInFlight(n int) WriterOption {
 }
 
 // WithAckTimeout sets how long one attempt waits for its acknowledgement
-// before it counts as lost and is retried. If d <= 0, DefaultAckTimeout.
+// before it counts as lost and is retried. The default (and what d <= 0
+// means) is 10 seconds.
 func WithAckTimeout(d time.Duration) WriterOption {
 	return func(w *Writer) {
 		if d <= 0 {
-			d = DefaultAckTimeout
+			d = defaultAckTimeout
 		}
 		w.ackTimeout = d
 	}
@@ -175,9 +176,9 @@ func NewWriter(js jetstream.JetStream, stream string, opts ...WriterOption) *Wri
 		pub:         js,
 		stream:      stream,
 		contentType: wire.ContentTypeMsgpack,
-		ackTimeout:  DefaultAckTimeout,
+		ackTimeout:  defaultAckTimeout,
 		newBackOff:  defaultBackOff,
-		retryBudget: DefaultRetryBudget,
+		retryBudget: defaultRetryBudget,
 		slots:       make(chan struct{}, DefaultMaxInFlight),
 	}
 	for _, o := range opts {
