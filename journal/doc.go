@@ -19,8 +19,8 @@
 //     [Journal.SeqAtTime] and [Journal.Head] name and read positions, and
 //     [DecodeMsg] turns a Msg back into a checked command.
 //   - [wire.Outcome] is what became of a command (applied, rejected,
-//     duplicate). The projector publishes it with [PublishOutcome]; a writer
-//     waits for it with [Writer.Await], and [Outcomes] reads the OUTCOMES
+//     duplicate). The projector publishes it as [OutcomeMsg] builds it; a
+//     writer waits for it with [Outcomes.Await], and [Outcomes] reads the OUTCOMES
 //     stream; neither needs table credentials.
 //   - [AppliedThrough] is how far a projector has applied a shard: its
 //     consumer's acknowledged floor, the one place every reader of "applied

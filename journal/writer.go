@@ -101,10 +101,10 @@ func WithContentType(ct string) WriterOption {
 	return func(w *Writer) { w.contentType = ct }
 }
 
-// WithBackOff sets the waits between retries: newBackOff is called once per
+// withBackOff sets the waits between retries: newBackOff is called once per
 // publish. The default is exponential from 50 ms up to 2 s. The retries end
 // when the policy stops or the retry budget is spent, whichever comes first.
-func WithBackOff(newBackOff func() backoff.BackOff) WriterOption {
+func withBackOff(newBackOff func() backoff.BackOff) WriterOption {
 	return func(w *Writer) { w.newBackOff = newBackOff }
 }
 
@@ -130,9 +130,9 @@ func WithLimits(l events.Limits) WriterOption {
 	return func(w *Writer) { w.limits = l }
 }
 
-// WithRetryNotify sets a function called before each retry with the error
+// withRetryNotify sets a function called before each retry with the error
 // and the wait.
-func WithRetryNotify(fn backoff.Notify) WriterOption {
+func withRetryNotify(fn backoff.Notify) WriterOption {
 	return func(w *Writer) { w.notify = fn }
 }
 
@@ -148,10 +148,10 @@ func WithMaxInFlight(n int) WriterOption {
 	}
 }
 
-// WithAckTimeout sets how long one attempt waits for its acknowledgement
+// withAckTimeout sets how long one attempt waits for its acknowledgement
 // before it counts as lost and is retried. The default (and what d <= 0
 // means) is 10 seconds.
-func WithAckTimeout(d time.Duration) WriterOption {
+func withAckTimeout(d time.Duration) WriterOption {
 	return func(w *Writer) {
 		if d <= 0 {
 			d = defaultAckTimeout
