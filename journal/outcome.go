@@ -37,7 +37,7 @@ type OutcomesConfig struct {
 }
 
 // EnsureOutcomesConfig is EnsureOutcomes with cfg applied, to a new stream
-// or an existing one (EnsureStream); it also returns what it changed in an
+// or an existing one (ensureStream); it also returns what it changed in an
 // existing stream's configuration.
 func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg OutcomesConfig, opts ...EnsureOption) (jetstream.Stream, []string, error) {
 	replicas := ensureOpts(opts).replicas
@@ -52,7 +52,7 @@ func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg Outco
 		AllowDirect: true,
 		Replicas:    max(replicas, 1),
 	}
-	s, changes, err := EnsureStream(ctx, js, want, Managed{MaxAge: cfg.MaxAge != 0,
+	s, changes, err := ensureStream(ctx, js, want, managed{MaxAge: cfg.MaxAge != 0,
 		Check: func(have jetstream.StreamConfig) error { return CheckReplicas(have, replicas) }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("ensure stream %s: %w", wire.OutcomesStream, err)

@@ -168,7 +168,7 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 	}
 	logStreamChanges(cfg.Logger, wire.OutcomesStream, changes)
 	if !cfg.NoChangeFeed {
-		changes, err := EnsureChangeFeed(ctx, js, cfg.ChangesMaxAge, journal.WithReplicas(cfg.Replicas))
+		changes, err := journal.EnsureChanges(ctx, js, cfg.ChangesMaxAge, journal.WithReplicas(cfg.Replicas))
 		if err != nil {
 			return nil, err
 		}
