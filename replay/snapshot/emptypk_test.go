@@ -25,7 +25,7 @@ func TestSnapshotAfterRejectedEmptyKeyMessage(t *testing.T) {
 	for _, b := range replaytest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel() // each backend its own pipeline
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot))
 			table := replaytest.UniqueTable("Snapraw")
 			var cmds []*events.Command
 			for i, pk := range []string{"a", "b", "c"} {
@@ -77,7 +77,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 	for _, b := range replaytest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel() // each backend its own pipeline
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot))
 			table := replaytest.UniqueTable("Emptypk")
 			ent := func(n int32) edm.Entity { return edm.Entity{"n": edm.Int32(n)} }
 			cmds := []*events.Command{
