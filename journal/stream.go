@@ -14,7 +14,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultShards     = 16
+	defaultShards     = 16
 	defaultDuplicates = 2 * time.Minute
 )
 
@@ -55,7 +55,7 @@ func (c *Config) setDefaults() {
 		c.Stream = wire.JournalStream
 	}
 	if c.Shards == 0 {
-		c.Shards = DefaultShards
+		c.Shards = defaultShards
 	}
 	if c.Duplicates == 0 {
 		c.Duplicates = defaultDuplicates
