@@ -55,8 +55,9 @@ lint: tidy-check vet no-binaries docscheck
 	go tool staticcheck ./...
 
 # Every Go name README.md and docs/*.md quote in backticks (`store.Entity`,
-# `Outcomes.Await`) must still be declared in the module (scripts/docscheck;
-# docs/history/ is not checked). Prints file:line and the missing name.
+# `Outcomes.Await`) must still be declared in the module, and every path
+# (`replay/history/cost_test.go`) must still exist (scripts/docscheck;
+# docs/history/ is not checked). Prints file:line and what is missing.
 docscheck:
 	go run ./scripts/docscheck
 

@@ -204,17 +204,19 @@ func (c *Client) WaitApplied(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return nil // never applied to any row
 	}
-	cons, err := c.js.Consumer(ctx, c.o.stream, wire.ConsumerName(c.o.durable, shard))
+	stream, err := c.js.Stream(ctx, c.o.stream)
 	if err != nil {
 		return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
 	}
 	pause := 2 * time.Millisecond
 	for {
-		info, err := cons.Info(ctx)
-		if err != nil {
+		a, err := journal.AppliedThrough(ctx, stream, c.o.durable, shard)
+		switch {
+		case err != nil:
 			return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
-		}
-		if info.AckFloor.Stream >= seq {
+		case !a.Consumer:
+			return fmt.Errorf("tablejournal: wait for seq %d: shard %d: %w", seq, shard, jetstream.ErrConsumerNotFound)
+		case a.Through >= seq:
 			return nil
 		}
 		select {

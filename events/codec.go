@@ -10,29 +10,23 @@ import (
 	"github.com/tablejournal/tablejournal/events/rules"
 )
 
-// Content types of the two wire forms, as carried in HeaderContentType.
+// The media types of the two wire forms. The headers that carry them, and
+// these values as the contract names them (wire.contentTypeJSON,
+// wire.contentTypeMsgpack), are package wire's: wire imports this package,
+// so this one keeps its own unexported copy, checked equal by
+// TestEncodeDecodeContentTypes.
 const (
-	ContentTypeJSON    = "application/json"
-	ContentTypeMsgpack = "application/msgpack"
-)
-
-// NATS message headers that describe a command's payload, so that a
-// consumer can route a message without decoding it.
-const (
-	// HeaderContentType names the encoding: ContentTypeJSON or
-	// ContentTypeMsgpack. No header means msgpack.
-	HeaderContentType = "Content-Type"
-	// HeaderSchema carries SchemaVersion. No header means the current one.
-	HeaderSchema = "Tablejournal-Schema"
-	// SchemaVersion is the version of the command schema this package
-	// reads and writes.
-	SchemaVersion = "1"
+	contentTypeJSON    = "application/json"
+	contentTypeMsgpack = "application/msgpack"
+	// headerContentType names the header in a content type's error.
+	headerContentType = "Content-Type"
 )
 
 // annotationSuffix marks an OData type annotation key: "qty@odata.type".
 const annotationSuffix = "@odata.type"
 
-// Encode encodes c in the wire form named by contentType; "" means msgpack.
+// Encode encodes c in the wire form named by contentType
+// (wire.contentTypeJSON or wire.contentTypeMsgpack); "" means msgpack.
 // An unknown content type is a *rules.ValidationError with rules.ContentType.
 //
 // Encoding checks only what the wire form needs to carry c exactly (valid
@@ -45,7 +39,7 @@ func Encode(c *Command, contentType string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ct == ContentTypeJSON {
+	if ct == contentTypeJSON {
 		return MarshalJSON(c)
 	}
 	return MarshalMsgpack(c)
@@ -63,42 +57,32 @@ func Decode(data []byte, contentType string) (*Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ct == ContentTypeJSON {
+	if ct == contentTypeJSON {
 		return UnmarshalJSON(data)
 	}
 	return UnmarshalMsgpack(data)
 }
 
-// CheckSchema reports whether a HeaderSchema value is one this package
-// reads: SchemaVersion, or "" (no header). Otherwise it returns a
-// *rules.ValidationError with rules.SchemaVersion.
-func CheckSchema(version string) error {
-	if version == "" || version == SchemaVersion {
-		return nil
-	}
-	return rules.Errorf(HeaderSchema, rules.SchemaVersion, "schema version %q is not %q", version, SchemaVersion)
-}
-
-// parseContentType maps a Content-Type header to ContentTypeJSON or
-// ContentTypeMsgpack.
+// parseContentType maps a Content-Type header to contentTypeJSON or
+// contentTypeMsgpack.
 func parseContentType(s string) (string, error) {
 	switch s {
-	case "", ContentTypeMsgpack:
-		return ContentTypeMsgpack, nil
-	case ContentTypeJSON:
-		return ContentTypeJSON, nil
+	case "", contentTypeMsgpack:
+		return contentTypeMsgpack, nil
+	case contentTypeJSON:
+		return contentTypeJSON, nil
 	}
 	mt, _, err := mime.ParseMediaType(s)
 	if err == nil {
 		switch strings.ToLower(mt) {
-		case ContentTypeMsgpack:
-			return ContentTypeMsgpack, nil
-		case ContentTypeJSON:
-			return ContentTypeJSON, nil
+		case contentTypeMsgpack:
+			return contentTypeMsgpack, nil
+		case contentTypeJSON:
+			return contentTypeJSON, nil
 		}
 	}
-	return "", rules.Errorf(HeaderContentType, rules.ContentType, "unknown content type %q; want %q or %q",
-		s, ContentTypeMsgpack, ContentTypeJSON)
+	return "", rules.Errorf(headerContentType, rules.ContentType, "unknown content type %q; want %q or %q",
+		s, contentTypeMsgpack, contentTypeJSON)
 }
 
 // Digest identifies what the command does, all but when it was issued: the

@@ -9,12 +9,13 @@
 // A producer validates, then encodes:
 //
 //	if err := c.Validate(); err != nil { ... }
-//	data, err := events.Encode(c, events.ContentTypeMsgpack)
+//	data, err := events.Encode(c, wire.ContentTypeMsgpack)
 //
-// and sets the HeaderContentType and HeaderSchema message headers. A consumer
+// and sets the wire.HeaderContentType and wire.HeaderSchema message headers (the
+// headers and their values are package wire's). A consumer
 // decodes, then validates again, since a command can come from any client:
 //
-//	c, err := events.Decode(data, msg.Header.Get(events.HeaderContentType))
+//	c, err := events.Decode(data, msg.Header.Get(wire.HeaderContentType))
 //	if err == nil {
 //		err = c.Validate()
 //	}

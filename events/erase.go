@@ -17,32 +17,10 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// The erase command of SPEC §10: a journal message whose HeaderCommand is
-// CommandErase removes one row, or one whole partition, from everything the
-// system keeps. It names the key and carries no property values.
-
-// HeaderCommand names the kind of command a journal message carries:
-// CommandErase, or "" / CommandPlain for an ordinary Command.
-const HeaderCommand = "Tablejournal-Command"
-
-// The values of HeaderCommand.
-const (
-	CommandPlain = "command"
-	CommandErase = "erase"
-)
-
-// IsErase reports whether a HeaderCommand value names an erase. Any value
-// but "", CommandPlain and CommandErase is a *rules.ValidationError with
-// rules.UnknownCommand.
-func IsErase(headerValue string) (bool, error) {
-	switch headerValue {
-	case "", CommandPlain:
-		return false, nil
-	case CommandErase:
-		return true, nil
-	}
-	return false, rules.Errorf(HeaderCommand, rules.UnknownCommand, "unknown command kind %q; want %q or %q", headerValue, CommandPlain, CommandErase)
-}
+// The erase command of SPEC §10: a journal message whose
+// wire.HeaderCommand is wire.CommandErase removes one row, or one whole
+// partition, from everything the system keeps. It names the key and
+// carries no property values.
 
 // Erase removes one logical row (RK set) or one whole partition (RK nil) of
 // a table.
@@ -172,7 +150,7 @@ func EncodeErase(e *Erase, contentType string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ct == ContentTypeJSON {
+	if ct == contentTypeJSON {
 		b := []byte{'{'}
 		for i, f := range fs {
 			if i > 0 {
@@ -212,7 +190,7 @@ func DecodeErase(data []byte, contentType string) (*Erase, error) {
 		return nil, err
 	}
 	var next func() (key, val string, more bool, err error)
-	if ct == ContentTypeJSON {
+	if ct == contentTypeJSON {
 		next, err = jsonFields(data)
 	} else {
 		next, err = msgpackFields(data)

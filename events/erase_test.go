@@ -9,11 +9,12 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/rules"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 func strp(s string) *string { return &s }
 
-var eraseContentTypes = []string{events.ContentTypeJSON, events.ContentTypeMsgpack}
+var eraseContentTypes = []string{wire.ContentTypeJSON, wire.ContentTypeMsgpack}
 
 func TestEraseRoundTrip(t *testing.T) {
 	for _, e := range []*events.Erase{
@@ -46,7 +47,7 @@ func TestEraseRoundTrip(t *testing.T) {
 
 func TestEraseJSONForm(t *testing.T) {
 	e := &events.Erase{ID: "x1", Table: "orders", PK: "c", RK: strp("r")}
-	data, err := events.EncodeErase(e, events.ContentTypeJSON)
+	data, err := events.EncodeErase(e, wire.ContentTypeJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestEraseRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := events.DecodeErase([]byte(tt.json), events.ContentTypeJSON)
+			e, err := events.DecodeErase([]byte(tt.json), wire.ContentTypeJSON)
 			if !tt.decodeErr {
 				if err != nil {
 					t.Fatalf("decode: %v", err)
@@ -111,7 +112,7 @@ func TestEraseMsgpackRules(t *testing.T) {
 		"not map":    {[]any{"id"}, rules.Malformed},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e, err := events.DecodeErase(mp(t, tt.v), events.ContentTypeMsgpack)
+			e, err := events.DecodeErase(mp(t, tt.v), wire.ContentTypeMsgpack)
 			var ve *rules.ValidationError
 			if e != nil || !errors.As(err, &ve) || ve.Rule != tt.rule {
 				t.Fatalf("got %+v, %v; want rule %s", e, err, tt.rule)
@@ -121,20 +122,6 @@ func TestEraseMsgpackRules(t *testing.T) {
 	data := append(mp(t, om{"id", "a1", "table", "orders", "pk", "p"}), 0xc0)
 	if _, err := events.DecodeErase(data, ""); !errors.Is(err, rules.ErrInvalid) {
 		t.Fatalf("trailing data: %v", err)
-	}
-}
-
-func TestIsErase(t *testing.T) {
-	for _, tt := range []struct {
-		v     string
-		erase bool
-		ok    bool
-	}{{"", false, true}, {events.CommandPlain, false, true}, {events.CommandErase, true, true}, {"Erase", false, false}, {"purge", false, false}} {
-		erase, err := events.IsErase(tt.v)
-		var ve *rules.ValidationError
-		if erase != tt.erase || (err == nil) != tt.ok || err != nil && (!errors.As(err, &ve) || ve.Rule != rules.UnknownCommand) {
-			t.Errorf("IsErase(%q) = %v, %v", tt.v, erase, err)
-		}
 	}
 }
 
@@ -177,7 +164,7 @@ func FuzzDecodeEraseJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := events.DecodeErase(data, events.ContentTypeJSON)
+		e, err := events.DecodeErase(data, wire.ContentTypeJSON)
 		checkErase(t, e, err)
 	})
 }
@@ -187,7 +174,7 @@ func FuzzDecodeEraseMsgpack(f *testing.F) {
 	f.Add(mp(f, om{"id", "a1", "table", "orders", "pk", "p", "rk", "r"}))
 	f.Add(mp(f, om{"id", "a1", "entity", om{"x", 1}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		e, err := events.DecodeErase(data, events.ContentTypeMsgpack)
+		e, err := events.DecodeErase(data, wire.ContentTypeMsgpack)
 		checkErase(t, e, err)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // A service builds a command, validates it, and encodes it for the
@@ -31,14 +32,14 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	data, err := events.Encode(c, events.ContentTypeJSON)
+	data, err := events.Encode(c, wire.ContentTypeJSON)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(string(data))
 
-	got, err := events.Decode(data, events.ContentTypeJSON)
+	got, err := events.Decode(data, wire.ContentTypeJSON)
 	if err == nil {
 		err = got.Validate()
 	}

@@ -72,7 +72,7 @@ func BenchmarkPublishAsync(b *testing.B) {
 					pk := fmt.Sprintf("customer-%d", i%100)
 					cmds = append(cmds, command(fmt.Sprintf("w-%09d", i), "orders", pk))
 					c := command(fmt.Sprintf("r-%09d", i), "orders", pk)
-					data, err := events.Encode(c, events.ContentTypeMsgpack)
+					data, err := events.Encode(c, wire.ContentTypeMsgpack)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -95,8 +95,8 @@ func BenchmarkPublishAsync(b *testing.B) {
 				start, c0 = time.Now(), cpu()
 				for _, p := range raw {
 					m := &nats.Msg{Subject: p.subject, Data: p.data, Header: nats.Header{
-						events.HeaderContentType:       {events.ContentTypeMsgpack},
-						events.HeaderSchema:            {events.SchemaVersion},
+						wire.HeaderContentType:         {wire.ContentTypeMsgpack},
+						wire.HeaderSchema:              {wire.SchemaVersion},
 						jetstream.MsgIDHeader:          {p.id},
 						jetstream.ExpectedStreamHeader: {wire.JournalStream},
 					}}

@@ -36,28 +36,28 @@ func (w *Writer) checkDuplicate(ctx context.Context, id string, msg *nats.Msg, s
 		// issued at another time (the writer command stamps issuedAt):
 		// the same command decodes equal but for issuedAt.
 		have, herr := DecodeMsg(Msg{Seq: seq, Subject: stored.subject, Header: stored.header, Data: stored.data})
-		want, werr := events.Decode(msg.Data, msg.Header.Get(events.HeaderContentType))
+		want, werr := events.Decode(msg.Data, msg.Header.Get(wire.HeaderContentType))
 		if herr == nil && werr == nil {
 			want.IssuedAt = have.IssuedAt
 			same = have.Equal(want)
 		}
 	}
 	if !same {
-		return &BodyDiffersError{ID: id, Seq: seq}
+		return &bodyDiffersError{ID: id, Seq: seq}
 	}
 	return nil
 }
 
-// BodyDiffersError is ErrBodyDiffers with the ID and the sequence that
+// bodyDiffersError is ErrBodyDiffers with the ID and the sequence that
 // holds the other body.
-type BodyDiffersError struct {
+type bodyDiffersError struct {
 	ID  string
 	Seq uint64
 }
 
-func (e *BodyDiffersError) Error() string {
+func (e *bodyDiffersError) Error() string {
 	return fmt.Sprintf("command ID %s is already in the journal with a different body (seq %d); publish a new command under a new ID", e.ID, e.Seq)
 }
 
 // Unwrap returns ErrBodyDiffers.
-func (e *BodyDiffersError) Unwrap() error { return ErrBodyDiffers }
+func (e *bodyDiffersError) Unwrap() error { return ErrBodyDiffers }

@@ -62,13 +62,13 @@ func TestRepublishDifferentBody(t *testing.T) {
 		t.Fatalf("the same command issued later: %+v, %v; want a duplicate", r, err)
 	}
 	// In another encoding the bytes differ but the command is the same.
-	if r, err := journal.NewWriter(e.js, "", journal.WithContentType(events.ContentTypeJSON)).Publish(e.ctx, c); err != nil || !r.Duplicate {
+	if r, err := journal.NewWriter(e.js, "", journal.WithContentType(wire.ContentTypeJSON)).Publish(e.ctx, c); err != nil || !r.Duplicate {
 		t.Fatalf("the same command as JSON: %+v, %v; want a duplicate", r, err)
 	}
 
 	// Stored raw, without the hash: compared by the decoded command.
 	m := nats.NewMsg(wire.JournalSubject("orders", "p"))
-	m.Header.Set(events.HeaderContentType, events.ContentTypeJSON)
+	m.Header.Set(wire.HeaderContentType, wire.ContentTypeJSON)
 	m.Header.Set(jetstream.MsgIDHeader, "raw-1")
 	m.Data = rawJSON("raw-1", "orders", "p")
 	if _, err := e.js.PublishMsg(e.ctx, m); err != nil {

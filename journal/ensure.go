@@ -10,26 +10,26 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Managed names the fields of an existing stream's configuration that
-// EnsureStream brings to the wanted value; the others it leaves as they
+// managed names the fields of an existing stream's configuration that
+// ensureStream brings to the wanted value; the others it leaves as they
 // are, so that an operator's own settings survive a restart. The
 // description and the deny flags are always managed.
 // Replicas are never changed here: see CheckReplicas.
-type Managed struct {
+type managed struct {
 	Duplicates, MaxAge bool
 	// Check, if set, vets an existing stream's configuration before
 	// anything is changed; its error is returned as is.
 	Check func(have jetstream.StreamConfig) error
 }
 
-// EnsureStream creates the stream want describes, or, if it exists, updates
+// ensureStream creates the stream want describes, or, if it exists, updates
 // what differs from want among the managed fields and JetStream allows to
 // change in place, and returns a description of each change made (nil if
 // none), for the caller to log: an existing stream's configuration is never
 // changed silently. Deny-delete and deny-purge are turned on when want has
 // them; a stream that has them while want does not cannot be changed (JetStream
 // never lifts them), which is an error wrapping ErrStreamConfig.
-func EnsureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, m Managed) (jetstream.Stream, []string, error) {
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, m managed) (jetstream.Stream, []string, error) {
 	s, err := js.CreateStream(ctx, want)
 	if err == nil {
 		return s, nil, nil

@@ -15,7 +15,7 @@ import (
 )
 
 // Erase commands in the journal (SPEC §10): published on the partition's
-// subject like any command, marked by the header events.HeaderCommand.
+// subject like any command, marked by the header wire.HeaderCommand.
 
 // ErrDenyDelete reports a stream that denies deleting messages, so that an
 // erase cannot remove what it holds of the erased key. JetStream never
@@ -23,10 +23,10 @@ import (
 var ErrDenyDelete = errors.New("stream denies message deletes")
 
 // IsEraseMsg reports whether a message's headers mark it as an erase
-// (events.HeaderCommand). A message with an unknown command kind is not an
+// (wire.HeaderCommand). A message with an unknown command kind is not an
 // erase: it is decoded as a command, and rejected.
 func IsEraseMsg(h nats.Header) bool {
-	erase, _ := events.IsErase(h.Get(events.HeaderCommand))
+	erase, _ := wire.IsErase(h.Get(wire.HeaderCommand))
 	return erase
 }
 
@@ -36,10 +36,10 @@ func IsEraseMsg(h nats.Header) bool {
 // Nats-Msg-Id header. Errors wrap rules.ErrInvalid; the erase is returned
 // beside a check's error when it decoded.
 func DecodeEraseMsg(m Msg) (*events.Erase, error) {
-	err := events.CheckSchema(m.Header.Get(events.HeaderSchema))
+	err := wire.CheckSchema(m.Header.Get(wire.HeaderSchema))
 	var e *events.Erase
 	if err == nil {
-		e, err = events.DecodeErase(m.Data, m.Header.Get(events.HeaderContentType))
+		e, err = events.DecodeErase(m.Data, m.Header.Get(wire.HeaderContentType))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decode erase seq %d: %w", m.Seq, err)
@@ -60,16 +60,16 @@ func EraseMessage(e *events.Erase, contentType string) (*nats.Msg, error) {
 		return nil, fmt.Errorf("publish erase %s: %w", e.ID, err)
 	}
 	if contentType == "" {
-		contentType = events.ContentTypeMsgpack
+		contentType = wire.ContentTypeMsgpack
 	}
 	data, err := events.EncodeErase(e, contentType)
 	if err != nil {
 		return nil, fmt.Errorf("publish erase %s: %w", e.ID, err)
 	}
 	h := nats.Header{}
-	h.Set(events.HeaderContentType, contentType)
-	h.Set(events.HeaderSchema, events.SchemaVersion)
-	h.Set(events.HeaderCommand, events.CommandErase)
+	h.Set(wire.HeaderContentType, contentType)
+	h.Set(wire.HeaderSchema, wire.SchemaVersion)
+	h.Set(wire.HeaderCommand, wire.CommandErase)
 	h.Set(jetstream.MsgIDHeader, e.ID)
 	h.Set(wire.HeaderBodySHA256, bodyHash(data))
 	return &nats.Msg{Subject: wire.JournalSubject(e.Table, e.PK), Header: h, Data: data}, nil

@@ -47,7 +47,7 @@ var (
 // Publishing.
 var (
 	// ErrAckTimeout means one attempt of a publish got no acknowledgement
-	// within the ack timeout (WithAckTimeout). It wraps nats.ErrTimeout.
+	// within the ack timeout (10 seconds). It wraps nats.ErrTimeout.
 	// The attempt may still have been stored: a retry carries the same
 	// Nats-Msg-Id, so it is deduplicated rather than stored twice.
 	ErrAckTimeout = fmt.Errorf("no acknowledgement within the ack timeout: %w", nats.ErrTimeout)

@@ -37,7 +37,7 @@ type OutcomesConfig struct {
 }
 
 // EnsureOutcomesConfig is EnsureOutcomes with cfg applied, to a new stream
-// or an existing one (EnsureStream); it also returns what it changed in an
+// or an existing one (ensureStream); it also returns what it changed in an
 // existing stream's configuration.
 func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg OutcomesConfig, opts ...EnsureOption) (jetstream.Stream, []string, error) {
 	replicas := ensureOpts(opts).replicas
@@ -47,12 +47,12 @@ func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg Outco
 		Subjects:    []string{wire.OutcomesPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
-		Duplicates:  DefaultDuplicates,
+		Duplicates:  defaultDuplicates,
 		MaxAge:      max(cfg.MaxAge, 0),
 		AllowDirect: true,
 		Replicas:    max(replicas, 1),
 	}
-	s, changes, err := EnsureStream(ctx, js, want, Managed{MaxAge: cfg.MaxAge != 0,
+	s, changes, err := ensureStream(ctx, js, want, managed{MaxAge: cfg.MaxAge != 0,
 		Check: func(have jetstream.StreamConfig) error { return CheckReplicas(have, replicas) }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("ensure stream %s: %w", wire.OutcomesStream, err)
@@ -60,7 +60,7 @@ func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg Outco
 	return s, changes, nil
 }
 
-// OutcomeMsg renders o as the message PublishOutcome stores, for callers
+// OutcomeMsg renders o as the message the OUTCOMES stream stores, for callers
 // that publish asynchronously. Its Nats-Msg-Id is "outcome-<seq>", so
 // publishing the outcome of one journal sequence twice stores it once.
 func OutcomeMsg(o wire.Outcome) (*nats.Msg, error) {
@@ -71,16 +71,16 @@ func OutcomeMsg(o wire.Outcome) (*nats.Msg, error) {
 	return &nats.Msg{
 		Subject: wire.OutcomeSubject(o.ID),
 		Header: nats.Header{
-			jetstream.MsgIDHeader: []string{wire.OutcomeMsgID(o.Seq)},
-			"Content-Type":        []string{"application/json"},
+			jetstream.MsgIDHeader:  []string{wire.OutcomeMsgID(o.Seq)},
+			wire.HeaderContentType: []string{wire.ContentTypeJSON},
 		},
 		Data: data,
 	}, nil
 }
 
-// PublishOutcome stores o and waits for the acknowledgement. Publishing the
+// publishOutcome stores o and waits for the acknowledgement. Publishing the
 // outcome of the same journal sequence twice stores it once.
-func PublishOutcome(ctx context.Context, js jetstream.JetStream, o wire.Outcome) error {
+func publishOutcome(ctx context.Context, js jetstream.JetStream, o wire.Outcome) error {
 	msg, err := OutcomeMsg(o)
 	if err != nil {
 		return fmt.Errorf("publish %w", err)

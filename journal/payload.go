@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // MinMaxPayload is the smallest max_payload of a NATS server the pipeline
@@ -56,9 +57,9 @@ func checkMsgSize(nc *nats.Conn, id string, msg *nats.Msg) error {
 		return nil
 	}
 	advice := "raise max_payload"
-	if ct := msg.Header.Get(events.HeaderContentType); ct != "" && ct != events.ContentTypeMsgpack {
+	if ct := msg.Header.Get(wire.HeaderContentType); ct != "" && ct != wire.ContentTypeMsgpack {
 		advice = "publish it as msgpack (at most " + mib(events.MaxMsgpackCommandBytes) + "), or raise max_payload"
 	}
 	return fmt.Errorf("publish %s: %w: the command is %s as %s, the server's max_payload %s; %s",
-		id, ErrMaxPayload, mib(size), msg.Header.Get(events.HeaderContentType), mib(max), advice)
+		id, ErrMaxPayload, mib(size), msg.Header.Get(wire.HeaderContentType), mib(max), advice)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // A nats-server with its default max_payload (1 MiB) is refused with the
@@ -47,7 +48,7 @@ func TestWriterMessageTooLarge(t *testing.T) {
 	}
 	c := &events.Command{ID: "big", Table: "orders", PK: "p", Ops: ops}
 	start := time.Now()
-	_, err := journal.NewWriter(e.js, "", journal.WithContentType(events.ContentTypeJSON)).Publish(e.ctx, c)
+	_, err := journal.NewWriter(e.js, "", journal.WithContentType(wire.ContentTypeJSON)).Publish(e.ctx, c)
 	if !errors.Is(err, journal.ErrMaxPayload) || !strings.Contains(err.Error(), "publish it as msgpack") {
 		t.Fatalf("JSON of %d ops: %v, want ErrMaxPayload with advice", len(ops), err)
 	}

@@ -202,11 +202,11 @@ func deleteOrdered(ctx context.Context, js jetstream.JetStream, stream string, c
 // that a Nats-Msg-Id header, if present, is its ID (else ErrIDMismatch).
 // Every error it returns for a bad message wraps rules.ErrInvalid.
 func DecodeMsg(m Msg) (*events.Command, error) {
-	ct := m.Header.Get(events.HeaderContentType)
+	ct := m.Header.Get(wire.HeaderContentType)
 	if ct == "" {
-		ct = events.ContentTypeMsgpack
+		ct = wire.ContentTypeMsgpack
 	}
-	err := events.CheckSchema(m.Header.Get(events.HeaderSchema))
+	err := wire.CheckSchema(m.Header.Get(wire.HeaderSchema))
 	var cmd *events.Command
 	if err == nil {
 		cmd, err = events.Decode(m.Data, ct)

@@ -99,7 +99,7 @@ func TestGetHeadSeqAtTime(t *testing.T) {
 
 func TestRead(t *testing.T) {
 	e := newEnv(t, journal.Config{})
-	w := journal.NewWriter(e.js, "", journal.WithContentType(events.ContentTypeJSON))
+	w := journal.NewWriter(e.js, "", journal.WithContentType(wire.ContentTypeJSON))
 	for i := 1; i <= 10; i++ {
 		pk := "even"
 		if i%2 == 1 {
@@ -165,11 +165,11 @@ func TestRead(t *testing.T) {
 
 func TestDecodeMsg(t *testing.T) {
 	good := command("c-1", "orders", "customer-42")
-	body, err := events.Encode(good, events.ContentTypeMsgpack)
+	body, err := events.Encode(good, wire.ContentTypeMsgpack)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsonBody, err := events.Encode(good, events.ContentTypeJSON)
+	jsonBody, err := events.Encode(good, wire.ContentTypeJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +184,8 @@ func TestDecodeMsg(t *testing.T) {
 
 	for _, m := range []journal.Msg{
 		{Seq: 1, Subject: stored, Data: body}, // no Content-Type: msgpack
-		{Seq: 2, Subject: stored, Data: body, Header: hdr("Content-Type", events.ContentTypeMsgpack, "Nats-Msg-Id", "c-1")},
-		{Seq: 3, Subject: stored, Data: jsonBody, Header: hdr("Content-Type", events.ContentTypeJSON, events.HeaderSchema, events.SchemaVersion)},
+		{Seq: 2, Subject: stored, Data: body, Header: hdr("Content-Type", wire.ContentTypeMsgpack, "Nats-Msg-Id", "c-1")},
+		{Seq: 3, Subject: stored, Data: jsonBody, Header: hdr("Content-Type", wire.ContentTypeJSON, wire.HeaderSchema, wire.SchemaVersion)},
 	} {
 		cmd, err := journal.DecodeMsg(m)
 		if err != nil {
@@ -206,10 +206,10 @@ func TestDecodeMsg(t *testing.T) {
 		{"unstored subject", journal.Msg{Subject: wire.JournalSubject("orders", "customer-42"), Data: body}, journal.ErrSubjectMismatch},
 		{"other msg id", journal.Msg{Subject: stored, Data: body, Header: hdr("Nats-Msg-Id", "c-2")}, journal.ErrIDMismatch},
 		{"garbage msgpack", journal.Msg{Subject: stored, Data: []byte{0xc1, 0x00}}, rules.ErrInvalid},
-		{"garbage json", journal.Msg{Subject: stored, Data: []byte("{"), Header: hdr("Content-Type", events.ContentTypeJSON)}, rules.ErrInvalid},
+		{"garbage json", journal.Msg{Subject: stored, Data: []byte("{"), Header: hdr("Content-Type", wire.ContentTypeJSON)}, rules.ErrInvalid},
 		{"json as msgpack", journal.Msg{Subject: stored, Data: jsonBody}, rules.ErrInvalid},
 		{"unknown content type", journal.Msg{Subject: stored, Data: body, Header: hdr("Content-Type", "text/plain")}, rules.ErrInvalid},
-		{"unknown schema", journal.Msg{Subject: stored, Data: body, Header: hdr(events.HeaderSchema, "99")}, rules.ErrInvalid},
+		{"unknown schema", journal.Msg{Subject: stored, Data: body, Header: hdr(wire.HeaderSchema, "99")}, rules.ErrInvalid},
 	} {
 		_, err := journal.DecodeMsg(tc.m)
 		if !errors.Is(err, tc.want) || !errors.Is(err, rules.ErrInvalid) {
@@ -219,11 +219,11 @@ func TestDecodeMsg(t *testing.T) {
 
 	invalid := command("c-1", "orders", "customer-42")
 	invalid.Ops = nil
-	invalidBody, err := events.Encode(invalid, events.ContentTypeJSON)
+	invalidBody, err := events.Encode(invalid, wire.ContentTypeJSON)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := journal.DecodeMsg(journal.Msg{Subject: stored, Data: invalidBody, Header: hdr("Content-Type", events.ContentTypeJSON)}); !errors.Is(err, rules.ErrInvalid) {
+	if _, err := journal.DecodeMsg(journal.Msg{Subject: stored, Data: invalidBody, Header: hdr("Content-Type", wire.ContentTypeJSON)}); !errors.Is(err, rules.ErrInvalid) {
 		t.Errorf("DecodeMsg(no ops) = %v, want rules.ErrInvalid", err)
 	}
 }

@@ -28,9 +28,6 @@ func ensureOpts(opts []EnsureOption) ensureOptions {
 	return o
 }
 
-// Replicas returns the replica count opts ask for; zero when none.
-func Replicas(opts ...EnsureOption) int { return ensureOpts(opts).replicas }
-
 // CheckReplicas returns an error wrapping ErrReplicasMismatch when want is
 // not zero and the existing stream cfg has another replica count. The
 // projector never changes the count of an existing stream itself: scaling a

@@ -33,7 +33,7 @@ func TestRestartKeepsTheJournal(t *testing.T) {
 	if res, err := w.Publish(e.ctx, command("before", "orders", "pk")); err != nil || !res.Duplicate || res.Seq != 1 {
 		t.Fatalf("re-publish after restart = %+v, %v, want a duplicate of seq 1", res, err)
 	}
-	if j, err := journal.Open(e.ctx, e.js, ""); err != nil || j.Shards() != journal.DefaultShards {
+	if j, err := journal.Open(e.ctx, e.js, ""); err != nil || j.Shards() != 16 { // the default Config.Shards documents
 		t.Fatalf("Open after restart: %v", err)
 	}
 }

@@ -14,12 +14,12 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultShards     = 16
-	DefaultDuplicates = 2 * time.Minute
+	defaultShards     = 16
+	defaultDuplicates = 2 * time.Minute
 )
 
-// MaxShards bounds Config.Shards.
-const MaxShards = 1024
+// maxShards bounds Config.Shards.
+const maxShards = 1024
 
 // Config describes the journal stream. The zero Config is the default
 // journal.
@@ -55,10 +55,10 @@ func (c *Config) setDefaults() {
 		c.Stream = wire.JournalStream
 	}
 	if c.Shards == 0 {
-		c.Shards = DefaultShards
+		c.Shards = defaultShards
 	}
 	if c.Duplicates == 0 {
-		c.Duplicates = DefaultDuplicates
+		c.Duplicates = defaultDuplicates
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
@@ -72,8 +72,8 @@ func (c Config) Validate() error {
 	if c.Stream != "" && !validName(c.Stream) {
 		errs = append(errs, fmt.Errorf("stream name %q: must be non-empty without spaces, '.', '*', '>', '/' or '\\'", c.Stream))
 	}
-	if c.Shards < 0 || c.Shards > MaxShards {
-		errs = append(errs, fmt.Errorf("shards %d: must be between 1 and %d", c.Shards, MaxShards))
+	if c.Shards < 0 || c.Shards > maxShards {
+		errs = append(errs, fmt.Errorf("shards %d: must be between 1 and %d", c.Shards, maxShards))
 	}
 	if c.Duplicates < 0 {
 		errs = append(errs, fmt.Errorf("duplicates window %s: must not be negative", c.Duplicates))
@@ -135,7 +135,7 @@ type Journal struct {
 // one. An existing stream that records another shard count than cfg's fails
 // with ErrShardMismatch, and one with another replica count than cfg asks
 // for with ErrReplicasMismatch (CheckReplicas). Otherwise what differs is
-// updated where JetStream allows it (EnsureStream): the description,
+// updated where JetStream allows it (ensureStream): the description,
 // deny-delete and deny-purge (unless AllowTrim), and the duplicate window
 // when cfg sets it; Changes lists what was. A stream that denies purges
 // while cfg allows trimming fails with ErrStreamConfig.
@@ -143,7 +143,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("journal config: %w", err)
 	}
-	m := Managed{Duplicates: cfg.Duplicates != 0}
+	m := managed{Duplicates: cfg.Duplicates != 0}
 	replicas := cfg.Replicas
 	cfg.setDefaults()
 	existing, err := Open(ctx, js, cfg.Stream)
@@ -168,7 +168,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, 
 	if err := checkAllowMsgDelete(existing, cfg); err != nil {
 		return nil, err
 	}
-	s, changes, err := EnsureStream(ctx, js, cfg.streamConfig(), m)
+	s, changes, err := ensureStream(ctx, js, cfg.streamConfig(), m)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func Open(ctx context.Context, js jetstream.JetStream, name string) (*Journal, e
 		return nil, fmt.Errorf("%w: stream %s has no %s metadata", ErrNotJournal, name, wire.MetadataShards)
 	}
 	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > MaxShards {
+	if err != nil || n < 1 || n > maxShards {
 		return nil, fmt.Errorf("%w: stream %s has %s=%q", ErrNotJournal, name, wire.MetadataShards, raw)
 	}
 	if st := sc.SubjectTransform; st == nil || st.Destination != transformDest(n) {

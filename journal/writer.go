@@ -30,12 +30,12 @@ type publisher interface {
 // Defaults of the Writer's options.
 const (
 	DefaultMaxInFlight = 4000
-	DefaultAckTimeout  = 10 * time.Second
-	// DefaultRetryBudget bounds a publish's retries, counted from its first
+	defaultAckTimeout  = 10 * time.Second
+	// defaultRetryBudget bounds a publish's retries, counted from its first
 	// send. It is shorter than the default duplicate window, so that a
 	// retry is always deduplicated against an earlier attempt that was
 	// stored but not acknowledged.
-	DefaultRetryBudget = time.Minute
+	defaultRetryBudget = time.Minute
 )
 
 // PublishResult is the acknowledgement of a published command.
@@ -96,26 +96,26 @@ func (w *Writer) addHeaders(ctx context.Context, msg *nats.Msg) {
 type WriterOption func(*Writer)
 
 // WithContentType sets the encoding of published commands:
-// events.ContentTypeMsgpack (the default) or events.ContentTypeJSON.
+// wire.ContentTypeMsgpack (the default) or wire.ContentTypeJSON.
 func WithContentType(ct string) WriterOption {
 	return func(w *Writer) { w.contentType = ct }
 }
 
-// WithBackOff sets the waits between retries: newBackOff is called once per
+// withBackOff sets the waits between retries: newBackOff is called once per
 // publish. The default is exponential from 50 ms up to 2 s. The retries end
 // when the policy stops or the retry budget is spent, whichever comes first.
-func WithBackOff(newBackOff func() backoff.BackOff) WriterOption {
+func withBackOff(newBackOff func() backoff.BackOff) WriterOption {
 	return func(w *Writer) { w.newBackOff = newBackOff }
 }
 
 // WithRetryBudget bounds the retries of one publish, counted from its
 // first send (for an async publish, not from when its retries start behind
-// others). Keep it within the journal's duplicate window. The default is
-// DefaultRetryBudget.
+// others). Keep it within the journal's duplicate window. The default (and
+// what d <= 0 means) is one minute.
 func WithRetryBudget(d time.Duration) WriterOption {
 	return func(w *Writer) {
 		if d <= 0 {
-			d = DefaultRetryBudget
+			d = defaultRetryBudget
 		}
 		w.retryBudget = d
 	}
@@ -130,9 +130,9 @@ func WithLimits(l events.Limits) WriterOption {
 	return func(w *Writer) { w.limits = l }
 }
 
-// WithRetryNotify sets a function called before each retry with the error
+// withRetryNotify sets a function called before each retry with the error
 // and the wait.
-func WithRetryNotify(fn backoff.Notify) WriterOption {
+func withRetryNotify(fn backoff.Notify) WriterOption {
 	return func(w *Writer) { w.notify = fn }
 }
 
@@ -148,12 +148,13 @@ func WithMaxInFlight(n int) WriterOption {
 	}
 }
 
-// WithAckTimeout sets how long one attempt waits for its acknowledgement
-// before it counts as lost and is retried. If d <= 0, DefaultAckTimeout.
-func WithAckTimeout(d time.Duration) WriterOption {
+// withAckTimeout sets how long one attempt waits for its acknowledgement
+// before it counts as lost and is retried. The default (and what d <= 0
+// means) is 10 seconds.
+func withAckTimeout(d time.Duration) WriterOption {
 	return func(w *Writer) {
 		if d <= 0 {
-			d = DefaultAckTimeout
+			d = defaultAckTimeout
 		}
 		w.ackTimeout = d
 	}
@@ -174,10 +175,10 @@ func NewWriter(js jetstream.JetStream, stream string, opts ...WriterOption) *Wri
 		js:          js,
 		pub:         js,
 		stream:      stream,
-		contentType: events.ContentTypeMsgpack,
-		ackTimeout:  DefaultAckTimeout,
+		contentType: wire.ContentTypeMsgpack,
+		ackTimeout:  defaultAckTimeout,
 		newBackOff:  defaultBackOff,
-		retryBudget: DefaultRetryBudget,
+		retryBudget: defaultRetryBudget,
 		slots:       make(chan struct{}, DefaultMaxInFlight),
 	}
 	for _, o := range opts {
@@ -188,7 +189,7 @@ func NewWriter(js jetstream.JetStream, stream string, opts ...WriterOption) *Wri
 	return w
 }
 
-var hdrSchema = []string{events.SchemaVersion}
+var hdrSchema = []string{wire.SchemaVersion}
 
 // message validates and encodes cmd. Its errors are permanent.
 func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
@@ -205,8 +206,8 @@ func (w *Writer) message(cmd *events.Command) (*nats.Msg, error) {
 	// The constant header values are shared by every message: nats.go only
 	// reads them.
 	h := make(nats.Header, 5)
-	h[events.HeaderContentType] = w.hdrContentType
-	h[events.HeaderSchema] = hdrSchema
+	h[wire.HeaderContentType] = w.hdrContentType
+	h[wire.HeaderSchema] = hdrSchema
 	h[jetstream.ExpectedStreamHeader] = w.hdrStream
 	h[jetstream.MsgIDHeader] = []string{cmd.ID}
 	h[wire.HeaderBodySHA256] = []string{bodyHash(data)}

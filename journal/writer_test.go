@@ -17,6 +17,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 func TestPublishSameIDTwiceIsOneCommand(t *testing.T) {
@@ -167,7 +168,7 @@ func TestPublishRefusesInvalidCommand(t *testing.T) {
 
 func TestPublishAsyncPipelines(t *testing.T) {
 	e := newEnv(t, journal.Config{})
-	w := journal.NewWriter(e.js, "", journal.WithMaxInFlight(16), journal.WithContentType(events.ContentTypeJSON))
+	w := journal.NewWriter(e.js, "", journal.WithMaxInFlight(16), journal.WithContentType(wire.ContentTypeJSON))
 
 	const n = 500
 	futures := make([]*journal.Future, 0, n)

@@ -95,7 +95,7 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 	srv := journaltest.StartServer(t)
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, time.Minute)
-	if _, err := EnsureChangeFeed(ctx, js, 0); err != nil {
+	if _, err := journal.EnsureChanges(ctx, js, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := journal.EnsureOutcomes(ctx, js); err != nil {
@@ -204,7 +204,7 @@ func TestNoOutcomeWithoutChangeEvent(t *testing.T) {
 	srv := journaltest.StartServer(t)
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, time.Minute)
-	if _, err := EnsureChangeFeed(ctx, js, 0); err != nil {
+	if _, err := journal.EnsureChanges(ctx, js, 0); err != nil {
 		t.Fatal(err)
 	}
 	outcomes, err := journal.EnsureOutcomes(ctx, js)

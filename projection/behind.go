@@ -191,17 +191,11 @@ func (p *Projector) checkShardBehind(ctx context.Context, shard int) (int, error
 // ackedFloor is the journal sequence up to which this projector's consumer
 // of shard has acknowledged every message; 0 when it has none.
 func (p *Projector) ackedFloor(ctx context.Context, s jetstream.Stream, shard int) (uint64, error) {
-	c, err := s.Consumer(ctx, wire.ConsumerName(p.cfg.Durable, shard))
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return 0, nil
-	} else if err != nil {
-		return 0, fmt.Errorf("consumer of shard %d: %w", shard, err)
-	}
-	info, err := c.Info(ctx)
+	a, err := journal.AppliedThrough(ctx, s, p.cfg.Durable, shard)
 	if err != nil {
-		return 0, fmt.Errorf("consumer of shard %d: %w", shard, err)
+		return 0, fmt.Errorf("shard %d: %w", shard, err)
 	}
-	return info.AckFloor.Stream, nil
+	return a.Through, nil
 }
 
 // checkPartitionBehind checks the partition of journal subject subj: its

@@ -187,17 +187,17 @@ func TestPoison(t *testing.T) {
 				reason            string // a part of the outcome's reason, if given
 			}{
 				{"undecodable msgpack", wire.JournalSubject("orders", "part-00"), "", []byte{0xc1, 0xff, 0x00}, "poison-msgpack", ""},
-				{"broken JSON", wire.JournalSubject("orders", "part-01"), events.ContentTypeJSON, []byte(`{"id":"poison-json",`), "poison-json", ""},
-				{"subject and body disagree", wire.JournalSubject("orders", "part-02"), events.ContentTypeJSON, []byte(mismatch), "poison-mismatch", ""},
-				{"too many ops", wire.JournalSubject("orders", "part-00"), events.ContentTypeJSON, tooManyJSON, "poison-too-many-ops", ""},
-				{"invalid table", wire.JournalSubject("orders", "part-00"), events.ContentTypeJSON, []byte(badTable), "poison-bad-table", ""},
+				{"broken JSON", wire.JournalSubject("orders", "part-01"), wire.ContentTypeJSON, []byte(`{"id":"poison-json",`), "poison-json", ""},
+				{"subject and body disagree", wire.JournalSubject("orders", "part-02"), wire.ContentTypeJSON, []byte(mismatch), "poison-mismatch", ""},
+				{"too many ops", wire.JournalSubject("orders", "part-00"), wire.ContentTypeJSON, tooManyJSON, "poison-too-many-ops", ""},
+				{"invalid table", wire.JournalSubject("orders", "part-00"), wire.ContentTypeJSON, []byte(badTable), "poison-bad-table", ""},
 				{"unknown content type", wire.JournalSubject("orders", "part-00"), "text/plain", goodJSON, "poison-ok", ""},
-				{"big entity", wire.JournalSubject("orders", "part-03"), events.ContentTypeJSON, bigEntityJSON(t), "poison-big", ""},
-				{"unknown field", wire.JournalSubject("orders", "part-00"), events.ContentTypeJSON, []byte(unguarded), "poison-ifversion",
+				{"big entity", wire.JournalSubject("orders", "part-03"), wire.ContentTypeJSON, bigEntityJSON(t), "poison-big", ""},
+				{"unknown field", wire.JournalSubject("orders", "part-00"), wire.ContentTypeJSON, []byte(unguarded), "poison-ifversion",
 					`ops[0]: rule unknown-field: unknown field "ifversion"`},
-				{"no rk", wire.JournalSubject("orders", "part-00"), events.ContentTypeJSON, []byte(noRK), "poison-no-rk", "ops[0].rk: rule rk-required"},
+				{"no rk", wire.JournalSubject("orders", "part-00"), wire.ContentTypeJSON, []byte(noRK), "poison-no-rk", "ops[0].rk: rule rk-required"},
 				// The subject names no table once stored: it used to stop the shard.
-				{"partition token not base64url", wire.JournalPrefix + ".orders.!bad", events.ContentTypeJSON, goodJSON, "poison-bad-token", "pk-token"},
+				{"partition token not base64url", wire.JournalPrefix + ".orders.!bad", wire.ContentTypeJSON, goodJSON, "poison-bad-token", "pk-token"},
 			}
 			valid(200)
 			for _, p := range poison {
@@ -265,7 +265,7 @@ func TestDuplicateWithoutMsgID(t *testing.T) {
 			merge := `{"id":"mrg-1","table":"orders","pk":"p","ops":[{"op":"merge","rk":"x","entity":{"b":2}}]}`
 			for i, body := range []string{insert, merge, insert} {
 				m := nats.NewMsg(wire.JournalSubject("orders", "p"))
-				m.Header.Set("Content-Type", events.ContentTypeJSON)
+				m.Header.Set("Content-Type", wire.ContentTypeJSON)
 				m.Data = []byte(body)
 				if err := h.NC.PublishMsg(m); err != nil {
 					t.Fatal(err)

@@ -253,7 +253,7 @@ func TestEraseCrashMidway(t *testing.T) {
 func TestEraseInvalid(t *testing.T) {
 	st := projectiontest.SQLite(t)
 	good := &events.Erase{ID: "e1", Table: "orders", PK: "p"}
-	msg, err := journal.EraseMessage(good, events.ContentTypeJSON)
+	msg, err := journal.EraseMessage(good, wire.ContentTypeJSON)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -178,13 +179,14 @@ func (p *Projector) observeIdle(ctx context.Context, shard int, cons jetstream.C
 	if err != nil {
 		return // NATS is away: the last state stands
 	}
-	f := Fetch{Pending: info.NumPending + uint64(info.NumAckPending)}
+	a := journal.AppliedOf(info)
+	f := Fetch{Pending: a.Pending}
 	if f.Pending > 0 {
 		s, err := p.js.Stream(ctx, p.j.Name())
 		if err != nil {
 			return
 		}
-		m, err := s.GetMsg(ctx, info.AckFloor.Stream+1, jetstream.WithGetMsgSubject(wire.ShardFilter(shard)))
+		m, err := s.GetMsg(ctx, a.Through+1, jetstream.WithGetMsgSubject(wire.ShardFilter(shard)))
 		if err != nil {
 			return
 		}

@@ -46,7 +46,7 @@ func TestUnidentifiedMessages(t *testing.T) {
 			h.StartProjector(projection.Config{})
 			for _, id := range []string{"", strings.Repeat("x", 5000)} {
 				m := nats.NewMsg(wire.JournalSubject("orders", "p"))
-				m.Header.Set("Content-Type", events.ContentTypeJSON)
+				m.Header.Set("Content-Type", wire.ContentTypeJSON)
 				if id != "" {
 					m.Header.Set(jetstream.MsgIDHeader, id)
 				}

@@ -189,7 +189,7 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 	}
 	logStreamChanges(cfg.Logger, wire.OutcomesStream, changes)
 	if !cfg.NoChangeFeed {
-		changes, err := EnsureChangeFeed(ctx, js, cfg.ChangesMaxAge, journal.WithReplicas(cfg.Replicas))
+		changes, err := journal.EnsureChanges(ctx, js, cfg.ChangesMaxAge, journal.WithReplicas(cfg.Replicas))
 		if err != nil {
 			return nil, err
 		}
@@ -579,7 +579,7 @@ func (p *Projector) openConsumer(ctx context.Context, shard int, from uint64) (j
 			return nil, 0, err
 		}
 		if from == 0 {
-			from = info.AckFloor.Stream + 1
+			from = journal.AppliedOf(info).Through + 1
 		}
 		if info.Config.MaxAckPending != cfg.MaxAckPending {
 			// Made by an earlier version: the pull's buffer relies on it

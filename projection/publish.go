@@ -162,7 +162,7 @@ func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, er
 	}
 	msg := nats.NewMsg(wire.ChangeSubject(part.table, part.pk))
 	msg.Data = data
-	msg.Header.Set(events.HeaderContentType, events.ContentTypeJSON)
+	msg.Header.Set(wire.HeaderContentType, wire.ContentTypeJSON)
 	// One event per (command, row version): a republish is deduplicated.
 	msg.Header.Set(jetstream.MsgIDHeader, wire.ChangeMsgID(r.Seq, ch.Version, ch.RK))
 	return msg, nil

@@ -28,7 +28,11 @@ func TestRecoverUsesBatchLookup(t *testing.T) {
 		{ID: "again", Seq: 9, Status: wire.StatusDuplicate, Reason: "already applied"},
 	}
 	for _, o := range stored {
-		if err := journal.PublishOutcome(ctx, js, o); err != nil {
+		msg, err := journal.OutcomeMsg(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
 			t.Fatal(err)
 		}
 	}

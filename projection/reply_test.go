@@ -28,7 +28,7 @@ func TestReplyBeforeStoredOutcome(t *testing.T) {
 			srv := journaltest.StartServer(t)
 			_, js := journaltest.Connect(t, srv.ClientURL())
 			ctx := journaltest.Context(t, time.Minute)
-			if _, err := EnsureChangeFeed(ctx, js, 0); err != nil {
+			if _, err := journal.EnsureChanges(ctx, js, 0); err != nil {
 				t.Fatal(err)
 			}
 			outcomes, err := journal.EnsureOutcomes(ctx, js)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -20,7 +21,7 @@ func TestStoredChanges(t *testing.T) {
 	srv := journaltest.StartServer(t)
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, time.Minute)
-	if _, err := EnsureChangeFeed(ctx, js, 0); err != nil {
+	if _, err := journal.EnsureChanges(ctx, js, 0); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

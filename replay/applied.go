@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -33,24 +34,15 @@ func (r *Source) AppliedSeq(ctx context.Context) (uint64, error) {
 	}
 	bound := head
 	for shard := range r.j.Shards() {
-		name := wire.ConsumerName(r.cfg.Durable, shard)
-		var floor uint64
-		cons, err := stream.Consumer(ctx, name)
-		switch {
-		case errors.Is(err, jetstream.ErrConsumerNotFound):
-		case err != nil:
-			return 0, fmt.Errorf("applied sequence: consumer %s: %w", name, err)
-		default:
-			info, err := cons.Info(ctx)
-			if err != nil {
-				return 0, fmt.Errorf("applied sequence: consumer %s: %w", name, err)
-			}
-			// Not NumPending: the server counts a message stored a moment
-			// ago into it a moment later, and a zero then read as "applied
-			// to the head" while the message was not (replay's TestReplay
-			// failed so, 1 run in 40 under load).
-			floor = info.AckFloor.Stream
+		// The applied floor, not Pending: the server counts a message
+		// stored a moment ago into it a moment later, and a zero then read
+		// as "applied to the head" while the message was not (replay's
+		// TestReplay failed so, 1 run in 40 under load).
+		a, err := journal.AppliedThrough(ctx, stream, r.cfg.Durable, shard)
+		if err != nil {
+			return 0, fmt.Errorf("applied sequence: %w", err)
 		}
+		floor := a.Through
 		if floor >= bound {
 			continue
 		}

@@ -45,11 +45,6 @@ const (
 	MetadataMovedTo = "tablejournal.moved-to"
 )
 
-// HeaderBodySHA256 carries the hex SHA-256 of a command message's body, so
-// that a writer can tell a republish of the same command from another
-// command under the same ID without decoding the stored one.
-const HeaderBodySHA256 = "Tablejournal-Body-Sha256"
-
 // ConsumerName is the name of the durable consumer of one journal shard:
 // <durable>-<shard>. The projector creates it; replay and the status page
 // read its acknowledged floor; the client waits on it.

@@ -154,8 +154,8 @@ func MalformedInput(field string, cause error) *ValidationError {
 	return &ValidationError{Field: field, Rule: Malformed, Detail: cause.Error(), cause: cause}
 }
 
-// UnknownCommand: an events.HeaderCommand header value other than
-// events.CommandPlain and events.CommandErase.
+// UnknownCommand: a wire.HeaderCommand header value other than
+// wire.CommandPlain and wire.CommandErase.
 const UnknownCommand = Rule("unknown-command")
 
 // Rules of prune commands. PruneFuture is checked by the projector,

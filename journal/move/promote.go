@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -165,9 +166,10 @@ func (m *mover) copyConsumers(ctx context.Context) error {
 		return fmt.Errorf("consumers of %s: %w", m.cfg.From, err)
 	}
 	for _, ci := range infos {
+		from := journal.AppliedOf(ci).Through + 1
 		_, err := m.js.Consumer(ctx, m.cfg.To, ci.Name)
 		if err == nil {
-			m.r.Consumers = append(m.r.Consumers, ConsumerMove{Name: ci.Name, From: ci.AckFloor.Stream + 1})
+			m.r.Consumers = append(m.r.Consumers, ConsumerMove{Name: ci.Name, From: from})
 			continue
 		}
 		if !errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -176,13 +178,13 @@ func (m *mover) copyConsumers(ctx context.Context) error {
 		c := ci.Config
 		c.Metadata = nil
 		c.DeliverPolicy, c.OptStartSeq, c.OptStartTime = jetstream.DeliverAllPolicy, 0, nil
-		if from := ci.AckFloor.Stream + 1; from > 1 {
+		if from > 1 {
 			c.DeliverPolicy, c.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
 		}
 		if _, err := m.js.CreateConsumer(ctx, m.cfg.To, c); err != nil {
 			return fmt.Errorf("carry consumer %s over to %s: %w", ci.Name, m.cfg.To, err)
 		}
-		m.r.Consumers = append(m.r.Consumers, ConsumerMove{Name: ci.Name, From: ci.AckFloor.Stream + 1})
+		m.r.Consumers = append(m.r.Consumers, ConsumerMove{Name: ci.Name, From: from})
 	}
 	return nil
 }

@@ -192,22 +192,15 @@ func (st *Overview) add(s ShardStatus) {
 func readShard(ctx context.Context, stream jetstream.Stream, durable string, shard int, now time.Time) (ShardStatus, error) {
 	s := ShardStatus{Shard: shard}
 	filter := wire.ShardFilter(shard)
-	cons, err := stream.Consumer(ctx, wire.ConsumerName(durable, shard))
-	switch {
-	case err == nil:
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return s, fmt.Errorf("consumer: %w", err)
-		}
-		s.Consumer = true
-		s.Applied = info.AckFloor.Stream
-		s.Pending = info.NumPending + uint64(info.NumAckPending)
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	a, err := journal.AppliedThrough(ctx, stream, durable, shard)
+	if err != nil {
+		return s, err
+	}
+	s.Consumer, s.Applied, s.Pending = a.Consumer, a.Through, a.Pending
+	if !a.Consumer {
 		if s.Pending, err = countFilter(ctx, stream, filter); err != nil {
 			return s, err
 		}
-	default:
-		return s, fmt.Errorf("consumer: %w", err)
 	}
 	if s.Pending == 0 {
 		return s, nil

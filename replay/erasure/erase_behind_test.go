@@ -28,7 +28,7 @@ import (
 // partition key, in clear or as a subject token; the other partition's
 // entry stays.
 func TestEraseBehind(t *testing.T) {
-	e := replaytest.NewEnv(t, replaytest.Stores()[0].Open(t), journal.Config{AllowMsgDelete: true})
+	e := replaytest.NewEnv(t, replaytest.Stores()[0].Open(t), replaytest.With(replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
 	ctx := e.Ctx
 	table := replaytest.UniqueTable("behind")
 	pk, other := "SECRET-BEHIND-3b7e", "other-partition"

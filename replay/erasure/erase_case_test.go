@@ -23,7 +23,7 @@ import (
 func TestEraseTableSpellings(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t), journal.Config{AllowMsgDelete: true})
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
 			ctx := e.Ctx
 			table := replaytest.UniqueTable("Erasecase")
 			secret := []byte("SECRET-SPELLED-52e1")

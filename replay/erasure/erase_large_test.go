@@ -37,7 +37,7 @@ func TestEraseLargePartition(t *testing.T) {
 		t.Skip("a large erase: not in -short")
 	}
 	b := replaytest.Stores()[0] // the embedded store: the figure is of JetStream's side
-	e := replaytest.NewEnv(t, b.Open(t), journal.Config{AllowMsgDelete: true})
+	e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
 	ctx := e.Ctx
 	table := replaytest.UniqueTable("large")
 	var cmds []*events.Command

@@ -26,7 +26,7 @@ import (
 func TestErasePrune(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t), journal.Config{AllowMsgDelete: true})
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Rebuild|replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
 			ctx := e.Ctx
 			table := replaytest.UniqueTable("ErasePrune")
 			var cmds []*events.Command

@@ -61,7 +61,7 @@ func upsert(id, table, pk string, kv ...string) *events.Command {
 func TestEraseEverywhere(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t), journal.Config{AllowMsgDelete: true})
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Rebuild|replaytest.Snapshot|replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
 			ctx := e.Ctx
 			table := replaytest.UniqueTable("erase")
 			secretP, secretR := []byte("SECRET-PARTITION-7f3c"), []byte("SECRET-ROW-9a1d")
@@ -177,7 +177,7 @@ func TestEraseEverywhere(t *testing.T) {
 func TestEraseCrashBetweenSteps(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t), journal.Config{AllowMsgDelete: true})
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Rebuild|replaytest.Snapshot|replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
 			ctx := e.Ctx
 			table := replaytest.UniqueTable("crash")
 			for point := range 4 {
@@ -277,7 +277,7 @@ func filesHolding(t *testing.T, dir string, b []byte) []string {
 // refuses with ErrDenyDelete and publishes nothing.
 func TestEraseDenyDelete(t *testing.T) {
 	b := replaytest.Stores()[0]
-	e := replaytest.NewEnv(t, b.Open(t))
+	e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Rebuild|replaytest.Snapshot|replaytest.Erasure))
 	head, err := e.Journal.Head(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +305,7 @@ func ids(cmds []*events.Command) []string {
 func TestEraseSnapshotLoad(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t), journal.Config{AllowMsgDelete: true})
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Rebuild|replaytest.Snapshot|replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
 			ctx := e.Ctx
 			table := replaytest.UniqueTable("snap")
 			secret := []byte("SECRET-SNAP-0b7e")

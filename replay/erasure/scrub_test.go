@@ -26,7 +26,7 @@ func TestEraseScrubsStoreFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
-			e := replaytest.NewEnv(t, st, journal.Config{AllowMsgDelete: true})
+			e := replaytest.NewEnv(t, st, replaytest.With(replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
 			table := replaytest.UniqueTable("scrub")
 			secret := []byte("ALICE-SECRET-5e1b7c")
 			var cmds []*events.Command

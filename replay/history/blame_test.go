@@ -76,7 +76,7 @@ func TestVersionBySeq(t *testing.T) {
 // token that does not decode is stored in its shard all the same, and blame
 // names that shard (it said 0).
 func TestBlameShardOfBadSubject(t *testing.T) {
-	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t))
+	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t), replaytest.With(replaytest.History))
 	for i := range 20 {
 		id := fmt.Sprintf("raw-%d", i)
 		msg := nats.NewMsg(fmt.Sprintf("%s.orders.!bad%d", wire.JournalPrefix, i))

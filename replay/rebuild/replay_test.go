@@ -40,7 +40,7 @@ func TestReplay(t *testing.T) {
 				n /= 2 // the same paths, fewer round trips
 			}
 			rng := rand.New(rand.NewPCG(42, uint64(len(b.Name))))
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot))
 			s := e.Seed(rng, n, pks, rks)
 			t.Run("asof", func(t *testing.T) { testAsOf(t, e, s, rng, b.Small) })
 			t.Run("history", func(t *testing.T) { testHistory(t, e, s) })

@@ -28,7 +28,7 @@ import (
 func TestTableNameCase(t *testing.T) {
 	for _, b := range replaytest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot))
 			t.Run("spellings", func(t *testing.T) { caseSpellings(t, e) })
 			t.Run("legacy", func(t *testing.T) { caseLegacy(t, e) })
 		})

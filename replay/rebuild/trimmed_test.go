@@ -19,7 +19,7 @@ import (
 // gone, a rebuild from the start is refused instead of silently
 // re-projecting only what is left.
 func TestRebuildRefusesTrimmedJournal(t *testing.T) {
-	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t), journal.Config{AllowTrim: true})
+	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot), replaytest.WithJournal(journal.Config{AllowTrim: true}))
 	table := replaytest.UniqueTable("Trim")
 	var cmds []*events.Command
 	var ids []string

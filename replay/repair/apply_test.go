@@ -18,7 +18,7 @@ import (
 // JetStream does not deduplicate it): the ID's first outcome says applied,
 // and the one of Apply's message says duplicate.
 func TestApplyAwaitsItsOwnSequence(t *testing.T) {
-	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t))
+	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t), replaytest.With(replaytest.Repair))
 	table := replaytest.UniqueTable("ApplySeq")
 	cmd := &events.Command{ID: "plan-x-0", Table: table, PK: "p",
 		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int32(1)}}}}

@@ -100,8 +100,8 @@ func UniqueTable(prefix string) string {
 var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // Env is one pipeline (projectiontest's harness, its projector running in
-// the background) and a replay.Source on its store, with a handle of every
-// part of replay on it.
+// the background) and a replay.Source on its store, with a handle of each
+// part of replay the test asked for (With); the others are nil.
 type Env struct {
 	*projectiontest.Harness
 	T   testing.TB
@@ -109,30 +109,61 @@ type Env struct {
 	URL string
 	Src *replay.Source
 
-	Hist      *history.Reader
-	Repair    *repair.Planner
-	Rebuild   *rebuild.Rebuilder
-	Snap      *snapshot.Snapshots
-	Pruner    *retention.Pruner
+	Hist      *history.Reader     // With(History)
+	Repair    *repair.Planner     // With(Repair)
+	Rebuild   *rebuild.Rebuilder  // With(Rebuild)
+	Snap      *snapshot.Snapshots // With(Snapshot)
+	Pruner    *retention.Pruner   // With(Retention)
 	Compactor *retention.Compactor
-	Eraser    *erasure.Eraser
+	Eraser    *erasure.Eraser // With(Erasure)
 
 	// Stop stops the projector.
 	Stop func()
+
+	parts Part
 }
 
-// NewEnv starts a pipeline on st; jcfg, if given, configures the journal
-// (AllowTrim for a test that trims it).
-func NewEnv(t testing.TB, st store.Store, jcfg ...journal.Config) *Env {
+// A Part names parts of replay for an Env to build on its source; they
+// combine with |.
+type Part uint8
+
+// The parts of replay.
+const (
+	History   Part = 1 << iota // Env.Hist
+	Repair                     // Env.Repair
+	Rebuild                    // Env.Rebuild
+	Snapshot                   // Env.Snap
+	Retention                  // Env.Pruner and Env.Compactor
+	Erasure                    // Env.Eraser
+)
+
+// An Option configures NewEnv.
+type Option func(*envOptions)
+
+type envOptions struct {
+	journal journal.Config
+	parts   Part
+}
+
+// With builds the parts named on the Env's source; without it the Env has
+// only its pipeline and Src.
+func With(parts Part) Option { return func(o *envOptions) { o.parts |= parts } }
+
+// WithJournal configures the journal (AllowTrim for a test that trims it,
+// AllowMsgDelete for one that erases).
+func WithJournal(cfg journal.Config) Option { return func(o *envOptions) { o.journal = cfg } }
+
+// NewEnv starts a pipeline on st, with the replay parts opts ask for.
+func NewEnv(t testing.TB, st store.Store, opts ...Option) *Env {
 	t.Helper()
-	var jc journal.Config
-	if len(jcfg) > 0 {
-		jc = jcfg[0]
+	var o envOptions
+	for _, f := range opts {
+		f(&o)
 	}
-	h := projectiontest.Start(t, st, projectiontest.Options{Journal: jc})
-	h.StartProjector(projection.Config{Journal: jc, Logger: Quiet})
+	h := projectiontest.Start(t, st, projectiontest.Options{Journal: o.journal})
+	h.StartProjector(projection.Config{Journal: o.journal, Logger: Quiet})
 	ctx := journaltest.Context(t, 5*time.Minute)
-	e := &Env{Harness: h, T: t, Ctx: ctx, URL: h.Server.ClientURL()}
+	e := &Env{Harness: h, T: t, Ctx: ctx, URL: h.Server.ClientURL(), parts: o.parts}
 	e.Stop = func() {
 		if err := h.StopProjector(); err != nil {
 			t.Errorf("projector: %v", err)
@@ -146,11 +177,28 @@ func NewEnv(t testing.TB, st store.Store, jcfg ...journal.Config) *Env {
 	return e
 }
 
-// SetSource makes src the Env's source, and its parts' handles.
+// SetSource makes src the Env's source, and builds its asked-for parts on
+// it.
 func (e *Env) SetSource(src *replay.Source) {
 	e.Src = src
-	e.Hist, e.Repair, e.Rebuild, e.Snap = history.New(src), repair.New(src), rebuild.New(src), snapshot.New(src)
-	e.Pruner, e.Compactor, e.Eraser = retention.NewPruner(src), retention.NewCompactor(src), erasure.New(src)
+	if e.parts&History != 0 {
+		e.Hist = history.New(src)
+	}
+	if e.parts&Repair != 0 {
+		e.Repair = repair.New(src)
+	}
+	if e.parts&Rebuild != 0 {
+		e.Rebuild = rebuild.New(src)
+	}
+	if e.parts&Snapshot != 0 {
+		e.Snap = snapshot.New(src)
+	}
+	if e.parts&Retention != 0 {
+		e.Pruner, e.Compactor = retention.NewPruner(src), retention.NewCompactor(src)
+	}
+	if e.parts&Erasure != 0 {
+		e.Eraser = erasure.New(src)
+	}
 }
 
 // Publish publishes cmds in order, pipelined, and returns their sequences.

@@ -26,7 +26,7 @@ import (
 func TestCompact(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t), journal.Config{AllowTrim: true})
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention), replaytest.WithJournal(journal.Config{AllowTrim: true}))
 			s := e.Seed(rand.New(rand.NewPCG(19, 19)), 60, []string{"p0", "p1"}, []string{"r0", "r1", "r2"})
 			count := func(table string, from, to uint64) int64 {
 				var n int64
@@ -160,7 +160,7 @@ func TestCompact(t *testing.T) {
 // TestCompactDenyPurge: a journal created without AllowTrim (deny_purge)
 // is never trimmed, and the error says why and what to do.
 func TestCompactDenyPurge(t *testing.T) {
-	e := replaytest.NewEnv(t, replaytest.Stores()[0].Open(t))
+	e := replaytest.NewEnv(t, replaytest.Stores()[0].Open(t), replaytest.With(replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention))
 	s := e.Seed(rand.New(rand.NewPCG(3, 19)), 24, []string{"p0"}, []string{"r0", "r1"})
 	var snap bytes.Buffer
 	if _, err := e.Snap.Take(e.Ctx, &snap, snapshot.Config{Table: s.Table, Seq: s.Head}); err != nil {
@@ -189,7 +189,7 @@ func TestCompactDenyPurge(t *testing.T) {
 // records the absolute one, so that a rebuild from another folder finds
 // the snapshot (issue 28, item 10).
 func TestCompactAtRelativePath(t *testing.T) {
-	e := replaytest.NewEnv(t, replaytest.Stores()[0].Open(t), journal.Config{AllowTrim: true})
+	e := replaytest.NewEnv(t, replaytest.Stores()[0].Open(t), replaytest.With(replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention), replaytest.WithJournal(journal.Config{AllowTrim: true}))
 	s := e.Seed(rand.New(rand.NewPCG(5, 28)), 24, []string{"p0"}, []string{"r0", "r1"})
 	dir := t.TempDir()
 	t.Chdir(dir)

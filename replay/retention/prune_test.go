@@ -27,7 +27,7 @@ import (
 func TestPrunedReplay(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention))
 			table := replaytest.UniqueTable("Pruned")
 			var cmds []*events.Command
 			for i := range 40 {
@@ -93,7 +93,7 @@ func TestPrunedReplay(t *testing.T) {
 func TestPrunePolicy(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention))
 			table := replaytest.UniqueTable("Policy")
 			var cmds []*events.Command
 			var ids []string
@@ -167,7 +167,7 @@ func TestPrunePolicy(t *testing.T) {
 func TestPrunedCopy(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention))
 			table := replaytest.UniqueTable("Prcopy")
 			var cmds []*events.Command
 			var ids []string

@@ -38,7 +38,7 @@ func pruneBigVersions(b replaytest.Backend) int {
 func TestPruneLive(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Rebuild|replaytest.Retention))
 			table := replaytest.UniqueTable("Big")
 			n := pruneBigVersions(b)
 			// The env's deadline is for the usual sizes; a measurement of a

@@ -16,7 +16,7 @@ import (
 // both diff identical against the source table.
 func TestSnapshotInBlob(t *testing.T) {
 	b := replaytest.Stores()[1] // Azurite: tables and blobs of one account
-	e := replaytest.NewEnv(t, b.Open(t))
+	e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Rebuild|replaytest.Snapshot))
 	s := e.Seed(rand.New(rand.NewPCG(5, 5)), 80, []string{"p0", "p1"}, []string{"r0", "r1", "r2"})
 	tables, err := replaytest.Azurite.BlobConnectionString(e.Ctx)
 	if err != nil {

@@ -25,7 +25,7 @@ func TestSnapshotAfterRejectedEmptyKeyMessage(t *testing.T) {
 	for _, b := range replaytest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel() // each backend its own pipeline
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot))
 			table := replaytest.UniqueTable("Snapraw")
 			var cmds []*events.Command
 			for i, pk := range []string{"a", "b", "c"} {
@@ -36,7 +36,7 @@ func TestSnapshotAfterRejectedEmptyKeyMessage(t *testing.T) {
 			}
 			e.Publish(cmds)
 			m := nats.NewMsg(wire.JournalPrefix + "." + table + ".=")
-			m.Header.Set("Content-Type", events.ContentTypeJSON)
+			m.Header.Set("Content-Type", wire.ContentTypeJSON)
 			m.Header.Set("Nats-Msg-Id", "snapraw-bad")
 			m.Data = []byte(`{"id":"snapraw-bad",`)
 			if _, err := e.JS.PublishMsg(e.Ctx, m); err != nil {
@@ -77,7 +77,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 	for _, b := range replaytest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel() // each backend its own pipeline
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot))
 			table := replaytest.UniqueTable("Emptypk")
 			ent := func(n int32) edm.Entity { return edm.Entity{"n": edm.Int32(n)} }
 			cmds := []*events.Command{
@@ -91,7 +91,7 @@ func TestEmptyPartitionKey(t *testing.T) {
 			if m.Subject != wire.JournalPrefix+"."+strings.ToLower(table)+".=" {
 				t.Fatalf("subject %q", m.Subject)
 			}
-			m.Header.Set("Content-Type", events.ContentTypeJSON)
+			m.Header.Set("Content-Type", wire.ContentTypeJSON)
 			m.Header.Set("Nats-Msg-Id", "e4")
 			m.Data = []byte(`{"id":"e4","table":"` + table + `","pk":"","ops":[{"op":"merge","rk":"r1","ifVersion":0,"entity":{"m":true}}]}`)
 			ack, err := e.JS.PublishMsg(e.Ctx, m)

@@ -22,7 +22,7 @@ func TestRefusedPoints(t *testing.T) {
 	for _, b := range replaytest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel() // each backend its own pipeline
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Rebuild|replaytest.Snapshot))
 			table := replaytest.UniqueTable("Refuse")
 			seqs := e.Publish([]*events.Command{{ID: "rf1", Table: table, PK: "p",
 				Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{}}}}})
@@ -56,7 +56,7 @@ func TestRefusedPoints(t *testing.T) {
 // loads (issue 28, item 6).
 func TestLoadWithoutJournal(t *testing.T) {
 	b := replaytest.Stores()[0]
-	e := replaytest.NewEnv(t, b.Open(t))
+	e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Rebuild|replaytest.Snapshot))
 	table := replaytest.UniqueTable("Nojournal")
 	e.Publish([]*events.Command{{ID: "nj1", Table: table, PK: "p",
 		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{}}}}})

@@ -27,9 +27,11 @@ type pkg struct {
 
 // module indexes the Go files of a tree by package name and path.
 type module struct {
-	byName map[string][]*pkg // package name and last path element
-	byPath map[string]*pkg
-	types  map[string][]*pkg // type name → the packages declaring it
+	root    string            // the module's folder, for quoted paths
+	ignored map[string]bool   // root folders .gitignore marks as output
+	byName  map[string][]*pkg // package name and last path element
+	byPath  map[string]*pkg
+	types   map[string][]*pkg // type name → the packages declaring it
 }
 
 // skipDir reports whether a folder holds no Go of the module: hidden
@@ -42,7 +44,7 @@ func skipDir(name string) bool {
 // loadModule parses the declarations (not the bodies' meaning) of every Go
 // file under root, tests included.
 func loadModule(root string) (*module, error) {
-	m := &module{byName: map[string][]*pkg{}, byPath: map[string]*pkg{}, types: map[string][]*pkg{}}
+	m := &module{root: root, ignored: rootIgnored(root), byName: map[string][]*pkg{}, byPath: map[string]*pkg{}, types: map[string][]*pkg{}}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -192,7 +194,8 @@ func (m *module) hasMember(pk *pkg, t, n string, depth int) bool {
 	return false
 }
 
-// A Finding is a quoted identifier the module does not declare.
+// A Finding is a quoted identifier the module does not declare or a
+// quoted path the repository does not hold.
 type Finding struct {
 	File  string
 	Line  int
@@ -247,11 +250,66 @@ func (m *module) checkFile(p, name string) ([]Finding, error) {
 	return out, sc.Err()
 }
 
+// repoPath is a path as docs quote it: slash-separated names, perhaps
+// after "./", perhaps ending in "/" or "/..." (a folder) or a line
+// reference ":12" / ":12-30".
+var repoPath = regexp.MustCompile(`^(?:\./)?([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*?)(/|/\.\.\.)?(?::[0-9]+(?:-[0-9]+)?)?$`)
+
+// checkPath returns why quote, a path of the repository, names nothing
+// there; "" if it exists or is not a repository path. A quote is taken for
+// one when it holds a "/" and its first element is a file or folder at the
+// module's root that .gitignore does not mark as output, so
+// `application/json`, paths relative to another file, other trees' paths
+// and `.tools/profiles/` are left alone.
+func (m *module) checkPath(quote string) string {
+	mt := repoPath.FindStringSubmatch(quote)
+	if mt == nil || !strings.Contains(mt[1]+mt[2], "/") {
+		return ""
+	}
+	p := mt[1]
+	first, _, _ := strings.Cut(p, "/")
+	if first == "." || first == ".." || m.ignored[first] {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(m.root, first)); err != nil {
+		return ""
+	}
+	info, err := os.Stat(filepath.Join(m.root, filepath.FromSlash(p)))
+	switch {
+	case err != nil:
+		return "no such file or folder in the repository"
+	case mt[2] != "" && !info.IsDir():
+		return "is a file, not a folder"
+	}
+	return ""
+}
+
+// rootIgnored reads the folders the root .gitignore anchors ("/bin/"):
+// what is built or downloaded there is not in the repository.
+func rootIgnored(root string) map[string]bool {
+	out := map[string]bool{}
+	b, err := os.ReadFile(filepath.Join(root, ".gitignore"))
+	if err != nil {
+		return out
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if name, ok := strings.CutPrefix(l, "/"); ok && !strings.Contains(strings.TrimSuffix(name, "/"), "/") {
+			out[strings.TrimSuffix(name, "/")] = true
+		}
+	}
+	return out
+}
+
 // check returns why quote names nothing in the module, or "" if it does
-// or is not a Go name of the module at all (a flag, a file, a JSON field, a
-// name of another module).
+// or is not a Go name or path of the module at all (a flag, a JSON field,
+// a name of another module).
 func (m *module) check(quote string) string {
-	mt := quoted.FindStringSubmatch(strings.TrimSpace(quote))
+	quote = strings.TrimSpace(quote)
+	if mt := quoted.FindStringSubmatch(quote); mt == nil || fileExt.MatchString(mt[2][strings.LastIndex(mt[2], ".")+1:]) {
+		return m.checkPath(quote)
+	}
+	mt := quoted.FindStringSubmatch(quote)
 	if mt == nil {
 		return ""
 	}

@@ -57,3 +57,43 @@ func TestCheckQuote(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPath checks quoted repository paths: files and folders that
+// exist pass, ones that do not are found, and what is not a path of this
+// repository (a media type, a build output, a Go name) is left alone.
+func TestCheckPath(t *testing.T) {
+	m, err := loadModule("testdata/mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		quote string
+		why   string
+	}{
+		{"store/store.go", ""},
+		{"store/store.go:12", ""},
+		{"store/store.go:12-30", ""},
+		{"./store/store.go", ""},
+		{"docs/guide.md", ""},
+		{"store/", ""},
+		{"store/...", ""},
+		{"./store/...", ""},
+		{"store/cost_test.go", "no such file or folder in the repository"},
+		{"store/old/store.go:40", "no such file or folder in the repository"},
+		{"docs/gone.md", "no such file or folder in the repository"},
+		{"store/history/", "no such file or folder in the repository"},
+		{"store/store.go/", "is a file, not a folder"},
+		{"store/store.Open", ""},   // a Go name, checked as one
+		{"application/json", ""},   // no such first folder: not a path here
+		{"history/2026-01.md", ""}, // relative to another file
+		{"bin/tablejournal", ""},   // built, ignored by .gitignore
+		{"github.com/nats-io/nats.go", ""},
+		{"docs/*.md", ""},                // a pattern
+		{"https://example.com/a.md", ""}, // a link
+		{"store.go", ""},
+	} {
+		if got := m.check(tc.quote); got != tc.why {
+			t.Errorf("%q: %q, want %q", tc.quote, got, tc.why)
+		}
+	}
+}

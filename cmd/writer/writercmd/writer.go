@@ -375,9 +375,9 @@ func (w *writerBase) check(maxInFlight int) error {
 func (w *writerBase) contentType() (string, error) {
 	switch w.encoding {
 	case "msgpack":
-		return events.ContentTypeMsgpack, nil
+		return wire.ContentTypeMsgpack, nil
 	case "json":
-		return events.ContentTypeJSON, nil
+		return wire.ContentTypeJSON, nil
 	}
 	return "", fmt.Errorf("--encoding %q: want msgpack or json", w.encoding)
 }

@@ -3,12 +3,9 @@ package writercmd
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,6 +26,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -46,8 +44,6 @@ type writerEnv struct {
 
 func startWriterEnv(t *testing.T, withProjector bool) *writerEnv {
 	t.Helper()
-	srv := journaltest.StartServer(t)
-	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, time.Minute)
 	cfg := journal.Config{Shards: 2}
 	if withProjector {
@@ -56,27 +52,15 @@ func startWriterEnv(t *testing.T, withProjector bool) *writerEnv {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		p, err := projection.New(ctx, js, st, projection.Config{
-			Journal:      cfg,
-			NoChangeFeed: true,
-			Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- p.Run(pctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("projector: %v", err)
-			}
-		})
-	} else if _, err := journal.Ensure(ctx, js, cfg); err != nil {
-		t.Fatal(err)
+		h := projectiontest.Start(t, st, projectiontest.Options{Journal: cfg})
+		h.StartProjector(projection.Config{Journal: cfg, NoChangeFeed: true})
+		return &writerEnv{url: h.Server.ClientURL(), js: h.JS, j: h.Journal}
 	}
-	j, err := journal.Open(ctx, js, "")
+	// Only a server and the journal: the tests of a missing OUTCOMES
+	// stream need no pipeline.
+	srv := journaltest.StartServer(t)
+	_, js := journaltest.Connect(t, srv.ClientURL())
+	j, err := journal.Ensure(ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +174,7 @@ func TestWriterOps(t *testing.T) {
 					"small":   edm.Binary([]byte{0, 1, 2, 0xff}),
 					"blob":    edm.Binary(blob),
 				}}}},
-			ct: events.ContentTypeJSON,
+			ct: wire.ContentTypeJSON,
 		},
 		{
 			name: "insert with a generated id",
@@ -263,9 +247,9 @@ func TestWriterOps(t *testing.T) {
 			}
 			ct := tt.ct
 			if ct == "" {
-				ct = events.ContentTypeMsgpack
+				ct = wire.ContentTypeMsgpack
 			}
-			if h := m.Header.Get(events.HeaderContentType); h != ct {
+			if h := m.Header.Get(wire.HeaderContentType); h != ct {
 				t.Errorf("Content-Type %q, want %q", h, ct)
 			}
 		})
@@ -484,7 +468,7 @@ func TestWriterHelp(t *testing.T) {
 // it.
 func writerPublishRaw(t *testing.T, js jetstream.JetStream, cmd *events.Command) uint64 {
 	t.Helper()
-	data, err := events.Encode(cmd, events.ContentTypeMsgpack)
+	data, err := events.Encode(cmd, wire.ContentTypeMsgpack)
 	if err != nil {
 		t.Fatal(err)
 	}
