@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -196,6 +197,14 @@ type rowPage struct {
 
 func (p rowPage) title() string { return "Row " + p.RK }
 
+// Shown says which versions the page holds, when it is not all of them.
+func (p rowPage) Shown() string {
+	if len(p.Versions) == 0 || len(p.Versions) == p.Total {
+		return ""
+	}
+	return fmt.Sprintf("versions %d to %d of %d stored (%d a page)", p.Versions[0].Version, p.Versions[len(p.Versions)-1].Version, p.Total, historyPage)
+}
+
 func (h *Handler) row(w http.ResponseWriter, r *http.Request) {
 	qs := r.URL.Query()
 	table, pk, rk := qs.Get("table"), qs.Get("pk"), qs.Get("rk")
@@ -203,8 +212,21 @@ func (h *Handler) row(w http.ResponseWriter, r *http.Request) {
 		h.httpError(w, r, fmt.Errorf("%w: name a row: ?table=T&pk=P&rk=R", ErrBadRequest))
 		return
 	}
-	hist, err := h.cfg.Source.History(r.Context(), table, pk, rk)
+	q := HistoryQuery{Table: table, PK: pk, RK: rk}
+	var err error
+	if q.Before, err = uintParam(r, "before"); err == nil {
+		q.After, err = uintParam(r, "after")
+	}
 	if err != nil {
+		h.httpError(w, r, err)
+		return
+	}
+	hist, err := h.cfg.Source.History(r.Context(), q)
+	if errors.Is(err, ErrNotFound) && hist.Erased != nil {
+		// An erased row is not found, and its page says who erased it.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+	} else if err != nil {
 		h.httpError(w, r, err)
 		return
 	}

@@ -8,6 +8,7 @@ package console
 // them; when they move, only this file follows.
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -380,39 +381,82 @@ func traceID(parent string) string {
 	return parts[1]
 }
 
-func (s *replaySource) History(ctx context.Context, table, pk, rk string) (RowHistory, error) {
+// historyPage is the versions a row page shows when HistoryQuery.Limit
+// is zero.
+const historyPage = 100
+
+func (s *replaySource) History(ctx context.Context, q HistoryQuery) (RowHistory, error) {
+	table, pk, rk := q.Table, q.PK, q.RK
 	h := RowHistory{Table: table, PK: pk, RK: rk}
 	vs, err := s.hist.History(ctx, table, pk, rk)
+	var ee *replay.ErasedError
+	switch {
+	case errors.As(err, &ee):
+		// Every version of the row went with an erase: the page says so.
+		vs, err = nil, nil
+	case errors.Is(err, store.ErrTableNotFound):
+		return h, fmt.Errorf("table %s: %w", table, ErrNotFound)
+	}
 	if err != nil {
 		return h, err
 	}
 	if hz, err := rows.ReadHorizon(ctx, s.st, table, pk); err == nil && hz.Seq > 0 {
 		h.PrunedBefore, h.PruneCmd, h.PruneRemoved = hz.Seq, hz.Cmd, hz.Removed
 	}
-	var ee *replay.ErasedError
 	if err := s.hist.Erased(ctx, table, pk, rk, 0); errors.As(err, &ee) {
 		h.Erased = erasedView(ee)
 	}
-	if len(vs) == 0 && h.Erased == nil {
+	if len(vs) == 0 {
 		return h, fmt.Errorf("row %s/%s/%s: %w", table, pk, rk, ErrNotFound)
 	}
-	issuers := s.issuers(ctx, vs)
-	var prev *rows.Row
-	for i, r := range vs {
+	h.Total = len(vs)
+	lo, hi := historyWindow(vs, q)
+	if lo > 0 {
+		h.Older = vs[lo].Seq
+	}
+	if hi < len(vs) {
+		h.Newer = vs[hi-1].Seq
+	}
+	// Issuers, properties and differences are read for the page alone: a
+	// row of 5,000 versions costs one page's journal reads, not 5,000.
+	issuers := s.issuers(ctx, vs[lo:hi])
+	for i := lo; i < hi; i++ {
+		r := vs[i]
 		v := Version{Version: r.Version, Seq: r.Seq, At: r.At, Cmd: r.Cmd, Issuer: issuers[r.Seq],
 			Op: string(r.Op), Deleted: r.Deleted, Tip: r.Tip, Fields: fields(r.Props)}
 		var before, after edm.Entity
-		if prev != nil && !prev.Deleted {
-			before = prev.Props
+		if i > 0 && !vs[i-1].Deleted {
+			before = vs[i-1].Props
 		}
 		if !r.Deleted {
 			after = r.Props
 		}
 		v.Changes = changes(history.Diff(before, after))
 		h.Versions = append(h.Versions, v)
-		prev = &vs[i]
 	}
 	return h, nil
+}
+
+// historyWindow is the page [lo, hi) of versions (oldest first) that q
+// selects: the newest before q.Before, else the oldest after q.After,
+// else the newest.
+func historyWindow(vs []rows.Row, q HistoryQuery) (lo, hi int) {
+	n := q.Limit
+	if n <= 0 {
+		n = historyPage
+	}
+	switch {
+	case q.Before != 0:
+		hi, _ = slices.BinarySearchFunc(vs, q.Before, func(r rows.Row, seq uint64) int { return cmp.Compare(r.Seq, seq) })
+		return max(0, hi-n), hi
+	case q.After != 0:
+		lo, found := slices.BinarySearchFunc(vs, q.After, func(r rows.Row, seq uint64) int { return cmp.Compare(r.Seq, seq) })
+		if found {
+			lo++
+		}
+		return lo, min(len(vs), lo+n)
+	}
+	return max(0, len(vs)-n), len(vs)
 }
 
 // issuers reads the issuer of the command of each version, when the
