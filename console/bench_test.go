@@ -93,21 +93,7 @@ func BenchmarkConsole(b *testing.B) {
 	}
 	b.Logf("seeded %d rows and commands in %s", n, time.Since(start).Round(time.Second))
 
-	_, js := journaltest.Connect(b, p.URL())
-	rp, err := replay.New(ctx, replay.Config{Store: p.Store(), JetStream: js})
-	if err != nil {
-		b.Fatal(err)
-	}
-	src, err := console.NewSource(console.SourceConfig{Replay: rp, JetStream: js})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := console.New(console.Config{Source: src})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := benchServer(ctx, b, p)
 	mid := n / 2
 	pages := []struct{ name, path string }{
 		{"journal", fmt.Sprintf("/journal?from=%d", mid)},
@@ -172,21 +158,7 @@ func BenchmarkRowHistory(b *testing.B) {
 	if err := c.WaitApplied(ctx, last); err != nil {
 		b.Fatal(err)
 	}
-	_, js := journaltest.Connect(b, p.URL())
-	rp, err := replay.New(ctx, replay.Config{Store: p.Store(), JetStream: js})
-	if err != nil {
-		b.Fatal(err)
-	}
-	src, err := console.NewSource(console.SourceConfig{Replay: rp, JetStream: js})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := console.New(console.Config{Source: src})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := benchServer(ctx, b, p)
 	path := "/row?" + url.Values{"table": {"deep"}, "pk": {"p"}, "rk": {"r"}}.Encode()
 	var size int64
 	for b.Loop() {
@@ -201,4 +173,24 @@ func BenchmarkRowHistory(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(size), "page-bytes")
+}
+
+// benchServer serves a console over the pipeline p.
+func benchServer(ctx context.Context, b *testing.B, p *tablejournaltest.Pipeline) *httptest.Server {
+	_, js := journaltest.Connect(b, p.URL())
+	rp, err := replay.New(ctx, replay.Config{Store: p.Store(), JetStream: js})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, err := console.NewSource(console.SourceConfig{Replay: rp, JetStream: js})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := console.New(console.Config{Source: src})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	return srv
 }
