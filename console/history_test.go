@@ -12,6 +12,7 @@ import (
 
 	tj "github.com/tablejournal/tablejournal"
 	"github.com/tablejournal/tablejournal/console"
+	"github.com/tablejournal/tablejournal/replay/erasure"
 )
 
 // deepRow gives row deep/r of the fixture's table n versions (version 0 to
@@ -122,5 +123,22 @@ func TestRowHistoryPages(t *testing.T) {
 	}
 	if code, _ := get(t, f, first+"&before=x"); code != 400 {
 		t.Errorf("before=x: %d, want 400", code)
+	}
+}
+
+// TestRowErased: the row page of an erased row answers 404 and names the
+// erase.
+func TestRowErased(t *testing.T) {
+	f := seedErasable(t, console.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rk := "order-1"
+	if _, err := erasure.New(f.rp).EraseKey(ctx, erasure.Target{Table: f.table, PK: "customer-7", RK: &rk}, time.Now); err != nil {
+		t.Fatal(err)
+	}
+	path := "/row?" + url.Values{"table": {f.table}, "pk": {"customer-7"}, "rk": {rk}}.Encode()
+	code, body := get(t, f, path)
+	if code != 404 || !strings.Contains(body, `id="erased"`) {
+		t.Fatalf("GET %s: %d, want 404 naming the erase\n%s", path, code, body)
 	}
 }

@@ -137,6 +137,12 @@ func (h *Handler) journal(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	switch q.Status {
+	case "", "applied", "rejected", "duplicate":
+	default:
+		h.httpError(w, r, fmt.Errorf("%w: status=%q: want applied, rejected or duplicate", ErrBadRequest, q.Status))
+		return
+	}
 	if q.PK != "" && q.Table == "" {
 		h.httpError(w, r, fmt.Errorf("%w: a partition filter needs a table", ErrBadRequest))
 		return
