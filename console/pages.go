@@ -245,6 +245,7 @@ type asofPage struct {
 	All              bool
 	At, Against      string
 	Seq, AgainstSeq  uint64
+	From, To         uint64 // a comparison's older and newer point
 	Prev, Next       uint64
 	After            string
 	Page             AsOfPage
@@ -262,6 +263,7 @@ func (h *Handler) asof(w http.ResponseWriter, r *http.Request) {
 		p.At = "head"
 	}
 	p.Tables, _ = h.cfg.Source.Tables(ctx)
+	p.Tables = spelled(p.Tables, p.Table)
 	if p.Table == "" {
 		h.render(w, r, "asof", p)
 		return
@@ -278,6 +280,11 @@ func (h *Handler) asof(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		q.Against, p.Compare = p.AgainstSeq, true
+		// A comparison reads from the older point to the newer, in
+		// whichever order they were given: a row created between them
+		// is added, not removed.
+		p.From, p.To = min(p.Seq, p.AgainstSeq), max(p.Seq, p.AgainstSeq)
+		q.Seq, q.Against = p.From, p.To
 	}
 	if p.Page, err = h.cfg.Source.AsOf(ctx, q); err != nil {
 		h.httpError(w, r, err)
@@ -286,7 +293,23 @@ func (h *Handler) asof(w http.ResponseWriter, r *http.Request) {
 	if prev, next, err := h.cfg.Source.Steps(ctx, p.Table, p.PK, p.All, p.Seq); err == nil {
 		p.Prev, p.Next, p.Stepped = prev, next, true
 	}
+	if p.Page.Pruned != "" {
+		// The point is before the prune horizon: earlier points are too.
+		p.Prev = 0
+	}
 	h.render(w, r, "asof", p)
+}
+
+// spelled is the tables of the store, with the one a page names in the
+// page's spelling: table names are case-insensitive, and a store may list
+// them in lower case (an option must match to be selected).
+func spelled(tables []string, table string) []string {
+	for i, t := range tables {
+		if strings.EqualFold(t, table) {
+			tables[i] = table
+		}
+	}
+	return tables
 }
 
 type healthPage struct {
@@ -348,7 +371,9 @@ const retentionLimit = 1000
 func (h *Handler) retention(w http.ResponseWriter, r *http.Request) {
 	var p retentionPage
 	p.Tables, _ = h.cfg.Source.Tables(r.Context())
-	if table := r.URL.Query().Get("table"); table != "" {
+	table := r.URL.Query().Get("table")
+	p.Tables = spelled(p.Tables, table)
+	if table != "" {
 		var err error
 		if p.Log, err = h.cfg.Source.Retention(r.Context(), table, retentionLimit); err != nil {
 			h.httpError(w, r, err)

@@ -690,6 +690,13 @@ func (s *replaySource) Steps(ctx context.Context, table, pk string, all bool, se
 		}
 		to = from
 	}
+	if !all && prev != 0 {
+		// A step into the partition's pruned history would show nothing
+		// but the prune.
+		if hz, err := rows.ReadHorizon(ctx, s.st, table, pk); err == nil && hz.Pruned(prev) {
+			prev = 0
+		}
+	}
 	return prev, next, nil
 }
 
