@@ -62,7 +62,10 @@ func (h *Handler) repairApply(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, "repair", repairPage{Plan: plan, CSRF: h.csrf, Err: "The tables changed since the preview: here is the plan as it is now. Nothing was applied."})
 		return
 	}
-	page := repairPage{Plan: RepairPlan{Repair: rep}, Result: &res}
+	page := repairPage{Plan: res.Plan, Result: &res}
+	if page.Plan.Kind == "" { // nothing was planned
+		page.Plan.Repair = rep
+	}
 	if err != nil {
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadRequest) {
 			h.httpError(w, r, err)

@@ -409,6 +409,8 @@ type Count struct {
 
 // RepairResult is what an applied repair did.
 type RepairResult struct {
+	// Plan is the plan applied, with its point resolved.
+	Plan     RepairPlan
 	Outcomes []JournalEntry
 	Counts   []Count
 }

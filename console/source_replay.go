@@ -401,7 +401,7 @@ func (s *replaySource) History(ctx context.Context, q HistoryQuery) (RowHistory,
 		return h, err
 	}
 	if hz, err := rows.ReadHorizon(ctx, s.st, table, pk); err == nil && hz.Seq > 0 {
-		h.PrunedBefore, h.PruneCmd, h.PruneRemoved = hz.Seq, hz.Cmd, hz.Removed
+		h.PrunedBefore, h.PruneCmd, h.PruneRemoved = hz.Seq, hz.Cmd, hz.Total
 	}
 	if err := s.hist.Erased(ctx, table, pk, rk, 0); errors.As(err, &ee) {
 		h.Erased = erasedView(ee)
@@ -795,7 +795,7 @@ func (s *replaySource) Retention(ctx context.Context, table string, limit int) (
 		}
 		if e.RK == rows.FenceKey {
 			if hz := rows.HorizonOf(e.Props); hz.Seq > 0 {
-				out.Prunes = append(out.Prunes, Prune{PK: e.PK, Seq: hz.Seq, Cmd: hz.Cmd, Removed: hz.Removed})
+				out.Prunes = append(out.Prunes, Prune{PK: e.PK, Seq: hz.Seq, Cmd: hz.Cmd, Removed: hz.Total})
 			}
 			return nil
 		}
@@ -998,7 +998,9 @@ func (s *replaySource) Apply(ctx context.Context, r Repair, want string) (Repair
 	if p.Blocked != "" {
 		return RepairResult{}, fmt.Errorf("%w: %s", ErrBadRequest, p.Blocked)
 	}
-	return apply()
+	res, err := apply()
+	res.Plan = p
+	return res, err
 }
 
 // fingerprint names a plan by what it would do.
