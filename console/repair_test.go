@@ -30,7 +30,13 @@ func confirm(t *testing.T, f *fixture, params url.Values) (int, string) {
 	if form.Get("plan") == "" {
 		t.Fatalf("no confirmation form in the preview of %v:\n%s", params, page)
 	}
-	resp, err := f.srv.Client().PostForm(f.srv.URL+"/repair", form)
+	return postForm(t, f, "/repair", form)
+}
+
+// postForm posts form to path, as the console's forms do.
+func postForm(t *testing.T, f *fixture, path string, form url.Values) (int, string) {
+	t.Helper()
+	resp, err := f.srv.Client().PostForm(f.srv.URL+path, form)
 	if err != nil {
 		t.Fatal(err)
 	}
