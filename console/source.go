@@ -376,6 +376,10 @@ type Repair struct {
 	Point string
 	// Force undoes rows later commands changed again.
 	Force bool
+	// By is who asks: the signed-in console user ("token" for the bearer
+	// token, "" without authentication). The commands a repair publishes
+	// name it as their issuer ("console:" By, or "console").
+	By string
 }
 
 // RepairPlan is what a repair would do.
@@ -387,6 +391,12 @@ type RepairPlan struct {
 	Commands []string
 	// Counts, for a prune or an erase, say what would go, by place.
 	Counts []Count
+	// Rows, for an erase, are the keys of the rows it erases, at most
+	// eraseListed of them; RowsMore counts the others.
+	Rows     []string
+	RowsMore int
+	// Issuer is the issuer the repair's commands are published under.
+	Issuer string
 	// Blocked says why the plan cannot be applied ("" when it can).
 	Blocked string
 	// Fingerprint names the plan: the confirmation carries it back.

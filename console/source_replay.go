@@ -848,10 +848,11 @@ func (s *replaySource) Plan(ctx context.Context, r Repair) (RepairPlan, error) {
 
 // plan computes a repair's plan, and the function that applies it.
 func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (RepairResult, error), error) {
-	out := RepairPlan{Repair: r}
+	out := RepairPlan{Repair: r, Issuer: repairIssuer(r.By)}
 	if _, err := s.journal(); err != nil {
 		return out, nil, err
 	}
+	s = s.publishingAs(out.Issuer)
 	part := store.InPartition(r.PK)
 	if r.All {
 		part = store.AllPartitions
@@ -872,6 +873,54 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 		return s.planErase(ctx, r, out)
 	}
 	return out, nil, fmt.Errorf("%w: unknown repair %q: want undo, restore, prune or erase", ErrBadRequest, r.Kind)
+}
+
+// repairIssuer is the issuer of the commands of a repair asked for by
+// user.
+func repairIssuer(user string) string {
+	if user == "" {
+		return "console"
+	}
+	return "console:" + user
+}
+
+// publishingAs is s with planners whose commands name issuer.
+func (s *replaySource) publishingAs(issuer string) *replaySource {
+	c := *s
+	c.rp = s.rp.WithIssuer(issuer)
+	c.plans, c.pruner, c.eraser = repair.New(c.rp), retention.NewPruner(c.rp), erasure.New(c.rp)
+	return &c
+}
+
+// eraseListed bounds the row keys an erase preview lists.
+const eraseListed = 50
+
+// eraseRows lists the keys of the rows an erase of t takes: the row, or
+// the rows of the partition (tips, tombstones included), at most
+// eraseListed and the count of the others.
+func (s *replaySource) eraseRows(ctx context.Context, t erasure.Target) ([]string, int, error) {
+	if t.RK != nil {
+		return []string{*t.RK}, 0, nil
+	}
+	var keys []string
+	more := 0
+	from, to := rows.TipRange()
+	err := store.All(ctx, s.st, t.Table, store.Query{PK: t.PK, From: from, To: to}, func(e store.Entity) error {
+		r, err := rows.DecodeRow(e)
+		if err != nil {
+			return err
+		}
+		if len(keys) < eraseListed {
+			keys = append(keys, r.RK)
+		} else {
+			more++
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrTableNotFound) {
+		err = nil
+	}
+	return keys, more, err
 }
 
 // planCommands plans an undo or a restore: the commands replay's repair
@@ -971,6 +1020,9 @@ func (s *replaySource) planErase(ctx context.Context, r Repair, out RepairPlan) 
 	out.Counts = []Count{{"table rows", int64(p.TableRows)}, {"journal commands", int64(len(p.Journal))},
 		{"journal commands kept (they touched other rows too)", int64(len(p.Kept))},
 		{"change events", int64(len(p.Changes))}, {"outcomes", int64(len(p.Outcomes))}}
+	if out.Rows, out.RowsMore, err = s.eraseRows(ctx, t); err != nil {
+		return out, nil, err
+	}
 	if p.Empty() {
 		out.Blocked = "nothing of the key is left"
 	}
