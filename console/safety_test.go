@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -128,15 +127,7 @@ func TestRepair(t *testing.T) {
 	if csrf == nil || plan == nil {
 		t.Fatalf("no confirmation form:\n%s", page)
 	}
-	post := func(form url.Values) (int, string) {
-		resp, err := f.srv.Client().PostForm(f.srv.URL+"/repair", form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	post := func(form url.Values) (int, string) { return postForm(t, f, "/repair", form) }
 	form := url.Values{"kind": {"undo"}, "cmd": {"c3"}, "plan": {plan[1]}}
 	if code, _ := post(form); code != http.StatusForbidden {
 		t.Errorf("confirm without the CSRF token: %d, want 403", code)

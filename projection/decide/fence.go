@@ -59,7 +59,7 @@ var fenceWireCost = wireCost(edm.EntitySize("", rows.FenceKey, edm.Entity{
 	rows.ColSeq: edm.Int64(0), rows.ColCmd: edm.String(string(make([]byte, events.MaxIDLen))),
 	rows.ColAt: edm.DateTime(time.Time{}), rows.ColEraseSeq: edm.Int64(0),
 	rows.ColPruneSeq: edm.Int64(0), rows.ColPruneCmd: edm.String(string(make([]byte, events.MaxIDLen))),
-	rows.ColPruneRemoved: edm.Int64(0),
+	rows.ColPruneRemoved: edm.Int64(0), rows.ColPruneTotal: edm.Int64(0),
 }), nil) + 2*events.MaxKeyBytes // the partition key, in the body and the URL
 
 // DecodeFence reads a partition's fence row; a row there that the
