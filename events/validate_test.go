@@ -167,6 +167,8 @@ func TestValidateRejects(t *testing.T) {
 		{"Guid upper case", setEntity("g", edm.Value{Type: edm.TypeGuid, Str: "C9DA6455-213D-42C9-9A79-3E9149A57833"}), rules.BadGuid, `ops[0].entity["g"]`},
 		{"Guid garbage", setEntity("g", edm.Value{Type: edm.TypeGuid, Str: "x"}), rules.BadGuid, ""},
 		{"unknown type", setEntity("u", edm.Value{Type: 42}), rules.UnknownType, `ops[0].entity["u"]`},
+		{"zero Value", setEntity("z", edm.Value{}), rules.ZeroValue, `ops[0].entity["z"]`},
+		{"failed Guid", setEntity("g", func() edm.Value { g, _ := edm.Guid("zzz"); return g }()), rules.ZeroValue, `ops[0].entity["g"]`},
 		{"issuer too long", func(c *events.Command) { c.Issuer = strings.Repeat("é", events.MaxIssuerLen+1) }, rules.IssuerLength, "issuer"},
 		{"issuer invalid UTF-8", func(c *events.Command) { c.Issuer = "\xff" }, rules.InvalidUTF8, "issuer"},
 		{"issuedAt year 1500", func(c *events.Command) { c.IssuedAt = time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC) }, rules.BadDateTime, "issuedAt"},
