@@ -307,6 +307,13 @@ func (b *replayBase) natsIf(otherwise natsNeed, flags ...string) natsNeed {
 	return otherwise
 }
 
+// createsStore are the subcommands that may create the embedded store:
+// those that write tables (rebuild, load) and the console, which may be
+// started before the projector made it. Every other one only reads the
+// store, or writes through the journal, and refuses a store that does not
+// exist rather than create an empty one and answer "table not found".
+var createsStore = map[string]bool{"rebuild": true, "load": true, "console": true}
+
 // open connects to the table store and, as needed, to NATS.
 func (b *replayBase) open(ctx context.Context, nn natsNeed) error {
 	if b.tables == "" {
@@ -324,7 +331,11 @@ func (b *replayBase) open(ctx context.Context, nn natsNeed) error {
 	if nn == natsOnly {
 		return nil
 	}
-	st, closer, err := stores.Open(ctx, b.tables, b.data, stores.Auth(b.auth))
+	opts := []stores.Option{stores.Auth(b.auth)}
+	if !createsStore[b.name] {
+		opts = append(opts, stores.Existing()) // a missing embedded store is an error, not created empty
+	}
+	st, closer, err := stores.Open(ctx, b.tables, b.data, opts...)
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}
