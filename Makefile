@@ -14,7 +14,9 @@ build:
 # (scripts/image, deploy/ociimage): static binaries in one layer FROM
 # scratch, user 65532, entrypoint /projector, as an OCI layout in
 # IMAGE_DIR/oci (tagged IMAGE_VERSION) and a docker-archive
-# IMAGE_DIR/tablejournal.tar (tagged IMAGE_VERSION and latest).
+# IMAGE_DIR/tablejournal.tar (tagged IMAGE_VERSION and latest). The
+# commands' --version prints IMAGE_VERSION (stamped with -ldflags -X
+# by scripts/image), with or without VCS information in the build.
 # docs/operating.md, "Deploying on Kubernetes".
 IMAGE_DIR ?= $(CURDIR)/bin/image
 IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)

@@ -40,7 +40,7 @@ func testMain(m *testing.M) int {
 	mod, err := deploytest.ModuleDir(ctx)
 	if err == nil {
 		binDir = filepath.Join(tmp, "bin")
-		err = ociimage.Compile(ctx, mod, binDir, runtime.GOARCH, "projector", "replay")
+		err = ociimage.Compile(ctx, mod, binDir, runtime.GOARCH, "", "projector", "replay")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -340,3 +340,27 @@ func TestEntrypointServesHealthz(t *testing.T) {
 		t.Errorf("no shutdown line:\n%s", p.Stderr)
 	}
 }
+
+// TestVersionStamped: every command in the image prints the version the
+// image was built as (scripts/image stamps it with -ldflags -X), not the
+// "(devel)" of a build without a module version.
+func TestVersionStamped(t *testing.T) {
+	files := filesystem(t)
+	for _, name := range ociimage.Commands {
+		e, ok := files[name]
+		if !ok {
+			t.Fatalf("/%s is not in the image", name)
+		}
+		bin := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(bin, e.body, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "--version").Output()
+		if err != nil {
+			t.Fatalf("/%s --version: %v", name, err)
+		}
+		if want := name + " github.com/tablejournal/tablejournal " + testVersion + " ("; !strings.HasPrefix(string(out), want) {
+			t.Errorf("/%s --version printed %q, want it to start %q", name, out, want)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	c.BinDir = filepath.Join(*out, "linux-"+c.Arch)
-	if err := ociimage.Compile(ctx, modDir, c.BinDir, c.Arch); err != nil {
+	if err := ociimage.Compile(ctx, modDir, c.BinDir, c.Arch, c.Version); err != nil {
 		return err
 	}
 	img, err := ociimage.Build(c)
