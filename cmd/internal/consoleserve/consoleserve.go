@@ -31,7 +31,7 @@ type Flags struct {
 // which is prefix+"addr" with default addr.
 func (f *Flags) Register(fs *flag.FlagSet, prefix, addr, addrUsage string) {
 	fs.StringVar(&f.Addr, prefix+"addr", addr, addrUsage)
-	fs.StringVar(&f.AuthFile, prefix+"auth-file", "", "require authentication of the console: a file with one line `user NAME PASSWORD` (HTTP basic) or `token TOKEN` (bearer)")
+	fs.StringVar(&f.AuthFile, prefix+"auth-file", "", "require authentication of the console: a `file` with one line \"user NAME PASSWORD\" (HTTP basic) or \"token TOKEN\" (bearer)")
 	// Always console-tls-*: replay's --tls-cert/--tls-key are the NATS
 	// client's certificate.
 	fs.StringVar(&f.TLSCert, "console-tls-cert", "", "console: serve HTTPS with this PEM certificate (chain); needs --console-tls-key")
