@@ -401,7 +401,7 @@ func (s *shardRun) reopen(ctx context.Context, from uint64) bool {
 			return false
 		}
 	}
-	s.expect, s.tail = 1, newTailWatch(s.cons)
+	s.expect, s.tail = 1, newTailWatch(s.cons, s.p.reconnects())
 	return true
 }
 
@@ -422,7 +422,7 @@ func (s *shardRun) pullFailed(ctx context.Context, err error) bool {
 // shard on the server? It returns what came meanwhile, and why the shard
 // must resume ("" if it need not).
 func (s *shardRun) idle(ctx context.Context) ([]jetstream.Msg, string) {
-	st, err := s.tail.check(ctx, s.cons, s.expect-1)
+	st, err := s.tail.check(ctx, s.cons, s.expect-1, s.p.reconnects())
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -431,7 +431,9 @@ func (s *shardRun) idle(ctx context.Context) ([]jetstream.Msg, string) {
 		return nil, ""
 	case st.replaced:
 		return nil, "the consumer was replaced"
-	case st.beyond == 0 && st.waiting == 0:
+	case st.beyond == 0 && st.waiting == 0, st.beyond > 0 && !st.lost:
+		// Nothing missing, or deliveries still on their way: the shard
+		// goes on pulling them.
 		return nil, ""
 	}
 	// Delivered and not taken yet, or a pull request on its way: wait a
@@ -444,6 +446,14 @@ func (s *shardRun) idle(ctx context.Context) ([]jetstream.Msg, string) {
 		return nil, fmt.Sprintf("%d messages wait and no pull request reached the server", st.waiting)
 	}
 	return nil, fmt.Sprintf("%d deliveries never arrived", st.beyond)
+}
+
+// reconnects returns how often the client connection reconnected.
+func (p *Projector) reconnects() uint64 {
+	if nc := p.js.Conn(); nc != nil {
+		return nc.Stats().Reconnects
+	}
+	return 0
 }
 
 // inOrder takes the messages that follow the last delivery without a gap
