@@ -12,11 +12,10 @@ import (
 
 // resumeCmd is projector resume.
 type resumeCmd struct {
-	nf             cli.NATSFlags
-	stream         string
-	durable        string
-	table, pk      string
-	all, allTables bool
+	nf        cli.NATSFlags
+	stream    string
+	durable   string
+	table, pk string
 }
 
 const resumeMore = `Asks the running projectors to try a held partition again now: one whose
