@@ -86,7 +86,7 @@ func onBackends(t *testing.T, test func(t *testing.T, st store.Store, e *replayt
 
 // env is a pipeline with a running projector on st, and an Adopter.
 func env(t testing.TB, st store.Store) (*replaytest.Env, *adopt.Adopter) {
-	e := replaytest.NewEnv(t, st)
+	e := replaytest.NewEnv(t, st, replaytest.With(replaytest.Rebuild))
 	return e, adopt.New(e.Src)
 }
 

@@ -229,7 +229,7 @@ func TestPrunedCopy(t *testing.T) {
 func TestPruneErasedPartition(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Retention|replaytest.Rebuild))
 			table := replaytest.UniqueTable("PruneErased")
 			var cmds []*events.Command
 			for i := range 12 {

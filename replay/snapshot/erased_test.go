@@ -21,7 +21,7 @@ import (
 func TestSnapshotKeepsEraseMarkers(t *testing.T) {
 	for _, b := range replaytest.Stores() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t))
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Snapshot|replaytest.Rebuild))
 			table := replaytest.UniqueTable("SnapErased")
 			var cmds []*events.Command
 			var ids []string
