@@ -12,14 +12,18 @@ build:
 
 # The container image of the three commands, without a container engine
 # (scripts/image, deploy/ociimage): static binaries in one layer FROM
-# scratch, user 65532, entrypoint /projector, as an OCI layout in
-# IMAGE_DIR/oci (tagged IMAGE_VERSION) and a docker-archive
-# IMAGE_DIR/tablejournal.tar (tagged IMAGE_VERSION and latest).
+# scratch, user 65532, entrypoint /projector, for each of IMAGE_ARCHES, as
+# one OCI image index in the layout IMAGE_DIR/oci (tagged IMAGE_VERSION)
+# and, for the first architecture, a docker-archive
+# IMAGE_DIR/tablejournal.tar (tagged IMAGE_VERSION and latest). The
+# commands' --version prints IMAGE_VERSION (stamped with -ldflags -X
+# by scripts/image), with or without VCS information in the build.
 # docs/operating.md, "Deploying on Kubernetes".
 IMAGE_DIR ?= $(CURDIR)/bin/image
 IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_ARCHES ?= amd64,arm64
 image:
-	go run ./scripts/image -out $(IMAGE_DIR) -version $(IMAGE_VERSION) \
+	go run ./scripts/image -out $(IMAGE_DIR) -version $(IMAGE_VERSION) -arch $(IMAGE_ARCHES) \
 		-revision "$$(git rev-parse HEAD 2>/dev/null)" -created "$$(git log -1 --format=%cI 2>/dev/null)"
 
 # Azurite (the Azure Tables emulator) from npm, pinned, into a folder git ignores.

@@ -77,6 +77,17 @@ func TestClientSentinels(t *testing.T) {
 			t.Fatalf("Guid(nope): %v, want ErrInvalid, rule bad-guid", err)
 		}
 	})
+	// The value of a failed Guid, its error ignored, is refused naming its
+	// property; before the fix it was the zero Value, published as "".
+	t.Run("ignored Guid error", func(t *testing.T) {
+		g, _ := tj.Guid("zzz")
+		pos, err := c.Publish(ctx, tj.NewCommand("sentinels", pk).Upsert("g", tj.Entity{"owner": g}))
+		var verr *rules.ValidationError
+		if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != rules.ZeroValue ||
+			!strings.Contains(err.Error(), "owner") {
+			t.Fatalf("Publish of a failed Guid: %v (seq %d), want ErrInvalid naming property owner", err, pos.Seq)
+		}
+	})
 	t.Run("body differs", func(t *testing.T) {
 		first := tj.NewCommand("sentinels", pk).Upsert("r", tj.Entity{"n": tj.Int64(1)})
 		if _, err := c.Publish(ctx, first); err != nil {
@@ -85,6 +96,22 @@ func TestClientSentinels(t *testing.T) {
 		_, err := c.Publish(ctx, tj.NewCommand("sentinels", pk).WithID(first.ID()).Upsert("r", tj.Entity{"n": tj.Int64(2)}))
 		if !errors.Is(err, tj.ErrBodyDiffers) || errors.Is(err, tj.ErrInvalid) {
 			t.Fatalf("same ID, other body: %v, want ErrBodyDiffers", err)
+		}
+	})
+	// A zero Value, as a failed constructor returns, is refused naming
+	// its property; before, it was written as an empty Edm.String.
+	t.Run("zero Value", func(t *testing.T) {
+		g, _ := tj.Guid("zzz")
+		for _, e := range []tj.Entity{{"ref": g}, {"n": tj.Int64(1), "ref": tj.Value{}}} {
+			pos, err := c.Publish(ctx, tj.NewCommand("sentinels", pk).Upsert("zero", e))
+			var verr *rules.ValidationError
+			if !errors.Is(err, tj.ErrInvalid) || !errors.As(err, &verr) || verr.Rule != rules.ZeroValue ||
+				verr.Field != `ops[0].entity["ref"]` || !strings.Contains(err.Error(), `"ref"`) {
+				t.Fatalf("Publish of a zero Value: %v (seq %d), want ErrInvalid, rule zero-value, naming ref", err, pos.Seq)
+			}
+		}
+		if _, err := c.Get(ctx, "sentinels", pk, "zero"); !errors.Is(err, tj.ErrNotFound) {
+			t.Fatalf("row zero: %v, want ErrNotFound: nothing published", err)
 		}
 	})
 	// WithStream names a stream that does not exist, on the server of a

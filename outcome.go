@@ -120,6 +120,10 @@ func (r *Rejection) Is(target error) bool {
 		return target == ErrInvalid
 	case wire.CodeTooLarge:
 		return target == ErrTooLarge
+	case wire.CodeBodyDiffers:
+		// The same refusal as Publish's inside the journal's duplicate
+		// window, found by the projector beyond it.
+		return target == ErrBodyDiffers
 	}
 	return false
 }

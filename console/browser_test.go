@@ -253,3 +253,32 @@ func TestBrowser(t *testing.T) {
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// TestBrowserLongValues: a row whose key and value are long strings
+// without spaces wraps on its row and as-of pages: nothing scrolls
+// sideways.
+func TestBrowserLongValues(t *testing.T) {
+	f := seed(t, "", console.Config{})
+	long := strings.Repeat("x", 3000)
+	rk := "k" + strings.Repeat("y", 400)
+	if _, err := f.client.Apply(context.Background(), tj.NewCommand(f.table, "long").WithID("long").
+		Insert(rk, tj.Entity{"note": tj.String(long)})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, _ := browser(t)
+	for _, path := range []string{
+		"/row?" + url.Values{"table": {f.table}, "pk": {"long"}, "rk": {rk}}.Encode(),
+		"/asof?" + url.Values{"table": {f.table}, "pk": {"long"}}.Encode(),
+		"/command?id=long",
+	} {
+		var wide bool
+		err := chromedp.Run(ctx, chromedp.Navigate(f.srv.URL+path), chromedp.WaitVisible("main", chromedp.ByQuery),
+			chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth + 1`, &wide))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if wide {
+			t.Errorf("%s scrolls sideways: a long string does not wrap", path)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,10 +15,15 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/nats-io/nats.go/jetstream"
 	tj "github.com/tablejournal/tablejournal"
+
 	"github.com/tablejournal/tablejournal/console"
 	"github.com/tablejournal/tablejournal/internal/azurite"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/retention"
 	"github.com/tablejournal/tablejournal/store"
@@ -52,6 +58,7 @@ type fixture struct {
 	client *tj.Client
 	rp     *replay.Source
 	st     store.Store
+	js     jetstream.JetStream
 	srv    *httptest.Server
 	h      *console.Handler
 	table  string
@@ -73,11 +80,40 @@ type fixture struct {
 //	customer-9 at e2 (version 0 goes)
 func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	t.Helper()
+	p := tablejournaltest.New(t, tables)
+	return seedOn(t, p.URL(), p.Store(), cfg)
+}
+
+// seedErasable is seed on the embedded store, over a journal that allows
+// the message deletes of an erase.
+func seedErasable(t testing.TB, cfg console.Config) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	jc := journal.Config{AllowMsgDelete: true}
+	p, err := projectiontest.StartPipeline(ctx, nil, projectiontest.PipelineConfig{Dir: t.TempDir(), Journal: jc,
+		ServerLogger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := p.RunProjector(projection.Config{Journal: jc, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	return seedOn(t, p.URL(), p.Store, cfg)
+}
+
+// seedOn seeds the pipeline at natsURL, which projects into st.
+func seedOn(t testing.TB, natsURL string, st store.Store, cfg console.Config) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	p := tablejournaltest.New(t, tables)
 	f := &fixture{t: t, table: fmt.Sprintf("orders%d", tableN.Add(1)), seq: map[string]uint64{}}
-	c, err := tj.Connect(ctx, p.URL(), tj.WithIssuer("shop"),
+	c, err := tj.Connect(ctx, natsURL, tj.WithIssuer("shop"),
 		tj.WithPropagator(propagation.TraceContext{}))
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +145,9 @@ func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e2").Merge("p1", tj.Entity{"n": tj.Int64(2)}))
 	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e3").Merge("p1", tj.Entity{"n": tj.Int64(3)}))
 
-	_, js := journaltest.Connect(t, p.URL())
-	f.st = p.Store()
+	_, js := journaltest.Connect(t, natsURL)
+	f.js = js
+	f.st = st
 	f.rp, err = replay.New(ctx, replay.Config{Store: f.st, JetStream: js})
 	if err != nil {
 		t.Fatal(err)

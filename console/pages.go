@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -29,6 +30,12 @@ func (h *Handler) parse() error {
 				return "•••"
 			}
 			return f.Value
+		},
+		"reason": func(code, reason string) string {
+			if h.cfg.HideValues {
+				return hideReasonValues(code, reason)
+			}
+			return reason
 		},
 		"secs": func(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) },
 		"rate": func(f float64) string { return fmt.Sprintf("%.1f/s", f) },
@@ -130,6 +137,12 @@ func (h *Handler) journal(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	switch q.Status {
+	case "", "applied", "rejected", "duplicate":
+	default:
+		h.httpError(w, r, fmt.Errorf("%w: status=%q: want applied, rejected or duplicate", ErrBadRequest, q.Status))
+		return
+	}
 	if q.PK != "" && q.Table == "" {
 		h.httpError(w, r, fmt.Errorf("%w: a partition filter needs a table", ErrBadRequest))
 		return
@@ -190,6 +203,14 @@ type rowPage struct {
 
 func (p rowPage) title() string { return "Row " + p.RK }
 
+// Shown says which versions the page holds, when it is not all of them.
+func (p rowPage) Shown() string {
+	if len(p.Versions) == 0 || len(p.Versions) == p.Total {
+		return ""
+	}
+	return fmt.Sprintf("versions %d to %d of %d stored (%d a page)", p.Versions[0].Version, p.Versions[len(p.Versions)-1].Version, p.Total, historyPage)
+}
+
 func (h *Handler) row(w http.ResponseWriter, r *http.Request) {
 	qs := r.URL.Query()
 	table, pk, rk := qs.Get("table"), qs.Get("pk"), qs.Get("rk")
@@ -197,8 +218,21 @@ func (h *Handler) row(w http.ResponseWriter, r *http.Request) {
 		h.httpError(w, r, fmt.Errorf("%w: name a row: ?table=T&pk=P&rk=R", ErrBadRequest))
 		return
 	}
-	hist, err := h.cfg.Source.History(r.Context(), table, pk, rk)
+	q := HistoryQuery{Table: table, PK: pk, RK: rk}
+	var err error
+	if q.Before, err = uintParam(r, "before"); err == nil {
+		q.After, err = uintParam(r, "after")
+	}
 	if err != nil {
+		h.httpError(w, r, err)
+		return
+	}
+	hist, err := h.cfg.Source.History(r.Context(), q)
+	if errors.Is(err, ErrNotFound) && hist.Erased != nil {
+		// An erased row is not found, and its page says who erased it.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+	} else if err != nil {
 		h.httpError(w, r, err)
 		return
 	}
@@ -211,6 +245,7 @@ type asofPage struct {
 	All              bool
 	At, Against      string
 	Seq, AgainstSeq  uint64
+	From, To         uint64 // a comparison's older and newer point
 	Prev, Next       uint64
 	After            string
 	Page             AsOfPage
@@ -228,6 +263,7 @@ func (h *Handler) asof(w http.ResponseWriter, r *http.Request) {
 		p.At = "head"
 	}
 	p.Tables, _ = h.cfg.Source.Tables(ctx)
+	p.Tables = spelled(p.Tables, p.Table)
 	if p.Table == "" {
 		h.render(w, r, "asof", p)
 		return
@@ -244,6 +280,11 @@ func (h *Handler) asof(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		q.Against, p.Compare = p.AgainstSeq, true
+		// A comparison reads from the older point to the newer, in
+		// whichever order they were given: a row created between them
+		// is added, not removed.
+		p.From, p.To = min(p.Seq, p.AgainstSeq), max(p.Seq, p.AgainstSeq)
+		q.Seq, q.Against = p.From, p.To
 	}
 	if p.Page, err = h.cfg.Source.AsOf(ctx, q); err != nil {
 		h.httpError(w, r, err)
@@ -252,7 +293,23 @@ func (h *Handler) asof(w http.ResponseWriter, r *http.Request) {
 	if prev, next, err := h.cfg.Source.Steps(ctx, p.Table, p.PK, p.All, p.Seq); err == nil {
 		p.Prev, p.Next, p.Stepped = prev, next, true
 	}
+	if p.Page.Pruned != "" {
+		// The point is before the prune horizon: earlier points are too.
+		p.Prev = 0
+	}
 	h.render(w, r, "asof", p)
+}
+
+// spelled is the tables of the store, with the one a page names in the
+// page's spelling: table names are case-insensitive, and a store may list
+// them in lower case (an option must match to be selected).
+func spelled(tables []string, table string) []string {
+	for i, t := range tables {
+		if strings.EqualFold(t, table) {
+			tables[i] = table
+		}
+	}
+	return tables
 }
 
 type healthPage struct {
@@ -314,7 +371,9 @@ const retentionLimit = 1000
 func (h *Handler) retention(w http.ResponseWriter, r *http.Request) {
 	var p retentionPage
 	p.Tables, _ = h.cfg.Source.Tables(r.Context())
-	if table := r.URL.Query().Get("table"); table != "" {
+	table := r.URL.Query().Get("table")
+	p.Tables = spelled(p.Tables, table)
+	if table != "" {
 		var err error
 		if p.Log, err = h.cfg.Source.Retention(r.Context(), table, retentionLimit); err != nil {
 			h.httpError(w, r, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // repairFrom reads a repair from the query or the posted form.
@@ -39,7 +40,9 @@ func (p repairPage) title() string { return "Repair: " + p.Plan.Kind }
 // repairPreview shows what a repair would do, and the form that confirms
 // it. Planning changes nothing.
 func (h *Handler) repairPreview(w http.ResponseWriter, r *http.Request) {
-	plan, err := h.cfg.Source.Plan(r.Context(), repairFrom(r.URL.Query()))
+	rep := repairFrom(r.URL.Query())
+	rep.By = h.user(r)
+	plan, err := h.cfg.Source.Plan(r.Context(), rep)
 	if err != nil {
 		h.httpError(w, r, err)
 		return
@@ -51,6 +54,7 @@ func (h *Handler) repairPreview(w http.ResponseWriter, r *http.Request) {
 // previewed.
 func (h *Handler) repairApply(w http.ResponseWriter, r *http.Request) {
 	rep := repairFrom(r.PostForm)
+	rep.By = h.user(r) // from the credentials, never from the form
 	res, err := h.cfg.Source.Apply(r.Context(), rep, r.PostFormValue("plan"))
 	if errors.Is(err, ErrPlanChanged) {
 		w.WriteHeader(http.StatusConflict)
@@ -62,7 +66,10 @@ func (h *Handler) repairApply(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, "repair", repairPage{Plan: plan, CSRF: h.csrf, Err: "The tables changed since the preview: here is the plan as it is now. Nothing was applied."})
 		return
 	}
-	page := repairPage{Plan: RepairPlan{Repair: rep}, Result: &res}
+	page := repairPage{Plan: res.Plan, Result: &res}
+	if page.Plan.Kind == "" { // nothing was planned
+		page.Plan.Repair = rep
+	}
 	if err != nil {
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadRequest) {
 			h.httpError(w, r, err)
@@ -71,4 +78,19 @@ func (h *Handler) repairApply(w http.ResponseWriter, r *http.Request) {
 		page.Err = err.Error()
 	}
 	h.render(w, r, "repair", page)
+}
+
+// user is who signed in: the Basic-auth user name, "token" for the bearer
+// token, "" without authentication.
+func (h *Handler) user(r *http.Request) string {
+	if h.cfg.Auth == nil {
+		return ""
+	}
+	if u, _, ok := r.BasicAuth(); ok && h.cfg.Auth.User != "" && same(u, h.cfg.Auth.User) {
+		return u
+	}
+	if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		return "token"
+	}
+	return ""
 }

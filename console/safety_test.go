@@ -1,14 +1,20 @@
 package console_test
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/console"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestSafety: authentication, hidden values, no secret in a page, and a
@@ -44,15 +50,31 @@ func TestSafety(t *testing.T) {
 		}
 	})
 
+	// A command whose value breaks a rule: the rejection's reason quotes
+	// it (issue 36 item 4), as a plain NATS client would send it.
+	leak := nats.NewMsg(wire.JournalSubject(f.table, "customer-42"))
+	leak.Header.Set(jetstream.MsgIDHeader, "leak1")
+	leak.Header.Set("Content-Type", "application/json")
+	leak.Data = []byte(`{"id":"leak1","table":"` + f.table + `","pk":"customer-42","ops":[{"op":"upsert","rk":"x","entity":{"email2":"alice.secret@example.com","email2@odata.type":"Edm.Int64"}}]}`)
+	ctx := journaltest.Context(t, time.Minute)
+	ack, err := f.js.PublishMsg(ctx, leak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := journal.NewOutcomes(f.js).Await(ctx, "leak1", ack.Sequence); err != nil || !strings.Contains(o.Reason, "alice.secret") {
+		t.Fatalf("leak1's outcome %+v, %v: want a rejection quoting the value", o, err)
+	}
+
 	t.Run("hidden values and no secrets", func(t *testing.T) {
-		for _, path := range []string{row, "/console/command?id=c3", "/console/asof?table=" + f.table + "&pk=customer-42", "/console/health", "/console/journal"} {
+		for _, path := range []string{row, "/console/command?id=c3", "/console/command?id=leak1", "/console/asof?table=" + f.table + "&pk=customer-42", "/console/health", "/console/journal"} {
 			code, body := get(t, f, path, bearer...)
 			if code != http.StatusOK {
 				t.Fatalf("GET %s: %d\n%s", path, code, body)
 			}
-			for _, secret := range []string{"shipped", "paid", "tok-123", "pw-456", "graf-pw", "SECRET", "orgId"} {
+			for _, secret := range []string{"alice.secret", "shipped", "paid", "tok-123", "pw-456", "graf-pw", "SECRET", "orgId"} {
 				if strings.Contains(body, secret) {
-					t.Errorf("GET %s shows %q", path, secret)
+					i := strings.Index(body, secret)
+					t.Errorf("GET %s shows %q: %s", path, secret, body[max(0, i-100):i+100])
 				}
 			}
 			if !strings.Contains(body, `href="/console/journal"`) {
@@ -105,15 +127,7 @@ func TestRepair(t *testing.T) {
 	if csrf == nil || plan == nil {
 		t.Fatalf("no confirmation form:\n%s", page)
 	}
-	post := func(form url.Values) (int, string) {
-		resp, err := f.srv.Client().PostForm(f.srv.URL+"/repair", form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	post := func(form url.Values) (int, string) { return postForm(t, f, "/repair", form) }
 	form := url.Values{"kind": {"undo"}, "cmd": {"c3"}, "plan": {plan[1]}}
 	if code, _ := post(form); code != http.StatusForbidden {
 		t.Errorf("confirm without the CSRF token: %d, want 403", code)

@@ -45,8 +45,9 @@ type JournalReader interface {
 
 // RowReader reads the projected tables through time.
 type RowReader interface {
-	// History returns every stored version of a row, oldest first.
-	History(ctx context.Context, table, pk, rk string) (RowHistory, error)
+	// History returns one page of the stored versions of a row, oldest
+	// first: the newest page unless q names a cursor.
+	History(ctx context.Context, q HistoryQuery) (RowHistory, error)
 	// AsOf returns a page of the rows of a partition (or of the whole
 	// table when q.All) as they stood at a journal sequence.
 	AsOf(ctx context.Context, q AsOfQuery) (AsOfPage, error)
@@ -185,10 +186,30 @@ type Version struct {
 	Changes []Change
 }
 
-// RowHistory is every stored version of one row.
+// HistoryQuery selects a page of a row's versions. Without a cursor it
+// is the newest page.
+type HistoryQuery struct {
+	Table, PK, RK string
+	// Before, if set, selects the newest versions written before this
+	// journal sequence (an older page).
+	Before uint64
+	// After, if set and Before is not, selects the oldest versions written
+	// after this journal sequence (a newer page).
+	After uint64
+	// Limit bounds the versions of the page; if zero, 100.
+	Limit int
+}
+
+// RowHistory is one page of the stored versions of one row.
 type RowHistory struct {
 	Table, PK, RK string
-	Versions      []Version
+	// Versions are the page's versions, oldest first.
+	Versions []Version
+	// Total is the number of stored versions of the row, over every page.
+	Total int
+	// Older, when set, continues to the older page (HistoryQuery.Before);
+	// Newer to the newer one (HistoryQuery.After). Both are 0 at the ends.
+	Older, Newer uint64
 	// PrunedBefore, when not zero, is the prune horizon of the row's
 	// partition: versions older than it were removed by PruneCmd.
 	PrunedBefore uint64
@@ -266,6 +287,10 @@ type Health struct {
 	MaxLag  time.Duration
 	Rate    float64
 	Unowned []int
+	// Behind and Held name the partitions recorded behind the journal
+	// (the store lost writes) and held by a row the projector did not
+	// write, one line each (wire.BehindPartition.String).
+	Behind, Held []string
 }
 
 // Shard is one shard's state.
@@ -355,6 +380,10 @@ type Repair struct {
 	Point string
 	// Force undoes rows later commands changed again.
 	Force bool
+	// By is who asks: the signed-in console user ("token" for the bearer
+	// token, "" without authentication). The commands a repair publishes
+	// name it as their issuer ("console:" By, or "console").
+	By string
 }
 
 // RepairPlan is what a repair would do.
@@ -366,6 +395,12 @@ type RepairPlan struct {
 	Commands []string
 	// Counts, for a prune or an erase, say what would go, by place.
 	Counts []Count
+	// Rows, for an erase, are the keys of the rows it erases, at most
+	// eraseListed of them; RowsMore counts the others.
+	Rows     []string
+	RowsMore int
+	// Issuer is the issuer the repair's commands are published under.
+	Issuer string
 	// Blocked says why the plan cannot be applied ("" when it can).
 	Blocked string
 	// Fingerprint names the plan: the confirmation carries it back.
@@ -388,6 +423,8 @@ type Count struct {
 
 // RepairResult is what an applied repair did.
 type RepairResult struct {
+	// Plan is the plan applied, with its point resolved.
+	Plan     RepairPlan
 	Outcomes []JournalEntry
 	Counts   []Count
 }

@@ -8,6 +8,7 @@ package console
 // them; when they move, only this file follows.
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -380,39 +381,82 @@ func traceID(parent string) string {
 	return parts[1]
 }
 
-func (s *replaySource) History(ctx context.Context, table, pk, rk string) (RowHistory, error) {
+// historyPage is the versions a row page shows when HistoryQuery.Limit
+// is zero.
+const historyPage = 100
+
+func (s *replaySource) History(ctx context.Context, q HistoryQuery) (RowHistory, error) {
+	table, pk, rk := q.Table, q.PK, q.RK
 	h := RowHistory{Table: table, PK: pk, RK: rk}
 	vs, err := s.hist.History(ctx, table, pk, rk)
+	var ee *replay.ErasedError
+	switch {
+	case errors.As(err, &ee):
+		// Every version of the row went with an erase: the page says so.
+		vs, err = nil, nil
+	case errors.Is(err, store.ErrTableNotFound):
+		return h, fmt.Errorf("table %s: %w", table, ErrNotFound)
+	}
 	if err != nil {
 		return h, err
 	}
 	if hz, err := rows.ReadHorizon(ctx, s.st, table, pk); err == nil && hz.Seq > 0 {
-		h.PrunedBefore, h.PruneCmd, h.PruneRemoved = hz.Seq, hz.Cmd, hz.Removed
+		h.PrunedBefore, h.PruneCmd, h.PruneRemoved = hz.Seq, hz.Cmd, hz.Total
 	}
-	var ee *replay.ErasedError
 	if err := s.hist.Erased(ctx, table, pk, rk, 0); errors.As(err, &ee) {
 		h.Erased = erasedView(ee)
 	}
-	if len(vs) == 0 && h.Erased == nil {
+	if len(vs) == 0 {
 		return h, fmt.Errorf("row %s/%s/%s: %w", table, pk, rk, ErrNotFound)
 	}
-	issuers := s.issuers(ctx, vs)
-	var prev *rows.Row
-	for i, r := range vs {
+	h.Total = len(vs)
+	lo, hi := historyWindow(vs, q)
+	if lo > 0 {
+		h.Older = vs[lo].Seq
+	}
+	if hi < len(vs) {
+		h.Newer = vs[hi-1].Seq
+	}
+	// Issuers, properties and differences are read for the page alone: a
+	// row of 5,000 versions costs one page's journal reads, not 5,000.
+	issuers := s.issuers(ctx, vs[lo:hi])
+	for i := lo; i < hi; i++ {
+		r := vs[i]
 		v := Version{Version: r.Version, Seq: r.Seq, At: r.At, Cmd: r.Cmd, Issuer: issuers[r.Seq],
 			Op: string(r.Op), Deleted: r.Deleted, Tip: r.Tip, Fields: fields(r.Props)}
 		var before, after edm.Entity
-		if prev != nil && !prev.Deleted {
-			before = prev.Props
+		if i > 0 && !vs[i-1].Deleted {
+			before = vs[i-1].Props
 		}
 		if !r.Deleted {
 			after = r.Props
 		}
 		v.Changes = changes(history.Diff(before, after))
 		h.Versions = append(h.Versions, v)
-		prev = &vs[i]
 	}
 	return h, nil
+}
+
+// historyWindow is the page [lo, hi) of versions (oldest first) that q
+// selects: the newest before q.Before, else the oldest after q.After,
+// else the newest.
+func historyWindow(vs []rows.Row, q HistoryQuery) (lo, hi int) {
+	n := q.Limit
+	if n <= 0 {
+		n = historyPage
+	}
+	switch {
+	case q.Before != 0:
+		hi, _ = slices.BinarySearchFunc(vs, q.Before, func(r rows.Row, seq uint64) int { return cmp.Compare(r.Seq, seq) })
+		return max(0, hi-n), hi
+	case q.After != 0:
+		lo, found := slices.BinarySearchFunc(vs, q.After, func(r rows.Row, seq uint64) int { return cmp.Compare(r.Seq, seq) })
+		if found {
+			lo++
+		}
+		return lo, min(len(vs), lo+n)
+	}
+	return max(0, len(vs)-n), len(vs)
 }
 
 // issuers reads the issuer of the command of each version, when the
@@ -646,6 +690,13 @@ func (s *replaySource) Steps(ctx context.Context, table, pk string, all bool, se
 		}
 		to = from
 	}
+	if !all && prev != 0 {
+		// A step into the partition's pruned history would show nothing
+		// but the prune.
+		if hz, err := rows.ReadHorizon(ctx, s.st, table, pk); err == nil && hz.Pruned(prev) {
+			prev = 0
+		}
+	}
 	return prev, next, nil
 }
 
@@ -681,6 +732,12 @@ func (s *replaySource) Health(ctx context.Context) (Health, error) {
 	}
 	h := Health{At: ov.At, Pending: ov.Totals.Pending, MaxLag: seconds(ov.Totals.MaxLagSeconds),
 		Rate: ov.Totals.Rate, Unowned: ov.Totals.Unowned}
+	for _, b := range ov.Totals.Behind {
+		h.Behind = append(h.Behind, b.String())
+	}
+	for _, b := range ov.Totals.Held {
+		h.Held = append(h.Held, b.String())
+	}
 	if j := s.rp.Journal(); j != nil {
 		if h.Head, err = j.Head(ctx); err != nil {
 			return h, err
@@ -744,7 +801,7 @@ func (s *replaySource) Retention(ctx context.Context, table string, limit int) (
 		}
 		if e.RK == rows.FenceKey {
 			if hz := rows.HorizonOf(e.Props); hz.Seq > 0 {
-				out.Prunes = append(out.Prunes, Prune{PK: e.PK, Seq: hz.Seq, Cmd: hz.Cmd, Removed: hz.Removed})
+				out.Prunes = append(out.Prunes, Prune{PK: e.PK, Seq: hz.Seq, Cmd: hz.Cmd, Removed: hz.Total})
 			}
 			return nil
 		}
@@ -797,10 +854,11 @@ func (s *replaySource) Plan(ctx context.Context, r Repair) (RepairPlan, error) {
 
 // plan computes a repair's plan, and the function that applies it.
 func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (RepairResult, error), error) {
-	out := RepairPlan{Repair: r}
+	out := RepairPlan{Repair: r, Issuer: repairIssuer(r.By)}
 	if _, err := s.journal(); err != nil {
 		return out, nil, err
 	}
+	s = s.publishingAs(out.Issuer)
 	part := store.InPartition(r.PK)
 	if r.All {
 		part = store.AllPartitions
@@ -821,6 +879,54 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 		return s.planErase(ctx, r, out)
 	}
 	return out, nil, fmt.Errorf("%w: unknown repair %q: want undo, restore, prune or erase", ErrBadRequest, r.Kind)
+}
+
+// repairIssuer is the issuer of the commands of a repair asked for by
+// user.
+func repairIssuer(user string) string {
+	if user == "" {
+		return "console"
+	}
+	return "console:" + user
+}
+
+// publishingAs is s with planners whose commands name issuer.
+func (s *replaySource) publishingAs(issuer string) *replaySource {
+	c := *s
+	c.rp = s.rp.WithIssuer(issuer)
+	c.plans, c.pruner, c.eraser = repair.New(c.rp), retention.NewPruner(c.rp), erasure.New(c.rp)
+	return &c
+}
+
+// eraseListed bounds the row keys an erase preview lists.
+const eraseListed = 50
+
+// eraseRows lists the keys of the rows an erase of t takes: the row, or
+// the rows of the partition (tips, tombstones included), at most
+// eraseListed and the count of the others.
+func (s *replaySource) eraseRows(ctx context.Context, t erasure.Target) ([]string, int, error) {
+	if t.RK != nil {
+		return []string{*t.RK}, 0, nil
+	}
+	var keys []string
+	more := 0
+	from, to := rows.TipRange()
+	err := store.All(ctx, s.st, t.Table, store.Query{PK: t.PK, From: from, To: to}, func(e store.Entity) error {
+		r, err := rows.DecodeRow(e)
+		if err != nil {
+			return err
+		}
+		if len(keys) < eraseListed {
+			keys = append(keys, r.RK)
+		} else {
+			more++
+		}
+		return nil
+	})
+	if errors.Is(err, store.ErrTableNotFound) {
+		err = nil
+	}
+	return keys, more, err
 }
 
 // planCommands plans an undo or a restore: the commands replay's repair
@@ -920,6 +1026,9 @@ func (s *replaySource) planErase(ctx context.Context, r Repair, out RepairPlan) 
 	out.Counts = []Count{{"table rows", int64(p.TableRows)}, {"journal commands", int64(len(p.Journal))},
 		{"journal commands kept (they touched other rows too)", int64(len(p.Kept))},
 		{"change events", int64(len(p.Changes))}, {"outcomes", int64(len(p.Outcomes))}}
+	if out.Rows, out.RowsMore, err = s.eraseRows(ctx, t); err != nil {
+		return out, nil, err
+	}
 	if p.Empty() {
 		out.Blocked = "nothing of the key is left"
 	}
@@ -947,7 +1056,9 @@ func (s *replaySource) Apply(ctx context.Context, r Repair, want string) (Repair
 	if p.Blocked != "" {
 		return RepairResult{}, fmt.Errorf("%w: %s", ErrBadRequest, p.Blocked)
 	}
-	return apply()
+	res, err := apply()
+	res.Plan = p
+	return res, err
 }
 
 // fingerprint names a plan by what it would do.

@@ -40,7 +40,7 @@ func testMain(m *testing.M) int {
 	mod, err := deploytest.ModuleDir(ctx)
 	if err == nil {
 		binDir = filepath.Join(tmp, "bin")
-		err = ociimage.Compile(ctx, mod, binDir, runtime.GOARCH, "projector", "replay")
+		err = ociimage.Compile(ctx, mod, binDir, runtime.GOARCH, "", "projector", "replay")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -77,41 +77,88 @@ type serviceMonitor struct {
 	} `json:"spec"`
 }
 
-// manifests are the objects of every YAML file of deploy/, one of each
-// kind, decoded strictly into their API types.
+// manifests are the objects of every YAML file of deploy/, decoded
+// strictly into their API types, listed by kind; find one by name with
+// named.
 type manifests struct {
-	files          map[string]int // objects per file
-	kustomization  *kustomization
-	deployment     *appsv1.Deployment
-	pdb            *policyv1.PodDisruptionBudget
-	serviceAccount *corev1.ServiceAccount
-	configMap      *corev1.ConfigMap
-	secret         *corev1.Secret
-	service        *corev1.Service
-	serviceMonitor *serviceMonitor
-	job            *batchv1.Job
+	files           map[string]int // objects per file
+	kustomization   *kustomization
+	deployments     []*appsv1.Deployment
+	pdbs            []*policyv1.PodDisruptionBudget
+	serviceAccounts []*corev1.ServiceAccount
+	configMaps      []*corev1.ConfigMap
+	secrets         []*corev1.Secret
+	services        []*corev1.Service
+	serviceMonitors []*serviceMonitor
+	cronJobs        []*batchv1.CronJob
 }
 
-// slot is where an object of apiVersion and kind decodes to.
-func (m *manifests) slot(apiVersion, kind string) (any, bool) {
-	slots := map[string]any{
-		"kustomize.config.k8s.io/v1beta1 Kustomization": &m.kustomization,
-		"apps/v1 Deployment":                            &m.deployment,
-		"policy/v1 PodDisruptionBudget":                 &m.pdb,
-		"v1 ServiceAccount":                             &m.serviceAccount,
-		"v1 ConfigMap":                                  &m.configMap,
-		"v1 Secret":                                     &m.secret,
-		"v1 Service":                                    &m.service,
-		"monitoring.coreos.com/v1 ServiceMonitor":       &m.serviceMonitor,
-		"batch/v1 Job":                                  &m.job,
+// The objects the tests look up by name.
+const (
+	projectorName  = "tablejournal-projector"
+	consoleName    = "tablejournal-console"
+	natsSecretName = "tablejournal-nats"
+	authSecretName = "tablejournal-console-auth"
+	metricsService = "tablejournal-projector-metrics"
+	identityName   = "tablejournal"
+	configMapName  = "tablejournal"
+)
+
+// decodeInto returns a decoder appending each object to list.
+func decodeInto[T any](list *[]*T) func([]byte) error {
+	return func(doc []byte) error {
+		v := new(T)
+		if err := yaml.UnmarshalStrict(doc, v); err != nil {
+			return err
+		}
+		*list = append(*list, v)
+		return nil
 	}
-	s, ok := slots[apiVersion+" "+kind]
-	return s, ok
+}
+
+// decoder is how an object of apiVersion and kind is decoded.
+func (m *manifests) decoder(apiVersion, kind string) (func([]byte) error, bool) {
+	decoders := map[string]func([]byte) error{
+		"kustomize.config.k8s.io/v1beta1 Kustomization": func(doc []byte) error {
+			if m.kustomization != nil {
+				return fmt.Errorf("a second Kustomization")
+			}
+			return yaml.UnmarshalStrict(doc, &m.kustomization)
+		},
+		"apps/v1 Deployment":                      decodeInto(&m.deployments),
+		"policy/v1 PodDisruptionBudget":           decodeInto(&m.pdbs),
+		"v1 ServiceAccount":                       decodeInto(&m.serviceAccounts),
+		"v1 ConfigMap":                            decodeInto(&m.configMaps),
+		"v1 Secret":                               decodeInto(&m.secrets),
+		"v1 Service":                              decodeInto(&m.services),
+		"monitoring.coreos.com/v1 ServiceMonitor": decodeInto(&m.serviceMonitors),
+		"batch/v1 CronJob":                        decodeInto(&m.cronJobs),
+	}
+	d, ok := decoders[apiVersion+" "+kind]
+	return d, ok
+}
+
+// named is the object of list called name; none fails the test.
+func named[T interface{ GetName() string }](t *testing.T, list []T, name string) T {
+	t.Helper()
+	for _, o := range list {
+		if o.GetName() == name {
+			return o
+		}
+	}
+	var names []string
+	for _, o := range list {
+		names = append(names, o.GetName())
+	}
+	var zero T
+	t.Fatalf("no %T named %s in deploy/*.yaml (there are %v)", zero, name, names)
+	return zero
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 
-// load decodes every YAML file of deploy/.
+// load decodes every YAML file of deploy/. Two objects of one kind with
+// one name fail the test.
 func load(t *testing.T) *manifests {
 	t.Helper()
 	paths, err := filepath.Glob("*.yaml")
@@ -119,35 +166,42 @@ func load(t *testing.T) *manifests {
 		t.Fatalf("no manifests: %v", err)
 	}
 	m := &manifests{files: map[string]int{}}
+	seen := map[string]string{} // kind/name: file
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, doc := range docSeparator.Split(string(raw), -1) {
-			var tm metav1.TypeMeta
+			var tm struct {
+				metav1.TypeMeta `json:",inline"`
+				Metadata        struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
 			if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
 				t.Fatalf("%s: %v", p, err)
 			}
 			if tm.Kind == "" {
 				continue // only comments
 			}
-			dst, ok := m.slot(tm.APIVersion, tm.Kind)
+			decode, ok := m.decoder(tm.APIVersion, tm.Kind)
 			if !ok {
 				t.Fatalf("%s: %s %s: a kind this test does not check", p, tm.APIVersion, tm.Kind)
 			}
-			if err := yaml.UnmarshalStrict([]byte(doc), dst); err != nil {
-				t.Fatalf("%s: %s: %v", p, tm.Kind, err)
+			key := tm.Kind + "/" + tm.Metadata.Name
+			if other, dup := seen[key]; dup {
+				t.Fatalf("%s: %s is also in %s", p, key, other)
+			}
+			seen[key] = p
+			if err := decode([]byte(doc)); err != nil {
+				t.Fatalf("%s: %s: %v", p, key, err)
 			}
 			m.files[p]++
 		}
 	}
-	for what, ok := range map[string]bool{"Kustomization": m.kustomization != nil, "Deployment": m.deployment != nil,
-		"PodDisruptionBudget": m.pdb != nil, "ServiceAccount": m.serviceAccount != nil, "ConfigMap": m.configMap != nil,
-		"Secret": m.secret != nil, "Service": m.service != nil, "ServiceMonitor": m.serviceMonitor != nil, "Job": m.job != nil} {
-		if !ok {
-			t.Fatalf("no %s in deploy/*.yaml", what)
-		}
+	if m.kustomization == nil {
+		t.Fatal("no Kustomization in deploy/*.yaml")
 	}
 	return m
 }
@@ -161,9 +215,14 @@ func TestKustomization(t *testing.T) {
 			t.Errorf("kustomization.yaml lists %s, which holds no object of deploy/", r)
 		}
 	}
-	for _, want := range []string{"projector.yaml", "pdb.yaml", "serviceaccount.yaml", "configmap.yaml", "service.yaml"} {
+	for _, want := range []string{"projector.yaml", "pdb.yaml", "serviceaccount.yaml", "configmap.yaml", "service.yaml", "replay-verify-cronjob.yaml", "console.yaml"} {
 		if !slices.Contains(m.kustomization.Resources, want) {
 			t.Errorf("kustomization.yaml does not apply %s", want)
+		}
+	}
+	for _, example := range []string{"nats-secret.example.yaml", "console-auth-secret.example.yaml"} {
+		if slices.Contains(m.kustomization.Resources, example) {
+			t.Errorf("kustomization.yaml applies %s: a secret's example is not to be applied", example)
 		}
 	}
 	if len(m.kustomization.Images) != 1 || m.kustomization.Images[0].Name != ociimage.Repository {

@@ -15,18 +15,16 @@ import (
 	"github.com/tablejournal/tablejournal/deploy/ociimage"
 )
 
-// TestImage: the containers run the image `make image` builds, under the
-// name kustomization.yaml rewrites (the Deployment) or the name it
-// rewrites it to (the Job, applied with kubectl create).
+// TestImage: every container runs the image `make image` builds, under
+// the name kustomization.yaml rewrites, and only there is a registry named.
 func TestImage(t *testing.T) {
 	m := load(t)
-	if img := m.deployment.Spec.Template.Spec.Containers[0].Image; img != ociimage.Repository {
-		t.Errorf("Deployment image %q, want %q, the name make image gives and kustomization.yaml rewrites", img, ociimage.Repository)
+	for _, w := range workloads(t, m) {
+		if w.container.Image != ociimage.Repository {
+			t.Errorf("%s image %q, want %q, the name make image gives and kustomization.yaml rewrites", w.name, w.container.Image, ociimage.Repository)
+		}
 	}
 	k := m.kustomization.Images[0]
-	if img := m.job.Spec.Template.Spec.Containers[0].Image; img != k.NewName+":"+k.NewTag {
-		t.Errorf("Job image %q, want %q as kustomization.yaml sets it", img, k.NewName+":"+k.NewTag)
-	}
 	if path.Base(k.NewName) != ociimage.Repository {
 		t.Errorf("kustomization.yaml newName %q: its repository is not %s", k.NewName, ociimage.Repository)
 	}
@@ -74,8 +72,9 @@ var clientID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 // a bare https endpoint, with no key or SAS, so the commands sign in.
 func TestWorkloadIdentity(t *testing.T) {
 	m := load(t)
-	if id := m.serviceAccount.Annotations["azure.workload.identity/client-id"]; !clientID.MatchString(id) {
-		t.Errorf("ServiceAccount %s: azure.workload.identity/client-id %q, want a client ID", m.serviceAccount.Name, id)
+	sa := named(t, m.serviceAccounts, identityName)
+	if id := sa.Annotations["azure.workload.identity/client-id"]; !clientID.MatchString(id) {
+		t.Errorf("ServiceAccount %s: azure.workload.identity/client-id %q, want a client ID", sa.Name, id)
 	}
 	for _, w := range workloads(t, m) {
 		if v := w.pod.Labels["azure.workload.identity/use"]; v != "true" {
@@ -92,11 +91,11 @@ func TestWorkloadIdentity(t *testing.T) {
 		if auth != "login" {
 			t.Errorf("%s: TABLEJOURNAL_AUTH %q, want login (sign in with the workload identity)", w.name, auth)
 		}
-		if w.pod.Spec.ServiceAccountName != m.serviceAccount.Name {
-			t.Errorf("%s: serviceAccountName %q, want %q", w.name, w.pod.Spec.ServiceAccountName, m.serviceAccount.Name)
+		if w.pod.Spec.ServiceAccountName != sa.Name {
+			t.Errorf("%s: serviceAccountName %q, want %q", w.name, w.pod.Spec.ServiceAccountName, sa.Name)
 		}
 	}
-	tables := m.configMap.Data["tables"]
+	tables := named(t, m.configMaps, configMapName).Data["tables"]
 	u, err := url.Parse(tables)
 	if err != nil || u.Scheme != "https" || u.RawQuery != "" || strings.Contains(strings.ToLower(tables), "accountkey") || u.User != nil {
 		t.Errorf("ConfigMap tables %q: want a bare https endpoint, no key and no SAS (%v)", tables, err)
@@ -120,23 +119,26 @@ func selects(t *testing.T, what string, sel *metav1.LabelSelector, set map[strin
 // and the ServiceMonitor select them.
 func TestAvailability(t *testing.T) {
 	m := load(t)
-	d := m.deployment
+	d := named(t, m.deployments, projectorName)
+	pdb := named(t, m.pdbs, projectorName)
+	svc := named(t, m.services, metricsService)
+	sm := named(t, m.serviceMonitors, projectorName)
 	pods := d.Spec.Template.Labels
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
 		t.Errorf("replicas %v, want 3", d.Spec.Replicas)
 	}
 	selects(t, "Deployment", d.Spec.Selector, pods)
-	selects(t, "PodDisruptionBudget", m.pdb.Spec.Selector, pods)
-	selects(t, "Service", &metav1.LabelSelector{MatchLabels: m.service.Spec.Selector}, pods)
-	selects(t, "ServiceMonitor", &m.serviceMonitor.Spec.Selector, m.service.Labels)
-	if u := m.pdb.Spec.MaxUnavailable; u == nil || u.IntValue() < 1 || u.IntValue() >= int(*d.Spec.Replicas) {
+	selects(t, "PodDisruptionBudget", pdb.Spec.Selector, pods)
+	selects(t, "Service", &metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, pods)
+	selects(t, "ServiceMonitor", &sm.Spec.Selector, svc.Labels)
+	if u := pdb.Spec.MaxUnavailable; u == nil || u.IntValue() < 1 || u.IntValue() >= int(*d.Spec.Replicas) {
 		t.Errorf("PodDisruptionBudget maxUnavailable %v, want 1 to replicas-1", u)
 	}
 	c := d.Spec.Template.Spec.Containers[0]
-	for _, sp := range m.service.Spec.Ports {
+	for _, sp := range svc.Spec.Ports {
 		port := containerPort(t, c, sp.TargetPort)
-		if sp.Name != m.serviceMonitor.Spec.Endpoints[0].Port {
-			t.Errorf("Service port %s (%d), ServiceMonitor's %s", sp.Name, port, m.serviceMonitor.Spec.Endpoints[0].Port)
+		if sp.Name != sm.Spec.Endpoints[0].Port {
+			t.Errorf("Service port %s (%d), ServiceMonitor's %s", sp.Name, port, sm.Spec.Endpoints[0].Port)
 		}
 	}
 	if q := c.Resources.Requests.Memory(); q.Cmp(resource.MustParse("128Mi")) < 0 {

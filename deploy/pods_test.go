@@ -34,36 +34,53 @@ type workload struct {
 	args []string
 }
 
-// workloads are the projector's container and the replay Job's.
+// workloads are the containers of every Deployment and CronJob, the
+// projector's first.
 func workloads(t *testing.T, m *manifests) []workload {
 	t.Helper()
-	var out []workload
-	for _, w := range []struct {
+	type pod struct {
 		name string
 		pod  corev1.PodTemplateSpec
-	}{{"Deployment " + m.deployment.Name, m.deployment.Spec.Template}, {"Job " + m.job.GenerateName, m.job.Spec.Template}} {
-		if len(w.pod.Spec.Containers) != 1 {
-			t.Fatalf("%s: %d containers, want 1", w.name, len(w.pod.Spec.Containers))
+	}
+	pods := []pod{{"Deployment " + projectorName, named(t, m.deployments, projectorName).Spec.Template}}
+	for _, d := range m.deployments {
+		if d.Name != projectorName {
+			pods = append(pods, pod{"Deployment " + d.Name, d.Spec.Template})
 		}
-		c := w.pod.Spec.Containers[0]
-		entry := ociimage.Entrypoint
-		if len(c.Command) > 0 {
-			entry = c.Command[0]
-		}
-		if len(c.Command) > 1 || !slices.Contains(ociimage.Commands, strings.TrimPrefix(entry, "/")) || !strings.HasPrefix(entry, "/") {
-			t.Fatalf("%s: command %q, want one of the image's commands /%v", w.name, c.Command, ociimage.Commands)
-		}
-		cmd := []string{filepath.Join(binDir, path.Base(entry))}
-		args := c.Args
-		if path.Base(entry) == "replay" {
-			if len(args) == 0 {
-				t.Fatalf("%s: replay with no subcommand", w.name)
-			}
-			cmd, args = append(cmd, args[0]), args[1:]
-		}
-		out = append(out, workload{w.name, w.pod, c, cmd, args})
+	}
+	for _, c := range m.cronJobs {
+		pods = append(pods, pod{"CronJob " + c.Name, c.Spec.JobTemplate.Spec.Template})
+	}
+	var out []workload
+	for _, p := range pods {
+		out = append(out, workloadOf(t, p.name, p.pod))
 	}
 	return out
+}
+
+// workloadOf is the one container of pod, named name in failures.
+func workloadOf(t *testing.T, name string, pod corev1.PodTemplateSpec) workload {
+	t.Helper()
+	if len(pod.Spec.Containers) != 1 {
+		t.Fatalf("%s: %d containers, want 1", name, len(pod.Spec.Containers))
+	}
+	c := pod.Spec.Containers[0]
+	entry := ociimage.Entrypoint
+	if len(c.Command) > 0 {
+		entry = c.Command[0]
+	}
+	if len(c.Command) > 1 || !slices.Contains(ociimage.Commands, strings.TrimPrefix(entry, "/")) || !strings.HasPrefix(entry, "/") {
+		t.Fatalf("%s: command %q, want one of the image's commands /%v", name, c.Command, ociimage.Commands)
+	}
+	cmd := []string{filepath.Join(binDir, path.Base(entry))}
+	args := c.Args
+	if path.Base(entry) == "replay" {
+		if len(args) == 0 {
+			t.Fatalf("%s: replay with no subcommand", name)
+		}
+		cmd, args = append(cmd, args[0]), args[1:]
+	}
+	return workload{name, pod, c, cmd, args}
 }
 
 // helpOf is the --help of a command after args, which must parse: the
@@ -158,13 +175,13 @@ func checkEnvSource(t *testing.T, m *manifests, e corev1.EnvVar) {
 		}
 	case e.ValueFrom.SecretKeyRef != nil:
 		r := e.ValueFrom.SecretKeyRef
-		if _, ok := m.secret.StringData[r.Key]; r.Name != m.secret.Name || !ok {
-			t.Errorf("env %s: Secret %s key %s, not in nats-secret.example.yaml (%s)", e.Name, r.Name, r.Key, m.secret.Name)
+		if _, ok := named(t, m.secrets, natsSecretName).StringData[r.Key]; r.Name != natsSecretName || !ok {
+			t.Errorf("env %s: Secret %s key %s, not in nats-secret.example.yaml (%s)", e.Name, r.Name, r.Key, natsSecretName)
 		}
 	case e.ValueFrom.ConfigMapKeyRef != nil:
 		r := e.ValueFrom.ConfigMapKeyRef
-		if _, ok := m.configMap.Data[r.Key]; r.Name != m.configMap.Name || !ok {
-			t.Errorf("env %s: ConfigMap %s key %s, not in configmap.yaml (%s)", e.Name, r.Name, r.Key, m.configMap.Name)
+		if _, ok := named(t, m.configMaps, configMapName).Data[r.Key]; r.Name != configMapName || !ok {
+			t.Errorf("env %s: ConfigMap %s key %s, not in configmap.yaml (%s)", e.Name, r.Name, r.Key, configMapName)
 		}
 	default:
 		t.Errorf("env %s: from %+v; want a Secret or ConfigMap key", e.Name, e.ValueFrom)
@@ -197,7 +214,7 @@ func TestGracePeriodExceedsDrainTimeout(t *testing.T) {
 	if err != nil || d <= 0 {
 		t.Fatalf("--drain-timeout=%s: want a positive duration (%v)", drain, err)
 	}
-	grace := m.deployment.Spec.Template.Spec.TerminationGracePeriodSeconds
+	grace := named(t, m.deployments, projectorName).Spec.Template.Spec.TerminationGracePeriodSeconds
 	if grace == nil {
 		t.Fatalf("no terminationGracePeriodSeconds: want more than --drain-timeout %s", d)
 	}
@@ -277,7 +294,7 @@ func TestProbesAndScrape(t *testing.T) {
 		t.Errorf("scrape annotations %v, want prometheus.io/scrape \"true\" and prometheus.io/port %d", ann, port)
 	}
 	paths["scrape"] = ann["prometheus.io/path"]
-	for _, e := range m.serviceMonitor.Spec.Endpoints {
+	for _, e := range named(t, m.serviceMonitors, projectorName).Spec.Endpoints {
 		if e.Path != paths["scrape"] {
 			t.Errorf("ServiceMonitor path %s, the annotation's %s", e.Path, paths["scrape"])
 		}

@@ -15,6 +15,8 @@ import (
 // the caller sets it.
 func checkValue(v edm.Value) *rules.ValidationError {
 	switch v.Type {
+	case 0:
+		return rules.Errorf("", rules.ZeroValue, "a zero Value, which has no type (did a constructor such as Guid fail?); an empty string is String(\"\")")
 	case edm.TypeString:
 		if !utf8.ValidString(v.Str) {
 			return rules.Errorf("", rules.InvalidUTF8, "String value is not valid UTF-8")

@@ -1,8 +1,11 @@
 package events
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"mime"
 	"strings"
+	"time"
 
 	"github.com/tablejournal/tablejournal/events/rules"
 )
@@ -80,6 +83,23 @@ func parseContentType(s string) (string, error) {
 	}
 	return "", rules.Errorf(headerContentType, rules.ContentType, "unknown content type %q; want %q or %q",
 		s, contentTypeMsgpack, contentTypeJSON)
+}
+
+// Digest identifies what the command does, all but when it was issued: the
+// hex SHA-256 (first 16 bytes) of its msgpack encoding, which is
+// deterministic, with IssuedAt cleared. Two commands are Equal but for
+// IssuedAt exactly when their digests are equal (up to the hash). Applied
+// outcomes carry it (wire.Outcome.Digest), so that a command ID published
+// again with another body is refused at any distance in time (SPEC §5).
+func (c *Command) Digest() string {
+	x := *c
+	x.IssuedAt = time.Time{}
+	data, err := MarshalMsgpack(&x)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
 }
 
 // Equal reports whether c and o are the same command: equal fields, equal

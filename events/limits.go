@@ -98,10 +98,10 @@ func (l Limits) Check(c *Command) error {
 				return propertyPath(i, name).fail(rules.PropertySystem, "%s is a property name %s reserves", name, l.Service)
 			}
 		}
-		total += edm.EntitySize(c.PK, op.RK, op.Entity)
+		total += WireCost(edm.EntitySize(c.PK, op.RK, op.Entity), op.Entity)
 	}
 	if total > l.TxBytes() {
-		return topPath("ops").fail(rules.CommandTooLarge, "entities total %d bytes, at most %d (%s: batches up to %d bytes)",
+		return topPath("ops").fail(rules.CommandTooLarge, "entities total %d bytes as a store transaction, at most %d (%s: batches up to %d bytes)",
 			total, l.TxBytes(), l.Service, l.TxBytes())
 	}
 	return nil

@@ -26,16 +26,9 @@ func TestCosmosLimits(t *testing.T) {
 		c.Ops[0].Entity[name] = edm.Int32(1)
 		return c
 	}
-	sized := func(total int) *events.Command {
+	atWireCost := func(over bool) *events.Command {
 		c := validCommand()
-		c.Ops = nil
-		for i, rk := range []string{"a", "b", "c"} {
-			size := total / 3
-			if i == 0 {
-				size += total % 3
-			}
-			c.Ops = append(c.Ops, events.RowOp{Op: events.OpUpsert, RK: rk, Entity: sizedEntity(t, c.PK, rk, size)})
-		}
+		c.Ops = opsAtWireCost(t, c.PK, 3, 2<<20, over)
 		return c
 	}
 	tests := []struct {
@@ -53,8 +46,8 @@ func TestCosmosLimits(t *testing.T) {
 		{"reserved etag", withProp("etag"), rules.PropertySystem, `ops[0].entity["etag"]`},
 		{"reserved ResourceId in another case", withProp("resourceid"), rules.PropertySystem, `ops[0].entity["resourceid"]`},
 		{"a name like a reserved one", withProp("rids"), "", ""},
-		{"command at the batch bound", sized(2 << 20), "", ""},
-		{"command over the batch bound", sized(2<<20 + 1), rules.CommandTooLarge, "ops"},
+		{"command at the batch bound", atWireCost(false), "", ""},
+		{"command over the batch bound", atWireCost(true), rules.CommandTooLarge, "ops"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,8 +60,8 @@ func TestEncodedSizeBounds(t *testing.T) {
 			total := 0
 			for i := 0; total < events.MaxCommandBytes-64; i++ {
 				rk := fmt.Sprintf("r%d", i)
-				ent := fillEntity("p", rk, ch, min(events.MaxEntitySize, events.MaxCommandBytes-total))
-				total += edm.EntitySize("p", rk, ent)
+				ent := fillEntity("p", rk, ch, min(events.MaxEntitySize, events.MaxCommandBytes-total-events.OpWireOverhead))
+				total += events.WireCost(edm.EntitySize("p", rk, ent), ent)
 				ops = append(ops, events.RowOp{Op: events.OpUpsert, RK: rk, Entity: ent})
 			}
 			meta := map[string]string{}

@@ -86,10 +86,11 @@ func (c *Command) Validate() error {
 		if err != nil {
 			return err
 		}
-		total += size
+		total += WireCost(size, c.Ops[i].Entity)
 	}
 	if total > MaxCommandBytes {
-		return rules.Errorf("ops", rules.CommandTooLarge, "entities total %d bytes, at most %d", total, MaxCommandBytes)
+		return rules.Errorf("ops", rules.CommandTooLarge, "entities total %d bytes as a store transaction (Binary in base64, %d per operation), at most %d",
+			total, OpWireOverhead, MaxCommandBytes)
 	}
 	if !utf8.ValidString(c.Issuer) {
 		return rules.Errorf("issuer", rules.InvalidUTF8, "not valid UTF-8")

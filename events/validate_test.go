@@ -3,6 +3,8 @@ package events_test
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,35 @@ func props(n int) edm.Entity {
 		e[fmt.Sprintf("p%03d", i)] = edm.Int32(int32(i))
 	}
 	return e
+}
+
+// opsAtWireCost returns n upserts of Binary-filled entities whose
+// events.WireCost totals the most it can without passing limit, and, with
+// over, one byte more than that in the last entity: a command at, or just
+// over, what one store transaction holds as the projector prices it.
+func opsAtWireCost(t testing.TB, pk string, n, limit int, over bool) []events.RowOp {
+	t.Helper()
+	first := limit / (n + 1) // leaves the last entity room under MaxEntitySize
+	ops := opsOfSizes(t, pk, slices.Repeat([]int{first}, n-1)...)
+	cost := 0
+	for _, op := range ops {
+		cost += events.WireCost(edm.EntitySize(pk, op.RK, op.Entity), op.Entity)
+	}
+	rk := fmt.Sprintf("r%d", n-1)
+	last := func(size int) events.RowOp {
+		return events.RowOp{Op: events.OpUpsert, RK: rk, Entity: sizedEntity(t, pk, rk, size)}
+	}
+	size := sort.Search(events.MaxEntitySize+1, func(size int) bool {
+		if size < edm.EntitySize(pk, rk, nil) {
+			return false
+		}
+		op := last(size)
+		return cost+events.WireCost(size, op.Entity) > limit
+	}) - 1
+	if over {
+		size++
+	}
+	return append(ops, last(size))
 }
 
 // opsOfSizes returns upserts whose entities have the given sizes.
@@ -154,6 +185,15 @@ func TestValidateRejects(t *testing.T) {
 		{"command 4 MiB + 1", func(c *events.Command) {
 			c.Ops = opsOfSizes(t, c.PK, 838861, 838861, 838861, 838861, 838861)
 		}, rules.CommandTooLarge, "ops"},
+		// Four Binary entities of 1 MB: 4 MB as EntitySize counts them, but
+		// a store transaction of 5.3 MB in base64, which the projector
+		// rejected as too large after they were published.
+		{"four 1 MB Binary entities", func(c *events.Command) {
+			c.Ops = opsOfSizes(t, c.PK, 1_000_000, 1_000_000, 1_000_000, 1_000_000)
+		}, rules.CommandTooLarge, "ops"},
+		{"one byte over a transaction", func(c *events.Command) {
+			c.Ops = opsAtWireCost(t, c.PK, 5, events.MaxCommandBytes, true)
+		}, rules.CommandTooLarge, "ops"},
 		{"String 32 K + 1 UTF-16", setEntity("s", edm.String(strings.Repeat("x", events.MaxBinaryBytes/2+1))), rules.StringTooLong, `ops[0].entity["s"]`},
 		{"String of surrogate pairs", setEntity("s", edm.String(strings.Repeat("🚀", events.MaxBinaryBytes/4+1))), rules.StringTooLong, ""},
 		{"String invalid UTF-8", setEntity("s", edm.String("\xc3")), rules.InvalidUTF8, `ops[0].entity["s"]`},
@@ -167,6 +207,8 @@ func TestValidateRejects(t *testing.T) {
 		{"Guid upper case", setEntity("g", edm.Value{Type: edm.TypeGuid, Str: "C9DA6455-213D-42C9-9A79-3E9149A57833"}), rules.BadGuid, `ops[0].entity["g"]`},
 		{"Guid garbage", setEntity("g", edm.Value{Type: edm.TypeGuid, Str: "x"}), rules.BadGuid, ""},
 		{"unknown type", setEntity("u", edm.Value{Type: 42}), rules.UnknownType, `ops[0].entity["u"]`},
+		{"zero Value", setEntity("z", edm.Value{}), rules.ZeroValue, `ops[0].entity["z"]`},
+		{"failed Guid", setEntity("g", func() edm.Value { g, _ := edm.Guid("zzz"); return g }()), rules.ZeroValue, `ops[0].entity["g"]`},
 		{"issuer too long", func(c *events.Command) { c.Issuer = strings.Repeat("é", events.MaxIssuerLen+1) }, rules.IssuerLength, "issuer"},
 		{"issuer invalid UTF-8", func(c *events.Command) { c.Issuer = "\xff" }, rules.InvalidUTF8, "issuer"},
 		{"issuedAt year 1500", func(c *events.Command) { c.IssuedAt = time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC) }, rules.BadDateTime, "issuedAt"},
@@ -260,7 +302,7 @@ func TestValidateAccepts(t *testing.T) {
 			c.Ops[0].Entity = sizedEntity(t, c.PK, c.Ops[0].RK, events.MaxEntitySize)
 		}},
 		{"command at most", func(c *events.Command) {
-			c.Ops = opsOfSizes(t, c.PK, 838860, 838861, 838861, 838861, 838861)
+			c.Ops = opsAtWireCost(t, c.PK, 5, events.MaxCommandBytes, false)
 		}},
 		{"String 32 K UTF-16", func(c *events.Command) {
 			c.Ops[0].Entity["s"] = edm.String(strings.Repeat("🚀", events.MaxBinaryBytes/4))

@@ -23,16 +23,19 @@ const (
 )
 
 // An OutcomeWatch receives the outcomes of one command ID as the projector
-// stores them, through one core NATS subscription on the ID's outcome
+// stores them, through a core NATS subscription on the ID's outcome
 // subject (JetStream delivers a stored message to the subscribers of its
-// subject too): no JetStream consumer, no request per outcome. Start it
+// subject too), and the projector's reply sent the moment an applied
+// command's transaction commits, before its outcome is stored, through a
+// second on wire.ReplySubject: no JetStream consumer, no request per
+// outcome. Start it
 // before publishing the command, so that no outcome of the publish can
 // precede it; Stop it when done. It is not safe for concurrent use.
 type OutcomeWatch struct {
-	o   *Outcomes
-	id  string
-	sub *nats.Subscription
-	ch  chan *nats.Msg
+	o    *Outcomes
+	id   string
+	subs [2]*nats.Subscription
+	ch   chan *nats.Msg
 }
 
 // Watch subscribes to the outcomes of command id. The subscription is in
@@ -40,16 +43,27 @@ type OutcomeWatch struct {
 // returns (the connection keeps the order of what it sends).
 func (o *Outcomes) Watch(id string) (*OutcomeWatch, error) {
 	w := &OutcomeWatch{o: o, id: id, ch: make(chan *nats.Msg, 16)}
-	sub, err := o.js.Conn().ChanSubscribe(wire.OutcomeSubject(id), w.ch)
-	if err != nil {
-		return nil, fmt.Errorf("watch the outcomes of %s: %w", id, err)
+	// The stored outcomes, and the projector's reply to a waiting client,
+	// sent before the outcome is stored (SPEC §5): whichever comes first.
+	for i, subject := range []string{wire.OutcomeSubject(id), wire.ReplySubject(id)} {
+		sub, err := o.js.Conn().ChanSubscribe(subject, w.ch)
+		if err != nil {
+			w.Stop()
+			return nil, fmt.Errorf("watch the outcomes of %s: %w", id, err)
+		}
+		w.subs[i] = sub
 	}
-	w.sub = sub
 	return w, nil
 }
 
-// Stop ends the subscription.
-func (w *OutcomeWatch) Stop() { _ = w.sub.Unsubscribe() }
+// Stop ends the subscriptions.
+func (w *OutcomeWatch) Stop() {
+	for _, sub := range w.subs {
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
+	}
+}
 
 // Await returns the outcome of the command published at journal sequence
 // seq. With stored false the command was published after Watch and stored

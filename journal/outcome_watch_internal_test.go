@@ -28,9 +28,11 @@ func TestWatchFindsMissedOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	// The subscription loses the outcome.
-	if err := w.sub.Unsubscribe(); err != nil {
-		t.Fatal(err)
+	// The subscriptions lose the outcome (and no reply comes).
+	for _, sub := range w.subs {
+		if err := sub.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := PublishOutcome(ctx, js, want); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
@@ -149,6 +150,8 @@ func TestPublishRefusesInvalidCommand(t *testing.T) {
 		command("c-1", "1table", "pk"),        // table name
 		command("c-2", "orders", "a/b"),       // key character
 		{ID: "c-3", Table: "orders", PK: "p"}, // no operations
+		{ID: "c-4", Table: "orders", PK: "p", Ops: []events.RowOp{ // a zero Value
+			{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"g": {}}}}},
 	}
 	for _, cmd := range bad {
 		if _, err := w.Publish(e.ctx, cmd); !errors.Is(err, rules.ErrInvalid) {

@@ -18,11 +18,23 @@ import (
 // (txKind). Apply returns nil once every entry has a result handed to
 // hooks; an error means a persistent store failure (or a hook's error),
 // and entries from the failed transaction on were not applied.
+//
+// A row of the partition that the projector did not write (a
+// rows.ErrForeignRow) ends it with a *HeldError naming the row and the
+// first entry not applied: the entries from it on are held (SPEC §5).
 func (a *Applier) Apply(ctx context.Context, table, pk string, entries []Entry, h Hooks) error {
 	r, err := a.newRun(ctx, table, pk, entries)
 	if err != nil {
 		return err
 	}
+	if err := r.apply(ctx, h); err != nil {
+		return r.held(err)
+	}
+	return nil
+}
+
+// apply is Apply's loop over the transactions of r.
+func (r *partitionRun) apply(ctx context.Context, h Hooks) error {
 	r.ready = h.Ready
 	for r.next < len(r.entries) {
 		kind := kindOf(r.entries[r.next])

@@ -54,12 +54,12 @@ var ErrPublish = errors.New("publish outcomes")
 // processed again with backoff: what already applied is skipped by the
 // rows' _seq, so the retry is idempotent. A store failure that survived the
 // applier's own retries stops the shard: its commands are never skipped.
-func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetstream.Msg) error {
+func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetstream.Msg) ([]*HeldError, error) {
 	drain, done := drainContext(ctx, p.cfg.DrainTimeout)
 	defer done()
 	b := journalBackoff()
 	for {
-		err := p.process(drain, msgs)
+		held, err := p.process(drain, msgs)
 		if drain.Err() != nil {
 			// The lease is lost or the drain timed out: abandoned, not
 			// acknowledged, so the next owner processes it again.
@@ -67,30 +67,35 @@ func (p *Projector) processRetrying(ctx context.Context, shard int, msgs []jetst
 				p.log.Warn("stopping: batch abandoned unacknowledged; the shard's next owner processes it again",
 					LogShard, shard, "messages", len(msgs), "after", p.cfg.DrainTimeout, "err", err)
 			}
-			return nil
+			return nil, errAbandoned
 		}
 		if err == nil || !errors.Is(err, ErrPublish) {
-			return err
+			return held, err
 		}
 		wait := b.NextBackOff()
 		p.log.Warn("publishing outcomes failed; retrying the batch", LogShard, shard, "in", wait, "err", err)
 		p.obs.Retry(RetryPublish)
 		if retry.Sleep(ctx, wait) != nil {
 			// Not acknowledged: redelivered, in order, when the projector restarts.
-			return nil
+			return nil, errAbandoned
 		}
 	}
 }
 
-// process takes one fetched batch through the exactly-once order.
-func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) error {
+// errAbandoned is a batch left unacknowledged because the shard stops.
+var errAbandoned = errors.New("batch abandoned")
+
+// process takes one fetched batch through the exactly-once order, up to
+// the acknowledgement, which is the shard's (shardRun.ack): it returns
+// the partitions it found held (HeldError), whose entries from the held
+// one on were not applied.
+func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) ([]*HeldError, error) {
 	b := p.decode(msgs)
 	b.lookup(ctx)
 	if err := b.applyAll(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	b.ack()
-	return nil
+	return b.held, nil
 }
 
 // partition is a partition of the journal, by the table token of its
@@ -129,6 +134,8 @@ type batch struct {
 	looked    chan struct{}
 	priors    *priors
 	lookupErr error
+	// held are the partitions found held (applyAll).
+	held []*HeldError
 }
 
 // decode turns the fetched messages into entries grouped by partition
@@ -137,6 +144,7 @@ type batch struct {
 func (p *Projector) decode(msgs []jetstream.Msg) *batch {
 	b := &batch{p: p, msgs: msgs, entries: make(map[partition][]Entry), bySeq: make(map[uint64]*Entry, len(msgs)),
 		outcomes: newOutcomePublisher(p.js, p.obs)}
+	b.outcomes.noReply = p.cfg.NoReply
 	if !p.cfg.NoChangeFeed {
 		b.changes = newChangeFeed(p.js)
 	}
@@ -281,11 +289,16 @@ func (b *batch) applyAll(ctx context.Context) error {
 	g.SetLimit(b.p.cfg.Concurrency)
 	for _, part := range b.parts {
 		g.Go(func() error {
-			if err := b.apply(ctx, part); err != nil {
-				mu.Lock()
+			err := b.apply(ctx, part)
+			var he *HeldError
+			mu.Lock()
+			switch {
+			case errors.As(err, &he):
+				b.held = append(b.held, he)
+			case err != nil:
 				errs = append(errs, fmt.Errorf("%s/%q: %w", part.table, part.pk, err))
-				mu.Unlock()
 			}
+			mu.Unlock()
 			return nil
 		})
 	}
@@ -338,11 +351,4 @@ func (b *batch) apply(ctx context.Context, part partition) error {
 			return nil
 		},
 	})
-}
-
-// ack acknowledges the batch (stage 7). The consumer acknowledges
-// cumulatively: the last message of the batch stands for all. A lost ack
-// means a redelivery, which the rows' _seq skip.
-func (b *batch) ack() {
-	_ = b.msgs[len(b.msgs)-1].Ack()
 }

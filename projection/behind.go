@@ -22,14 +22,18 @@ import (
 // outcome says it applied. The journal is the source of truth, so such a
 // partition is reported loudly (ERROR, the counters, projector status)
 // until it is rebuilt from the journal (docs/operating.md, "When the store
-// lost writes"). Two ways find one:
+// lost writes"). Three ways find one:
 //
 //   - as the projector runs, a partition whose fence went back under the
 //     projector's cache (Applier.adopt);
 //   - when a shard starts, before it applies anything, and again when the
 //     store answers after an outage: each partition of the shard whose
 //     fence is older than its newest journal message is looked at in the
-//     outcomes stream (checkShardBehind).
+//     outcomes stream (checkShardBehind);
+//   - by the anti-entropy sweep (sweep.go), which checks every partition
+//     of the shard in the same way, paced, as long as the shard runs: a
+//     partition nobody writes after the loss is found by neither of the
+//     above.
 //
 // Each partition found is written to the durable record (package lost)
 // before the projector writes past the loss, and the record is loaded at
@@ -71,6 +75,14 @@ func (s *Behind) put(k string, b wire.BehindPartition, recorded bool) bool {
 	}
 	s.parts[k] = behindEntry{b: b, recorded: recorded}
 	return true
+}
+
+// has says whether the partition is known behind.
+func (s *Behind) has(table, pk string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.parts[wire.BehindKey(table, pk)]
+	return ok
 }
 
 // remove forgets a partition (by wire.BehindKey) whose record entry was
@@ -238,8 +250,9 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 	return nil
 }
 
-// checkBehind runs checkShardBehind on shard and logs what it did.
-func (p *Projector) checkBehind(ctx context.Context, shard int, why string) {
+// checkBehind runs checkShardBehind on shard and logs what it did; true
+// when it finished.
+func (p *Projector) checkBehind(ctx context.Context, shard int, why string) bool {
 	start := time.Now()
 	before := p.stats.Behind.Len()
 	n, err := p.checkShardBehind(ctx, shard)
@@ -247,10 +260,11 @@ func (p *Projector) checkBehind(ctx context.Context, shard int, why string) {
 		if ctx.Err() == nil {
 			p.log.Warn("checking the store against the journal failed", LogShard, shard, "why", why, "err", err)
 		}
-		return
+		return false
 	}
 	p.log.Debug("store checked against the journal", LogShard, shard, "why", why, "partitions", n,
 		"behind", p.stats.Behind.Len()-before, "in", time.Since(start).Round(time.Millisecond))
+	return true
 }
 
 // recheckOwned checks every shard this instance applies now again, in
@@ -329,9 +343,15 @@ func (p *Projector) followRecord(ctx context.Context, loaded chan<- struct{}) {
 		}
 	}
 	apply := func(e lost.Entry, deleted bool) {
-		if deleted {
+		switch {
+		case deleted:
 			p.stats.Behind.remove(e.Key)
-		} else {
+			if !first {
+				p.resumeAll() // removed now, and it may have been held: projector resume
+			}
+		case e.Held():
+			// Held partitions are the shards' (held.go), not behind.
+		default:
 			p.stats.Behind.put(e.Key, e.BehindPartition, true)
 		}
 	}

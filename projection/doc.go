@@ -25,12 +25,18 @@
 //     they settle.
 //   - projector.go is the [Projector] and its shards: one durable JetStream
 //     consumer per shard, each fetched batch handed over in delivery order.
+//   - held.go is what a shard does with a partition held by a row the
+//     projector did not write (HeldError): keeps its messages, acknowledges
+//     below them, tries them again.
 //   - batch.go takes one fetched batch through the exactly-once order, top
 //     to bottom; ready.go is where each partition waits for the batch's
 //     outcome look-up; recover.go is its crash-recovery stage with the
 //     reads it makes, and publish.go every publishing step, the messages and the
 //     two publishers, of outcomes and of change events (changefeed.go
 //     creates the change feed's stream).
+//   - behind.go finds and records partitions the store lost confirmed
+//     writes of; sweep.go walks a shard's partitions for them, paced by
+//     sweepPace (sweeppace.go, pure: what to check next and when).
 //
 // docs/ARCHITECTURE.md ("Exactly once") explains the order and what proves
 // each stage.

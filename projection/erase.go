@@ -86,7 +86,7 @@ func (s *fenced) commitErase(ctx context.Context, b *txn) error {
 			// erased versions, which a rebuild without the erased commands
 			// does not remove, and it must equal the rebuild's.
 			next.Horizon = s.v.f.Horizon
-			next.Horizon.Removed = 0
+			next.Horizon.Removed, next.Horizon.Total = 0, 0
 		} else if !s.v.f.Exists {
 			// The first transaction of a partition without a fence inserts
 			// it; it names the erase only once the erase is done.

@@ -18,3 +18,11 @@ func WatchStore(a *Applier, warnEvery time.Duration) (stop func()) {
 	go func() { defer close(done); a.policy.watch(ctx) }()
 	return func() { cancel(); <-done }
 }
+
+// SetHeldRetry sets the backoff of held partitions' retries for a test,
+// and returns a function that restores it.
+func SetHeldRetry(lo, hi time.Duration) (restore func()) {
+	oldLo, oldHi := heldRetryMin, heldRetryMax
+	heldRetryMin, heldRetryMax = lo, hi
+	return func() { heldRetryMin, heldRetryMax = oldLo, oldHi }
+}

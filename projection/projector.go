@@ -62,10 +62,25 @@ type Config struct {
 	DrainTimeout time.Duration
 	// NoChangeFeed turns the change feed off.
 	NoChangeFeed bool
+	// NoReply turns off the replies to waiting clients (SPEC §5, "The
+	// reply before the durable record"): clients then learn an applied
+	// command's outcome when it is stored, as from a projector of the
+	// previous release. For accounts whose permissions deny publishing on
+	// wire.ReplyPrefix.>, and for the tests of that upgrade path.
+	NoReply bool
 	// OutcomesMaxAge and ChangesMaxAge are how long the OUTCOMES and CHANGES
 	// streams keep messages. If zero, forever for a new stream, and an
 	// existing stream's limit is left as it is; negative removes a limit.
 	OutcomesMaxAge, ChangesMaxAge time.Duration
+	// SweepInterval is the time the anti-entropy sweep takes for one
+	// complete pass over a shard's partitions: each is checked against the
+	// journal, and one the store lost confirmed writes of is recorded
+	// behind (sweep.go, docs/operating.md "When the store lost writes"). The
+	// checks of a pass are spread over it, at most 20 a second per shard,
+	// each one point read of the store. If zero, DefaultSweepInterval (10
+	// minutes: 10,000 partitions at 16.7 reads a second); negative: no
+	// sweep (a shard is still checked when it starts).
+	SweepInterval time.Duration
 	// Applier configures the versioned apply.
 	Applier ApplierConfig
 	// Logger receives the projector's logs. If nil, slog.Default().
@@ -90,6 +105,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = 15 * time.Second
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = DefaultSweepInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -130,6 +148,9 @@ type Projector struct {
 	storeBack chan struct{}
 	// record is the durable record of partitions behind (behind.go).
 	record *lost.Record
+	// resumeGen counts the calls of Resume (held.go).
+	resumeMu  sync.Mutex
+	resumeGen uint64
 }
 
 // outcomeReader returns the projector's reader of OUTCOMES.
@@ -275,11 +296,26 @@ func (p *Projector) Run(ctx context.Context) error {
 func (p *Projector) runShard(ctx context.Context, shard int) error {
 	s := &shardRun{p: p, shard: shard}
 	defer func() { s.pl.stop() }()
+	defer s.forgetHolds() // the shard's next run, or next owner, holds them again
 	p.running(shard, true)
 	defer p.running(shard, false)
 	// Before anything is applied: a redelivered command would move a
 	// partition's fence past what the store lost.
-	p.checkBehind(ctx, shard, "the shard starts")
+	took := time.Now()
+	checked := p.checkBehind(ctx, shard, "the shard starts")
+	if p.cfg.SweepInterval > 0 {
+		var done time.Time
+		if checked {
+			done = time.Now()
+		}
+		p.stats.Sweeps.Set(shard, later(took, done))
+		defer p.stats.Sweeps.Forget(shard)
+		sctx, stop := context.WithCancel(ctx)
+		var sweeping sync.WaitGroup
+		sweeping.Add(1)
+		go func() { defer sweeping.Done(); p.sweepShard(sctx, shard, done) }()
+		defer func() { stop(); sweeping.Wait() }()
+	}
 	if !s.reopen(ctx, 0) {
 		return nil
 	}
@@ -299,6 +335,13 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		todo, gap := s.inOrder(msgs)
 		if err := s.apply(ctx, todo); err != nil {
 			return err
+		}
+		asked, gen := p.resumeAsked(s.resumeGen)
+		s.resumeGen = gen
+		if len(s.holds.parts) > 0 && (asked || s.holds.heldDue()) && ctx.Err() == nil {
+			if err := s.retryHeld(ctx, asked); err != nil {
+				return err
+			}
 		}
 		if gap {
 			why = "a gap in the delivery sequence"
@@ -326,6 +369,10 @@ type shardRun struct {
 	last   uint64 // the stream sequence of the last message applied
 	expect uint64
 	tail   tailWatch
+	// holds are the partitions the shard holds (held.go); resumeGen the
+	// Projector.Resume generation it has seen.
+	holds     shardHolds
+	resumeGen uint64
 }
 
 // reopen (re)opens the consumer at stream sequence from (0: its ack
@@ -334,6 +381,7 @@ func (s *shardRun) reopen(ctx context.Context, from uint64) bool {
 	p := s.p
 	s.pl.stop()
 	s.pl = nil
+	from = s.reopenFrom(from)
 	for s.pl == nil {
 		if s.cons, s.last = p.reopenConsumer(ctx, s.shard, from); s.cons == nil {
 			return false
@@ -353,7 +401,7 @@ func (s *shardRun) reopen(ctx context.Context, from uint64) bool {
 			return false
 		}
 	}
-	s.expect, s.tail = 1, newTailWatch(s.cons)
+	s.expect, s.tail = 1, newTailWatch(s.cons, s.p.reconnects())
 	return true
 }
 
@@ -374,7 +422,7 @@ func (s *shardRun) pullFailed(ctx context.Context, err error) bool {
 // shard on the server? It returns what came meanwhile, and why the shard
 // must resume ("" if it need not).
 func (s *shardRun) idle(ctx context.Context) ([]jetstream.Msg, string) {
-	st, err := s.tail.check(ctx, s.cons, s.expect-1)
+	st, err := s.tail.check(ctx, s.cons, s.expect-1, s.p.reconnects())
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -383,7 +431,9 @@ func (s *shardRun) idle(ctx context.Context) ([]jetstream.Msg, string) {
 		return nil, ""
 	case st.replaced:
 		return nil, "the consumer was replaced"
-	case st.beyond == 0 && st.waiting == 0:
+	case st.beyond == 0 && st.waiting == 0, st.beyond > 0 && !st.lost:
+		// Nothing missing, or deliveries still on their way: the shard
+		// goes on pulling them.
 		return nil, ""
 	}
 	// Delivered and not taken yet, or a pull request on its way: wait a
@@ -396,6 +446,14 @@ func (s *shardRun) idle(ctx context.Context) ([]jetstream.Msg, string) {
 		return nil, fmt.Sprintf("%d messages wait and no pull request reached the server", st.waiting)
 	}
 	return nil, fmt.Sprintf("%d deliveries never arrived", st.beyond)
+}
+
+// reconnects returns how often the client connection reconnected.
+func (p *Projector) reconnects() uint64 {
+	if nc := p.js.Conn(); nc != nil {
+		return nc.Stats().Reconnects
+	}
+	return 0
 }
 
 // inOrder takes the messages that follow the last delivery without a gap
@@ -411,7 +469,11 @@ func (s *shardRun) inOrder(msgs []jetstream.Msg) (todo []jetstream.Msg, gap bool
 		}
 		s.expect++
 		if md.Sequence.Stream <= s.last {
-			_ = m.Ack() // a redelivery of a message already applied
+			// A redelivery of a message already applied, or held: acked
+			// only below what the shard holds.
+			if f := s.holds.floor(); f == 0 || md.Sequence.Stream < f {
+				_ = m.Ack()
+			}
 			continue
 		}
 		todo = append(todo, m)
@@ -419,21 +481,32 @@ func (s *shardRun) inOrder(msgs []jetstream.Msg) (todo []jetstream.Msg, gap bool
 	return todo, false
 }
 
-// apply processes the messages taken from one fetch as one batch.
+// apply processes the messages taken from one fetch as one batch, but
+// for those of partitions the shard holds (held.go), which it keeps, and
+// acknowledges what it may.
 func (s *shardRun) apply(ctx context.Context, todo []jetstream.Msg) error {
 	if len(todo) == 0 {
 		return nil
 	}
 	p := s.p
-	if err := p.processRetrying(ctx, s.shard, todo); err != nil {
-		var ae *ApplyError
-		if errors.As(err, &ae) {
-			p.log.Error("cannot apply a row; the shard stops (see README, \"When a shard stops\")",
-				LogShard, s.shard, LogTable, ae.Table, LogPK, ae.PK, "rk", ae.RK, "key", ae.StoreKey,
-				LogSeq, ae.Seq, LogCmd, ae.Cmd, "err", ae.Err)
+	run := s.holds.take(todo)
+	if len(run) > 0 {
+		held, err := p.processRetrying(ctx, s.shard, run)
+		if errors.Is(err, errAbandoned) {
+			return nil
 		}
-		return err
+		if err != nil {
+			var ae *ApplyError
+			if errors.As(err, &ae) {
+				p.log.Error("cannot apply a row; the shard stops (see README, \"When a shard stops\")",
+					LogShard, s.shard, LogTable, ae.Table, LogPK, ae.PK, "rk", ae.RK, "key", ae.StoreKey,
+					LogSeq, ae.Seq, LogCmd, ae.Cmd, "err", ae.Err)
+			}
+			return err
+		}
+		s.hold(held, run)
 	}
+	s.ack(todo)
 	md, _ := todo[len(todo)-1].Metadata()
 	s.last = md.Sequence.Stream
 	p.observeBatch(s.shard, todo)

@@ -85,7 +85,7 @@ func (p *pruneTx) decide(ctx context.Context, r *partitionRun) error {
 	w := &pruneWork{e: e, horizon: f.Horizon}
 	w.remove = rows.PruneSetPartition(byRK, e.Cmd.Prune.Horizon)
 	if h := e.Cmd.Prune.Horizon; h > f.Horizon.Seq {
-		w.horizon = rows.Horizon{Seq: h, Cmd: e.ID}
+		w.horizon = rows.Horizon{Seq: h, Cmd: e.ID, Total: f.Horizon.Total}
 		if f.Horizon.Cmd == e.ID {
 			w.horizon.Removed = f.Horizon.Removed // resumed after a crash
 		}
@@ -115,6 +115,7 @@ func (p *pruneTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
 		if w.horizon.Cmd == w.e.ID {
 			next.Horizon.Removed += int64(n)
 		}
+		next.Horizon.Total += int64(n)
 		if n == len(w.remove) { // the last transaction: the prune applied
 			next.Seq, next.Cmd, next.At = w.e.Seq, w.e.ID, w.e.At
 		}

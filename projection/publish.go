@@ -76,6 +76,7 @@ func (b *batch) publishApplied(ctx context.Context, part partition, rs []Result)
 		if err != nil {
 			return err
 		}
+		b.outcomes.reply(rs[i].ID, msg)
 		b.outcomes.queue(msg, h)
 	}
 	return nil
@@ -123,10 +124,15 @@ func (p *Projector) logResults(part partition, rs []Result) {
 
 // outcomeMsg is the outcome message of r, with its command's trace context.
 func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
-	msg, err := journal.OutcomeMsg(wire.Outcome{
+	o := wire.Outcome{
 		ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
 		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, Pruned: r.Pruned, At: e.At,
-	})
+	}
+	if e.Cmd != nil && (r.Status == wire.StatusApplied || r.Status == wire.StatusDuplicate) {
+		// What the ID names, to refuse it with another body later (SPEC §5).
+		o.Digest = e.Cmd.Digest()
+	}
+	msg, err := journal.OutcomeMsg(o)
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +300,9 @@ type outcomePublisher struct {
 	js  jetstream.JetStream
 	obs Observer
 
+	// noReply: no reply to waiting clients (Config.NoReply).
+	noReply bool
+
 	mu      sync.Mutex
 	queued  []*nats.Msg // outcomes of applied commands, sent by flush
 	handled []handled   // their commands, reported once stored
@@ -308,6 +317,19 @@ type handled struct {
 
 func newOutcomePublisher(js jetstream.JetStream, obs Observer) *outcomePublisher {
 	return &outcomePublisher{js: js, obs: obs}
+}
+
+// reply tells a client waiting for command id its outcome msg over core
+// NATS (wire.ReplySubject), before the outcome is stored: the transaction
+// that applied the command has committed, and whatever happens next, the
+// outcome stored for it says the same (SPEC §5, "The reply before the
+// durable record"). Core NATS delivers at most once; a lost reply costs a
+// client only the wait for the stored outcome, so a failure is ignored.
+func (o *outcomePublisher) reply(id string, msg *nats.Msg) {
+	if o.noReply {
+		return
+	}
+	_ = o.js.Conn().PublishMsg(&nats.Msg{Subject: wire.ReplySubject(id), Header: msg.Header, Data: msg.Data})
 }
 
 // send publishes an outcome asynchronously; await waits for it.

@@ -60,7 +60,7 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors) error
 	case !ok || e.Cmd == nil && e.Erase == nil:
 		return nil
 	case o.Seq < e.Seq:
-		e.Prior = Prior{Seq: o.Seq, Status: o.Status}
+		e.Prior = Prior{Seq: o.Seq, Status: o.Status, Digest: o.Digest}
 		return nil
 	case o.Seq == e.Seq && o.Status != wire.StatusDuplicate:
 		// Its own outcome (a redelivery): it applied or was rejected, so

@@ -93,8 +93,11 @@ func TestStoreStallWarnings(t *testing.T) {
 			if first := warns[0].Sub(start); first < every {
 				t.Errorf("first warning %s in, before the store went %s unanswered", first, every)
 			}
+			// The watch ticks every interval; the records' own clock reads
+			// a tick late or early by scheduling, so a gap may fall short of
+			// the interval by a little (249.96 ms was seen), never by a tenth.
 			for i := 1; i < len(warns); i++ {
-				if gap := warns[i].Sub(warns[i-1]); gap < every {
+				if gap := warns[i].Sub(warns[i-1]); gap < every*9/10 {
 					t.Errorf("warnings %d and %d %s apart, more often than every %s", i-1, i, gap, every)
 				}
 			}

@@ -35,4 +35,10 @@ type Stats struct {
 	// Behind lists the partitions found behind what the projector
 	// applied: the store lost confirmed writes (behind.go).
 	Behind Behind
+	// Held lists the partitions held by a row the projector did not
+	// write (held.go).
+	Held Held
+	// Sweeps says when each shard's last complete anti-entropy sweep
+	// ended (sweep.go).
+	Sweeps Sweeps
 }

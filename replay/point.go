@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ func ParsePoint(s string) (Point, error) {
 		case "seq":
 			n, err := strconv.ParseUint(rest, 10, 64)
 			if err != nil {
-				return Point{}, fmt.Errorf("%w: %q: want seq:N with N a journal sequence", ErrBadPoint, s)
+				return Point{}, fmt.Errorf("%w: %q: want seq:N with N a journal sequence, at most %d", ErrBadPoint, s, uint64(math.MaxUint64))
 			}
 			return Seq(n), nil
 		case "time":
@@ -95,7 +96,7 @@ func ParsePoint(s string) (Point, error) {
 	case isDigits(s):
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return Point{}, fmt.Errorf("%w: %q: %v", ErrBadPoint, s, err)
+			return Point{}, fmt.Errorf("%w: %q: a journal sequence is at most %d", ErrBadPoint, s, uint64(math.MaxUint64))
 		}
 		return Seq(n), nil
 	}

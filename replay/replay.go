@@ -113,6 +113,17 @@ func (r *Source) Journal() *journal.Journal { return r.j }
 // JetStream returns the JetStream connection, or nil without one.
 func (r *Source) JetStream() jetstream.JetStream { return r.js }
 
+// WithIssuer returns a Source like r whose commands name issuer (a
+// console publishes each repair as the user who confirmed it). It shares
+// r's store and connections.
+func (r *Source) WithIssuer(issuer string) *Source {
+	c := *r
+	if issuer != "" {
+		c.cfg.Issuer = issuer
+	}
+	return &c
+}
+
 // Config returns the configuration r was made with, defaults filled in.
 func (r *Source) Config() Config { return r.cfg }
 

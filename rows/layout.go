@@ -45,6 +45,32 @@ const seqWidth = 19 // digits of math.MaxInt64
 // --into). Checked with errors.Is.
 var ErrLayout = errors.New("row not in the layout of SPEC §4")
 
+// ErrForeignRow marks a stored row the projector did not write where the
+// layout expects one of its own: a fence, tip or version row key without
+// the system columns the projector writes, or a key in a partition's
+// layout ranges that is not in the layout's shape (another program wrote
+// the table, say with the Azure SDK). Every such error is also ErrLayout;
+// a ForeignRowError says which row. The projector holds the partition
+// rather than stop (SPEC §5, "A held partition"). Checked with errors.Is.
+var ErrForeignRow = errors.New("a row the projector did not write")
+
+// ForeignRowError names a foreign row: its partition and stored RowKey.
+// It matches ErrForeignRow and ErrLayout with errors.Is.
+type ForeignRowError struct {
+	PK, Key string
+	// Why says what is wrong with it.
+	Why string
+}
+
+func (e *ForeignRowError) Error() string {
+	return fmt.Sprintf("%v: partition %q row key %q %s (%v)", ErrForeignRow, e.PK, e.Key, e.Why, ErrLayout)
+}
+
+// Is reports ErrForeignRow and ErrLayout.
+func (e *ForeignRowError) Is(target error) bool {
+	return target == ErrForeignRow || target == ErrLayout
+}
+
 // TipKey is the store RowKey of the tip row of rk.
 func TipKey(rk string) string { return TipPrefix + rk }
 
@@ -137,7 +163,7 @@ type Row struct {
 func DecodeRow(e store.Entity) (Row, error) {
 	rk, seq, tip, ok := ParseKey(e.RK)
 	if !ok {
-		return Row{}, fmt.Errorf("%w: row key %q is not a tip or version row", ErrLayout, e.RK)
+		return Row{}, &ForeignRowError{PK: e.PK, Key: e.RK, Why: "is not a tip or version row"}
 	}
 	r := Row{PK: e.PK, RK: rk, Tip: tip, ETag: e.ETag, Props: make(edm.Entity, len(e.Props))}
 	for name, val := range e.Props {
@@ -151,7 +177,7 @@ func DecodeRow(e store.Entity) (Row, error) {
 	sa, ok4 := e.Props[ColAt]
 	so, ok5 := e.Props[ColOp]
 	if !(ok1 && ok2 && ok3 && ok4 && ok5) {
-		return Row{}, fmt.Errorf("%w: row %q lacks system columns", ErrLayout, e.RK)
+		return Row{}, &ForeignRowError{PK: e.PK, Key: e.RK, Why: "lacks the system columns"}
 	}
 	r.Version, r.Cmd, r.Seq, r.At, r.Op = sv.Int, sc.Str, uint64(ss.Int), sa.Time, events.OpKind(so.Str)
 	if d, ok := e.Props[ColDeleted]; ok && d.Bool {

@@ -72,13 +72,27 @@ func TestDecodeRowRefusesOtherLayouts(t *testing.T) {
 	if err != nil || got.Version != 3 || got.Seq != 40 || got.Tip {
 		t.Fatalf("DecodeRow of a version row: %+v, %v", got, err)
 	}
-	for name, e := range map[string]store.Entity{
-		"keyed by version":  {PK: "p", RK: VersionKey("a", 3), Props: row.Encode()},
-		"not a layout key":  {PK: "p", RK: "a", Props: row.Encode()},
-		"no system columns": {PK: "p", RK: TipKey("a"), Props: edm.Entity{"x": edm.Int32(1)}},
+	// A row another program wrote is also ErrForeignRow, naming its key; a
+	// row of the version-keyed layout is the projector's own, not foreign.
+	for _, c := range []struct {
+		name    string
+		e       store.Entity
+		foreign bool
+	}{
+		{"keyed by version", store.Entity{PK: "p", RK: VersionKey("a", 3), Props: row.Encode()}, false},
+		{"not a layout key", store.Entity{PK: "p", RK: "a", Props: row.Encode()}, true},
+		{"no system columns", store.Entity{PK: "p", RK: TipKey("a"), Props: edm.Entity{"x": edm.Int32(1)}}, true},
+		{"old: not in shape", store.Entity{PK: "p", RK: "old:a:12", Props: row.Encode()}, true},
 	} {
-		if _, err := DecodeRow(e); !errors.Is(err, ErrLayout) {
-			t.Errorf("%s: %v, want ErrLayout", name, err)
+		_, err := DecodeRow(c.e)
+		if !errors.Is(err, ErrLayout) {
+			t.Errorf("%s: %v, want ErrLayout", c.name, err)
+		}
+		var fe *ForeignRowError
+		if errors.Is(err, ErrForeignRow) != c.foreign || errors.As(err, &fe) != c.foreign {
+			t.Errorf("%s: %v; foreign row: %v, want %v", c.name, err, errors.Is(err, ErrForeignRow), c.foreign)
+		} else if c.foreign && (fe.PK != "p" || fe.Key != c.e.RK) {
+			t.Errorf("%s: the error names %q/%q, want p/%q", c.name, fe.PK, fe.Key, c.e.RK)
 		}
 	}
 }

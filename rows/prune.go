@@ -18,6 +18,7 @@ const (
 	ColPruneSeq     = "_pruneSeq"     // Edm.Int64: the horizon; states before it are pruned
 	ColPruneCmd     = "_pruneCmd"     // Edm.String: the prune command that set it
 	ColPruneRemoved = "_pruneRemoved" // Edm.Int64: the rows that command removed
+	ColPruneTotal   = "_pruneTotal"   // Edm.Int64: the rows every prune of the partition removed
 )
 
 // Horizon is a partition's prune horizon: Seq is 0 when it was never pruned.
@@ -25,6 +26,10 @@ type Horizon struct {
 	Seq     uint64
 	Cmd     string
 	Removed int64
+	// Total is the rows removed by every prune of the partition, of which
+	// Removed are the last one's: a prune of many rows is published as
+	// several commands (replay's PruneConfig.MaxRows).
+	Total int64
 }
 
 // Pruned reports whether the state at seq is gone: seq is before the
@@ -43,6 +48,10 @@ func HorizonOf(props edm.Entity) Horizon {
 	if v, ok := props[ColPruneRemoved]; ok && v.Type == edm.TypeInt64 {
 		h.Removed = v.Int
 	}
+	h.Total = h.Removed // a fence written before the total knows no more
+	if v, ok := props[ColPruneTotal]; ok && v.Type == edm.TypeInt64 {
+		h.Total = v.Int
+	}
 	return h
 }
 
@@ -55,6 +64,7 @@ func (h Horizon) Put(props edm.Entity) {
 	props[ColPruneSeq] = edm.Int64(int64(h.Seq))
 	props[ColPruneCmd] = edm.String(h.Cmd)
 	props[ColPruneRemoved] = edm.Int64(h.Removed)
+	props[ColPruneTotal] = edm.Int64(h.Total)
 }
 
 // ReadHorizon reads the prune horizon of a partition from its fence; a
@@ -70,8 +80,8 @@ func ReadHorizon(ctx context.Context, s store.Store, table, pk string) (Horizon,
 	return HorizonOf(e.Props), nil
 }
 
-// ReadPartition reads every tip, version and tombstone row of a partition,
-// grouped by logical RowKey and sorted by journal sequence, oldest first
+// ReadPartition reads every tip, version and tombstone row of a partition
+// (not its fence or erase markers), grouped by logical RowKey and sorted by journal sequence, oldest first
 // (the tip, newest, last).
 func ReadPartition(ctx context.Context, s store.Store, table, pk string) (map[string][]Row, error) {
 	return readPartition(ctx, s, table, store.Query{PK: pk})
@@ -92,8 +102,8 @@ func readPartition(ctx context.Context, s store.Store, table string, q store.Que
 	pk := q.PK
 	byRK := make(map[string][]Row)
 	err := store.All(ctx, s, table, q, func(e store.Entity) error {
-		if e.RK == FenceKey {
-			return nil
+		if e.RK == FenceKey || IsErasedKey(e.RK) {
+			return nil // the partition's fence and erase markers: no row's version
 		}
 		r, err := DecodeRow(e)
 		if err != nil {

@@ -105,9 +105,26 @@ type BehindPartition struct {
 	// Found is when it was found; Instance the projector that found it.
 	Found    time.Time `json:"found"`
 	Instance string    `json:"instance,omitempty"`
+	// Reason is why the partition is recorded: "" the store lost
+	// confirmed writes (above); ReasonForeignRow it is held (SPEC §5, "A
+	// held partition"): Row is the stored RowKey of a row the projector
+	// did not write, AppliedSeq and Cmd the first command held, TableSeq
+	// 0. A held entry is removed when the partition applies again, or by
+	// projector resume, and never rebuilt.
+	Reason string `json:"reason,omitempty"`
+	Row    string `json:"row,omitempty"`
 }
 
+// ReasonForeignRow is the BehindPartition.Reason of a held partition.
+const ReasonForeignRow = "foreign-row"
+
+// Held reports whether b records a held partition rather than one behind.
+func (b BehindPartition) Held() bool { return b.Reason == ReasonForeignRow }
+
 func (b BehindPartition) String() string {
+	if b.Held() {
+		return fmt.Sprintf("%s/%q: held at seq %d (command %s) by row %q, which the projector did not write", b.Table, b.PK, b.AppliedSeq, b.Cmd, b.Row)
+	}
 	if b.PKErased {
 		return fmt.Sprintf("%s/(erased): the table holds up to seq %d, seq %d (command %s) applied", b.Table, b.TableSeq, b.AppliedSeq, b.Cmd)
 	}

@@ -50,6 +50,10 @@ const (
 	// CodeLostWrite: the projector found the rows moved past the command
 	// without a version of it: the store lost a write it had confirmed.
 	CodeLostWrite Code = "lost-write"
+	// CodeBodyDiffers: the command ID applied before, at another journal
+	// sequence, with another body (all but its issue time): an ID names
+	// one command, so this one is refused, whenever it was published.
+	CodeBodyDiffers Code = "body-differs"
 )
 
 // Rules of rejections found beside those of rules.Rule, named in an
@@ -111,6 +115,11 @@ type Outcome struct {
 	Rows []RowVersion `json:"rows,omitempty"`
 	// Pruned is the number of rows an applied prune command removed.
 	Pruned int64 `json:"pruned,omitempty"`
+	// Digest is the applied command's events.Command.Digest (all but its
+	// issue time), so that a command published again under its ID with
+	// another body is refused (CodeBodyDiffers) at any distance in time.
+	// Outcomes stored before it existed have none.
+	Digest string `json:"digest,omitempty"`
 	// At is the journal time of the command, not the projector's clock.
 	At time.Time `json:"at"`
 }
@@ -121,13 +130,25 @@ type Outcome struct {
 // not decode, or an ID longer than events.MaxIDLen, which no valid command
 // has) has its outcomes on outcomes.= ("=" is never base64url output):
 // a subject must not be empty, nor as long as such an ID could be.
-func OutcomeSubject(id string) string {
+func OutcomeSubject(id string) string { return idSubject(OutcomesPrefix, id) }
+
+// ReplySubject returns the core NATS subject on which the projector tells
+// a waiting client the outcome of an applied command the moment its
+// transaction commits, before the stored outcome (SPEC §5, "The reply
+// before the durable record"): tablejournal.reply.<base64url(id)>. No
+// stream holds it; a client that was not listening reads the stored
+// outcome instead.
+func ReplySubject(id string) string { return idSubject(ReplyPrefix, id) }
+
+// idSubject is prefix.<base64url(id)>, or prefix.= for an ID no valid
+// command has (see OutcomeSubject).
+func idSubject(prefix, id string) string {
 	if id == "" || len(id) > events.MaxIDLen {
-		return OutcomesPrefix + ".="
+		return prefix + ".="
 	}
 	// One allocation for the subject: it is made per outcome published.
-	var buf [128]byte
-	b := append(append(buf[:0], OutcomesPrefix...), '.')
+	var buf [160]byte
+	b := append(append(buf[:0], prefix...), '.')
 	return string(base64.RawURLEncoding.AppendEncode(b, []byte(id)))
 }
 
@@ -226,6 +247,9 @@ func (o Outcome) marshal() ([]byte, error) {
 	}
 	if o.Pruned != 0 {
 		b = appendInt(appendKey(append(b, ','), "pruned"), o.Pruned)
+	}
+	if o.Digest != "" {
+		b = appendString(appendKey(append(b, ','), "digest"), o.Digest)
 	}
 	b = appendKey(append(b, ','), "at")
 	b, err := appendTime(b, o.At)

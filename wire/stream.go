@@ -21,6 +21,9 @@ const (
 	JournalPrefix  = "journal"
 	OutcomesPrefix = "outcomes"
 	ChangesPrefix  = "changes"
+	// ReplyPrefix is the first tokens of the core NATS subjects of the
+	// replies to waiting clients (ReplySubject); outside every stream.
+	ReplyPrefix = "tablejournal.reply"
 )
 
 // Stream metadata keys a journal stream records.

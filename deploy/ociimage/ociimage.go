@@ -52,15 +52,29 @@ const (
 	RefName       = "org.opencontainers.image.ref.name"
 )
 
+// VersionVar is the variable the commands' --version prints
+// (cmd/internal/cli.Version, which this package cannot import), set
+// with -ldflags -X.
+const VersionVar = "github.com/tablejournal/tablejournal/cmd/internal/cli.Version"
+
 // Compile builds the commands (default all of Commands) from the module in
 // moduleDir as static Linux binaries for goarch (default the host's) into
 // dir, named after the commands: CGO_ENABLED=0 (the embedded store is pure
-// Go), -trimpath, symbols and DWARF stripped.
-func Compile(ctx context.Context, moduleDir, dir, goarch string, commands ...string) error {
+// Go), -trimpath, symbols and DWARF stripped, and version (if not empty)
+// stamped into VersionVar, so --version prints it even when the build
+// records no VCS information.
+func Compile(ctx context.Context, moduleDir, dir, goarch, version string, commands ...string) error {
 	if len(commands) == 0 {
 		commands = Commands
 	}
-	args := []string{"build", "-trimpath", "-ldflags=-s -w", "-o", dir + string(filepath.Separator)}
+	ldflags := "-ldflags=-s -w"
+	if version != "" {
+		if strings.ContainsFunc(version, func(r rune) bool { return r <= ' ' || r == '\'' || r == '"' || r == 0x7f }) {
+			return fmt.Errorf("ociimage: version %q has spaces, quotes or control characters", version)
+		}
+		ldflags += " -X " + VersionVar + "=" + version
+	}
+	args := []string{"build", "-trimpath", ldflags, "-o", dir + string(filepath.Separator)}
 	for _, c := range commands {
 		args = append(args, "./cmd/"+c)
 	}

@@ -10,12 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +46,7 @@ const (
 // TestMain has `make image`'s program (scripts/image) write once:
 // compiling and compressing are most of the package's time, and run
 // there without the race detector.
-var layoutDir, archive string
+var layoutDir, archive, binDir string
 
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
@@ -59,6 +62,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	layoutDir, archive = filepath.Join(tmp, "oci"), filepath.Join(tmp, ociimage.Repository+".tar")
+	binDir = filepath.Join(tmp, "linux-"+runtime.GOARCH)
 	return m.Run()
 }
 
@@ -79,14 +83,15 @@ func makeImage(out string) error {
 }
 
 // layoutImage reads the image back from the layout on disk, which must
-// hold it alone, tagged testVersion.
+// hold one image index, tagged testVersion, of the one architecture
+// TestMain builds (the host's: make test builds one, see TestIndex).
 func layoutImage(t *testing.T) v1.Image {
 	t.Helper()
-	idx, err := layout.ImageIndexFromPath(layoutDir)
+	root, err := layout.ImageIndexFromPath(layoutDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := idx.IndexManifest()
+	im, err := root.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +100,24 @@ func layoutImage(t *testing.T) v1.Image {
 	}
 	d := im.Manifests[0]
 	if tag := d.Annotations[ociimage.RefName]; tag != testVersion {
-		t.Errorf("the layout's image is tagged %q, want %q", tag, testVersion)
+		t.Errorf("the layout's index is tagged %q, want %q", tag, testVersion)
+	}
+	if d.MediaType != types.OCIImageIndex {
+		t.Fatalf("media type %s, want %s", d.MediaType, types.OCIImageIndex)
+	}
+	idx, err := root.ImageIndex(d.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im, err = idx.IndexManifest(); err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 {
+		t.Fatalf("the image index lists %d images, want 1 (-arch %s)", len(im.Manifests), runtime.GOARCH)
+	}
+	d = im.Manifests[0]
+	if p := d.Platform; p == nil || p.OS != "linux" || p.Architecture != runtime.GOARCH {
+		t.Errorf("the index's image has platform %+v, want linux/%s", p, runtime.GOARCH)
 	}
 	if d.MediaType != types.OCIManifestSchema1 {
 		t.Errorf("media type %s, want %s", d.MediaType, types.OCIManifestSchema1)
@@ -105,6 +127,95 @@ func layoutImage(t *testing.T) v1.Image {
 		t.Fatal(err)
 	}
 	return img
+}
+
+// TestIndex: Index lists one image per architecture with its platform,
+// as a pull on linux/arm64 picks it, and refuses two of one architecture.
+// The images share the host's binaries (labelled with other
+// architectures): compiling for a second architecture would double what
+// make test spends building, and Compile is the one go build for every
+// GOARCH.
+func TestIndex(t *testing.T) {
+	var imgs []v1.Image
+	for _, arch := range []string{"amd64", "arm64"} {
+		img, err := ociimage.Build(ociimage.Config{BinDir: binDir, Arch: arch, Version: testVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs = append(imgs, img)
+	}
+	idx, err := ociimage.Index(imgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mt, err := idx.MediaType(); err != nil || mt != types.OCIImageIndex {
+		t.Errorf("media type %s (%v), want %s", mt, err, types.OCIImageIndex)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var platforms []string
+	for i, d := range im.Manifests {
+		want, err := imgs[i].Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Digest != want || d.Platform == nil {
+			t.Fatalf("index entry %d: %s %+v, want image %s with a platform", i, d.Digest, d.Platform, want)
+		}
+		platforms = append(platforms, d.Platform.OS+"/"+d.Platform.Architecture)
+	}
+	if want := []string{"linux/amd64", "linux/arm64"}; !slices.Equal(platforms, want) {
+		t.Errorf("platforms %v, want %v", platforms, want)
+	}
+	if _, err := ociimage.Index(imgs[0], imgs[0]); err == nil {
+		t.Error("an index of two linux/amd64 images was accepted")
+	}
+}
+
+// sizeTolerance is how far the image's sizes may stray from the figures
+// docs/operating.md gives ("About N MB compressed, M MB unpacked") before
+// the test asks for the docs to be corrected: the figures are rounded to
+// the MB, and a Go release or a dependency moves them by a few per cent.
+const sizeTolerance = 0.10
+
+var docSizes = regexp.MustCompile(`About (\d+(?:\.\d+)?) MB compressed, (\d+(?:\.\d+)?) MB unpacked`)
+
+// TestDocumentedSizes: the sizes docs/operating.md states are those of
+// the image built, within sizeTolerance.
+func TestDocumentedSizes(t *testing.T) {
+	mod, err := deploytest.ModuleDir(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(mod, "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := docSizes.FindSubmatch(doc)
+	if m == nil {
+		t.Fatalf("docs/operating.md states no size: want %q", docSizes)
+	}
+	compressed, uncompressed, err := ociimage.Sizes(layoutImage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		what string
+		doc  []byte
+		got  int64
+	}{{"compressed", m[1], compressed}, {"unpacked", m[2], uncompressed}} {
+		docMB, err := strconv.ParseFloat(string(s.doc), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotMB := float64(s.got) / 1e6
+		if math.Abs(gotMB-docMB) > sizeTolerance*docMB {
+			t.Errorf("%s: the image (linux/%s) is %.1f MB, docs/operating.md says %s MB: more than %.0f%% apart, correct the docs",
+				s.what, runtime.GOARCH, gotMB, s.doc, 100*sizeTolerance)
+		}
+	}
 }
 
 // entry is one file of the image's filesystem.
@@ -338,5 +449,29 @@ func TestEntrypointServesHealthz(t *testing.T) {
 	p.Stop(t, ctx)
 	if !strings.Contains(p.Stderr.String(), "projector stopped") {
 		t.Errorf("no shutdown line:\n%s", p.Stderr)
+	}
+}
+
+// TestVersionStamped: every command in the image prints the version the
+// image was built as (scripts/image stamps it with -ldflags -X), not the
+// "(devel)" of a build without a module version.
+func TestVersionStamped(t *testing.T) {
+	files := filesystem(t)
+	for _, name := range ociimage.Commands {
+		e, ok := files[name]
+		if !ok {
+			t.Fatalf("/%s is not in the image", name)
+		}
+		bin := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(bin, e.body, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "--version").Output()
+		if err != nil {
+			t.Fatalf("/%s --version: %v", name, err)
+		}
+		if want := name + " github.com/tablejournal/tablejournal " + testVersion + " ("; !strings.HasPrefix(string(out), want) {
+			t.Errorf("/%s --version printed %q, want it to start %q", name, out, want)
+		}
 	}
 }

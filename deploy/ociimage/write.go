@@ -10,14 +10,42 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// WriteLayout writes img as an OCI image layout in dir, replacing what
-// was there: one image, tagged tag (the index's
-// org.opencontainers.image.ref.name), as `skopeo copy oci:DIR` and `crane
-// push DIR` read it.
-func WriteLayout(dir string, img v1.Image, tag string) error {
+// Index is the images, one per architecture (each config's), as one OCI
+// image index: what a registry serves a pull on linux/amd64 or
+// linux/arm64 from under one tag.
+func Index(imgs ...v1.Image) (v1.ImageIndex, error) {
+	if len(imgs) == 0 {
+		return nil, errors.New("ociimage: an index of no image")
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	seen := map[string]bool{}
+	for _, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("ociimage: %w", err)
+		}
+		if seen[cf.Architecture] {
+			return nil, fmt.Errorf("ociimage: two images for %s/%s", cf.OS, cf.Architecture)
+		}
+		seen[cf.Architecture] = true
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			MediaType: types.OCIManifestSchema1,
+			Platform:  &v1.Platform{OS: cf.OS, Architecture: cf.Architecture},
+		}})
+	}
+	return idx, nil
+}
+
+// WriteLayout writes idx as an OCI image layout in dir, replacing what
+// was there: one image index, tagged tag (the layout's
+// org.opencontainers.image.ref.name), as `skopeo copy --all oci:DIR` and
+// `crane push DIR` read it.
+func WriteLayout(dir string, idx v1.ImageIndex, tag string) error {
 	if tag == "" {
 		return errors.New("ociimage: a layout needs a tag")
 	}
@@ -28,7 +56,7 @@ func WriteLayout(dir string, img v1.Image, tag string) error {
 	if err != nil {
 		return fmt.Errorf("ociimage: layout %s: %w", dir, err)
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{RefName: tag})); err != nil {
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{RefName: tag})); err != nil {
 		return fmt.Errorf("ociimage: layout %s: %w", dir, err)
 	}
 	return nil

@@ -20,7 +20,8 @@ import (
 // String and Guid a string; Boolean one byte, 0 or 1; Int32 and Int64 a
 // zig-zag varint; Double the 8 bytes of its IEEE 754 bits, little endian
 // (NaN payloads and -0 kept); DateTime a zig-zag varint of Unix seconds and
-// a uvarint of nanoseconds; Binary a string. The type byte is the Type.
+// a uvarint of nanoseconds; Binary a string. The type byte is the Type less
+// one (String 0 … Binary 7), as it was before the zero Type meant no type.
 //
 // The encoding is canonical: ReadBinary accepts only what AppendBinary
 // writes (names in order and once, Booleans 0 or 1, Int32 in range,
@@ -51,7 +52,7 @@ func AppendBinary(b []byte, e Entity) []byte {
 	for _, name := range names {
 		v := e[name]
 		b = appendBinaryString(b, name)
-		b = append(b, byte(v.Type))
+		b = append(b, byte(v.Type-1))
 		switch v.Type {
 		case TypeString, TypeGuid:
 			b = appendBinaryString(b, v.Str)
@@ -114,7 +115,7 @@ func ReadBinary(r BinaryReader) (Entity, error) {
 		if err != nil {
 			return nil, badBinary(err, name)
 		}
-		v, err := readBinaryValue(r, Type(t))
+		v, err := readBinaryValue(r, Type(t)+1) // 255 wraps to the zero Type, refused
 		if err != nil {
 			return nil, badBinary(err, name)
 		}
@@ -159,7 +160,7 @@ func readBinaryValue(r BinaryReader, t Type) (Value, error) {
 	case TypeBinary:
 		v.Bytes, err = readBinaryBytes(r)
 	default:
-		err = fmt.Errorf("unknown type %d", t)
+		err = fmt.Errorf("unknown type byte %d", byte(t-1))
 	}
 	return v, err
 }

@@ -106,7 +106,7 @@ func TestBinaryRejects(t *testing.T) {
 	one := func(name string, typ edm.Type, value ...byte) []byte {
 		b := []byte{1, byte(len(name))}
 		b = append(b, name...)
-		b = append(b, byte(typ))
+		b = append(b, byte(typ-1)) // the type byte is the Type less one
 		return append(b, value...)
 	}
 	tests := map[string][]byte{
@@ -117,14 +117,14 @@ func TestBinaryRejects(t *testing.T) {
 		"varint not shortest":    one("i", edm.TypeInt64, 0x80, 0x00),
 		"varint overflow":        one("i", edm.TypeInt64, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f),
 		"nanoseconds 1e9":        one("t", edm.TypeDateTime, 0, 0x80, 0x94, 0xeb, 0xdc, 0x03),
-		"unknown type":           one("x", edm.Type(8), 0),
+		"unknown type":           one("x", edm.TypeBinary+1, 0),
 		"truncated double":       one("d", edm.TypeDouble, 1, 2, 3),
 		"truncated string":       one("s", edm.TypeString, 5, 'a'),
-		"names out of order":     {2, 1, 'b', byte(edm.TypeBoolean), 0, 1, 'a', byte(edm.TypeBoolean), 0},
-		"name twice":             {2, 1, 'a', byte(edm.TypeBoolean), 0, 1, 'a', byte(edm.TypeBoolean), 1},
+		"names out of order":     {2, 1, 'b', byte(edm.TypeBoolean - 1), 0, 1, 'a', byte(edm.TypeBoolean - 1), 0},
+		"name twice":             {2, 1, 'a', byte(edm.TypeBoolean - 1), 0, 1, 'a', byte(edm.TypeBoolean - 1), 1},
 		"too many properties":    {0x81, 0x10},
 		"string over the bound":  one("s", edm.TypeString, 0x80, 0x80, 0x80, 0x08),
-		"count beyond the input": {3, 1, 'a', byte(edm.TypeBoolean), 0},
+		"count beyond the input": {3, 1, 'a', byte(edm.TypeBoolean - 1), 0},
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -144,7 +144,7 @@ func TestBinaryRejects(t *testing.T) {
 func FuzzReadBinary(f *testing.F) {
 	f.Add(readGolden(f))
 	f.Add([]byte{0})
-	f.Add([]byte{1, 1, 'b', byte(edm.TypeBoolean), 1})
+	f.Add([]byte{1, 1, 'b', byte(edm.TypeBoolean - 1), 1})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r := bytes.NewReader(in)
 		e, err := edm.ReadBinary(r)

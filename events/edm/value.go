@@ -12,10 +12,12 @@ import (
 // Type is one of the eight EDM types an Azure Table property can hold.
 type Type uint8
 
-// The eight EDM types. The zero Type is TypeString, the type of an untyped
-// JSON string.
+// The eight EDM types. The zero Type is none of them: it is the type of the
+// zero Value (what a constructor that failed, such as Guid, returns), which
+// Validate refuses (rule zero-value) so that it is never written as an empty
+// String by mistake; build an empty string with String("").
 const (
-	TypeString Type = iota
+	TypeString Type = iota + 1
 	TypeBoolean
 	TypeInt32
 	TypeInt64
@@ -26,6 +28,7 @@ const (
 )
 
 var typeNames = [...]string{
+	0:            "no type (a zero Value)",
 	TypeString:   "Edm.String",
 	TypeBoolean:  "Edm.Boolean",
 	TypeInt32:    "Edm.Int32",
@@ -47,7 +50,7 @@ func (t Type) String() string {
 // ParseType returns the Type named by an OData type name such as "Edm.Int64".
 func ParseType(name string) (Type, bool) {
 	for i, n := range typeNames {
-		if n == name {
+		if i > 0 && n == name {
 			return Type(i), true
 		}
 	}
@@ -87,7 +90,9 @@ func DateTime(t time.Time) Value {
 }
 
 // Guid returns a Guid value from its textual form; see ParseGuid. Its
-// error is a *rules.ValidationError (rule bad-guid) wrapping rules.ErrInvalid.
+// error is a *rules.ValidationError (rule bad-guid) wrapping rules.ErrInvalid;
+// the value returned with it is the zero Value, so that publishing it
+// anyway is refused (rule zero-value).
 func Guid(s string) (Value, error) {
 	g, err := ParseGuid(s)
 	if err != nil {

@@ -77,6 +77,10 @@ const (
 	BadGuid     = Rule("bad-guid")     // not a GUID; Validate also wants the canonical lowercase form
 	BadBinary   = Rule("bad-binary")   // not standard padded base64
 	UnknownType = Rule("unknown-type") // an @odata.type that is not one of the eight EDM types
+	// ZeroValue: a value built in Go with no type, the zero edm.Value
+	// (what a failed constructor such as Guid returns), never written as
+	// an empty String. The wire cannot carry one.
+	ZeroValue = Rule("zero-value")
 )
 
 // Rules reported by the decoders only.

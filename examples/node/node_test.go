@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/internal/azurite"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/tablejournaltest"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -49,6 +49,21 @@ func nodeModules(t *testing.T) string {
 	}
 }
 
+// runNode runs node with args and the packages in mods, and returns what
+// it printed; it fails the test if node fails.
+func runNode(ctx context.Context, t *testing.T, mods string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+mods)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %v: %v\n%s\n%s", args, err, out, stderr.Bytes())
+	}
+	return out
+}
+
 // TestNodeOrders runs orders.cjs with node against a pipeline on Azurite
 // and checks every step it reports.
 func TestNodeOrders(t *testing.T) {
@@ -57,14 +72,7 @@ func TestNodeOrders(t *testing.T) {
 	defer cancel()
 	p := tablejournaltest.New(t, az.ConnectionString())
 	customer := fmt.Sprintf("customer-%d", time.Now().UnixNano())
-	cmd := exec.CommandContext(ctx, "node", "orders.cjs", p.URL(), az.ConnectionString(), customer)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+mods)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr.Bytes())
-	}
+	out := runNode(ctx, t, mods, "orders.cjs", p.URL(), az.ConnectionString(), customer)
 	var got []map[string]any
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -96,15 +104,7 @@ func TestNodeOrders(t *testing.T) {
 // journalSubjects returns the table tokens of the journal's stored subjects.
 func journalSubjects(ctx context.Context, t *testing.T, url string) []string {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := journaltest.Connect(t, url)
 	s, err := js.Stream(ctx, wire.JournalStream)
 	if err != nil {
 		t.Fatal(err)

@@ -73,6 +73,31 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+// TestChooseAdviceHolds: the endpoint --auth login with a key or SAS
+// advises is one Choose then accepts for signing in; before, a key
+// connection string to http://… was told to "give the endpoint alone, as
+// http://…", which is then refused as login over http.
+func TestChooseAdviceHolds(t *testing.T) {
+	for _, endpoint := range []string{"https://acct.table.core.windows.net", "http://127.0.0.1:10002/devstoreaccount1"} {
+		_, err := Config{Mode: Login}.Choose(endpoint, true, false)
+		if !errors.Is(err, ErrMode) {
+			t.Fatalf("login with a key at %s: %v, want ErrMode", endpoint, err)
+		}
+		msg := err.Error()
+		if i := strings.Index(msg, "as http://"); i >= 0 {
+			t.Errorf("advises a plain http endpoint, which login refuses: %v", err)
+		}
+		if i := strings.Index(msg, "as https://"); i >= 0 {
+			advised := strings.Fields(msg[i+3:])[0]
+			if m, err := (Config{Mode: Login}).Choose(advised, false, false); err != nil || m != Login {
+				t.Errorf("the advised endpoint %s is refused: %v", advised, err)
+			}
+		} else if !strings.Contains(msg, "https://") || !strings.Contains(msg, "leave out --auth login") {
+			t.Errorf("login with a key at %s: %v; want advice to use https or the key", endpoint, err)
+		}
+	}
+}
+
 // TestTransport: a server behind a private CA is reached through
 // CAFile, and through SSL_CERT_FILE; without either, Transport is the
 // SDK's own (nil); a file with no certificate is refused.

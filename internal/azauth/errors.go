@@ -31,4 +31,7 @@ var (
 	ErrTokenRejected = errors.New("the service refused the token")
 	// ErrCAFile: the CA file cannot be read or holds no PEM certificate.
 	ErrCAFile = errors.New("CA file")
+	// ErrUnknownCA: the endpoint's TLS certificate is signed by a CA
+	// neither the system nor --ca-file trusts (ExplainTLS).
+	ErrUnknownCA = errors.New("certificate signed by an unknown authority")
 )

@@ -76,6 +76,11 @@ func (c Config) Choose(endpoint string, hasKey, hasSAS bool) (Mode, error) {
 	case m == SAS && !hasSAS:
 		return "", fmt.Errorf("%w: --auth sas needs a SAS token: give a URL with one as its query, or a connection string with SharedAccessSignature", ErrMode)
 	case m == Login && (hasKey || hasSAS):
+		if u, err := url.Parse(endpoint); err != nil || u.Scheme != "https" {
+			// Alone, this endpoint would be refused too: a token is
+			// sent only over https.
+			return "", fmt.Errorf("%w: --auth login signs in instead of using a key or SAS, and only over https, which %s is not: give the service's https:// endpoint alone (with --ca-file for a private CA), or leave out --auth login to use the key or SAS", ErrMode, bare(endpoint))
+		}
 		return "", fmt.Errorf("%w: --auth login signs in instead of using a key or SAS: give the endpoint alone, as %s", ErrMode, bare(endpoint))
 	case m == Login:
 		u, err := url.Parse(endpoint)

@@ -52,6 +52,15 @@ type Server struct {
 	lock *lockfile.Lock
 }
 
+// SyncsEveryWrite reports whether the running server's JetStream flushes
+// every write to disk before acknowledging it (sync_always): then an
+// acknowledged command survives the machine losing power
+// (docs/operating.md, "What an acknowledged publish survives").
+func (s *Server) SyncsEveryWrite() bool {
+	jsc := s.ns.JetStreamConfig()
+	return jsc != nil && jsc.SyncAlways
+}
+
 // Start starts a nats-server in this process with JetStream and a file
 // store under cfg.Dir, and returns once it accepts clients. It holds the
 // lock file cfg.Dir + ".lock" until Shutdown (or the process's end): a

@@ -50,3 +50,25 @@ func TestStoreLocked(t *testing.T) {
 	}
 	again.Shutdown()
 }
+
+// TestDefaultSyncsEveryWrite: the embedded server's default acknowledges a
+// command only once it is on disk, so an acknowledged command survives
+// the machine losing power (SPEC §5, contract v2; Jepsen's NATS 2.12.1
+// analysis lost acknowledged writes with the default two-minute
+// sync_interval). NoSync is the only way to turn it off.
+func TestDefaultSyncsEveryWrite(t *testing.T) {
+	for _, tc := range []struct {
+		noSync bool
+		want   bool
+	}{{false, true}, {true, false}} {
+		s, err := embedded.Start(embedded.Config{Dir: t.TempDir(), Listen: "127.0.0.1:-1", NoSync: tc.noSync, Logger: journaltest.Logger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.SyncsEveryWrite()
+		s.Shutdown()
+		if got != tc.want {
+			t.Errorf("NoSync %v: the server syncs every write: %v, want %v", tc.noSync, got, tc.want)
+		}
+	}
+}

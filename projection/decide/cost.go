@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -66,18 +67,6 @@ func encodedSize(pk string, r rows.Row) int {
 	return n
 }
 
-// opWireOverhead is what one operation adds to a transaction's request body
-// beyond its entity: the multipart boundary and the operation's headers.
-const opWireOverhead = 512
-
-// wireCost estimates an entity's share of a transaction's request body,
-// which is what Azure holds to 4 MiB: Binary travels in base64, a third
-// larger than EntitySize counts it.
-func wireCost(size int, props edm.Entity) int {
-	for _, v := range props {
-		if v.Type == edm.TypeBinary {
-			size += (len(v.Bytes) + 2) / 3
-		}
-	}
-	return size + opWireOverhead
-}
+// wireCost is events.WireCost: the one rule by which the projector prices
+// a transaction and Validate refuses a command that cannot fit one.
+func wireCost(size int, props edm.Entity) int { return events.WireCost(size, props) }

@@ -35,7 +35,9 @@ import (
 //	                        erase (_eraseSeq) for the applies that follow.
 //
 //	apply                   commands in journal order, one per line:
-//	<seq> <id> [prior=<seq>:<status>] <op> <rk> [ifv=<n>] [<prop>=<int> ...] [; <op> <rk> ...]
+//	<seq> <id> [prior=<seq>:<status>[:same|:other]] <op> <rk> [ifv=<n>] [<prop>=<int> ...] [; <op> <rk> ...]
+//	                        (:same and :other give the prior outcome the
+//	                        digest of this command or of another body)
 //	<seq> <id> [prior=<seq>:<status>] erase <rk>|*
 //	                        an erase of a row, or of the partition (*)
 //	                        answers each result, the rows after, the
@@ -144,14 +146,17 @@ func parseEntry(line string) (Entry, error) {
 	}
 	e := entry(seq, f[1])
 	rest := f[2:]
+	var priorBody string
 	if len(rest) > 0 && strings.HasPrefix(rest[0], "prior=") {
 		ps, st, _ := strings.Cut(strings.TrimPrefix(rest[0], "prior="), ":")
+		st, body, _ := strings.Cut(st, ":")
 		n, err := strconv.ParseUint(ps, 10, 64)
 		if err != nil {
 			return Entry{}, fmt.Errorf("command %q: %w", line, err)
 		}
 		e.Prior = Prior{Seq: n, Status: wire.Status(st)}
 		rest = rest[1:]
+		priorBody = body
 	}
 	if len(rest) == 2 && rest[0] == "erase" {
 		er := &events.Erase{ID: f[1], Table: e.Cmd.Table, PK: e.Cmd.PK}
@@ -183,6 +188,12 @@ func parseEntry(line string) (Entry, error) {
 			o.Entity[k] = edm.Int64(n)
 		}
 		e.Cmd.Ops = append(e.Cmd.Ops, o)
+	}
+	switch priorBody {
+	case "same":
+		e.Prior.Digest = e.Cmd.Digest()
+	case "other":
+		e.Prior.Digest = "another body"
 	}
 	return e, nil
 }

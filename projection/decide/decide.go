@@ -49,6 +49,9 @@ type Entry struct {
 type Prior struct {
 	Seq    uint64 // 0: none known
 	Status wire.Status
+	// Digest is the prior command's events.Command.Digest, "" when its
+	// outcome carries none (stored before outcomes had it).
+	Digest string
 }
 
 // Skipped is the status of a Result beside the three outcomes of SPEC §5
@@ -240,6 +243,11 @@ func (b *Txn) Add(e Entry) error {
 		b.Results = append(b.Results, res)
 		return nil
 	}
+	if why := reused(e); why != nil {
+		res.Reject(why.Error(), why)
+		b.Results = append(b.Results, res)
+		return nil
+	}
 	if dup := b.Duplicate(e); dup != "" {
 		res.Status, res.Reason = wire.StatusDuplicate, dup
 		b.Results = append(b.Results, res)
@@ -279,6 +287,21 @@ func (b *Txn) skip(e Entry) bool {
 		}
 	}
 	return false
+}
+
+// reused refuses e when its ID applied before with another body (SPEC §5,
+// code body-differs): an ID names one command, at any distance in time.
+// The earlier outcome's digest says what that command was; an outcome
+// without one (stored before digests) cannot tell, and e is a duplicate.
+func reused(e Entry) error {
+	p := e.Prior
+	if p.Seq == 0 || p.Seq >= e.Seq || p.Digest == "" || (p.Status != wire.StatusApplied && p.Status != wire.StatusDuplicate) {
+		return nil
+	}
+	if e.Cmd.Digest() == p.Digest {
+		return nil
+	}
+	return reject(wire.CodeBodyDiffers, "", "command ID %s already applied at journal sequence %d with another body: an ID names one command; publish this one under a new ID", e.Cmd.ID, p.Seq)
 }
 
 // duplicate says why e is a duplicate, or "": a command ID applies at most

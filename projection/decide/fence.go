@@ -59,15 +59,17 @@ var fenceWireCost = wireCost(edm.EntitySize("", rows.FenceKey, edm.Entity{
 	rows.ColSeq: edm.Int64(0), rows.ColCmd: edm.String(string(make([]byte, events.MaxIDLen))),
 	rows.ColAt: edm.DateTime(time.Time{}), rows.ColEraseSeq: edm.Int64(0),
 	rows.ColPruneSeq: edm.Int64(0), rows.ColPruneCmd: edm.String(string(make([]byte, events.MaxIDLen))),
-	rows.ColPruneRemoved: edm.Int64(0),
+	rows.ColPruneRemoved: edm.Int64(0), rows.ColPruneTotal: edm.Int64(0),
 }), nil) + 2*events.MaxKeyBytes // the partition key, in the body and the URL
 
+// DecodeFence reads a partition's fence row; a row there that the
+// projector did not write is a *rows.ForeignRowError (rows.ErrForeignRow).
 func DecodeFence(e store.Entity) (Fence, error) {
 	s, ok1 := e.Props[rows.ColSeq]
 	c, ok2 := e.Props[rows.ColCmd]
 	a, ok3 := e.Props[rows.ColAt]
 	if !ok1 || !ok2 || !ok3 || s.Type != edm.TypeInt64 || c.Type != edm.TypeString {
-		return Fence{}, fmt.Errorf("Fence row of partition %q lacks its columns: %w", e.PK, rows.ErrLayout)
+		return Fence{}, &rows.ForeignRowError{PK: e.PK, Key: e.RK, Why: "is a fence row that lacks its columns"}
 	}
 	f := Fence{Exists: true, ETag: e.ETag, Seq: uint64(s.Int), Cmd: c.Str, At: a.Time, Horizon: rows.HorizonOf(e.Props)}
 	if es, ok := e.Props[rows.ColEraseSeq]; ok && es.Type == edm.TypeInt64 {

@@ -8,7 +8,7 @@ func PriorFrom(all []wire.Outcome, seq uint64) Prior {
 	var best Prior
 	for _, o := range all {
 		if o.Seq < seq && o.Seq > best.Seq && (o.Status == wire.StatusApplied || o.Status == wire.StatusDuplicate) {
-			best = Prior{Seq: o.Seq, Status: o.Status}
+			best = Prior{Seq: o.Seq, Status: o.Status, Digest: o.Digest}
 		}
 	}
 	return best

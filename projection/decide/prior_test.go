@@ -18,8 +18,8 @@ func TestPriorFrom(t *testing.T) {
 	}{
 		{"none", nil, Prior{}},
 		{"only rejected", []wire.Outcome{o(3, wire.StatusRejected)}, Prior{}},
-		{"applied before", []wire.Outcome{o(3, wire.StatusApplied), o(5, wire.StatusRejected)}, Prior{3, wire.StatusApplied}},
-		{"newest earlier wins", []wire.Outcome{o(6, wire.StatusDuplicate), o(3, wire.StatusApplied)}, Prior{6, wire.StatusDuplicate}},
+		{"applied before", []wire.Outcome{o(3, wire.StatusApplied), o(5, wire.StatusRejected)}, Prior{Seq: 3, Status: wire.StatusApplied}},
+		{"newest earlier wins", []wire.Outcome{o(6, wire.StatusDuplicate), o(3, wire.StatusApplied)}, Prior{Seq: 6, Status: wire.StatusDuplicate}},
 		{"own and later ignored", []wire.Outcome{o(10, wire.StatusApplied), o(12, wire.StatusApplied)}, Prior{}},
 	}
 	for _, tt := range tests {

@@ -589,13 +589,24 @@ func (g *Group) reconcile(ctx context.Context) {
 
 // claim takes shard's lease: with Create when rev is 0 (the key is absent
 // or deleted), else by compare-and-set on rev (taking back this ID's own
-// lease). It reports whether it took it.
+// lease). It reports whether it took it. A stopping instance (ctx done, or
+// Run closing) claims nothing, and gives back at once a lease whose write
+// was in flight when the stop began.
 func (g *Group) claim(ctx context.Context, shard int, rev uint64, since time.Time) bool {
+	g.mu.Lock()
+	closing := g.closing
+	g.mu.Unlock()
+	if closing || ctx.Err() != nil {
+		return false
+	}
 	if since.IsZero() {
 		since = time.Now().UTC().Truncate(time.Second)
 	}
 	l := Lease{Owner: g.cfg.InstanceID, Since: since, Token: g.token}
-	cctx, cancel := context.WithTimeout(ctx, g.renewEvery)
+	// Once sent, the write may be stored whatever happens to ctx: only its
+	// answer says whether there is a lease to keep or give back, so it is
+	// not cancelled with ctx (it still times out).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.renewEvery)
 	defer cancel()
 	sent := time.Now()
 	var err error
@@ -608,28 +619,80 @@ func (g *Group) claim(ctx context.Context, shard int, rev uint64, since time.Tim
 	if err != nil {
 		// A lost race: the key exists, or it changed between Create's
 		// attempts (its second attempt reports the raw wrong-last-sequence).
-		lost := errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err)
-		if !lost && ctx.Err() == nil {
-			g.log.Warn("claiming a shard failed", LogShard, shard, "err", err)
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err) {
+			return false
 		}
-		return false
+		// No answer (a timeout, a lost connection): the write may have
+		// been stored all the same.
+		if rev = g.landed(context.WithoutCancel(ctx), shard); rev == 0 {
+			if ctx.Err() == nil {
+				g.log.Warn("claiming a shard failed", LogShard, shard, "err", err)
+			}
+			return false
+		}
 	}
 	l.Epoch = rev
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closing {
-		// Run is shutting down: give it back at once.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.renewEvery)
-		_ = g.kv.Delete(dctx, ShardKey(shard), jetstream.LastRevision(rev))
-		cancel()
+	if g.closing || ctx.Err() != nil {
+		g.mu.Unlock()
+		g.giveBack(context.WithoutCancel(ctx), shard, rev)
 		return false
 	}
+	defer g.mu.Unlock()
 	k := &keeper{g: g, shard: shard, lease: l, rev: rev, lastOK: sent, wake: make(chan struct{}, 1)}
 	g.held[shard] = k
 	g.keepers.Add(1)
 	go k.run()
 	g.log.Info("shard acquired", LogShard, shard, "epoch", rev, "owned", g.countLocked())
 	return true
+}
+
+// landed returns the revision of shard's lease if it is this process's
+// (its write was stored though its answer was lost), else 0.
+func (g *Group) landed(ctx context.Context, shard int) uint64 {
+	ctx, cancel := context.WithTimeout(ctx, g.renewEvery)
+	defer cancel()
+	e, err := g.kv.Get(ctx, ShardKey(shard))
+	if err != nil || !g.mine(e) {
+		return 0
+	}
+	return e.Revision()
+}
+
+// mine reports whether e is a lease of this process.
+func (g *Group) mine(e jetstream.KeyValueEntry) bool {
+	var l Lease
+	return json.Unmarshal(e.Value(), &l) == nil && l.Owner == g.cfg.InstanceID && l.Token == g.token
+}
+
+// giveBack deletes shard's lease, written by this process at rev, retrying
+// for up to a lease TTL (after which it is gone anyway). When the key has
+// another revision and is still this process's lease (a renewal that was
+// stored though its answer was lost), it deletes that revision; when it
+// is another's or gone, there is nothing to give back.
+func (g *Group) giveBack(ctx context.Context, shard int, rev uint64) {
+	deadline := time.Now().Add(g.cfg.LeaseTTL)
+	for {
+		dctx, cancel := context.WithTimeout(ctx, g.renewEvery)
+		err := g.kv.Delete(dctx, ShardKey(shard), jetstream.LastRevision(rev))
+		cancel()
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err) {
+			cur := g.landed(ctx, shard)
+			if cur == 0 || cur == rev {
+				return
+			}
+			rev = cur
+			continue
+		}
+		if err == nil || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(g.renewEvery / 2):
+		}
+	}
 }
 
 func (g *Group) countLocked() int {

@@ -197,3 +197,146 @@ func TestConfirm(t *testing.T) {
 		t.Fatalf("Owned = %v, want [0]", got)
 	}
 }
+
+// slowAnswerKV wraps the real ownership bucket: a lease's Create reaches
+// the server at once, but its answer comes back only after stopBegun is
+// closed, as under load when the instance is told to stop while its claim
+// is in flight. A caller that gave up waiting by then gets its context's
+// error, as from the real client.
+type slowAnswerKV struct {
+	jetstream.KeyValue
+	entered   chan struct{} // closed by the first lease Create
+	stopBegun chan struct{}
+
+	mu             sync.Mutex
+	once           sync.Once
+	afterStopBegun int // lease Creates called once stopBegun was closed
+}
+
+func (kv *slowAnswerKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if !strings.HasPrefix(key, shards.ShardKeyPrefix) {
+		return kv.KeyValue.Create(ctx, key, value, opts...)
+	}
+	select {
+	case <-kv.stopBegun:
+		kv.mu.Lock()
+		kv.afterStopBegun++
+		kv.mu.Unlock()
+	default:
+	}
+	rev, err := kv.KeyValue.Create(context.WithoutCancel(ctx), key, value, opts...)
+	kv.once.Do(func() { close(kv.entered) })
+	<-kv.stopBegun
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	return rev, err
+}
+
+// leasesLeft returns the shards whose lease key holds a lease.
+func leasesLeft(t *testing.T, ctx context.Context, kv jetstream.KeyValue, n int) []string {
+	t.Helper()
+	var left []string
+	for sh := range n {
+		e, err := kv.Get(ctx, shards.ShardKey(sh))
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		case err != nil:
+			t.Fatal(err)
+		default:
+			left = append(left, fmt.Sprintf("%d: %s", sh, e.Value()))
+		}
+	}
+	return left
+}
+
+func joinTest(t *testing.T, ctx context.Context, url string, cfg shards.Config) (*shards.Group, jetstream.KeyValue) {
+	t.Helper()
+	_, js := journaltest.Connect(t, url)
+	cfg.InstanceID, cfg.Logger = "a", projectiontest.QuietLogger()
+	g, err := shards.Join(ctx, js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, shards.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, kv
+}
+
+func idle(ctx context.Context, _ int) error { <-ctx.Done(); return nil }
+
+// waitRun waits for Run, told to stop, to return nil.
+func waitRun(t *testing.T, ctx context.Context, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run did not return")
+	}
+}
+
+// TestStopDuringClaim: an instance told to stop while its claim of a shard
+// is in flight (the lease stored, its answer not yet back) leaves no lease
+// behind when Run returns, and claims nothing once the stop began. The
+// lease TTL is long, so a lease left would still be there.
+func TestStopDuringClaim(t *testing.T) {
+	srv := journaltest.StartServer(t)
+	ctx := journaltest.Context(t, time.Minute)
+	g, kv := joinTest(t, ctx, srv.ClientURL(), shards.Config{Shards: 4, LeaseTTL: 30 * time.Second})
+	slow := &slowAnswerKV{entered: make(chan struct{}), stopBegun: make(chan struct{})}
+	shards.WrapKV(g, func(kv jetstream.KeyValue) jetstream.KeyValue { slow.KeyValue = kv; return slow })
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(runCtx, idle) }()
+	select {
+	case <-slow.entered:
+	case <-ctx.Done():
+		t.Fatal("no shard was claimed")
+	}
+	stop()
+	close(slow.stopBegun)
+	waitRun(t, ctx, done)
+	if left := leasesLeft(t, ctx, kv, 4); len(left) > 0 {
+		t.Errorf("leases left after the instance stopped: %v", left)
+	}
+	slow.mu.Lock()
+	defer slow.mu.Unlock()
+	if slow.afterStopBegun > 0 {
+		t.Errorf("%d claims after the stop began", slow.afterStopBegun)
+	}
+}
+
+// TestReleaseAfterUnansweredRenewal: a renewal that was stored though its
+// answer never came (here: the lease rewritten as it was) leaves the
+// keeper with an older revision; stopping still releases the lease.
+func TestReleaseAfterUnansweredRenewal(t *testing.T) {
+	srv := journaltest.StartServer(t)
+	ctx := journaltest.Context(t, time.Minute)
+	g, kv := joinTest(t, ctx, srv.ClientURL(), shards.Config{Shards: 1, LeaseTTL: 30 * time.Second})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(runCtx, idle) }()
+	projectiontest.WaitFor(t, ctx, "shard 0 owned", func() (bool, error) {
+		return len(g.Owned()) == 1, fmt.Errorf("owned %v", g.Owned())
+	})
+	e, err := kv.Get(ctx, shards.ShardKey(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Update(ctx, shards.ShardKey(0), e.Value(), e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	waitRun(t, ctx, done)
+	if left := leasesLeft(t, ctx, kv, 1); len(left) > 0 {
+		t.Errorf("leases left after the instance stopped: %v", left)
+	}
+}

@@ -257,25 +257,11 @@ func (k *keeper) renew(ctx context.Context) error {
 	return err
 }
 
-// delete releases the lease, if it is still the revision this keeper
-// wrote, retrying for up to a lease TTL (after which it is gone anyway).
+// delete releases the lease (see giveBack).
 func (k *keeper) delete(ctx context.Context) {
 	k.wmu.Lock()
 	defer k.wmu.Unlock()
-	deadline := time.Now().Add(k.g.cfg.LeaseTTL)
-	for {
-		dctx, cancel := context.WithTimeout(ctx, k.g.renewEvery)
-		err := k.g.kv.Delete(dctx, ShardKey(k.shard), jetstream.LastRevision(k.rev))
-		cancel()
-		if err == nil || errors.Is(err, jetstream.ErrKeyRevisionMismatch) || time.Now().After(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(k.g.renewEvery / 2):
-		}
-	}
+	k.g.giveBack(ctx, k.shard, k.rev)
 }
 
 func (g *Group) count() int {

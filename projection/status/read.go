@@ -69,6 +69,10 @@ type OverviewTotals struct {
 	// key, whether a projector runs or not; BehindCount counts them.
 	Behind      []wire.BehindPartition `json:"behind,omitempty"`
 	BehindCount int                    `json:"behindCount,omitempty"`
+	// Held lists the partitions held by a row the projector did not
+	// write (SPEC §5, "A held partition"), as recorded, until they apply
+	// again.
+	Held []wire.BehindPartition `json:"held,omitempty"`
 	// Unowned lists the shards with pending commands and no owner.
 	Unowned []int `json:"unowned"`
 }
@@ -136,9 +140,13 @@ func Read(ctx context.Context, js jetstream.JetStream, cfg Config) (Overview, er
 		return Overview{}, err
 	}
 	for _, e := range behind {
+		if e.Held() {
+			st.Totals.Held = append(st.Totals.Held, e.BehindPartition)
+			continue
+		}
 		st.Totals.Behind = append(st.Totals.Behind, e.BehindPartition)
 	}
-	st.Totals.BehindCount = len(behind)
+	st.Totals.BehindCount = len(st.Totals.Behind)
 	return st, nil
 }
 

@@ -1,7 +1,6 @@
 package erasure
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -256,28 +255,34 @@ func (t Target) classify(cmd *events.Command, decodeErr error) (remove, keep boo
 }
 
 // keyOutcomes lists the OUTCOMES sequences of the outcomes of the removed
-// commands (journal, their IDs in ids), in order.
+// commands (journal, their IDs in ids), in order: every outcome on the
+// subject of a removed command's ID that is of a removed command or does
+// not decode (on its own ID's subject), and those of removed commands on
+// outcomes.=, where the outcomes of every message without a usable ID go.
+// It reads them with batched direct gets (journal.Outcomes.Every), in
+// requests in proportion to the commands and with no consumer: a consumer
+// per ID exhausted JetStream's consumers beyond about a thousand commands.
 func (r *Eraser) keyOutcomes(ctx context.Context, journalSeqs []uint64, ids map[uint64]string) ([]uint64, error) {
 	removed := make(map[uint64]bool, len(journalSeqs))
-	idSet := map[string]bool{}
+	idList := make([]string, 0, len(journalSeqs))
 	for _, s := range journalSeqs {
 		removed[s] = true
-		if ids[s] != "" {
-			idSet[ids[s]] = true
-		}
+		idList = append(idList, ids[s])
 	}
+	shared := wire.OutcomeSubject("")
 	var out []uint64
-	for id := range idSet {
-		err := scanStream(ctx, r.JetStream(), wire.OutcomesStream, []string{wire.OutcomeSubject(id)}, func(seq uint64, _ nats.Header, data []byte) error {
-			var o wire.Outcome
-			if json.Unmarshal(data, &o) != nil || removed[o.Seq] {
-				out = append(out, seq)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+	err := journal.NewOutcomes(r.JetStream()).Every(ctx, idList, func(seq uint64, subject string, data []byte) error {
+		o, err := wire.DecodeOutcome(data)
+		if err == nil && removed[o.Seq] || err != nil && subject != shared {
+			out = append(out, seq)
 		}
+		return nil
+	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(out)
 	return out, nil
@@ -293,13 +298,14 @@ func (r *Eraser) validTarget(t Target) error {
 func (r *Eraser) countRows(ctx context.Context, t Target, before uint64) (int, [][]byte, error) {
 	n := 0
 	var values [][]byte
+	seen := map[string]bool{}
 	count := func(e store.Entity) {
 		if !rows.IsLayoutKey(e.RK) {
 			return
 		}
 		if s, ok := e.Props[rows.ColSeq]; before == 0 || !ok || uint64(s.Int) < before {
 			n++
-			values = scrubValues(values, e.Props)
+			values = scrubValues(values, seen, e.Props)
 		}
 	}
 	q := store.Query{PK: t.PK}
@@ -327,8 +333,10 @@ func (r *Eraser) countRows(ctx context.Context, t Target, before uint64) (int, [
 const minScrubValue = 8
 
 // scrubValues adds to values the string and binary properties of a row
-// that are at least minScrubValue bytes long, once each.
-func scrubValues(values [][]byte, props edm.Entity) [][]byte {
+// that are at least minScrubValue bytes long, once each (seen holds those
+// added: a set, so that a partition of 100,000 distinct values costs
+// linear time, not quadratic).
+func scrubValues(values [][]byte, seen map[string]bool, props edm.Entity) [][]byte {
 	for name, v := range props {
 		var b []byte
 		switch {
@@ -339,7 +347,8 @@ func scrubValues(values [][]byte, props edm.Entity) [][]byte {
 		case v.Type == edm.TypeBinary:
 			b = v.Bytes
 		}
-		if len(b) >= minScrubValue && !slices.ContainsFunc(values, func(o []byte) bool { return bytes.Equal(o, b) }) {
+		if len(b) >= minScrubValue && !seen[string(b)] {
+			seen[string(b)] = true
 			values = append(values, b)
 		}
 	}
@@ -537,7 +546,8 @@ func keySubjects(ctx context.Context, js jetstream.JetStream, stream string, t T
 }
 
 // scanStream calls fn with every message of stream on any of filters, in
-// stream order. A stream that does not exist holds nothing.
+// stream order, through one ordered consumer that it deletes when done. A
+// stream that does not exist holds nothing.
 func scanStream(ctx context.Context, js jetstream.JetStream, stream string, filters []string, fn func(seq uint64, h nats.Header, data []byte) error) error {
 	s, err := js.Stream(ctx, stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -563,6 +573,15 @@ func scanStream(ctx context.Context, js jetstream.JetStream, stream string, filt
 	if err != nil {
 		return err
 	}
+	// Deleted when done, not left to lapse: a plan reads again right
+	// after, and JetStream bounds a stream's consumers.
+	defer func() {
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = js.DeleteConsumer(dctx, stream, info.Name)
+		}
+	}()
 	it, err := cons.Messages()
 	if err != nil {
 		return err

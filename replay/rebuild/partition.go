@@ -158,6 +158,9 @@ func (r *Rebuilder) RebuildBehind(ctx context.Context, table string) (BehindStat
 	)
 	g.SetLimit(r.Config().Workers)
 	for _, e := range todo {
+		if e.Held() {
+			continue // not behind: held by a foreign row (projector resume)
+		}
 		if e.PKErased {
 			// The entry holds the partition key only hashed, and no
 			// journal message of the partition is left to read it from.
@@ -191,7 +194,9 @@ func (r *Rebuilder) RebuildBehind(ctx context.Context, table string) (BehindStat
 		errs = append(errs, err)
 	}
 	for _, e := range left {
-		st.Left = append(st.Left, e.BehindPartition)
+		if !e.Held() {
+			st.Left = append(st.Left, e.BehindPartition)
+		}
 	}
 	st.Elapsed = time.Since(start)
 	return st, errors.Join(errs...)

@@ -61,6 +61,9 @@ type DiffStats struct {
 	// Seq is the journal sequence both were compared at; math.MaxInt64
 	// means every row as stored.
 	Seq uint64
+	// TableLost says, for Verify, that the checked table does not exist in
+	// the store although its journal has commands: every row is Missing.
+	TableLost bool
 	// Rows counts the stored rows compared: the rows of either side.
 	Rows                    int64
 	Missing, Extra, Changed int64
@@ -108,7 +111,7 @@ func (r *Rebuilder) DiffTables(ctx context.Context, cfg DiffConfig) (DiffStats, 
 	if cfg.Seq == 0 {
 		cfg.Seq = math.MaxInt64
 	}
-	return compareTables(ctx, side{r.Store(), cfg.Table}, side{r.Store(), cfg.Against}, cfg.Seq, cfg.OnDiff, cfg.Progress)
+	return compareTables(ctx, side{st: r.Store(), table: cfg.Table}, side{st: r.Store(), table: cfg.Against}, cfg.Seq, cfg.OnDiff, cfg.Progress)
 }
 
 // VerifyConfig configures Verify.
@@ -184,7 +187,14 @@ func (r *Rebuilder) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, er
 	if err != nil {
 		return DiffStats{}, fmt.Errorf("verify %s: %w", cfg.Table, err)
 	}
-	st, err := compareTables(ctx, side{r.Store(), cfg.Table}, side{scratch.Store(), into}, seq, cfg.OnDiff, cfg.Progress)
+	live := side{st: r.Store(), table: cfg.Table}
+	// A table the store lost is drift, not an error: compared as empty,
+	// every row the journal made is missing.
+	if _, _, err := store.First(ctx, live.st, live.table, store.Query{AllPartitions: true, Limit: 1}); errors.Is(err, store.ErrTableNotFound) {
+		live.lost = true
+	}
+	st, err := compareTables(ctx, live, side{st: scratch.Store(), table: into}, seq, cfg.OnDiff, cfg.Progress)
+	st.TableLost = live.lost
 	st.Rebuild = &rs
 	st.Elapsed = time.Since(start)
 	if err != nil {
@@ -209,6 +219,7 @@ func scratchName(table string) string {
 type side struct {
 	st    store.Store
 	table string
+	lost  bool // the table does not exist: compared as empty (Verify)
 }
 
 // compareTables compares got (the checked table) with want (the
@@ -217,6 +228,9 @@ func compareTables(ctx context.Context, got, want side, seq uint64, onDiff func(
 	start := time.Now()
 	stats := DiffStats{Table: got.table, Against: want.table, Seq: seq}
 	for _, s := range []side{got, want} {
+		if s.lost {
+			continue
+		}
 		if _, _, err := store.First(ctx, s.st, s.table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
 			return stats, fmt.Errorf("diff: table %s: %w", s.table, err)
 		}
@@ -261,6 +275,9 @@ func compareTables(ctx context.Context, got, want side, seq uint64, onDiff func(
 func unionPartitions(ctx context.Context, a, b side) ([]store.Partition, error) {
 	set := make(map[string]bool)
 	for _, s := range []side{a, b} {
+		if s.lost {
+			continue
+		}
 		err := s.st.Partitions(ctx, s.table, func(pk string) error {
 			set[pk] = true
 			return nil
@@ -443,6 +460,9 @@ var errStopView = errors.New("view stopped")
 // reaches their key.
 func viewAt(ctx context.Context, s side, part store.Partition, seq uint64, fences fenceMap) iter.Seq2[store.Entity, error] {
 	return func(yield func(store.Entity, error) bool) {
+		if s.lost {
+			return
+		}
 		tipSeq, err := tipSeqs(ctx, s, part)
 		if err != nil {
 			yield(store.Entity{}, err)

@@ -221,3 +221,71 @@ func TestPrunedCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestPruneErasedPartition: partitions holding erase markers (a whole
+// partition erased, then written again; one row erased) are pruned like
+// any other, and so are the partitions sorting after them (issue 36, item
+// 6: the prune stopped at the marker, "not a tip or version row").
+func TestPruneErasedPartition(t *testing.T) {
+	for _, b := range replaytest.Stores() {
+		t.Run(b.Name, func(t *testing.T) {
+			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Retention|replaytest.Rebuild))
+			table := replaytest.UniqueTable("PruneErased")
+			var cmds []*events.Command
+			for i := range 12 {
+				cmds = append(cmds, &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int64(int64(i))}}}})
+			}
+			publish := func(cmds []*events.Command) {
+				var ids []string
+				for _, c := range cmds {
+					ids = append(ids, c.ID)
+				}
+				e.Publish(cmds)
+				e.Await(ids)
+			}
+			publish(cmds)
+			rk := "r"
+			for _, er := range []*events.Erase{{ID: table + "-erase-a", Table: table, PK: "a"}, {ID: table + "-erase-b", Table: table, PK: "b", RK: &rk}} {
+				res, err := e.Writer.PublishErase(e.Ctx, er)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o := e.Await([]string{er.ID})[er.ID]; o.Status != wire.StatusApplied || o.Seq != res.Seq {
+					t.Fatalf("erase %s: %+v", er.ID, o)
+				}
+			}
+			// Written again after the erases: versions to prune in a and b.
+			cmds = nil
+			for i := 12; i < 24; i++ {
+				cmds = append(cmds, &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
+					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int64(int64(i))}}}})
+			}
+			publish(cmds)
+			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 1, Pace: time.Millisecond, Apply: true}
+			st, err := e.Pruner.Prune(e.Ctx, cfg, nil)
+			// a and b: 4 versions since the erase, 3 removed; c: 8, 7 removed.
+			if err != nil || st.Partitions != 3 || st.Rows != 3+3+7 {
+				t.Fatalf("prune: %+v, %v", st, err)
+			}
+			for _, pk := range []string{"a", "b", "c"} {
+				byRK, err := rows.ReadPartition(e.Ctx, e.Store, table, pk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(byRK["r"]) != 1 {
+					t.Errorf("%s/r keeps %d versions, want 1", pk, len(byRK["r"]))
+				}
+			}
+			for pk, key := range map[string]string{"a": rows.ErasedKey, "b": rows.ErasedRowKey("r")} {
+				if _, err := e.Store.Get(e.Ctx, table, pk, key); err != nil {
+					t.Errorf("the erase marker of %s after the prune: %v", pk, err)
+				}
+			}
+			vs, err := e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table})
+			if err != nil || !vs.Identical() {
+				t.Fatalf("verify: %+v %v", vs, err)
+			}
+		})
+	}
+}

@@ -25,11 +25,13 @@ import (
 // properties in the binary EDM encoding of edm.AppendBinary (the one the
 // embedded store keeps its rows in). Every EDM value round-trips exactly. A
 // block holds rows of one partition; load writes each block as one or more
-// transactions. The rows are the tips and version rows, and the
-// partitions' fence rows (rows.FenceKey) as they stood at the snapshot's
-// sequence, which carry the prune horizon (SPEC §4): a copy refuses the
-// points the original refuses. Snapshots written before fences were carried
-// hold none and load as before, without a horizon.
+// transactions. The rows are the tips and version rows, the erase markers
+// (rows.ErasedKey, rows.ErasedRowKey) written at or before the snapshot's
+// sequence, and the partitions' fence rows (rows.FenceKey) as they stood at
+// it, which carry the prune horizon (SPEC §4): a copy refuses the points
+// the original refuses, and says "erased" where it does. Snapshots written
+// before fences (or markers) were carried hold none and load as before,
+// without a horizon (or marker).
 //
 // zstd (github.com/klauspost/compress/zstd): rows of the layout repeat
 // their property names, system columns and key prefixes, which zstd's

@@ -265,6 +265,25 @@ func snapRange(ctx context.Context, st store.Store, table string, part store.Par
 	if err != nil {
 		return err
 	}
+	// The erase markers (SPEC §10) written at or before seq: a copy says
+	// "erased" where the original does, as a rebuild's does (issue 36,
+	// item 7: snapshots dropped them).
+	order = keyOrder{part: part}
+	from, to = rows.ErasedRange()
+	err = store.All(ctx, st, table, part.Query(store.Query{From: from, To: to, Filter: filter}), func(e store.Entity) error {
+		if err := order.check(e); err != nil {
+			return err
+		}
+		if !rows.IsErasedKey(e.RK) {
+			return nil
+		}
+		seen(e)
+		kept.Add(1)
+		return emit(e)
+	})
+	if err != nil {
+		return err
+	}
 	// The fences, read after the rows: a prune that removed rows the scans
 	// missed has moved its horizon by then.
 	return replay.FenceRows(ctx, st, table, part, func(e store.Entity) error {

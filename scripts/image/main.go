@@ -1,11 +1,12 @@
 // Command image builds the container image of the three commands without
 // a container engine (deploy/ociimage): static binaries, one layer FROM
-// scratch, written as an OCI image layout in OUT/oci (tagged VERSION) and
+// scratch, for each architecture of -arch, written as one OCI image index
+// in the layout OUT/oci (tagged VERSION) and, for the first architecture,
 // as a docker-archive tarball OUT/tablejournal.tar (tagged
-// tablejournal:VERSION and tablejournal:latest).
-// `make image` runs it.
+// tablejournal:VERSION and tablejournal:latest; docker load takes one
+// architecture). `make image` runs it.
 //
-// Usage: go run ./scripts/image -out DIR -version VERSION [-revision SHA] [-created RFC3339] [-source URL] [-arch GOARCH]
+// Usage: go run ./scripts/image -out DIR -version VERSION [-revision SHA] [-created RFC3339] [-source URL] [-arch GOARCH,...]
 package main
 
 import (
@@ -17,7 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -41,7 +42,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&c.Version, "version", "", "the image's version label and tag, e.g. from git describe (required)")
 	fs.StringVar(&c.Revision, "revision", "", "the commit built, for the revision label")
 	fs.StringVar(&c.Source, "source", "https://github.com/tablejournal/tablejournal", "the source repository, for the source label")
-	fs.StringVar(&c.Arch, "arch", runtime.GOARCH, "GOARCH of the binaries")
+	arches := fs.String("arch", "amd64,arm64", "GOARCH of the binaries, comma-separated: one image each, in one index; the first is the docker-archive's")
 	fs.StringVar(&c.CACerts, "ca-certs", ociimage.SystemCACerts, "CA bundle copied into the image")
 	created := fs.String("created", "", "creation time, RFC 3339, e.g. the commit's (default the Unix epoch, for a reproducible image)")
 	if err := fs.Parse(args); err != nil {
@@ -61,38 +62,59 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c.BinDir = filepath.Join(*out, "linux-"+c.Arch)
-	if err := ociimage.Compile(ctx, modDir, c.BinDir, c.Arch); err != nil {
-		return err
+	var imgs []v1.Image
+	for _, arch := range strings.Split(*arches, ",") {
+		arch = strings.TrimSpace(arch)
+		if arch == "" {
+			return fmt.Errorf("-arch %q: an empty architecture", *arches)
+		}
+		c := c
+		c.Arch, c.BinDir = arch, filepath.Join(*out, "linux-"+arch)
+		if err := ociimage.Compile(ctx, modDir, c.BinDir, c.Arch, c.Version); err != nil {
+			return err
+		}
+		img, err := ociimage.Build(c)
+		if err != nil {
+			return err
+		}
+		imgs = append(imgs, img)
 	}
-	img, err := ociimage.Build(c)
+	idx, err := ociimage.Index(imgs...)
 	if err != nil {
 		return err
 	}
 	tags := []string{c.Version, "latest"}
 	layoutDir, archive := filepath.Join(*out, "oci"), filepath.Join(*out, ociimage.Repository+".tar")
-	if err := ociimage.WriteLayout(layoutDir, img, c.Version); err != nil {
+	if err := ociimage.WriteLayout(layoutDir, idx, c.Version); err != nil {
 		return err
 	}
-	if err := ociimage.WriteArchive(archive, img, tags...); err != nil {
+	if err := ociimage.WriteArchive(archive, imgs[0], tags...); err != nil {
 		return err
 	}
-	return report(stdout, img, layoutDir, archive, tags)
+	return report(stdout, idx, imgs, layoutDir, archive, tags)
 }
 
-func report(w io.Writer, img v1.Image, layoutDir, archive string, tags []string) error {
-	digest, err := img.Digest()
+func report(w io.Writer, idx v1.ImageIndex, imgs []v1.Image, layoutDir, archive string, tags []string) error {
+	digest, err := idx.Digest()
 	if err != nil {
 		return err
 	}
-	compressed, uncompressed, err := ociimage.Sizes(img)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "image %s %s\n", ociimage.Repository, digest)
-	fmt.Fprintf(w, "  OCI layout:     %s, tag %s (skopeo copy oci:%s docker://REGISTRY/%s:%s; crane push %s REGISTRY/%s:%s)\n",
+	fmt.Fprintf(w, "image index %s %s\n", ociimage.Repository, digest)
+	fmt.Fprintf(w, "  OCI layout:     %s, tag %s (skopeo copy --all oci:%s docker://REGISTRY/%s:%s; crane push %s REGISTRY/%s:%s)\n",
 		layoutDir, tags[0], layoutDir, ociimage.Repository, tags[0], layoutDir, ociimage.Repository, tags[0])
-	fmt.Fprintf(w, "  docker-archive: %s, tags %v (docker load -i, podman load -i)\n", archive, tags)
-	fmt.Fprintf(w, "  size:           %.1f MB compressed, %.1f MB uncompressed\n", float64(compressed)/1e6, float64(uncompressed)/1e6)
+	for i, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return err
+		}
+		compressed, uncompressed, err := ociimage.Sizes(img)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  linux/%-9s %.1f MB compressed, %.1f MB uncompressed\n", cf.Architecture+":", float64(compressed)/1e6, float64(uncompressed)/1e6)
+		if i == 0 {
+			fmt.Fprintf(w, "  docker-archive: %s, linux/%s, tags %v (docker load -i, podman load -i)\n", archive, cf.Architecture, tags)
+		}
+	}
 	return nil
 }

@@ -208,7 +208,7 @@ func (s *Store) wrap(op string, err error, nf notFoundKind) error {
 // transportError wraps an error that is not a service response: a
 // cancelled context, a network failure, an SDK argument check.
 func (s *Store) transportError(op string, err error) error {
-	e := &requestError{op: op, cause: sanitize(err)}
+	e := &requestError{op: op, cause: azauth.ExplainTLS(sanitize(err))}
 	e.msg = s.redact(e.cause.Error())
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

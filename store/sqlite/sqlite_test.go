@@ -302,8 +302,8 @@ func TestPropsCodecExact(t *testing.T) {
 	if again := encodeProps(old); !bytes.Equal(again, stored) {
 		t.Fatalf("golden row re-encodes differently:\n got  %x\n want %x", again, stored)
 	}
-	for _, bad := range [][]byte{nil, {}, {2}, {1, 1}, {1, 1, 1, 'a', 99}, {1, 1, 1, 'a', byte(edm.TypeDouble), 0},
-		{1, 1, 1, 'a', byte(edm.TypeBoolean), 2}, append(append([]byte(nil), stored...), 0)} {
+	for _, bad := range [][]byte{nil, {}, {2}, {1, 1}, {1, 1, 1, 'a', 99}, {1, 1, 1, 'a', byte(edm.TypeDouble - 1), 0},
+		{1, 1, 1, 'a', byte(edm.TypeBoolean - 1), 2}, append(append([]byte(nil), stored...), 0)} {
 		if _, err := decodeProps(bad); err == nil {
 			t.Errorf("decodeProps(%v) succeeded", bad)
 		}

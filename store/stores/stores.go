@@ -88,6 +88,7 @@ type Option func(*options)
 
 type options struct {
 	exclusive bool
+	existing  bool
 	auth      azauth.Config
 }
 
@@ -102,6 +103,12 @@ func Auth(c azauth.Config) Option { return func(o *options) { o.auth = c } }
 // server opens its store so. It changes nothing for Azure, which any
 // number of processes may share.
 func Exclusive() Option { return func(o *options) { o.exclusive = true } }
+
+// Existing opens only an embedded store that exists: a missing file is an
+// error wrapping ErrNoStore, and nothing (no folder, no file) is created.
+// A command that only reads (replay asof, history, verify...) opens its
+// store so. It changes nothing for Azure.
+func Existing() Option { return func(o *options) { o.existing = true } }
 
 // Open opens the table store spec selects (see the package doc). The closer
 // releases it; call it when done. ctx bounds the opening only.

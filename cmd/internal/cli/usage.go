@@ -58,22 +58,41 @@ func FlagError(err error) error {
 // flagName finds the flag in the flag package's "invalid value" errors.
 var flagName = regexp.MustCompile(`(for flag|for) -([A-Za-z][\w-]*)`)
 
+// Version is the version the build stamped into the commands, which
+// --version prints before the module's build information: `make image`
+// and scripts/image set it with -ldflags "-X VersionVar=VERSION" (the
+// output of git describe), so a binary built with -buildvcs=false, or
+// from a source tree without git, still says which version it is. Empty
+// in a plain go build, where the module's version (go install
+// module@v1.2.3) or "(devel)" stands.
+var Version string
+
+// VersionVar is the linker's name of Version, for -ldflags -X.
+const VersionVar = "github.com/tablejournal/tablejournal/cmd/internal/cli.Version"
+
 // PrintVersion prints the version line of command name.
 func PrintVersion(w io.Writer, name string) {
 	bi, ok := debug.ReadBuildInfo()
-	fmt.Fprintln(w, buildVersion(name, bi, ok))
+	fmt.Fprintln(w, buildVersion(name, Version, bi, ok))
 }
 
-// buildVersion renders the module version and the VCS revision the binary
-// was built from, as the Go toolchain recorded them: "replay
-// github.com/tablejournal/tablejournal v1.2.3 (rev 0123abcd, 2026-11-21T10:00:00Z) go1.26.8".
-// A build from a work tree is version (devel); with -buildvcs=false or
-// outside git there is no revision.
-func buildVersion(name string, bi *debug.BuildInfo, ok bool) string {
+// buildVersion renders the version (stamped, else the module's) and the
+// VCS revision the binary was built from, as the Go toolchain recorded
+// them: "replay github.com/tablejournal/tablejournal v1.2.3 (rev
+// 0123abcd, 2026-11-21T10:00:00Z) go1.26.8". A build from a work tree
+// without a stamp is version (devel); with -buildvcs=false or outside
+// git there is no revision.
+func buildVersion(name, stamped string, bi *debug.BuildInfo, ok bool) string {
 	if !ok || bi == nil {
+		if stamped != "" {
+			return name + " " + stamped + " (no build information)"
+		}
 		return name + " (no build information)"
 	}
 	version := bi.Main.Version
+	if stamped != "" {
+		version = stamped
+	}
 	if version == "" {
 		version = "(devel)"
 	}

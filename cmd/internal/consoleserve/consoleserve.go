@@ -5,6 +5,7 @@ package consoleserve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 // ("console-" in the projector, "" in replay console).
 type Flags struct {
 	Addr, AuthFile, Grafana  string
+	TLSCert, TLSKey          string
 	HideValues, AllowChanges bool
 }
 
@@ -29,7 +31,11 @@ type Flags struct {
 // which is prefix+"addr" with default addr.
 func (f *Flags) Register(fs *flag.FlagSet, prefix, addr, addrUsage string) {
 	fs.StringVar(&f.Addr, prefix+"addr", addr, addrUsage)
-	fs.StringVar(&f.AuthFile, prefix+"auth-file", "", "require authentication of the console: a file holding user:password (HTTP basic) or a bearer token")
+	fs.StringVar(&f.AuthFile, prefix+"auth-file", "", "require authentication of the console: a `file` with one line \"user NAME PASSWORD\" (HTTP basic) or \"token TOKEN\" (bearer)")
+	// Always console-tls-*: replay's --tls-cert/--tls-key are the NATS
+	// client's certificate.
+	fs.StringVar(&f.TLSCert, "console-tls-cert", "", "console: serve HTTPS with this PEM certificate (chain); needs --console-tls-key")
+	fs.StringVar(&f.TLSKey, "console-tls-key", "", "console: the PEM private key of --console-tls-cert")
 	fs.BoolVar(&f.HideValues, prefix+"hide-values", false, "console: show property names and types, never their values (personal data)")
 	fs.BoolVar(&f.AllowChanges, prefix+"allow-changes", false, "console: offer undo, restore, prune and erase (plan, preview, confirm; journaled); without it the console changes nothing")
 	fs.StringVar(&f.Grafana, prefix+"grafana-url", "", "console: link the health page to this Grafana dashboard (its query and credentials are never shown)")
@@ -50,22 +56,79 @@ func (f *Flags) Config(src console.Source, log *slog.Logger) (console.Config, er
 	return cfg, nil
 }
 
-// ReadAuth reads an authentication file: its first line is user:password
-// for HTTP basic authentication, or else a bearer token.
+// ErrAuthFile is wrapped by every error about the content of an
+// authentication file.
+var ErrAuthFile = errors.New("console auth file")
+
+// ReadAuth reads an authentication file. It holds one credential on one
+// line, blank lines and lines starting with # aside:
+//
+//	user NAME PASSWORD   HTTP basic; the password is the rest of the line
+//	token TOKEN          a bearer token
+//
+// The older bare forms are still read where they mean one thing only:
+// NAME:PASSWORD with exactly one colon and both sides non-empty, and a
+// token without colon or space. Anything else is refused with its line
+// number; the secret never appears in an error.
 func ReadAuth(path string) (*console.Auth, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("console auth file: %w", err)
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	line = strings.TrimSpace(line)
-	if line == "" {
-		return nil, fmt.Errorf("console auth file %s is empty: want user:password or a token", path)
+	var got *console.Auth
+	for i, raw := range strings.Split(string(b), "\n") {
+		line := strings.TrimSpace(raw)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		a, why := parseAuthLine(line)
+		if why != "" {
+			return nil, fmt.Errorf("%w %s, line %d: %s", ErrAuthFile, path, i+1, why)
+		}
+		if got != nil {
+			return nil, fmt.Errorf("%w %s, line %d: a second credential; the console takes one", ErrAuthFile, path, i+1)
+		}
+		got = a
 	}
-	if u, p, ok := strings.Cut(line, ":"); ok && u != "" && p != "" {
-		return &console.Auth{User: u, Password: p}, nil
+	if got == nil {
+		return nil, fmt.Errorf("%w %s holds no credential: want a line `user NAME PASSWORD` or `token TOKEN`", ErrAuthFile, path)
 	}
-	return &console.Auth{Token: line}, nil
+	return got, nil
+}
+
+// parseAuthLine reads one non-blank line; why says, without the secret,
+// what is wrong with it.
+func parseAuthLine(line string) (*console.Auth, string) {
+	kind, rest, _ := strings.Cut(line, " ")
+	rest = strings.TrimSpace(rest)
+	switch kind {
+	case "user":
+		name, pw, _ := strings.Cut(rest, " ")
+		pw = strings.TrimSpace(pw)
+		if name == "" || pw == "" {
+			return nil, "want `user NAME PASSWORD`: the name or the password is missing"
+		}
+		return &console.Auth{User: name, Password: pw}, ""
+	case "token":
+		if rest == "" || strings.ContainsAny(rest, " \t") {
+			return nil, "want `token TOKEN`: one token without spaces"
+		}
+		return &console.Auth{Token: rest}, ""
+	}
+	if strings.ContainsAny(line, " \t") {
+		return nil, "unknown line kind: want `user NAME PASSWORD` or `token TOKEN`"
+	}
+	switch n := strings.Count(line, ":"); {
+	case n == 0:
+		return &console.Auth{Token: line}, ""
+	case n == 1:
+		if u, p, _ := strings.Cut(line, ":"); u != "" && p != "" {
+			return &console.Auth{User: u, Password: p}, ""
+		}
+		return nil, "NAME:PASSWORD with an empty side; write `user NAME PASSWORD` or `token TOKEN`"
+	default:
+		return nil, "ambiguous: more than one colon could be NAME:PASSWORD or a token; write `user NAME PASSWORD` or `token TOKEN`"
+	}
 }
 
 // Loopback reports whether addr listens on a loopback address only.
@@ -89,19 +152,30 @@ type Server struct {
 	done chan error
 }
 
-// Start listens on addr and serves h, sampling the projectors' lag in the
-// background, until Close or ctx ends. A listener off loopback without
-// authentication is logged as a warning.
-func Start(ctx context.Context, addr string, h *console.Handler, authed bool, log *slog.Logger) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+// Start listens on f.Addr and serves h, over HTTPS when f names a
+// certificate and key, sampling the projectors' lag in the background,
+// until Close or ctx ends. A listener off loopback without authentication
+// is logged as a warning.
+func Start(ctx context.Context, f *Flags, h *console.Handler, authed bool, log *slog.Logger) (*Server, error) {
+	tc, err := f.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", f.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	if !Loopback(addr) && !authed {
+	if !Loopback(f.Addr) && !authed {
 		log.Warn("the console listens beyond loopback without authentication; give it an auth file", "addr", ln.Addr().String())
 	}
-	s := &Server{URL: "http://" + ln.Addr().String() + "/", h: h, done: make(chan error, 1),
-		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	scheme := "http://"
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+		scheme = "https://"
+	}
+	s := &Server{URL: scheme + ln.Addr().String() + "/", h: h, done: make(chan error, 1),
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tc,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}}
 	sctx, cancel := context.WithCancel(ctx)
 	go func() { _ = h.Run(sctx, 5*time.Second) }()
 	go func() {
@@ -114,6 +188,22 @@ func Start(ctx context.Context, addr string, h *console.Handler, authed bool, lo
 	}()
 	context.AfterFunc(ctx, func() { _ = s.Close() })
 	return s, nil
+}
+
+// tlsConfig loads the certificate and key, or returns nil when neither
+// is given.
+func (f *Flags) tlsConfig() (*tls.Config, error) {
+	if f.TLSCert == "" && f.TLSKey == "" {
+		return nil, nil
+	}
+	if f.TLSCert == "" || f.TLSKey == "" {
+		return nil, errors.New("console: give both --console-tls-cert and --console-tls-key, or neither")
+	}
+	c, err := tls.LoadX509KeyPair(f.TLSCert, f.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("console: load TLS certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // Close stops the server, letting requests in flight finish for a few

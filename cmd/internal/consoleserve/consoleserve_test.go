@@ -1,6 +1,7 @@
 package consoleserve
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,9 +16,18 @@ func TestReadAuth(t *testing.T) {
 		want       *console.Auth
 		err        bool
 	}{
-		{"basic", "ops:pw-456\n", &console.Auth{User: "ops", Password: "pw-456"}, false},
-		{"token", "  tok-123  \nignored\n", &console.Auth{Token: "tok-123"}, false},
-		{"token with colon", ":abc", &console.Auth{Token: ":abc"}, false},
+		{"user line", "# console\n\nuser ops pw with: colons\n", &console.Auth{User: "ops", Password: "pw with: colons"}, false},
+		{"token line", "token tok:with:colons\n", &console.Auth{Token: "tok:with:colons"}, false},
+		{"old basic", "ops:pw-456\n", &console.Auth{User: "ops", Password: "pw-456"}, false},
+		{"old token", "  tok-123  \n", &console.Auth{Token: "tok-123"}, false},
+		{"old empty password", "admin:", nil, true},
+		{"old empty user", ":abc", nil, true},
+		{"colon alone", ":", nil, true},
+		{"old many colons", "tok:with:q9z", nil, true},
+		{"user without password", "user admin", nil, true},
+		{"token with space", "token tok en", nil, true},
+		{"unknown kind", "bearer s3cret", nil, true},
+		{"two credentials", "token a\ntoken b", nil, true},
 		{"empty", "\n", nil, true},
 	}
 	for _, tt := range tests {
@@ -31,8 +41,16 @@ func TestReadAuth(t *testing.T) {
 				t.Fatalf("err %v, want error %v", err, tt.err)
 			}
 			if err != nil {
-				if strings.Contains(err.Error(), strings.TrimSpace(tt.file)) && strings.TrimSpace(tt.file) != "" {
-					t.Errorf("error shows the file's content: %v", err)
+				if !errors.Is(err, ErrAuthFile) {
+					t.Errorf("err %v is not ErrAuthFile", err)
+				}
+				for _, secret := range []string{"abc", "q9z", "s3cret", "tok en"} {
+					if strings.Contains(tt.file, secret) && strings.Contains(err.Error(), secret) {
+						t.Errorf("error shows the secret %q: %v", secret, err)
+					}
+				}
+				if strings.TrimSpace(tt.file) != "" && !strings.Contains(err.Error(), "line ") {
+					t.Errorf("error names no line: %v", err)
 				}
 				return
 			}

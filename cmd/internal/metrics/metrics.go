@@ -277,7 +277,9 @@ func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descRetries
 	ch <- descDisagree
 	ch <- descBehind
+	ch <- descHeld
 	ch <- descPruned
+	ch <- descSweepAge
 }
 
 func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
@@ -298,6 +300,8 @@ func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDisagree, prometheus.CounterValue, float64(disagreements))
 	collectPruned(ch, c.m.stats.Load())
 	collectBehind(ch, c.m.stats.Load())
+	collectHeld(ch, c.m.stats.Load())
+	collectSweeps(ch, c.m.stats.Load(), snap.At)
 	for _, s := range snap.Shards {
 		label := strconv.Itoa(s.Shard)
 		ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(s.Applied), label)

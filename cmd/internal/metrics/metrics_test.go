@@ -270,9 +270,10 @@ func httptestServer(t *testing.T, m *Metrics, ready ...Check) string {
 // collectors; /readyz says 503 and why while a check fails.
 func TestServer(t *testing.T) {
 	ctx := context.Background()
-	m, _ := newTestMetrics()
+	m, clk := newTestMetrics()
 	m.ShardStarted(0, 0, 0)
 	var st projection.Stats
+	st.Sweeps.Set(0, clk.now().Add(-90*time.Second))
 	st.StoreRetries.Add(3)
 	st.FenceConflicts.Add(2)
 	st.Disagreements.Add(1)
@@ -304,6 +305,12 @@ func TestServer(t *testing.T) {
 	}
 	if n, _ := f.Value(NameStoreBehind); n != 1 {
 		t.Errorf("%s = %v, want 1", NameStoreBehind, n)
+	}
+	if n, ok := f.Value(NameHeldPartitions); !ok || n != 0 {
+		t.Errorf("%s = %v (exported %v), want 0", NameHeldPartitions, n, ok)
+	}
+	if ages := f.ByLabel(NameSweepAge, "shard"); fmt.Sprint(ages) != fmt.Sprint(map[string]float64{"0": 90}) {
+		t.Errorf("%s by shard %v, want shard 0 swept 90 s ago", NameSweepAge, ages)
 	}
 	get := func(path string) (int, string) {
 		t.Helper()

@@ -31,5 +31,5 @@ func startConsole(ctx context.Context, f *consoleserve.Flags, js jetstream.JetSt
 	if err != nil {
 		return nil, err
 	}
-	return consoleserve.Start(ctx, f.Addr, h, cfg.Auth != nil, log)
+	return consoleserve.Start(ctx, f, h, cfg.Auth != nil, log)
 }

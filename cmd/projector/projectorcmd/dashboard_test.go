@@ -102,7 +102,7 @@ func alertExprs(t *testing.T, path string) []string {
 		}
 	}
 	// The issue asks for the first four.
-	for _, a := range []string{"TablejournalProjectorLagging", "TablejournalShardUnowned", "TablejournalShardFailed", "TablejournalStoreThrottled", "TablejournalTableDisagrees"} {
+	for _, a := range []string{"TablejournalProjectorLagging", "TablejournalShardUnowned", "TablejournalShardFailed", "TablejournalStoreThrottled", "TablejournalTableDisagrees", "TablejournalPartitionHeld"} {
 		if !alerts[a] {
 			t.Errorf("%s: no alert %s", path, a)
 		}

@@ -35,12 +35,14 @@ import (
 var projectorCommands = []cli.Spec{
 	cli.NewSpec("", "[flags]", "apply the journal to tables, continuously, until SIGINT or SIGTERM"),
 	cli.NewSpec("status", "[--json] [--watch] [flags]", "show each shard of the journal: its owner, how far it is applied, what is pending"),
+	cli.NewSpec("resume", "--table T [--pk P] [flags]", "try a held partition again now, once the row that holds it is dealt with"),
 }
 
 // projectorUsage is the projector's --help, generated from the table.
 func projectorUsage() string {
-	run, status := projectorCommands[0], projectorCommands[1]
-	return "Usage: " + run.Line("projector") + "\n       " + status.Line("projector") + "   (see projector status --help)\n" + `
+	run, status, resume := projectorCommands[0], projectorCommands[1], projectorCommands[2]
+	return "Usage: " + run.Line("projector") + "\n       " + status.Line("projector") + "   (see projector status --help)\n" +
+		"       " + resume.Line("projector") + "   (see projector resume --help)\n" + `
 Applies the journal to tables, continuously, until SIGINT or SIGTERM.
 
 With no flags it runs everything locally: an embedded JetStream server (file
@@ -84,6 +86,9 @@ func Run(ctx context.Context, args []string, stdio cli.IO) error {
 	if len(args) > 0 && args[0] == projectorCommands[1].Name {
 		return projectorStatus(ctx, args[1:], stdio)
 	}
+	if len(args) > 0 && args[0] == projectorCommands[2].Name {
+		return projectorResume(ctx, args[1:], stdio)
+	}
 	return (&projectCmd{}).run(ctx, args, stdio)
 }
 
@@ -116,9 +121,11 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.IntVar(&cfg.Journal.Shards, "journal-shards", 0, "shard count when creating the journal stream (default 16); must match an existing stream")
 	fs.DurationVar(&cfg.Journal.Duplicates, "dup-window", 0, "journal duplicate window when creating the stream (default 2m)")
 	fs.BoolVar(&cfg.NoChangeFeed, "no-change-feed", false, "do not publish the change feed")
+	fs.BoolVar(&cfg.NoReply, "no-reply", false, "do not reply to waiting clients before an outcome is stored (clients then wait for the stored outcome)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&c.logJSON, "log-json", false, "log as JSON lines")
 	fs.IntVar(&cfg.Applier.CacheRows, "cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
+	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", projection.DefaultSweepInterval, "time for one complete pass of the sweep that checks every partition of a shard against the journal for writes the store lost, spread over it (at most 20 store reads a second per shard); 0 turns it off")
 	fs.IntVar(&cfg.FetchBatch, "fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
 	fs.StringVar(&cfg.Journal.Stream, "stream", cli.EnvOr(cli.EnvStream, wire.JournalStream), "journal stream name (env "+cli.EnvStream+")")
 	fs.BoolVar(&cfg.Journal.AllowTrim, "journal-allow-trim", false, "create the journal without deny-purge and deny-delete, so an operator may trim it (default: the journal refuses both; JetStream cannot lift that later)")
@@ -165,6 +172,12 @@ func (c *projectCmd) parse(args []string, stdio cli.IO) (*slog.Logger, error) {
 		return nil, cli.UsageError(err)
 	}
 	cfg.Logger = log
+	switch {
+	case cfg.SweepInterval < 0:
+		return nil, cli.UsageError(fmt.Errorf("--sweep-interval %v: negative; 0 turns the sweep off", cfg.SweepInterval))
+	case cfg.SweepInterval == 0:
+		cfg.SweepInterval = -1 // projection.Config: negative is off
+	}
 	if err := (shardsconf.Config{Shards: 1, InstanceID: cfg.InstanceID, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.Replicas}).Validate(); err != nil {
 		return nil, cli.UsageError(err)
 	}

@@ -34,5 +34,9 @@ func startupAttrs(instance, natsFlag, url, data string, fsync bool, tables strin
 		attrs = append(attrs, "shards", "shared with the other instances",
 			"owners_bucket", projection.OwnersBucketFor(cfg.Journal.Stream, cfg.Durable))
 	}
-	return append(attrs, "change_feed", !cfg.NoChangeFeed, "metrics", o.URL())
+	sweep := "off"
+	if cfg.SweepInterval > 0 {
+		sweep = cfg.SweepInterval.String()
+	}
+	return append(attrs, "change_feed", !cfg.NoChangeFeed, "sweep_interval", sweep, "metrics", o.URL())
 }

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
 )
 
 // TestProjectorUsage: ownership and replica flags that cannot work are
@@ -31,6 +33,7 @@ func TestProjectorUsage(t *testing.T) {
 		{"lease below two seconds", "", []string{"--lease-ttl", "1500ms"}, "lease ttl"},
 		{"instance id with a dot", "", []string{"--instance-id", "a.b"}, "instance id"},
 		{"instance id with static shards", "", []string{"--shards", "1", "--instance-id", "x"}, "static"},
+		{"negative sweep interval", "", []string{"--sweep-interval", "-1s"}, "--sweep-interval -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,6 +97,29 @@ func TestTransientJetStream(t *testing.T) {
 	for _, tt := range tests {
 		if got := transientJetStream(tt.err); got != tt.want {
 			t.Errorf("transientJetStream(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestSweepIntervalFlag: --sweep-interval 0 turns the sweep off (a
+// negative projection.Config.SweepInterval), unset it is the default, and
+// a duration given is kept.
+func TestSweepIntervalFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, projection.DefaultSweepInterval},
+		{[]string{"--sweep-interval", "0"}, -1},
+		{[]string{"--sweep-interval", "30s"}, 30 * time.Second},
+	} {
+		var c projectCmd
+		var out bytes.Buffer
+		if _, err := c.parse(append([]string{"--data", t.TempDir()}, tt.args...), cli.IO{Stdout: &out, Stderr: &out}); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if c.cfg.SweepInterval != tt.want {
+			t.Errorf("%v: SweepInterval %v, want %v", tt.args, c.cfg.SweepInterval, tt.want)
 		}
 	}
 }

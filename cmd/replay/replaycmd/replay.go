@@ -57,8 +57,9 @@ var replayCommands = []replayEntry{
 	{cli.NewSpec("diff", "--table A --against B [--to POINT | --seq N | --time T] [--max N]", "compare two tables row for row (blue/green rebuilds)"), func() replaySub { return &diffCmd{} }},
 	{cli.NewSpec("erase", "--table T --pk P [--rk R] [--apply]", "erase a row or partition everywhere, with a receipt (dry run by default)"), func() replaySub { return &eraseCmd{} }},
 	{cli.NewSpec("prune", "--table T (--keep 90d | --keep-versions N | --before SEQ) [--pk P] [--apply] [--pace D] [--max-rows N]", "remove old versions through the journal (dry run by default)"), func() replaySub { return &pruneCmd{} }},
-	{cli.NewSpec("console", "[--addr 127.0.0.1:8089] [--auth-file FILE] [--hide-values] [--allow-changes] [--grafana-url URL]", "serve the web console: journal, blame, row history, as-of, health"), func() replaySub { return &consoleCmd{} }},
+	{cli.NewSpec("console", "[--addr 127.0.0.1:8089] [--auth-file FILE] [--console-tls-cert FILE --console-tls-key FILE] [--hide-values] [--allow-changes] [--grafana-url URL]", "serve the web console: journal, blame, row history, as-of, health"), func() replaySub { return &consoleCmd{} }},
 	{cli.NewSpec("compact", "--table T --snapshot FILE [--at SEQ] [--apply]", "trim a table's journal below a stored snapshot (dry run by default)"), func() replaySub { return &compactCmd{} }},
+	{cli.NewSpec("adopt", "--table T (--into NEW | --in-place) [--apply [--no-wait]] [--resume | --catch-up] [--skip-invalid] [--workers N]", "journal a table a service wrote directly as its first history; catch up (dry run by default)"), func() replaySub { return &adoptCmd{} }},
 	{cli.NewSpec("move", "--new-stream NAME [--allow-msg-delete | --allow-trim] [--apply [--cutover [--delete-old]]]", "move the journal's commands into a new stream, sequences kept (dry run by default)"), func() replaySub { return &moveCmd{} }},
 }
 
@@ -306,6 +307,13 @@ func (b *replayBase) natsIf(otherwise natsNeed, flags ...string) natsNeed {
 	return otherwise
 }
 
+// createsStore are the subcommands that may create the embedded store:
+// those that write tables (rebuild, load) and the console, which may be
+// started before the projector made it. Every other one only reads the
+// store, or writes through the journal, and refuses a store that does not
+// exist rather than create an empty one and answer "table not found".
+var createsStore = map[string]bool{"rebuild": true, "load": true, "console": true}
+
 // open connects to the table store and, as needed, to NATS.
 func (b *replayBase) open(ctx context.Context, nn natsNeed) error {
 	if b.tables == "" {
@@ -323,7 +331,11 @@ func (b *replayBase) open(ctx context.Context, nn natsNeed) error {
 	if nn == natsOnly {
 		return nil
 	}
-	st, closer, err := stores.Open(ctx, b.tables, b.data, stores.Auth(b.auth))
+	opts := []stores.Option{stores.Auth(b.auth)}
+	if !createsStore[b.name] {
+		opts = append(opts, stores.Existing()) // a missing embedded store is an error, not created empty
+	}
+	st, closer, err := stores.Open(ctx, b.tables, b.data, opts...)
 	if err != nil {
 		return fmt.Errorf("table store: %w", err)
 	}

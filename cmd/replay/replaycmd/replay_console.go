@@ -41,7 +41,7 @@ func (c *consoleCmd) run(ctx context.Context, stdio cli.IO) error {
 	if err != nil {
 		return err
 	}
-	s, err := consoleserve.Start(ctx, c.cf.Addr, h, cfg.Auth != nil, log)
+	s, err := consoleserve.Start(ctx, &c.cf, h, cfg.Auth != nil, log)
 	if err != nil {
 		return err
 	}

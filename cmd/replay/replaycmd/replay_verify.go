@@ -266,6 +266,10 @@ func (p *diffPrinter) summary(st rebuild.DiffStats, against string) error {
 	if st.Identical() {
 		return nil
 	}
+	if st.TableLost {
+		return driftError(fmt.Sprintf("%s does not exist in the table store; its journal has it at %s: %s missing",
+			st.Table, s.at(), cli.Plural(st.Differences(), "row")))
+	}
 	return driftError(fmt.Sprintf("%s differs from %s at %s: %s", st.Table, s.reference(), s.at(), cli.Plural(st.Differences(), "row")))
 }
 

@@ -2,9 +2,14 @@ package replaycmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +18,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/stores"
 )
 
 // TestVerifyAndDiffCLI: verify of a freshly projected table is identical
@@ -102,5 +108,67 @@ func TestVerifyAndDiffCLI(t *testing.T) {
 		cli.IO{Stdout: &stdout, Stderr: &bar, IsTerminal: func(w io.Writer) bool { return w == &bar }})
 	if cli.Exit(err, &bytes.Buffer{}) != cli.ExitRejected || !strings.Contains(bar.String(), "rebuild") || !strings.Contains(bar.String(), "compare") {
 		t.Fatalf("verify on a terminal: %v, stderr %q", err, bar.String())
+	}
+}
+
+// TestVerifyTableLost: verify of a table the store lost (its journal has
+// commands) reports the drift, every row missing, exit 3; before, it
+// failed with "table not found", exit 1.
+func TestVerifyTableLost(t *testing.T) {
+	e := startReplayEnv(t)
+	e.Publish(t, "c1", upsert("order-7", edm.Entity{"status": edm.String("new")}), upsert("order-8", edm.Entity{"total": edm.Double(12.5)}))
+	e.Publish(t, "c2", upsert("order-7", edm.Entity{"status": edm.String("shipped")}))
+	var sum struct {
+		Rows    int64 `json:"rows"`
+		Missing int64 `json:"missing"`
+		Extra   int64 `json:"extra"`
+		Changed int64 `json:"changed"`
+	}
+	out, errs, code := e.replay(t, "verify", "--table", "orders", "--json")
+	if err := json.Unmarshal([]byte(out), &sum); code != 0 || err != nil || sum.Rows == 0 {
+		t.Fatalf("verify before the loss: exit %d, %v: %s%s", code, err, out, errs)
+	}
+	rows := sum.Rows
+	if err := e.Store.DeleteTable(e.Ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code = e.replay(t, "verify", "--table", "orders")
+	if code != cli.ExitRejected || !strings.HasPrefix(errs, "drift: orders does not exist in the table store") ||
+		!strings.Contains(errs, fmt.Sprintf("%d rows missing", rows)) || !strings.Contains(out, `missing  "customer-42" "tip:order-7"`) {
+		t.Fatalf("verify of a lost table: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	out, _, code = e.replay(t, "verify", "--table", "orders", "--json")
+	if err := json.Unmarshal([]byte(out), &sum); code != cli.ExitRejected || err != nil || sum.Missing != rows || sum.Extra != 0 || sum.Changed != 0 {
+		t.Fatalf("verify --json of a lost table: exit %d, %v: %s", code, err, out)
+	}
+	// diff still refuses a table that does not exist: a typo, not drift.
+	if _, errs, code = e.replay(t, "diff", "--table", "orders", "--against", "nosuch"); code != cli.ExitFailure || !strings.Contains(errs, "table not found") {
+		t.Fatalf("diff against a missing table: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestReadOnlyCreatesNothing: a command that only reads, in a folder with
+// no embedded store, says so and creates nothing; before, it created
+// ./data/tables.db and then answered "table not found".
+func TestReadOnlyCreatesNothing(t *testing.T) {
+	for _, args := range [][]string{
+		{"asof", "--table", "orders", "--pk", "p", "--seq", "1"},
+		{"history", "--table", "orders", "--pk", "p", "--rk", "r"},
+		{"diff", "--table", "orders", "--against", "other"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			var stdout, stderr bytes.Buffer
+			err := Run(context.Background(), append(args, "--data", data, "--nats", "nats://127.0.0.1:1"), cli.IO{Stdout: &stdout, Stderr: &stderr})
+			if !errors.Is(err, stores.ErrNoStore) || !strings.Contains(err.Error(), filepath.Join(data, stores.EmbeddedFile)+" does not exist") {
+				t.Fatalf("%s: %v, want stores.ErrNoStore naming the file", args[0], err)
+			}
+			if code := cli.Exit(err, &stderr); code != cli.ExitFailure {
+				t.Errorf("exit %d, want %d", code, cli.ExitFailure)
+			}
+			if _, err := os.Stat(data); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("%s created %s (%v)", args[0], data, err)
+			}
+		})
 	}
 }

@@ -40,12 +40,13 @@ func TestWriterApplyInterrupted(t *testing.T) {
 	}{
 		{"acknowledged after the stop", true, inFlight, []string{
 			fmt.Sprintf("apply: %d commands read, %d published (0 already in the journal), 0 invalid\n", inFlight, inFlight),
-			fmt.Sprintf("stopped at line %d: %d commands from it on not sent\n", inFlight+1, total-inFlight),
+			fmt.Sprintf("interrupted at line %d: %d commands from it on not sent\n", inFlight+1, total-inFlight),
 			"apply the same input again",
+			fmt.Sprintf("error: interrupted at line %d\n", inFlight+1),
 		}},
 		{"never acknowledged", false, 0, []string{
 			fmt.Sprintf("apply: %d commands read, 0 published (0 already in the journal), 0 invalid, %d unconfirmed (sent, not acknowledged: they may be in the journal)\n", inFlight, inFlight),
-			fmt.Sprintf("stopped at line %d: %d commands from it on not sent\n", inFlight+1, total-inFlight),
+			fmt.Sprintf("interrupted at line %d: %d commands from it on not sent\n", inFlight+1, total-inFlight),
 			"unconfirmed:\n  line 1 (id int-1): no acknowledgement within --timeout 1s\n",
 		}},
 	}
@@ -87,6 +88,9 @@ func TestWriterApplyInterrupted(t *testing.T) {
 				if !strings.Contains(stderr.String(), w) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 				}
+			}
+			if strings.Contains(stderr.String(), "context canceled") {
+				t.Errorf("stderr says the raw \"context canceled\":\n%s", stderr.String())
 			}
 			if strings.Contains(stderr.String(), "not published") {
 				t.Errorf("stderr counts a sent command as not published:\n%s", stderr.String())

@@ -559,6 +559,9 @@ func (w *writerBase) waitError(ctx context.Context, err error, what string) erro
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("no outcome for %s within --timeout %s: is a projector running?", what, w.timeout)
 	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return interrupted(ctx, "while waiting for the outcome of "+what+" (published: the projector applies it all the same)")
+	}
 	return fmt.Errorf("wait for the outcome of %s: %w", what, err)
 }
 

@@ -74,7 +74,8 @@ type applyRun struct {
 	published   []*writeResult
 	invalid     []badLine
 	unconfirmed []badLine // sent, but no acknowledgement: they may be in the journal
-	failed      []badLine // refused or never sent
+	failed      []badLine // not sent, or the journal failed to store them
+	refused     []badLine // refused by the journal: the ID is there with another body (exit 3)
 
 	// Where an interrupted load stopped: the first line not sent, and how
 	// many non-blank lines from it on were not sent (-1: not known, the
@@ -192,7 +193,7 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 		if readNotSent {
 			a.stoppedAt, a.notSent = lr.line, 1
 		}
-		return fmt.Errorf("stopped at line %d: %w", a.stoppedAt, ctx.Err())
+		return interrupted(ctx, fmt.Sprintf("at line %d", a.stoppedAt))
 	}
 	for {
 		if ctx.Err() != nil {
@@ -246,7 +247,7 @@ func (a *applyRun) load(ctx context.Context, jw *journal.Writer, lr *lineReader,
 		f, err := jw.PublishAsync(pctx, cmd)
 		if err != nil {
 			a.pending = append(a.pending, entry{r: &writeResult{Line: lr.line, ID: cmd.ID, Error: err.Error()}})
-			a.failed = append(a.failed, badLine{Line: lr.line, ID: cmd.ID, Error: err.Error()})
+			a.notPublished(badLine{Line: lr.line, ID: cmd.ID, Error: err.Error()}, err)
 			a.settle(ctx, false)
 			continue
 		}
@@ -354,7 +355,7 @@ func (a *applyRun) settle(ctx context.Context, all bool) {
 				a.unconfirmed = append(a.unconfirmed, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
 			default:
 				e.r.Error = err.Error()
-				a.failed = append(a.failed, badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error})
+				a.notPublished(badLine{Line: e.r.Line, ID: e.r.ID, Error: e.r.Error}, err)
 			}
 		}
 		a.pending[0] = entry{}
@@ -368,6 +369,36 @@ func (a *applyRun) settle(ctx context.Context, all bool) {
 		a.print(e)
 	}
 }
+
+// notPublished records a command the journal did not store: refused, as
+// a single command is (exit 3), when the journal holds its ID with another
+// body; failed otherwise.
+func (a *applyRun) notPublished(b badLine, err error) {
+	if errors.Is(err, journal.ErrBodyDiffers) || errors.Is(err, rules.ErrInvalid) {
+		a.refused = append(a.refused, b)
+		return
+	}
+	a.failed = append(a.failed, b)
+}
+
+// interrupted is the error of a command stopped because ctx ended: by
+// SIGINT or SIGTERM (cli.Main), said as such ("interrupted at line 51")
+// rather than as the raw "context canceled"; it still matches ctx.Err()
+// with errors.Is.
+func interrupted(ctx context.Context, where string) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return interruption{where, ctx.Err()}
+	}
+	return fmt.Errorf("stopped %s: %w", where, ctx.Err())
+}
+
+type interruption struct {
+	where string
+	err   error
+}
+
+func (i interruption) Error() string { return "interrupted " + i.where }
+func (i interruption) Unwrap() error { return i.err }
 
 // isDone reports whether f's result is in.
 func isDone(f *journal.Future) bool {
@@ -430,13 +461,16 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 	if len(a.failed) > 0 {
 		fmt.Fprintf(w, ", %d not published", len(a.failed))
 	}
+	if len(a.refused) > 0 {
+		fmt.Fprintf(w, ", %d refused", len(a.refused))
+	}
 	fmt.Fprintln(w)
 	if a.stoppedAt > 0 {
 		switch {
 		case a.notSent < 0:
-			fmt.Fprintf(w, "stopped at line %d: it and the rest of the input were not read or sent\n", a.stoppedAt)
+			fmt.Fprintf(w, "%s at line %d: it and the rest of the input were not read or sent\n", a.stopWord(loadErr), a.stoppedAt)
 		default:
-			fmt.Fprintf(w, "stopped at line %d: %s from it on not sent\n", a.stoppedAt, cli.Plural(a.notSent, "command"))
+			fmt.Fprintf(w, "%s at line %d: %s from it on not sent\n", a.stopWord(loadErr), a.stoppedAt, cli.Plural(a.notSent, "command"))
 		}
 	}
 	if a.stoppedAt > 0 || len(a.unconfirmed) > 0 {
@@ -452,6 +486,7 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 	list(w, "invalid lines", a.invalid)
 	list(w, "unconfirmed", a.unconfirmed)
 	list(w, "not published", a.failed)
+	list(w, "refused", a.refused)
 	list(w, "rejected", rejections)
 
 	switch {
@@ -463,6 +498,10 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 		return fmt.Errorf("%d of %s unconfirmed: sent, not acknowledged; the first, line %d: %s", len(a.unconfirmed), cli.Plural(a.lines, "command"), a.unconfirmed[0].Line, a.unconfirmed[0].Error)
 	case waitErr != nil:
 		return waitErr
+	case len(a.refused) > 0:
+		// As a single command: exit 3, the journal's reason (the ID, the
+		// seq holding the other body, what to do) for the first.
+		return rejection{fmt.Errorf("%d of %s refused; the first, line %d: %s", len(a.refused), cli.Plural(a.lines, "command"), a.refused[0].Line, a.refused[0].Error)}
 	case len(a.invalid) > 0 && rejected > 0:
 		return rejection{fmt.Errorf("%s, %s rejected", cli.Plural(len(a.invalid), "invalid line"), cli.Plural(rejected, "command"))}
 	case len(a.invalid) > 0:
@@ -471,6 +510,15 @@ func (a *applyRun) summary(loadErr, waitErr error) error {
 		return rejection{fmt.Errorf("%s rejected", cli.Plural(rejected, "command"))}
 	}
 	return nil
+}
+
+// stopWord says how the load stopped: "interrupted" by a signal, else
+// "stopped".
+func (a *applyRun) stopWord(loadErr error) string {
+	if errors.Is(loadErr, context.Canceled) {
+		return "interrupted"
+	}
+	return "stopped"
 }
 
 func list(w io.Writer, title string, bs []badLine) {

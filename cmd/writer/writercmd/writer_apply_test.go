@@ -139,6 +139,39 @@ func TestWriterApply(t *testing.T) {
 }
 
 // Standard input, --verbose, and the progress bar.
+// TestWriterApplyBodyDiffers: a line reusing a command ID with another
+// body is refused as a single command is, exit 3 and the journal's
+// reason; before, apply counted it "not published" and exited 1.
+func TestWriterApplyBodyDiffers(t *testing.T) {
+	t.Parallel()
+	e := startWriterEnv(t, false)
+	path := clitest.CommandsFile(t, `{"id":"bd-1","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"r","entity":{"n":1}}]}
+{"id":"bd-2","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"s","entity":{"n":1}}]}
+{"id":"bd-1","table":"orders","pk":"p","ops":[{"op":"upsert","rk":"r","entity":{"n":2}}]}
+`)
+	_, stderr, code := e.run(t, "apply", path)
+	if code != cli.ExitRejected {
+		t.Fatalf("exit %d, want %d (refused as a single command is); stderr %q", code, cli.ExitRejected, stderr)
+	}
+	for _, want := range []string{
+		"apply: 3 commands read, 2 published (0 already in the journal), 0 invalid, 1 refused\n",
+		"refused:\n  line 3 (id bd-1): publish bd-1: command ID bd-1 is already in the journal with a different body (seq 1)",
+		"rejected: 1 of 3 commands refused; the first, line 3: publish bd-1: command ID bd-1 is already in the journal with a different body (seq 1); publish a new command under a new ID\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "not published") {
+		t.Errorf("stderr counts the refusal as a failure to publish:\n%s", stderr)
+	}
+	// The single command says the same, with the same exit status.
+	_, single, code := e.run(t, "upsert", "--table", "orders", "--pk", "p", "--rk", "r", "--id", "bd-1", "--set", "n:int32=3")
+	if code != cli.ExitRejected || !strings.Contains(single, "rejected: ") || !strings.Contains(single, "command ID bd-1 is already in the journal with a different body (seq 1)") {
+		t.Errorf("single command: exit %d, stderr %q", code, single)
+	}
+}
+
 func TestWriterApplyStdinProgress(t *testing.T) {
 	t.Parallel()
 	e := startWriterEnv(t, false)

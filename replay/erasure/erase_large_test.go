@@ -1,0 +1,105 @@
+package erasure_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay/erasure"
+	"github.com/tablejournal/tablejournal/replay/replaytest"
+	"github.com/tablejournal/tablejournal/wire"
+)
+
+// eraseCommands sizes TestEraseLargePartition: go test -run
+// TestEraseLargePartition -erase.commands=100000 ./replay/erasure says how
+// long erasing a partition of 100,000 commands takes.
+var eraseCommands = flag.Int("erase.commands", 1500, "commands in the partition TestEraseLargePartition erases")
+
+// erasePlanOnly stops TestEraseLargePartition after the plan: its figure
+// without the secure deletes.
+var erasePlanOnly = flag.Bool("erase.plan-only", false, "TestEraseLargePartition: plan the erase, do not run it")
+
+// TestEraseLargePartition erases a partition of more commands than
+// JetStream allows consumers (1,000 by default per stream on a small
+// server): the plan reads the outcomes of all of them and leaves no
+// consumer behind on the streams it read, so an erase right after it
+// works too.
+func TestEraseLargePartition(t *testing.T) {
+	n := *eraseCommands
+	if testing.Short() && n > 1500 {
+		t.Skip("a large erase: not in -short")
+	}
+	b := replaytest.Stores()[0] // the embedded store: the figure is of JetStream's side
+	e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
+	ctx := e.Ctx
+	table := replaytest.UniqueTable("large")
+	var cmds []*events.Command
+	for i := range n {
+		cmds = append(cmds, upsert(fmt.Sprintf("big-%d", i), table, "big", fmt.Sprintf("r%d", i%100), fmt.Sprintf("SECRET-LARGE-%d", i)))
+	}
+	small := []*events.Command{upsert("small-0", table, "small", "r", "SECRET-SMALL-0")}
+	start := time.Now()
+	for i := 0; i < len(cmds); i += 10_000 {
+		e.Publish(cmds[i:min(i+10_000, len(cmds))])
+	}
+	e.Publish(small)
+	e.Await(append(ids(cmds[len(cmds)-1:]), small[0].ID))
+	t.Logf("%d commands published and applied in %v", n, time.Since(start).Round(time.Millisecond))
+	before := consumers(t, ctx, e.JS)
+
+	start = time.Now()
+	plan, err := e.Eraser.PlanErase(ctx, erasure.Target{Table: table, PK: "big"})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	t.Logf("planned the erase of %d commands in %v: %d journal messages, %d outcomes, %d change events", n, time.Since(start).Round(time.Millisecond), len(plan.Journal), len(plan.Outcomes), len(plan.Changes))
+	if after := consumers(t, ctx, e.JS); !maps.Equal(after, before) {
+		t.Errorf("consumers after the plan: %v, before it: %v", after, before)
+	}
+	if *erasePlanOnly {
+		return
+	}
+	start = time.Now()
+	rec, err := e.Eraser.EraseKey(ctx, erasure.Target{Table: table, PK: "big"}, nil)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("erase of a partition of %d commands: %v", n, err)
+	}
+	t.Logf("erased a partition of %d commands in %v: %.0f commands/s; receipt %+v", n, took.Round(time.Millisecond), float64(n)/took.Seconds(), rec.Removed)
+	if !rec.Verified || rec.Removed.JournalMsgs != n || rec.Removed.Outcomes != n || rec.Removed.ChangeEvents != n {
+		t.Errorf("receipt: %+v", rec)
+	}
+	if after := consumers(t, ctx, e.JS); !maps.Equal(after, before) {
+		t.Errorf("consumers after the erase: %v, before it: %v", after, before)
+	}
+	// And a small erase right after it.
+	if rec, err := e.Eraser.EraseKey(ctx, erasure.Target{Table: table, PK: "small"}, nil); err != nil || !rec.Verified || rec.Removed.Outcomes != 1 {
+		t.Errorf("erase right after: %+v, %v", rec, err)
+	}
+}
+
+// consumers counts the consumers of the streams an erase reads, by
+// stream.
+func consumers(t *testing.T, ctx context.Context, js jetstream.JetStream) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, name := range []string{wire.JournalStream, wire.OutcomesStream, wire.ChangesStream} {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = info.State.Consumers
+	}
+	return out
+}
