@@ -88,7 +88,42 @@ func (e *Pipeline) Publish(t *testing.T, id string, ops ...events.RowOp) wire.Ou
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.waitApplied(t, res.Seq)
 	return o
+}
+
+// waitApplied waits until the projector has acknowledged seq, so that
+// "applied through", the point replay's commands take by default, has
+// reached it: a command's outcome comes before its acknowledgement (and
+// the reply to a waiting client before both, SPEC §5).
+func (e *Pipeline) waitApplied(t *testing.T, seq uint64) {
+	t.Helper()
+	m, err := e.p.Journal.Get(e.Ctx, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, shard, _, err := wire.ParseJournalSubject(m.Subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := e.JS.Stream(e.Ctx, e.p.Journal.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		a, err := journal.AppliedThrough(e.Ctx, stream, "projector", shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Through >= seq {
+			return
+		}
+		select {
+		case <-e.Ctx.Done():
+			t.Fatalf("seq %d not acknowledged by the projector: applied through %d", seq, a.Through)
+		case <-time.After(5 * time.Millisecond): // a pause between polls of the consumer
+		}
+	}
 }
 
 // Replay runs the replay command run with the pipeline's connection flags
