@@ -9,8 +9,6 @@ package console
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -795,8 +793,8 @@ func (s *replaySource) Plan(ctx context.Context, r Repair) (RepairPlan, error) {
 	return p, err
 }
 
-// plan computes a repair's plan, and the function that applies it.
-func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (RepairResult, error), error) {
+// plan makes a repair's plan, and its preview for the page.
+func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, replay.Plan, error) {
 	out := RepairPlan{Repair: r}
 	if _, err := s.journal(); err != nil {
 		return out, nil, err
@@ -812,150 +810,72 @@ func (s *replaySource) plan(ctx context.Context, r Repair) (RepairPlan, func() (
 		}
 		out.Seq = seq
 	}
-	switch r.Kind {
-	case "undo", "restore":
-		return s.planCommands(ctx, r, part, out)
-	case "prune":
-		return s.planPrune(ctx, r, part, out)
-	case "erase":
-		return s.planErase(ctx, r, out)
-	}
-	return out, nil, fmt.Errorf("%w: unknown repair %q: want undo, restore, prune or erase", ErrBadRequest, r.Kind)
-}
-
-// planCommands plans an undo or a restore: the commands replay's repair
-// planner would publish.
-func (s *replaySource) planCommands(ctx context.Context, r Repair, part store.Partition, out RepairPlan) (RepairPlan, func() (RepairResult, error), error) {
-	var p *repair.Plan
+	var p replay.Plan
 	var err error
-	if r.Kind == "undo" {
+	switch r.Kind {
+	case "undo":
 		p, err = s.plans.PlanUndo(ctx, r.Cmd, repair.UndoOptions{Force: r.Force})
-	} else {
+	case "restore":
 		p, err = s.plans.PlanRestore(ctx, r.Table, part, out.Seq)
+	case "prune":
+		p, err = s.pruner.PlanPrune(ctx, retention.PruneConfig{Table: r.Table, Partition: part, Before: out.Seq})
+	case "erase":
+		t := erasure.Target{Table: r.Table, PK: r.PK}
+		if r.Row {
+			rk := r.RK
+			t.RK = &rk
+		}
+		p, err = s.eraser.PlanErase(ctx, t)
+	default:
+		return out, nil, fmt.Errorf("%w: unknown repair %q: want undo, restore, prune or erase", ErrBadRequest, r.Kind)
 	}
 	if errors.Is(err, replay.ErrNoOutcome) {
 		return out, nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 	} else if err != nil {
 		return out, nil, err
 	}
-	out.Table, out.PK, out.Seq = p.Table, p.PK, p.Seq
-	for _, st := range p.Steps {
-		var before, after edm.Entity
-		if st.Exists {
-			before = st.Current.Props
+	v := p.Preview()
+	out.Blocked, out.Fingerprint = v.Blocked, v.Fingerprint
+	seen := map[string]bool{}
+	for _, st := range v.Steps {
+		if st.What != "" {
+			out.Counts = append(out.Counts, Count{What: st.What, N: st.N})
+			continue
 		}
-		if st.TargetExists {
-			after = st.Target.Props
+		out.Table = st.Table
+		out.Steps = append(out.Steps, RepairStep{PK: st.PK, RK: st.RK, Op: st.Op, Conflict: st.Conflict,
+			Changes: changes(history.Diff(st.Before, st.After))})
+		if st.Command != "" && !seen[st.Command] {
+			seen[st.Command] = true
+			out.Commands = append(out.Commands, st.Command)
 		}
-		out.Steps = append(out.Steps, RepairStep{PK: st.PK, RK: st.RK, Op: string(st.Op), Conflict: st.Conflict,
-			Changes: changes(history.Diff(before, after))})
 	}
-	for _, c := range p.Commands {
-		out.Commands = append(out.Commands, c.ID)
-	}
-	switch {
-	case p.Blocked():
-		out.Blocked = fmt.Sprintf("%d rows were changed again by later commands; undo with force to put them back all the same", len(p.Conflicts()))
-	case r.Kind == "undo" && p.Status != wire.StatusApplied:
-		out.Blocked = fmt.Sprintf("the command was %s: there is nothing to undo", p.Status)
-	case len(p.Commands) == 0:
-		out.Blocked = "nothing to do"
-	}
-	out.Fingerprint = fingerprint(out.Commands)
-	return out, func() (RepairResult, error) {
-		applied, err := s.plans.Apply(ctx, p)
-		var res RepairResult
-		for _, a := range applied {
-			e := JournalEntry{Seq: a.Outcome.Seq, ID: a.Command.ID, Table: a.Command.Table, PK: a.Command.PK, Kind: "command"}
-			outcomeInto(&e, a.Outcome)
-			res.Outcomes = append(res.Outcomes, e)
-		}
-		return res, err
-	}, nil
-}
-
-// planPrune plans the prunes of a partition or table before a point.
-func (s *replaySource) planPrune(ctx context.Context, r Repair, part store.Partition, out RepairPlan) (RepairPlan, func() (RepairResult, error), error) {
-	cfg := retention.PruneConfig{Table: r.Table, Partition: part, Before: out.Seq}
-	var keys []string
-	_, err := s.pruner.Prune(ctx, cfg, func(pp retention.PrunePartition) error {
-		out.Counts = append(out.Counts, Count{What: fmt.Sprintf("partition %q: rows before seq %d", pp.PK, pp.Horizon), N: pp.Rows})
-		keys = append(keys, fmt.Sprintf("%s\x00%d\x00%d", pp.PK, pp.Horizon, pp.Rows))
-		return nil
-	})
-	if err != nil {
-		return out, nil, err
-	}
-	if len(keys) == 0 {
-		out.Blocked = "nothing to prune"
-	}
-	out.Fingerprint = fingerprint(keys)
-	return out, func() (RepairResult, error) {
-		cfg.Apply = true
-		var res RepairResult
-		_, err := s.pruner.Prune(ctx, cfg, func(pp retention.PrunePartition) error {
-			res.Counts = append(res.Counts, Count{What: fmt.Sprintf("partition %q: rows removed", pp.PK), N: pp.Rows})
-			if pp.Outcome != nil {
-				e := JournalEntry{Seq: pp.Outcome.Seq, ID: pp.Command, Table: r.Table, PK: pp.PK, Kind: "prune"}
-				outcomeInto(&e, *pp.Outcome)
-				res.Outcomes = append(res.Outcomes, e)
-			}
-			return nil
-		})
-		return res, err
-	}, nil
-}
-
-// planErase plans the erase of a row or a partition: counts, never values.
-func (s *replaySource) planErase(ctx context.Context, r Repair, out RepairPlan) (RepairPlan, func() (RepairResult, error), error) {
-	t := erasure.Target{Table: r.Table, PK: r.PK}
-	if r.Row {
-		rk := r.RK
-		t.RK = &rk
-	}
-	p, err := s.eraser.PlanErase(ctx, t)
-	if err != nil {
-		return out, nil, err
-	}
-	out.Counts = []Count{{"table rows", int64(p.TableRows)}, {"journal commands", int64(len(p.Journal))},
-		{"journal commands kept (they touched other rows too)", int64(len(p.Kept))},
-		{"change events", int64(len(p.Changes))}, {"outcomes", int64(len(p.Outcomes))}}
-	if p.Empty() {
-		out.Blocked = "nothing of the key is left"
-	}
-	out.Fingerprint = fingerprint([]string{fmt.Sprint(p.TableRows, p.Journal, p.Kept, p.Changes, p.Outcomes)})
-	return out, func() (RepairResult, error) {
-		rc, err := s.eraser.EraseKey(ctx, t, time.Now)
-		if rc == nil {
-			return RepairResult{}, err
-		}
-		return RepairResult{Counts: []Count{{"table rows removed", int64(rc.Removed.TableRows)},
-			{"journal messages removed", int64(rc.Removed.JournalMsgs)}, {"change events removed", int64(rc.Removed.ChangeEvents)},
-			{"outcomes removed", int64(rc.Removed.Outcomes)}},
-			Outcomes: []JournalEntry{{Seq: rc.EraseSeq, ID: rc.EraseID, Table: rc.Table, Kind: "erase", Status: "applied"}}}, err
-	}, nil
+	return out, p, nil
 }
 
 func (s *replaySource) Apply(ctx context.Context, r Repair, want string) (RepairResult, error) {
-	p, apply, err := s.plan(ctx, r)
+	plan, p, err := s.plan(ctx, r)
 	if err != nil {
 		return RepairResult{}, err
 	}
-	if p.Fingerprint != want {
+	if plan.Fingerprint != want {
 		return RepairResult{}, ErrPlanChanged
 	}
-	if p.Blocked != "" {
-		return RepairResult{}, fmt.Errorf("%w: %s", ErrBadRequest, p.Blocked)
+	if plan.Blocked != "" {
+		return RepairResult{}, fmt.Errorf("%w: %s", ErrBadRequest, plan.Blocked)
 	}
-	return apply()
-}
-
-// fingerprint names a plan by what it would do.
-func fingerprint(parts []string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
+	res, err := p.Apply(ctx)
+	if errors.Is(err, replay.ErrStale) {
+		return RepairResult{}, ErrPlanChanged
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	out := RepairResult{Counts: make([]Count, len(res.Counts))}
+	for i, c := range res.Counts {
+		out.Counts[i] = Count{What: c.What, N: c.N}
+	}
+	for _, pub := range res.Published {
+		e := JournalEntry{Seq: pub.Seq, ID: pub.ID, Table: pub.Outcome.Table, PK: pub.Outcome.PK, Kind: r.Kind}
+		outcomeInto(&e, pub.Outcome)
+		out.Outcomes = append(out.Outcomes, e)
+	}
+	return out, err
 }
