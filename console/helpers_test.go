@@ -124,11 +124,7 @@ func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	if err != nil {
 		t.Fatalf("prune: %v", err)
 	}
-	src, err := console.NewSource(console.SourceConfig{Replay: f.rp, JetStream: js})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Source = src
+	cfg.Replay = f.rp
 	f.h, err = console.New(cfg)
 	if err != nil {
 		t.Fatal(err)
