@@ -246,7 +246,7 @@ func (r *Compactor) recordAndPurge(ctx context.Context, s jetstream.Stream, h Ho
 		sc.Metadata = map[string]string{}
 	}
 	// One key per table: a key in another case, recorded before the key
-	// was lower case, holds a horizon at or before this one (Compact
+	// was lower case, holds a horizon at or before this one (PlanCompact
 	// refuses to move a horizon back).
 	for _, k := range horizonKeys(sc.Metadata, h.Table) {
 		delete(sc.Metadata, k)
