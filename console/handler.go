@@ -66,12 +66,12 @@ type Auth struct {
 
 // Handler is the console: an http.Handler. It is safe for concurrent use.
 type Handler struct {
-	cfg   Config
-	svc   *services
-	mux   *http.ServeMux
-	pages map[string]*template.Template
-	nav   []page   // the pages of the navigation bar, in order
-	posts []string // the paths that take a form post
+	cfg       Config
+	svc       *services
+	mux       *http.ServeMux
+	templates map[string]*template.Template // of each page, by name
+	nav       []page                        // the pages of the navigation bar, in order
+	posts     []string                      // the paths that take a form post
 
 	csrf   string
 	base   context.Context // of the work pages start in the background (verifies)

@@ -42,13 +42,13 @@ func (h *Handler) parse() error {
 		"before": func(n uint64) uint64 { return max(n, 1) - 1 },
 		"static": func(name string) string { return h.cfg.Prefix + "/static/" + name },
 	}
-	h.pages = make(map[string]*template.Template)
+	h.templates = make(map[string]*template.Template)
 	for _, p := range pages {
 		t, err := template.New(p.name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/charts.html", "templates/"+p.name+".html")
 		if err != nil {
 			return fmt.Errorf("console: template %s: %w", p.name, err)
 		}
-		h.pages[p.name] = t
+		h.templates[p.name] = t
 	}
 	_, err := fs.Stat(staticFS, "static/htmx.min.js")
 	return err
@@ -148,7 +148,7 @@ func (h *Handler) renderTemplate(w http.ResponseWriter, r *http.Request, page, t
 		v.Pages = append(v.Pages, navLink{p.name, p.nav})
 	}
 	var buf bytes.Buffer
-	if err := h.pages[page].ExecuteTemplate(&buf, tmpl, v); err != nil {
+	if err := h.templates[page].ExecuteTemplate(&buf, tmpl, v); err != nil {
 		h.cfg.Logger.Error("console template failed", "page", page, "err", err)
 		http.Error(w, "template failed", http.StatusInternalServerError)
 		return
