@@ -15,45 +15,37 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// TestApplyAwaitsItsOwnSequence: Apply returns, for each command, the
-// outcome of the journal message it published, not the latest outcome of
-// the ID. Here the undo's command ID was applied before, published raw in
-// another partition (so JetStream does not deduplicate it and the undone
-// row is untouched): the ID's first outcome says applied, and the one of
-// Apply's message says duplicate.
+// TestApplyAwaitsItsOwnSequence: publishing a plan returns, for each
+// command, the outcome of the journal message it published, not the
+// latest outcome of the ID. Here the command's ID was applied before,
+// published raw (so JetStream does not deduplicate it): the ID's first
+// outcome says applied, and the one of the plan's message says duplicate.
+// The plan is published as Apply publishes it once fresh (repair.Publish):
+// Apply itself would find the plan stale, the row having changed.
 func TestApplyAwaitsItsOwnSequence(t *testing.T) {
 	e := replaytest.NewEnv(t, replaytest.Backends()[0].Open(t), replaytest.With(replaytest.Repair))
 	table := replaytest.UniqueTable("ApplySeq")
-	upsert := func(id, pk string) *events.Command {
-		return &events.Command{ID: id, Table: table, PK: pk,
-			Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int32(1)}}}}
-	}
-	e.Publish([]*events.Command{upsert("c1", "p")})
-	e.Await([]string{"c1"})
-	raw := upsert("undo-c1-0", "elsewhere")
-	data, err := events.MarshalMsgpack(raw)
+	cmd := &events.Command{ID: "plan-x-0", Table: table, PK: "p",
+		Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int32(1)}}}}
+	data, err := events.MarshalMsgpack(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := nats.NewMsg(wire.JournalSubject(raw.Table, raw.PK))
+	msg := nats.NewMsg(wire.JournalSubject(cmd.Table, cmd.PK))
 	msg.Data = data
 	ack, err := e.JS.PublishMsg(e.Ctx, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := e.Await([]string{raw.ID})[raw.ID]; o.Status != wire.StatusApplied || o.Seq != ack.Sequence {
+	if o := e.Await([]string{cmd.ID})[cmd.ID]; o.Status != wire.StatusApplied || o.Seq != ack.Sequence {
 		t.Fatalf("first outcome %+v", o)
 	}
 
-	p, err := e.Repair.PlanUndo(e.Ctx, "c1", repair.UndoOptions{})
-	if err != nil || len(p.Commands) != 1 || p.Commands[0].ID != raw.ID {
-		t.Fatalf("plan: %+v %v", p, err)
-	}
-	res, err := p.Apply(e.Ctx)
+	p := &repair.Plan{Kind: repair.KindRestore, Table: table, PK: "p", Commands: []*events.Command{cmd}}
+	pub, err := repair.Publish(e.Repair, e.Ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := res.Published
 	if len(pub) != 1 || pub[0].Duplicate || pub[0].Seq == ack.Sequence {
 		t.Fatalf("publish: %+v; want a new journal message", pub)
 	}
