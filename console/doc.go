@@ -5,10 +5,10 @@
 //
 // Its pages, each with a stable URL: the journal (commands from a sequence
 // or a time, filtered, with their outcomes), a command (its blame), a
-// row's history (every version with a field-by-field diff), a table or
-// partition as of a point (stepping through the commands that changed it,
-// and the diff between two points) and the projectors' health (shards,
-// lag and rejections over time).
+// row's history (100 versions a page, each with a field-by-field diff), a
+// table or partition as of a point (stepping through the commands that
+// changed it, and the diff between two points) and the projectors' health
+// (shards, lag, rejections over time, held and behind partitions).
 //
 // Pages are server-rendered html/template with htmx for the parts that
 // refresh; htmx (the npm package htmx.org, static/htmx.min.js, version in
