@@ -182,11 +182,7 @@ func benchServer(ctx context.Context, b *testing.B, p *tablejournaltest.Pipeline
 	if err != nil {
 		b.Fatal(err)
 	}
-	src, err := console.NewSource(console.SourceConfig{Replay: rp, JetStream: js})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := console.New(console.Config{Source: src})
+	h, err := console.New(console.Config{Replay: rp})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tablejournal/tablejournal/rows"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // chart is an SVG chart the templates draw (charts.html): bars, a line,
@@ -40,7 +43,7 @@ const chartWindow = 15 * time.Minute
 
 // activityChart counts the outcomes per minute over the last chartWindow:
 // applied and rejected stacked, or only the rejections.
-func activityChart(recent []OutcomeSample, now time.Time, rejections bool) chart {
+func activityChart(recent []wire.Outcome, now time.Time, rejections bool) chart {
 	const n = int(chartWindow / time.Minute)
 	start := now.Truncate(time.Minute).Add(-time.Duration(n-1) * time.Minute)
 	var applied, rejected [n]int
@@ -49,7 +52,7 @@ func activityChart(recent []OutcomeSample, now time.Time, rejections bool) chart
 		if i < 0 || i >= n {
 			continue
 		}
-		if o.Status == "rejected" {
+		if o.Status == wire.StatusRejected {
 			rejected[i]++
 		} else if !rejections {
 			applied[i]++
@@ -119,7 +122,7 @@ func lagChart(samples []sample, now time.Time) chart {
 }
 
 // versionsChart puts a row's versions on a line by journal sequence.
-func versionsChart(vs []Version) chart {
+func versionsChart(vs []rows.Row) chart {
 	c := chart{W: chartW, H: 40, Title: "versions by journal sequence", Empty: len(vs) == 0}
 	if len(vs) == 0 {
 		return c

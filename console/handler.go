@@ -2,9 +2,11 @@ package console
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -12,10 +14,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/tablejournal/tablejournal/replay"
 )
 
 //go:embed templates/*.html
@@ -26,8 +30,11 @@ var staticFS embed.FS
 
 // Config configures a console Handler.
 type Config struct {
-	// Source is what the console reads. Required.
-	Source Source
+	// Replay is what the pages read through: the tables, and the journal
+	// with its outcomes and the projectors' status, which every page but
+	// row history and as-of at a sequence needs (replay.New with a
+	// JetStream connection). Required.
+	Replay *replay.Source
 	// Prefix is the path the handler is mounted at, such as "/console",
 	// without a trailing slash; links are built under it. If empty, the
 	// root. Mount the handler with http.StripPrefix(Prefix, h).
@@ -59,34 +66,51 @@ type Auth struct {
 
 // Handler is the console: an http.Handler. It is safe for concurrent use.
 type Handler struct {
-	cfg   Config
-	mux   *http.ServeMux
-	pages map[string]*template.Template
+	cfg       Config
+	svc       *services
+	mux       *http.ServeMux
+	templates map[string]*template.Template // of each page, by name
+	nav       []page                        // the pages of the navigation bar, in order
+	posts     []string                      // the paths that take a form post
 
 	csrf   string
-	base   context.Context // of the verifies started here
+	base   context.Context // of the work pages start in the background (verifies)
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	samples []sample // health samples, oldest first
-	jobs    map[int]*verifyJob
-	nextJob int
+	lag lagSamples // the health page's (page_health.go)
 }
 
-// sample is one reading of the projectors' lag.
-type sample struct {
-	At      time.Time
-	Lag     time.Duration
-	Pending uint64
+// page is one page of the console: a file page_<name>.go, which registers
+// it (register, from its init) with its routes and the query behind them,
+// and its template templates/<name>.html. Adding a page is those two files.
+type page struct {
+	name string
+	// nav is its title in the navigation bar, at position order; "" for a
+	// page reached by links only.
+	nav   string
+	order int
+	// changes: served only with Config.AllowChanges.
+	changes bool
+	// routes are its routes ("GET /journal"), made for one Handler.
+	routes func(h *Handler) []route
 }
 
-// keepSamples is how far back the lag chart reaches.
-const keepSamples = 15 * time.Minute
+// route is one route of a page.
+type route struct {
+	pattern string
+	serve   http.HandlerFunc
+}
+
+// pages are the pages registered, by their files' init.
+var pages []page
+
+// register adds a page to every console; its file's init calls it.
+func register(p page) { pages = append(pages, p) }
 
 // New returns the console handler.
 func New(cfg Config) (*Handler, error) {
-	if cfg.Source == nil {
-		return nil, errors.New("console: Config.Source is required")
+	if cfg.Replay == nil {
+		return nil, errors.New("console: Config.Replay is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -96,7 +120,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	cfg.Prefix = strings.TrimRight(cfg.Prefix, "/")
 	cfg.GrafanaURL = publicURL(cfg.GrafanaURL)
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), csrf: newToken(), jobs: make(map[int]*verifyJob)}
+	h := &Handler{cfg: cfg, svc: newServices(cfg.Replay), mux: http.NewServeMux(), csrf: newToken()}
 	h.base, h.cancel = context.WithCancel(context.Background())
 	if err := h.parse(); err != nil {
 		return nil, err
@@ -106,23 +130,21 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServer(http.FS(static))))
-	h.mux.HandleFunc("GET /{$}", h.journal)
-	h.mux.HandleFunc("GET /journal", h.journal)
-	h.mux.HandleFunc("GET /activity", h.activity)
-	h.mux.HandleFunc("GET /command", h.command)
-	h.mux.HandleFunc("GET /row", h.row)
-	h.mux.HandleFunc("GET /asof", h.asof)
-	h.mux.HandleFunc("GET /health", h.health)
-	h.mux.HandleFunc("GET /health/panel", h.healthPanel)
-	h.mux.HandleFunc("GET /retention", h.retention)
-	h.mux.HandleFunc("GET /verify", h.verifyList)
-	h.mux.HandleFunc("POST /verify", h.verifyStart)
-	h.mux.HandleFunc("GET /verify/job", h.verifyShow)
-	h.mux.HandleFunc("GET /verify/panel", h.verifyPanel)
-	if cfg.AllowChanges {
-		h.mux.HandleFunc("GET /repair", h.repairPreview)
-		h.mux.HandleFunc("POST /repair", h.repairApply)
+	for _, p := range pages {
+		if p.changes && !cfg.AllowChanges || p.routes == nil {
+			continue
+		}
+		for _, rt := range p.routes(h) {
+			h.mux.HandleFunc(rt.pattern, rt.serve)
+			if path, ok := strings.CutPrefix(rt.pattern, http.MethodPost+" "); ok {
+				h.posts = append(h.posts, path)
+			}
+		}
+		if p.nav != "" {
+			h.nav = append(h.nav, p)
+		}
 	}
+	slices.SortFunc(h.nav, func(a, b page) int { return a.order - b.order })
 	return h, nil
 }
 
@@ -156,7 +178,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
-	case r.Method == http.MethodPost && h.posts(r.URL.Path):
+	case r.Method == http.MethodPost && slices.Contains(h.posts, r.URL.Path):
+		// A form post: a verify, which checks and changes nothing (its
+		// scratch store is a temporary file), and with AllowChanges a
+		// confirmed repair.
 		if !h.csrfOK(r) {
 			http.Error(w, "refused: the form did not come from this console (CSRF)", http.StatusForbidden)
 			return
@@ -167,13 +192,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mux.ServeHTTP(w, r)
-}
-
-// posts reports whether path takes a form post: a verify, which checks
-// and changes nothing (its scratch store is a temporary file), and with
-// AllowChanges a confirmed repair.
-func (h *Handler) posts(path string) bool {
-	return path == "/verify" || path == "/repair" && h.cfg.AllowChanges
 }
 
 func (h *Handler) authorized(r *http.Request) bool {
@@ -200,56 +218,52 @@ func same(a, b string) bool {
 	return subtle.ConstantTimeCompare(x[:], y[:]) == 1
 }
 
-// Run samples the projectors' lag every interval until ctx ends, so that
-// the lag chart covers the minutes before a page was opened. Without it
-// the chart holds the samples of the health pages served.
-func (h *Handler) Run(ctx context.Context, every time.Duration) error {
-	if every <= 0 {
-		every = 5 * time.Second
+// newToken returns a random token for the forms that post (CSRF).
+func newToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// csrfOK checks a form post: it carries the console's token and, when the
+// browser says where it comes from, comes from the console's own origin.
+func (h *Handler) csrfOK(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if hl, err := h.cfg.Source.Health(ctx); err == nil {
-			h.record(hl)
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return false
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
 	}
+	return same(r.PostFormValue("csrf"), h.csrf)
 }
 
-func (h *Handler) record(hl Health) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	now := h.cfg.Now()
-	if n := len(h.samples); n > 0 && now.Sub(h.samples[n-1].At) < 500*time.Millisecond {
-		return
-	}
-	h.samples = append(h.samples, sample{At: now, Lag: hl.MaxLag, Pending: hl.Pending})
-	i := 0
-	for i < len(h.samples) && now.Sub(h.samples[i].At) > keepSamples {
-		i++
-	}
-	h.samples = h.samples[i:]
+// Close stops the work pages started in the background (verifies).
+func (h *Handler) Close() {
+	h.cancel()
 }
 
-func (h *Handler) lagSamples() []sample {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]sample(nil), h.samples...)
-}
+// errNotFound: a command or row the console does not know; it answers
+// 404. Checked with errors.Is.
+var errNotFound = errors.New("not found")
 
-// httpError answers err with the status its sentinel says; the error of a
-// Source carries no secret (it is what the commands print too).
+// errBadRequest wraps a query the console cannot answer as asked (a point
+// beyond the head, a malformed time); it answers 400.
+var errBadRequest = errors.New("bad request")
+
+func init() { register(page{name: "error"}) }
+
+// httpError answers err with the status its sentinel says; the errors of
+// the replay packages carry no secret (they are what the commands print
+// too).
 func (h *Handler) httpError(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, errNotFound):
 		code = http.StatusNotFound
-	case errors.Is(err, ErrBadRequest):
+	case errors.Is(err, errBadRequest):
 		code = http.StatusBadRequest
 	case errors.Is(err, context.Canceled):
 		return
@@ -275,7 +289,7 @@ func uintParam(r *http.Request, name string) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s=%q: want a number", ErrBadRequest, name, s)
+		return 0, fmt.Errorf("%w: %s=%q: want a number", errBadRequest, name, s)
 	}
 	return n, nil
 }

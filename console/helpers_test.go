@@ -153,16 +153,15 @@ func seedOn(t testing.TB, natsURL string, st store.Store, cfg console.Config) *f
 		t.Fatal(err)
 	}
 	// Prune customer-9 at e2: version 0 of p1 goes.
-	_, err = retention.NewPruner(f.rp).Prune(ctx, retention.PruneConfig{Table: f.table, Partition: store.InPartition("customer-9"),
-		Before: f.seq["e2"], Apply: true, Pace: time.Millisecond}, func(retention.PrunePartition) error { return nil })
+	prune, err := retention.NewPruner(f.rp).PlanPrune(ctx, retention.PruneConfig{Table: f.table, Partition: store.InPartition("customer-9"),
+		Before: f.seq["e2"], Pace: time.Millisecond})
+	if err == nil {
+		_, err = prune.Apply(ctx)
+	}
 	if err != nil {
 		t.Fatalf("prune: %v", err)
 	}
-	src, err := console.NewSource(console.SourceConfig{Replay: f.rp, JetStream: js})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Source = src
+	cfg.Replay = f.rp
 	f.h, err = console.New(cfg)
 	if err != nil {
 		t.Fatal(err)

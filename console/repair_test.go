@@ -77,13 +77,17 @@ func TestRepairCounts(t *testing.T) {
 	seqs := deepRow(t, f, 250)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := retention.NewPruner(f.rp).Prune(ctx, retention.PruneConfig{Table: f.table, Partition: store.InPartition("deep"),
-		Before: seqs[249], MaxRows: 100, Apply: true, Pace: time.Millisecond}, func(retention.PrunePartition) error { return nil })
+	plan, err := retention.NewPruner(f.rp).PlanPrune(ctx, retention.PruneConfig{Table: f.table, Partition: store.InPartition("deep"),
+		Before: seqs[249], MaxRows: 100, Pace: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Rows != 249 {
-		t.Fatalf("the prune removed %d rows, want 249", st.Rows)
+	res, err := plan.Apply(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Published) != 3 || len(res.Counts) != 1 || res.Counts[0].N != 249 {
+		t.Fatalf("the prune published %d commands removing %+v, want 3 removing 249 rows", len(res.Published), res.Counts)
 	}
 	_, body := get(t, f, "/retention?table="+f.table)
 	if !regexp.MustCompile(`>deep</a></td><td>\d+</td><td><a [^>]+>[^<]+</a></td><td>249</td>`).MatchString(body) {

@@ -17,6 +17,9 @@
 // Here: [Source] (the table store, and optionally the journal and its
 // outcomes, made by [New]) that every part takes; [Point], a position of the
 // journal, which [Source.Resolve] turns into a sequence; [Source.AppliedSeq],
-// the sequence the projector has fully applied; and the errors every part
-// may return, checked with errors.Is (errors.go).
+// the sequence the projector has fully applied; [Plan], the one shape of
+// every change replay makes (plan.go: an undo, a restore, a prune, a
+// compaction, an erase), previewed and then applied, its Apply refusing a
+// plan made stale by a change since with [ErrStale]; and the errors every
+// part may return, checked with errors.Is (errors.go).
 package replay

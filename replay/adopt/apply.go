@@ -35,8 +35,14 @@ type ApplyOptions struct {
 	Progress func(done, total int64)
 }
 
-// Apply journals the plan and waits until the projector applied it: the
-// form replay's plans share.
+// Apply journals the plan and waits until the projector applied it.
+//
+// A Plan is not a replay.Plan: that Apply plans again and refuses a plan
+// whose fingerprint changed, and a pass over a table its service keeps
+// writing would almost never find the same plan twice (and would read the
+// whole table again). A pass needs no such check: its command IDs name
+// each row's version (UpsertID, DeleteID), so a pass applied late journals
+// nothing twice, and what changed since is the next catch-up pass's.
 func (p *Plan) Apply(ctx context.Context) error {
 	_, err := p.ApplyWith(ctx, ApplyOptions{})
 	return err

@@ -84,6 +84,8 @@ type Plan struct {
 	// TableRows that are long enough to look for in a store's files
 	// (scrubValues); never printed.
 	values [][]byte
+
+	eraser *Eraser // that made it, to plan again and apply (preview.go)
 }
 
 // Empty reports whether nothing of the key is left to remove.
@@ -158,7 +160,7 @@ func (r *Eraser) planErase(ctx context.Context, t Target, upTo uint64) (*Plan, e
 	if err := r.validTarget(t); err != nil {
 		return nil, err
 	}
-	p := &Plan{Target: t}
+	p := &Plan{Target: t, eraser: r}
 	ids, err := r.keyCommands(ctx, p, upTo)
 	if err != nil {
 		return nil, fmt.Errorf("plan erase: read the journal: %w", err)
@@ -383,28 +385,42 @@ func (r *Eraser) keyChanges(ctx context.Context, t Target, before uint64) ([]uin
 }
 
 // EraseKey erases t everywhere (see the top of this file) and returns the
-// receipt. It waits for the projector to apply the erase as long as ctx
+// receipt: it plans the erase and carries the plan out at once, as
+// Plan.Apply carries out a plan previewed before. It waits for the projector to apply the erase as long as ctx
 // allows. The change events go by secure per-message deletes, for a
 // partition as for a row: unlike a subject purge, that overwrites them.
 func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (*Receipt, error) {
-	if err := r.NeedJournal("erase"); err != nil {
-		return nil, err
-	}
-	if now == nil {
-		now = time.Now
-	}
-	rec := &Receipt{Table: t.Table, Partition: t.RK == nil, KeySHA256: t.SHA256(), Started: now().UTC()}
-	js, err := r.JetStream().Stream(ctx, r.Config().Journal)
-	if err != nil {
-		return nil, err
-	}
-	if err := journal.CheckDeletable(js); err != nil {
+	if err := r.checkDeletable(ctx); err != nil {
 		return nil, err
 	}
 	p, err := r.PlanErase(ctx, t)
 	if err != nil {
 		return nil, err
 	}
+	return r.erase(ctx, p, now)
+}
+
+// checkDeletable fails unless the journal allows the secure deletes an
+// erase needs.
+func (r *Eraser) checkDeletable(ctx context.Context) error {
+	if err := r.NeedJournal("erase"); err != nil {
+		return err
+	}
+	js, err := r.JetStream().Stream(ctx, r.Config().Journal)
+	if err != nil {
+		return err
+	}
+	return journal.CheckDeletable(js)
+}
+
+// erase carries out plan p, made just now (EraseKey, Plan.Apply).
+func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Receipt, error) {
+	if now == nil {
+		now = time.Now
+	}
+	t := p.Target
+	rec := &Receipt{Table: t.Table, Partition: t.RK == nil, KeySHA256: t.SHA256(), Started: now().UTC()}
+	var err error
 	rowsBefore, values := p.TableRows, p.values
 	if p.EraseSeq == 0 {
 		e := &events.Erase{ID: eraseID(now()), Table: t.Table, PK: t.PK, RK: t.RK, Issuer: r.Config().Issuer, IssuedAt: now()}

@@ -324,25 +324,24 @@ func testSnapshot(t *testing.T, e *replaytest.Env, s *replaytest.Seeded, paged b
 
 // applyPlan applies p, checks every command applied, and feeds the
 // commands to the model.
-func applyPlan(t *testing.T, e *replaytest.Env, s *replaytest.Seeded, p *repair.Plan) []repair.Applied {
+func applyPlan(t *testing.T, e *replaytest.Env, s *replaytest.Seeded, p *repair.Plan) {
 	t.Helper()
-	res, err := e.Repair.Apply(e.Ctx, p)
+	res, err := p.Apply(e.Ctx)
 	if err != nil {
 		t.Fatalf("apply %s: %v", p.Kind, err)
 	}
-	for _, a := range res {
+	for i, a := range res.Published {
 		if a.Outcome.Status != wire.StatusApplied {
-			t.Fatalf("%s: %s (%s)", a.Command.ID, a.Outcome.Status, a.Outcome.Reason)
+			t.Fatalf("%s: %s (%s)", a.ID, a.Outcome.Status, a.Outcome.Reason)
 		}
-		if !a.Publish.Duplicate {
-			if !s.Model.ApplyOK(a.Outcome.Seq, a.Command) {
-				t.Fatalf("%s applied, but not in the model", a.Command.ID)
+		if !a.Duplicate {
+			if !s.Model.ApplyOK(a.Outcome.Seq, p.Commands[i]) {
+				t.Fatalf("%s applied, but not in the model", a.ID)
 			}
 			s.Times[a.Outcome.Seq] = a.Outcome.At
 			s.Head = max(s.Head, a.Outcome.Seq)
 		}
 	}
-	return res
 }
 
 // untouched finds an applied command whose rows no later command changed,
@@ -412,10 +411,18 @@ func testUndo(t *testing.T, e *replaytest.Env, s *replaytest.Seeded) {
 			t.Fatalf("after undo, %q has %d versions, had %d", rk, len(rows), before[rk])
 		}
 	}
-	// Applying the same plan again is deduplicated by the journal.
-	res, err := e.Repair.Apply(e.Ctx, p)
-	if err != nil || len(res) != 1 || !res[0].Publish.Duplicate {
-		t.Fatalf("re-apply: %+v %v", res, err)
+	// Applying the same plan again is refused: the rows it was made on
+	// changed (by the undo itself), and the plan made now has nothing to
+	// do.
+	head, _ := e.Journal.Head(e.Ctx)
+	if _, err := p.Apply(e.Ctx); !errors.Is(err, replay.ErrStale) {
+		t.Fatalf("re-apply: %v, want ErrStale", err)
+	}
+	if h, _ := e.Journal.Head(e.Ctx); h != head {
+		t.Fatalf("re-apply published: head %d -> %d", head, h)
+	}
+	if again, err := e.Repair.PlanUndo(e.Ctx, clean, repair.UndoOptions{}); err != nil || len(again.Commands) != 0 {
+		t.Fatalf("undo planned again after it applied: %+v %v", again, err)
 	}
 
 	// Undoing the undo returns to the state before it.
@@ -448,8 +455,8 @@ func testUndo(t *testing.T, e *replaytest.Env, s *replaytest.Seeded) {
 			t.Fatalf("conflict without the values involved: %+v", st)
 		}
 	}
-	head, _ := e.Journal.Head(e.Ctx)
-	if _, err := e.Repair.Apply(e.Ctx, p); !errors.Is(err, repair.ErrConflicts) {
+	head, _ = e.Journal.Head(e.Ctx)
+	if _, err := p.Apply(e.Ctx); !errors.Is(err, repair.ErrConflicts) {
 		t.Fatalf("apply with conflicts: %v, want ErrConflicts", err)
 	}
 	if h, _ := e.Journal.Head(e.Ctx); h != head {

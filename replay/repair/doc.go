@@ -1,8 +1,10 @@
 // Package repair writes corrections back through the journal: the undo of a
 // command ([Planner.PlanUndo]) or the restore of a table or partition to a
 // point ([Planner.PlanRestore]) is a [Plan] of ordinary commands, each
-// guarded by its row's current version; [Planner.Apply] publishes them
-// with deterministic IDs and waits for their outcomes.
+// guarded by its row's current version; [Plan.Apply], after checking that
+// the plan is still the one the tables call for, publishes them with
+// deterministic IDs and waits for their outcomes. A Plan is a
+// replay.Plan, as the console and the replay command drive it.
 package repair
 
 import "github.com/tablejournal/tablejournal/replay"

@@ -81,9 +81,11 @@ func (s *Step) setOp() {
 }
 
 // Plan is a set of commands that undo one command or restore a table to a
-// point. It is computed against the table as it is now; every operation is
-// guarded by the row's current version, so a plan applied after the rows
-// changed again is rejected rather than applied over the changes.
+// point: a replay.Plan (preview.go). It is computed against the table as it
+// is now; Apply plans again and refuses a plan the rows changed under
+// (replay.ErrStale), and every operation is guarded by the row's current
+// version, so rows changed between that check and the commands' turn are
+// rejected rather than overwritten.
 type Plan struct {
 	Kind PlanKind
 	// Of is, for undo, the undone command's ID.
@@ -105,9 +107,11 @@ type Plan struct {
 	// Steps lists the rows, conflicts included. Rows already at their
 	// target are left out of restore plans and kept (Op "") in undo plans.
 	Steps []Step
-	// Commands are what Apply publishes, IDs deterministic, so applying the
-	// same plan twice is deduplicated by the journal.
+	// Commands are what Apply publishes, IDs deterministic, so the same
+	// commands published twice are deduplicated by the journal.
 	Commands []*events.Command
+
+	planner *Planner // that made it, to plan again
 }
 
 // Conflicts returns the conflicting steps.
@@ -187,22 +191,12 @@ func idPrefix(kind PlanKind, base string) string {
 	return string(kind) + "-" + hex.EncodeToString(sum[:20])
 }
 
-// Applied is one published command of a plan and what became of it.
-type Applied struct {
-	Command *events.Command
-	// Publish is the journal's acknowledgement; Duplicate when the journal
-	// already held the command ID (the plan was applied before).
-	Publish journal.PublishResult
-	// Outcome is the projector's outcome of the command.
-	Outcome wire.Outcome
-}
-
-// Apply publishes the plan's commands through the journal Writer as
+// publish publishes the plan's commands through the journal Writer as
 // ordinary commands and waits for their outcomes. It refuses a blocked
 // plan with ErrConflicts and publishes nothing. If a command is rejected
 // (a guard failed: the rows changed since the plan was made), the error
 // wraps replay.ErrRejected; the results say which.
-func (r *Planner) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
+func (r *Planner) publish(ctx context.Context, p *Plan) ([]replay.Published, error) {
 	if err := r.NeedJournal("apply " + string(p.Kind)); err != nil {
 		return nil, err
 	}
@@ -225,7 +219,7 @@ func (r *Planner) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
 		return nil, fmt.Errorf("%w (is the projector running?)", err)
 	}
 	w := journal.NewWriter(r.JetStream(), r.Journal().Name())
-	res := make([]Applied, len(p.Commands))
+	res := make([]replay.Published, len(p.Commands))
 	futures := make([]*journal.Future, len(p.Commands))
 	for i, c := range p.Commands {
 		f, err := w.PublishAsync(ctx, c)
@@ -240,7 +234,7 @@ func (r *Planner) Apply(ctx context.Context, p *Plan) ([]Applied, error) {
 		if err != nil {
 			return nil, err
 		}
-		res[i] = Applied{Command: p.Commands[i], Publish: pr}
+		res[i] = replay.Published{ID: p.Commands[i].ID, Seq: pr.Seq, Duplicate: pr.Duplicate}
 		pubs[i] = pr
 	}
 	// Each command's outcome is the one of its own journal sequence.

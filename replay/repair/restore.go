@@ -56,7 +56,7 @@ func (r *Planner) PlanRestore(ctx context.Context, table string, part store.Part
 		}
 		return store.CompareKeys(keys[i].rk, keys[j].rk) < 0
 	})
-	p := &Plan{Kind: KindRestore, Table: table, PK: part.PK, AllPartitions: part.All, Seq: seq}
+	p := &Plan{Kind: KindRestore, Table: table, PK: part.PK, AllPartitions: part.All, Seq: seq, planner: r}
 	h := sha256.New()
 	for _, k := range keys {
 		s := Step{Table: table, PK: k.pk, RK: k.rk}

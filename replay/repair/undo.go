@@ -37,7 +37,7 @@ func (r *Planner) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*P
 		return nil, err
 	}
 	p := &Plan{Kind: KindUndo, Of: id, Table: o.Table, PK: o.PK, Seq: o.Seq,
-		Status: o.Status, Reason: o.Reason, Force: opts.Force}
+		Status: o.Status, Reason: o.Reason, Force: opts.Force, planner: r}
 	if o.Status != wire.StatusApplied {
 		return p, nil
 	}

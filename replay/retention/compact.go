@@ -119,7 +119,7 @@ func horizonKeys(md map[string]string, table string) []string {
 	return keys
 }
 
-// CompactConfig configures Compact.
+// CompactConfig configures PlanCompact.
 type CompactConfig struct {
 	// Snapshot is the checked snapshot (snapshot.Check) of the table the
 	// journal is trimmed for, below its sequence. Required.
@@ -127,66 +127,69 @@ type CompactConfig struct {
 	// Location is where the snapshot is stored, recorded in the horizon; it
 	// must carry no secret (snapshot.Describe). Required.
 	Location string
-	// Apply records the horizon and purges; otherwise Compact only says
-	// what it would trim.
-	Apply bool
 }
 
-// CompactStats says what Compact trimmed, or would trim.
-type CompactStats struct {
+// CompactPlan is the trim of one table's journal below a snapshot of it:
+// a replay.Plan (compactpreview.go).
+type CompactPlan struct {
+	// Horizon is the horizon Apply records (Recorded is set then).
 	Horizon Horizon
 	// Previous is the table's horizon before, zero if none.
 	Previous uint64
 	// Commands counts the table's commands before the horizon still in
-	// the journal: those purged, or that would be.
+	// the journal: those Apply purges.
 	Commands int64
-	Applied  bool
+	// Taken is set when the snapshot did not exist and PlanCompactAt took
+	// it.
+	Taken bool
+
+	snapshot  snapshot.Checked
+	stream    jetstream.Stream
+	compactor *Compactor
 }
 
-// Compact trims the journal of one table below a snapshot of it: it checks
-// that the journal allows purges (ErrTrimDenied), that the snapshot is of
-// this journal at a sequence the projector has fully applied
-// (ErrNoSnapshotAtHorizon), records the horizon in the stream's metadata,
-// and only then purges the table's commands before the snapshot's
-// sequence. Without Apply it changes nothing and counts what would go. A
-// crash between recording and purging leaves a horizon whose commands are
-// still there: harmless, and Compact again finishes the purge.
-func (r *Compactor) Compact(ctx context.Context, cfg CompactConfig) (CompactStats, error) {
+// PlanCompact plans the trim of the journal of one table below a snapshot
+// of it, changing nothing: it checks that the journal allows purges
+// (ErrTrimDenied), that the snapshot is of this journal at a sequence the
+// projector has fully applied (ErrNoSnapshotAtHorizon) and not before the
+// table's horizon, and counts the commands that would go. The plan's
+// Apply records the horizon in the stream's metadata, and only then purges
+// the table's commands before the snapshot's sequence. A crash between
+// recording and purging leaves a horizon whose commands are still there:
+// harmless, and a compaction planned and applied again finishes the purge.
+func (r *Compactor) PlanCompact(ctx context.Context, cfg CompactConfig) (*CompactPlan, error) {
 	hd := cfg.Snapshot.Header
-	st := CompactStats{Horizon: Horizon{Table: hd.Table, Seq: hd.Seq, Snapshot: cfg.Location, SHA256: cfg.Snapshot.SHA256}}
+	p := &CompactPlan{Horizon: Horizon{Table: hd.Table, Seq: hd.Seq, Snapshot: cfg.Location, SHA256: cfg.Snapshot.SHA256},
+		snapshot: cfg.Snapshot, compactor: r}
 	if err := r.NeedJournal("compact"); err != nil {
-		return st, err
+		return nil, err
 	}
 	s, info, err := r.checkCompact(ctx, cfg)
 	if err != nil {
-		return st, err
+		return nil, err
 	}
+	p.stream = s
 	prev, had, err := horizonOf(info.Config, hd.Table)
 	if err != nil {
-		return st, fmt.Errorf("compact: %w", err)
+		return nil, fmt.Errorf("compact: %w", err)
 	}
 	if had {
-		st.Previous = prev.Seq
+		p.Previous = prev.Seq
 		if prev.Seq > hd.Seq {
-			return st, fmt.Errorf("compact: %w: %s's horizon is already at %d (snapshot %s), after this snapshot's %d",
+			return nil, fmt.Errorf("compact: %w: %s's horizon is already at %d (snapshot %s), after this snapshot's %d",
 				ErrNoSnapshotAtHorizon, hd.Table, prev.Seq, prev.Snapshot, hd.Seq)
 		}
 	}
 	if hd.Seq > 1 {
 		err = r.Journal().ReadAny(ctx, 1, hd.Seq-1, wire.TableFilters(hd.Table), func(journal.Msg) error {
-			st.Commands++
+			p.Commands++
 			return nil
 		})
 		if err != nil {
-			return st, fmt.Errorf("compact: count %s's commands before %d: %w", hd.Table, hd.Seq, err)
+			return nil, fmt.Errorf("compact: count %s's commands before %d: %w", hd.Table, hd.Seq, err)
 		}
 	}
-	if !cfg.Apply {
-		return st, nil
-	}
-	st.Horizon.Recorded = time.Now().UTC()
-	st.Applied, err = r.recordAndPurge(ctx, s, st.Horizon)
-	return st, err
+	return p, nil
 }
 
 // checkCompact checks that the journal allows purges (ErrTrimDenied) and
@@ -243,7 +246,7 @@ func (r *Compactor) recordAndPurge(ctx context.Context, s jetstream.Stream, h Ho
 		sc.Metadata = map[string]string{}
 	}
 	// One key per table: a key in another case, recorded before the key
-	// was lower case, holds a horizon at or before this one (Compact
+	// was lower case, holds a horizon at or before this one (PlanCompact
 	// refuses to move a horizon back).
 	for _, k := range horizonKeys(sc.Metadata, h.Table) {
 		delete(sc.Metadata, k)

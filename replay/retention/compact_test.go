@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/internal/azauth"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/replay/retention"
@@ -54,8 +55,8 @@ func TestCompact(t *testing.T) {
 			}
 
 			cfg := retention.CompactConfig{Snapshot: checked, Location: "/snapshots/t.snap"}
-			dry, err := e.Compactor.Compact(e.Ctx, cfg)
-			if err != nil || dry.Applied || dry.Commands != wantTrim {
+			dry, err := e.Compactor.PlanCompact(e.Ctx, cfg)
+			if err != nil || dry.Commands != wantTrim {
 				t.Fatalf("dry run: %+v, %v; want %d commands", dry, err, wantTrim)
 			}
 			if n := count(s.Table, 1, horizon-1); n != wantTrim {
@@ -65,10 +66,12 @@ func TestCompact(t *testing.T) {
 				t.Fatalf("the dry run recorded a horizon (%v)", err)
 			}
 
-			cfg.Apply = true
-			st, err := e.Compactor.Compact(e.Ctx, cfg)
-			if err != nil || !st.Applied || st.Commands != wantTrim {
+			st, err := dry.Apply(e.Ctx)
+			if err != nil || len(st.Counts) != 1 || st.Counts[0].N != wantTrim {
 				t.Fatalf("compact: %+v, %v", st, err)
+			}
+			if _, err := dry.Apply(e.Ctx); !errors.Is(err, replay.ErrStale) {
+				t.Fatalf("the compaction applied again: %v, want ErrStale (its commands are gone)", err)
 			}
 			if n := count(s.Table, 1, horizon-1); n != 0 {
 				t.Fatalf("%d commands of %s left before the horizon %d", n, s.Table, horizon)
@@ -80,6 +83,9 @@ func TestCompact(t *testing.T) {
 				t.Fatalf("%s has %d commands after trimming %s, want %d", s.Other, n, s.Table, otherBefore)
 			}
 			h, ok, err := e.Compactor.Horizon(e.Ctx, s.Table)
+			if rec, _ := st.Receipt.(retention.Horizon); rec.Seq != h.Seq || !rec.Recorded.Equal(h.Recorded) {
+				t.Fatalf("the receipt %+v is not the horizon recorded, %+v", st.Receipt, h)
+			}
 			if err != nil || !ok || h.Seq != horizon || h.SHA256 != checked.SHA256 || h.Snapshot != cfg.Location {
 				t.Fatalf("recorded horizon %+v %v (%v)", h, ok, err)
 			}
@@ -144,10 +150,10 @@ func TestCompact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Compactor.Compact(e.Ctx, retention.CompactConfig{Snapshot: oc, Location: "old.snap", Apply: true}); !errors.Is(err, retention.ErrNoSnapshotAtHorizon) {
+			if _, err := e.Compactor.PlanCompact(e.Ctx, retention.CompactConfig{Snapshot: oc, Location: "old.snap"}); !errors.Is(err, retention.ErrNoSnapshotAtHorizon) {
 				t.Fatalf("compact below the recorded horizon: %v, want ErrNoSnapshotAtHorizon", err)
 			}
-			if _, err := e.Compactor.Compact(e.Ctx, retention.CompactConfig{Location: "none.snap", Apply: true}); !errors.Is(err, retention.ErrNoSnapshotAtHorizon) {
+			if _, err := e.Compactor.PlanCompact(e.Ctx, retention.CompactConfig{Location: "none.snap"}); !errors.Is(err, retention.ErrNoSnapshotAtHorizon) {
 				t.Fatalf("compact without a snapshot: %v, want ErrNoSnapshotAtHorizon", err)
 			}
 			if h2, _, _ := e.Compactor.Horizon(e.Ctx, s.Table); h2 != h {
@@ -170,7 +176,7 @@ func TestCompactDenyPurge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Compactor.Compact(e.Ctx, retention.CompactConfig{Snapshot: checked, Location: "t.snap", Apply: true})
+	_, err = e.Compactor.PlanCompact(e.Ctx, retention.CompactConfig{Snapshot: checked, Location: "t.snap"})
 	if !errors.Is(err, retention.ErrTrimDenied) || !bytes.Contains([]byte(err.Error()), []byte("--journal-allow-trim")) {
 		t.Fatalf("compact of a deny-purge journal: %v, want ErrTrimDenied naming --journal-allow-trim", err)
 	}
@@ -193,14 +199,17 @@ func TestCompactAtRelativePath(t *testing.T) {
 	s := e.Seed(rand.New(rand.NewPCG(5, 28)), 24, []string{"p0"}, []string{"r0", "r1"})
 	dir := t.TempDir()
 	t.Chdir(dir)
-	st, err := e.Compactor.CompactAt(e.Ctx, retention.CompactAtConfig{Table: s.Table, Snapshot: "rel.snap", At: s.Head, Apply: true})
-	if err != nil {
+	p, err := e.Compactor.PlanCompactAt(e.Ctx, retention.CompactAtConfig{Table: s.Table, Snapshot: "rel.snap", At: s.Head})
+	if err != nil || !p.Taken {
+		t.Fatalf("plan: %+v %v", p, err)
+	}
+	if _, err := p.Apply(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	want := filepath.Join(dir, "rel.snap")
 	h, ok, err := e.Compactor.Horizon(e.Ctx, s.Table)
-	if err != nil || !ok || h.Snapshot != want || st.Location != want {
-		t.Fatalf("recorded %+v %v %v (stats %q), want the snapshot at %s", h, ok, err, st.Location, want)
+	if err != nil || !ok || h.Snapshot != want || p.Horizon.Snapshot != want {
+		t.Fatalf("recorded %+v %v %v (planned %q), want the snapshot at %s", h, ok, err, p.Horizon.Snapshot, want)
 	}
 	t.Chdir(t.TempDir())
 	f, _, err := e.Compactor.RecordedSnapshot(e.Ctx, s.Table, 0, "", azauth.Config{})

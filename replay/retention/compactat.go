@@ -14,7 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay/snapshot"
 )
 
-// CompactAtConfig configures CompactAt.
+// CompactAtConfig configures PlanCompactAt.
 type CompactAtConfig struct {
 	// Table is the table whose commands below the snapshot's sequence are
 	// trimmed. Required.
@@ -32,32 +32,21 @@ type CompactAtConfig struct {
 	// sequence the projector has fully applied, and an existing one may be
 	// at any.
 	At uint64
-	// Apply records the horizon and purges; otherwise CompactAt only says
-	// what it would trim.
-	Apply bool
 }
 
-// CompactAtStats says what CompactAt did, or would do.
-type CompactAtStats struct {
-	CompactStats
-	// Location is the snapshot's location as recorded: without a blob
-	// URL's SAS token (snapshot.Describe).
-	Location string
-	// Taken is set when the snapshot did not exist and was taken.
-	Taken bool
-}
-
-// CompactAt is Compact with the snapshot named by its location: it checks
-// the snapshot there (reading it through), or takes it there when it does
-// not exist and reads back what was stored; refuses a snapshot of another
-// table or at another sequence than At (ErrNoSnapshotAtHorizon); then
-// trims the journal below it (Compact).
-func (c *Compactor) CompactAt(ctx context.Context, cfg CompactAtConfig) (CompactAtStats, error) {
+// PlanCompactAt is PlanCompact with the snapshot named by its location: it
+// checks the snapshot there (reading it through), or takes it there when
+// it does not exist and reads back what was stored (the one thing planning
+// writes); refuses a snapshot of another table or at another sequence than
+// At (ErrNoSnapshotAtHorizon); then plans the trim of the journal below it.
+// The plan's Horizon.Snapshot is the location as recorded: without a blob
+// URL's SAS token (snapshot.Describe).
+func (c *Compactor) PlanCompactAt(ctx context.Context, cfg CompactAtConfig) (*CompactPlan, error) {
 	loc, err := snapshot.Recorded(cfg.Snapshot)
 	if err != nil {
-		return CompactAtStats{}, fmt.Errorf("compact: %w", err)
+		return nil, fmt.Errorf("compact: %w", err)
 	}
-	st := CompactAtStats{Location: loc}
+	taken := false
 	checked, err := snapshot.CheckAt(ctx, cfg.Snapshot, cfg.Tables, cfg.Auth)
 	if errors.Is(err, fs.ErrNotExist) || bloberror.HasCode(err, bloberror.BlobNotFound) {
 		write := func(w io.Writer) error {
@@ -65,22 +54,25 @@ func (c *Compactor) CompactAt(ctx context.Context, cfg CompactAtConfig) (Compact
 			return err
 		}
 		if err := snapshot.WriteAt(ctx, cfg.Snapshot, cfg.Tables, cfg.Auth, write); err != nil {
-			return st, err
+			return nil, err
 		}
-		st.Taken = true
+		taken = true
 		checked, err = snapshot.CheckAt(ctx, cfg.Snapshot, cfg.Tables, cfg.Auth) // what was stored, read back
 	}
 	if err != nil {
-		return st, err
+		return nil, err
 	}
 	if !strings.EqualFold(checked.Header.Table, cfg.Table) { // table names are case-insensitive
-		return st, fmt.Errorf("compact: %w: %s is a snapshot of table %s, not %s", ErrNoSnapshotAtHorizon, st.Location, checked.Header.Table, cfg.Table)
+		return nil, fmt.Errorf("compact: %w: %s is a snapshot of table %s, not %s", ErrNoSnapshotAtHorizon, loc, checked.Header.Table, cfg.Table)
 	}
 	if cfg.At != 0 && checked.Header.Seq != cfg.At {
-		return st, fmt.Errorf("compact: %w: %s is at sequence %d, not %d", ErrNoSnapshotAtHorizon, st.Location, checked.Header.Seq, cfg.At)
+		return nil, fmt.Errorf("compact: %w: %s is at sequence %d, not %d", ErrNoSnapshotAtHorizon, loc, checked.Header.Seq, cfg.At)
 	}
-	st.CompactStats, err = c.Compact(ctx, CompactConfig{Snapshot: checked, Location: st.Location, Apply: cfg.Apply})
-	return st, err
+	p, err := c.PlanCompact(ctx, CompactConfig{Snapshot: checked, Location: loc})
+	if p != nil {
+		p.Taken = taken
+	}
+	return p, err
 }
 
 // RecordedSnapshot opens the snapshot recorded at table's journal horizon,

@@ -112,20 +112,22 @@ func TestPrunePolicy(t *testing.T) {
 			// 3 versions of every row removes 7 of each.
 			// At most 5 rows per prune command: 3 prunes of each partition's 14.
 			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 3, Pace: time.Millisecond, MaxRows: 5}
-			var seen []retention.PrunePartition
-			st, err := e.Pruner.Prune(e.Ctx, cfg, func(p retention.PrunePartition) error { seen = append(seen, p); return nil })
-			if err != nil || st.Partitions != 3 || st.Rows != 3*2*7 || len(seen) != 3 || seen[0].Command != "" || seen[0].Prunes != 3 {
-				t.Fatalf("dry run: %+v %v %+v", st, err, seen)
+			plan, err := e.Pruner.PlanPrune(e.Ctx, cfg)
+			if err != nil || len(plan.Partitions) != 3 || plan.Rows != 3*2*7 || len(plan.Partitions[0].Horizons) != 3 {
+				t.Fatalf("plan: %+v %v", plan, err)
 			}
-			cfg.Apply = true
-			seen = nil
-			st2, err := e.Pruner.Prune(e.Ctx, cfg, func(p retention.PrunePartition) error { seen = append(seen, p); return nil })
-			if err != nil || st2 != st {
-				t.Fatalf("apply: %+v %v, the dry run said %+v", st2, err, st)
+			res, err := plan.Apply(e.Ctx)
+			if err != nil || len(res.Published) != 9 || len(res.Counts) != 3 {
+				t.Fatalf("apply: %+v %v, the plan said %+v", res, err, plan)
 			}
-			for _, p := range seen {
-				if p.Prunes != 3 || p.Outcome == nil || p.Outcome.Pruned > 5 || p.Rows != 14 {
-					t.Fatalf("applied %+v", p)
+			for _, c := range res.Counts {
+				if c.N != 14 {
+					t.Fatalf("applied %+v, want 14 rows removed", c)
+				}
+			}
+			for _, pub := range res.Published {
+				if pub.Outcome.Pruned > 5 || pub.Duplicate {
+					t.Fatalf("prune %+v removed more than 5 rows, or was published before", pub)
 				}
 			}
 			// Every row keeps 3 versions.
@@ -141,14 +143,17 @@ func TestPrunePolicy(t *testing.T) {
 				}
 			}
 			// Resumable: nothing is left to do.
-			st3, err := e.Pruner.Prune(e.Ctx, cfg, nil)
-			if err != nil || st3.Partitions != 0 {
-				t.Fatalf("second run: %+v %v", st3, err)
+			again, err := e.Pruner.PlanPrune(e.Ctx, cfg)
+			if err != nil || len(again.Partitions) != 0 || again.Preview().Blocked == "" {
+				t.Fatalf("second run: %+v %v", again, err)
+			}
+			if _, err := plan.Apply(e.Ctx); !errors.Is(err, replay.ErrStale) {
+				t.Fatalf("the first plan applied again: %v, want ErrStale", err)
 			}
 			// By age: with the clock an hour on, everything is older than 30m.
 			age := retention.PruneConfig{Table: table, Partition: store.InPartition("a"), Keep: 30 * time.Minute,
 				Now: func() time.Time { return time.Now().Add(time.Hour) }}
-			st4, err := e.Pruner.Prune(e.Ctx, age, nil)
+			st4, err := e.Pruner.PlanPrune(e.Ctx, age)
 			if err != nil || st4.Rows != 2*2 {
 				t.Fatalf("keep 30m an hour later: %+v %v, want the 2 older versions of each row", st4, err)
 			}
@@ -179,8 +184,12 @@ func TestPrunedCopy(t *testing.T) {
 			}
 			seqs := e.Publish(cmds)
 			e.Await(ids)
-			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 2, Pace: time.Millisecond, Apply: true}
-			if _, err := e.Pruner.Prune(e.Ctx, cfg, nil); err != nil {
+			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 2, Pace: time.Millisecond}
+			plan, err := e.Pruner.PlanPrune(e.Ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := plan.Apply(e.Ctx); err != nil {
 				t.Fatal(err)
 			}
 			h, err := rows.ReadHorizon(e.Ctx, e.Store, table, "a")
@@ -262,11 +271,14 @@ func TestPruneErasedPartition(t *testing.T) {
 					Ops: []events.RowOp{{Op: events.OpUpsert, RK: "r", Entity: edm.Entity{"n": edm.Int64(int64(i))}}}})
 			}
 			publish(cmds)
-			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 1, Pace: time.Millisecond, Apply: true}
-			st, err := e.Pruner.Prune(e.Ctx, cfg, nil)
+			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 1, Pace: time.Millisecond}
+			plan, err := e.Pruner.PlanPrune(e.Ctx, cfg)
 			// a and b: 4 versions since the erase, 3 removed; c: 8, 7 removed.
-			if err != nil || st.Partitions != 3 || st.Rows != 3+3+7 {
-				t.Fatalf("prune: %+v, %v", st, err)
+			if err != nil || len(plan.Partitions) != 3 || plan.Rows != 3+3+7 {
+				t.Fatalf("prune plan: %+v, %v", plan, err)
+			}
+			if _, err := plan.Apply(e.Ctx); err != nil {
+				t.Fatalf("prune: %v", err)
 			}
 			for _, pk := range []string{"a", "b", "c"} {
 				byRK, err := rows.ReadPartition(e.Ctx, e.Store, table, pk)

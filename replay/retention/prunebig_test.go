@@ -61,7 +61,7 @@ func TestPruneLive(t *testing.T) {
 			t.Logf("%d versions projected in %v", n, time.Since(start).Round(time.Millisecond))
 			horizon := seqs[n-n/100]
 			cfg := retention.PruneConfig{Table: table, Partition: store.InPartition("big"), Before: horizon}
-			dry, err := e.Pruner.Prune(e.Ctx, cfg, nil)
+			dry, err := e.Pruner.PlanPrune(e.Ctx, cfg)
 			if err != nil || dry.Rows < int64(n-n/100-10) {
 				t.Fatalf("dry run: %+v %v", dry, err)
 			}
@@ -98,13 +98,16 @@ func TestPruneLive(t *testing.T) {
 				}
 			}()
 			start = time.Now()
-			cfg.Apply = true
-			st, err := e.Pruner.Prune(e.Ctx, cfg, nil)
+			res, err := dry.Apply(e.Ctx)
 			took := time.Since(start)
 			close(stop)
 			wg.Wait()
-			if err != nil || st.Rows != dry.Rows {
-				t.Fatalf("prune: %+v %v, the dry run counted %+v", st, err, dry)
+			removed := int64(0)
+			for _, c := range res.Counts {
+				removed += c.N
+			}
+			if err != nil || removed != dry.Rows {
+				t.Fatalf("prune: %+v %v, the dry run counted %d", res, err, dry.Rows)
 			}
 			outs := e.Await(live)
 			for _, id := range live {
@@ -113,7 +116,7 @@ func TestPruneLive(t *testing.T) {
 				}
 			}
 			t.Logf("pruned %d of %d versions in %v (%.0f rows/s) while %d live commands applied (%.0f/s)",
-				st.Rows, n, took.Round(time.Millisecond), float64(st.Rows)/took.Seconds(), len(live), float64(len(live))/took.Seconds())
+				removed, n, took.Round(time.Millisecond), float64(removed)/took.Seconds(), len(live), float64(len(live))/took.Seconds())
 			vs, err := e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table})
 			if err != nil || vs.Missing+vs.Extra+vs.Changed != 0 {
 				t.Fatalf("verify: %+v %v", vs, err)

@@ -18,7 +18,7 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// PruneConfig says which history a Prune removes: versions older than
+// PruneConfig says which history a prune removes: versions older than
 // Keep, beyond the newest KeepVersions of each row, or before the
 // sequence Before. With several, a version stays if any of them keeps it
 // (the lowest horizon wins).
@@ -28,16 +28,15 @@ type PruneConfig struct {
 	// Partition is one partition, or store.AllPartitions.
 	Partition store.Partition
 	// Keep keeps the versions that were current at some point of the last
-	// Keep: the horizon is the journal sequence at now − Keep.
+	// Keep: the horizon is the journal sequence at now − Keep, resolved
+	// when the plan is made.
 	Keep time.Duration
 	// KeepVersions keeps at least the newest KeepVersions versions of every
 	// row (tombstones count; 1 keeps only the tip or the last tombstone).
 	KeepVersions int
 	// Before is an explicit horizon, a journal sequence.
 	Before uint64
-	// Apply publishes the prunes; otherwise Prune only counts (a dry run).
-	Apply bool
-	// Pace is the pause between two partitions' prunes when applying, so
+	// Pace is the pause between two prune commands when applying, so
 	// that live traffic keeps the store's throughput. If zero, 100 ms.
 	Pace time.Duration
 	// MaxRows bounds the rows one prune command removes: a partition with
@@ -53,46 +52,44 @@ type PruneConfig struct {
 // transactions, well under a second on Azure.
 const DefaultPruneMaxRows = 1000
 
-// PrunePartition is what a Prune did, or would do, in one partition.
+// PrunePartition is what a prune plan removes in one partition.
 type PrunePartition struct {
 	PK string
 	// Horizon is the partition's horizon under the policy; Rows the rows
-	// it removes (counted on a dry run, from the outcome when applied).
+	// before it that go.
 	Horizon uint64
 	Rows    int64
-	// Prunes is the number of prune commands (see PruneConfig.MaxRows).
-	Prunes int
-	// Command is the last prune's command ID, and Outcome its outcome,
-	// when applied.
-	Command string
-	Outcome *wire.Outcome
+	// Horizons are those of its prune commands, rising, the last Horizon
+	// (see PruneConfig.MaxRows).
+	Horizons []uint64
 }
 
-// PruneStats sums a Prune.
-type PruneStats struct {
-	Partitions int   // partitions with something to remove
-	Rows       int64 // rows removed (or, on a dry run, that would be)
+// PrunePlan is the prunes a policy calls for: a replay.Plan
+// (prunepreview.go).
+type PrunePlan struct {
+	Config PruneConfig
+	// Partitions are those with something to remove, in key order.
+	Partitions []PrunePartition
+	// Rows sums their rows.
+	Rows int64
+
+	timeHorizon uint64 // Keep resolved when planned
+	pruner      *Pruner
 }
 
-// Prune finds, partition by partition, the history the policy lets go and
-// calls fn for each partition with something to remove; with Apply it
-// publishes one prune command per such partition, waits for its outcome,
-// and pauses Pace before the next. It is resumable: a partition already
-// pruned to its horizon has nothing left to remove and is skipped, and
-// command IDs are a function of table, partition and horizon, so a prune
-// published twice applies once.
-func (r *Pruner) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePartition) error) (PruneStats, error) {
-	var st PruneStats
+// PlanPrune finds, partition by partition, the history the policy lets go,
+// and changes nothing. The plan's Apply publishes one prune command per
+// horizon of each partition, waits for its outcome, and pauses Pace
+// before the next. Pruning is resumable: a partition already pruned to its
+// horizon has nothing left to remove and is left out of a plan made again,
+// and command IDs are a function of table, partition and horizon, so a
+// prune published twice applies once.
+func (r *Pruner) PlanPrune(ctx context.Context, cfg PruneConfig) (*PrunePlan, error) {
 	if cfg.Table == "" {
-		return st, errors.New("prune: no table")
+		return nil, errors.New("prune: no table")
 	}
 	if cfg.Keep <= 0 && cfg.KeepVersions <= 0 && cfg.Before == 0 {
-		return st, errors.New("prune: no policy: give Keep, KeepVersions or Before")
-	}
-	if cfg.Apply {
-		if err := r.NeedJournal("prune --apply"); err != nil {
-			return st, err
-		}
+		return nil, errors.New("prune: no policy: give Keep, KeepVersions or Before")
 	}
 	if cfg.Pace == 0 {
 		cfg.Pace = 100 * time.Millisecond
@@ -108,56 +105,64 @@ func (r *Pruner) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePartit
 		}
 		seq, err := r.Resolve(ctx, replay.Time(now().Add(-cfg.Keep)))
 		if err != nil {
-			return st, fmt.Errorf("prune: the journal sequence %v ago: %w", cfg.Keep, err)
+			return nil, fmt.Errorf("prune: the journal sequence %v ago: %w", cfg.Keep, err)
 		}
-		if seq == 0 {
-			return st, nil // nothing is older than Keep
-		}
-		timeHorizon = seq
+		timeHorizon = seq // 0: nothing is older than Keep
+	}
+	return r.planPrune(ctx, cfg, timeHorizon)
+}
+
+// planPrune is PlanPrune with Keep resolved to timeHorizon.
+func (r *Pruner) planPrune(ctx context.Context, cfg PruneConfig, timeHorizon uint64) (*PrunePlan, error) {
+	p := &PrunePlan{Config: cfg, timeHorizon: timeHorizon, pruner: r}
+	if cfg.Keep > 0 && timeHorizon == 0 {
+		return p, nil // nothing is older than Keep
 	}
 	pks, err := prunePartitions(ctx, r.Store(), cfg.Table, cfg.Partition)
 	if err != nil {
-		return st, fmt.Errorf("prune %s: %w", cfg.Table, err)
+		return nil, fmt.Errorf("prune %s: %w", cfg.Table, err)
 	}
-	published := false
 	for _, pk := range pks {
 		byRK, err := rows.ReadPartition(ctx, r.Store(), cfg.Table, pk)
 		if err != nil {
-			return st, err
+			return nil, err
 		}
 		h := policyHorizon(byRK, cfg.Before, timeHorizon, cfg.KeepVersions)
 		n := int64(len(rows.PruneSetPartition(byRK, h)))
 		if h == 0 || n == 0 {
 			continue
 		}
-		steps := pruneSteps(byRK, h, cfg.MaxRows)
-		p := PrunePartition{PK: pk, Horizon: h, Rows: n, Prunes: len(steps)}
-		if cfg.Apply {
-			p.Rows = 0
-			for _, step := range steps {
-				if published {
-					if err := retry.Sleep(ctx, cfg.Pace); err != nil {
-						return st, err
-					}
-				}
-				o, err := r.publishPrune(ctx, cfg.Table, pk, step)
-				if err != nil {
-					return st, err
-				}
-				published = true
-				p.Command, p.Outcome = o.ID, &o
-				p.Rows += o.Pruned
-			}
-		}
-		st.Partitions++
-		st.Rows += p.Rows
-		if fn != nil {
-			if err := fn(p); err != nil {
-				return st, err
-			}
-		}
+		p.Partitions = append(p.Partitions, PrunePartition{PK: pk, Horizon: h, Rows: n, Horizons: pruneSteps(byRK, h, cfg.MaxRows)})
+		p.Rows += n
 	}
-	return st, nil
+	return p, nil
+}
+
+// publish publishes the plan's prunes, partition by partition, each
+// awaited, paced.
+func (p *PrunePlan) publish(ctx context.Context) (replay.Result, error) {
+	var res replay.Result
+	r := p.pruner
+	for _, part := range p.Partitions {
+		removed := int64(0)
+		for _, h := range part.Horizons {
+			if len(res.Published) > 0 {
+				if err := retry.Sleep(ctx, p.Config.Pace); err != nil {
+					return res, err
+				}
+			}
+			pub, err := r.publishPrune(ctx, p.Config.Table, part.PK, h)
+			if pub.ID != "" {
+				res.Published = append(res.Published, pub)
+			}
+			if err != nil {
+				return res, err
+			}
+			removed += pub.Outcome.Pruned
+		}
+		res.Counts = append(res.Counts, replay.Count{What: fmt.Sprintf("partition %q: rows removed", part.PK), N: removed})
+	}
+	return res, nil
 }
 
 // prunePartitions lists the partitions to prune: every partition the
@@ -241,8 +246,8 @@ func pruneID(table, pk string, h uint64) string {
 }
 
 // publishPrune publishes the prune of one partition and waits for its
-// outcome.
-func (r *Pruner) publishPrune(ctx context.Context, table, pk string, h uint64) (wire.Outcome, error) {
+// outcome; the result names the command once it is published.
+func (r *Pruner) publishPrune(ctx context.Context, table, pk string, h uint64) (replay.Published, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, replay.DefaultAwait)
@@ -252,14 +257,15 @@ func (r *Pruner) publishPrune(ctx context.Context, table, pk string, h uint64) (
 		Prune: &events.Prune{Horizon: h}}
 	pr, err := journal.NewWriter(r.JetStream(), r.Journal().Name()).Publish(ctx, c)
 	if err != nil {
-		return wire.Outcome{}, fmt.Errorf("prune %s/%q: %w", table, pk, err)
+		return replay.Published{}, fmt.Errorf("prune %s/%q: %w", table, pk, err)
 	}
-	o, err := journal.NewOutcomes(r.JetStream()).Await(ctx, c.ID, pr.Seq)
+	pub := replay.Published{ID: c.ID, Seq: pr.Seq, Duplicate: pr.Duplicate}
+	pub.Outcome, err = journal.NewOutcomes(r.JetStream()).Await(ctx, c.ID, pr.Seq)
 	if err != nil {
-		return o, fmt.Errorf("%w (is the projector running?)", err)
+		return pub, fmt.Errorf("%w (is the projector running?)", err)
 	}
-	if o.Status == wire.StatusRejected {
-		return o, fmt.Errorf("prune %s/%q: %w: %s", table, pk, replay.ErrRejected, o.Reason)
+	if pub.Outcome.Status == wire.StatusRejected {
+		return pub, fmt.Errorf("prune %s/%q: %w: %s", table, pk, replay.ErrRejected, pub.Outcome.Reason)
 	}
-	return o, nil
+	return pub, nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/console"
+	"github.com/tablejournal/tablejournal/replay"
 )
 
 // Flags are the console's flags; Prefix is prepended to their names
@@ -41,10 +42,10 @@ func (f *Flags) Register(fs *flag.FlagSet, prefix, addr, addrUsage string) {
 	fs.StringVar(&f.Grafana, prefix+"grafana-url", "", "console: link the health page to this Grafana dashboard (its query and credentials are never shown)")
 }
 
-// Config returns the console's config from the flags, reading the
+// Config returns the console's config over rp from the flags, reading the
 // authentication file. A file's secret never appears in an error.
-func (f *Flags) Config(src console.Source, log *slog.Logger) (console.Config, error) {
-	cfg := console.Config{Source: src, HideValues: f.HideValues, AllowChanges: f.AllowChanges, GrafanaURL: f.Grafana, Logger: log}
+func (f *Flags) Config(rp *replay.Source, log *slog.Logger) (console.Config, error) {
+	cfg := console.Config{Replay: rp, HideValues: f.HideValues, AllowChanges: f.AllowChanges, GrafanaURL: f.Grafana, Logger: log}
 	if f.AuthFile == "" {
 		return cfg, nil
 	}

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"io"
 	"log/slog"
 	"math/big"
@@ -22,14 +21,32 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/console"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/store/sqlite"
 )
 
-// noHealth is a console source whose health is unknown; the TLS test
-// reaches only the authentication in front of every page.
-type noHealth struct{ console.Source }
-
-func (noHealth) Health(context.Context) (console.Health, error) {
-	return console.Health{}, errors.New("no health in this test")
+// testConsole is a console over an empty embedded store, without the
+// journal: the TLS tests reach only the authentication in front of every
+// page.
+func testConsole(t *testing.T, cfg console.Config) *console.Handler {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tables.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	rp, err := replay.New(ctx, replay.Config{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Replay, cfg.Logger = rp, slog.New(slog.DiscardHandler)
+	h, err := console.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
 }
 
 // selfSigned writes a certificate for 127.0.0.1 and its key into dir and
@@ -71,10 +88,7 @@ func selfSigned(t *testing.T, dir string) (cert, key string, pool *x509.CertPool
 func TestStartTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key, pool := selfSigned(t, dir)
-	h, err := console.New(console.Config{Source: noHealth{}, Auth: &console.Auth{Token: "tok-1"}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testConsole(t, console.Config{Auth: &console.Auth{Token: "tok-1"}})
 	f := &Flags{Addr: "127.0.0.1:0", TLSCert: cert, TLSKey: key}
 	s, err := Start(context.Background(), f, h, true, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -108,11 +122,7 @@ func TestStartTLS(t *testing.T) {
 }
 
 func TestStartTLSNeedsBoth(t *testing.T) {
-	h, err := console.New(console.Config{Source: noHealth{}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := testConsole(t, console.Config{})
 	for _, f := range []*Flags{{Addr: "127.0.0.1:0", TLSCert: "c.pem"}, {Addr: "127.0.0.1:0", TLSKey: "k.pem"}} {
 		if s, err := Start(context.Background(), f, h, false, slog.New(slog.DiscardHandler)); err == nil {
 			_ = s.Close()

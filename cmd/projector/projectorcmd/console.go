@@ -19,11 +19,7 @@ func startConsole(ctx context.Context, f *consoleserve.Flags, js jetstream.JetSt
 	if err != nil {
 		return nil, err
 	}
-	src, err := console.NewSource(console.SourceConfig{Replay: rp, JetStream: js, Journal: stream})
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := f.Config(src, log)
+	cfg, err := f.Config(rp, log)
 	if err != nil {
 		return nil, err
 	}

@@ -446,9 +446,10 @@ func (b *replayBase) progress(stdio cli.IO, what, unit string) (func(done, total
 	}, func() { bar.Finish() }
 }
 
-// refused marks a refusal (conflicts, rejected commands): exit status 3.
+// refused marks a refusal (conflicts, rejected commands, a plan changed
+// since it was made): exit status 3.
 func refused(err error) error {
-	if errors.Is(err, repair.ErrConflicts) || errors.Is(err, replay.ErrRejected) {
+	if errors.Is(err, repair.ErrConflicts) || errors.Is(err, replay.ErrRejected) || errors.Is(err, replay.ErrStale) {
 		return replayRefusal{err}
 	}
 	return err

@@ -249,7 +249,7 @@ func (c *undoCmd) run(ctx context.Context, stdio cli.IO) error {
 	if err != nil {
 		return err
 	}
-	return runPlan(ctx, &c.replayBase, stdio, c.plan, p)
+	return runRepair(ctx, &c.replayBase, stdio, c.plan, p)
 }
 
 // restoreCmd is replay restore.
@@ -290,7 +290,7 @@ func (c *restoreCmd) run(ctx context.Context, stdio cli.IO) error {
 	if err != nil {
 		return err
 	}
-	return runPlan(ctx, &c.replayBase, stdio, c.plan, p)
+	return runRepair(ctx, &c.replayBase, stdio, c.plan, p)
 }
 
 // snapshotCmd is replay snapshot.
@@ -382,32 +382,6 @@ func (c *loadCmd) run(ctx context.Context, stdio cli.IO) error {
 	}
 	cli.Render(stdio.Stdout, c.asJSON, newLoadResult(st, c.cfg.Into))
 	return nil
-}
-
-// runPlan prints a plan, and with --apply publishes it and prints the
-// outcomes. A blocked plan is refused without publishing anything.
-func runPlan(ctx context.Context, b *replayBase, stdio cli.IO, f planFlags, p *repair.Plan) error {
-	if !f.apply || p.Blocked() {
-		cli.Render(stdio.Stdout, b.asJSON, newPlanResult(p, nil))
-		if p.Blocked() {
-			return refused(fmt.Errorf("undo %s: %w: %s; --force includes them", p.Of, repair.ErrConflicts, cli.Plural(len(p.Conflicts()), "row")))
-		}
-		return nil
-	}
-	if f.timeout <= 0 {
-		return cli.UsageError(errors.New("--timeout must be positive"))
-	}
-	actx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	res, err := repair.New(b.rp).Apply(actx, p)
-	if err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		err = fmt.Errorf("%s: no outcome for %s within --timeout %s: is a projector running? (applying again is safe: the commands are deduplicated)",
-			p.Kind, cli.Plural(len(p.Commands), "command"), f.timeout)
-	}
-	if err == nil || errors.Is(err, replay.ErrRejected) {
-		cli.Render(stdio.Stdout, b.asJSON, newPlanResult(p, res))
-	}
-	return refused(err)
 }
 
 // pointText renders the resolved point for output.

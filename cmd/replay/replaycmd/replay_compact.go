@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/retention"
 )
 
@@ -34,14 +35,19 @@ func (c *compactCmd) run(ctx context.Context, stdio cli.IO) error {
 	if c.set["at"] && c.at == 0 {
 		return cli.UsageError(errors.New("--at 0 is the empty table; give a journal sequence"))
 	}
-	st, err := retention.NewCompactor(c.rp).CompactAt(ctx, retention.CompactAtConfig{
-		Table: c.table, Snapshot: c.snapshot, Tables: c.tables, Auth: c.auth, At: c.at, Apply: c.apply})
+	p, err := retention.NewCompactor(c.rp).PlanCompactAt(ctx, retention.CompactAtConfig{
+		Table: c.table, Snapshot: c.snapshot, Tables: c.tables, Auth: c.auth, At: c.at})
 	if err != nil {
 		return err
 	}
-	cli.Render(stdio.Stdout, c.asJSON, compactResult{Applied: st.Applied, Table: c.table, Snapshot: st.Location, Taken: st.Taken,
-		Seq: st.Horizon.Seq, SHA256: st.Horizon.SHA256, Previous: st.Previous, Commands: st.Commands})
-	return nil
+	return runPlan(ctx, &c.replayBase, stdio, p, planRun{apply: c.apply, show: func(res *replay.Result, err error) cli.Result {
+		if err != nil {
+			return nil
+		}
+		h := p.Horizon
+		return compactResult{Applied: res != nil, Table: c.table, Snapshot: h.Snapshot, Taken: p.Taken,
+			Seq: h.Seq, SHA256: h.SHA256, Previous: p.Previous, Commands: p.Commands}
+	}})
 }
 
 // compactResult is what replay compact did, or would do.

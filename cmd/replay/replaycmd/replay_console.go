@@ -28,12 +28,7 @@ func (c *consoleCmd) nats() natsNeed { return natsYes }
 
 func (c *consoleCmd) run(ctx context.Context, stdio cli.IO) error {
 	log := slog.New(slog.NewTextHandler(stdio.Stderr, nil))
-	src, err := console.NewSource(console.SourceConfig{Replay: c.rp, JetStream: c.cfg.JetStream,
-		Journal: c.cfg.Journal, Durable: c.cfg.Durable})
-	if err != nil {
-		return err
-	}
-	cfg, err := c.cf.Config(src, log)
+	cfg, err := c.cf.Config(c.rp, log)
 	if err != nil {
 		return err
 	}

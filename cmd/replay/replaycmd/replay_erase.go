@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/erasure"
 )
 
@@ -39,23 +40,28 @@ func (c *eraseCmd) target() erasure.Target {
 }
 
 func (c *eraseCmd) run(ctx context.Context, stdio cli.IO) error {
-	if !c.apply {
-		p, err := erasure.New(c.rp).PlanErase(ctx, c.target())
-		if err != nil {
-			return err
+	r := planRun{apply: c.apply}
+	if c.apply {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.wait)
+		defer cancel()
+	}
+	p, err := erasure.New(c.rp).PlanErase(ctx, c.target())
+	if err != nil {
+		return err
+	}
+	r.show = func(res *replay.Result, _ error) cli.Result {
+		if res == nil {
+			return erasePlanView{Table: p.Target.Table, Partition: p.Target.RK == nil, KeySHA256: p.Target.SHA256(),
+				EraseID: p.EraseID, EraseSeq: p.EraseSeq, TableRows: p.TableRows, JournalMsgs: len(p.Journal), Kept: p.Kept,
+				ChangeEvents: len(p.Changes), Outcomes: len(p.Outcomes), Behind: p.Behind, DryRun: true}
 		}
-		cli.Render(stdio.Stdout, c.asJSON, erasePlanView{Table: p.Target.Table, Partition: p.Target.RK == nil, KeySHA256: p.Target.SHA256(),
-			EraseID: p.EraseID, EraseSeq: p.EraseSeq, TableRows: p.TableRows, JournalMsgs: len(p.Journal), Kept: p.Kept,
-			ChangeEvents: len(p.Changes), Outcomes: len(p.Outcomes), Behind: p.Behind, DryRun: true})
+		if rec, ok := res.Receipt.(*erasure.Receipt); ok {
+			return eraseReceiptView{rec}
+		}
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.wait)
-	defer cancel()
-	rec, err := erasure.New(c.rp).EraseKey(ctx, c.target(), nil)
-	if rec != nil {
-		cli.Render(stdio.Stdout, c.asJSON, eraseReceiptView{rec})
-	}
-	return err
+	return runPlan(ctx, &c.replayBase, stdio, p, r)
 }
 
 // erasePlanView is the dry run of replay erase.

@@ -1,19 +1,87 @@
 package replaycmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/cmd/internal/entityfmt"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/replay/repair"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/wire"
 )
+
+// planRun says how runPlan shows one kind of replay.Plan.
+type planRun struct {
+	// apply applies the plan (--apply); otherwise it is only printed.
+	apply bool
+	// timeout, if not zero, bounds Apply; timedOut is then the error when
+	// it runs out (nil keeps Apply's).
+	timeout  time.Duration
+	timedOut error
+	// refuse, if set, refuses the plan: it is printed, not applied, and
+	// the command fails with refuse.
+	refuse error
+	// show is the plan's output, dry (res nil) or applied (with Apply's
+	// error); nil prints nothing.
+	show func(res *replay.Result, err error) cli.Result
+}
+
+// runPlan drives every plan of the replay command (undo, restore, prune,
+// erase, compact) the same way: it prints the plan, and with --apply
+// applies it and prints what it did. A refusal exits 3 (refused).
+func runPlan(ctx context.Context, b *replayBase, stdio cli.IO, p replay.Plan, r planRun) error {
+	if !r.apply || r.refuse != nil {
+		cli.Render(stdio.Stdout, b.asJSON, r.show(nil, nil))
+		return refused(r.refuse)
+	}
+	actx := ctx
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	res, err := p.Apply(actx)
+	if err != nil && r.timedOut != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		err = r.timedOut
+	}
+	if out := r.show(&res, err); out != nil {
+		cli.Render(stdio.Stdout, b.asJSON, out)
+	}
+	return refused(err)
+}
+
+// runRepair runs an undo or restore plan: a blocked one is refused, and
+// --timeout bounds the wait for its outcomes.
+func runRepair(ctx context.Context, b *replayBase, stdio cli.IO, f planFlags, p *repair.Plan) error {
+	if f.apply && f.timeout <= 0 {
+		return cli.UsageError(errors.New("--timeout must be positive"))
+	}
+	r := planRun{apply: f.apply, timeout: f.timeout,
+		timedOut: fmt.Errorf("%s: no outcome for %s within --timeout %s: is a projector running? (applying again is safe: the commands are deduplicated)",
+			p.Kind, cli.Plural(len(p.Commands), "command"), f.timeout),
+		show: func(res *replay.Result, err error) cli.Result {
+			if res == nil {
+				return newPlanResult(p, nil)
+			}
+			if err == nil || errors.Is(err, replay.ErrRejected) {
+				return newPlanResult(p, res.Published)
+			}
+			return nil
+		}}
+	if p.Blocked() {
+		r.refuse = fmt.Errorf("undo %s: %w: %s; --force includes them", p.Of, repair.ErrConflicts, cli.Plural(len(p.Conflicts()), "row"))
+	}
+	return runPlan(ctx, b, stdio, p, r)
+}
 
 // planResult is an undo or restore plan, with the outcomes of its
 // commands once applied (replay undo, replay restore).
@@ -32,7 +100,7 @@ type planResult struct {
 	UndoneStatus *wire.Status    `json:"undoneStatus,omitempty"`
 
 	p   *repair.Plan
-	res []repair.Applied
+	res []replay.Published
 }
 
 // planStep is a plan step in JSON output.
@@ -59,7 +127,7 @@ type publishedJSON struct {
 }
 
 // newPlanResult builds the result of plan p; res is nil for a dry run.
-func newPlanResult(p *repair.Plan, res []repair.Applied) planResult {
+func newPlanResult(p *repair.Plan, res []replay.Published) planResult {
 	r := planResult{Applied: res != nil, Commands: len(p.Commands), Conflicts: len(p.Conflicts()), Kind: p.Kind,
 		Seq: p.Seq, Steps: make([]planStep, len(p.Steps)), Table: p.Table, p: p, res: res}
 	if !p.AllPartitions {
@@ -72,7 +140,7 @@ func newPlanResult(p *repair.Plan, res []repair.Applied) planResult {
 		r.Steps[i] = r.step(s)
 	}
 	for _, a := range res {
-		r.Published = append(r.Published, publishedJSON{Duplicate: a.Publish.Duplicate, ID: a.Command.ID, Outcome: cli.OutcomeJSON(a.Outcome), Seq: a.Publish.Seq})
+		r.Published = append(r.Published, publishedJSON{Duplicate: a.Duplicate, ID: a.ID, Outcome: cli.OutcomeJSON(a.Outcome), Seq: a.Seq})
 	}
 	return r
 }
@@ -85,29 +153,13 @@ func (r planResult) step(s repair.Step) planStep {
 	if s.Undone != nil {
 		ps.Undone = rowPtr(*s.Undone, true)
 	}
-	if ci, ok := r.carrier(s); ok {
+	if ci, ok := r.p.Carrier(s); ok {
 		ps.Command = r.p.Commands[ci].ID
 		if r.res != nil {
 			ps.Outcome = (*cli.OutcomeJSON)(&r.res[ci].Outcome)
 		}
 	}
 	return ps
-}
-
-// carrier is the index of the command that carries step s, if any.
-func (r planResult) carrier(s repair.Step) (int, bool) {
-	found, at := false, 0
-	if s.Op == "" {
-		return 0, false
-	}
-	for i, c := range r.p.Commands {
-		for _, op := range c.Ops {
-			if c.PK == s.PK && op.RK == s.RK {
-				found, at = true, i // the last one, should two carry it
-			}
-		}
-	}
-	return at, found
 }
 
 func (r planResult) Text(w io.Writer) {
@@ -126,10 +178,10 @@ func (r planResult) Text(w io.Writer) {
 	fmt.Fprintln(tw, "COMMAND\tSEQ\tSTATUS")
 	for _, a := range r.res {
 		status := statusText(a.Outcome)
-		if a.Publish.Duplicate {
+		if a.Duplicate {
 			status += " (published before; deduplicated)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", a.Command.ID, a.Publish.Seq, status)
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", a.ID, a.Seq, status)
 	}
 	tw.Flush()
 }
@@ -138,23 +190,14 @@ func (r planResult) Text(w io.Writer) {
 // say (an undo of a command that was not applied).
 func (r planResult) head(w io.Writer) bool {
 	p := r.p
-	switch p.Kind {
-	case repair.KindUndo:
-		fmt.Fprintf(w, "undo of %s (seq %d, %s %q)", p.Of, p.Seq, p.Table, p.PK)
-		if p.Status != wire.StatusApplied {
-			fmt.Fprintf(w, ": the command was %s", p.Status)
-			if p.Reason != "" {
-				fmt.Fprintf(w, " (%s)", p.Reason)
-			}
-			fmt.Fprintln(w, "; nothing to undo")
-			return false
+	fmt.Fprint(w, p.Preview().Summary)
+	if p.Kind == repair.KindUndo && p.Status != wire.StatusApplied {
+		fmt.Fprintf(w, ": the command was %s", p.Status)
+		if p.Reason != "" {
+			fmt.Fprintf(w, " (%s)", p.Reason)
 		}
-	case repair.KindRestore:
-		scope := p.Table
-		if !p.AllPartitions {
-			scope += fmt.Sprintf(" %q", p.PK)
-		}
-		fmt.Fprintf(w, "restore of %s to seq %d", scope, p.Seq)
+		fmt.Fprintln(w, "; nothing to undo")
+		return false
 	}
 	fmt.Fprintf(w, ": %s, %s, %s\n", cli.Plural(len(p.Steps), "row"), cli.Plural(r.Conflicts, "conflict"), cli.Plural(r.Commands, "command"))
 	return true
@@ -165,7 +208,7 @@ func (r planResult) head(w io.Writer) bool {
 func (r planResult) stepText(w io.Writer, s repair.Step) {
 	fmt.Fprintln(w)
 	fmt.Fprint(w, stepTitle(s))
-	if ci, ok := r.carrier(s); ok {
+	if ci, ok := r.p.Carrier(s); ok {
 		fmt.Fprintf(w, "  [%s]", r.p.Commands[ci].ID)
 	}
 	fmt.Fprintln(w)

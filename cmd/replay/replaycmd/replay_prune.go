@@ -11,15 +11,17 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/retention"
 )
 
 // pruneCmd is replay prune.
 type pruneCmd struct {
 	replayBase
-	cfg  retention.PruneConfig
-	pk   string
-	keep string
+	cfg   retention.PruneConfig
+	pk    string
+	keep  string
+	apply bool
 }
 
 func (c *pruneCmd) flags(fs *flag.FlagSet) {
@@ -28,7 +30,7 @@ func (c *pruneCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.keep, "keep", "", "keep the versions current at some point of this last span: 90d, 12h, 30m")
 	fs.IntVar(&c.cfg.KeepVersions, "keep-versions", 0, "keep at least the newest N versions of every row")
 	fs.Uint64Var(&c.cfg.Before, "before", 0, "the horizon itself: a journal sequence")
-	fs.BoolVar(&c.cfg.Apply, "apply", false, "publish the prunes, partition by partition, and wait for their outcomes (default: dry run, count what would go)")
+	fs.BoolVar(&c.apply, "apply", false, "publish the prunes, partition by partition, and wait for their outcomes (default: dry run, count what would go)")
 	fs.DurationVar(&c.cfg.Pace, "pace", 100*time.Millisecond, "pause between two prune commands with --apply")
 	fs.IntVar(&c.cfg.MaxRows, "max-rows", retention.DefaultPruneMaxRows, "most rows one prune command removes; a partition with more gets several, with rising horizons")
 }
@@ -70,7 +72,7 @@ func parseKeep(s string) (time.Duration, error) {
 }
 
 func (c *pruneCmd) nats() natsNeed {
-	if c.cfg.Apply || c.cfg.Keep > 0 {
+	if c.apply || c.cfg.Keep > 0 {
 		return natsYes // publishing, or resolving a time to a sequence
 	}
 	return natsIfUp
@@ -78,14 +80,40 @@ func (c *pruneCmd) nats() natsNeed {
 
 func (c *pruneCmd) run(ctx context.Context, stdio cli.IO) error {
 	c.cfg.Partition = partition(c.set, c.pk)
-	res := pruneResult{Applied: c.cfg.Apply, Table: c.cfg.Table, Partitions: []prunePartJSON{}}
-	st, err := retention.NewPruner(c.rp).Prune(ctx, c.cfg, func(p retention.PrunePartition) error {
-		res.Partitions = append(res.Partitions, prunePartJSON{PK: p.PK, Horizon: p.Horizon, Rows: p.Rows, Prunes: p.Prunes, Command: p.Command})
-		return nil
-	})
-	res.Rows = st.Rows
-	cli.Render(stdio.Stdout, c.asJSON, res)
-	return err
+	p, err := retention.NewPruner(c.rp).PlanPrune(ctx, c.cfg)
+	if err != nil {
+		return err
+	}
+	return runPlan(ctx, &c.replayBase, stdio, p, planRun{apply: c.apply, show: func(res *replay.Result, _ error) cli.Result {
+		return newPruneResult(p, res)
+	}})
+}
+
+// newPruneResult is what plan p would do or, applied, did: the partitions
+// whose prunes were all published, with the rows their outcomes removed.
+func newPruneResult(p *retention.PrunePlan, res *replay.Result) pruneResult {
+	r := pruneResult{Applied: res != nil, Table: p.Config.Table, Partitions: []prunePartJSON{}}
+	var pubs []replay.Published
+	if res != nil {
+		pubs = res.Published
+	}
+	for _, part := range p.Partitions {
+		pj := prunePartJSON{PK: part.PK, Horizon: part.Horizon, Rows: part.Rows, Prunes: len(part.Horizons)}
+		if res != nil {
+			if len(pubs) < len(part.Horizons) {
+				break // not applied: the apply stopped before
+			}
+			pj.Rows = 0
+			for _, pub := range pubs[:len(part.Horizons)] {
+				pj.Rows += pub.Outcome.Pruned
+				pj.Command = pub.ID
+			}
+			pubs = pubs[len(part.Horizons):]
+		}
+		r.Partitions = append(r.Partitions, pj)
+		r.Rows += pj.Rows
+	}
+	return r
 }
 
 // pruneResult is what replay prune did, or would do.
