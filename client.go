@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -25,7 +26,7 @@ type Client struct {
 	ownConn  bool
 	js       jetstream.JetStream
 	w        *journal.Writer
-	outcomes *journal.Outcomes
+	outcomes *outcomes.Reader
 	o        options
 
 	tables store.Store
@@ -153,7 +154,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 		nc.Close()
 		return nil, fmt.Errorf("tablejournal: %w", err)
 	}
-	c := &Client{nc: nc, ownConn: true, js: js, o: o, outcomes: journal.NewOutcomes(js), tables: o.tables}
+	c := &Client{nc: nc, ownConn: true, js: js, o: o, outcomes: outcomes.NewReader(js), tables: o.tables}
 	c.w = journal.NewWriter(js, o.stream, journal.WithHeaders(c.inject))
 	return c, nil
 }

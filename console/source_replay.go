@@ -24,6 +24,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/status"
 	"github.com/tablejournal/tablejournal/replay"
@@ -64,7 +65,7 @@ func NewSource(cfg SourceConfig) (Source, error) {
 		js: cfg.JetStream, st: src.Store(),
 		status: status.Config{Journal: cfg.Journal, Durable: cfg.Durable}}
 	if cfg.JetStream != nil {
-		s.outcomes = journal.NewOutcomes(cfg.JetStream)
+		s.outcomes = outcomes.NewReader(cfg.JetStream)
 	}
 	return s, nil
 }
@@ -79,7 +80,7 @@ type replaySource struct {
 	eraser    *erasure.Eraser
 	js        jetstream.JetStream
 	st        store.Store
-	outcomes  *journal.Outcomes
+	outcomes  *outcomes.Reader
 	status    status.Config
 }
 

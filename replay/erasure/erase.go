@@ -17,6 +17,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -259,7 +260,7 @@ func (t Target) classify(cmd *events.Command, decodeErr error) (remove, keep boo
 // subject of a removed command's ID that is of a removed command or does
 // not decode (on its own ID's subject), and those of removed commands on
 // outcomes.=, where the outcomes of every message without a usable ID go.
-// It reads them with batched direct gets (journal.Outcomes.Every), in
+// It reads them with batched direct gets (outcomes.Reader.Every), in
 // requests in proportion to the commands and with no consumer: a consumer
 // per ID exhausted JetStream's consumers beyond about a thousand commands.
 func (r *Eraser) keyOutcomes(ctx context.Context, journalSeqs []uint64, ids map[uint64]string) ([]uint64, error) {
@@ -271,7 +272,7 @@ func (r *Eraser) keyOutcomes(ctx context.Context, journalSeqs []uint64, ids map[
 	}
 	shared := wire.OutcomeSubject("")
 	var out []uint64
-	err := journal.NewOutcomes(r.JetStream()).Every(ctx, idList, func(seq uint64, subject string, data []byte) error {
+	err := outcomes.NewReader(r.JetStream()).Every(ctx, idList, func(seq uint64, subject string, data []byte) error {
 		o, err := wire.DecodeOutcome(data)
 		if err == nil && removed[o.Seq] || err != nil && subject != shared {
 			out = append(out, seq)
@@ -415,7 +416,7 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 		p.EraseID, p.EraseSeq = e.ID, res.Seq
 	}
 	rec.EraseID, rec.EraseSeq = p.EraseID, p.EraseSeq
-	o, err := journal.NewOutcomes(r.JetStream()).Await(ctx, p.EraseID, p.EraseSeq)
+	o, err := outcomes.NewReader(r.JetStream()).Await(ctx, p.EraseID, p.EraseSeq)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/erasure"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
@@ -194,7 +195,7 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := journal.NewOutcomes(e.JS).Await(ctx, er.ID, res.Seq); err != nil {
+				if _, err := outcomes.NewReader(e.JS).Await(ctx, er.ID, res.Seq); err != nil {
 					t.Fatal(err)
 				}
 				target := erasure.Target{Table: table, PK: pk}

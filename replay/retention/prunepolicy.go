@@ -12,6 +12,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -254,7 +255,7 @@ func (r *Pruner) publishPrune(ctx context.Context, table, pk string, h uint64) (
 	if err != nil {
 		return wire.Outcome{}, fmt.Errorf("prune %s/%q: %w", table, pk, err)
 	}
-	o, err := journal.NewOutcomes(r.JetStream()).Await(ctx, c.ID, pr.Seq)
+	o, err := outcomes.NewReader(r.JetStream()).Await(ctx, c.ID, pr.Seq)
 	if err != nil {
 		return o, fmt.Errorf("%w (is the projector running?)", err)
 	}
