@@ -399,7 +399,7 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	if err := journal.CheckDeletable(js); err != nil {
+	if err := checkDeletable(js); err != nil {
 		return nil, err
 	}
 	p, err := r.PlanErase(ctx, t)
@@ -477,7 +477,7 @@ func (r *Eraser) deletePlanned(ctx context.Context, p *Plan, rec *Receipt) error
 		if err != nil {
 			return err
 		}
-		n, err := journal.SecureDelete(ctx, s, step.seqs)
+		n, err := secureDelete(ctx, s, step.seqs)
 		*step.n += n
 		if err != nil {
 			return err

@@ -216,7 +216,7 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := journal.SecureDelete(ctx, s, part.seqs); err != nil {
+					if _, err := erasure.SecureDelete(ctx, s, part.seqs); err != nil {
 						t.Fatal(err)
 					}
 					if part.stream == wire.JournalStream {
@@ -227,7 +227,7 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 					// Past the change events: all of them went before the
 					// commands did.
 					s, _ := e.JS.Stream(ctx, wire.ChangesStream)
-					if _, err := journal.SecureDelete(ctx, s, plan.Changes[2:]); err != nil {
+					if _, err := erasure.SecureDelete(ctx, s, plan.Changes[2:]); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -284,7 +284,7 @@ func TestEraseDenyDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Eraser.EraseKey(e.Ctx, erasure.Target{Table: "orders", PK: "p"}, func() time.Time { return time.Unix(1, 0) })
-	if !errors.Is(err, journal.ErrDenyDelete) {
+	if !errors.Is(err, erasure.ErrDenyDelete) {
 		t.Fatalf("erase on a deny-delete journal: %v", err)
 	}
 	if after, _ := e.Journal.Head(e.Ctx); after != head {
