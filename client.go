@@ -106,10 +106,10 @@ func WithStream(name string) Option { return func(o *options) { o.stream = name 
 
 // WithDurable names the prefix of the projection's consumers
 // ("<prefix>-<shard>"), which AfterSeq and WaitApplied read the applied
-// position from. The default, "projector", is what the projector command
-// always uses; another is needed only for a projection a program runs with
-// another projection.Config.Durable (replay's --durable names the same
-// prefix).
+// position from. The default, wire.DefaultDurable ("projector"), is what
+// the projector command always uses; another is needed only for a
+// projection a program runs with another projection.Config.Durable
+// (replay's --durable names the same prefix).
 func WithDurable(prefix string) Option { return func(o *options) { o.durable = prefix } }
 
 // WithPropagator sets how the trace context of a publish's context.Context
@@ -140,7 +140,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 		o.stream = wire.JournalStream
 	}
 	if o.durable == "" {
-		o.durable = "projector"
+		o.durable = wire.DefaultDurable
 	}
 	if o.prop == nil {
 		o.prop = propagation.TraceContext{}

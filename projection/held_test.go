@@ -216,7 +216,7 @@ func testHeldPartition(t *testing.T, st store.Store) {
 // consumerInfo is the state of the projector's consumer of shard 0.
 func consumerInfo(t *testing.T, ctx context.Context, h *projectiontest.Harness) *jetstream.ConsumerInfo {
 	t.Helper()
-	c, err := h.JS.Consumer(ctx, h.Journal.Name(), wire.ConsumerName("projector", 0))
+	c, err := h.JS.Consumer(ctx, h.Journal.Name(), wire.ConsumerName(wire.DefaultDurable, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ type Config struct {
 	// that is zero too, 1 for new streams and any for existing ones.
 	Replicas int
 	// Durable prefixes the durable consumer names ("<Durable>-<shard>").
-	// If zero, "projector".
+	// If zero, wire.DefaultDurable ("projector").
 	Durable string
 	// FetchBatch is the most messages taken from a shard at once. If zero,
 	// 1024.
@@ -93,7 +93,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Durable == "" {
-		c.Durable = "projector"
+		c.Durable = wire.DefaultDurable
 	}
 	if c.FetchBatch == 0 {
 		c.FetchBatch = 1024

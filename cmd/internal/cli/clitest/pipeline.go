@@ -112,7 +112,7 @@ func (e *Pipeline) waitApplied(t *testing.T, seq uint64) {
 		t.Fatal(err)
 	}
 	for {
-		a, err := journal.AppliedThrough(e.Ctx, stream, "projector", shard)
+		a, err := journal.AppliedThrough(e.Ctx, stream, wire.DefaultDurable, shard)
 		if err != nil {
 			t.Fatal(err)
 		}
