@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -25,7 +26,7 @@ type Client struct {
 	ownConn  bool
 	js       jetstream.JetStream
 	w        *journal.Writer
-	outcomes *journal.Outcomes
+	outcomes *outcomes.Reader
 	o        options
 
 	tables store.Store
@@ -105,10 +106,10 @@ func WithStream(name string) Option { return func(o *options) { o.stream = name 
 
 // WithDurable names the prefix of the projection's consumers
 // ("<prefix>-<shard>"), which AfterSeq and WaitApplied read the applied
-// position from. The default, "projector", is what the projector command
-// always uses; another is needed only for a projection a program runs with
-// another projection.Config.Durable (replay's --durable names the same
-// prefix).
+// position from. The default, wire.DefaultDurable ("projector"), is what
+// the projector command always uses; another is needed only for a
+// projection a program runs with another projection.Config.Durable
+// (replay's --durable names the same prefix).
 func WithDurable(prefix string) Option { return func(o *options) { o.durable = prefix } }
 
 // WithPropagator sets how the trace context of a publish's context.Context
@@ -139,7 +140,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 		o.stream = wire.JournalStream
 	}
 	if o.durable == "" {
-		o.durable = "projector"
+		o.durable = wire.DefaultDurable
 	}
 	if o.prop == nil {
 		o.prop = propagation.TraceContext{}
@@ -153,7 +154,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 		nc.Close()
 		return nil, fmt.Errorf("tablejournal: %w", err)
 	}
-	c := &Client{nc: nc, ownConn: true, js: js, o: o, outcomes: journal.NewOutcomes(js), tables: o.tables}
+	c := &Client{nc: nc, ownConn: true, js: js, o: o, outcomes: outcomes.NewReader(js), tables: o.tables}
 	c.w = journal.NewWriter(js, o.stream, journal.WithHeaders(c.inject))
 	return c, nil
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/console"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -61,7 +61,7 @@ func TestSafety(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, err := journal.NewOutcomes(f.js).Await(ctx, "leak1", ack.Sequence); err != nil || !strings.Contains(o.Reason, "alice.secret") {
+	if o, err := outcomes.NewReader(f.js).Await(ctx, "leak1", ack.Sequence); err != nil || !strings.Contains(o.Reason, "alice.secret") {
 		t.Fatalf("leak1's outcome %+v, %v: want a rejection quoting the value", o, err)
 	}
 

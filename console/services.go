@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection/status"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -35,7 +36,7 @@ type services struct {
 	hist      *history.Reader
 	rb        *rebuild.Rebuilder
 	compactor *retention.Compactor
-	outcomes  *journal.Outcomes // nil without the journal
+	outcomes  *outcomes.Reader // nil without the journal
 	status    status.Config
 }
 
@@ -44,7 +45,7 @@ func newServices(rp *replay.Source) *services {
 		rb: rebuild.New(rp), compactor: retention.NewCompactor(rp),
 		status: status.Config{Journal: rp.Config().Journal, Durable: rp.Config().Durable}}
 	if s.js != nil {
-		s.outcomes = journal.NewOutcomes(s.js)
+		s.outcomes = outcomes.NewReader(s.js)
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -24,18 +25,18 @@ func bodyHash(data []byte) string {
 // another encoding, issued at another time) both are decoded and compared,
 // all but issuedAt.
 func (w *Writer) checkDuplicate(ctx context.Context, id string, msg *nats.Msg, seq uint64) error {
-	stored, err := directGet(ctx, w.js, w.stream, "", struct {
+	stored, err := jsapi.DirectGet(ctx, w.js, w.stream, "", struct {
 		Seq uint64 `json:"seq"`
 	}{seq})
 	if err != nil {
 		return fmt.Errorf("read the stored message at seq %d to compare bodies: %w", seq, err)
 	}
-	same := stored.header.Get(wire.HeaderBodySHA256) == msg.Header.Get(wire.HeaderBodySHA256)
+	same := stored.Header.Get(wire.HeaderBodySHA256) == msg.Header.Get(wire.HeaderBodySHA256)
 	if !same {
 		// Stored by a client that sent no hash, in another encoding, or
 		// issued at another time (the writer command stamps issuedAt):
 		// the same command decodes equal but for issuedAt.
-		have, herr := DecodeMsg(Msg{Seq: seq, Subject: stored.subject, Header: stored.header, Data: stored.data})
+		have, herr := DecodeMsg(Msg{Seq: seq, Subject: stored.Subject, Header: stored.Header, Data: stored.Data})
 		want, werr := events.Decode(msg.Data, msg.Header.Get(wire.HeaderContentType))
 		if herr == nil && werr == nil {
 			want.IssuedAt = have.IssuedAt

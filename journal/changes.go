@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -18,16 +19,16 @@ import (
 // WithReplicas sets its replica count; an existing stream's is never
 // changed (see CheckReplicas).
 func EnsureChanges(ctx context.Context, js jetstream.JetStream, maxAge time.Duration, opts ...EnsureOption) ([]string, error) {
-	replicas := ensureOpts(opts).replicas
-	_, changes, err := ensureStream(ctx, js, jetstream.StreamConfig{
+	replicas := jsapi.Options(opts).Replicas
+	_, changes, err := jsapi.EnsureStream(ctx, js, jetstream.StreamConfig{
 		Name:        wire.ChangesStream,
 		Description: "tablejournal change feed: before and after images of every applied row change (changes.<table>.<pk-token>)",
 		Subjects:    []string{wire.ChangesPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
-		Duplicates:  defaultDuplicates,
+		Duplicates:  jsapi.DefaultDuplicates,
 		MaxAge:      max(maxAge, 0),
 		Replicas:    max(replicas, 1),
-	}, managed{MaxAge: maxAge != 0,
+	}, jsapi.Managed{MaxAge: maxAge != 0,
 		Check: func(have jetstream.StreamConfig) error { return CheckReplicas(have, replicas) }})
 	if err != nil {
 		return nil, fmt.Errorf("change feed stream: %w", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -24,7 +25,7 @@ func TestClusterReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := journal.EnsureOutcomes(ctx, js, journal.WithReplicas(3)); err != nil {
+	if _, err := outcomes.Ensure(ctx, js, journal.WithReplicas(3)); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{j.Name(), wire.OutcomesStream} {
@@ -50,7 +51,7 @@ func TestClusterReplicas(t *testing.T) {
 			if _, err := journal.Ensure(ctx, js, journal.Config{Replicas: tt.replicas}); !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Ensure journal: %v, want %v", err, tt.wantErr)
 			}
-			if _, err := journal.EnsureOutcomes(ctx, js, journal.WithReplicas(tt.replicas)); !errors.Is(err, tt.wantErr) {
+			if _, err := outcomes.Ensure(ctx, js, journal.WithReplicas(tt.replicas)); !errors.Is(err, tt.wantErr) {
 				t.Fatalf("EnsureOutcomes: %v, want %v", err, tt.wantErr)
 			}
 		})

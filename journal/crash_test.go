@@ -181,7 +181,7 @@ func TestCrashLosesNoAcknowledgedPublish(t *testing.T) {
 	progress := func() {
 		t.Helper()
 		base := nacked.Load()
-		waitFor(t, 2*time.Minute, "publishes to be acknowledged", func() bool { return nacked.Load() >= base+100 })
+		journaltest.WaitFor(t, 2*time.Minute, "publishes to be acknowledged", func() bool { return nacked.Load() >= base+100 })
 	}
 	for range kills {
 		progress()

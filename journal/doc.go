@@ -19,9 +19,8 @@
 //     [Journal.SeqAtTime] and [Journal.Head] name and read positions, and
 //     [DecodeMsg] turns a Msg back into a checked command.
 //   - [wire.Outcome] is what became of a command (applied, rejected,
-//     duplicate). The projector publishes it as [OutcomeMsg] builds it; a
-//     writer waits for it with [Outcomes.Await], and [Outcomes] reads the OUTCOMES
-//     stream; neither needs table credentials.
+//     duplicate); package journal/outcomes creates and reads the OUTCOMES
+//     stream that holds them, and a writer waits for one there.
 //   - [AppliedThrough] is how far a projector has applied a shard: its
 //     consumer's acknowledged floor, the one place every reader of "applied
 //     through sequence S" (read-your-writes, replay, status, the move of a

@@ -92,35 +92,3 @@ func TestEnsureExistingJournal(t *testing.T) {
 		t.Fatalf("denying a journal created to allow trimming: %v, want ErrStreamConfig", err)
 	}
 }
-
-// OUTCOMES keeps messages as configured: a max age is set, kept when not
-// configured, changed and reported, removed when negative.
-func TestEnsureOutcomesMaxAge(t *testing.T) {
-	_, js := journaltest.Connect(t, journaltest.StartServer(t).ClientURL())
-	ctx := journaltest.Context(t, time.Minute)
-	maxAge := func() time.Duration {
-		s, err := js.Stream(ctx, wire.OutcomesStream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.CachedInfo().Config.MaxAge
-	}
-	for _, step := range []struct {
-		cfg     time.Duration
-		want    time.Duration
-		changes int
-	}{
-		{time.Hour, time.Hour, 0}, // created
-		{0, time.Hour, 0},         // kept
-		{2 * time.Hour, 2 * time.Hour, 1},
-		{-1, 0, 1}, // removed
-	} {
-		s, changes, err := journal.EnsureOutcomesConfig(ctx, js, journal.OutcomesConfig{MaxAge: step.cfg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := maxAge(); got != step.want || len(changes) != step.changes || s.CachedInfo().Config.Description == "" {
-			t.Fatalf("MaxAge %v: stream keeps %v (want %v), changes %q", step.cfg, got, step.want, changes)
-		}
-	}
-}

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -16,11 +15,6 @@ import (
 
 // Erase commands in the journal (SPEC §10): published on the partition's
 // subject like any command, marked by the header wire.HeaderCommand.
-
-// ErrDenyDelete reports a stream that denies deleting messages, so that an
-// erase cannot remove what it holds of the erased key. JetStream never
-// lifts deny-delete. Checked with errors.Is.
-var ErrDenyDelete = errors.New("stream denies message deletes")
 
 // IsEraseMsg reports whether a message's headers mark it as an erase
 // (wire.HeaderCommand). A message with an unknown command kind is not an
@@ -87,41 +81,6 @@ func (w *Writer) PublishErase(ctx context.Context, e *events.Erase) (PublishResu
 	msg.Header.Set(jetstream.ExpectedStreamHeader, w.stream)
 	w.addHeaders(ctx, msg)
 	return w.publish(ctx, e.ID, msg, time.Now(), nil)
-}
-
-// CheckDeletable fails with ErrDenyDelete, saying what to do, when stream
-// s denies deleting messages.
-func CheckDeletable(s jetstream.Stream) error {
-	cfg := s.CachedInfo().Config
-	if !cfg.DenyDelete {
-		return nil
-	}
-	return fmt.Errorf("%w: stream %s was created with deny-delete, which JetStream never lifts, so an erase cannot remove the key's messages from it: move the commands to a new journal that allows it (stop the projectors; `replay --stream %s move --new-stream NEWNAME --allow-msg-delete --apply --cutover --delete-old`), point everything at --stream NEWNAME, then erase",
-		ErrDenyDelete, cfg.Name, cfg.Name)
-}
-
-// SecureDelete removes the messages seqs of stream s with JetStream's secure
-// delete (the stored message is overwritten, not only unlinked). A message
-// already gone counts as deleted. It returns how many it deleted now.
-func SecureDelete(ctx context.Context, s jetstream.Stream, seqs []uint64) (int, error) {
-	if err := CheckDeletable(s); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, seq := range seqs {
-		err := s.SecureDeleteMsg(ctx, seq)
-		if err == nil {
-			n++
-			continue
-		}
-		// The server answers a message already gone with a generic
-		// delete failure: ask whether it is there.
-		if _, gerr := s.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		return n, fmt.Errorf("secure delete of seq %d in %s: %w", seq, s.CachedInfo().Config.Name, err)
-	}
-	return n, nil
 }
 
 // checkAllowMsgDelete refuses to turn deny-delete on for an existing

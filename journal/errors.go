@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/tablejournal/tablejournal/events/rules"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 )
 
 // Errors of the journal, checked with errors.Is. Errors returned by this
@@ -26,7 +27,7 @@ var (
 	// ErrStreamConfig means an existing stream's configuration differs from
 	// the configured one in a way JetStream cannot change in place (such as
 	// lifting deny-purge). What can change in place is updated instead.
-	ErrStreamConfig = errors.New("stream configuration differs")
+	ErrStreamConfig = jsapi.ErrStreamConfig
 
 	// ErrMaxPayload means the NATS server's max_payload is too small for
 	// the largest valid command or what the projector publishes for it
@@ -65,7 +66,7 @@ var (
 	// ErrNotFound means there is no such message: a sequence that was never
 	// written or was deleted, no message at or after a time, or no outcome
 	// for a command ID yet.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = jsapi.ErrNotFound
 )
 
 // Decoding a stored command. Both wrap rules.ErrInvalid: a command whose

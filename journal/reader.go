@@ -2,11 +2,8 @@ package journal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/rules"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -51,25 +49,9 @@ func (j *Journal) Get(ctx context.Context, seq uint64) (Msg, error) {
 		Seq:     raw.Sequence,
 		Subject: raw.Subject,
 		Time:    raw.Time,
-		Header:  stripDirectHeaders(raw.Header),
+		Header:  jsapi.StripDirectHeaders(raw.Header),
 		Data:    raw.Data,
 	}, nil
-}
-
-// directGetHeaders are the headers a direct get adds to the stored ones.
-var directGetHeaders = []string{
-	jetstream.StreamHeader, jetstream.SequenceHeader, jetstream.TimeStampHeaer,
-	jetstream.SubjectHeader, "Nats-Num-Pending", "Nats-Last-Sequence", "Nats-UpTo-Sequence",
-}
-
-func stripDirectHeaders(h nats.Header) nats.Header {
-	for _, k := range directGetHeaders {
-		delete(h, k)
-	}
-	if len(h) == 0 {
-		return nil
-	}
-	return h
 }
 
 // Head returns the journal's last sequence, or 0 when it is empty.
@@ -90,11 +72,11 @@ func (j *Journal) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
 		StartTime *time.Time `json:"start_time"`
 		NextFor   string     `json:"next_by_subj"`
 	}{&t, ">"} // next_by_subj steps over deleted messages
-	m, err := directGet(ctx, j.js, j.name, "", req)
+	m, err := jsapi.DirectGet(ctx, j.js, j.name, "", req)
 	if err != nil {
 		return 0, fmt.Errorf("seq at %s in %s: %w", t.Format(time.RFC3339Nano), j.name, err)
 	}
-	return m.seq, nil
+	return m.Seq, nil
 }
 
 // Read calls fn with every message from sequence from up to and including
@@ -127,7 +109,7 @@ func (j *Journal) ReadAny(ctx context.Context, from, to uint64, filters []string
 	// has nothing to deliver otherwise, and waiting for it would hang.
 	var first uint64
 	for _, filter := range filters {
-		m, err := directGet(ctx, j.js, j.name, "", struct {
+		m, err := jsapi.DirectGet(ctx, j.js, j.name, "", struct {
 			Seq     uint64 `json:"seq"`
 			NextFor string `json:"next_by_subj"`
 		}{from, filter})
@@ -137,8 +119,8 @@ func (j *Journal) ReadAny(ctx context.Context, from, to uint64, filters []string
 		if err != nil {
 			return fmt.Errorf("read %s from %d: %w", j.name, from, err)
 		}
-		if first == 0 || m.seq < first {
-			first = m.seq
+		if first == 0 || m.Seq < first {
+			first = m.Seq
 		}
 	}
 	if first == 0 || first > to {
@@ -154,7 +136,7 @@ func (j *Journal) ReadAny(ctx context.Context, from, to uint64, filters []string
 	if err != nil {
 		return fmt.Errorf("read %s from %d: %w", j.name, first, err)
 	}
-	defer deleteOrdered(ctx, j.js, j.name, cons)
+	defer jsapi.DeleteOrdered(ctx, j.js, j.name, cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return fmt.Errorf("read %s from %d: %w", j.name, first, err)
@@ -182,18 +164,6 @@ func (j *Journal) ReadAny(ctx context.Context, from, to uint64, filters []string
 			return nil
 		}
 	}
-}
-
-// deleteOrdered removes an ordered consumer once it is done with, rather
-// than leaving it to the server's inactivity threshold.
-func deleteOrdered(ctx context.Context, js jetstream.JetStream, stream string, cons jetstream.Consumer) {
-	info := cons.CachedInfo()
-	if info == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = js.DeleteConsumer(ctx, stream, info.Name)
 }
 
 // DecodeMsg decodes a stored command by its Content-Type header (none means
@@ -238,68 +208,4 @@ func checkEnvelope(m Msg, what, id, table, pk string) error {
 		return fmt.Errorf("%s seq %d (%s): %w: header has %q", what, m.Seq, id, ErrIDMismatch, hid)
 	}
 	return nil
-}
-
-// rawMsg is a message returned by a direct get.
-type rawMsg struct {
-	seq     uint64
-	subject string
-	header  nats.Header
-	data    []byte
-}
-
-// directGet asks the stream's direct-get API for one message: with
-// lastBySubject set, the last message on that subject; otherwise the
-// request req (JSApiMsgGetRequest fields such as start_time, which the
-// jetstream package does not expose). It needs AllowDirect on the stream
-// and answers ErrNotFound when there is no such message.
-func directGet(ctx context.Context, js jetstream.JetStream, stream, lastBySubject string, req any) (rawMsg, error) {
-	ctx, cancel := requestCtx(ctx, js) // see leaderGet
-	defer cancel()
-	subj := apiPrefix(js) + "DIRECT.GET." + stream
-	var body []byte
-	if lastBySubject != "" {
-		subj += "." + lastBySubject
-	} else {
-		var err error
-		if body, err = json.Marshal(req); err != nil {
-			return rawMsg{}, err
-		}
-	}
-	resp, err := js.Conn().RequestWithContext(ctx, subj, body)
-	if err != nil {
-		return rawMsg{}, err
-	}
-	if len(resp.Data) == 0 {
-		switch status := resp.Header.Get("Status"); status {
-		case "":
-		case "404":
-			return rawMsg{}, ErrNotFound
-		default:
-			return rawMsg{}, fmt.Errorf("direct get: status %s %s", status, resp.Header.Get("Description"))
-		}
-	}
-	seq, err := strconv.ParseUint(resp.Header.Get(jetstream.SequenceHeader), 10, 64)
-	if err != nil {
-		return rawMsg{}, fmt.Errorf("direct get: bad %s header: %w", jetstream.SequenceHeader, err)
-	}
-	return rawMsg{
-		seq:     seq,
-		subject: resp.Header.Get(jetstream.SubjectHeader),
-		header:  stripDirectHeaders(resp.Header),
-		data:    resp.Data,
-	}, nil
-}
-
-// apiPrefix is the JetStream API prefix js sends requests to.
-func apiPrefix(js jetstream.JetStream) string {
-	o := js.Options()
-	switch {
-	case o.Domain != "":
-		return "$JS." + o.Domain + ".API."
-	case o.APIPrefix != "":
-		return strings.TrimSuffix(o.APIPrefix, ".") + "."
-	default:
-		return jetstream.DefaultAPIPrefix
-	}
 }

@@ -4,28 +4,17 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 )
 
 // EnsureOption configures the streams the Ensure functions create.
-type EnsureOption func(*ensureOptions)
-
-type ensureOptions struct {
-	replicas int
-}
+type EnsureOption func(*jsapi.EnsureOptions)
 
 // WithReplicas sets the replica count of a stream created, and the count an
 // existing stream must have (CheckReplicas). Zero, the default, creates a
 // stream with one replica and accepts an existing one at any count.
 func WithReplicas(n int) EnsureOption {
-	return func(o *ensureOptions) { o.replicas = n }
-}
-
-func ensureOpts(opts []EnsureOption) ensureOptions {
-	var o ensureOptions
-	for _, f := range opts {
-		f(&o)
-	}
-	return o
+	return func(o *jsapi.EnsureOptions) { o.Replicas = n }
 }
 
 // CheckReplicas returns an error wrapping ErrReplicasMismatch when want is

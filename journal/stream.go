@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Defaults of Config.
 const (
-	defaultShards     = 16
-	defaultDuplicates = 2 * time.Minute
+	defaultShards = 16
 )
 
 // maxShards bounds Config.Shards.
@@ -58,7 +58,7 @@ func (c *Config) setDefaults() {
 		c.Shards = defaultShards
 	}
 	if c.Duplicates == 0 {
-		c.Duplicates = defaultDuplicates
+		c.Duplicates = jsapi.DefaultDuplicates
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
@@ -135,7 +135,7 @@ type Journal struct {
 // one. An existing stream that records another shard count than cfg's fails
 // with ErrShardMismatch, and one with another replica count than cfg asks
 // for with ErrReplicasMismatch (CheckReplicas). Otherwise what differs is
-// updated where JetStream allows it (ensureStream): the description,
+// updated where JetStream allows it (jsapi.EnsureStream): the description,
 // deny-delete and deny-purge (unless AllowTrim), and the duplicate window
 // when cfg sets it; Changes lists what was. A stream that denies purges
 // while cfg allows trimming fails with ErrStreamConfig.
@@ -143,7 +143,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("journal config: %w", err)
 	}
-	m := managed{Duplicates: cfg.Duplicates != 0}
+	m := jsapi.Managed{Duplicates: cfg.Duplicates != 0}
 	replicas := cfg.Replicas
 	cfg.setDefaults()
 	existing, err := Open(ctx, js, cfg.Stream)
@@ -168,7 +168,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Journal, 
 	if err := checkAllowMsgDelete(existing, cfg); err != nil {
 		return nil, err
 	}
-	s, changes, err := ensureStream(ctx, js, cfg.streamConfig(), m)
+	s, changes, err := jsapi.EnsureStream(ctx, js, cfg.streamConfig(), m)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -37,7 +38,7 @@ func TestAwaitLostAcks(t *testing.T) {
 	srv := journaltest.StartServer(t)
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, time.Minute)
-	s, err := journal.EnsureOutcomes(ctx, js)
+	s, err := outcomes.Ensure(ctx, js)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestAwaitLostAcks(t *testing.T) {
 	const n = 20
 	var fs []jetstream.PubAckFuture
 	for i := 0; i < n; i++ {
-		msg, err := journal.OutcomeMsg(wire.Outcome{ID: "c", Seq: uint64(i + 1), Status: wire.StatusApplied})
+		msg, err := outcomes.Message(wire.Outcome{ID: "c", Seq: uint64(i + 1), Status: wire.StatusApplied})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +99,7 @@ func TestChangeOrderAfterLostPublish(t *testing.T) {
 	if _, err := journal.EnsureChanges(ctx, js, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := journal.EnsureOutcomes(ctx, js); err != nil {
+	if _, err := outcomes.Ensure(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	defer func(d time.Duration) { asyncAckTimeout = d }(asyncAckTimeout)
@@ -207,7 +208,7 @@ func TestNoOutcomeWithoutChangeEvent(t *testing.T) {
 	if _, err := journal.EnsureChanges(ctx, js, 0); err != nil {
 		t.Fatal(err)
 	}
-	outcomes, err := journal.EnsureOutcomes(ctx, js)
+	stream, err := outcomes.Ensure(ctx, js)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestNoOutcomeWithoutChangeEvent(t *testing.T) {
 	if err := b.finish(ctx); !errors.Is(err, errUnreachable) {
 		t.Errorf("finish: %v, want the failure of c1's change event", err)
 	}
-	info, err := outcomes.Info(ctx)
+	info, err := stream.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection/lost"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -219,7 +220,7 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 	if err != nil || f.Seq >= upTo {
 		return err
 	}
-	outcomes := journal.NewOutcomes(p.js)
+	reader := outcomes.NewReader(p.js)
 	for seq, n := f.Seq+1, 0; seq <= upTo && n < behindWalk; n++ {
 		m, err := s.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) || (err == nil && m.Sequence > upTo) {
@@ -229,7 +230,7 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 		}
 		seq = m.Sequence + 1
 		id := m.Header.Get(jetstream.MsgIDHeader)
-		o, err := outcomes.Latest(ctx, id)
+		o, err := reader.Latest(ctx, id)
 		switch {
 		case errors.Is(err, journal.ErrNotFound):
 			return nil // not handled yet (or its outcome aged out)

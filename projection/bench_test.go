@@ -24,8 +24,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/proccpu"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/rows"
@@ -211,13 +211,13 @@ func BenchmarkPublishToOutcome(b *testing.B) {
 	ctx := journaltest.Context(b, 10*time.Minute)
 	h := projectiontest.Start(b, projectiontest.SQLite(b), projectiontest.Options{})
 	h.StartProjector(projection.Config{})
-	outcomes := subscribeOutcomes(b, ctx, h.JS)
+	subs := subscribeOutcomes(b, ctx, h.JS)
 
 	// publish returns the time until the journal acknowledged the command
 	// and until its outcome arrived.
 	publish := func(i int) (ack, outcome time.Duration, err error) {
 		c := projectiontest.BenchUpsert(fmt.Sprintf("l-%09d", i), "latency", fmt.Sprintf("p%03d", i%100), i)
-		ch := outcomes.expect(c.ID)
+		ch := subs.expect(c.ID)
 		start := time.Now()
 		if _, err := h.Writer.Publish(ctx, c); err != nil {
 			return 0, 0, err
@@ -283,7 +283,7 @@ type outcomeWaiters struct {
 func subscribeOutcomes(b *testing.B, ctx context.Context, js jetstream.JetStream) *outcomeWaiters {
 	b.Helper()
 	w := &outcomeWaiters{waiting: make(map[string]chan wire.Outcome)}
-	oc := journal.NewOutcomes(js)
+	oc := outcomes.NewReader(js)
 	last, err := oc.Last(ctx)
 	if err != nil {
 		b.Fatal(err)

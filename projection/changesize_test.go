@@ -9,6 +9,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -49,7 +50,7 @@ func TestChangeEventAndOutcomeBounds(t *testing.T) {
 	for i := range events.MaxOpsPerCommand {
 		o.Rows = append(o.Rows, wire.RowVersion{RK: rk + fmt.Sprint(i), Version: 1 << 40, Op: "upsertMerge", Deleted: true})
 	}
-	msg, err := journal.OutcomeMsg(o)
+	msg, err := outcomes.Message(o)
 	if err != nil {
 		t.Fatal(err)
 	}

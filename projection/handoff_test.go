@@ -11,6 +11,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/wire"
@@ -45,7 +46,7 @@ func TestHandoffForgetsCachedRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o, err := journal.NewOutcomes(h.JS).Await(ctx, c.ID, res.Seq)
+		o, err := outcomes.NewReader(h.JS).Await(ctx, c.ID, res.Seq)
 		if err != nil {
 			t.Fatal(err)
 		}

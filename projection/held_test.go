@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/lost"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
@@ -190,18 +191,18 @@ func testHeldPartition(t *testing.T, st store.Store) {
 	projectiontest.WaitFor(t, ctx, "the shard acknowledged everything", func() (bool, error) {
 		return consumerInfo(t, ctx, h).AckFloor.Stream == head, nil
 	})
-	outcomes := h.Outcomes(ctx)
-	if uint64(len(outcomes)) != head {
-		t.Errorf("%d outcomes for %d commands", len(outcomes), head)
+	got := h.Outcomes(ctx)
+	if uint64(len(got)) != head {
+		t.Errorf("%d outcomes for %d commands", len(got), head)
 	}
-	for seq, o := range outcomes {
+	for seq, o := range got {
 		if o.Status != wire.StatusApplied {
 			t.Errorf("seq %d (%s): %s %s", seq, o.ID, o.Status, o.Reason)
 		}
 	}
 	// One outcome per command, none twice: the outcomes stream holds as
 	// many messages as the journal.
-	if last, err := journal.NewOutcomes(h.JS).Last(ctx); err != nil || last != head {
+	if last, err := outcomes.NewReader(h.JS).Last(ctx); err != nil || last != head {
 		t.Errorf("the outcomes stream ends at %d (%v), the journal at %d", last, err, head)
 	}
 	m := h.Model(ctx)
@@ -215,7 +216,7 @@ func testHeldPartition(t *testing.T, st store.Store) {
 // consumerInfo is the state of the projector's consumer of shard 0.
 func consumerInfo(t *testing.T, ctx context.Context, h *projectiontest.Harness) *jetstream.ConsumerInfo {
 	t.Helper()
-	c, err := h.JS.Consumer(ctx, h.Journal.Name(), wire.ConsumerName("projector", 0))
+	c, err := h.JS.Consumer(ctx, h.Journal.Name(), wire.ConsumerName(wire.DefaultDurable, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

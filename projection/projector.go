@@ -13,6 +13,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection/lost"
 	"github.com/tablejournal/tablejournal/projection/shards"
 	"github.com/tablejournal/tablejournal/store"
@@ -41,7 +42,7 @@ type Config struct {
 	// that is zero too, 1 for new streams and any for existing ones.
 	Replicas int
 	// Durable prefixes the durable consumer names ("<Durable>-<shard>").
-	// If zero, "projector".
+	// If zero, wire.DefaultDurable ("projector").
 	Durable string
 	// FetchBatch is the most messages taken from a shard at once. If zero,
 	// 1024.
@@ -92,7 +93,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.Durable == "" {
-		c.Durable = "projector"
+		c.Durable = wire.DefaultDurable
 	}
 	if c.FetchBatch == 0 {
 		c.FetchBatch = 1024
@@ -139,8 +140,8 @@ type Projector struct {
 	// the benchmark that measures what it costs.
 	noOutcomeLookup bool
 	// outcomes reads OUTCOMES for every batch, one reader so that its
-	// look-ups share what they learn (journal.Outcomes.LatestAll).
-	outcomes *journal.Outcomes
+	// look-ups share what they learn (outcomes.Reader.LatestAll).
+	outcomes *outcomes.Reader
 	// owned: the shards this instance applies now; storeBack signals that
 	// the store answers again after an outage (behind.go).
 	ownedMu   sync.Mutex
@@ -154,9 +155,9 @@ type Projector struct {
 }
 
 // outcomeReader returns the projector's reader of OUTCOMES.
-func (p *Projector) outcomeReader() *journal.Outcomes {
+func (p *Projector) outcomeReader() *outcomes.Reader {
 	if p.outcomes == nil {
-		return journal.NewOutcomes(p.js) // a Projector built by a test
+		return outcomes.NewReader(p.js) // a Projector built by a test
 	}
 	return p.outcomes
 }
@@ -183,7 +184,7 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		return nil, err
 	}
 	logStreamChanges(cfg.Logger, j.Name(), j.Changes())
-	_, changes, err := journal.EnsureOutcomesConfig(ctx, js, journal.OutcomesConfig{MaxAge: cfg.OutcomesMaxAge}, journal.WithReplicas(cfg.Replicas))
+	_, changes, err := outcomes.EnsureConfig(ctx, js, outcomes.Config{MaxAge: cfg.OutcomesMaxAge}, journal.WithReplicas(cfg.Replicas))
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +210,7 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 		cfg.Applier.Logger = cfg.Logger
 	}
 	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats, obs: cfg.Observer,
-		outcomes: journal.NewOutcomes(js), storeBack: make(chan struct{}, 1)}
+		outcomes: outcomes.NewReader(js), storeBack: make(chan struct{}, 1)}
 	p.applier.policy.onBack = func() {
 		select {
 		case p.storeBack <- struct{}{}:

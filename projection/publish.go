@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -132,7 +132,7 @@ func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
 		// What the ID names, to refuse it with another body later (SPEC §5).
 		o.Digest = e.Cmd.Digest()
 	}
-	msg, err := journal.OutcomeMsg(o)
+	msg, err := outcomes.Message(o)
 	if err != nil {
 		return nil, err
 	}

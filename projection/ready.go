@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection/decide"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -82,7 +82,7 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors) error
 }
 
 // history returns the outcomes of id, read once per batch.
-func (pr *priors) history(ctx context.Context, r *journal.Outcomes, id string) ([]wire.Outcome, error) {
+func (pr *priors) history(ctx context.Context, r *outcomes.Reader, id string) ([]wire.Outcome, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if all, ok := pr.histories[id]; ok {

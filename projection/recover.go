@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection/decide"
 	"github.com/tablejournal/tablejournal/rows"
@@ -332,7 +333,7 @@ func storedChanges(ctx context.Context, js jetstream.JetStream, part partition, 
 // scanStoredChanges marks in found the rows of want with an event of
 // sequence seq or later on subject.
 func scanStoredChanges(ctx context.Context, js jetstream.JetStream, subject string, from time.Time, seq uint64, part partition, want, found map[string]bool) error {
-	err := journal.ScanSubject(ctx, js, wire.ChangesStream, subject, from, func(_ uint64, data []byte) (bool, error) {
+	err := jsapi.ScanSubject(ctx, js, wire.ChangesStream, subject, from, func(_ uint64, data []byte) (bool, error) {
 		var ev struct {
 			RK  string `json:"rk"`
 			Seq uint64 `json:"seq"`

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -18,7 +18,7 @@ func TestRecoverUsesBatchLookup(t *testing.T) {
 	srv := journaltest.StartServer(t)
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, time.Minute)
-	if _, err := journal.EnsureOutcomes(ctx, js); err != nil {
+	if _, err := outcomes.Ensure(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	stored := []wire.Outcome{
@@ -28,7 +28,7 @@ func TestRecoverUsesBatchLookup(t *testing.T) {
 		{ID: "again", Seq: 9, Status: wire.StatusDuplicate, Reason: "already applied"},
 	}
 	for _, o := range stored {
-		msg, err := journal.OutcomeMsg(o)
+		msg, err := outcomes.Message(o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/wire"
@@ -67,8 +68,8 @@ func TestReplyThenCrash(t *testing.T) {
 			ran := make(chan error, 1)
 			go func() { ran <- p1.Run(pctx) }()
 
-			outcomes := journal.NewOutcomes(h.JS)
-			w, err := outcomes.Watch("c2")
+			reader := outcomes.NewReader(h.JS)
+			w, err := reader.Watch("c2")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +82,7 @@ func TestReplyThenCrash(t *testing.T) {
 			if reply.Status != wire.StatusApplied || len(reply.Rows) != 1 || reply.Rows[0].Version != 1 {
 				t.Fatalf("reply %+v, want c2 applied at version 1", reply)
 			}
-			if _, err := outcomes.Latest(ctx, "c2"); !errors.Is(err, journal.ErrNotFound) {
+			if _, err := reader.Latest(ctx, "c2"); !errors.Is(err, journal.ErrNotFound) {
 				t.Fatalf("c2's outcome looked up before any was stored: %v, want ErrNotFound", err)
 			}
 			stop()
@@ -92,7 +93,7 @@ func TestReplyThenCrash(t *testing.T) {
 			// The next projector: c2 is redelivered, found applied, and its
 			// outcome stored.
 			h.StartProjector(projection.Config{})
-			stored, err := outcomes.Await(ctx, "c2", seq)
+			stored, err := reader.Await(ctx, "c2", seq)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -31,11 +32,11 @@ func TestReplyBeforeStoredOutcome(t *testing.T) {
 			if _, err := journal.EnsureChanges(ctx, js, 0); err != nil {
 				t.Fatal(err)
 			}
-			outcomes, err := journal.EnsureOutcomes(ctx, js)
+			stream, err := outcomes.Ensure(ctx, js)
 			if err != nil {
 				t.Fatal(err)
 			}
-			reader := journal.NewOutcomes(js)
+			reader := outcomes.NewReader(js)
 			w, err := reader.Watch("c1")
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +76,7 @@ func TestReplyBeforeStoredOutcome(t *testing.T) {
 			case got.ID != "c1" || got.Seq != 7 || got.Status != wire.StatusApplied || len(got.Rows) != 1 || got.Table != "orders" || got.PK != "p":
 				t.Errorf("reply %+v, want c1's applied outcome of seq 7 with its row", got)
 			}
-			info, err := outcomes.Info(ctx)
+			info, err := stream.Info(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

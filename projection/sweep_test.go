@@ -11,8 +11,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/projection/status"
@@ -223,7 +223,7 @@ func TestSweepRace(t *testing.T) {
 					return err
 				}
 				for {
-					o, err := journal.NewOutcomes(h.JS).Latest(ctx, c.ID)
+					o, err := outcomes.NewReader(h.JS).Latest(ctx, c.ID)
 					if err == nil && o.Status == wire.StatusApplied {
 						return nil
 					}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -17,7 +18,7 @@ func (r *Source) Outcome(ctx context.Context, id string) (wire.Outcome, error) {
 	if err := r.NeedJournal("outcome of " + id); err != nil {
 		return wire.Outcome{}, err
 	}
-	oc := journal.NewOutcomes(r.js)
+	oc := outcomes.NewReader(r.js)
 	o, err := oc.Latest(ctx, id)
 	if errors.Is(err, journal.ErrNotFound) {
 		return wire.Outcome{}, fmt.Errorf("command %s: %w (never published, or not projected yet)", id, ErrNoOutcome)

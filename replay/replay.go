@@ -15,7 +15,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultDurable = "projector"
+	DefaultDurable = wire.DefaultDurable
 	DefaultWorkers = 8
 	DefaultIssuer  = "tablejournal-replay"
 )
@@ -33,7 +33,7 @@ type Config struct {
 	Journal string
 	// Durable is the prefix of the projector's durable consumers
 	// ("<Durable>-<shard>"), read to find the sequence the projector has
-	// fully applied. If empty, "projector".
+	// fully applied. If empty, DefaultDurable ("projector").
 	Durable string
 	// Workers bounds the partitions rebuilt, snapshotted or loaded at once.
 	// If zero, 8.

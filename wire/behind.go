@@ -15,16 +15,16 @@ const BehindBucketPrefix = "TABLEJOURNAL_BEHIND"
 
 // BehindBucket returns the bucket recording the partitions behind for the
 // projector consumers named durable on journal stream: BehindBucketPrefix
-// for the defaults ("JOURNAL", "projector"), else
+// for the defaults (JournalStream, DefaultDurable), else
 // BehindBucketPrefix_<stream>_<durable>, each a different store.
 func BehindBucket(stream, durable string) string {
 	if stream == "" {
 		stream = JournalStream
 	}
 	if durable == "" {
-		durable = "projector"
+		durable = DefaultDurable
 	}
-	if stream == JournalStream && durable == "projector" {
+	if stream == JournalStream && durable == DefaultDurable {
 		return BehindBucketPrefix
 	}
 	clean := func(s string) string {

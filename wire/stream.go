@@ -45,6 +45,11 @@ const (
 	MetadataMovedTo = "tablejournal.moved-to"
 )
 
+// DefaultDurable is the prefix of the projector's durable consumers
+// (ConsumerName) unless configured otherwise: the projector command always
+// uses it, and replay, the status page and the client read it by default.
+const DefaultDurable = "projector"
+
 // ConsumerName is the name of the durable consumer of one journal shard:
 // <durable>-<shard>. The projector creates it; replay and the status page
 // read its acknowledged floor; the client waits on it.

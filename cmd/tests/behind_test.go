@@ -18,6 +18,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay/erasure"
@@ -44,7 +45,7 @@ func TestStoreBehindCommands(t *testing.T) {
 	if _, err := p.RunProjector(projection.Config{Logger: projectiontest.QuietLogger()}); err != nil {
 		t.Fatal(err)
 	}
-	w, outcomes := journal.NewWriter(p.JS, ""), journal.NewOutcomes(p.JS)
+	w, reader := journal.NewWriter(p.JS, ""), outcomes.NewReader(p.JS)
 	for i, kind := range []events.OpKind{events.OpInsert, events.OpMerge, events.OpMerge} {
 		id := []string{"c1", "c2", "c3"}[i]
 		res, err := w.Publish(ctx, &events.Command{ID: id, Table: "orders", PK: "p",
@@ -52,7 +53,7 @@ func TestStoreBehindCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := outcomes.Await(ctx, id, res.Seq); err != nil {
+		if _, err := reader.Await(ctx, id, res.Seq); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +160,7 @@ func TestEraseBehindCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	const pk = "customer-SECRET-5d21"
-	w, outcomes := journal.NewWriter(p.JS, ""), journal.NewOutcomes(p.JS)
+	w, reader := journal.NewWriter(p.JS, ""), outcomes.NewReader(p.JS)
 	for i, kind := range []events.OpKind{events.OpInsert, events.OpMerge, events.OpMerge} {
 		id := []string{"c1", "c2", "c3"}[i]
 		res, err := w.Publish(ctx, &events.Command{ID: id, Table: "orders", PK: pk,
@@ -167,7 +168,7 @@ func TestEraseBehindCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := outcomes.Await(ctx, id, res.Seq); err != nil {
+		if _, err := reader.Await(ctx, id, res.Seq); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -102,6 +102,19 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
+// WaitFor polls cond until it holds, and fails the test, naming what it
+// waited for, if d passes first.
+func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // StartDefaultServer starts nats-server in this process with its defaults,
 // as an operator who installed it would run it (max_payload 1 MiB, fsync
 // every two minutes), plus JetStream on a random loopback port with its

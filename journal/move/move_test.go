@@ -256,7 +256,7 @@ func TestMoveRefusesRunningProjector(t *testing.T) {
 	e := newEnv(t, journal.Config{})
 	e.publish(t, "", "c", 5)
 	cons, err := e.js.CreateConsumer(e.ctx, wire.JournalStream, jetstream.ConsumerConfig{
-		Durable: wire.ConsumerName("projector", 0), FilterSubject: wire.ShardFilter(0), AckPolicy: jetstream.AckAllPolicy})
+		Durable: wire.ConsumerName(wire.DefaultDurable, 0), FilterSubject: wire.ShardFilter(0), AckPolicy: jetstream.AckAllPolicy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -246,7 +247,7 @@ func (h *Harness) AwaitOutcomes(ctx context.Context, ids []string) map[string]wi
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	got := make(map[string]wire.Outcome, len(ids))
-	err := journal.NewOutcomes(h.JS).Follow(ctx, 1, func(_ uint64, o wire.Outcome) bool {
+	err := outcomes.NewReader(h.JS).Follow(ctx, 1, func(_ uint64, o wire.Outcome) bool {
 		got[o.ID] = o
 		delete(want, o.ID)
 		return len(want) == 0
@@ -293,7 +294,7 @@ func (h *Harness) WaitProjected(ctx context.Context) {
 	done := false
 	for !done && wctx.Err() == nil {
 		// One outcome per journal message; none is ever deleted.
-		if n, err := journal.NewOutcomes(h.JS).Last(ctx); err == nil && n >= head {
+		if n, err := outcomes.NewReader(h.JS).Last(ctx); err == nil && n >= head {
 			done = true
 			break
 		}
@@ -344,7 +345,7 @@ func WaitFor(t testing.TB, ctx context.Context, what string, cond func() (bool, 
 func (h *Harness) Outcomes(ctx context.Context) map[uint64]wire.Outcome {
 	h.t.Helper()
 	out := make(map[uint64]wire.Outcome)
-	oc := journal.NewOutcomes(h.JS)
+	oc := outcomes.NewReader(h.JS)
 	last, err := oc.Last(ctx)
 	if err != nil {
 		h.t.Fatal(err)

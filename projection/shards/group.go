@@ -49,11 +49,11 @@ func ShardKey(n int) string { return ShardKeyPrefix + strconv.Itoa(n) }
 func InstanceKey(id string) string { return InstanceKeyPrefix + id }
 
 // BucketFor returns the ownership bucket of the projector consumers named
-// durable on journal stream: DefaultBucket for the defaults ("JOURNAL",
-// "projector"), else DefaultBucket_<stream>_<durable>, so that projections
+// durable on journal stream: DefaultBucket for the defaults
+// (wire.JournalStream, wire.DefaultDurable), else DefaultBucket_<stream>_<durable>, so that projections
 // with other consumers (into another store) are balanced on their own.
 func BucketFor(stream, durable string) string {
-	if (stream == "" || stream == wire.JournalStream) && (durable == "" || durable == "projector") {
+	if (stream == "" || stream == wire.JournalStream) && (durable == "" || durable == wire.DefaultDurable) {
 		return DefaultBucket
 	}
 	clean := func(s string) string {

@@ -15,7 +15,7 @@ type PublishConfig struct {
 	// Journal is the journal stream's name. If zero, wire.JournalStream.
 	Journal string
 	// Durable is the projector's consumer name prefix. If zero,
-	// "projector".
+	// wire.DefaultDurable.
 	Durable string
 	// Every is how often the reports are rewritten. If zero, 5 seconds;
 	// it must stay well under TTL.
@@ -31,7 +31,7 @@ type PublishConfig struct {
 // bucket is returned.
 func Publish(ctx context.Context, js jetstream.JetStream, cfg PublishConfig, reports func() map[int]ShardReport) error {
 	if cfg.Durable == "" {
-		cfg.Durable = "projector"
+		cfg.Durable = wire.DefaultDurable
 	}
 	if cfg.Journal == "" {
 		cfg.Journal = wire.JournalStream

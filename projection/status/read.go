@@ -81,7 +81,7 @@ type OverviewTotals struct {
 type Config struct {
 	// Journal names the journal stream. If zero, the default.
 	Journal string
-	// Durable is the consumers' name prefix. If zero, "projector".
+	// Durable is the consumers' name prefix. If zero, wire.DefaultDurable.
 	Durable string
 }
 
@@ -93,7 +93,7 @@ type Config struct {
 // consumer, the only way to count a subject filter's messages).
 func Read(ctx context.Context, js jetstream.JetStream, cfg Config) (Overview, error) {
 	if cfg.Durable == "" {
-		cfg.Durable = "projector"
+		cfg.Durable = wire.DefaultDurable
 	}
 	j, err := journal.Open(ctx, js, cfg.Journal)
 	if err != nil {

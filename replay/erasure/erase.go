@@ -17,6 +17,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -261,7 +262,7 @@ func (t Target) classify(cmd *events.Command, decodeErr error) (remove, keep boo
 // subject of a removed command's ID that is of a removed command or does
 // not decode (on its own ID's subject), and those of removed commands on
 // outcomes.=, where the outcomes of every message without a usable ID go.
-// It reads them with batched direct gets (journal.Outcomes.Every), in
+// It reads them with batched direct gets (outcomes.Reader.Every), in
 // requests in proportion to the commands and with no consumer: a consumer
 // per ID exhausted JetStream's consumers beyond about a thousand commands.
 func (r *Eraser) keyOutcomes(ctx context.Context, journalSeqs []uint64, ids map[uint64]string) ([]uint64, error) {
@@ -273,7 +274,7 @@ func (r *Eraser) keyOutcomes(ctx context.Context, journalSeqs []uint64, ids map[
 	}
 	shared := wire.OutcomeSubject("")
 	var out []uint64
-	err := journal.NewOutcomes(r.JetStream()).Every(ctx, idList, func(seq uint64, subject string, data []byte) error {
+	err := outcomes.NewReader(r.JetStream()).Every(ctx, idList, func(seq uint64, subject string, data []byte) error {
 		o, err := wire.DecodeOutcome(data)
 		if err == nil && removed[o.Seq] || err != nil && subject != shared {
 			out = append(out, seq)
@@ -410,7 +411,7 @@ func (r *Eraser) checkDeletable(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return journal.CheckDeletable(js)
+	return checkDeletable(js)
 }
 
 // erase carries out plan p, made just now (EraseKey, Plan.Apply).
@@ -431,7 +432,7 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 		p.EraseID, p.EraseSeq = e.ID, res.Seq
 	}
 	rec.EraseID, rec.EraseSeq = p.EraseID, p.EraseSeq
-	o, err := journal.NewOutcomes(r.JetStream()).Await(ctx, p.EraseID, p.EraseSeq)
+	o, err := outcomes.NewReader(r.JetStream()).Await(ctx, p.EraseID, p.EraseSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -492,7 +493,7 @@ func (r *Eraser) deletePlanned(ctx context.Context, p *Plan, rec *Receipt) error
 		if err != nil {
 			return err
 		}
-		n, err := journal.SecureDelete(ctx, s, step.seqs)
+		n, err := secureDelete(ctx, s, step.seqs)
 		*step.n += n
 		if err != nil {
 			return err

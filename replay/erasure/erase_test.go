@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/erasure"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
@@ -194,7 +195,7 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := journal.NewOutcomes(e.JS).Await(ctx, er.ID, res.Seq); err != nil {
+				if _, err := outcomes.NewReader(e.JS).Await(ctx, er.ID, res.Seq); err != nil {
 					t.Fatal(err)
 				}
 				target := erasure.Target{Table: table, PK: pk}
@@ -215,7 +216,7 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := journal.SecureDelete(ctx, s, part.seqs); err != nil {
+					if _, err := erasure.SecureDelete(ctx, s, part.seqs); err != nil {
 						t.Fatal(err)
 					}
 					if part.stream == wire.JournalStream {
@@ -226,7 +227,7 @@ func TestEraseCrashBetweenSteps(t *testing.T) {
 					// Past the change events: all of them went before the
 					// commands did.
 					s, _ := e.JS.Stream(ctx, wire.ChangesStream)
-					if _, err := journal.SecureDelete(ctx, s, plan.Changes[2:]); err != nil {
+					if _, err := erasure.SecureDelete(ctx, s, plan.Changes[2:]); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -283,7 +284,7 @@ func TestEraseDenyDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.Eraser.EraseKey(e.Ctx, erasure.Target{Table: "orders", PK: "p"}, func() time.Time { return time.Unix(1, 0) })
-	if !errors.Is(err, journal.ErrDenyDelete) {
+	if !errors.Is(err, erasure.ErrDenyDelete) {
 		t.Fatalf("erase on a deny-delete journal: %v", err)
 	}
 	if after, _ := e.Journal.Head(e.Ctx); after != head {

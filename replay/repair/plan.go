@@ -9,6 +9,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/rows"
@@ -213,7 +214,7 @@ func (r *Planner) publish(ctx context.Context, p *Plan) ([]replay.Published, err
 		defer cancel()
 	}
 	// Outcomes stored from here on are read in one pass.
-	oc := journal.NewOutcomes(r.JetStream())
+	oc := outcomes.NewReader(r.JetStream())
 	from, err := oc.Last(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w (is the projector running?)", err)

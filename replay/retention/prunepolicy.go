@@ -12,6 +12,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -260,7 +261,7 @@ func (r *Pruner) publishPrune(ctx context.Context, table, pk string, h uint64) (
 		return replay.Published{}, fmt.Errorf("prune %s/%q: %w", table, pk, err)
 	}
 	pub := replay.Published{ID: c.ID, Seq: pr.Seq, Duplicate: pr.Duplicate}
-	pub.Outcome, err = journal.NewOutcomes(r.JetStream()).Await(ctx, c.ID, pr.Seq)
+	pub.Outcome, err = outcomes.NewReader(r.JetStream()).Await(ctx, c.ID, pr.Seq)
 	if err != nil {
 		return pub, fmt.Errorf("%w (is the projector running?)", err)
 	}

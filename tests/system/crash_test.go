@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/events"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store/sqlite"
@@ -40,8 +40,8 @@ func TestCrash(t *testing.T) {
 	w := projectiontest.NewWorkload(2026, "orders", 20, 10)
 	rng := rand.New(rand.NewPCG(11, 13))
 
-	outcomes := func() uint64 {
-		n, _ := journal.NewOutcomes(h.JS).Last(ctx) // one per journal message, none deleted
+	stored := func() uint64 {
+		n, _ := outcomes.NewReader(h.JS).Last(ctx) // one per journal message, none deleted
 		return n
 	}
 	start := func() *exec.Cmd {
@@ -68,7 +68,7 @@ func TestCrash(t *testing.T) {
 	publish(500)
 	const kills = 24
 	for i := 0; i < kills; i++ {
-		before := outcomes()
+		before := stored()
 		child := start()
 		// Kill once the projector has made some random progress, so kills land
 		// in fetches, transactions and outcome publishing alike.
@@ -76,7 +76,7 @@ func TestCrash(t *testing.T) {
 		// may be duplicates that add no outcome: aim below that.
 		target := before + 1 + uint64(rng.IntN(90))
 		projectiontest.WaitFor(t, ctx, fmt.Sprintf("kill %d: %d outcomes", i, target), func() (bool, error) {
-			got := outcomes()
+			got := stored()
 			return got >= target, fmt.Errorf("%d outcomes so far", got)
 		})
 		if err := child.Process.Kill(); err != nil {

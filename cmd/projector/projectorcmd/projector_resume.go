@@ -37,7 +37,7 @@ func projectorResume(ctx context.Context, args []string, stdio cli.IO) error {
 	fs := cli.QuietFlagSet("projector resume")
 	c.nf.Register(fs, cli.DefaultNATSURL)
 	fs.StringVar(&c.stream, "stream", cli.EnvOr(cli.EnvStream, wire.JournalStream), "journal stream name (env "+cli.EnvStream+")")
-	fs.StringVar(&c.durable, "durable", "projector", "the projectors' durable consumer prefix")
+	fs.StringVar(&c.durable, "durable", wire.DefaultDurable, "the projectors' durable consumer prefix")
 	fs.StringVar(&c.table, "table", "", "the held partition's table (required)")
 	fs.StringVar(&c.pk, "pk", "", "the held partition's key (default: every held partition of --table)")
 	if err := cli.ParseArgs(fs, args, stdio.Stdout, cli.SubUsage("projector", projectorCommands[2], resumeMore)); err != nil {

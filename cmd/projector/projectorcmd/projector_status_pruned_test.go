@@ -8,8 +8,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -31,7 +31,7 @@ func TestProjectorStatusPruned(t *testing.T) {
 	seqs := e.h.PublishAll(ctx, cmds)
 	prune := &events.Command{ID: "prune", Table: "orders", PK: "p", Prune: &events.Prune{Horizon: seqs[len(seqs)-1]}}
 	ps := e.h.PublishAll(ctx, []*events.Command{prune})
-	o, err := journal.NewOutcomes(e.h.JS).Await(ctx, prune.ID, ps[0])
+	o, err := outcomes.NewReader(e.h.JS).Await(ctx, prune.ID, ps[0])
 	if err != nil || o.Status != wire.StatusApplied || o.Pruned == 0 {
 		t.Fatalf("prune outcome %+v, %v", o, err)
 	}

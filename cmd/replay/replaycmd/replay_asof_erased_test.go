@@ -10,6 +10,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 )
 
 // TestReplayAsOfErasedCLI: asof of a partition or table at a point before
@@ -25,7 +26,7 @@ func TestReplayAsOfErasedCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := journal.NewOutcomes(e.JS).Await(e.Ctx, "c3", res.Seq); err != nil {
+	if _, err := outcomes.NewReader(e.JS).Await(e.Ctx, "c3", res.Seq); err != nil {
 		t.Fatal(err)
 	}
 	erase := func(args ...string) (id string, seq uint64) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/wire"
 
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
@@ -305,7 +306,7 @@ func (c *snapshotCmd) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "where to write the snapshot: a file, - for stdout, a blob URL with a SAS token, or azblob://CONTAINER/BLOB in the --tables account (required)")
 	fs.Uint64Var(&c.cfg.Seq, "at", 0, "journal sequence the snapshot is consistent at (default: the highest the projector has fully applied)")
 	c.workersFlag(fs, "partitions read at once, listed from the table (default 8); 1 reads the table in one scan")
-	c.durableFlag(fs, "prefix of the projector's durable consumers, read for the default --at (default \"projector\")")
+	c.durableFlag(fs, "prefix of the projector's durable consumers, read for the default --at (default \""+wire.DefaultDurable+"\")")
 }
 
 func (c *snapshotCmd) check() error { return c.need("table", "out") }

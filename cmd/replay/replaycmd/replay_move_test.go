@@ -9,6 +9,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -56,7 +57,7 @@ func TestReplayMoveCLI(t *testing.T) {
 	if err != nil || res.Seq != 9 {
 		t.Fatalf("publish to J2: %+v, %v", res, err)
 	}
-	if o, err := journal.NewOutcomes(e.JS).Await(e.Ctx, "after-move", res.Seq); err != nil || o.Status != wire.StatusApplied {
+	if o, err := outcomes.NewReader(e.JS).Await(e.Ctx, "after-move", res.Seq); err != nil || o.Status != wire.StatusApplied {
 		t.Fatalf("outcome on J2: %+v, %v", o, err)
 	}
 	if out, errs, code := e.replay(t, "verify", "--stream", "J2", "--table", "orders"); code != cli.ExitOK {

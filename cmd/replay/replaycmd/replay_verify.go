@@ -18,6 +18,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // verifyCmd is replay verify.
@@ -34,7 +35,7 @@ func (c *verifyCmd) flags(fs *flag.FlagSet) {
 	c.pt.rangeFlags(fs, "the point checked: seq:N, time:T, cmd:ID (default: what the projector has fully applied)",
 		"the point checked: journal sequence N", "the point checked: as of this RFC 3339 time")
 	c.workersFlag(fs, "partitions re-projected at once (default 8)")
-	c.durableFlag(fs, "prefix of the projector's durable consumers, read for the default point (default \"projector\")")
+	c.durableFlag(fs, "prefix of the projector's durable consumers, read for the default point (default \""+wire.DefaultDurable+"\")")
 	fs.BoolVar(&c.scratchLocal, "scratch-local", false, "re-project into a temporary embedded store on this machine instead of a scratch table beside the live one (no writes to the table store)")
 	maxFlag(fs, &c.max)
 }

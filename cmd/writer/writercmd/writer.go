@@ -21,6 +21,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -509,7 +510,7 @@ func (w *opCmd) run(ctx context.Context, cmd *events.Command, stdio cli.IO) erro
 		printPublished(stdout, "", r)
 	}
 	if w.wait {
-		o, err := journal.NewOutcomes(js).Await(ctx, res.ID, res.Seq)
+		o, err := outcomes.NewReader(js).Await(ctx, res.ID, res.Seq)
 		if err != nil {
 			err = w.waitError(ctx, err, fmt.Sprintf("command %s (seq %d)", res.ID, res.Seq))
 			if w.jsonOut {
@@ -547,7 +548,7 @@ func (w *writerBase) checkStreams(ctx context.Context, js jetstream.JetStream) e
 		return fmt.Errorf("--stream: %w", err)
 	}
 	if w.wait {
-		if _, err := journal.NewOutcomes(js).Last(ctx); errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := outcomes.NewReader(js).Last(ctx); errors.Is(err, jetstream.ErrStreamNotFound) {
 			return fmt.Errorf("--wait needs the %s stream, which the projector creates: is a projector running?", wire.OutcomesStream)
 		}
 	}

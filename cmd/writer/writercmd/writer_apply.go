@@ -15,6 +15,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -110,7 +111,7 @@ func (w *applyCmd) run(ctx context.Context, stdio cli.IO) error {
 		cctx, cancel := context.WithTimeout(ctx, w.timeout)
 		err := w.checkStreams(cctx, js)
 		if err == nil && w.wait {
-			if outcomesAfter, err = journal.NewOutcomes(js).Last(cctx); err != nil {
+			if outcomesAfter, err = outcomes.NewReader(js).Last(cctx); err != nil {
 				err = fmt.Errorf("--wait: %w", err)
 			}
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -294,7 +294,7 @@ func TestWriterWait(t *testing.T) {
 		cmd := &events.Command{ID: "w-dup-1", Table: "orders", PK: "w-dup", Ops: []events.RowOp{
 			{Op: events.OpUpsert, RK: "r1", Entity: edm.Entity{"a": edm.String("x")}}}}
 		first := writerPublishRaw(t, e.js, cmd)
-		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 30*time.Second), cmd.ID, first); err != nil || o.Status != wire.StatusApplied {
+		if o, err := outcomes.NewReader(e.js).Await(journaltest.Context(t, 30*time.Second), cmd.ID, first); err != nil || o.Status != wire.StatusApplied {
 			t.Fatalf("first publish: outcome %+v, %v", o, err)
 		}
 
@@ -316,7 +316,7 @@ func TestWriterWait(t *testing.T) {
 			t.Fatalf("again: result %+v, outcome %+v", r, r.Outcome)
 		}
 		// And the first sequence still reports applied.
-		if o, err := journal.NewOutcomes(e.js).Await(journaltest.Context(t, 10*time.Second), cmd.ID, first); err != nil || o.Status != wire.StatusApplied {
+		if o, err := outcomes.NewReader(e.js).Await(journaltest.Context(t, 10*time.Second), cmd.ID, first); err != nil || o.Status != wire.StatusApplied {
 			t.Errorf("outcome of seq %d: %+v, %v", first, o, err)
 		}
 	})

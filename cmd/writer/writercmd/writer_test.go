@@ -25,6 +25,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store/sqlite"
@@ -414,7 +415,7 @@ func TestWriterConnectionErrors(t *testing.T) {
 	t.Run("no outcome within timeout", func(t *testing.T) {
 		t.Parallel()
 		e := startWriterEnv(t, false)
-		if _, err := journal.EnsureOutcomes(journaltest.Context(t, 5*time.Second), e.js); err != nil {
+		if _, err := outcomes.Ensure(journaltest.Context(t, 5*time.Second), e.js); err != nil {
 			t.Fatal(err)
 		}
 		// --timeout bounds the publish too: it must be long enough for

@@ -18,6 +18,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
@@ -84,7 +85,7 @@ func (e *Pipeline) Publish(t *testing.T, id string, ops ...events.RowOp) wire.Ou
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := journal.NewOutcomes(e.JS).Await(e.Ctx, id, res.Seq)
+	o, err := outcomes.NewReader(e.JS).Await(e.Ctx, id, res.Seq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func (e *Pipeline) waitApplied(t *testing.T, seq uint64) {
 		t.Fatal(err)
 	}
 	for {
-		a, err := journal.AppliedThrough(e.Ctx, stream, "projector", shard)
+		a, err := journal.AppliedThrough(e.Ctx, stream, wire.DefaultDurable, shard)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package journal_test
+package outcomes_test
 
 import (
 	"context"
@@ -12,19 +12,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
 func TestOutcomes(t *testing.T) {
-	e := newEnv(t, journal.Config{})
-	outcomes, err := journal.EnsureOutcomes(e.ctx, e.js)
+	e := newEnv(t)
+	stream, err := outcomes.Ensure(e.ctx, e.js)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
-		t.Fatalf("EnsureOutcomes again: %v", err)
+	if _, err := outcomes.Ensure(e.ctx, e.js); err != nil {
+		t.Fatalf("Ensure again: %v", err)
 	}
-	oc := journal.NewOutcomes(e.js)
+	oc := outcomes.NewReader(e.js)
 	at := time.Date(2026, 11, 21, 10, 0, 0, 123456700, time.UTC)
 
 	// IDs may contain dots, which must not split the subject.
@@ -41,7 +43,7 @@ func TestOutcomes(t *testing.T) {
 	}
 
 	// Published before Await is called.
-	if err := journal.PublishOutcome(e.ctx, e.js, applied); err != nil {
+	if err := outcomes.PublishOutcome(e.ctx, e.js, applied); err != nil {
 		t.Fatal(err)
 	}
 	got, err := oc.Await(e.ctx, applied.ID, applied.Seq)
@@ -56,10 +58,10 @@ func TestOutcomes(t *testing.T) {
 	}
 
 	// Republishing the outcome of the same journal message stores nothing.
-	if err := journal.PublishOutcome(e.ctx, e.js, applied); err != nil {
+	if err := outcomes.PublishOutcome(e.ctx, e.js, applied); err != nil {
 		t.Fatal(err)
 	}
-	if info, err := outcomes.Info(e.ctx); err != nil || info.State.Msgs != 1 {
+	if info, err := stream.Info(e.ctx); err != nil || info.State.Msgs != 1 {
 		t.Fatalf("outcomes after republish: %v messages (%v), want 1", info.State.Msgs, err)
 	}
 
@@ -79,13 +81,13 @@ func TestOutcomes(t *testing.T) {
 	}()
 	// Await subscribes on the connection the outcome is published
 	// through, which keeps the order of what it sends.
-	waitFor(t, 10*time.Second, "Await to subscribe", func() bool { return e.nc.NumSubscriptions() > subs })
+	journaltest.WaitFor(t, 10*time.Second, "Await to subscribe", func() bool { return e.nc.NumSubscriptions() > subs })
 	select {
 	case r := <-done:
 		t.Fatalf("Await returned before the outcome existed: %+v, %v", r.o, r.err)
 	default:
 	}
-	if err := journal.PublishOutcome(e.ctx, e.js, rejected); err != nil {
+	if err := outcomes.PublishOutcome(e.ctx, e.js, rejected); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -97,7 +99,7 @@ func TestOutcomes(t *testing.T) {
 		t.Fatal("Await did not return after the outcome was published")
 	}
 	// Await creates no consumer, and ends its subscription.
-	if info, err := outcomes.Info(e.ctx); err != nil || info.State.Consumers != 0 {
+	if info, err := stream.Info(e.ctx); err != nil || info.State.Consumers != 0 {
 		t.Fatalf("consumers on %s after Await: %+v, %v; want none", wire.OutcomesStream, info.State, err)
 	}
 	if n := e.nc.NumSubscriptions(); n != subs {
@@ -108,13 +110,13 @@ func TestOutcomes(t *testing.T) {
 	// is the latest; the earlier one is kept.
 	dup := applied
 	dup.Seq, dup.Status, dup.Rows, dup.Reason = 900, wire.StatusDuplicate, nil, "already applied at seq 7"
-	if err := journal.PublishOutcome(e.ctx, e.js, dup); err != nil {
+	if err := outcomes.PublishOutcome(e.ctx, e.js, dup); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := oc.Latest(e.ctx, applied.ID); err != nil || got.Status != wire.StatusDuplicate {
 		t.Fatalf("Latest after a later outcome = %+v, %v", got, err)
 	}
-	if info, err := outcomes.Info(e.ctx); err != nil || info.State.Msgs != 3 {
+	if info, err := stream.Info(e.ctx); err != nil || info.State.Msgs != 3 {
 		t.Fatalf("outcomes: %d messages (%v), want 3", info.State.Msgs, err)
 	}
 	// Await returns the outcome of the sequence asked for, not the latest.
@@ -138,8 +140,8 @@ func TestOutcomes(t *testing.T) {
 		}
 		cancel()
 	}
-	waitFor(t, 10*time.Second, "the consumers to be deleted", func() bool {
-		info, err := outcomes.Info(e.ctx)
+	journaltest.WaitFor(t, 10*time.Second, "the consumers to be deleted", func() bool {
+		info, err := stream.Info(e.ctx)
 		return err == nil && info.State.Consumers == 0
 	})
 }
@@ -150,18 +152,18 @@ func TestOutcomes(t *testing.T) {
 // sequence. Outcomes stored before the mark, and later outcomes of the same
 // IDs, are not taken for them.
 func TestOutcomesAwaitAll(t *testing.T) {
-	e := newEnv(t, journal.Config{})
-	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
+	e := newEnv(t)
+	if _, err := outcomes.Ensure(e.ctx, e.js); err != nil {
 		t.Fatal(err)
 	}
-	oc := journal.NewOutcomes(e.js)
+	oc := outcomes.NewReader(e.js)
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	out := func(id string, seq uint64, st wire.Status) wire.Outcome {
 		return wire.Outcome{ID: id, Seq: seq, Table: "orders", PK: "p", Status: st, At: at}
 	}
 	publish := func(os ...wire.Outcome) {
 		for _, o := range os {
-			if err := journal.PublishOutcome(e.ctx, e.js, o); err != nil {
+			if err := outcomes.PublishOutcome(e.ctx, e.js, o); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -213,16 +215,16 @@ func TestOutcomesAwaitAll(t *testing.T) {
 	}
 }
 
-// TestLatestOutcomes: Outcomes.LatestAll, one batched look-up, returns the
+// TestLatestOutcomes: Reader.LatestAll, one batched look-up, returns the
 // latest outcome of each ID asked for that has one, and nothing else — not
 // the stream's newest outcome, which the look-up reads as its freshness
 // sentinel.
 func TestLatestOutcomes(t *testing.T) {
-	e := newEnv(t, journal.Config{})
-	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
+	e := newEnv(t)
+	if _, err := outcomes.Ensure(e.ctx, e.js); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := journal.NewOutcomes(e.js).LatestAll(e.ctx, []string{"a"}); err != nil || len(got) != 0 {
+	if got, err := outcomes.NewReader(e.js).LatestAll(e.ctx, []string{"a"}); err != nil || len(got) != 0 {
 		t.Fatalf("on an empty stream: %v, %v; want none", got, err)
 	}
 	for _, o := range []wire.Outcome{
@@ -231,7 +233,7 @@ func TestLatestOutcomes(t *testing.T) {
 		{ID: "b", Seq: 2, Status: wire.StatusRejected, Reason: "row exists"},
 		{ID: "newest", Seq: 9, Status: wire.StatusApplied},
 	} {
-		if err := journal.PublishOutcome(e.ctx, e.js, o); err != nil {
+		if err := outcomes.PublishOutcome(e.ctx, e.js, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -247,7 +249,7 @@ func TestLatestOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := journal.NewOutcomes(e.js).LatestAll(e.ctx, tt.ids)
+			got, err := outcomes.NewReader(e.js).LatestAll(e.ctx, tt.ids)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,23 +264,23 @@ func TestLatestOutcomes(t *testing.T) {
 	}
 }
 
-// TestLatestOutcomesConcurrent: one Outcomes answers look-ups from many
+// TestLatestOutcomesConcurrent: one Reader answers look-ups from many
 // goroutines at once, each with its own IDs' outcomes (their answers share
 // one subscription: one per look-up was most of its latency), and leaves
 // no subscription behind; a look-up given up midway disturbs none of the
 // others.
 func TestLatestOutcomesConcurrent(t *testing.T) {
-	e := newEnv(t, journal.Config{})
-	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
+	e := newEnv(t)
+	if _, err := outcomes.Ensure(e.ctx, e.js); err != nil {
 		t.Fatal(err)
 	}
 	const workers, rounds = 8, 25
 	for i := range workers * 2 {
-		if err := journal.PublishOutcome(e.ctx, e.js, wire.Outcome{ID: fmt.Sprintf("id%d", i), Seq: uint64(i + 1), Status: wire.StatusApplied}); err != nil {
+		if err := outcomes.PublishOutcome(e.ctx, e.js, wire.Outcome{ID: fmt.Sprintf("id%d", i), Seq: uint64(i + 1), Status: wire.StatusApplied}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	oc := journal.NewOutcomes(e.js)
+	oc := outcomes.NewReader(e.js)
 	if _, err := oc.LatestAll(e.ctx, []string{"id0"}); err != nil {
 		t.Fatal(err)
 	}
@@ -328,8 +330,8 @@ func TestLatestOutcomesConcurrent(t *testing.T) {
 // Await waits within its deadline instead of failing with "stream not
 // found", and takes the outcome once the stream and the outcome are there.
 func TestAwaitBeforeOutcomesExist(t *testing.T) {
-	e := newEnv(t, journal.Config{})
-	oc := journal.NewOutcomes(e.js)
+	e := newEnv(t)
+	oc := outcomes.NewReader(e.js)
 	want := wire.Outcome{ID: "early", Seq: 3, Table: "t", PK: "p", Status: wire.StatusApplied,
 		At: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)}
 	type result struct {
@@ -342,7 +344,7 @@ func TestAwaitBeforeOutcomesExist(t *testing.T) {
 		o, err := oc.Await(e.ctx, want.ID, want.Seq)
 		done <- result{o, err}
 	}()
-	waitFor(t, 10*time.Second, "Await to subscribe", func() bool { return e.nc.NumSubscriptions() > subs })
+	journaltest.WaitFor(t, 10*time.Second, "Await to subscribe", func() bool { return e.nc.NumSubscriptions() > subs })
 	// Let its look-up find no stream (it answers at once) before the
 	// stream is created.
 	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
@@ -355,10 +357,10 @@ func TestAwaitBeforeOutcomesExist(t *testing.T) {
 		t.Fatalf("Await returned before the outcome existed: %+v, %v", r.o, r.err)
 	default:
 	}
-	if _, err := journal.EnsureOutcomes(e.ctx, e.js); err != nil {
+	if _, err := outcomes.Ensure(e.ctx, e.js); err != nil {
 		t.Fatal(err)
 	}
-	if err := journal.PublishOutcome(e.ctx, e.js, want); err != nil {
+	if err := outcomes.PublishOutcome(e.ctx, e.js, want); err != nil {
 		t.Fatal(err)
 	}
 	select {

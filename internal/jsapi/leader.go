@@ -1,4 +1,4 @@
-package journal
+package jsapi
 
 import (
 	"context"
@@ -21,21 +21,21 @@ import (
 // projector's look-ups are read-your-writes:
 //
 //   - single messages come from the stream's leader (STREAM.MSG.GET, which
-//     only the leader answers): leaderGet;
+//     only the leader answers): LeaderGet;
 //   - a batched multi_last direct get carries a sentinel, the subject of
 //     the newest message the leader had before the request; the answer
 //     counts only if the replica's last sequence (in the batch's end
-//     marker) reaches it, else it is asked again: freshDirectBatch.
+//     marker) reaches it, else it is asked again: FreshDirectBatch.
 
-// msgGetReq is the part of JetStream's JSApiMsgGetRequest leaderGet sends.
-type msgGetReq struct {
+// MsgGetReq is the part of JetStream's JSApiMsgGetRequest LeaderGet sends.
+type MsgGetReq struct {
 	Seq       uint64     `json:"seq,omitempty"`
 	LastFor   string     `json:"last_by_subj,omitempty"`
 	NextFor   string     `json:"next_by_subj,omitempty"`
 	StartTime *time.Time `json:"start_time,omitempty"`
 }
 
-// leaderGet asks the stream's leader for one message (JetStream's
+// LeaderGet asks the stream's leader for one message (JetStream's
 // STREAM.MSG.GET): consistent with every publish acknowledged before it. It
 // answers an error wrapping ErrNotFound when there is no such message.
 //
@@ -43,16 +43,16 @@ type msgGetReq struct {
 // (requestCtx): a request lost on its way (sent through a node that has
 // just restarted and has no route to the leader yet) gets no answer, and
 // must fail as a timeout rather than hold the caller until ctx ends.
-func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, req msgGetReq) (rawMsg, error) {
+func LeaderGet(ctx context.Context, js jetstream.JetStream, stream string, req MsgGetReq) (Msg, error) {
 	ctx, cancel := requestCtx(ctx, js)
 	defer cancel()
 	body, err := json.Marshal(req)
 	if err != nil {
-		return rawMsg{}, err
+		return Msg{}, err
 	}
 	resp, err := js.Conn().RequestWithContext(ctx, apiPrefix(js)+"STREAM.MSG.GET."+stream, body)
 	if err != nil {
-		return rawMsg{}, fmt.Errorf("get from %s: %w", stream, err)
+		return Msg{}, fmt.Errorf("get from %s: %w", stream, err)
 	}
 	var r struct {
 		Message *struct {
@@ -68,41 +68,41 @@ func leaderGet(ctx context.Context, js jetstream.JetStream, stream string, req m
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(resp.Data, &r); err != nil {
-		return rawMsg{}, fmt.Errorf("get from %s: %w", stream, err)
+		return Msg{}, fmt.Errorf("get from %s: %w", stream, err)
 	}
 	switch {
 	case r.Error != nil && r.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
-		return rawMsg{}, ErrNotFound
+		return Msg{}, ErrNotFound
 	case r.Error != nil && r.Error.ErrCode == int(jetstream.JSErrCodeStreamNotFound):
-		return rawMsg{}, fmt.Errorf("get from %s: %w", stream, jetstream.ErrStreamNotFound)
+		return Msg{}, fmt.Errorf("get from %s: %w", stream, jetstream.ErrStreamNotFound)
 	case r.Error != nil:
-		return rawMsg{}, fmt.Errorf("get from %s: %s (%d)", stream, r.Error.Description, r.Error.ErrCode)
+		return Msg{}, fmt.Errorf("get from %s: %s (%d)", stream, r.Error.Description, r.Error.ErrCode)
 	case r.Message == nil:
-		return rawMsg{}, fmt.Errorf("get from %s: empty answer", stream)
+		return Msg{}, fmt.Errorf("get from %s: empty answer", stream)
 	}
-	return rawMsg{seq: r.Message.Seq, subject: r.Message.Subject, data: r.Message.Data}, nil
+	return Msg{Seq: r.Message.Seq, Subject: r.Message.Subject, Data: r.Message.Data}, nil
 }
 
 // ScanSubject passes fn, in stream order, the messages of subject stored at
 // or after from, read one by one from the stream's leader (read-your-writes,
-// like leaderGet), until fn answers false or there are no more. It costs one
+// like LeaderGet), until fn answers false or there are no more. It costs one
 // request per message: for the rare look-ups of crash recovery, not for
 // reading a stream.
 func ScanSubject(ctx context.Context, js jetstream.JetStream, stream, subject string, from time.Time, fn func(seq uint64, data []byte) (bool, error)) error {
-	req := msgGetReq{NextFor: subject, StartTime: &from}
+	req := MsgGetReq{NextFor: subject, StartTime: &from}
 	for {
-		m, err := leaderGet(ctx, js, stream, req)
+		m, err := LeaderGet(ctx, js, stream, req)
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		more, err := fn(m.seq, m.data)
+		more, err := fn(m.Seq, m.Data)
 		if err != nil || !more {
 			return err
 		}
-		req = msgGetReq{NextFor: subject, Seq: m.seq + 1}
+		req = MsgGetReq{NextFor: subject, Seq: m.Seq + 1}
 	}
 }
 
@@ -113,27 +113,27 @@ var errStale = errors.New("answered by a replica that is behind")
 // within reach of the leader catches up in milliseconds.
 const freshTries = 50
 
-// freshDirectBatch runs a multi_last direct get of subjects (at most
-// multiLastMax-1 of them) whose answer includes everything stored on the
+// FreshDirectBatch runs a multi_last direct get of subjects (at most
+// MultiLastMax-1 of them) whose answer includes everything stored on the
 // stream before the call, whichever replica answers, and passes fn the
 // messages of those subjects. See the comment at the top of this file.
-func freshDirectBatch(ctx context.Context, js jetstream.JetStream, replies *replyMux, stream string, subjects []string, hint *sentinelHint, fn func(rawMsg) error) error {
-	var newest rawMsg
+func FreshDirectBatch(ctx context.Context, js jetstream.JetStream, replies *ReplyMux, stream string, subjects []string, hint *SentinelHint, fn func(Msg) error) error {
+	var newest Msg
 	if sentinel := hint.get(); sentinel != "" {
 		// The newest message of an earlier call is a sentinel too (it is
 		// still the last of its subject unless the stream dropped it): ask
 		// the leader and the replica at once, one round trip instead of
 		// two. The answer counts under the same condition.
 		type answer struct {
-			m   rawMsg
+			m   Msg
 			err error
 		}
 		leader := make(chan answer, 1)
 		go func() {
-			m, err := leaderGet(ctx, js, stream, msgGetReq{LastFor: ">"})
+			m, err := LeaderGet(ctx, js, stream, MsgGetReq{LastFor: ">"})
 			leader <- answer{m, err}
 		}()
-		req := directBatchReq{MultiLast: append(subjects[:len(subjects):len(subjects)], sentinel)}
+		req := DirectBatchReq{MultiLast: append(subjects[:len(subjects):len(subjects)], sentinel)}
 		got, upTo, err := collectBatch(ctx, js, replies, stream, req)
 		a := <-leader
 		if errors.Is(a.err, ErrNotFound) {
@@ -143,8 +143,8 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, replies *repl
 			return a.err
 		}
 		newest = a.m
-		hint.set(newest.subject)
-		if err == nil && upTo >= newest.seq {
+		hint.set(newest.Subject)
+		if err == nil && upTo >= newest.Seq {
 			return deliverAsked(subjects, got, fn)
 		}
 	} else {
@@ -153,26 +153,26 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, replies *repl
 		// the leader match every subject of the stream, one per command
 		// ID.)
 		var err error
-		newest, err = leaderGet(ctx, js, stream, msgGetReq{LastFor: ">"})
+		newest, err = LeaderGet(ctx, js, stream, MsgGetReq{LastFor: ">"})
 		if errors.Is(err, ErrNotFound) {
 			return nil // the stream is empty
 		}
 		if err != nil {
 			return err
 		}
-		hint.set(newest.subject)
+		hint.set(newest.Subject)
 	}
-	req := directBatchReq{MultiLast: append(subjects[:len(subjects):len(subjects)], newest.subject)}
+	req := DirectBatchReq{MultiLast: append(subjects[:len(subjects):len(subjects)], newest.Subject)}
 	for try := 1; ; try++ {
 		got, upTo, err := collectBatch(ctx, js, replies, stream, req)
 		if err != nil {
 			return err
 		}
-		if upTo >= newest.seq {
+		if upTo >= newest.Seq {
 			return deliverAsked(subjects, got, fn)
 		}
 		if try == freshTries {
-			return fmt.Errorf("direct get of %s: %w (at %d, the leader at %d)", stream, errStale, upTo, newest.seq)
+			return fmt.Errorf("direct get of %s: %w (at %d, the leader at %d)", stream, errStale, upTo, newest.Seq)
 		}
 		if err := retry.Sleep(ctx, time.Duration(try)*time.Millisecond); err != nil {
 			return err
@@ -180,11 +180,11 @@ func freshDirectBatch(ctx context.Context, js jetstream.JetStream, replies *repl
 	}
 }
 
-// collectBatch is directBatch keeping the messages, to be passed on only
+// collectBatch is DirectBatch keeping the messages, to be passed on only
 // once the answer proves fresh.
-func collectBatch(ctx context.Context, js jetstream.JetStream, replies *replyMux, stream string, req directBatchReq) ([]rawMsg, uint64, error) {
-	var got []rawMsg
-	upTo, err := directBatch(ctx, js, replies, stream, req, func(m rawMsg) error {
+func collectBatch(ctx context.Context, js jetstream.JetStream, replies *ReplyMux, stream string, req DirectBatchReq) ([]Msg, uint64, error) {
+	var got []Msg
+	upTo, err := DirectBatch(ctx, js, replies, stream, req, func(m Msg) error {
 		got = append(got, m)
 		return nil
 	})
@@ -193,13 +193,13 @@ func collectBatch(ctx context.Context, js jetstream.JetStream, replies *replyMux
 
 // deliverAsked passes fn the messages of got on subjects, not the
 // sentinel's.
-func deliverAsked(subjects []string, got []rawMsg, fn func(rawMsg) error) error {
+func deliverAsked(subjects []string, got []Msg, fn func(Msg) error) error {
 	asked := make(map[string]bool, len(subjects))
 	for _, subj := range subjects {
 		asked[subj] = true
 	}
 	for _, m := range got {
-		if !asked[m.subject] {
+		if !asked[m.Subject] {
 			continue // the sentinel
 		}
 		if err := fn(m); err != nil {
@@ -209,12 +209,12 @@ func deliverAsked(subjects []string, got []rawMsg, fn func(rawMsg) error) error 
 	return nil
 }
 
-// sentinelHint remembers the subject of the newest message freshDirectBatch
+// SentinelHint remembers the subject of the newest message FreshDirectBatch
 // last saw on a stream, the sentinel of its next call. It is only a hint:
 // an answer counts by the leader's sequence, whatever the sentinel.
-type sentinelHint struct{ v atomic.Pointer[string] }
+type SentinelHint struct{ v atomic.Pointer[string] }
 
-func (h *sentinelHint) get() string {
+func (h *SentinelHint) get() string {
 	if h == nil {
 		return ""
 	}
@@ -224,7 +224,7 @@ func (h *sentinelHint) get() string {
 	return ""
 }
 
-func (h *sentinelHint) set(subject string) {
+func (h *SentinelHint) set(subject string) {
 	if h != nil {
 		h.v.Store(&subject)
 	}

@@ -1,4 +1,4 @@
-package journal
+package outcomes
 
 import (
 	"context"
@@ -9,26 +9,28 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// EnsureOutcomes creates the OUTCOMES stream, or opens it if it exists.
+// Ensure creates the OUTCOMES stream, or opens it if it exists.
 //
 // The stream keeps every outcome (no MaxMsgsPerSubject): one command ID can
 // have several outcomes, one per journal message that carried it (applied at
 // one sequence, then duplicate when re-published after the dedup window), and
 // replay blame needs the applied one, which a per-subject limit of one would
-// overwrite. Outcomes reads it. Republishing the same outcome is
+// overwrite. Reader reads it. Republishing the same outcome is
 // deduplicated by Nats-Msg-Id "outcome-<seq>".
 //
-// WithReplicas sets the stream's replica count (see CheckReplicas).
-func EnsureOutcomes(ctx context.Context, js jetstream.JetStream, opts ...EnsureOption) (jetstream.Stream, error) {
-	s, _, err := EnsureOutcomesConfig(ctx, js, OutcomesConfig{}, opts...)
+// journal.WithReplicas sets the stream's replica count (see journal.CheckReplicas).
+func Ensure(ctx context.Context, js jetstream.JetStream, opts ...journal.EnsureOption) (jetstream.Stream, error) {
+	s, _, err := EnsureConfig(ctx, js, Config{}, opts...)
 	return s, err
 }
 
-// OutcomesConfig configures the OUTCOMES stream.
-type OutcomesConfig struct {
+// Config configures the OUTCOMES stream.
+type Config struct {
 	// MaxAge is how long outcomes are kept (writers waiting for one and
 	// replay blame read them). If zero, a new stream keeps them forever and
 	// an existing stream's limit is left as it is; a negative MaxAge
@@ -36,34 +38,34 @@ type OutcomesConfig struct {
 	MaxAge time.Duration
 }
 
-// EnsureOutcomesConfig is EnsureOutcomes with cfg applied, to a new stream
-// or an existing one (ensureStream); it also returns what it changed in an
+// EnsureConfig is Ensure with cfg applied, to a new stream
+// or an existing one (jsapi.EnsureStream); it also returns what it changed in an
 // existing stream's configuration.
-func EnsureOutcomesConfig(ctx context.Context, js jetstream.JetStream, cfg OutcomesConfig, opts ...EnsureOption) (jetstream.Stream, []string, error) {
-	replicas := ensureOpts(opts).replicas
+func EnsureConfig(ctx context.Context, js jetstream.JetStream, cfg Config, opts ...journal.EnsureOption) (jetstream.Stream, []string, error) {
+	replicas := jsapi.Options(opts).Replicas
 	want := jetstream.StreamConfig{
 		Name:        wire.OutcomesStream,
 		Description: "tablejournal outcomes: applied, rejected or duplicate, per journal message (outcomes.<base64url(id)>)",
 		Subjects:    []string{wire.OutcomesPrefix + ".>"},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
-		Duplicates:  defaultDuplicates,
+		Duplicates:  jsapi.DefaultDuplicates,
 		MaxAge:      max(cfg.MaxAge, 0),
 		AllowDirect: true,
 		Replicas:    max(replicas, 1),
 	}
-	s, changes, err := ensureStream(ctx, js, want, managed{MaxAge: cfg.MaxAge != 0,
-		Check: func(have jetstream.StreamConfig) error { return CheckReplicas(have, replicas) }})
+	s, changes, err := jsapi.EnsureStream(ctx, js, want, jsapi.Managed{MaxAge: cfg.MaxAge != 0,
+		Check: func(have jetstream.StreamConfig) error { return journal.CheckReplicas(have, replicas) }})
 	if err != nil {
 		return nil, nil, fmt.Errorf("ensure stream %s: %w", wire.OutcomesStream, err)
 	}
 	return s, changes, nil
 }
 
-// OutcomeMsg renders o as the message the OUTCOMES stream stores, for callers
+// Message renders o as the message the OUTCOMES stream stores, for callers
 // that publish asynchronously. Its Nats-Msg-Id is "outcome-<seq>", so
 // publishing the outcome of one journal sequence twice stores it once.
-func OutcomeMsg(o wire.Outcome) (*nats.Msg, error) {
+func Message(o wire.Outcome) (*nats.Msg, error) {
 	data, err := o.Encode()
 	if err != nil {
 		return nil, err
@@ -81,7 +83,7 @@ func OutcomeMsg(o wire.Outcome) (*nats.Msg, error) {
 // publishOutcome stores o and waits for the acknowledgement. Publishing the
 // outcome of the same journal sequence twice stores it once.
 func publishOutcome(ctx context.Context, js jetstream.JetStream, o wire.Outcome) error {
-	msg, err := OutcomeMsg(o)
+	msg, err := Message(o)
 	if err != nil {
 		return fmt.Errorf("publish %w", err)
 	}
@@ -91,39 +93,39 @@ func publishOutcome(ctx context.Context, js jetstream.JetStream, o wire.Outcome)
 	return nil
 }
 
-// Outcomes reads the OUTCOMES stream: the one place that knows its name,
+// Reader reads the OUTCOMES stream: the one place that knows its name,
 // its subjects and how an outcome is encoded. A command ID has one outcome
 // per journal message that carried it (applied at one sequence, duplicate
 // at a later one when it was published again), so it can be looked up
 // (the latest), read whole (its history), awaited for one journal
 // sequence, or followed. It is safe for concurrent use.
-type Outcomes struct {
+type Reader struct {
 	js      jetstream.JetStream
 	stream  string
-	hint    sentinelHint // of LatestAll's fresh batches
-	replies *replyMux    // LatestAll's answers
+	hint    jsapi.SentinelHint // of LatestAll's fresh batches
+	replies *jsapi.ReplyMux    // LatestAll's answers
 }
 
-// NewOutcomes returns the reader of the OUTCOMES stream through js. From
+// NewReader returns the reader of the OUTCOMES stream through js. From
 // its first LatestAll on, it holds one subscription on js's connection
 // for the answers, until it is garbage collected or the connection
 // closes.
-func NewOutcomes(js jetstream.JetStream) *Outcomes {
-	o := &Outcomes{js: js, stream: wire.OutcomesStream, replies: newReplyMux()}
-	runtime.AddCleanup(o, (*replyMux).close, o.replies)
+func NewReader(js jetstream.JetStream) *Reader {
+	o := &Reader{js: js, stream: wire.OutcomesStream, replies: jsapi.NewReplyMux()}
+	runtime.AddCleanup(o, (*jsapi.ReplyMux).Close, o.replies)
 	return o
 }
 
 // Latest returns the latest outcome of command id, or an error wrapping
-// ErrNotFound if it has none yet. It is one request to the stream's
+// journal.ErrNotFound if it has none yet. It is one request to the stream's
 // leader, so it sees every outcome stored before the call (a direct get
 // may be answered by a replica that is behind).
-func (o *Outcomes) Latest(ctx context.Context, id string) (wire.Outcome, error) {
-	m, err := leaderGet(ctx, o.js, o.stream, msgGetReq{LastFor: wire.OutcomeSubject(id)})
+func (o *Reader) Latest(ctx context.Context, id string) (wire.Outcome, error) {
+	m, err := jsapi.LeaderGet(ctx, o.js, o.stream, jsapi.MsgGetReq{LastFor: wire.OutcomeSubject(id)})
 	if err != nil {
 		return wire.Outcome{}, fmt.Errorf("outcome of %s: %w", id, err)
 	}
-	x, err := decodeOutcome(m.seq, m.data)
+	x, err := decodeOutcome(m.Seq, m.Data)
 	if err != nil {
 		return wire.Outcome{}, fmt.Errorf("outcome of %s: %w", id, err)
 	}
@@ -134,22 +136,22 @@ func (o *Outcomes) Latest(ctx context.Context, id string) (wire.Outcome, error) 
 // journal message that carried the ID); none if it has no outcome yet. It
 // reads them from the stream's leader, one request per outcome (an ID has
 // one or two), so it sees every outcome stored before the call.
-func (o *Outcomes) History(ctx context.Context, id string) ([]wire.Outcome, error) {
+func (o *Reader) History(ctx context.Context, id string) ([]wire.Outcome, error) {
 	var out []wire.Outcome
 	for seq := uint64(1); ; {
-		m, err := leaderGet(ctx, o.js, o.stream, msgGetReq{Seq: seq, NextFor: wire.OutcomeSubject(id)})
-		if errors.Is(err, ErrNotFound) {
+		m, err := jsapi.LeaderGet(ctx, o.js, o.stream, jsapi.MsgGetReq{Seq: seq, NextFor: wire.OutcomeSubject(id)})
+		if errors.Is(err, journal.ErrNotFound) {
 			return out, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("outcomes of %s: %w", id, err)
 		}
-		x, err := decodeOutcome(m.seq, m.data)
+		x, err := decodeOutcome(m.Seq, m.Data)
 		if err != nil {
 			return nil, fmt.Errorf("outcomes of %s: %w", id, err)
 		}
 		out = append(out, x)
-		seq = m.seq + 1
+		seq = m.Seq + 1
 	}
 }
 
@@ -157,9 +159,9 @@ func (o *Outcomes) History(ctx context.Context, id string) ([]wire.Outcome, erro
 // command ID, with one batched direct get per thousand IDs (JetStream's
 // multi_last) instead of one request per command, and one request to the
 // leader that makes the answer include every outcome stored before the
-// call (freshDirectBatch); from the second call of an Outcomes on, the
+// call (jsapi.FreshDirectBatch); from the second call of a Reader on, the
 // two go at once. IDs without an outcome are absent from the map.
-func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]wire.Outcome, error) {
+func (o *Reader) LatestAll(ctx context.Context, ids []string) (map[string]wire.Outcome, error) {
 	out := make(map[string]wire.Outcome, len(ids))
 	seen := make(map[string]bool, len(ids))
 	var subjects []string
@@ -167,8 +169,8 @@ func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]wire
 		if len(subjects) == 0 {
 			return nil
 		}
-		err := freshDirectBatch(ctx, o.js, o.replies, o.stream, subjects, &o.hint, func(m rawMsg) error {
-			x, err := decodeOutcome(m.seq, m.data)
+		err := jsapi.FreshDirectBatch(ctx, o.js, o.replies, o.stream, subjects, &o.hint, func(m jsapi.Msg) error {
+			x, err := decodeOutcome(m.Seq, m.Data)
 			if err != nil {
 				return err
 			}
@@ -184,7 +186,7 @@ func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]wire
 		}
 		seen[id] = true
 		subjects = append(subjects, wire.OutcomeSubject(id))
-		if len(subjects) == multiLastMax-1 { // and the sentinel
+		if len(subjects) == jsapi.MultiLastMax-1 { // and the sentinel
 			if err := flush(); err != nil {
 				return nil, fmt.Errorf("latest outcomes: %w", err)
 			}
@@ -200,8 +202,8 @@ func (o *Outcomes) LatestAll(ctx context.Context, ids []string) (map[string]wire
 // seq, and returns it rather than a later outcome of the same ID. It
 // subscribes to the ID's outcomes before it looks up those stored, so an
 // outcome stored at any moment is seen, and it creates no consumer (see
-// OutcomeWatch).
-func (o *Outcomes) Await(ctx context.Context, id string, seq uint64) (wire.Outcome, error) {
+// Watch).
+func (o *Reader) Await(ctx context.Context, id string, seq uint64) (wire.Outcome, error) {
 	w, err := o.Watch(id)
 	if err != nil {
 		return wire.Outcome{}, err
@@ -214,7 +216,7 @@ func (o *Outcomes) Await(ctx context.Context, id string, seq uint64) (wire.Outco
 // there is none): follow from Last()+1 to see only the outcomes stored
 // after this call. It fails wrapping jetstream.ErrStreamNotFound when the
 // projector has not created the stream.
-func (o *Outcomes) Last(ctx context.Context) (uint64, error) {
+func (o *Reader) Last(ctx context.Context) (uint64, error) {
 	s, err := o.js.Stream(ctx, o.stream)
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: %w", o.stream, err)
@@ -226,7 +228,7 @@ func (o *Outcomes) Last(ctx context.Context) (uint64, error) {
 // or 1: from the first), with its OUTCOMES sequence, in order, waiting for
 // new ones, until fn returns true or ctx ends (then it returns ctx's
 // error).
-func (o *Outcomes) Follow(ctx context.Context, from uint64, fn func(seq uint64, x wire.Outcome) bool) error {
+func (o *Reader) Follow(ctx context.Context, from uint64, fn func(seq uint64, x wire.Outcome) bool) error {
 	return o.read(ctx, wire.OutcomesPrefix+".>", from, func(seq uint64, x wire.Outcome, _ uint64) bool { return fn(seq, x) })
 }
 
@@ -237,7 +239,7 @@ func (o *Outcomes) Follow(ctx context.Context, from uint64, fn func(seq uint64, 
 // (Duplicate) may have its outcome from before from, so it is awaited
 // alone. On error the outcomes not found are zero and the error says how
 // many.
-func (o *Outcomes) AwaitAll(ctx context.Context, from uint64, rs []PublishResult) ([]wire.Outcome, error) {
+func (o *Reader) AwaitAll(ctx context.Context, from uint64, rs []journal.PublishResult) ([]wire.Outcome, error) {
 	out := make([]wire.Outcome, len(rs))
 	want := make(map[uint64]int) // journal sequence → index in rs
 	var held []int
@@ -274,7 +276,7 @@ func (o *Outcomes) AwaitAll(ctx context.Context, from uint64, rs []PublishResult
 // on, to fn with their sequence and how many matching ones are stored
 // after them, until fn returns true or ctx ends. Its consumer is deleted
 // when it returns.
-func (o *Outcomes) read(ctx context.Context, filter string, from uint64, fn func(seq uint64, x wire.Outcome, pending uint64) bool) error {
+func (o *Reader) read(ctx context.Context, filter string, from uint64, fn func(seq uint64, x wire.Outcome, pending uint64) bool) error {
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects:    []string{filter},
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
@@ -287,7 +289,7 @@ func (o *Outcomes) read(ctx context.Context, filter string, from uint64, fn func
 	if err != nil {
 		return err
 	}
-	defer deleteOrdered(ctx, o.js, o.stream, cons)
+	defer jsapi.DeleteOrdered(ctx, o.js, o.stream, cons)
 	it, err := cons.Messages()
 	if err != nil {
 		return err
@@ -316,7 +318,7 @@ func (o *Outcomes) read(ctx context.Context, filter string, from uint64, fn func
 }
 
 // decodeOutcome decodes the outcome stored at OUTCOMES sequence seq: the
-// one place that reads the encoding OutcomeMsg writes.
+// one place that reads the encoding Message writes.
 func decodeOutcome(seq uint64, data []byte) (wire.Outcome, error) {
 	o, err := wire.DecodeOutcome(data)
 	if err != nil {

@@ -1,4 +1,4 @@
-package journal_test
+package outcomes_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -26,7 +27,7 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 	c := journaltest.StartCluster(t, 3)
 	_, cjs := journaltest.Connect(t, c.URL())
 	ctx := journaltest.Context(t, 2*time.Minute)
-	s, _, err := journal.EnsureOutcomesConfig(ctx, cjs, journal.OutcomesConfig{}, journal.WithReplicas(3))
+	s, _, err := outcomes.EnsureConfig(ctx, cjs, outcomes.Config{}, journal.WithReplicas(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 			for i := lo; i < min(lo+500, to); i++ {
 				id := fmt.Sprintf("cmd-%05d", i)
 				ids = append(ids, id)
-				msg, err := journal.OutcomeMsg(wire.Outcome{ID: id, Seq: uint64(i + 1), Status: wire.StatusApplied})
+				msg, err := outcomes.Message(wire.Outcome{ID: id, Seq: uint64(i + 1), Status: wire.StatusApplied})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -90,7 +91,7 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 		_, njs := journaltest.Connect(t, nodeURL(down))
 		deadline := time.Now().Add(2 * time.Second)
 		for n := 0; time.Now().Before(deadline); n++ {
-			got, err := journal.NewOutcomes(njs).LatestAll(ctx, ids)
+			got, err := outcomes.NewReader(njs).LatestAll(ctx, ids)
 			if err != nil {
 				if ctx.Err() != nil {
 					t.Fatal(err)
@@ -100,11 +101,11 @@ func TestOutcomeLookupsReadTheirWrites(t *testing.T) {
 			if len(got) != len(ids) {
 				t.Fatalf("round %d, look-up %d through the restarted node: %d of %d outcomes found", round, n, len(got), len(ids))
 			}
-			o, err := journal.NewOutcomes(njs).Latest(ctx, ids[len(ids)-1])
+			o, err := outcomes.NewReader(njs).Latest(ctx, ids[len(ids)-1])
 			if err != nil || o.ID != ids[len(ids)-1] {
 				t.Fatalf("round %d: latest outcome of %s through the restarted node: %+v, %v", round, ids[len(ids)-1], o, err)
 			}
-			if h, err := journal.NewOutcomes(njs).History(ctx, ids[0]); err != nil || len(h) != 1 || h[0].ID != ids[0] {
+			if h, err := outcomes.NewReader(njs).History(ctx, ids[0]); err != nil || len(h) != 1 || h[0].ID != ids[0] {
 				t.Fatalf("round %d: outcome history of %s through the restarted node: %+v, %v", round, ids[0], h, err)
 			}
 		}

@@ -1,4 +1,4 @@
-package journal
+package outcomes
 
 import (
 	"context"
@@ -18,12 +18,12 @@ func TestWatchFindsMissedOutcome(t *testing.T) {
 	srv := journaltest.StartServer(t)
 	_, js := journaltest.Connect(t, srv.ClientURL())
 	ctx := journaltest.Context(t, 30*time.Second)
-	if _, err := EnsureOutcomes(ctx, js); err != nil {
+	if _, err := Ensure(ctx, js); err != nil {
 		t.Fatal(err)
 	}
 	want := wire.Outcome{ID: "missed", Seq: 5, Table: "t", PK: "p", Status: wire.StatusApplied,
 		At: time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)}
-	w, err := NewOutcomes(js).Watch(want.ID)
+	w, err := NewReader(js).Watch(want.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

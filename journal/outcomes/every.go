@@ -1,4 +1,4 @@
-package journal
+package outcomes
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tablejournal/tablejournal/internal/jsapi"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -18,7 +20,7 @@ const everyInFlight = 32
 
 // everyBatch is how many outcomes one request of Every asks for per
 // subject; an ID has one or two, and the rest of a longer subject is asked
-// for again (directBatch).
+// for again (jsapi.DirectBatch).
 const everyBatch = 64
 
 // Every passes fn every outcome stored on the subjects of ids
@@ -36,15 +38,15 @@ const everyBatch = 64
 //     stream's leader.
 //
 // A stream that does not exist holds nothing.
-func (o *Outcomes) Every(ctx context.Context, ids []string, fn func(seq uint64, subject string, data []byte) error) error {
+func (o *Reader) Every(ctx context.Context, ids []string, fn func(seq uint64, subject string, data []byte) error) error {
 	newest := make(map[string]uint64, len(ids))
 	var subjects []string
 	flush := func() error {
 		if len(subjects) == 0 {
 			return nil
 		}
-		err := freshDirectBatch(ctx, o.js, o.replies, o.stream, subjects, &o.hint, func(m rawMsg) error {
-			newest[m.subject] = m.seq
+		err := jsapi.FreshDirectBatch(ctx, o.js, o.replies, o.stream, subjects, &o.hint, func(m jsapi.Msg) error {
+			newest[m.Subject] = m.Seq
 			return nil
 		})
 		subjects = subjects[:0]
@@ -58,7 +60,7 @@ func (o *Outcomes) Every(ctx context.Context, ids []string, fn func(seq uint64, 
 		}
 		seen[subj] = true
 		subjects = append(subjects, subj)
-		if len(subjects) == multiLastMax-1 { // and the sentinel
+		if len(subjects) == jsapi.MultiLastMax-1 { // and the sentinel
 			if err := flush(); err != nil {
 				return everyErr(err)
 			}
@@ -69,11 +71,11 @@ func (o *Outcomes) Every(ctx context.Context, ids []string, fn func(seq uint64, 
 	}
 
 	var mu sync.Mutex
-	deliver := func(ms []rawMsg) error {
+	deliver := func(ms []jsapi.Msg) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range ms {
-			if err := fn(m.seq, m.subject, m.data); err != nil {
+			if err := fn(m.Seq, m.Subject, m.Data); err != nil {
 				return err
 			}
 		}
@@ -104,28 +106,28 @@ func everyErr(err error) error {
 // answer must reach sequence newest (found fresh before), else it came
 // from a replica behind and the subject is read from the leader, one
 // request per outcome.
-func (o *Outcomes) subjectAll(ctx context.Context, subject string, newest uint64) ([]rawMsg, error) {
-	var ms []rawMsg
-	_, err := directBatch(ctx, o.js, o.replies, o.stream, directBatchReq{Seq: 1, NextFor: subject, Batch: everyBatch}, func(m rawMsg) error {
+func (o *Reader) subjectAll(ctx context.Context, subject string, newest uint64) ([]jsapi.Msg, error) {
+	var ms []jsapi.Msg
+	_, err := jsapi.DirectBatch(ctx, o.js, o.replies, o.stream, jsapi.DirectBatchReq{Seq: 1, NextFor: subject, Batch: everyBatch}, func(m jsapi.Msg) error {
 		ms = append(ms, m)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", subject, err)
 	}
-	if len(ms) > 0 && ms[len(ms)-1].seq >= newest {
+	if len(ms) > 0 && ms[len(ms)-1].Seq >= newest {
 		return ms, nil
 	}
 	ms = ms[:0]
 	for seq := uint64(1); ; {
-		m, err := leaderGet(ctx, o.js, o.stream, msgGetReq{Seq: seq, NextFor: subject})
-		if errors.Is(err, ErrNotFound) {
+		m, err := jsapi.LeaderGet(ctx, o.js, o.stream, jsapi.MsgGetReq{Seq: seq, NextFor: subject})
+		if errors.Is(err, journal.ErrNotFound) {
 			return ms, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", subject, err)
 		}
 		ms = append(ms, m)
-		seq = m.seq + 1
+		seq = m.Seq + 1
 	}
 }

@@ -1,4 +1,4 @@
-package journal
+package outcomes
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
-// How long an OutcomeWatch waits on its subscription before it looks the
+// How long a Watch waits on its subscription before it looks the
 // outcome up in the stream again, the first time and at most. Core NATS
 // delivers at most once: a client that reconnected, or a cluster route
 // that learned of the subscription after the outcome passed, misses it;
@@ -22,7 +23,7 @@ const (
 	recheckMax   = 4 * time.Second
 )
 
-// An OutcomeWatch receives the outcomes of one command ID as the projector
+// A Watch receives the outcomes of one command ID as the projector
 // stores them, through a core NATS subscription on the ID's outcome
 // subject (JetStream delivers a stored message to the subscribers of its
 // subject too), and the projector's reply sent the moment an applied
@@ -31,8 +32,8 @@ const (
 // outcome. Start it
 // before publishing the command, so that no outcome of the publish can
 // precede it; Stop it when done. It is not safe for concurrent use.
-type OutcomeWatch struct {
-	o    *Outcomes
+type Watch struct {
+	o    *Reader
 	id   string
 	subs [2]*nats.Subscription
 	ch   chan *nats.Msg
@@ -41,8 +42,8 @@ type OutcomeWatch struct {
 // Watch subscribes to the outcomes of command id. The subscription is in
 // place at the server before anything this connection sends after Watch
 // returns (the connection keeps the order of what it sends).
-func (o *Outcomes) Watch(id string) (*OutcomeWatch, error) {
-	w := &OutcomeWatch{o: o, id: id, ch: make(chan *nats.Msg, 16)}
+func (o *Reader) Watch(id string) (*Watch, error) {
+	w := &Watch{o: o, id: id, ch: make(chan *nats.Msg, 16)}
 	// The stored outcomes, and the projector's reply to a waiting client,
 	// sent before the outcome is stored (SPEC §5): whichever comes first.
 	for i, subject := range []string{wire.OutcomeSubject(id), wire.ReplySubject(id)} {
@@ -57,7 +58,7 @@ func (o *Outcomes) Watch(id string) (*OutcomeWatch, error) {
 }
 
 // Stop ends the subscriptions.
-func (w *OutcomeWatch) Stop() {
+func (w *Watch) Stop() {
 	for _, sub := range w.subs {
 		if sub != nil {
 			_ = sub.Unsubscribe()
@@ -76,7 +77,7 @@ func (w *OutcomeWatch) Stop() {
 // subscription missed (core NATS delivers at most once). A failed look-up
 // (OUTCOMES not created yet, the server restarting) is not an error: the
 // wait goes on until ctx ends, whose error then names the last failure.
-func (w *OutcomeWatch) Await(ctx context.Context, seq uint64, stored bool) (wire.Outcome, error) {
+func (w *Watch) Await(ctx context.Context, seq uint64, stored bool) (wire.Outcome, error) {
 	type found struct {
 		x   wire.Outcome
 		ok  bool
@@ -133,10 +134,10 @@ func (w *OutcomeWatch) Await(ctx context.Context, seq uint64, stored bool) (wire
 // the stream's leader: its latest outcome, and when that is of a later
 // journal message (a duplicate publish), its history. ok is false when it
 // has none yet, or OUTCOMES does not exist yet.
-func (o *Outcomes) stored(ctx context.Context, id string, seq uint64) (x wire.Outcome, ok bool, err error) {
+func (o *Reader) stored(ctx context.Context, id string, seq uint64) (x wire.Outcome, ok bool, err error) {
 	x, err = o.Latest(ctx, id)
 	switch {
-	case errors.Is(err, ErrNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
+	case errors.Is(err, journal.ErrNotFound) || errors.Is(err, jetstream.ErrStreamNotFound):
 		return wire.Outcome{}, false, nil
 	case err != nil:
 		return wire.Outcome{}, false, err

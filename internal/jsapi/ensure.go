@@ -1,4 +1,4 @@
-package journal
+package jsapi
 
 import (
 	"context"
@@ -10,26 +10,52 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// managed names the fields of an existing stream's configuration that
-// ensureStream brings to the wanted value; the others it leaves as they
+// ErrStreamConfig means an existing stream's configuration differs from
+// the wanted one in a way JetStream cannot change in place;
+// journal.ErrStreamConfig is this error.
+var ErrStreamConfig = errors.New("stream configuration differs")
+
+// DefaultDuplicates is the duplicate window of the streams tablejournal
+// creates, unless configured otherwise.
+const DefaultDuplicates = 2 * time.Minute
+
+// EnsureOptions is what the ensure options of a stream owner's package
+// (journal.EnsureOption) set.
+type EnsureOptions struct {
+	// Replicas is the replica count of a stream created, and the count an
+	// existing one must have; zero accepts any.
+	Replicas int
+}
+
+// Options applies opts.
+func Options[O ~func(*EnsureOptions)](opts []O) EnsureOptions {
+	var o EnsureOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// Managed names the fields of an existing stream's configuration that
+// EnsureStream brings to the wanted value; the others it leaves as they
 // are, so that an operator's own settings survive a restart. The
-// description and the deny flags are always managed.
-// Replicas are never changed here: see CheckReplicas.
-type managed struct {
+// description and the deny flags are always Managed.
+// Replicas are never changed here: see journal.CheckReplicas.
+type Managed struct {
 	Duplicates, MaxAge bool
 	// Check, if set, vets an existing stream's configuration before
 	// anything is changed; its error is returned as is.
 	Check func(have jetstream.StreamConfig) error
 }
 
-// ensureStream creates the stream want describes, or, if it exists, updates
-// what differs from want among the managed fields and JetStream allows to
+// EnsureStream creates the stream want describes, or, if it exists, updates
+// what differs from want among the Managed fields and JetStream allows to
 // change in place, and returns a description of each change made (nil if
 // none), for the caller to log: an existing stream's configuration is never
 // changed silently. Deny-delete and deny-purge are turned on when want has
 // them; a stream that has them while want does not cannot be changed (JetStream
 // never lifts them), which is an error wrapping ErrStreamConfig.
-func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, m managed) (jetstream.Stream, []string, error) {
+func EnsureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, m Managed) (jetstream.Stream, []string, error) {
 	s, err := js.CreateStream(ctx, want)
 	if err == nil {
 		return s, nil, nil

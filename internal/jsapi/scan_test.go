@@ -1,4 +1,4 @@
-package journal_test
+package jsapi_test
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 )
 
@@ -48,7 +48,7 @@ func TestScanSubject(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			var last uint64
-			err := journal.ScanSubject(ctx, js, "SCAN", "scan.a", tc.from, func(seq uint64, data []byte) (bool, error) {
+			err := jsapi.ScanSubject(ctx, js, "SCAN", "scan.a", tc.from, func(seq uint64, data []byte) (bool, error) {
 				if seq <= last {
 					t.Errorf("sequence %d after %d", seq, last)
 				}

@@ -1,4 +1,4 @@
-package journal
+package jsapi
 
 import (
 	"context"
@@ -9,15 +9,15 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// replyMux receives the answers of batched direct gets (several messages
+// ReplyMux receives the answers of batched direct gets (several messages
 // per request, ended by a status) on one wildcard subscription, each
 // request on its own reply subject under it, as nats.go does for
 // single-answer requests. A subscription made and removed per request cost
 // a look-up of the projector's batch most of its time: about 0.3 ms at the
 // median and several milliseconds at p90 on a local server, against
 // 0.05 ms with the subscription kept. The zero value is not usable: see
-// newReplyMux.
-type replyMux struct {
+// NewReplyMux.
+type ReplyMux struct {
 	mu      sync.Mutex
 	nc      *nats.Conn
 	prefix  string // the subscription's subject without its last token
@@ -33,7 +33,7 @@ type replyWait struct {
 	gone chan struct{}
 }
 
-func newReplyMux() *replyMux { return &replyMux{waiting: make(map[string]*replyWait)} }
+func NewReplyMux() *ReplyMux { return &ReplyMux{waiting: make(map[string]*replyWait)} }
 
 // open returns a reply subject for one request of up to size answers,
 // the function that waits for its next answer, and done, which the caller
@@ -41,7 +41,7 @@ func newReplyMux() *replyMux { return &replyMux{waiting: make(map[string]*replyW
 // reader in a buffer of size, so that one reader's pace holds up no other
 // request's answers. The subscription is made on nc at the first call,
 // and again once it is no longer valid (the connection closed, or close).
-func (r *replyMux) open(nc *nats.Conn, size int) (inbox string, next func(context.Context) (*nats.Msg, error), done func(), err error) {
+func (r *ReplyMux) open(nc *nats.Conn, size int) (inbox string, next func(context.Context) (*nats.Msg, error), done func(), err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sub == nil || r.nc != nc || !r.sub.IsValid() {
@@ -85,7 +85,7 @@ func (r *replyMux) open(nc *nats.Conn, size int) (inbox string, next func(contex
 // deliver hands an answer to its request's reader (it waits only when
 // the request's buffer is full); the answer of a request done already is
 // dropped.
-func (r *replyMux) deliver(m *nats.Msg) {
+func (r *ReplyMux) deliver(m *nats.Msg) {
 	token := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	r.mu.Lock()
 	w := r.waiting[token]
@@ -99,8 +99,8 @@ func (r *replyMux) deliver(m *nats.Msg) {
 	}
 }
 
-// close ends the subscription.
-func (r *replyMux) close() {
+// Close ends the subscription.
+func (r *ReplyMux) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sub != nil {

@@ -1,4 +1,4 @@
-package journal
+package jsapi
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// multiLastMax is the most subjects one multi_last direct get asks for:
+// MultiLastMax is the most subjects one multi_last direct get asks for:
 // the server answers at most 1,024 messages to one request.
-const multiLastMax = 1000
+const MultiLastMax = 1000
 
-// directBatchReq is the part of JetStream's JSApiMsgGetRequest that batched
+// DirectBatchReq is the part of JetStream's JSApiMsgGetRequest that batched
 // direct gets use; the jetstream package does not expose it.
-type directBatchReq struct {
+type DirectBatchReq struct {
 	Seq       uint64   `json:"seq,omitempty"`
 	NextFor   string   `json:"next_by_subj,omitempty"`
 	Batch     int      `json:"batch,omitempty"`
@@ -24,7 +24,7 @@ type directBatchReq struct {
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
 }
 
-// directBatch sends one batched direct get (a request answered by several
+// DirectBatch sends one batched direct get (a request answered by several
 // messages, ended by a 204 EOB status) and calls fn with each message. A
 // reply cut short by the server's byte limit says so in its EOB (pending
 // messages and the last sequence sent); the rest is asked for again from
@@ -33,12 +33,12 @@ type directBatchReq struct {
 //
 // It returns the replica's last sequence when it answered (the end
 // marker's Nats-UpTo-Sequence of the first reply), 0 when nothing matched.
-func directBatch(ctx context.Context, js jetstream.JetStream, replies *replyMux, stream string, req directBatchReq, fn func(rawMsg) error) (uint64, error) {
+func DirectBatch(ctx context.Context, js jetstream.JetStream, replies *ReplyMux, stream string, req DirectBatchReq, fn func(Msg) error) (uint64, error) {
 	nc := js.Conn()
 	subj := apiPrefix(js) + "DIRECT.GET." + stream
 	var first uint64
 	for {
-		rctx, cancel := requestCtx(ctx, js) // see leaderGet
+		rctx, cancel := requestCtx(ctx, js) // see LeaderGet
 		pending, last, upTo, err := directRequest(rctx, nc, replies, subj, req, fn)
 		cancel()
 		if first == 0 {
@@ -54,14 +54,14 @@ func directBatch(ctx context.Context, js jetstream.JetStream, replies *replyMux,
 	}
 }
 
-// directRequest sends one request of directBatch and reads its answer.
-func directRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subj string, req directBatchReq, fn func(rawMsg) error) (pending, last, upTo uint64, err error) {
+// directRequest sends one request of DirectBatch and reads its answer.
+func directRequest(ctx context.Context, nc *nats.Conn, replies *ReplyMux, subj string, req DirectBatchReq, fn func(Msg) error) (pending, last, upTo uint64, err error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	// A multi_last answer is a message per subject and its end marker.
-	inbox, next, done, err := replies.open(nc, min(max(len(req.MultiLast), req.Batch), multiLastMax)+1)
+	inbox, next, done, err := replies.open(nc, min(max(len(req.MultiLast), req.Batch), MultiLastMax)+1)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -91,7 +91,7 @@ func directRequest(ctx context.Context, nc *nats.Conn, replies *replyMux, subj s
 		if perr != nil {
 			return 0, 0, 0, fmt.Errorf("direct get: bad %s header: %w", jetstream.SequenceHeader, perr)
 		}
-		raw := rawMsg{seq: seq, subject: m.Header.Get(jetstream.SubjectHeader), header: stripDirectHeaders(m.Header), data: m.Data}
+		raw := Msg{Seq: seq, Subject: m.Header.Get(jetstream.SubjectHeader), Header: StripDirectHeaders(m.Header), Data: m.Data}
 		if err := fn(raw); err != nil {
 			return 0, 0, 0, err
 		}
