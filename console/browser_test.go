@@ -122,6 +122,21 @@ func waitForWithin(js string, d time.Duration) chromedp.Action {
 	})
 }
 
+// pageText is the browser's address and the first 2,000 characters of
+// the page's text, for a failed step's message.
+func pageText(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var loc, body string
+	if err := chromedp.Run(ctx, chromedp.Location(&loc), chromedp.Evaluate(`document.body ? document.body.innerText : ""`, &body)); err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	if len(body) > 2000 {
+		body = body[:2000] + "…"
+	}
+	return fmt.Sprintf("%s: %q", loc, body)
+}
+
 // TestBrowser clicks through every page in a real browser over a seeded
 // pipeline, on both stores, and reads what a person would read.
 func TestBrowser(t *testing.T) {
@@ -141,8 +156,12 @@ func TestBrowser(t *testing.T) {
 			}
 			run := func(what string, actions ...chromedp.Action) {
 				t.Helper()
-				if err := chromedp.Run(ctx, actions...); err != nil {
-					t.Fatalf("%s: %v", what, err)
+				// A step that waits for an element the page never shows
+				// fails on its own deadline, with what the page showed.
+				sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				defer cancel()
+				if err := chromedp.Run(sctx, actions...); err != nil {
+					t.Fatalf("%s: %v; the page at %s", what, err, pageText(ctx))
 				}
 			}
 			text := func(sel string) string {
