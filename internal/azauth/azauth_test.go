@@ -18,6 +18,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/google/uuid"
 
 	"github.com/tablejournal/tablejournal/internal/azurite"
@@ -250,4 +251,37 @@ type failing struct{}
 
 func (failing) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
 	return azcore.AccessToken{}, errors.New("tenant not found; stray token eyJhbGciOiJIUzI1NiJ9.eyJhdWQiOiJ4In0.c2ln")
+}
+
+// TestTokenEndpointUnknownCA: a token request to an identity endpoint
+// whose certificate no trusted CA signed (here a client secret
+// credential whose authority is a loopback TLS server) fails with
+// ErrUnknownCA advising --ca-file, not a sign-in error that blames the
+// identity's settings.
+func TestTokenEndpointUnknownCA(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("a request passed the handshake")
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake refused on purpose
+	srv.StartTLS()
+	defer srv.Close()
+	t.Setenv(EnvSSLCertFile, "")
+	opts := &azidentity.ClientSecretCredentialOptions{DisableInstanceDiscovery: true}
+	opts.Cloud.ActiveDirectoryAuthorityHost = srv.URL + "/"
+	opts.Retry.MaxRetries = -1
+	sp, err := azidentity.NewClientSecretCredential(uuid.NewString(), uuid.NewString(), "s3cret-value", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := Config{Credential: sp}.TokenCredential(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cred.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{"https://storage.azure.com/.default"}})
+	if !errors.Is(err, ErrUnknownCA) || !strings.Contains(err.Error(), "--ca-file") || errors.Is(err, ErrSignIn) {
+		t.Fatalf("GetToken behind an untrusted CA: %v; want ErrUnknownCA advising --ca-file", err)
+	}
+	if strings.Contains(err.Error(), "s3cret-value") {
+		t.Fatalf("the error shows the secret: %v", err)
+	}
 }

@@ -49,6 +49,10 @@ func (e explaining) GetToken(ctx context.Context, opts policy.TokenRequestOption
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return tok, err
 	}
+	if unknownCA(err) {
+		// The identity endpoint's certificate, not the identity.
+		return tok, &signInError{kind: ErrUnknownCA, hint: adviseCAFile, cause: err}
+	}
 	var failed *azidentity.AuthenticationFailedError
 	switch {
 	case e.chain && !errors.As(err, &failed):

@@ -104,11 +104,12 @@ func Explain(status int, code, detail string, mode Mode, svc Service) *Refusal {
 // ExplainError is Explain for an SDK error: if err holds an
 // *azcore.ResponseError that Explain explains, it returns an error whose
 // message is the Refusal's and which unwraps to the Refusal and err;
-// else err itself.
+// else err with ExplainTLS's advice if it is a TLS error of an untrusted CA,
+// or err itself.
 func ExplainError(err error, mode Mode, svc Service) error {
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
-		return err
+		return ExplainTLS(err)
 	}
 	detail := ""
 	if re.RawResponse != nil {

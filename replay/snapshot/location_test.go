@@ -244,6 +244,12 @@ func TestBlobSignedIn(t *testing.T) {
 	t.Log(err)
 	noToken(t, err, cred)
 
+	// Without the emulator's CA (--ca-file), the error says to give it.
+	t.Setenv(azauth.EnvSSLCertFile, "")
+	if _, err := Open(ctx, loc, "", azauth.Config{Credential: cred}); !errors.Is(err, azauth.ErrUnknownCA) || !strings.Contains(err.Error(), "--ca-file") {
+		t.Errorf("read behind an untrusted CA: %v; want ErrUnknownCA advising --ca-file", err)
+	}
+
 	if _, err := Open(ctx, plain.Endpoint()+"/snapshots/orders.tjsnap", "", auth); !errors.Is(err, azauth.ErrLoginOverHTTP) {
 		t.Errorf("signing in to an http:// blob: %v; want ErrLoginOverHTTP", err)
 	}
