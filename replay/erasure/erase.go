@@ -425,18 +425,23 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 	// Planned again now that the erase applied: up to its sequence, so
 	// that what the key got after the erase stays.
 	eraseSeq := p.EraseSeq
+	log := r.Config().Logger.With("erase", p.EraseID, "seq", eraseSeq)
+	step := time.Now()
 	if p, err = r.planErase(ctx, t, eraseSeq); err != nil {
 		return nil, err
 	}
+	log.Info("erase: planned", "journal", len(p.Journal), "outcomes", len(p.Outcomes), "changes", len(p.Changes), "took", time.Since(step).Round(time.Millisecond))
 	rec.Removed.TableRows = rowsBefore - p.TableRows
 	if err := r.deletePlanned(ctx, p, rec); err != nil {
 		return nil, err
 	}
 	rec.JournalSeqs, rec.KeptSeqs = p.Journal, p.Kept
+	step = time.Now()
 	left, err := r.planErase(ctx, t, eraseSeq)
 	if err != nil {
 		return nil, err
 	}
+	log.Info("erase: checked", "took", time.Since(step).Round(time.Millisecond))
 	rec.Finished = now().UTC()
 	if !left.Empty() || left.EraseSeq != p.EraseSeq {
 		return rec, fmt.Errorf("%w: %d rows, %d journal messages, %d change events, %d outcomes, %d messages of partitions behind left; run it again",
@@ -476,12 +481,36 @@ func (r *Eraser) deletePlanned(ctx context.Context, p *Plan, rec *Receipt) error
 		if err != nil {
 			return err
 		}
-		n, err := journal.SecureDelete(ctx, s, step.seqs)
-		*step.n += n
-		if err != nil {
+		if err := r.secureDelete(ctx, s, step.seqs, step.n); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// progressEvery is how often a long run of secure deletes says how far it
+// got: each costs JetStream a rewrite of a block file, and a partition of
+// 100,000 commands takes most of an hour (docs/erasure.md).
+const progressEvery = 15 * time.Second
+
+// secureDelete securely deletes seqs of s, counting them in n, and logs
+// its progress every progressEvery.
+func (r *Eraser) secureDelete(ctx context.Context, s jetstream.Stream, seqs []uint64, n *int) error {
+	const chunk = 256
+	log := r.Config().Logger.With("stream", s.CachedInfo().Config.Name)
+	start, last := time.Now(), time.Now()
+	for i := 0; i < len(seqs); i += chunk {
+		d, err := journal.SecureDelete(ctx, s, seqs[i:min(i+chunk, len(seqs))])
+		*n += d
+		if err != nil {
+			return err
+		}
+		if time.Since(last) >= progressEvery {
+			log.Info("erase: deleting", "done", min(i+chunk, len(seqs)), "of", len(seqs), "took", time.Since(start).Round(time.Second))
+			last = time.Now()
+		}
+	}
+	log.Info("erase: deleted", "messages", len(seqs), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -36,25 +36,11 @@ func TestEraseLargePartition(t *testing.T) {
 	if testing.Short() && n > 1500 {
 		t.Skip("a large erase: not in -short")
 	}
-	b := replaytest.Stores()[0] // the embedded store: the figure is of JetStream's side
-	e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
+	e, table := largePartition(t, n)
 	ctx := e.Ctx
-	table := replaytest.UniqueTable("large")
-	var cmds []*events.Command
-	for i := range n {
-		cmds = append(cmds, upsert(fmt.Sprintf("big-%d", i), table, "big", fmt.Sprintf("r%d", i%100), fmt.Sprintf("SECRET-LARGE-%d", i)))
-	}
-	small := []*events.Command{upsert("small-0", table, "small", "r", "SECRET-SMALL-0")}
-	start := time.Now()
-	for i := 0; i < len(cmds); i += 10_000 {
-		e.Publish(cmds[i:min(i+10_000, len(cmds))])
-	}
-	e.Publish(small)
-	e.Await(append(ids(cmds[len(cmds)-1:]), small[0].ID))
-	t.Logf("%d commands published and applied in %v", n, time.Since(start).Round(time.Millisecond))
 	before := consumers(t, ctx, e.JS)
 
-	start = time.Now()
+	start := time.Now()
 	plan, err := e.Eraser.PlanErase(ctx, erasure.Target{Table: table, PK: "big"})
 	if err != nil {
 		t.Fatalf("plan: %v", err)
@@ -83,6 +69,59 @@ func TestEraseLargePartition(t *testing.T) {
 	if rec, err := e.Eraser.EraseKey(ctx, erasure.Target{Table: table, PK: "small"}, nil); err != nil || !rec.Verified || rec.Removed.Outcomes != 1 {
 		t.Errorf("erase right after: %+v, %v", rec, err)
 	}
+}
+
+// BenchmarkErase erases a partition of -erase.commands commands (the
+// partition "big" of a table that also holds a partition "small" of one
+// command) on the embedded store, once per iteration, each on a pipeline
+// of its own; the publishing and the projector's applying are not timed.
+// It reports the time per command (ns/command) beside the time per erase:
+//
+//	go test -run '^$' -bench BenchmarkErase -benchtime 1x -erase.commands 100000 -timeout 3h ./replay/erasure
+//
+// The time goes to JetStream's secure deletes: each rewrites and syncs the
+// block file (up to 8 MB) that holds the message (docs/erasure.md).
+func BenchmarkErase(b *testing.B) {
+	n := *eraseCommands
+	for b.Loop() {
+		b.StopTimer()
+		e, table := largePartition(b, n)
+		// Not the Env's context: that one ends after five minutes.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+		b.StartTimer()
+		rec, err := e.Eraser.EraseKey(ctx, erasure.Target{Table: table, PK: "big"}, nil)
+		b.StopTimer()
+		cancel()
+		if err != nil || !rec.Verified || rec.Removed.JournalMsgs != n {
+			b.Fatalf("erase of %d commands: %+v, %v", n, rec, err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/command")
+}
+
+// largePartition starts a pipeline on the embedded store whose journal
+// allows erasure, publishes n commands to the partition "big" of a new
+// table (a hundred rows, each written n/100 times, each command with a
+// value of its own) and one to its partition "small", and waits until
+// the projector applied them.
+func largePartition(tb testing.TB, n int) (*replaytest.Env, string) {
+	b := replaytest.Stores()[0] // the embedded store: the figure is of JetStream's side
+	e := replaytest.NewEnv(tb, b.Open(tb), replaytest.With(replaytest.Erasure), replaytest.WithJournal(journal.Config{AllowMsgDelete: true}))
+	table := replaytest.UniqueTable("large")
+	var cmds []*events.Command
+	for i := range n {
+		cmds = append(cmds, upsert(fmt.Sprintf("big-%d", i), table, "big", fmt.Sprintf("r%d", i%100), fmt.Sprintf("SECRET-LARGE-%d", i)))
+	}
+	small := []*events.Command{upsert("small-0", table, "small", "r", "SECRET-SMALL-0")}
+	start := time.Now()
+	for i := 0; i < len(cmds); i += 10_000 {
+		e.Publish(cmds[i:min(i+10_000, len(cmds))])
+	}
+	e.Publish(small)
+	e.Await(append(ids(cmds[len(cmds)-1:]), small[0].ID))
+	tb.Logf("%d commands published and applied in %v", n, time.Since(start).Round(time.Millisecond))
+	return e, table
 }
 
 // consumers counts the consumers of the streams an erase reads, by
