@@ -415,7 +415,7 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 		p.EraseID, p.EraseSeq = e.ID, res.Seq
 	}
 	rec.EraseID, rec.EraseSeq = p.EraseID, p.EraseSeq
-	o, err := journal.NewOutcomes(r.JetStream()).Await(ctx, p.EraseID, p.EraseSeq)
+	o, err := r.await(ctx, p.EraseID, p.EraseSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -452,6 +452,21 @@ func (r *Eraser) EraseKey(ctx context.Context, t Target, now func() time.Time) (
 	}
 	rec.Verified = true
 	return rec, nil
+}
+
+// await waits for the outcome of the erase id at seq, at most r.wait when
+// set.
+func (r *Eraser) await(ctx context.Context, id string, seq uint64) (wire.Outcome, error) {
+	if r.wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.wait)
+		defer cancel()
+	}
+	o, err := journal.NewOutcomes(r.JetStream()).Await(ctx, id, seq)
+	if err != nil {
+		return o, fmt.Errorf("wait for the projector to apply erase %s at seq %d (it is journaled: the same erase run again finishes it): %w", id, seq, err)
+	}
+	return o, nil
 }
 
 // deletePlanned securely deletes the messages p names and counts them in

@@ -2,9 +2,13 @@ package erasure_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"maps"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +16,8 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/erasure"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/wire"
@@ -121,6 +127,14 @@ func largePartition(tb testing.TB, n int) (*replaytest.Env, string) {
 	e.Publish(small)
 	e.Await(append(ids(cmds[len(cmds)-1:]), small[0].ID))
 	tb.Logf("%d commands published and applied in %v", n, time.Since(start).Round(time.Millisecond))
+	if testing.Verbose() {
+		// The erase's progress (its plan, its deletes per stream).
+		src, err := replay.New(e.Ctx, replay.Config{Store: e.Src.Store(), JetStream: e.JS, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		e.SetSource(src)
+	}
 	return e, table
 }
 
@@ -141,4 +155,34 @@ func consumers(t *testing.T, ctx context.Context, js jetstream.JetStream) map[st
 		out[name] = info.State.Consumers
 	}
 	return out
+}
+
+// TestEraseWaitBoundsTheProjectorOnly: an Eraser's wait (replay erase
+// --wait) bounds the wait for the projector to apply the erase, and not
+// the secure deletes after it, which take tens of milliseconds a command:
+// with the projector stopped the erase fails after the wait, saying it is
+// journaled; with it running, the same erase finishes although removing
+// the messages takes longer than the wait.
+func TestEraseWaitBoundsTheProjectorOnly(t *testing.T) {
+	const wait = 3 * time.Second
+	e, table := largePartition(t, 600)
+	ctx := e.Ctx
+	target := erasure.Target{Table: table, PK: "big"}
+	e.Stop()
+	start := time.Now()
+	_, err := e.Eraser.WithWait(wait).EraseKey(ctx, target, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "journaled") || ctx.Err() != nil {
+		t.Fatalf("erase with the projector stopped: %v (after %v)", err, time.Since(start))
+	}
+
+	e.StartProjector(projection.Config{Journal: journal.Config{AllowMsgDelete: true}, Logger: replaytest.Quiet})
+	start = time.Now()
+	rec, err := e.Eraser.WithWait(wait).EraseKey(ctx, target, nil)
+	took := time.Since(start)
+	if err != nil || !rec.Verified || rec.Removed.JournalMsgs != 600 {
+		t.Fatalf("erase taking %v with a wait of %v: %+v, %v", took, wait, rec, err)
+	}
+	if took <= wait {
+		t.Logf("the erase took %v, less than the wait %v: this disk deletes too fast to tell", took, wait)
+	}
 }

@@ -50,9 +50,10 @@ func (c *eraseCmd) run(ctx context.Context, stdio cli.IO) error {
 			ChangeEvents: len(p.Changes), Outcomes: len(p.Outcomes), Behind: p.Behind, DryRun: true})
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.wait)
-	defer cancel()
-	rec, err := erasure.New(c.rp).EraseKey(ctx, c.target(), nil)
+	// --wait bounds the wait for the projector alone, not the secure
+	// deletes after it (a partition of 100,000 commands takes most of an
+	// hour): Ctrl-C stops those, and the same command finishes the job.
+	rec, err := erasure.New(c.rp).WithWait(c.wait).EraseKey(ctx, c.target(), nil)
 	if rec != nil {
 		cli.Render(stdio.Stdout, c.asJSON, eraseReceiptView{rec})
 	}
