@@ -7,11 +7,29 @@
 // point leaves a state that the same call finishes.
 package erasure
 
-import "github.com/tablejournal/tablejournal/replay"
+import (
+	"time"
+
+	"github.com/tablejournal/tablejournal/replay"
+)
 
 // Eraser erases keys of the tables of a replay.Source, which needs the
 // journal. It is safe for concurrent use.
-type Eraser struct{ *replay.Source }
+type Eraser struct {
+	*replay.Source
+	wait time.Duration
+}
 
 // New returns an Eraser of src.
-func New(src *replay.Source) *Eraser { return &Eraser{src} }
+func New(src *replay.Source) *Eraser { return &Eraser{Source: src} }
+
+// WithWait returns a copy of r whose EraseKey waits at most d for the
+// projector to apply the erase (0: as long as its context allows). It
+// bounds that wait alone: removing the key's messages afterwards takes
+// as long as it takes (tens of milliseconds a command, docs/erasure.md),
+// bounded by the context only.
+func (r *Eraser) WithWait(d time.Duration) *Eraser {
+	c := *r
+	c.wait = d
+	return &c
+}

@@ -432,7 +432,7 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 		p.EraseID, p.EraseSeq = e.ID, res.Seq
 	}
 	rec.EraseID, rec.EraseSeq = p.EraseID, p.EraseSeq
-	o, err := outcomes.NewReader(r.JetStream()).Await(ctx, p.EraseID, p.EraseSeq)
+	o, err := r.await(ctx, p.EraseID, p.EraseSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -442,18 +442,23 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 	// Planned again now that the erase applied: up to its sequence, so
 	// that what the key got after the erase stays.
 	eraseSeq := p.EraseSeq
+	log := r.Config().Logger.With("erase", p.EraseID, "seq", eraseSeq)
+	step := time.Now()
 	if p, err = r.planErase(ctx, t, eraseSeq); err != nil {
 		return nil, err
 	}
+	log.Info("erase: planned", "journal", len(p.Journal), "outcomes", len(p.Outcomes), "changes", len(p.Changes), "took", time.Since(step).Round(time.Millisecond))
 	rec.Removed.TableRows = rowsBefore - p.TableRows
 	if err := r.deletePlanned(ctx, p, rec); err != nil {
 		return nil, err
 	}
 	rec.JournalSeqs, rec.KeptSeqs = p.Journal, p.Kept
+	step = time.Now()
 	left, err := r.planErase(ctx, t, eraseSeq)
 	if err != nil {
 		return nil, err
 	}
+	log.Info("erase: checked", "took", time.Since(step).Round(time.Millisecond))
 	rec.Finished = now().UTC()
 	if !left.Empty() || left.EraseSeq != p.EraseSeq {
 		return rec, fmt.Errorf("%w: %d rows, %d journal messages, %d change events, %d outcomes, %d messages of partitions behind left; run it again",
@@ -464,6 +469,21 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 	}
 	rec.Verified = true
 	return rec, nil
+}
+
+// await waits for the outcome of the erase id at seq, at most r.wait when
+// set.
+func (r *Eraser) await(ctx context.Context, id string, seq uint64) (wire.Outcome, error) {
+	if r.wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.wait)
+		defer cancel()
+	}
+	o, err := outcomes.NewReader(r.JetStream()).Await(ctx, id, seq)
+	if err != nil {
+		return o, fmt.Errorf("wait for the projector to apply erase %s at seq %d (it is journaled: the same erase run again finishes it): %w", id, seq, err)
+	}
+	return o, nil
 }
 
 // deletePlanned securely deletes the messages p names and counts them in
@@ -493,12 +513,36 @@ func (r *Eraser) deletePlanned(ctx context.Context, p *Plan, rec *Receipt) error
 		if err != nil {
 			return err
 		}
-		n, err := secureDelete(ctx, s, step.seqs)
-		*step.n += n
-		if err != nil {
+		if err := r.deleteAll(ctx, s, step.seqs, step.n); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// progressEvery is how often a long run of secure deletes says how far it
+// got: each costs JetStream a rewrite of a block file, and a partition of
+// 100,000 commands takes most of an hour (docs/erasure.md).
+const progressEvery = 15 * time.Second
+
+// deleteAll securely deletes seqs of s, counting them in n, and logs
+// its progress every progressEvery.
+func (r *Eraser) deleteAll(ctx context.Context, s jetstream.Stream, seqs []uint64, n *int) error {
+	const chunk = 256
+	log := r.Config().Logger.With("stream", s.CachedInfo().Config.Name)
+	start, last := time.Now(), time.Now()
+	for i := 0; i < len(seqs); i += chunk {
+		d, err := secureDelete(ctx, s, seqs[i:min(i+chunk, len(seqs))])
+		*n += d
+		if err != nil {
+			return err
+		}
+		if time.Since(last) >= progressEvery {
+			log.Info("erase: deleting", "done", min(i+chunk, len(seqs)), "of", len(seqs), "took", time.Since(start).Round(time.Second))
+			last = time.Now()
+		}
+	}
+	log.Info("erase: deleted", "messages", len(seqs), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

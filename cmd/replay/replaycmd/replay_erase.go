@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,12 +42,10 @@ func (c *eraseCmd) target() erasure.Target {
 
 func (c *eraseCmd) run(ctx context.Context, stdio cli.IO) error {
 	r := planRun{apply: c.apply}
-	if c.apply {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.wait)
-		defer cancel()
-	}
-	p, err := erasure.New(c.rp).PlanErase(ctx, c.target())
+	// --wait bounds the wait for the projector alone, not the secure
+	// deletes after it (a partition of 100,000 commands takes over an
+	// hour): Ctrl-C stops those, and the same command finishes the job.
+	p, err := erasure.New(c.rp).WithWait(c.wait).PlanErase(ctx, c.target())
 	if err != nil {
 		return err
 	}
@@ -95,7 +94,7 @@ func (v erasePlanView) Text(w io.Writer) {
 		fmt.Fprintf(w, "  messages of the partition recorded behind the journal: %d\n", v.Behind)
 	}
 	if len(v.Kept) > 0 {
-		fmt.Fprintf(w, "  kept: %d commands that also touched other rows (seqs %s)\n", len(v.Kept), seqList(v.Kept))
+		fmt.Fprintf(w, "  kept: %d commands that also touched other rows (seqs %s)\n", len(v.Kept), seqRanges(v.Kept))
 	}
 	fmt.Fprintln(w, "  not reachable: copies held by consumers of the change feed, and snapshots (see docs/erasure.md)")
 }
@@ -112,18 +111,45 @@ func (v eraseReceiptView) Text(w io.Writer) {
 		fmt.Fprintf(w, "  removed: %d messages of the partition recorded behind the journal\n", r.Removed.BehindEntries)
 	}
 	if len(r.JournalSeqs) > 0 {
-		fmt.Fprintf(w, "  journal seqs removed: %s\n", seqList(r.JournalSeqs))
+		fmt.Fprintf(w, "  journal seqs removed: %s\n", seqRanges(r.JournalSeqs))
 	}
 	if len(r.KeptSeqs) > 0 {
-		fmt.Fprintf(w, "  kept: commands that also touched other rows, seqs %s\n", seqList(r.KeptSeqs))
+		fmt.Fprintf(w, "  kept: %d commands that also touched other rows, seqs %s\n", len(r.KeptSeqs), seqRanges(r.KeptSeqs))
 	}
 	fmt.Fprintf(w, "  %s .. %s, verified: %v\n", r.Started.Format("2006-01-02T15:04:05Z"), r.Finished.Format("2006-01-02T15:04:05Z"), r.Verified)
 }
 
-func seqList(seqs []uint64) string {
-	s := make([]string, len(seqs))
-	for i, q := range seqs {
-		s[i] = fmt.Sprint(q)
+// maxSeqRanges bounds the ranges of sequences a text receipt or plan
+// prints: a partition of 100,000 commands interleaved with others is as
+// many ranges, which --json lists in full.
+const maxSeqRanges = 20
+
+// seqRanges writes seqs as runs of consecutive sequences, "3, 5-9, 12",
+// the first maxSeqRanges of them, then how many more there are.
+func seqRanges(seqs []uint64) string {
+	seqs = slices.Sorted(slices.Values(seqs))
+	var b strings.Builder
+	runs := 0
+	for i := 0; i < len(seqs); {
+		j := i
+		for j+1 < len(seqs) && seqs[j+1] <= seqs[j]+1 {
+			j++
+		}
+		if runs < maxSeqRanges {
+			if runs > 0 {
+				b.WriteString(", ")
+			}
+			if seqs[j] == seqs[i] {
+				fmt.Fprint(&b, seqs[i])
+			} else {
+				fmt.Fprintf(&b, "%d-%d", seqs[i], seqs[j])
+			}
+		}
+		runs++
+		i = j + 1
 	}
-	return strings.Join(s, ", ")
+	if more := runs - maxSeqRanges; more > 0 {
+		fmt.Fprintf(&b, " and %d more ranges (--json lists every sequence)", more)
+	}
+	return b.String()
 }

@@ -59,3 +59,32 @@ func TestReplayEraseDenyDelete(t *testing.T) {
 		t.Fatalf("erase on a deny-delete journal: exit %d, %s", code, errs)
 	}
 }
+
+// TestSeqRanges: the receipt's text writes sequences as runs, and past
+// maxSeqRanges runs says how many more there are.
+func TestSeqRanges(t *testing.T) {
+	interleaved := make([]uint64, 100_000)
+	for i := range interleaved {
+		interleaved[i] = uint64(2*i + 1)
+	}
+	consecutive := make([]uint64, 100_000)
+	for i := range consecutive {
+		consecutive[i] = uint64(i + 5)
+	}
+	for _, c := range []struct {
+		name string
+		seqs []uint64
+		want string
+	}{
+		{"none", nil, ""},
+		{"one", []uint64{7}, "7"},
+		{"runs and singles", []uint64{3, 5, 6, 7, 8, 9, 12}, "3, 5-9, 12"},
+		{"unsorted with a repeat", []uint64{9, 5, 6, 6, 3}, "3, 5-6, 9"},
+		{"100,000 consecutive", consecutive, "5-100004"},
+		{"100,000 interleaved", interleaved, "1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31, 33, 35, 37, 39 and 99980 more ranges (--json lists every sequence)"},
+	} {
+		if got := seqRanges(c.seqs); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
