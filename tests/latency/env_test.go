@@ -77,7 +77,8 @@ type env struct {
 	tables string      // the projector's --tables
 	dir    string
 	c      *tj.Client
-	stop   func() error // stops the projector
+	stop   func() error    // stops the projector
+	sim    *simazure.Store // the simulated account, on backend "simazure"
 }
 
 // startEnv starts a pipeline on backend ("sqlite" or "azurite"); it stops
@@ -142,7 +143,7 @@ func (e *env) startSimulated(tb testing.TB, ctx context.Context) {
 	}
 	h := projectiontest.Attach(tb, e.srv.ClientURL(), sim, projectiontest.Options{})
 	h.StartProjector(projection.Config{})
-	e.st, e.stop = sim, h.StopProjector
+	e.st, e.stop, e.sim = sim, h.StopProjector, sim
 }
 
 // client connects a new client to e; it closes when the benchmark ends.
