@@ -72,8 +72,10 @@ func BenchmarkProjectHot(b *testing.B) {
 // the baseline's per row (batched-cpu-µs/row), and their ratio
 // (cpu-x-batched, lower is better); and the CPU of journalFloor per command,
 // the JetStream work alone (floor-cpu-µs/cmd), over the baseline's per row
-// (cpu-x-batched-floor): the least cpu-x-batched can be. ns/op is the time of
-// one round's projection.
+// (cpu-x-batched-floor): the least cpu-x-batched can be; and the projector's
+// CPU over the two together (cpu-x-floor-plus-batched, issue 39's target
+// 1.25: what a projector costs beyond the JetStream work the contract asks
+// and the store's own). ns/op is the time of one round's projection.
 func benchProject(b *testing.B, pk func(i int) string) {
 	for _, be := range backends() {
 		b.Run(be.Name, func(b *testing.B) {
@@ -104,6 +106,7 @@ func benchProject(b *testing.B, pk func(i int) string) {
 				b.ReportMetric(cpu.Seconds()/baseCPU.Seconds(), "cpu-x-batched")
 				b.ReportMetric(float64(floorCPU.Microseconds())/cmds, "floor-cpu-µs/cmd")
 				b.ReportMetric(floorCPU.Seconds()/baseCPU.Seconds(), "cpu-x-batched-floor")
+				b.ReportMetric(cpu.Seconds()/(floorCPU+baseCPU).Seconds(), "cpu-x-floor-plus-batched")
 			}
 		})
 	}

@@ -111,4 +111,18 @@ func TestLatencyCeilings(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
+	// Against the simulated account the p50 ceiling is 1.25, not 1.5.
+	sim := &series{pkg: "tests/latency", name: "BenchmarkLatency/simazure/sequential",
+		units: []string{"lat-x-parts-p50", "lat-x-parts-p99"}, values: map[string][]float64{"lat-x-parts-p50": {1.3}, "lat-x-parts-p99": {1.9}}}
+	b.Reset()
+	report(&b, []*series{sim})
+	out = strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{
+		"tests/latency Latency/simazure/sequential lat-x-parts-p50 1.300 <= 1.25 1 1.300..1.300 ABOVE",
+		"tests/latency Latency/simazure/sequential lat-x-parts-p99 1.900 <= 2.00 1 1.900..1.900 ok",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
 }

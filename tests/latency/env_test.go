@@ -21,7 +21,11 @@ import (
 	"github.com/tablejournal/tablejournal/internal/azurite"
 	"github.com/tablejournal/tablejournal/journal/embedded"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/projection"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/simazure"
+	"github.com/tablejournal/tablejournal/store/sqlite"
 	"github.com/tablejournal/tablejournal/store/stores"
 )
 
@@ -51,8 +55,12 @@ func run(m *testing.M) int {
 	return azurite.Run(m, &azuriteSrv)
 }
 
-// backends are the table stores every benchmark runs on, by name.
-var backends = []string{"sqlite", "azurite"}
+// backends are the table stores every benchmark runs on, by name:
+// "simazure" is the embedded store behind the simulated Azure account's
+// 5 ms round trip (store/simazure, no throttling), which the projector
+// command cannot open: there the projector runs in this process
+// (projection, with the command's defaults), every other part the same.
+var backends = []string{"sqlite", "azurite", "simazure"}
 
 // rawStream is the stream of the raw publishes: the journal's server and
 // storage, none of its work.
@@ -69,7 +77,8 @@ type env struct {
 	tables string      // the projector's --tables
 	dir    string
 	c      *tj.Client
-	stop   func() error // stops the projector
+	stop   func() error    // stops the projector
+	sim    *simazure.Store // the simulated account, on backend "simazure"
 }
 
 // startEnv starts a pipeline on backend ("sqlite" or "azurite"); it stops
@@ -85,17 +94,21 @@ func startEnv(tb testing.TB, backend string) *env {
 		e.tables = "sqlite:" + filepath.Join(e.dir, stores.EmbeddedFile)
 	case "azurite":
 		e.tables = azuriteSrv.ConnectionString()
+	case "simazure":
+		e.startSimulated(tb, ctx)
 	default:
 		tb.Fatalf("no backend %q", backend)
 	}
-	st, closer, err := stores.Open(ctx, e.tables, e.dir)
-	if err != nil {
-		tb.Fatal(err)
+	if e.st == nil {
+		st, closer, err := stores.Open(ctx, e.tables, e.dir)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { closer.Close() })
+		e.st = st
+		e.stop = startProjector(tb, append([]string{"--nats", e.srv.ClientURL(), "--tables", e.tables, "--data", e.dir, "--log-level", "warn"},
+			projectorArgs()...)...)
 	}
-	tb.Cleanup(func() { closer.Close() })
-	e.st = st
-	e.stop = startProjector(tb, append([]string{"--nats", e.srv.ClientURL(), "--tables", e.tables, "--data", e.dir, "--log-level", "warn"},
-		projectorArgs()...)...)
 	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: rawStream, Subjects: []string{"latraw.>"},
 		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute}); err != nil {
 		tb.Fatal(err)
@@ -110,6 +123,27 @@ func startEnv(tb testing.TB, backend string) *env {
 		return err
 	})
 	return e
+}
+
+// startSimulated opens the embedded store behind the simulated account's
+// round trip (its default 5 ms, no throttling: one request at a time
+// never meets Azure's limits) as e.st, and runs a projector on it in this
+// process, with the projector command's defaults (projection.Config's
+// zero value), until e.stop or the benchmark's end.
+func (e *env) startSimulated(tb testing.TB, ctx context.Context) {
+	tb.Helper()
+	inner, err := sqlite.Open(ctx, filepath.Join(e.dir, stores.EmbeddedFile))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { inner.Close() })
+	sim, err := simazure.New(inner, simazure.Config{PartitionRate: -1, AccountRate: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := projectiontest.Attach(tb, e.srv.ClientURL(), sim, projectiontest.Options{})
+	h.StartProjector(projection.Config{})
+	e.st, e.stop, e.sim = sim, h.StopProjector, sim
 }
 
 // client connects a new client to e; it closes when the benchmark ends.

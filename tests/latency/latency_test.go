@@ -15,6 +15,7 @@ import (
 	tj "github.com/tablejournal/tablejournal"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/store/simazure"
 )
 
 // benchTable is the table the commands write; rawTable the one the direct
@@ -48,8 +49,10 @@ const (
 // rate (ratePerKind a second of each kind) and measures each from the moment it was due.
 // It reports p50, p99 and p99.9 in milliseconds per kind, and the ratios
 // lat-x-parts-p50 and lat-x-parts-p99 (Apply over publish + store, at the
-// same percentile) and lat-x-apply-p50 (read-your-writes over Apply).
-// Each round makes TABLEJOURNAL_BENCH_LATENCY_N requests of each kind
+// same percentile) and lat-x-apply-p50 (read-your-writes over Apply); on
+// the simulated account also the store reads and transactions made while
+// an Apply waited, per Apply (apply-store-reads, apply-store-txs: each is a
+// 5 ms round trip). Each round makes TABLEJOURNAL_BENCH_LATENCY_N requests of each kind
 // (default 300); run it with -benchtime 1x.
 func BenchmarkLatency(b *testing.B) {
 	for _, backend := range backends {
@@ -69,10 +72,22 @@ func BenchmarkLatency(b *testing.B) {
 	}
 }
 
-// samples are latencies by kind.
+// samples are latencies by kind, and counts of what the requests cost.
 type samples struct {
-	mu  sync.Mutex
-	lat map[string][]time.Duration
+	mu     sync.Mutex
+	lat    map[string][]time.Duration
+	counts map[string]int64
+}
+
+// count adds n to the count name: on the simulated account, the store
+// requests made while an Apply waited (reported per Apply).
+func (s *samples) count(name string, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counts == nil {
+		s.counts = make(map[string]int64)
+	}
+	s.counts[name] += n
 }
 
 func (s *samples) add(kind string, d time.Duration) {
@@ -111,6 +126,9 @@ func (s *samples) report(b *testing.B) {
 	b.ReportMetric(parts(0.5), "lat-x-parts-p50")
 	b.ReportMetric(parts(0.99), "lat-x-parts-p99")
 	b.ReportMetric(s.quantile(kindRYW, 0.5)/s.quantile(kindApply, 0.5), "lat-x-apply-p50")
+	for name, n := range s.counts {
+		b.ReportMetric(float64(n)/float64(len(s.lat[kindApply])), name)
+	}
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -145,12 +163,21 @@ func (r *round) do(kind string, i int, due time.Time) error {
 		}
 	case kindApply:
 		c := cmd()
+		var before simazure.Stats
+		if r.e.sim != nil {
+			before = r.e.sim.Stats()
+		}
 		o, err := r.e.c.Apply(r.ctx, c)
 		if err != nil {
 			return err
 		}
 		at := time.Now()
 		r.s.add(kind, at.Sub(due))
+		if r.e.sim != nil {
+			after := r.e.sim.Stats()
+			r.s.count("apply-store-reads", after.Reads-before.Reads)
+			r.s.count("apply-store-txs", after.Transactions-before.Transactions)
+		}
 		if r.follow != nil {
 			r.follow.applied(o.ID, at)
 		}
