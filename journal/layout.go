@@ -85,7 +85,7 @@ func (j *Journal) SetLayout(ctx context.Context, table string, l wire.Layout) (u
 		return 0, fmt.Errorf("set layout of %s: %w", table, err)
 	}
 	if !slices.Contains(info.Config.Subjects, wire.LayoutSubjects) {
-		return 0, fmt.Errorf("set layout of %s: %w: stream %s has no subject %s; upgrade it: every projector must run a version that knows layouts (any of them, starting, adds the subject; so does `writer layout --upgrade`)",
+		return 0, fmt.Errorf("set layout of %s: %w: stream %s has no subject %s; upgrade it: every projector must run a version that knows layouts, and any of them, starting, adds the subject",
 			table, ErrNoLayoutSubject, j.name, wire.LayoutSubjects)
 	}
 	have, err := j.Layout(ctx, table)
@@ -128,6 +128,10 @@ func (j *Journal) SetLayout(ctx context.Context, table string, l wire.Layout) (u
 				return again.Seq, nil
 			}
 			return 0, fmt.Errorf("set layout of %s to %s: %w: %s since sequence %d", table, l, ErrLayoutSet, again.Layout, again.Seq)
+		} else if lerr == nil && again.Ignored != "" {
+			// Only a table's first setting counts, and its is void.
+			return 0, fmt.Errorf("set layout of %s to %s: %w, and does not hold (%s): the table is versioned; to change it, rebuild --into a new table",
+				table, l, ErrLayoutSet, again.Ignored)
 		}
 		return 0, fmt.Errorf("set layout of %s: publish: %w", table, err)
 	}
