@@ -2,7 +2,6 @@ package projection_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -66,21 +65,7 @@ func TestPlainCrashBetweenWrites(t *testing.T) {
 			h.PublishAll(ctx, workload(uint64(200+after), 600))
 
 			cs := &crashStore{Store: healthy, table: "orders", after: after}
-			p, err := projection.New(ctx, h.JS, cs, projection.Config{FetchBatch: 32,
-				Applier: projection.ApplierConfig{MaxRetry: 200 * time.Millisecond}, Logger: projectiontest.QuietLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- p.Run(ctx) }()
-			select {
-			case err := <-done:
-				if !errors.Is(err, errDiskOnFire) {
-					t.Fatalf("Run returned %v, want the injected failure", err)
-				}
-			case <-ctx.Done():
-				t.Fatal("the projector kept running")
-			}
+			runUntilDiskOnFire(t, ctx, h, cs, projection.Config{FetchBatch: 32})
 			// The crash point was met: the history holds writes the table
 			// lacks.
 			ms, err := projectiontest.PlainMismatches(ctx, healthy, "orders")
