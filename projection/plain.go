@@ -62,14 +62,8 @@ func (plain) mirror(ctx context.Context, r *partitionRun) error {
 	return r.a.mirrorRows(ctx, r.part, r.v.f.Seq, want)
 }
 
-// mirrored is what the projector knows of a row of a plain table: whether
-// it exists, its _seq, and its etag, on which the next write to it is
-// conditional.
-type mirrored struct {
-	exists bool
-	seq    uint64
-	etag   string
-}
+// mirrored is what the projector knows of a row of a plain table.
+type mirrored = decide.PlainRow
 
 // mirrorAttempts bounds how often a row of a plain table is read again
 // after a write to it conflicted (another writer moved it meanwhile).
@@ -97,7 +91,7 @@ func (a *Applier) mirrorRows(ctx context.Context, part partKey, upTo uint64, wan
 		}
 		var ops []store.Op
 		for _, rk := range pending {
-			if op, ok := mirrorOp(rk, want[rk], cur[rk], upTo); ok {
+			if op, ok := decide.PlainOp(rk, want[rk], cur[rk], upTo); ok {
 				ops = append(ops, op)
 			}
 		}
@@ -116,27 +110,6 @@ func (a *Applier) mirrorRows(ctx context.Context, part partKey, upTo uint64, wan
 		}
 	}
 	return nil
-}
-
-// mirrorOp is the write that brings a table row from cur to the history's
-// state st, if any.
-func mirrorOp(rk string, st *rowState, cur mirrored, upTo uint64) (store.Op, bool) {
-	if tip := st.Tip; tip != nil {
-		switch {
-		case cur.exists && cur.seq >= tip.Seq:
-			return store.Op{}, false // there already, or a newer owner wrote past it
-		case cur.exists:
-			return store.Op{Kind: store.Replace, RK: rk, Props: rows.PlainProps(*tip), IfMatch: cur.etag}, true
-		}
-		return store.Op{Kind: store.Insert, RK: rk, Props: rows.PlainProps(*tip)}, true
-	}
-	if l := st.Latest; l != nil {
-		upTo = max(upTo, l.Seq)
-	}
-	if !cur.exists || cur.seq > upTo {
-		return store.Op{}, false
-	}
-	return store.Op{Kind: store.Delete, RK: rk, IfMatch: cur.etag}, true
 }
 
 // mirrorWrite commits ops in the plain table part, retrying transient
@@ -158,9 +131,9 @@ func (a *Applier) mirrorWrite(ctx context.Context, part partKey, ops []store.Op,
 	for i, op := range ops {
 		m := mirrored{}
 		if op.Kind != store.Delete {
-			m = mirrored{exists: true, seq: want[op.RK].Tip.Seq}
+			m = mirrored{Exists: true, Seq: want[op.RK].Tip.Seq}
 			if i < len(etags) {
-				m.etag = etags[i]
+				m.ETag = etags[i]
 			}
 		}
 		a.mirrors.put(part, op.RK, m)
@@ -208,7 +181,7 @@ func readMirrored(ctx context.Context, s store.Store, part partKey, rk string) (
 	if _, hasCmd := e.Props[rows.ColCmd]; !hasSeq || !hasCmd {
 		return mirrored{}, &rows.ForeignRowError{PK: part.pk, Key: rk, Why: "of plain table " + part.table + " lacks the system columns"}
 	}
-	return mirrored{exists: true, seq: uint64(seq.Int), etag: e.ETag}, nil
+	return mirrored{Exists: true, Seq: uint64(seq.Int), ETag: e.ETag}, nil
 }
 
 // mirrorKeys lists the RowKeys of the plain table part an erase of rk
