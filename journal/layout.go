@@ -49,20 +49,20 @@ func (j *Journal) Layout(ctx context.Context, table string) (TableLayout, error)
 	if err != nil || m == nil {
 		return tl, err
 	}
-	set, err := wire.DecodeLayoutSetting(m.Data)
+	set, err := wire.DecodeLayoutSetting(m.data)
 	if err != nil {
-		tl.Ignored = fmt.Sprintf("the setting at sequence %d does not decode: %v", m.Sequence, err)
+		tl.Ignored = fmt.Sprintf("the setting at sequence %d does not decode: %v", m.seq, err)
 		return tl, nil
 	}
 	first, err := j.firstCommand(ctx, table)
 	if err != nil {
 		return tl, err
 	}
-	if first != 0 && first < m.Sequence {
-		tl.Ignored = fmt.Sprintf("the setting at sequence %d comes after the table's first command, at %d", m.Sequence, first)
+	if first != 0 && first < m.seq {
+		tl.Ignored = fmt.Sprintf("the setting at sequence %d comes after the table's first command, at %d", m.seq, first)
 		return tl, nil
 	}
-	tl.Layout, tl.Seq = set.Layout, m.Sequence
+	tl.Layout, tl.Seq = set.Layout, m.seq
 	return tl, nil
 }
 
@@ -148,15 +148,17 @@ func (j *Journal) SetLayout(ctx context.Context, table string, l wire.Layout) (u
 }
 
 // firstOn returns the first message on subject (a filter), nil if none.
-func (j *Journal) firstOn(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
-	m, err := j.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
+// It asks the stream's leader (leaderGet): a replica or a mirror answering
+// a direct get may lag, and a setting it has not yet would read as none.
+func (j *Journal) firstOn(ctx context.Context, subject string) (*rawMsg, error) {
+	m, err := leaderGet(ctx, j.js, j.name, msgGetReq{Seq: 1, NextFor: subject})
 	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case errors.Is(err, ErrNotFound):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("read %s of stream %s: %w", subject, j.name, err)
 	}
-	return m, nil
+	return &m, nil
 }
 
 // firstCommand is the sequence of table's first command (under its token
@@ -168,8 +170,8 @@ func (j *Journal) firstCommand(ctx context.Context, table string) (uint64, error
 		if err != nil {
 			return 0, err
 		}
-		if m != nil && (first == 0 || m.Sequence < first) {
-			first = m.Sequence
+		if m != nil && (first == 0 || m.seq < first) {
+			first = m.seq
 		}
 	}
 	return first, nil
@@ -180,14 +182,14 @@ func (j *Journal) firstCommand(ctx context.Context, table string) (uint64, error
 func (j *Journal) LayoutSettings(ctx context.Context) ([]uint64, error) {
 	var seqs []uint64
 	for from := uint64(1); ; {
-		m, err := j.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(wire.LayoutSubjects))
+		m, err := leaderGet(ctx, j.js, j.name, msgGetReq{Seq: from, NextFor: wire.LayoutSubjects})
 		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
+		case errors.Is(err, ErrNotFound):
 			return seqs, nil
 		case err != nil:
 			return nil, fmt.Errorf("read %s of stream %s: %w", wire.LayoutSubjects, j.name, err)
 		}
-		seqs = append(seqs, m.Sequence)
-		from = m.Sequence + 1
+		seqs = append(seqs, m.seq)
+		from = m.seq + 1
 	}
 }

@@ -43,6 +43,11 @@ const LayoutPrefix = "tablejournal.layout"
 // journal stream carries.
 const LayoutSubjects = LayoutPrefix + ".*"
 
+// JournalSubjects are the subjects the journal stream takes: the
+// commands', journal.<table-token>.<pk-token> (transformed to add the
+// shard), and the layout settings'.
+func JournalSubjects() []string { return []string{JournalPrefix + ".*.*", LayoutSubjects} }
+
 // LayoutSubject is the subject of table's layout setting (SPEC §3):
 // tablejournal.layout.<table-token>.
 func LayoutSubject(table string) string { return LayoutPrefix + "." + TableToken(table) }
