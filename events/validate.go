@@ -300,3 +300,8 @@ func checkMeta(k, v string) *rules.ValidationError {
 
 func isLetter(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }
 func isAlnum(c byte) bool  { return isLetter(c) || c >= '0' && c <= '9' }
+
+// ValidateTable checks a table name against the rule of SPEC §2
+// (rules.TableName): what a command's table must be, and what a table the
+// projector derives from one (a plain table's history table) must be too.
+func ValidateTable(t string) error { return validateTable(t) }

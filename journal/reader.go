@@ -80,8 +80,8 @@ func (j *Journal) SeqAtTime(ctx context.Context, t time.Time) (uint64, error) {
 }
 
 // Read calls fn with every message from sequence from up to and including
-// sequence to, in journal order, that matches the subject filter (all
-// messages if filter is empty; see wire.ShardFilter and wire.PartitionFilter). A zero
+// sequence to, in journal order, that matches the subject filter (every
+// command, not the layout settings, if filter is empty; see wire.ShardFilter and wire.PartitionFilter). A zero
 // to means the head at the time of the call; from 0 means 1. Read returns
 // the first error fn returns, unchanged.
 func (j *Journal) Read(ctx context.Context, from, to uint64, filter string, fn func(Msg) error) error {
@@ -103,7 +103,8 @@ func (j *Journal) ReadAny(ctx context.Context, from, to uint64, filters []string
 		return nil
 	}
 	if len(filters) == 0 || len(filters) == 1 && filters[0] == "" {
-		filters = []string{">"}
+		// Every command; not the table layout settings (LayoutSettings).
+		filters = []string{wire.JournalPrefix + ".>"}
 	}
 	// Start at the first match, and know there is one: an ordered consumer
 	// has nothing to deliver otherwise, and waiting for it would hang.

@@ -105,7 +105,7 @@ func (c Config) streamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        c.Stream,
 		Description: "tablejournal journal: the commands, source of truth of the projected tables (journal.<table>.<shard>.<pk-token>)",
-		Subjects:    []string{wire.JournalPrefix + ".*.*"},
+		Subjects:    wire.JournalSubjects(),
 		SubjectTransform: &jetstream.SubjectTransformConfig{
 			Source:      wire.JournalPrefix + ".*.*",
 			Destination: transformDest(c.Shards),

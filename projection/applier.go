@@ -21,13 +21,18 @@ import (
 // transaction is fenced (see FenceKey), so only decisions taken on the
 // table's actual state are committed.
 type Applier struct {
-	store  store.Store
-	layout rowLayout
-	cache  *rowCache
-	policy *retryPolicy
-	log    *slog.Logger
-	stats  *Stats
-	epochs atomic.Uint64
+	store store.Store
+	// layouts says a table's layout (ApplierConfig.Layouts); tableLayouts
+	// caches the answers, by table token; mirrors are the plain tables'
+	// rows as last read or written (plain.go).
+	layouts      func(ctx context.Context, table string) (wire.Layout, error)
+	tableLayouts sync.Map
+	mirrors      *mirrorCache
+	cache        *rowCache
+	policy       *retryPolicy
+	log          *slog.Logger
+	stats        *Stats
+	epochs       atomic.Uint64
 	// ids remembers applied command IDs across calls (RememberIDs).
 	ids sync.Map
 
@@ -59,6 +64,11 @@ type ApplierConfig struct {
 	Logger *slog.Logger
 	// Stats receives the counters; if nil, the Applier keeps its own.
 	Stats *Stats
+	// Layouts says the layout of a table (SPEC §4), asked once per table:
+	// the projector reads the journal's setting (journal.Layout), a
+	// rebuild the source table's. An error is the journal's (ErrPublish:
+	// the batch is tried again). If nil, every table is versioned.
+	Layouts func(ctx context.Context, table string) (wire.Layout, error)
 }
 
 // NewApplier returns an Applier writing to s.
@@ -72,7 +82,7 @@ func NewApplier(s store.Store, cfg ApplierConfig) *Applier {
 	if cfg.Stats == nil {
 		cfg.Stats = &Stats{}
 	}
-	a := &Applier{store: s, layout: versioned{}, tables: make(map[string]bool), log: cfg.Logger, stats: cfg.Stats,
+	a := &Applier{store: s, layouts: cfg.Layouts, mirrors: newMirrorCache(cfg.CacheRows), tables: make(map[string]bool), log: cfg.Logger, stats: cfg.Stats,
 		policy: newRetryPolicy(cfg.MaxRetry, cfg.Logger, cfg.Stats), rememberIDs: cfg.RememberIDs}
 	if cfg.CacheRows > 0 {
 		a.cache = newRowCache(cfg.CacheRows)
@@ -126,17 +136,7 @@ func (a *Applier) disagree(table, pk, what string, err error) {
 // etag the fence now has, on which the partition's next transaction is
 // conditional.
 func (a *Applier) transact(ctx context.Context, part partKey, ops []store.Op) (string, error) {
-	etags, err := retryStore(ctx, a.policy, "transaction in "+part.table, func() ([]string, error) {
-		etags, err := a.store.Transact(ctx, part.table, part.pk, ops)
-		if errors.Is(err, store.ErrTableNotFound) {
-			a.forgetTable(part.table)
-			if cerr := a.ensureTable(ctx, part.table); cerr != nil {
-				return nil, cerr
-			}
-			return nil, fmt.Errorf("table %s was missing: %w", part.table, store.ErrBusy)
-		}
-		return etags, err
-	})
+	etags, err := a.transactRetrying(ctx, "transaction in ", part, ops)
 	if err != nil {
 		return "", err
 	}
@@ -148,6 +148,22 @@ func (a *Applier) transact(ctx context.Context, part partKey, ops []store.Op) (s
 	return etags[0], nil
 }
 
+// transactRetrying commits ops in part, retrying transient errors under
+// the one retry policy, and creating the table again if it went missing.
+func (a *Applier) transactRetrying(ctx context.Context, what string, part partKey, ops []store.Op) ([]string, error) {
+	return retryStore(ctx, a.policy, what+part.table, func() ([]string, error) {
+		etags, err := a.store.Transact(ctx, part.table, part.pk, ops)
+		if errors.Is(err, store.ErrTableNotFound) {
+			a.forgetTable(part.table)
+			if cerr := a.ensureTable(ctx, part.table); cerr != nil {
+				return nil, cerr
+			}
+			return nil, fmt.Errorf("table %s was missing: %w", part.table, store.ErrBusy)
+		}
+		return etags, err
+	})
+}
+
 func firstOr(etags []string) string {
 	if len(etags) == 0 {
 		return ""
@@ -155,11 +171,12 @@ func firstOr(etags []string) string {
 	return etags[0]
 }
 
-// load reads the state of rows: from the cache, else a point read of the
-// tip and, for a row without one, the newest version row (its tombstone).
-func (a *Applier) load(ctx context.Context, table, pk string, rks []string) (map[string]*rowState, error) {
-	return retryStore(ctx, a.policy, "read rows of "+table, func() (map[string]*rowState, error) {
-		return a.layout.load(ctx, a.store, table, pk, rks)
+// load reads the state of rows of a table laid out as tl: a point read of
+// the tip and, for a row without one, the newest version row (its
+// tombstone).
+func (a *Applier) load(ctx context.Context, tl tableLayout, pk string, rks []string) (map[string]*rowState, error) {
+	return retryStore(ctx, a.policy, "read rows of "+tl.rows, func() (map[string]*rowState, error) {
+		return tl.layout.load(ctx, a.store, tl.rows, pk, rks)
 	})
 }
 

@@ -216,7 +216,11 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 	upTo := min(last.Sequence, acked)
 	// The fence is read after the newest message: a command up to it that
 	// applied before now moved the fence to it or past it.
-	f, err := p.applier.readFence(ctx, table, pk)
+	tl, err := p.applier.tableLayout(ctx, table)
+	if err != nil {
+		return err
+	}
+	f, err := p.applier.readFence(ctx, tl.rows, pk)
 	if err != nil || f.Seq >= upTo {
 		return err
 	}
@@ -241,7 +245,7 @@ func (p *Projector) checkPartitionBehind(ctx context.Context, s jetstream.Stream
 		}
 		// It applied and wrote: the fence must be at it now, unless the
 		// store lost it. (It may have committed after the fence was read.)
-		if f, err = p.applier.readFence(ctx, table, pk); err != nil || f.Seq >= m.Sequence {
+		if f, err = p.applier.readFence(ctx, tl.rows, pk); err != nil || f.Seq >= m.Sequence {
 			return err
 		}
 		p.stats.Disagreements.Add(1)

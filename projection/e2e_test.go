@@ -76,56 +76,75 @@ func pagedBackends(t *testing.T) []projectiontest.Backend {
 // an independent model. It then projects the same journal into a second,
 // fresh store and checks that both hold identical rows (determinism). It
 // runs on both stores as they are and through the Azure-paging wrapper.
+//
+// It runs on both layouts (SPEC §4): on plain, the history table is
+// checked as the versioned table is, and the table itself must hold
+// exactly the history's tips, on both projections.
 func TestModel(t *testing.T) {
 	for _, b := range pagedBackends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			size := modelSize[b.Name]
-			ctx := journaltest.Context(t, 10*time.Minute)
-			h := projectiontest.Start(t, b.Open(t), projectiontest.Options{})
-			cfg := projection.Config{}
-			if strings.HasSuffix(b.Name, "-paged") {
-				// No row cache: every batch reads its rows back, through the pages.
-				cfg.Applier.CacheRows = -1
+		for _, layout := range projectiontest.Layouts {
+			name := b.Name
+			if layout != wire.LayoutVersioned {
+				name += "-" + string(layout)
 			}
-			h.StartProjector(cfg)
+			t.Run(name, func(t *testing.T) { testModel(t, b, layout) })
+		}
+	}
+}
 
-			w := projectiontest.NewWorkload(42, "orders", size.partitions, size.rowsPer)
-			cmds := make([]*events.Command, size.commands)
-			for i := range cmds {
-				cmds[i] = w.Next()
-			}
-			h.PublishAll(ctx, cmds)
-			h.WaitProjected(ctx)
+func testModel(t *testing.T, b projectiontest.Backend, layout wire.Layout) {
+	size := modelSize[b.Name]
+	ctx := journaltest.Context(t, 10*time.Minute)
+	h := projectiontest.Start(t, b.Open(t), projectiontest.Options{})
+	h.SetLayout(ctx, "orders", layout)
+	vt := projectiontest.VersionTable(t, "orders", layout)
+	cfg := projection.Config{}
+	if strings.HasSuffix(b.Name, "-paged") {
+		// No row cache: every batch reads its rows back, through the pages.
+		cfg.Applier.CacheRows = -1
+	}
+	h.StartProjector(cfg)
 
-			model := h.Model(ctx)
-			if n := len(model.Rows); n < 200 {
-				t.Fatalf("workload touched %d rows, want at least 200", n)
-			}
-			projectiontest.CompareTable(t, h.Store, "orders", model)
-			projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
-			h.CheckChangeFeed(ctx, "orders", model)
+	w := projectiontest.NewWorkload(42, "orders", size.partitions, size.rowsPer)
+	cmds := make([]*events.Command, size.commands)
+	for i := range cmds {
+		cmds[i] = w.Next()
+	}
+	h.PublishAll(ctx, cmds)
+	h.WaitProjected(ctx)
 
-			// Determinism: the same journal into a fresh store.
-			second := b.Open(t)
-			p2, err := projection.New(ctx, h.JS, second, projection.Config{Durable: "second", NoChangeFeed: true, Logger: projectiontest.QuietLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- p2.Run(rctx) }()
-			want := projectiontest.TableVersions(t, h.Store, "orders")
-			projectiontest.WaitFor(t, ctx, "the second projection catches up", func() (bool, error) {
-				got, err := projectiontest.ReadVersions(ctx, second, "orders")
-				return err == nil && projectiontest.SameVersionCount(got, want), err
-			})
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			projectiontest.CompareTable(t, second, "orders", model)
-			projectiontest.CompareStores(t, h.Store, second, "orders")
-		})
+	model := h.Model(ctx)
+	if n := len(model.Rows); n < 200 {
+		t.Fatalf("workload touched %d rows, want at least 200", n)
+	}
+	projectiontest.CompareTableIn(t, h.Store, vt, "orders", model)
+	projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
+	h.CheckChangeFeed(ctx, "orders", model)
+
+	// Determinism: the same journal into a fresh store.
+	second := b.Open(t)
+	p2, err := projection.New(ctx, h.JS, second, projection.Config{Durable: "second", NoChangeFeed: true, Logger: projectiontest.QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p2.Run(rctx) }()
+	want := projectiontest.TableVersions(t, h.Store, vt)
+	projectiontest.WaitFor(t, ctx, "the second projection catches up", func() (bool, error) {
+		got, err := projectiontest.ReadVersions(ctx, second, vt)
+		return err == nil && projectiontest.SameVersionCount(got, want), err
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	projectiontest.CompareTableIn(t, second, vt, "orders", model)
+	projectiontest.CompareStores(t, h.Store, second, vt)
+	if layout == wire.LayoutPlain {
+		projectiontest.CompareStores(t, h.Store, second, "orders")
+		projectiontest.CheckPlain(t, h.Store, "orders")
+		projectiontest.CheckPlain(t, second, "orders")
 	}
 }
 

@@ -65,7 +65,7 @@ func (s *fenced) commitErase(ctx context.Context, b *txn) error {
 		return nil // skipped, or a duplicate: nothing to erase
 	}
 	keys, err := retryStore(ctx, s.a.policy, "list rows to erase in "+s.part.table, func() ([]string, error) {
-		return eraseKeys(ctx, s.a.store, s.part.table, s.part.pk, e.Erase.RK)
+		return eraseKeys(ctx, s.a.store, s.tl.rows, s.part.pk, e.Erase.RK)
 	})
 	if err != nil {
 		return err

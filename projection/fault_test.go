@@ -145,9 +145,22 @@ func TestPersistentStoreFailure(t *testing.T) {
 	h := projectiontest.Start(t, healthy, projectiontest.Options{})
 	h.PublishAll(ctx, workload(100, 1500))
 
-	p, err := projection.New(ctx, h.JS, fs, projection.Config{
-		Applier: projection.ApplierConfig{MaxRetry: 200 * time.Millisecond}, Logger: projectiontest.QuietLogger(),
-	})
+	runUntilDiskOnFire(t, ctx, h, fs, projection.Config{})
+
+	h.StartProjector(projection.Config{}) // on the healthy store
+	h.WaitProjected(ctx)
+	model := h.Model(ctx)
+	projectiontest.CompareTable(t, healthy, "orders", model)
+	checkOutcomesStatusOnly(t, h.Outcomes(ctx), model)
+	h.CheckChangeFeed(ctx, "orders", model)
+}
+
+// runUntilDiskOnFire runs a projector of h's journal on st, with cfg and a
+// short MaxRetry, and waits until it stops on errDiskOnFire.
+func runUntilDiskOnFire(t *testing.T, ctx context.Context, h *projectiontest.Harness, st store.Store, cfg projection.Config) {
+	t.Helper()
+	cfg.Applier.MaxRetry, cfg.Logger = 200*time.Millisecond, projectiontest.QuietLogger()
+	p, err := projection.New(ctx, h.JS, st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,13 +174,6 @@ func TestPersistentStoreFailure(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the projector kept running on a failing store")
 	}
-
-	h.StartProjector(projection.Config{}) // on the healthy store
-	h.WaitProjected(ctx)
-	model := h.Model(ctx)
-	projectiontest.CompareTable(t, healthy, "orders", model)
-	checkOutcomesStatusOnly(t, h.Outcomes(ctx), model)
-	h.CheckChangeFeed(ctx, "orders", model)
 }
 
 // TestStopDuringStoreOutage: a projector stopped while its batch waits out

@@ -63,7 +63,7 @@ func statusOf(rs []projection.Result, seq uint64) wire.Status {
 
 // checkFenced checks instance A's results against want and the table
 // against the model of es, which it returns.
-func checkFenced(t *testing.T, st store.Store, rs []projection.Result, es []projection.Entry, want map[uint64]wire.Status) *projectiontest.Model {
+func checkFenced(t *testing.T, st store.Store, layout wire.Layout, rs []projection.Result, es []projection.Entry, want map[uint64]wire.Status) *projectiontest.Model {
 	t.Helper()
 	for seq, w := range want {
 		if got := statusOf(rs, seq); got != w {
@@ -74,8 +74,34 @@ func checkFenced(t *testing.T, st store.Store, rs []projection.Result, es []proj
 	for _, e := range es {
 		m.Apply(e.Seq, e.Cmd)
 	}
-	projectiontest.CompareTable(t, st, "orders", m)
+	compareLayout(t, st, layout, m)
 	return m
+}
+
+// compareLayout checks the orders table of st, laid out as layout, against
+// the model: its versioned rows (a plain table's history), and a plain
+// table itself against the history's tips.
+func compareLayout(t *testing.T, st store.Store, layout wire.Layout, m *projectiontest.Model) {
+	t.Helper()
+	projectiontest.CompareTableIn(t, st, projectiontest.VersionTable(t, "orders", layout), "orders", m)
+	if layout == wire.LayoutPlain {
+		projectiontest.CheckPlain(t, st, "orders")
+	}
+}
+
+// forLayouts runs test on each backend and each layout (SPEC §4): the
+// subtest of a plain layout is named after the backend and "-plain", its
+// Appliers' config saying every table is plain.
+func forLayouts(t *testing.T, test func(t *testing.T, b projectiontest.Backend, layout wire.Layout, cfg projection.ApplierConfig)) {
+	for _, b := range backends() {
+		for _, layout := range projectiontest.Layouts {
+			name, cfg := b.Name, projection.ApplierConfig{Logger: projectiontest.QuietLogger()}
+			if layout == wire.LayoutPlain {
+				name, cfg.Layouts = name+"-plain", plainOnly
+			}
+			t.Run(name, func(t *testing.T) { test(t, b, layout, cfg) })
+		}
+	}
 }
 
 // TestFenceLateFirstInsert: instance A reads that a row does not exist and
@@ -86,44 +112,42 @@ func checkFenced(t *testing.T, st store.Store, rs []projection.Result, es []proj
 // fence, reloads and finds its command handled. A later re-insert through A
 // applies.
 func TestFenceLateFirstInsert(t *testing.T) {
-	for _, b := range backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			st := b.Open(t)
-			insert := cmdEntry(1, "c1", rowOp(events.OpInsert, "x", 1))
-			del := cmdEntry(2, "c2", rowOp(events.OpDelete, "x", 0))
-			reinsert := cmdEntry(3, "c3", rowOp(events.OpInsert, "x", 3))
-			appB := projection.NewApplier(st, projection.ApplierConfig{Logger: projectiontest.QuietLogger()})
-			late := &beforeTxStore{Store: st, fn: func() {
-				if err := appB.Apply(ctx, "orders", "p", []projection.Entry{insert, del}, projection.Hooks{}); err != nil {
-					t.Errorf("instance B: %v", err)
-				}
-			}}
-			appA := projection.NewApplier(late, projection.ApplierConfig{Logger: projectiontest.QuietLogger()})
-			var rs []projection.Result
-			var mu sync.Mutex
-			if err := appA.Apply(ctx, "orders", "p", []projection.Entry{insert}, statuses(&rs, &mu)); err != nil {
-				t.Fatalf("instance A: %v", err)
+	forLayouts(t, func(t *testing.T, b projectiontest.Backend, layout wire.Layout, cfg projection.ApplierConfig) {
+		ctx := context.Background()
+		st := b.Open(t)
+		insert := cmdEntry(1, "c1", rowOp(events.OpInsert, "x", 1))
+		del := cmdEntry(2, "c2", rowOp(events.OpDelete, "x", 0))
+		reinsert := cmdEntry(3, "c3", rowOp(events.OpInsert, "x", 3))
+		appB := projection.NewApplier(st, cfg)
+		late := &beforeTxStore{Store: st, fn: func() {
+			if err := appB.Apply(ctx, "orders", "p", []projection.Entry{insert, del}, projection.Hooks{}); err != nil {
+				t.Errorf("instance B: %v", err)
 			}
-			if got := statusOf(rs, 1); got != projection.Skipped {
-				t.Errorf("A's late insert: %s, want skipped (B applied it)", got)
-			}
-			if err := appA.Apply(ctx, "orders", "p", []projection.Entry{del, reinsert}, statuses(&rs, &mu)); err != nil {
-				t.Fatalf("instance A, re-insert: %v", err)
-			}
-			if got := statusOf(rs, 3); got != wire.StatusApplied {
-				t.Errorf("re-insert after the tombstone: %s, want applied", got)
-			}
-			m := projectiontest.NewModel()
-			for _, e := range []projection.Entry{insert, del, reinsert} {
-				m.Apply(e.Seq, e.Cmd)
-			}
-			projectiontest.CompareTable(t, st, "orders", m)
-			if n := appA.Stats().FenceConflicts.Load(); n == 0 {
-				t.Error("A's stale insert met no fence")
-			}
-		})
-	}
+		}}
+		appA := projection.NewApplier(late, cfg)
+		var rs []projection.Result
+		var mu sync.Mutex
+		if err := appA.Apply(ctx, "orders", "p", []projection.Entry{insert}, statuses(&rs, &mu)); err != nil {
+			t.Fatalf("instance A: %v", err)
+		}
+		if got := statusOf(rs, 1); got != projection.Skipped {
+			t.Errorf("A's late insert: %s, want skipped (B applied it)", got)
+		}
+		if err := appA.Apply(ctx, "orders", "p", []projection.Entry{del, reinsert}, statuses(&rs, &mu)); err != nil {
+			t.Fatalf("instance A, re-insert: %v", err)
+		}
+		if got := statusOf(rs, 3); got != wire.StatusApplied {
+			t.Errorf("re-insert after the tombstone: %s, want applied", got)
+		}
+		m := projectiontest.NewModel()
+		for _, e := range []projection.Entry{insert, del, reinsert} {
+			m.Apply(e.Seq, e.Cmd)
+		}
+		compareLayout(t, st, layout, m)
+		if n := appA.Stats().FenceConflicts.Load(); n == 0 {
+			t.Error("A's stale insert met no fence")
+		}
+	})
 }
 
 // TestFenceStaleCache: instance A caches a row it wrote; instance B then
@@ -132,45 +156,42 @@ func TestFenceLateFirstInsert(t *testing.T) {
 // skipped, and A's own ifVersion guard is checked against the table's
 // version, not the cached one.
 func TestFenceStaleCache(t *testing.T) {
-	for _, b := range backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			st := b.Open(t)
-			cfg := projection.ApplierConfig{Logger: projectiontest.QuietLogger()}
-			appA := projection.NewApplier(st, cfg)
-			appB := projection.NewApplier(st, cfg)
-			v := func(n int64) *int64 { return &n }
-			es := []projection.Entry{
-				cmdEntry(1, "c1", rowOp(events.OpInsert, "x", 1)),
-				cmdEntry(2, "c2", rowOp(events.OpMerge, "x", 2)),
-				cmdEntry(3, "c3", rowOp(events.OpDelete, "x", 0)),
-				cmdEntry(4, "c4", rowOp(events.OpInsert, "x", 4)),
-			}
-			guarded := rowOp(events.OpReplace, "x", 5)
-			guarded.IfVersion = v(3) // x is at version 3 after c4
-			es = append(es, cmdEntry(5, "c5", guarded))
-			stale := rowOp(events.OpReplace, "x", 6)
-			stale.IfVersion = v(0) // what A's cache would say
-			es = append(es, cmdEntry(6, "c6", stale))
+	forLayouts(t, func(t *testing.T, b projectiontest.Backend, layout wire.Layout, cfg projection.ApplierConfig) {
+		ctx := context.Background()
+		st := b.Open(t)
+		appA := projection.NewApplier(st, cfg)
+		appB := projection.NewApplier(st, cfg)
+		v := func(n int64) *int64 { return &n }
+		es := []projection.Entry{
+			cmdEntry(1, "c1", rowOp(events.OpInsert, "x", 1)),
+			cmdEntry(2, "c2", rowOp(events.OpMerge, "x", 2)),
+			cmdEntry(3, "c3", rowOp(events.OpDelete, "x", 0)),
+			cmdEntry(4, "c4", rowOp(events.OpInsert, "x", 4)),
+		}
+		guarded := rowOp(events.OpReplace, "x", 5)
+		guarded.IfVersion = v(3) // x is at version 3 after c4
+		es = append(es, cmdEntry(5, "c5", guarded))
+		stale := rowOp(events.OpReplace, "x", 6)
+		stale.IfVersion = v(0) // what A's cache would say
+		es = append(es, cmdEntry(6, "c6", stale))
 
-			var rs []projection.Result
-			var mu sync.Mutex
-			if err := appA.Apply(ctx, "orders", "p", es[:1], projection.Hooks{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := appB.Apply(ctx, "orders", "p", es[:4], projection.Hooks{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := appA.Apply(ctx, "orders", "p", es[1:], statuses(&rs, &mu)); err != nil {
-				t.Fatal(err)
-			}
-			m := checkFenced(t, st, rs, es, map[uint64]wire.Status{2: projection.Skipped, 3: projection.Skipped,
-				4: projection.Skipped, 5: wire.StatusApplied, 6: wire.StatusRejected})
-			if got := fmt.Sprint(m.Status[6]); got != "rejected" {
-				t.Fatalf("model: seq 6 %s", got)
-			}
-		})
-	}
+		var rs []projection.Result
+		var mu sync.Mutex
+		if err := appA.Apply(ctx, "orders", "p", es[:1], projection.Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := appB.Apply(ctx, "orders", "p", es[:4], projection.Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := appA.Apply(ctx, "orders", "p", es[1:], statuses(&rs, &mu)); err != nil {
+			t.Fatal(err)
+		}
+		m := checkFenced(t, st, layout, rs, es, map[uint64]wire.Status{2: projection.Skipped, 3: projection.Skipped,
+			4: projection.Skipped, 5: wire.StatusApplied, 6: wire.StatusRejected})
+		if got := fmt.Sprint(m.Status[6]); got != "rejected" {
+			t.Fatalf("model: seq 6 %s", got)
+		}
+	})
 }
 
 // TestFenceSkippedPastCachedView: instance A caches a partition's view (no
@@ -184,38 +205,35 @@ func TestFenceStaleCache(t *testing.T) {
 // the view's fence shows the view is behind the table: the fence is read
 // again and the rows with it, so c4 applies.
 func TestFenceSkippedPastCachedView(t *testing.T) {
-	for _, b := range backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			st := b.Open(t)
-			cfg := projection.ApplierConfig{Logger: projectiontest.QuietLogger()}
-			appA := projection.NewApplier(st, cfg)
-			appB := projection.NewApplier(st, cfg)
-			es := []projection.Entry{
-				cmdEntry(1, "c1", rowOp(events.OpReplace, "r0", 1)),
-				cmdEntry(2, "c2", rowOp(events.OpInsert, "r0", 2), rowOp(events.OpInsert, "r1", 2)),
-				cmdEntry(3, "c3", rowOp(events.OpUpsert, "r1", 3)),
-				cmdEntry(4, "c4", rowOp(events.OpMerge, "r0", 4)),
+	forLayouts(t, func(t *testing.T, b projectiontest.Backend, layout wire.Layout, cfg projection.ApplierConfig) {
+		ctx := context.Background()
+		st := b.Open(t)
+		appA := projection.NewApplier(st, cfg)
+		appB := projection.NewApplier(st, cfg)
+		es := []projection.Entry{
+			cmdEntry(1, "c1", rowOp(events.OpReplace, "r0", 1)),
+			cmdEntry(2, "c2", rowOp(events.OpInsert, "r0", 2), rowOp(events.OpInsert, "r1", 2)),
+			cmdEntry(3, "c3", rowOp(events.OpUpsert, "r1", 3)),
+			cmdEntry(4, "c4", rowOp(events.OpMerge, "r0", 4)),
+		}
+		var rs []projection.Result
+		var mu sync.Mutex
+		hooks := statuses(&rs, &mu)
+		for _, step := range []struct {
+			app     *projection.Applier
+			entries []projection.Entry
+		}{
+			{appA, es[:1]}, {appB, es[:3]}, {appA, es[1:3]}, {appA, es[3:]},
+		} {
+			h := projection.Hooks{}
+			if step.app == appA {
+				h = hooks
 			}
-			var rs []projection.Result
-			var mu sync.Mutex
-			hooks := statuses(&rs, &mu)
-			for _, step := range []struct {
-				app     *projection.Applier
-				entries []projection.Entry
-			}{
-				{appA, es[:1]}, {appB, es[:3]}, {appA, es[1:3]}, {appA, es[3:]},
-			} {
-				h := projection.Hooks{}
-				if step.app == appA {
-					h = hooks
-				}
-				if err := step.app.Apply(ctx, "orders", "p", step.entries, h); err != nil {
-					t.Fatal(err)
-				}
+			if err := step.app.Apply(ctx, "orders", "p", step.entries, h); err != nil {
+				t.Fatal(err)
 			}
-			checkFenced(t, st, rs, es, map[uint64]wire.Status{1: wire.StatusRejected, 2: projection.Skipped,
-				3: projection.Skipped, 4: wire.StatusApplied})
-		})
-	}
+		}
+		checkFenced(t, st, layout, rs, es, map[uint64]wire.Status{1: wire.StatusRejected, 2: projection.Skipped,
+			3: projection.Skipped, 4: wire.StatusApplied})
+	})
 }

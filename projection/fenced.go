@@ -18,8 +18,15 @@ import (
 type fenced struct {
 	a    *Applier
 	part partKey
-	v    view
+	// tl is the partition's table's layout: where its versioned rows and
+	// fence are (tl.rows), and what else a commit writes.
+	tl tableLayout
+	v  view
 }
+
+// rowsPart is the partition in the table of the versioned rows and the
+// fence (the table itself, or a plain table's history).
+func (s *fenced) rowsPart() partKey { return partKey{s.tl.rows, s.part.pk} }
 
 // view is the driver's view of one partition: the fence it was taken at
 // and the rows read under it.
@@ -61,7 +68,7 @@ func (s *fenced) begin(ctx context.Context) error {
 		s.v = view{valid: true, f: f, epoch: epoch, rows: make(map[string]*rowState)}
 		return nil
 	}
-	f, err := s.a.readFence(ctx, s.part.table, s.part.pk)
+	f, err := s.a.readFence(ctx, s.tl.rows, s.part.pk)
 	if err != nil {
 		return err
 	}
@@ -84,6 +91,7 @@ func (s *fenced) adopt(ctx context.Context, f fence) {
 // forget drops the view and the cached rows of a partition: the store wins.
 func (s *fenced) forget() {
 	s.a.cache.dropPartition(s.part)
+	s.a.mirrors.dropPartition(s.part)
 	// Keep s.v.f: adopt compares the fence read next with it.
 	s.v.rows = make(map[string]*rowState)
 	s.v.valid, s.v.f.ETag = false, ""
@@ -93,7 +101,7 @@ func (s *fenced) forget() {
 // taken (the rows read meanwhile are the table's state at this moment);
 // else the view is replaced by the fence read and false returned.
 func (s *fenced) check(ctx context.Context) (bool, error) {
-	f, err := s.a.readFence(ctx, s.part.table, s.part.pk)
+	f, err := s.a.readFence(ctx, s.tl.rows, s.part.pk)
 	if err != nil {
 		return false, err
 	}
@@ -128,7 +136,7 @@ func (s *fenced) loadRows(ctx context.Context, rks []string) (behind bool, err e
 	if len(need) == 0 {
 		return false, nil
 	}
-	loaded, err := s.a.load(ctx, s.part.table, s.part.pk, need)
+	loaded, err := s.a.load(ctx, s.tl, s.part.pk, need)
 	if err != nil {
 		return false, err
 	}
@@ -161,7 +169,7 @@ func (s *fenced) confirm() {
 // transient errors under the one retry policy. A batch that writes nothing
 // commits nothing. On success the view's fence is the one written.
 func (s *fenced) commitRows(ctx context.Context, b *txn) error {
-	rowOps := s.a.layout.ops(b)
+	rowOps := s.tl.layout.ops(b)
 	if len(rowOps) == 0 {
 		return nil
 	}
@@ -184,7 +192,7 @@ func (s *fenced) commitRows(ctx context.Context, b *txn) error {
 // write commits ops, the write of the fence next first: on success the
 // view's fence is next, with the etag the store reported.
 func (s *fenced) write(ctx context.Context, b *txn, next fence, ops []store.Op) error {
-	etag, err := s.a.transact(ctx, s.part, ops)
+	etag, err := s.a.transact(ctx, s.rowsPart(), ops)
 	if err != nil {
 		return s.commitFailed(ctx, b, ops, err)
 	}
@@ -216,7 +224,7 @@ func (s *fenced) commitFailed(ctx context.Context, b *txn, ops []store.Op, err e
 	default:
 		// The store did not say which op failed: the fence did if it
 		// moved.
-		f, ferr := s.a.readFence(ctx, s.part.table, s.part.pk)
+		f, ferr := s.a.readFence(ctx, s.tl.rows, s.part.pk)
 		if ferr != nil {
 			return ferr
 		}

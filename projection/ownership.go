@@ -57,6 +57,7 @@ func (p *Projector) InstanceID() string {
 // rare (membership changes), so all of it goes.
 func (p *Projector) runOwnedShard(ctx context.Context, shard int) error {
 	p.applier.cache.clear()
+	p.applier.mirrors.clear()
 	return p.observedShard(ctx, shard)
 }
 

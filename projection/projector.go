@@ -209,6 +209,9 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 	if cfg.Applier.Logger == nil {
 		cfg.Applier.Logger = cfg.Logger
 	}
+	if cfg.Applier.Layouts == nil {
+		cfg.Applier.Layouts = JournalLayouts(j, cfg.Logger)
+	}
 	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats, obs: cfg.Observer,
 		outcomes: outcomes.NewReader(js), storeBack: make(chan struct{}, 1)}
 	p.applier.policy.onBack = func() {

@@ -77,7 +77,7 @@ func (p *pruneTx) decide(ctx context.Context, r *partitionRun) error {
 		return nil
 	}
 	byRK, err := retryStore(ctx, r.a.policy, "read partition of "+r.part.table, func() (map[string][]rows.Row, error) {
-		return rows.ReadPartitionUpTo(ctx, r.a.store, r.part.table, r.part.pk, e.Cmd.Prune.Horizon)
+		return rows.ReadPartitionUpTo(ctx, r.a.store, r.tl.rows, r.part.pk, e.Cmd.Prune.Horizon)
 	})
 	if err != nil {
 		return err
@@ -123,7 +123,7 @@ func (p *pruneTx) commit(ctx context.Context, r *partitionRun) (bool, error) {
 		for _, row := range w.remove[:n] {
 			ops = append(ops, store.Op{Kind: store.Delete, RK: row.StoreKey(), IfMatch: decide.ETagOrAny(row.ETag)})
 		}
-		etag, err := r.a.transact(ctx, r.part, ops)
+		etag, err := r.a.transact(ctx, r.rowsPart(), ops)
 		if errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrPrecondition) {
 			// The fence moved, or a row is not as read: decide again.
 			r.a.stats.FenceConflicts.Add(1)

@@ -145,7 +145,11 @@ func recoverErased(r *Result, e Entry) bool {
 // read of the table recovery makes, retried as every store call.
 func (rc *recovery) read(ctx context.Context) error {
 	e, table, pk := rc.e, rc.part.table, rc.part.pk
-	var err error
+	tl, err := rc.p.applier.tableLayout(ctx, table)
+	if err != nil {
+		return err
+	}
+	table = tl.rows
 	rc.rows, err = retryStore(ctx, rc.p.applier.policy, "read the history of "+table, func() (map[string]rows.Around, error) {
 		out := make(map[string]rows.Around)
 		for _, rk := range decide.TouchedRKs([]Entry{e}) {

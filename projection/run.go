@@ -90,8 +90,18 @@ func (a *Applier) newRun(ctx context.Context, table, pk string, entries []Entry)
 	if !slices.ContainsFunc(entries, func(e Entry) bool { return e.Err == nil }) {
 		return r, nil
 	}
-	if err := a.ensureTable(ctx, table); err != nil {
+	tl, err := a.tableLayout(ctx, table)
+	if err != nil {
 		return nil, err
+	}
+	r.tl = tl
+	if err := a.ensureTable(ctx, tl.rows); err != nil {
+		return nil, err
+	}
+	if tl.rows != table {
+		if err := a.ensureTable(ctx, table); err != nil {
+			return nil, err
+		}
 	}
 	if a.rememberIDs {
 		for _, e := range entries {
@@ -139,6 +149,14 @@ func (r *partitionRun) commitWith(ctx context.Context, write func(context.Contex
 		}
 	}
 	err := write(ctx, r.tx)
+	if err == nil {
+		// What the layout writes after the transaction (plain: the
+		// current rows), before anything is handed on; a failure leaves
+		// the partition to be read again, as after a crash here.
+		if err = r.tl.layout.mirror(ctx, r); err != nil {
+			r.forget()
+		}
+	}
 	var ce *conflictError
 	if errors.As(err, &ce) {
 		r.a.log.Debug("transaction refused; deciding again", LogTable, r.part.table, LogPK, r.part.pk,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -93,6 +94,14 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 			}
 			upd.Metadata[k] = v
 			change("metadata "+k, fmt.Sprintf("%q", have.Metadata[k]), fmt.Sprintf("%q", v))
+		}
+	}
+	for _, subj := range want.Subjects {
+		if !slices.Contains(have.Subjects, subj) {
+			// A subject the stream gains (the layout settings, issue 38):
+			// what it carried stays.
+			upd.Subjects = append(slices.Clone(upd.Subjects), subj)
+			change("subjects", have.Subjects, upd.Subjects)
 		}
 	}
 	if want.DenyDelete && !have.DenyDelete {

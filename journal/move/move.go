@@ -360,7 +360,7 @@ func (m *mover) restoreSource(ctx context.Context) error {
 	if c.Metadata[wire.MetadataMovedTo] != m.cfg.To {
 		return nil
 	}
-	c.Subjects = []string{wire.JournalPrefix + ".*.*"}
+	c.Subjects = wire.JournalSubjects()
 	c.Metadata = maps.Clone(c.Metadata)
 	delete(c.Metadata, wire.MetadataMovedTo)
 	if _, err := m.js.UpdateStream(ctx, c); err != nil {
@@ -374,25 +374,36 @@ func (m *mover) restoreSource(ctx context.Context) error {
 // stored message's sequence through the JetStream API's message get, which, unlike a direct
 // get, a mirror never answers.
 func lastSeqOf(ctx context.Context, js jetstream.JetStream, stream string) (uint64, error) {
-	req, _ := json.Marshal(map[string]string{"last_by_subj": wire.JournalPrefix + ".>"})
-	msg, err := js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
-	if err != nil {
-		return 0, fmt.Errorf("stream %s last message: %w", stream, err)
+	var last uint64
+	// The commands, and the table layout settings the journal carries
+	// beside them: a setting may be its last message.
+	for _, subj := range []string{wire.JournalPrefix + ".>", wire.LayoutSubjects} {
+		req, _ := json.Marshal(map[string]string{"last_by_subj": subj})
+		msg, err := js.Conn().RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+		if err != nil {
+			return 0, fmt.Errorf("stream %s last message: %w", stream, err)
+		}
+		var resp struct {
+			Message *struct {
+				Seq uint64 `json:"seq"`
+			} `json:"message"`
+			Error *jetstream.APIError `json:"error"`
+		}
+		if err := json.Unmarshal(msg.Data, &resp); err != nil {
+			return 0, fmt.Errorf("stream %s last message: %w", stream, err)
+		}
+		switch {
+		case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+			continue
+		case resp.Error != nil:
+			return 0, fmt.Errorf("stream %s last message: %w", stream, resp.Error)
+		case resp.Message == nil:
+			return 0, fmt.Errorf("stream %s last message: empty answer", stream)
+		}
+		last = max(last, resp.Message.Seq)
 	}
-	var resp struct {
-		Message *struct {
-			Seq uint64 `json:"seq"`
-		} `json:"message"`
-		Error *jetstream.APIError `json:"error"`
+	if last == 0 {
+		return 0, fmt.Errorf("stream %s last message: none found", stream)
 	}
-	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return 0, fmt.Errorf("stream %s last message: %w", stream, err)
-	}
-	switch {
-	case resp.Error != nil:
-		return 0, fmt.Errorf("stream %s last message: %w", stream, resp.Error)
-	case resp.Message == nil:
-		return 0, fmt.Errorf("stream %s last message: empty answer", stream)
-	}
-	return resp.Message.Seq, nil
+	return last, nil
 }

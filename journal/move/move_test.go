@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,8 +112,17 @@ func TestMoveKeepsSequences(t *testing.T) {
 	if err != nil || r.State != move.StateCopied || !r.Created || r.Verified == nil || !r.Verified.Equal {
 		t.Fatalf("copy: %+v, %v", r, err)
 	}
-	// The journal takes commands while the copy follows it.
+	// The journal takes commands while the copy follows it, and a table
+	// layout setting, its last message, which the move must carry.
 	e.publish(t, "", "late", 3)
+	old, err := journal.Open(e.ctx, e.js, wire.JournalStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setting, err := old.SetLayout(e.ctx, "fresh", wire.LayoutPlain)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	r, err = move.Run(e.ctx, e.js, move.Config{To: "J2", AllowMsgDelete: true, Apply: true, Cutover: true})
 	if err != nil || r.State != move.StateMoved || r.Verified == nil || !r.Verified.Equal {
@@ -129,7 +139,13 @@ func TestMoveKeepsSequences(t *testing.T) {
 	if err != nil || j.Shards() != 4 {
 		t.Fatalf("open J2: %v", err)
 	}
+	if tl, err := j.Layout(e.ctx, "fresh"); err != nil || tl.Layout != wire.LayoutPlain || tl.Seq != setting {
+		t.Errorf("J2's layout of the table set before the move: %+v, %v; want plain at %d", tl, err, setting)
+	}
 	c := dst.Config
+	if !slices.Equal(c.Subjects, wire.JournalSubjects()) {
+		t.Errorf("J2 subjects %v, want %v", c.Subjects, wire.JournalSubjects())
+	}
 	if c.DenyDelete || !c.DenyPurge || c.Metadata[wire.MetadataAllowMsgDelete] != "true" || c.Metadata[wire.MetadataAllowTrim] != "" ||
 		c.Metadata[wire.MetadataMovedFrom] != wire.JournalStream || c.Mirror != nil || c.Duplicates != src.Config.Duplicates {
 		t.Errorf("J2 config: %+v", c)
@@ -283,7 +299,7 @@ func TestMoveRefusesRunningProjector(t *testing.T) {
 	if !errors.Is(err, move.ErrProjectorRunning) || r.Retired {
 		t.Fatalf("cutover under a projector: %+v, %v", r, err)
 	}
-	if subj := e.stream(t, wire.JournalStream).Config.Subjects; len(subj) != 1 || subj[0] != wire.JournalPrefix+".*.*" {
+	if subj := e.stream(t, wire.JournalStream).Config.Subjects; !slices.Equal(subj, wire.JournalSubjects()) {
 		t.Errorf("journal subjects now %v", subj)
 	}
 }

@@ -72,7 +72,7 @@ func (m *mover) promote(ctx context.Context) error {
 func (m *mover) journalConfig() jetstream.StreamConfig {
 	c := m.srcInfo.Config
 	c.Name = m.cfg.To
-	c.Subjects = []string{wire.JournalPrefix + ".*.*"}
+	c.Subjects = wire.JournalSubjects()
 	c.FirstSeq = m.tgt.CachedInfo().Config.FirstSeq
 	c.Mirror, c.Sources = nil, nil
 	c.DenyDelete = !m.cfg.AllowTrim && !m.cfg.AllowMsgDelete

@@ -28,6 +28,16 @@ import (
 //
 // and read the diff. Commands:
 //
+//	layout plain|versioned  the layout the applies that follow are
+//	                        projected in (SPEC §4; versioned until said):
+//	                        on plain, each apply also answers the writes
+//	                        to the plain table (PlainOp), which starts
+//	                        holding the rows' tips
+//
+//	plain                   the plain table's rows, one per line, where it
+//	                        differs from the tips (a crash between the two
+//	                        writes, another owner): <rk> seq=<seq> | <rk> absent
+//
 //	rows                    the partition's rows before, one per line:
 //	<rk> v=<version> seq=<seq> cmd=<id> [deleted] [<prop>=<int> ...]
 //
@@ -52,8 +62,32 @@ func TestApplyData(t *testing.T) {
 	datadriven.Walk(t, "testdata/apply", func(t *testing.T, path string) {
 		state := map[string]*rowState{}
 		var eraseSeq uint64
+		var layout wire.Layout
+		plain := map[string]PlainRow{} // the plain table where it differs from the tips
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
+			case "layout":
+				var l string
+				d.ScanArgs(t, "layout", &l)
+				layout = wire.Layout(l)
+				return ""
+			case "plain":
+				for _, line := range nonEmptyLines(d.Input) {
+					f := strings.Fields(line)
+					if len(f) != 2 {
+						d.Fatalf(t, "plain row %q: want <rk> seq=<seq>|absent", line)
+					}
+					if f[1] == "absent" {
+						plain[f[0]] = PlainRow{}
+						continue
+					}
+					n, err := strconv.ParseUint(strings.TrimPrefix(f[1], "seq="), 10, 64)
+					if err != nil {
+						d.Fatalf(t, "plain row %q: %v", line, err)
+					}
+					plain[f[0]] = PlainRow{Exists: true, Seq: n, ETag: fmt.Sprintf("e%d", n)}
+				}
+				return ""
 			case "fence":
 				d.ScanArgs(t, "erase", &eraseSeq)
 				return ""
@@ -79,6 +113,9 @@ func TestApplyData(t *testing.T) {
 				b, txns := runTxns(t, state, eraseSeq, entries...)
 				out := describeApply(b)
 				out += fmt.Sprintf("transactions: %d\nfence: %s\n", txns, describeFence(b.Last))
+				if layout == wire.LayoutPlain {
+					out += describePlain(b, state, plain, entries)
+				}
 				for rk, s := range b.Cur {
 					state[rk] = s
 				}
@@ -239,17 +276,65 @@ func describeApply(b *Txn) string {
 			fmt.Fprintf(&sb, " if-match=%s", o.IfMatch)
 		}
 		if o.Props != nil {
-			user := edm.Entity{}
-			for k, v := range o.Props {
-				if !strings.HasPrefix(k, "_") {
-					user[k] = v
-				}
-			}
-			fmt.Fprintf(&sb, " %s", props(user))
+			fmt.Fprintf(&sb, " %s", props(userProps(o.Props)))
 		}
 		sb.WriteString("\n")
 	}
 	return sb.String()
+}
+
+// describePlain renders the writes that bring the plain table to the
+// tips after b (PlainOp) for the rows entries name, the table holding
+// before the tips of state but where plain says otherwise (plain is then
+// updated to what the writes leave).
+func describePlain(b *Txn, state map[string]*rowState, plain map[string]PlainRow, entries []Entry) string {
+	var sb strings.Builder
+	sb.WriteString("plain table ops:\n")
+	upTo := b.Last.Seq
+	for _, s := range state {
+		if s.Latest != nil {
+			upTo = max(upTo, s.Latest.Seq)
+		}
+	}
+	for _, rk := range TouchedRKs(entries) {
+		cur, ok := plain[rk]
+		if !ok {
+			if s := state[rk]; s != nil && s.Tip != nil {
+				cur = PlainRow{Exists: true, Seq: s.Tip.Seq, ETag: fmt.Sprintf("e%d", s.Tip.Seq)}
+			}
+		}
+		want := b.Cur[rk]
+		if want == nil {
+			if want = state[rk]; want == nil {
+				want = &rowState{}
+			}
+		}
+		delete(plain, rk)
+		op, ok := PlainOp(rk, want, cur, upTo)
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&sb, "  %s %s", op.Kind, rk)
+		if op.IfMatch != "" {
+			fmt.Fprintf(&sb, " if-match=%s", op.IfMatch)
+		}
+		if op.Props != nil {
+			fmt.Fprintf(&sb, " seq=%d %s", op.Props[rows.ColSeq].Int, props(userProps(op.Props)))
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// userProps is e without its system columns.
+func userProps(e edm.Entity) edm.Entity {
+	user := edm.Entity{}
+	for k, v := range e {
+		if !strings.HasPrefix(k, "_") {
+			user[k] = v
+		}
+	}
+	return user
 }
 
 // describeKey names a stored RowKey: the tip of a row, or its version row

@@ -15,6 +15,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // layoutOptOuts holds, per test name, what SkipLayoutCheck exempted.
@@ -57,11 +58,38 @@ func CheckLayout(t testing.TB, st store.Store) {
 			if slices.ContainsFunc(skip.tables, func(s string) bool { return strings.EqualFold(s, table) }) {
 				continue
 			}
+			if h := plainHistory(table, tables); h != "" {
+				// A plain table: exactly its history's tips (the history
+				// is checked as a table of the versioned layout).
+				ms, err := rows.ComparePlain(ctx, st, table, h, store.AllPartitions)
+				if err != nil {
+					t.Errorf("layout check of plain table %s: %v", table, err)
+				}
+				for _, m := range ms[:min(len(ms), 100)] {
+					t.Errorf("layout check of plain table %s: %v", table, m)
+				}
+				continue
+			}
 			for _, err := range LayoutErrors(ctx, st, table) {
 				t.Errorf("layout check of table %s: %v", table, err)
 			}
 		}
 	})
+}
+
+// plainHistory is the history table of table among tables when table is
+// plain (its history table exists), else "".
+func plainHistory(table string, tables []string) string {
+	h, err := wire.HistoryTable(table)
+	if err != nil {
+		return ""
+	}
+	for _, t := range tables {
+		if strings.EqualFold(t, h) {
+			return t
+		}
+	}
+	return ""
 }
 
 // SkipLayoutCheck exempts the tables named (every table when none is)

@@ -11,4 +11,7 @@ var (
 	// ErrIntoSource: a rebuild into the table it rebuilds, under any
 	// spelling of its name (table names are case-insensitive).
 	ErrIntoSource = errors.New("the destination is the source table")
+	// ErrPlainUnsupported: what a rebuild does not do yet with a plain
+	// table (SPEC §4), named in the error.
+	ErrPlainUnsupported = errors.New("not supported for a plain table yet")
 )

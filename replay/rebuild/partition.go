@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/lost"
 	"github.com/tablejournal/tablejournal/replay/retention"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -74,10 +75,21 @@ func (r *Rebuilder) RebuildPartition(ctx context.Context, table, pk string) (Par
 	if err := r.checkNotTrimmed(ctx, 1); err != nil {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
-	if st.Removed, err = clearPartition(ctx, r.Store(), table, pk); err != nil {
-		return st, fmt.Errorf("rebuild: clear %s/%q: %w", table, pk, err)
+	layout, err := r.Layout(ctx, table)
+	if err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
 	}
-	applier := projection.NewApplier(r.Store(), projection.ApplierConfig{RememberIDs: true})
+	vt, err := rows.VersionTable(table, layout)
+	if err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
+	}
+	// A plain table's current rows stay: the partition's history is
+	// rebuilt, and each row of the table is brought forward to its tip
+	// (never back) as the commands apply again.
+	if st.Removed, err = clearPartition(ctx, r.Store(), vt, pk); err != nil {
+		return st, fmt.Errorf("rebuild: clear %s/%q: %w", vt, pk, err)
+	}
+	applier := projection.NewApplier(r.Store(), projection.ApplierConfig{RememberIDs: true, Layouts: fixedLayout(layout)})
 	var c counts
 	hooks := projection.Hooks{BeforeCommit: c.count, AfterCommit: c.count}
 	var batch []projection.Entry

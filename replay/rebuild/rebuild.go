@@ -19,6 +19,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay/internal/run"
 	"github.com/tablejournal/tablejournal/replay/retention"
 	"github.com/tablejournal/tablejournal/replay/snapshot"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -43,6 +44,10 @@ type Config struct {
 	// Workers is the number of partitions applied at once. If zero, the
 	// Source's Workers.
 	Workers int
+	// Layout is the layout Into is projected in (SPEC §4). If empty, the
+	// source table's, as its journal sets it: a plain table rebuilds
+	// into a plain table (Into and Into's history table).
+	Layout wire.Layout
 	// Progress, if set, is called about ten times a second and at the end
 	// with the commands done and the commands to do (an estimate when To
 	// is before the head).
@@ -52,6 +57,8 @@ type Config struct {
 // Stats says what a rebuild did.
 type Stats struct {
 	Table, Into string
+	// Layout is the layout Into was projected in.
+	Layout wire.Layout
 	// From and To are the journal sequences replayed (From is 1, or the
 	// snapshot's sequence plus one).
 	From, To uint64
@@ -125,9 +132,27 @@ func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 		if strings.EqualFold(st.Table, cfg.Into) {
 			return st, fmt.Errorf("rebuild: %w: %s is %s; rebuild into a new table", ErrIntoSource, cfg.Into, st.Table)
 		}
-	} else if !cfg.Resume {
-		if err := replay.CheckEmpty(ctx, r.Store(), cfg.Into); err != nil {
+	}
+	if st.Layout = cfg.Layout; st.Layout == "" {
+		if st.Layout, err = r.Layout(ctx, st.Table); err != nil {
 			return st, fmt.Errorf("rebuild: %w", err)
+		}
+	}
+	intoRows, err := rows.VersionTable(cfg.Into, st.Layout)
+	if err != nil {
+		return st, fmt.Errorf("rebuild: %w", err)
+	}
+	if srcRows, err := r.VersionTable(ctx, st.Table); err == nil && (strings.EqualFold(srcRows, cfg.Into) || strings.EqualFold(srcRows, intoRows) || strings.EqualFold(st.Table, intoRows)) {
+		return st, fmt.Errorf("rebuild: %w: %s or its history would be %s's tables; rebuild into a new table", ErrIntoSource, cfg.Into, st.Table)
+	}
+	if cfg.Snapshot != nil && st.Layout == wire.LayoutPlain {
+		return st, fmt.Errorf("rebuild: %w: a snapshot into a plain table", ErrPlainUnsupported)
+	}
+	if cfg.Snapshot == nil && !cfg.Resume {
+		for _, t := range []string{cfg.Into, intoRows} {
+			if err := replay.CheckEmpty(ctx, r.Store(), t); err != nil {
+				return st, fmt.Errorf("rebuild: %w", err)
+			}
 		}
 	}
 	if err := retention.NewCompactor(r.Source).CheckHorizon(ctx, st.Table, st.From, st.To); err != nil {
@@ -136,8 +161,10 @@ func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 	if err := r.checkNotTrimmed(ctx, st.From); err != nil {
 		return st, fmt.Errorf("rebuild: %w", err)
 	}
-	if err := r.Store().CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
-		return st, fmt.Errorf("rebuild: create %s: %w", cfg.Into, err)
+	for _, t := range []string{cfg.Into, intoRows} {
+		if err := r.Store().CreateTable(ctx, t); err != nil && !errors.Is(err, store.ErrTableExists) {
+			return st, fmt.Errorf("rebuild: create %s: %w", t, err)
+		}
 	}
 	err = r.replay(ctx, cfg, &st)
 	st.Elapsed = time.Since(start)
@@ -176,7 +203,7 @@ func (r *Rebuilder) replay(ctx context.Context, cfg Config, st *Stats) error {
 	// RememberIDs: a command ID applies at most once however far apart its
 	// copies are in the journal, as the projector decides it from the
 	// outcomes stream.
-	applier := projection.NewApplier(r.Store(), projection.ApplierConfig{RememberIDs: true})
+	applier := projection.NewApplier(r.Store(), projection.ApplierConfig{RememberIDs: true, Layouts: fixedLayout(st.Layout)})
 	var done atomic.Int64
 	var c counts
 	hooks := projection.Hooks{BeforeCommit: c.count, AfterCommit: c.count}
@@ -225,6 +252,12 @@ func (r *Rebuilder) replay(ctx context.Context, cfg Config, st *Stats) error {
 		return fmt.Errorf("rebuild %s into %s: %w", st.Table, cfg.Into, readErr)
 	}
 	return nil
+}
+
+// fixedLayout is the ApplierConfig.Layouts of a rebuild: every table it
+// writes (the one it rebuilds into) is projected in l.
+func fixedLayout(l wire.Layout) func(context.Context, string) (wire.Layout, error) {
+	return func(context.Context, string) (wire.Layout, error) { return l, nil }
 }
 
 // counts counts a rebuild's commands by outcome.

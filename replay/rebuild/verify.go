@@ -10,17 +10,20 @@ import (
 	"io"
 	"iter"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/replay/internal/run"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // DiffKind says how a stored row of the checked table differs from the
@@ -51,6 +54,10 @@ type Difference struct {
 	// Columns are, for Changed, the columns that differ (Before is the
 	// reference's value, After the checked table's), by name.
 	Columns []history.PropChange
+	// Plain marks a row of a plain table itself (SPEC §4) that differs from
+	// its history's tip: Key is then the service's RowKey, Want the row as
+	// the tip says it must be.
+	Plain bool
 }
 
 // DiffStats sums up a comparison.
@@ -171,15 +178,29 @@ func (r *Rebuilder) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, er
 		}
 		scratch = New(src)
 	}
-	into := scratchName(cfg.Table)
+	layout, err := r.Layout(ctx, cfg.Table)
+	if err != nil {
+		return DiffStats{}, fmt.Errorf("verify: %w", err)
+	}
+	into := scratchName(cfg.Table, layout)
+	liveRows, err := rows.VersionTable(cfg.Table, layout)
+	if err != nil {
+		return DiffStats{}, fmt.Errorf("verify: %w", err)
+	}
+	intoRows, err := rows.VersionTable(into, layout)
+	if err != nil {
+		return DiffStats{}, fmt.Errorf("verify: %w", err)
+	}
 	defer func() {
 		// Cleanup runs even when ctx was cancelled.
-		err := scratch.Store().DeleteTable(context.WithoutCancel(ctx), into)
-		if err != nil && !errors.Is(err, store.ErrTableNotFound) {
-			r.Config().Logger.Warn("verify: scratch table not deleted", "table", into, "err", err)
+		for _, t := range slices.Compact([]string{into, intoRows}) {
+			err := scratch.Store().DeleteTable(context.WithoutCancel(ctx), t)
+			if err != nil && !errors.Is(err, store.ErrTableNotFound) {
+				r.Config().Logger.Warn("verify: scratch table not deleted", "table", t, "err", err)
+			}
 		}
 	}()
-	rc := Config{Table: cfg.Table, Into: into, To: seq, Workers: cfg.Workers, Snapshot: cfg.Snapshot}
+	rc := Config{Table: cfg.Table, Into: into, To: seq, Workers: cfg.Workers, Snapshot: cfg.Snapshot, Layout: layout}
 	if cfg.Progress != nil {
 		rc.Progress = func(done, total int64) { cfg.Progress("rebuild", done, total) }
 	}
@@ -187,13 +208,19 @@ func (r *Rebuilder) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, er
 	if err != nil {
 		return DiffStats{}, fmt.Errorf("verify %s: %w", cfg.Table, err)
 	}
-	live := side{st: r.Store(), table: cfg.Table}
+	// A plain table's history is compared as a versioned table is, then
+	// the table itself with the history's tips.
+	live := side{st: r.Store(), table: liveRows}
 	// A table the store lost is drift, not an error: compared as empty,
 	// every row the journal made is missing.
 	if _, _, err := store.First(ctx, live.st, live.table, store.Query{AllPartitions: true, Limit: 1}); errors.Is(err, store.ErrTableNotFound) {
 		live.lost = true
 	}
-	st, err := compareTables(ctx, live, side{st: scratch.Store(), table: into}, seq, cfg.OnDiff, cfg.Progress)
+	st, err := compareTables(ctx, live, side{st: scratch.Store(), table: intoRows}, seq, cfg.OnDiff, cfg.Progress)
+	if err == nil && layout == wire.LayoutPlain {
+		err = comparePlain(ctx, r.Store(), cfg.Table, liveRows, &st, cfg.OnDiff)
+	}
+	st.Table = cfg.Table
 	st.TableLost = live.lost
 	st.Rebuild = &rs
 	st.Elapsed = time.Since(start)
@@ -204,15 +231,59 @@ func (r *Rebuilder) Verify(ctx context.Context, cfg VerifyConfig) (DiffStats, er
 }
 
 // scratchName returns a fresh table name for table's re-projection: the
-// table's name, "Verify" and 12 random hex digits, within Azure's 63.
-func scratchName(table string) string {
+// table's name, "Verify" and 12 random hex digits, within Azure's 63, and
+// room for "History" when the layout is plain.
+func scratchName(table string, layout wire.Layout) string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	name := table
-	if len(name) > 63-6-12 {
-		name = name[:63-6-12]
+	name, room := table, 63-6-12
+	if layout == wire.LayoutPlain {
+		room -= len(wire.HistorySuffix)
+	}
+	if len(name) > room {
+		name = name[:room]
 	}
 	return name + "Verify" + hex.EncodeToString(b)
+}
+
+// plainRecheck is how long comparePlain waits before it reads a row that
+// differs again: the table lags its history by at most the batch a
+// projector has in flight (SPEC §4), so a live projector may be between
+// its two writes.
+const plainRecheck = time.Second
+
+// comparePlain compares the plain table with its history's tips, as both
+// are stored now, and reports each row that differs (Difference.Plain)
+// both times it is read, plainRecheck apart.
+func comparePlain(ctx context.Context, s store.Store, table, hist string, st *DiffStats, onDiff func(Difference) error) error {
+	ms, err := rows.ComparePlain(ctx, s, table, hist, store.AllPartitions)
+	if err != nil || len(ms) == 0 {
+		return err
+	}
+	if err := retry.Sleep(ctx, plainRecheck); err != nil {
+		return err
+	}
+	again, err := rows.ComparePlain(ctx, s, table, hist, store.AllPartitions)
+	if err != nil {
+		return err
+	}
+	var compared atomic.Int64
+	rep := reporter{stats: st, compared: &compared, onDiff: onDiff}
+	for _, m := range again {
+		d := Difference{PK: m.PK, Key: m.RK, Got: m.Got, Want: m.Want, Plain: true}
+		switch {
+		case m.Got == nil:
+			d.Kind = Missing
+		case m.Want == nil:
+			d.Kind = Extra
+		default:
+			d.Kind, d.Columns = Changed, history.Diff(m.Want, m.Got)
+		}
+		if err := rep.report(&d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // side is one table of a comparison.

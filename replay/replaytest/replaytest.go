@@ -365,7 +365,15 @@ type Seeded struct {
 // Seed publishes a Workload on two tables and waits for every outcome.
 func (e *Env) Seed(rng *rand.Rand, n int, pks, rks []string) *Seeded {
 	e.T.Helper()
+	return e.SeedIn(wire.LayoutVersioned, rng, n, pks, rks)
+}
+
+// SeedIn is Seed with the seeded table (not the other) set to layout
+// first (SPEC §3).
+func (e *Env) SeedIn(layout wire.Layout, rng *rand.Rand, n int, pks, rks []string) *Seeded {
+	e.T.Helper()
 	s := &Seeded{Table: UniqueTable("Orders"), Other: UniqueTable("Other")}
+	e.SetLayout(e.Ctx, s.Table, layout)
 	cmds := Workload(rng, s.Table, "c", n, pks, rks)
 	other := Workload(rng, s.Other, "o", n/8, pks[:1], rks[:2])
 	// Interleave the other table's commands.

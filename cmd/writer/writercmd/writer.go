@@ -61,6 +61,7 @@ func writerUsage() string {
 	var b strings.Builder
 	apply, _ := findWriter("apply")
 	b.WriteString("Usage:\n  " + cli.NewSpec("OP", opUsage, "").Line("writer") + "\n  " + apply.Line("writer") + "\n")
+	b.WriteString("  writer layout --table T --plain|--versioned [flags]   (set a new table's row layout; writer layout --help)\n")
 	b.WriteString(`
 Publishes commands into the tablejournal journal and prints each command's ID
 and journal sequence once the journal stored it. With --wait it also waits for
@@ -288,6 +289,9 @@ func writer(ctx context.Context, args []string, stdio cli.IO, b *writerBase) err
 	case "-version", "--version", "version":
 		cli.PrintVersion(stdio.Stdout, "writer")
 		return nil
+	}
+	if args[0] == "layout" {
+		return runLayout(ctx, args[1:], stdio)
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return cli.UsageError(fmt.Errorf("no operation before %q: write writer OP [flags], OP one of %s", args[0], cli.NameList(cli.SpecsOf(writerCommands))))
