@@ -400,7 +400,7 @@ func (s *replaySource) History(ctx context.Context, q HistoryQuery) (RowHistory,
 	if err != nil {
 		return h, err
 	}
-	if hz, err := rows.ReadHorizon(ctx, s.st, table, pk); err == nil && hz.Seq > 0 {
+	if hz, err := s.horizon(ctx, table, pk); err == nil && hz.Seq > 0 {
 		h.PrunedBefore, h.PruneCmd, h.PruneRemoved = hz.Seq, hz.Cmd, hz.Total
 	}
 	if err := s.hist.Erased(ctx, table, pk, rk, 0); errors.As(err, &ee) {
@@ -483,10 +483,56 @@ func erasedView(e *replay.ErasedError) *Erasure {
 	return x
 }
 
+// horizon reads the prune horizon of a partition of table, from its
+// history table when it is plain (SPEC §4).
+func (s *replaySource) horizon(ctx context.Context, table, pk string) (rows.Horizon, error) {
+	vt, err := s.rp.VersionTable(ctx, table)
+	if err != nil {
+		return rows.Horizon{}, err
+	}
+	return rows.ReadHorizon(ctx, s.st, vt, pk)
+}
+
+// Tables lists the store's tables, but not the history table of a plain
+// table (SPEC §4): its rows are the plain table's history, shown on the
+// plain table's pages, not a table of its own.
 func (s *replaySource) Tables(ctx context.Context) ([]string, error) {
 	ts, err := s.st.ListTables(ctx)
-	slices.Sort(ts)
-	return ts, err
+	if err != nil {
+		return nil, err
+	}
+	return userTables(ctx, s.rp, ts)
+}
+
+// userTables is ts sorted, less the history tables of the plain tables
+// among them.
+func userTables(ctx context.Context, rp *replay.Source, ts []string) ([]string, error) {
+	have := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		have[strings.ToLower(t)] = true
+	}
+	hidden := make(map[string]bool)
+	for _, t := range ts {
+		h, err := wire.HistoryTable(t)
+		if err != nil || !have[strings.ToLower(h)] {
+			continue
+		}
+		l, err := rp.Layout(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if l == wire.LayoutPlain {
+			hidden[strings.ToLower(h)] = true
+		}
+	}
+	out := ts[:0:0]
+	for _, t := range ts {
+		if !hidden[strings.ToLower(t)] {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // asOfKey is the continuation key of an as-of page.
@@ -521,7 +567,13 @@ func (s *replaySource) AsOf(ctx context.Context, q AsOfQuery) (AsOfPage, error) 
 	if !q.All {
 		err = partition(q.PK)
 	} else {
-		err = s.st.Partitions(ctx, q.Table, func(pk string) error {
+		// The partitions of the history, for a plain table: a partition
+		// whose rows are all deleted now had rows then.
+		vt, verr := s.rp.VersionTable(ctx, q.Table)
+		if verr != nil {
+			return page, verr
+		}
+		err = s.st.Partitions(ctx, vt, func(pk string) error {
 			if cont && store.CompareKeys(pk, afterPK) < 0 {
 				return nil
 			}
@@ -693,7 +745,7 @@ func (s *replaySource) Steps(ctx context.Context, table, pk string, all bool, se
 	if !all && prev != 0 {
 		// A step into the partition's pruned history would show nothing
 		// but the prune.
-		if hz, err := rows.ReadHorizon(ctx, s.st, table, pk); err == nil && hz.Pruned(prev) {
+		if hz, err := s.horizon(ctx, table, pk); err == nil && hz.Pruned(prev) {
 			prev = 0
 		}
 	}
@@ -792,9 +844,13 @@ func (s *replaySource) Retention(ctx context.Context, table string, limit int) (
 	}
 	// The markers and the fence sort together, outside the tips and
 	// versions: one range over every partition finds them all.
+	vt, err := s.rp.VersionTable(ctx, table) // a plain table's history (SPEC §4)
+	if err != nil {
+		return out, err
+	}
 	from, _ := rows.ErasedRange()
 	q := store.AllPartitions.Query(store.Query{From: from, To: rows.FenceKeyEnd})
-	err := store.All(ctx, s.st, table, q, func(e store.Entity) error {
+	err = store.All(ctx, s.st, vt, q, func(e store.Entity) error {
 		if len(out.Prunes)+len(out.Erasures) >= limit {
 			out.Truncated = true
 			return errStop
@@ -910,8 +966,12 @@ func (s *replaySource) eraseRows(ctx context.Context, t erasure.Target) ([]strin
 	}
 	var keys []string
 	more := 0
+	vt, err := s.rp.VersionTable(ctx, t.Table) // a plain table's history (SPEC §4)
+	if err != nil {
+		return nil, 0, err
+	}
 	from, to := rows.TipRange()
-	err := store.All(ctx, s.st, t.Table, store.Query{PK: t.PK, From: from, To: to}, func(e store.Entity) error {
+	err = store.All(ctx, s.st, vt, store.Query{PK: t.PK, From: from, To: to}, func(e store.Entity) error {
 		r, err := rows.DecodeRow(e)
 		if err != nil {
 			return err

@@ -115,13 +115,19 @@ func (r *Pruner) Prune(ctx context.Context, cfg PruneConfig, fn func(PrunePartit
 		}
 		timeHorizon = seq
 	}
-	pks, err := prunePartitions(ctx, r.Store(), cfg.Table, cfg.Partition)
+	// A plain table's versions are in its history table (SPEC §4); the
+	// table itself holds none and a prune never touches it.
+	vt, err := r.VersionTable(ctx, cfg.Table)
+	if err != nil {
+		return st, fmt.Errorf("prune %s: %w", cfg.Table, err)
+	}
+	pks, err := prunePartitions(ctx, r.Store(), vt, cfg.Partition)
 	if err != nil {
 		return st, fmt.Errorf("prune %s: %w", cfg.Table, err)
 	}
 	published := false
 	for _, pk := range pks {
-		byRK, err := rows.ReadPartition(ctx, r.Store(), cfg.Table, pk)
+		byRK, err := rows.ReadPartition(ctx, r.Store(), vt, pk)
 		if err != nil {
 			return st, err
 		}
