@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/repair"
@@ -89,74 +90,86 @@ func TestPrunedReplay(t *testing.T) {
 
 // TestPrunePolicy runs replay's prune policy: a dry run counts, --apply
 // publishes one prune per partition, a second run finds nothing left, and
-// the table still equals its rebuild.
+// the table still equals its rebuild. On a plain table (SPEC §4) the
+// prune reads and prunes its history, and the table itself, which holds
+// no history, is not touched.
 func TestPrunePolicy(t *testing.T) {
 	for _, b := range replaytest.Stores() {
-		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention))
-			table := replaytest.UniqueTable("Policy")
-			var cmds []*events.Command
-			var ids []string
-			for i := range 60 {
-				c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: edm.Entity{"n": edm.Int64(int64(i))}}}}
-				if i == 30 {
-					c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r0"}
-				}
-				cmds = append(cmds, c)
-				ids = append(ids, c.ID)
+		for _, layout := range []wire.Layout{wire.LayoutVersioned, wire.LayoutPlain} {
+			t.Run(b.Name+"/"+string(layout), func(t *testing.T) { testPrunePolicy(t, b, layout) })
+		}
+	}
+}
+
+func testPrunePolicy(t *testing.T, b replaytest.Backend, layout wire.Layout) {
+	e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention))
+	table := replaytest.UniqueTable("Policy")
+	e.SetLayout(e.Ctx, table, layout)
+	vt := projectiontest.VersionTable(t, table, layout)
+	var cmds []*events.Command
+	var ids []string
+	for i := range 60 {
+		c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
+			Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: edm.Entity{"n": edm.Int64(int64(i))}}}}
+		if i == 30 {
+			c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r0"}
+		}
+		cmds = append(cmds, c)
+		ids = append(ids, c.ID)
+	}
+	e.Publish(cmds)
+	e.Await(ids)
+	current := replaytest.AllRows(t, e.Ctx, e.Store, table)
+	// Each partition holds two rows of 10 versions each; keeping
+	// 3 versions of every row removes 7 of each.
+	// At most 5 rows per prune command: 3 prunes of each partition's 14.
+	cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 3, Pace: time.Millisecond, MaxRows: 5}
+	var seen []retention.PrunePartition
+	st, err := e.Pruner.Prune(e.Ctx, cfg, func(p retention.PrunePartition) error { seen = append(seen, p); return nil })
+	if err != nil || st.Partitions != 3 || st.Rows != 3*2*7 || len(seen) != 3 || seen[0].Command != "" || seen[0].Prunes != 3 {
+		t.Fatalf("dry run: %+v %v %+v", st, err, seen)
+	}
+	cfg.Apply = true
+	seen = nil
+	st2, err := e.Pruner.Prune(e.Ctx, cfg, func(p retention.PrunePartition) error { seen = append(seen, p); return nil })
+	if err != nil || st2 != st {
+		t.Fatalf("apply: %+v %v, the dry run said %+v", st2, err, st)
+	}
+	for _, p := range seen {
+		if p.Prunes != 3 || p.Outcome == nil || p.Outcome.Pruned > 5 || p.Rows != 14 {
+			t.Fatalf("applied %+v", p)
+		}
+	}
+	// Every row keeps 3 versions.
+	for _, pk := range []string{"a", "b", "c"} {
+		byRK, err := rows.ReadPartition(e.Ctx, e.Store, vt, pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rk, rs := range byRK {
+			if len(rs) != 3 {
+				t.Fatalf("%s/%s keeps %d versions, want 3", pk, rk, len(rs))
 			}
-			e.Publish(cmds)
-			e.Await(ids)
-			// Each partition holds two rows of 10 versions each; keeping
-			// 3 versions of every row removes 7 of each.
-			// At most 5 rows per prune command: 3 prunes of each partition's 14.
-			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 3, Pace: time.Millisecond, MaxRows: 5}
-			var seen []retention.PrunePartition
-			st, err := e.Pruner.Prune(e.Ctx, cfg, func(p retention.PrunePartition) error { seen = append(seen, p); return nil })
-			if err != nil || st.Partitions != 3 || st.Rows != 3*2*7 || len(seen) != 3 || seen[0].Command != "" || seen[0].Prunes != 3 {
-				t.Fatalf("dry run: %+v %v %+v", st, err, seen)
-			}
-			cfg.Apply = true
-			seen = nil
-			st2, err := e.Pruner.Prune(e.Ctx, cfg, func(p retention.PrunePartition) error { seen = append(seen, p); return nil })
-			if err != nil || st2 != st {
-				t.Fatalf("apply: %+v %v, the dry run said %+v", st2, err, st)
-			}
-			for _, p := range seen {
-				if p.Prunes != 3 || p.Outcome == nil || p.Outcome.Pruned > 5 || p.Rows != 14 {
-					t.Fatalf("applied %+v", p)
-				}
-			}
-			// Every row keeps 3 versions.
-			for _, pk := range []string{"a", "b", "c"} {
-				byRK, err := rows.ReadPartition(e.Ctx, e.Store, table, pk)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for rk, rs := range byRK {
-					if len(rs) != 3 {
-						t.Fatalf("%s/%s keeps %d versions, want 3", pk, rk, len(rs))
-					}
-				}
-			}
-			// Resumable: nothing is left to do.
-			st3, err := e.Pruner.Prune(e.Ctx, cfg, nil)
-			if err != nil || st3.Partitions != 0 {
-				t.Fatalf("second run: %+v %v", st3, err)
-			}
-			// By age: with the clock an hour on, everything is older than 30m.
-			age := retention.PruneConfig{Table: table, Partition: store.InPartition("a"), Keep: 30 * time.Minute,
-				Now: func() time.Time { return time.Now().Add(time.Hour) }}
-			st4, err := e.Pruner.Prune(e.Ctx, age, nil)
-			if err != nil || st4.Rows != 2*2 {
-				t.Fatalf("keep 30m an hour later: %+v %v, want the 2 older versions of each row", st4, err)
-			}
-			vs, err := e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table})
-			if err != nil || vs.Missing+vs.Extra+vs.Changed != 0 {
-				t.Fatalf("verify: %+v %v", vs, err)
-			}
-		})
+		}
+	}
+	if layout == wire.LayoutPlain {
+		replaytest.SameTables(t, "the plain table after the prune", replaytest.AllRows(t, e.Ctx, e.Store, table), current)
+	}
+	// Resumable: nothing is left to do.
+	st3, err := e.Pruner.Prune(e.Ctx, cfg, nil)
+	if err != nil || st3.Partitions != 0 {
+		t.Fatalf("second run: %+v %v", st3, err)
+	}
+	// By age: with the clock an hour on, everything is older than 30m.
+	age := retention.PruneConfig{Table: table, Partition: store.InPartition("a"), Keep: 30 * time.Minute,
+		Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	st4, err := e.Pruner.Prune(e.Ctx, age, nil)
+	if err != nil || st4.Rows != 2*2 {
+		t.Fatalf("keep 30m an hour later: %+v %v, want the 2 older versions of each row", st4, err)
+	}
+	vs, err := e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table})
+	if err != nil || vs.Missing+vs.Extra+vs.Changed != 0 {
+		t.Fatalf("verify: %+v %v", vs, err)
 	}
 }
 
