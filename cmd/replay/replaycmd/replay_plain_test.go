@@ -1,0 +1,84 @@
+package replaycmd
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tablejournal/tablejournal/cmd/internal/cli"
+	"github.com/tablejournal/tablejournal/events"
+	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
+)
+
+// TestReplayPlainCLI runs the replay commands on a plain table (SPEC §4)
+// as a user would after writer layout --plain: as-of, history, blame,
+// undo, snapshot and load into a copy that diff and verify find
+// identical, restore, prune and erase; after each write the table itself
+// holds exactly its history's tips.
+func TestReplayPlainCLI(t *testing.T) {
+	e := startReplayEnv(t, journal.Config{AllowMsgDelete: true})
+	j, err := journal.Open(e.Ctx, e.JS, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.SetLayout(e.Ctx, "orders", wire.LayoutPlain); err != nil {
+		t.Fatal(err)
+	}
+	e.Publish(t, "c1", upsert("order-7", edm.Entity{"status": edm.String("new")}))
+	e.Publish(t, "c2", upsert("order-7", edm.Entity{"status": edm.String("shipped")}), upsert("order-8", edm.Entity{"total": edm.Double(12.5)}))
+	e.Publish(t, "c3", events.RowOp{Op: events.OpDelete, RK: "order-8"})
+	run := func(t *testing.T, want []string, args ...string) string {
+		t.Helper()
+		out, errs, code := e.replay(t, args...)
+		if code != cli.ExitOK {
+			t.Fatalf("%v: exit %d: %s%s", args, code, out, errs)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Fatalf("%v: no %q in\n%s%s", args, w, out, errs)
+			}
+		}
+		projectiontest.CheckPlain(t, e.Store, "orders")
+		return out
+	}
+	run(t, []string{`status=Edm.String("shipped")`, "1 row\n"}, "asof", "--table", "orders")
+	run(t, []string{`status=Edm.String("new")`}, "asof", "--table", "orders", "--cmd", "c1")
+	run(t, []string{"deleted (version 1, by c3"}, "asof", "--table", "orders", "--pk", "customer-42", "--rk", "order-8")
+	run(t, []string{"+total=Edm.Double(12.5)", "tombstone"}, "history", "--table", "orders", "--pk", "customer-42", "--rk", "order-8", "--diff")
+	run(t, []string{"applied", "order-8", "superseded"}, "blame", "--cmd", "c2")
+	run(t, []string{"insert → values of version 0"}, "undo", "--cmd", "c3")
+	run(t, []string{`"status":"applied"`}, "undo", "--cmd", "c3", "--apply", "--json")
+	if _, err := e.Store.Get(e.Ctx, "orders", "customer-42", "order-8"); err != nil {
+		t.Fatalf("the undone delete: order-8 is not back in the plain table: %v", err)
+	}
+
+	file := filepath.Join(t.TempDir(), "orders.snap")
+	run(t, []string{"snapshot of orders"}, "snapshot", "--table", "orders", "--out", file)
+	run(t, []string{"loaded"}, "load", "--in", file, "--into", "ordersCopy")
+	projectiontest.CheckPlain(t, e.Store, "ordersCopy")
+	run(t, nil, "diff", "--table", "orders", "--against", "ordersCopy")
+	run(t, nil, "verify", "--table", "orders")
+
+	run(t, []string{"applied"}, "restore", "--table", "orders", "--to", "cmd:c1", "--apply")
+	run(t, []string{`status=Edm.String("new")`, "1 row\n"}, "asof", "--table", "orders")
+	run(t, nil, "prune", "--table", "orders", "--keep-versions", "1", "--apply")
+	run(t, []string{"2 earlier versions pruned"}, "history", "--table", "orders", "--pk", "customer-42", "--rk", "order-7")
+	run(t, nil, "erase", "--table", "orders", "--pk", "customer-42", "--apply")
+	for _, table := range []string{"orders", "ordersHistory"} {
+		n := 0
+		err := store.All(e.Ctx, e.Store, table, store.Query{PK: "customer-42"}, func(e store.Entity) error {
+			if !strings.HasPrefix(e.RK, "erased") && e.RK != "fence" {
+				n++
+			}
+			return nil
+		})
+		if err != nil || n != 0 {
+			t.Fatalf("after the erase, %s holds %d rows of the partition (%v)", table, n, err)
+		}
+	}
+	run(t, nil, "verify", "--table", "orders")
+}
