@@ -85,11 +85,9 @@ type Source struct {
 	st  store.Store
 	js  jetstream.JetStream
 	j   *journal.Journal // nil without JetStream
-	// plain remembers the tables found plain: a layout is set once, before
-	// a table's first command, and never changes (SPEC §3), so a plain
-	// answer holds for good; a versioned one is asked again, since the
-	// setting may still come before the first command.
-	plain *sync.Map
+	// layouts remembers the settled layouts by lower-case table name
+	// (Layout): a layout never changes once a table has rows (SPEC §3).
+	layouts *sync.Map
 }
 
 // New returns a Source. With a JetStream connection it opens the journal
@@ -99,7 +97,7 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("replay config: %w", err)
 	}
 	cfg.setDefaults()
-	r := &Source{cfg: cfg, st: cfg.Store, js: cfg.JetStream, plain: new(sync.Map)}
+	r := &Source{cfg: cfg, st: cfg.Store, js: cfg.JetStream, layouts: new(sync.Map)}
 	if r.js != nil {
 		j, err := journal.Open(ctx, r.js, cfg.Journal)
 		if err != nil {
