@@ -95,6 +95,12 @@ func seedIn(t testing.TB, tables string, layout wire.Layout, cfg console.Config)
 // the message deletes of an erase.
 func seedErasable(t testing.TB, cfg console.Config) *fixture {
 	t.Helper()
+	return seedErasableIn(t, wire.LayoutVersioned, cfg)
+}
+
+// seedErasableIn is seedErasable with the table set to layout first.
+func seedErasableIn(t testing.TB, layout wire.Layout, cfg console.Config) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	jc := journal.Config{AllowMsgDelete: true}
@@ -111,7 +117,7 @@ func seedErasable(t testing.TB, cfg console.Config) *fixture {
 	if _, err := p.RunProjector(projection.Config{Journal: jc, Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)
 	}
-	return seedOn(t, p.URL(), p.Store, wire.LayoutVersioned, cfg)
+	return seedOn(t, p.URL(), p.Store, layout, cfg)
 }
 
 // seedOn seeds the pipeline at natsURL, which projects into st, its

@@ -414,7 +414,9 @@ type LoadConfig struct {
 
 // LoadStats says what a load wrote.
 type LoadStats struct {
-	Header       Header
+	Header Header
+	// Entities counts the rows written: for a plain snapshot, the
+	// history's and the table's rows derived from its tips.
 	Entities     int64
 	Transactions int64
 	// Erased counts the snapshot's rows not loaded because their row or
