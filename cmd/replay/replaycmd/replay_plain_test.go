@@ -15,6 +15,18 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
+// setPlain sets table's layout to plain, as writer layout --plain does.
+func setPlain(t *testing.T, e *replayEnv, table string) {
+	t.Helper()
+	j, err := journal.Open(e.Ctx, e.JS, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.SetLayout(e.Ctx, table, wire.LayoutPlain); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReplayPlainCLI runs the replay commands on a plain table (SPEC §4)
 // as a user would after writer layout --plain: as-of, history, blame,
 // undo, snapshot and load into a copy that diff and verify find
@@ -22,13 +34,7 @@ import (
 // holds exactly its history's tips.
 func TestReplayPlainCLI(t *testing.T) {
 	e := startReplayEnv(t, journal.Config{AllowMsgDelete: true})
-	j, err := journal.Open(e.Ctx, e.JS, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.SetLayout(e.Ctx, "orders", wire.LayoutPlain); err != nil {
-		t.Fatal(err)
-	}
+	setPlain(t, e, "orders")
 	e.Publish(t, "c1", upsert("order-7", edm.Entity{"status": edm.String("new")}))
 	e.Publish(t, "c2", upsert("order-7", edm.Entity{"status": edm.String("shipped")}), upsert("order-8", edm.Entity{"total": edm.Double(12.5)}))
 	e.Publish(t, "c3", events.RowOp{Op: events.OpDelete, RK: "order-8"})
@@ -90,13 +96,7 @@ func TestReplayPlainCLI(t *testing.T) {
 // and diff and verify find the rebuild and the live table identical.
 func TestReplayPlainCompactCLI(t *testing.T) {
 	e := startReplayEnv(t, journal.Config{AllowTrim: true})
-	j, err := journal.Open(e.Ctx, e.JS, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := j.SetLayout(e.Ctx, "orders", wire.LayoutPlain); err != nil {
-		t.Fatal(err)
-	}
+	setPlain(t, e, "orders")
 	var seqs []uint64
 	for i := range 6 {
 		seqs = append(seqs, e.Publish(t, fmt.Sprintf("cc%d", i), upsert(fmt.Sprintf("order-%d", i%2), edm.Entity{"n": edm.Int64(int64(i))})).Seq)
