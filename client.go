@@ -34,6 +34,8 @@ type Client struct {
 	mu      sync.Mutex
 	journal *journal.Journal // opened on first use
 
+	layouts sync.Map // table → wire.Layout, once known for good (layoutOf)
+
 	recent        recentIDs   // the command IDs of this Client's latest publishes
 	streamChecked atomic.Bool // the first Publish found the journal stream
 }

@@ -65,15 +65,58 @@ func (c *Client) Get(ctx context.Context, table, pk, rk string, opts ...ReadOpti
 	if err := c.prepareRead(ctx, opts); err != nil {
 		return Row{}, err
 	}
-	e, err := c.tables.Get(ctx, table, pk, rows.TipKey(rk))
+	l, err := c.layoutOf(ctx, table)
+	if err != nil {
+		return Row{}, err
+	}
+	key := rows.TipKey(rk)
+	if l == wire.LayoutPlain {
+		key = rk // the row at the service's own key (SPEC §4, the plain layout)
+	}
+	e, err := c.tables.Get(ctx, table, pk, key)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
 		return Row{}, fmt.Errorf("tablejournal: %s %q/%q: %w", table, pk, rk, ErrNotFound)
 	}
 	if err != nil {
 		return Row{}, fmt.Errorf("tablejournal: %w", err)
 	}
-	return rowOf(table, e)
+	c.found(table, l)
+	return rowOf(table, l, e)
 }
+
+// layoutOf is table's layout (SPEC §3, the layout setting), from the
+// journal. Get and Query read where it puts the current rows: a plain
+// table's rows at their own keys in the table itself (the mirror of its
+// history's tips, written before the outcome that read-your-writes waits
+// for is published), a versioned table's tip rows. A layout, once the
+// table has a command, never changes: the answer is kept when it is plain
+// or the read found a row (found), and asked again until then, since a
+// setting may still come before the table's first command. A journal
+// stream that does not exist reads as versioned, as before layouts.
+func (c *Client) layoutOf(ctx context.Context, table string) (wire.Layout, error) {
+	if l, ok := c.layouts.Load(table); ok {
+		return l.(wire.Layout), nil
+	}
+	j, err := c.openJournal(ctx)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return wire.LayoutVersioned, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	tl, err := j.Layout(ctx, table)
+	if err != nil {
+		return "", fmt.Errorf("tablejournal: the layout of %s: %w", table, err)
+	}
+	if tl.Layout == wire.LayoutPlain {
+		c.layouts.Store(table, tl.Layout)
+	}
+	return tl.Layout, nil
+}
+
+// found keeps table's layout l once a read found a row in it: the table
+// has a command, so its layout is settled.
+func (c *Client) found(table string, l wire.Layout) { c.layouts.Store(table, l) }
 
 // Partition reads the current rows of partition pk of table, in RowKey
 // order.
@@ -128,8 +171,17 @@ func (c *Client) Query(ctx context.Context, table string, q Query, opts ...ReadO
 			yield(Row{}, err)
 			return
 		}
-		from, to := rows.TipRange()
-		sq := store.Query{PK: q.PK, AllPartitions: q.AllPartitions, From: from, To: to}
+		l, err := c.layoutOf(ctx, table)
+		if err != nil {
+			yield(Row{}, err)
+			return
+		}
+		sq := store.Query{PK: q.PK, AllPartitions: q.AllPartitions}
+		if l != wire.LayoutPlain {
+			// A plain table holds only the current rows; a versioned one
+			// its tips in this range among the version rows.
+			sq.From, sq.To = rows.TipRange()
+		}
 		for _, w := range q.Where {
 			if strings.HasPrefix(w.Prop, "_") {
 				yield(Row{}, fmt.Errorf("tablejournal: query %s: property %q: %w: names beginning with _ are system columns", table, w.Prop, ErrInvalid))
@@ -146,8 +198,11 @@ func (c *Client) Query(ctx context.Context, table string, q Query, opts ...ReadO
 				yield(Row{}, fmt.Errorf("tablejournal: query %s: %w", table, err))
 				return
 			}
+			if len(page.Entities) > 0 {
+				c.found(table, l)
+			}
 			for _, e := range page.Entities {
-				r, err := rowOf(table, e)
+				r, err := rowOf(table, l, e)
 				if !yield(r, err) || err != nil {
 					return
 				}
@@ -160,14 +215,23 @@ func (c *Client) Query(ctx context.Context, table string, q Query, opts ...ReadO
 	}
 }
 
-// rowOf reads a stored tip row (the layout of docs/SPEC.md §4, package rows).
-func rowOf(table string, e store.Entity) (Row, error) {
+// rowOf reads a stored current row of a table of layout l (docs/SPEC.md
+// §4, package rows): a tip row, or a plain table's row, which holds what
+// its history's tip does at the row's own key.
+func rowOf(table string, l wire.Layout, e store.Entity) (Row, error) {
+	if l == wire.LayoutPlain {
+		e.RK = rows.TipKey(e.RK)
+	}
 	r, err := rows.DecodeRow(e)
 	if err == nil && !r.Tip {
 		err = fmt.Errorf("%w: not a tip row", rows.ErrLayout)
 	}
 	if err != nil {
-		return Row{}, fmt.Errorf("tablejournal: %s %q/%q: %w", table, e.PK, e.RK, err)
+		rk := e.RK
+		if l == wire.LayoutPlain {
+			rk = strings.TrimPrefix(rk, rows.TipPrefix)
+		}
+		return Row{}, fmt.Errorf("tablejournal: %s %q/%q: %w", table, e.PK, rk, err)
 	}
 	return Row{Table: table, PK: r.PK, RK: r.RK, Entity: r.Props, Version: r.Version,
 		Command: r.Cmd, Seq: r.Seq, At: r.At, Op: string(r.Op)}, nil

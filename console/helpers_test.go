@@ -28,6 +28,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay/retention"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/tablejournaltest"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 var azuriteSrv *azurite.Server
@@ -80,13 +81,25 @@ type fixture struct {
 //	customer-9 at e2 (version 0 goes)
 func seed(t testing.TB, tables string, cfg console.Config) *fixture {
 	t.Helper()
+	return seedIn(t, tables, wire.LayoutVersioned, cfg)
+}
+
+// seedIn is seed with the table set to layout first (SPEC §3).
+func seedIn(t testing.TB, tables string, layout wire.Layout, cfg console.Config) *fixture {
+	t.Helper()
 	p := tablejournaltest.New(t, tables)
-	return seedOn(t, p.URL(), p.Store(), cfg)
+	return seedOn(t, p.URL(), p.Store(), layout, cfg)
 }
 
 // seedErasable is seed on the embedded store, over a journal that allows
 // the message deletes of an erase.
 func seedErasable(t testing.TB, cfg console.Config) *fixture {
+	t.Helper()
+	return seedErasableIn(t, wire.LayoutVersioned, cfg)
+}
+
+// seedErasableIn is seedErasable with the table set to layout first.
+func seedErasableIn(t testing.TB, layout wire.Layout, cfg console.Config) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -104,15 +117,26 @@ func seedErasable(t testing.TB, cfg console.Config) *fixture {
 	if _, err := p.RunProjector(projection.Config{Journal: jc, Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)
 	}
-	return seedOn(t, p.URL(), p.Store, cfg)
+	return seedOn(t, p.URL(), p.Store, layout, cfg)
 }
 
-// seedOn seeds the pipeline at natsURL, which projects into st.
-func seedOn(t testing.TB, natsURL string, st store.Store, cfg console.Config) *fixture {
+// seedOn seeds the pipeline at natsURL, which projects into st, its
+// table in layout.
+func seedOn(t testing.TB, natsURL string, st store.Store, layout wire.Layout, cfg console.Config) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	f := &fixture{t: t, table: fmt.Sprintf("orders%d", tableN.Add(1)), seq: map[string]uint64{}}
+	_, js := journaltest.Connect(t, natsURL)
+	if layout == wire.LayoutPlain {
+		j, err := journal.Open(ctx, js, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.SetLayout(ctx, f.table, layout); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c, err := tj.Connect(ctx, natsURL, tj.WithIssuer("shop"),
 		tj.WithPropagator(propagation.TraceContext{}))
 	if err != nil {
@@ -145,7 +169,6 @@ func seedOn(t testing.TB, natsURL string, st store.Store, cfg console.Config) *f
 	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e2").Merge("p1", tj.Entity{"n": tj.Int64(2)}))
 	apply(ctx, tj.NewCommand(f.table, "customer-9").WithID("e3").Merge("p1", tj.Entity{"n": tj.Int64(3)}))
 
-	_, js := journaltest.Connect(t, natsURL)
 	f.js = js
 	f.st = st
 	f.rp, err = replay.New(ctx, replay.Config{Store: f.st, JetStream: js})

@@ -170,7 +170,13 @@ func (s *services) asOf(ctx context.Context, q asofQuery) (asofRows, error) {
 	if !q.All {
 		err = partition(q.PK)
 	} else {
-		err = s.st.Partitions(ctx, q.Table, func(pk string) error {
+		// The partitions of the history, for a plain table: a partition
+		// whose rows are all deleted now had rows then.
+		vt, verr := s.rp.VersionTable(ctx, q.Table)
+		if verr != nil {
+			return page, verr
+		}
+		err = s.st.Partitions(ctx, vt, func(pk string) error {
 			if cont && store.CompareKeys(pk, afterPK) < 0 {
 				return nil
 			}
@@ -336,7 +342,7 @@ func (s *services) steps(ctx context.Context, table, pk string, all bool, seq ui
 	if !all && prev != 0 {
 		// A step into the partition's pruned history would show nothing
 		// but the prune.
-		if hz, err := rows.ReadHorizon(ctx, s.st, table, pk); err == nil && hz.Pruned(prev) {
+		if hz, err := s.horizon(ctx, table, pk); err == nil && hz.Pruned(prev) {
 			prev = 0
 		}
 	}

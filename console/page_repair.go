@@ -268,8 +268,12 @@ func (s *services) eraseRows(ctx context.Context, rq repairRequest) ([]string, i
 	}
 	var keys []string
 	more := 0
+	vt, err := s.rp.VersionTable(ctx, t.Table) // a plain table's history (SPEC §4)
+	if err != nil {
+		return nil, 0, err
+	}
 	from, to := rows.TipRange()
-	err := store.All(ctx, s.st, t.Table, store.Query{PK: t.PK, From: from, To: to}, func(e store.Entity) error {
+	err = store.All(ctx, s.st, vt, store.Query{PK: t.PK, From: from, To: to}, func(e store.Entity) error {
 		r, err := rows.DecodeRow(e)
 		if err != nil {
 			return err

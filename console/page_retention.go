@@ -77,9 +77,13 @@ func (s *services) retentionLog(ctx context.Context, table string, p *retentionP
 	}
 	// The markers and the fence sort together, outside the tips and
 	// versions: one range over every partition finds them all.
+	vt, err := s.rp.VersionTable(ctx, table) // a plain table's history (SPEC §4)
+	if err != nil {
+		return err
+	}
 	from, _ := rows.ErasedRange()
 	q := store.AllPartitions.Query(store.Query{From: from, To: rows.FenceKeyEnd})
-	err := store.All(ctx, s.st, table, q, func(e store.Entity) error {
+	err = store.All(ctx, s.st, vt, q, func(e store.Entity) error {
 		if len(p.Prunes)+len(p.Erasures) >= retentionLimit {
 			p.Truncated = true
 			return errStop

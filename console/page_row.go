@@ -122,7 +122,7 @@ func (s *services) rowHistory(ctx context.Context, q rowQuery) (rowPage, error) 
 	if err != nil {
 		return p, err
 	}
-	if hz, err := rows.ReadHorizon(ctx, s.st, table, pk); err == nil {
+	if hz, err := s.horizon(ctx, table, pk); err == nil {
 		p.Pruned = hz
 	}
 	if err := s.hist.Erased(ctx, table, pk, rk, 0); errors.As(err, &ee) {

@@ -15,8 +15,11 @@ import (
 
 	tj "github.com/tablejournal/tablejournal"
 	"github.com/tablejournal/tablejournal/console"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay/retention"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // confirm previews a repair and confirms it with the preview's form,
@@ -103,9 +106,17 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
 // TestRepairIssuerAndErase: every repair the console publishes names the
 // signed-in user as its issuer, and an erase's preview lists the rows it
-// takes (50, then how many more) and says it cannot be undone.
+// takes (50, then how many more) and says it cannot be undone. On a plain
+// table (SPEC §4) the same, and the erase leaves no row of the partition
+// in the table nor in its history.
 func TestRepairIssuerAndErase(t *testing.T) {
-	f := seedErasable(t, console.Config{AllowChanges: true, Auth: &console.Auth{User: "alice", Password: "pw", Token: "tok"}})
+	for _, layout := range []wire.Layout{wire.LayoutVersioned, wire.LayoutPlain} {
+		t.Run(string(layout), func(t *testing.T) { testRepairIssuerAndErase(t, layout) })
+	}
+}
+
+func testRepairIssuerAndErase(t *testing.T, layout wire.Layout) {
+	f := seedErasableIn(t, layout, console.Config{AllowChanges: true, Auth: &console.Auth{User: "alice", Password: "pw", Token: "tok"}})
 	alice := []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:pw"))}
 	token := []string{"Authorization", "Bearer tok"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -145,6 +156,20 @@ func TestRepairIssuerAndErase(t *testing.T) {
 	}
 	if code, body := confirm(t, f, erase, alice...); code != 200 || !strings.Contains(body, "Applied: erase") {
 		t.Fatalf("erase as alice: %d\n%s", code, body)
+	}
+	if layout == wire.LayoutPlain {
+		projectiontest.CheckPlain(t, f.st, f.table)
+		hist, err := wire.HistoryTable(f.table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range []string{f.table, hist} {
+			for _, e := range allRows(t, f, tb) {
+				if e.PK == "bulk" && rows.IsLayoutKey(e.RK) || e.PK == "bulk" && tb == f.table {
+					t.Fatalf("after the erase, %s holds %q/%q", tb, e.PK, e.RK)
+				}
+			}
+		}
 	}
 
 	for _, c := range []struct{ issuer, want string }{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,6 +17,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/retention"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -85,11 +87,56 @@ func (s *services) resolve(ctx context.Context, point string) (uint64, error) {
 	return seq, err
 }
 
-// tables lists the tables of the store, sorted.
+// tables lists the tables of the store, sorted, but not the history
+// table of a plain table (SPEC §4): its rows are the plain table's
+// history, shown on the plain table's pages, not a table of its own.
 func (s *services) tables(ctx context.Context) ([]string, error) {
 	ts, err := s.st.ListTables(ctx)
-	slices.Sort(ts)
-	return ts, err
+	if err != nil {
+		return nil, err
+	}
+	return userTables(ctx, s.rp, ts)
+}
+
+// userTables is ts sorted, less the history tables of the plain tables
+// among them.
+func userTables(ctx context.Context, rp *replay.Source, ts []string) ([]string, error) {
+	have := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		have[strings.ToLower(t)] = true
+	}
+	hidden := make(map[string]bool)
+	for _, t := range ts {
+		h, err := wire.HistoryTable(t)
+		if err != nil || !have[strings.ToLower(h)] {
+			continue
+		}
+		l, err := rp.Layout(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if l == wire.LayoutPlain {
+			hidden[strings.ToLower(h)] = true
+		}
+	}
+	out := ts[:0:0]
+	for _, t := range ts {
+		if !hidden[strings.ToLower(t)] {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// horizon reads the prune horizon of a partition of table, from its
+// history table when it is plain (SPEC §4).
+func (s *services) horizon(ctx context.Context, table, pk string) (rows.Horizon, error) {
+	vt, err := s.rp.VersionTable(ctx, table)
+	if err != nil {
+		return rows.Horizon{}, err
+	}
+	return rows.ReadHorizon(ctx, s.st, vt, pk)
 }
 
 // filter is the journal subject filters of a table or partition: its

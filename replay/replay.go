@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -84,6 +85,9 @@ type Source struct {
 	st  store.Store
 	js  jetstream.JetStream
 	j   *journal.Journal // nil without JetStream
+	// layouts remembers the settled layouts by lower-case table name
+	// (Layout): a layout never changes once a table has rows (SPEC §3).
+	layouts *sync.Map
 }
 
 // New returns a Source. With a JetStream connection it opens the journal
@@ -93,7 +97,7 @@ func New(ctx context.Context, cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("replay config: %w", err)
 	}
 	cfg.setDefaults()
-	r := &Source{cfg: cfg, st: cfg.Store, js: cfg.JetStream}
+	r := &Source{cfg: cfg, st: cfg.Store, js: cfg.JetStream, layouts: new(sync.Map)}
 	if r.js != nil {
 		j, err := journal.Open(ctx, r.js, cfg.Journal)
 		if err != nil {

@@ -297,35 +297,63 @@ func (r *Eraser) validTarget(t Target) error {
 }
 
 // countRows counts the key's stored rows: tips, versions and tombstones,
-// those written before sequence before (0: all).
+// those written before sequence before (0: all). For a plain table (SPEC
+// §4) they are in its history table, and the table's own rows of the key
+// count too: an erase removes the key from both.
 func (r *Eraser) countRows(ctx context.Context, t Target, before uint64) (int, [][]byte, error) {
+	vt, err := r.VersionTable(ctx, t.Table)
+	if err != nil {
+		return 0, nil, err
+	}
 	n := 0
 	var values [][]byte
 	seen := map[string]bool{}
-	count := func(e store.Entity) {
-		if !rows.IsLayoutKey(e.RK) {
-			return
+	count := func(layout bool) func(store.Entity) error {
+		return func(e store.Entity) error {
+			if layout && !rows.IsLayoutKey(e.RK) {
+				return nil
+			}
+			if s, ok := e.Props[rows.ColSeq]; before == 0 || !ok || uint64(s.Int) < before {
+				n++
+				values = scrubValues(values, seen, e.Props)
+			}
+			return nil
 		}
-		if s, ok := e.Props[rows.ColSeq]; before == 0 || !ok || uint64(s.Int) < before {
-			n++
-			values = scrubValues(values, seen, e.Props)
+	}
+	get := func(table, rk string, fn func(store.Entity) error) error {
+		e, err := r.Store().Get(ctx, table, t.PK, rk)
+		if err == nil {
+			return fn(e)
 		}
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
+			return nil
+		}
+		return err
+	}
+	all := func(table string, q store.Query, fn func(store.Entity) error) error {
+		err := store.All(ctx, r.Store(), table, q, fn)
+		if errors.Is(err, store.ErrTableNotFound) {
+			return nil
+		}
+		return err
 	}
 	q := store.Query{PK: t.PK}
 	if t.RK != nil {
 		q.From, q.To = rows.HistoryRange(*t.RK)
-		if e, err := r.Store().Get(ctx, t.Table, t.PK, rows.TipKey(*t.RK)); err == nil {
-			count(e)
-		} else if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTableNotFound) {
+		if err := get(vt, rows.TipKey(*t.RK), count(true)); err != nil {
 			return 0, nil, err
 		}
 	}
-	err := store.All(ctx, r.Store(), t.Table, q, func(e store.Entity) error {
-		count(e)
-		return nil
-	})
-	if errors.Is(err, store.ErrTableNotFound) {
+	if err := all(vt, q, count(true)); err != nil {
+		return 0, nil, err
+	}
+	if vt == t.Table {
 		return n, values, nil
+	}
+	if t.RK != nil {
+		err = get(t.Table, *t.RK, count(false))
+	} else {
+		err = all(t.Table, store.Query{PK: t.PK}, count(false))
 	}
 	return n, values, err
 }

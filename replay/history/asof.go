@@ -32,7 +32,12 @@ import (
 // may have been erased (SPEC §10): Erased says, at the cost of two more
 // point reads.
 func (r *Reader) AsOfRow(ctx context.Context, table, pk, rk string, seq uint64) (row rows.Row, ok bool, err error) {
-	return rowAt(ctx, r.Store(), table, pk, rk, seq)
+	vt, err := r.VersionTable(ctx, table)
+	if err != nil {
+		return rows.Row{}, false, err
+	}
+	row, ok, err = rowAt(ctx, r.Store(), vt, pk, rk, seq)
+	return row, ok, replay.Logical(err, table)
 }
 
 func rowAt(ctx context.Context, st store.Store, table, pk, rk string, seq uint64) (rows.Row, bool, error) {
@@ -199,8 +204,12 @@ func emitPartition(best map[string]rows.Row, fn func(rows.Row) error) error {
 // History returns every stored version of a row, oldest first: version
 // rows, tombstones (Deleted) and the tip (Tip) if the row exists now.
 func (r *Reader) History(ctx context.Context, table, pk, rk string) ([]rows.Row, error) {
+	vt, err := r.VersionTable(ctx, table)
+	if err != nil {
+		return nil, err
+	}
 	var versions []rows.Row
-	err := rows.Reader{Store: r.Store()}.Versions(ctx, table, pk, rk, func(row rows.Row) error {
+	err = rows.Reader{Store: r.Store()}.Versions(ctx, vt, pk, rk, func(row rows.Row) error {
 		versions = append(versions, row)
 		return nil
 	})

@@ -28,16 +28,23 @@ import (
 // "erased" to the fence, which holds no tip or version row).
 func (r *Reader) AsOfErasures(ctx context.Context, table string, part store.Partition, seq uint64,
 	erased func([]*replay.ErasedError) error, fn func(rows.Row) error) error {
-	gone, err := pointCheck(ctx, r.Store(), table, part, seq)
+	vt, err := r.VersionTable(ctx, table)
 	if err != nil {
 		return err
+	}
+	gone, err := pointCheck(ctx, r.Store(), vt, part, seq)
+	if err != nil {
+		return replay.Logical(err, table)
+	}
+	for _, g := range gone {
+		g.Table = table
 	}
 	if erased != nil {
 		if err := erased(gone); err != nil {
 			return err
 		}
 	}
-	return scanAt(ctx, r.Store(), table, part, seq, func(row rows.Row) error {
+	return scanAt(ctx, r.Store(), vt, part, seq, func(row rows.Row) error {
 		if row.Deleted {
 			return nil
 		}

@@ -69,10 +69,14 @@ func (r *Reader) Blame(ctx context.Context, id string) (*Blame, error) {
 	if err := r.erasedRows(ctx, o); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}
-	if err := replay.CheckPruned(ctx, r.Store(), o.Table, o.PK, o.Seq); err != nil {
-		return nil, fmt.Errorf("blame %s: %w", id, err) // pruned (prune.go)
+	vt, err := r.VersionTable(ctx, o.Table)
+	if err != nil {
+		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}
-	if b.Versions, err = rows.RowsBySeq(ctx, r.Store(), o.Table, o.PK, cmd, o.Seq); err != nil {
+	if err := replay.CheckPruned(ctx, r.Store(), vt, o.PK, o.Seq); err != nil {
+		return nil, fmt.Errorf("blame %s: %w", id, replay.Logical(err, o.Table)) // pruned (prune.go)
+	}
+	if b.Versions, err = rows.RowsBySeq(ctx, r.Store(), vt, o.PK, cmd, o.Seq); err != nil {
 		return nil, fmt.Errorf("blame %s: %w", id, err)
 	}
 	return b, nil

@@ -43,6 +43,12 @@ func TestAsOfRowCost(t *testing.T) {
 					base := uint64(di*100_000 + 50_000*btoi(gone))
 					rk := fmt.Sprintf("row:%d:%v", depth, gone)
 					del := replaytest.DeepRow(t, cs, table, "p", rk, depth, base, gone)
+					// The table's layout is resolved once per Source and
+					// table (replay.Source.Layout, two requests), not per
+					// read: resolved here, the reads below pay none.
+					if _, err := rp.Layout(ctx, table); err != nil {
+						t.Fatal(err)
+					}
 					last := depth - 1
 					for _, q := range []uint64{base, base + 1, base + uint64(depth/4), base + uint64(depth/2), base + uint64(del) + 1,
 						base + uint64(depth) - 1, base + uint64(depth), base + 90_000} {

@@ -17,9 +17,13 @@ import (
 // partition, when its erase came after at, as an *replay.ErasedError; nil when
 // the row was not erased (or only before at).
 func (r *Reader) Erased(ctx context.Context, table, pk, rk string, at uint64) error {
+	vt, err := r.VersionTable(ctx, table)
+	if err != nil {
+		return err
+	}
 	var newest *replay.ErasedError
 	for _, key := range []string{rows.ErasedKey, rows.ErasedRowKey(rk)} {
-		e, err := r.Store().Get(ctx, table, pk, key)
+		e, err := r.Store().Get(ctx, vt, pk, key)
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableNotFound) {
 			continue
 		}

@@ -145,9 +145,6 @@ func (r *Rebuilder) Rebuild(ctx context.Context, cfg Config) (Stats, error) {
 	if srcRows, err := r.VersionTable(ctx, st.Table); err == nil && (strings.EqualFold(srcRows, cfg.Into) || strings.EqualFold(srcRows, intoRows) || strings.EqualFold(st.Table, intoRows)) {
 		return st, fmt.Errorf("rebuild: %w: %s or its history would be %s's tables; rebuild into a new table", ErrIntoSource, cfg.Into, st.Table)
 	}
-	if cfg.Snapshot != nil && st.Layout == wire.LayoutPlain {
-		return st, fmt.Errorf("rebuild: %w: a snapshot into a plain table", ErrPlainUnsupported)
-	}
 	if cfg.Snapshot == nil && !cfg.Resume {
 		for _, t := range []string{cfg.Into, intoRows} {
 			if err := replay.CheckEmpty(ctx, r.Store(), t); err != nil {

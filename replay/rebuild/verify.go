@@ -118,7 +118,25 @@ func (r *Rebuilder) DiffTables(ctx context.Context, cfg DiffConfig) (DiffStats, 
 	if cfg.Seq == 0 {
 		cfg.Seq = math.MaxInt64
 	}
-	return compareTables(ctx, side{st: r.Store(), table: cfg.Table}, side{st: r.Store(), table: cfg.Against}, cfg.Seq, cfg.OnDiff, cfg.Progress)
+	// A plain table is compared by its history (SPEC §4), as a versioned
+	// one is; then each plain side with its history's tips, so that two
+	// equal histories whose tables differ are not called identical.
+	var vts [2]string
+	for i, t := range []string{cfg.Table, cfg.Against} {
+		vt, err := r.VersionTable(ctx, t)
+		if err != nil {
+			return DiffStats{}, fmt.Errorf("diff: %w", err)
+		}
+		vts[i] = vt
+	}
+	st, err := compareTables(ctx, side{st: r.Store(), table: vts[0]}, side{st: r.Store(), table: vts[1]}, cfg.Seq, cfg.OnDiff, cfg.Progress)
+	for i, t := range []string{cfg.Table, cfg.Against} {
+		if err == nil && vts[i] != t {
+			err = comparePlain(ctx, r.Store(), t, vts[i], &st, cfg.OnDiff)
+		}
+	}
+	st.Table, st.Against = cfg.Table, cfg.Against
+	return st, err
 }
 
 // VerifyConfig configures Verify.

@@ -33,8 +33,12 @@ func (r *Planner) PlanRestore(ctx context.Context, table string, part store.Part
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
+	vt, err := r.VersionTable(ctx, table) // the history's tips, for a plain table (SPEC §4)
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
 	current := make(map[key]rows.Row)
-	err = rows.Reader{Store: r.Store()}.Current(ctx, table, part, func(row rows.Row) error {
+	err = rows.Reader{Store: r.Store()}.Current(ctx, vt, part, func(row rows.Row) error {
 		current[key{row.PK, row.RK}] = row
 		return nil
 	})

@@ -44,8 +44,12 @@ func (r *Planner) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*P
 	if err := r.refuseUndoErase(ctx, o); err != nil {
 		return nil, err
 	}
-	if err := replay.CheckPruned(ctx, r.Store(), o.Table, o.PK, o.Seq-1); err != nil {
-		return nil, fmt.Errorf("undo %s: %w", id, err) // pruned (prune.go)
+	vt, err := r.VersionTable(ctx, o.Table) // a plain table's history (SPEC §4)
+	if err != nil {
+		return nil, fmt.Errorf("undo %s: %w", id, err)
+	}
+	if err := replay.CheckPruned(ctx, r.Store(), vt, o.PK, o.Seq-1); err != nil {
+		return nil, fmt.Errorf("undo %s: %w", id, replay.Logical(err, o.Table)) // pruned (prune.go)
 	}
 	// The version the command produced on each row it changed (one per
 	// row, keyed by its sequence), and the row's state just before it.
@@ -60,7 +64,7 @@ func (r *Planner) PlanUndo(ctx context.Context, id string, opts UndoOptions) (*P
 		if s.Current, s.Exists, err = r.currentRow(ctx, o.Table, o.PK, rv.RK); err != nil {
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
-		undone, ok, err := rows.VersionBySeq(ctx, r.Store(), o.Table, o.PK, rv.RK, o.Seq)
+		undone, ok, err := rows.VersionBySeq(ctx, r.Store(), vt, o.PK, rv.RK, o.Seq)
 		if err == nil && !ok {
 			err = fmt.Errorf("the version of %q it wrote at %d: %w", rv.RK, o.Seq, store.ErrNotFound)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/projection/projectiontest"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/rebuild"
 	"github.com/tablejournal/tablejournal/replay/repair"
@@ -89,79 +90,91 @@ func TestPrunedReplay(t *testing.T) {
 
 // TestPrunePolicy runs replay's prune policy: a dry run counts, --apply
 // publishes one prune per partition, a second run finds nothing left, and
-// the table still equals its rebuild.
+// the table still equals its rebuild. On a plain table (SPEC §4) the
+// prune reads and prunes its history, and the table itself, which holds
+// no history, is not touched.
 func TestPrunePolicy(t *testing.T) {
 	for _, b := range replaytest.Stores() {
-		t.Run(b.Name, func(t *testing.T) {
-			e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention))
-			table := replaytest.UniqueTable("Policy")
-			var cmds []*events.Command
-			var ids []string
-			for i := range 60 {
-				c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
-					Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: edm.Entity{"n": edm.Int64(int64(i))}}}}
-				if i == 30 {
-					c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r0"}
-				}
-				cmds = append(cmds, c)
-				ids = append(ids, c.ID)
+		for _, layout := range []wire.Layout{wire.LayoutVersioned, wire.LayoutPlain} {
+			t.Run(b.Name+"/"+string(layout), func(t *testing.T) { testPrunePolicy(t, b, layout) })
+		}
+	}
+}
+
+func testPrunePolicy(t *testing.T, b replaytest.Backend, layout wire.Layout) {
+	e := replaytest.NewEnv(t, b.Open(t), replaytest.With(replaytest.History|replaytest.Repair|replaytest.Rebuild|replaytest.Snapshot|replaytest.Retention))
+	table := replaytest.UniqueTable("Policy")
+	e.SetLayout(e.Ctx, table, layout)
+	vt := projectiontest.VersionTable(t, table, layout)
+	var cmds []*events.Command
+	var ids []string
+	for i := range 60 {
+		c := &events.Command{ID: fmt.Sprintf("%s-c%d", table, i), Table: table, PK: []string{"a", "b", "c"}[i%3],
+			Ops: []events.RowOp{{Op: events.OpUpsert, RK: fmt.Sprintf("r%d", i%2), Entity: edm.Entity{"n": edm.Int64(int64(i))}}}}
+		if i == 30 {
+			c.Ops[0] = events.RowOp{Op: events.OpDelete, RK: "r0"}
+		}
+		cmds = append(cmds, c)
+		ids = append(ids, c.ID)
+	}
+	e.Publish(cmds)
+	e.Await(ids)
+	current := replaytest.AllRows(t, e.Ctx, e.Store, table)
+	// Each partition holds two rows of 10 versions each; keeping
+	// 3 versions of every row removes 7 of each.
+	// At most 5 rows per prune command: 3 prunes of each partition's 14.
+	cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 3, Pace: time.Millisecond, MaxRows: 5}
+	plan, err := e.Pruner.PlanPrune(e.Ctx, cfg)
+	if err != nil || len(plan.Partitions) != 3 || plan.Rows != 3*2*7 || len(plan.Partitions[0].Horizons) != 3 {
+		t.Fatalf("plan: %+v %v", plan, err)
+	}
+	res, err := plan.Apply(e.Ctx)
+	if err != nil || len(res.Published) != 9 || len(res.Counts) != 3 {
+		t.Fatalf("apply: %+v %v, the plan said %+v", res, err, plan)
+	}
+	for _, c := range res.Counts {
+		if c.N != 14 {
+			t.Fatalf("applied %+v, want 14 rows removed", c)
+		}
+	}
+	for _, pub := range res.Published {
+		if pub.Outcome.Pruned > 5 || pub.Duplicate {
+			t.Fatalf("prune %+v removed more than 5 rows, or was published before", pub)
+		}
+	}
+	// Every row keeps 3 versions.
+	for _, pk := range []string{"a", "b", "c"} {
+		byRK, err := rows.ReadPartition(e.Ctx, e.Store, vt, pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rk, rs := range byRK {
+			if len(rs) != 3 {
+				t.Fatalf("%s/%s keeps %d versions, want 3", pk, rk, len(rs))
 			}
-			e.Publish(cmds)
-			e.Await(ids)
-			// Each partition holds two rows of 10 versions each; keeping
-			// 3 versions of every row removes 7 of each.
-			// At most 5 rows per prune command: 3 prunes of each partition's 14.
-			cfg := retention.PruneConfig{Table: table, Partition: store.AllPartitions, KeepVersions: 3, Pace: time.Millisecond, MaxRows: 5}
-			plan, err := e.Pruner.PlanPrune(e.Ctx, cfg)
-			if err != nil || len(plan.Partitions) != 3 || plan.Rows != 3*2*7 || len(plan.Partitions[0].Horizons) != 3 {
-				t.Fatalf("plan: %+v %v", plan, err)
-			}
-			res, err := plan.Apply(e.Ctx)
-			if err != nil || len(res.Published) != 9 || len(res.Counts) != 3 {
-				t.Fatalf("apply: %+v %v, the plan said %+v", res, err, plan)
-			}
-			for _, c := range res.Counts {
-				if c.N != 14 {
-					t.Fatalf("applied %+v, want 14 rows removed", c)
-				}
-			}
-			for _, pub := range res.Published {
-				if pub.Outcome.Pruned > 5 || pub.Duplicate {
-					t.Fatalf("prune %+v removed more than 5 rows, or was published before", pub)
-				}
-			}
-			// Every row keeps 3 versions.
-			for _, pk := range []string{"a", "b", "c"} {
-				byRK, err := rows.ReadPartition(e.Ctx, e.Store, table, pk)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for rk, rs := range byRK {
-					if len(rs) != 3 {
-						t.Fatalf("%s/%s keeps %d versions, want 3", pk, rk, len(rs))
-					}
-				}
-			}
-			// Resumable: nothing is left to do.
-			again, err := e.Pruner.PlanPrune(e.Ctx, cfg)
-			if err != nil || len(again.Partitions) != 0 || again.Preview().Blocked == "" {
-				t.Fatalf("second run: %+v %v", again, err)
-			}
-			if _, err := plan.Apply(e.Ctx); !errors.Is(err, replay.ErrStale) {
-				t.Fatalf("the first plan applied again: %v, want ErrStale", err)
-			}
-			// By age: with the clock an hour on, everything is older than 30m.
-			age := retention.PruneConfig{Table: table, Partition: store.InPartition("a"), Keep: 30 * time.Minute,
-				Now: func() time.Time { return time.Now().Add(time.Hour) }}
-			st4, err := e.Pruner.PlanPrune(e.Ctx, age)
-			if err != nil || st4.Rows != 2*2 {
-				t.Fatalf("keep 30m an hour later: %+v %v, want the 2 older versions of each row", st4, err)
-			}
-			vs, err := e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table})
-			if err != nil || vs.Missing+vs.Extra+vs.Changed != 0 {
-				t.Fatalf("verify: %+v %v", vs, err)
-			}
-		})
+		}
+	}
+	if layout == wire.LayoutPlain {
+		replaytest.SameTables(t, "the plain table after the prune", replaytest.AllRows(t, e.Ctx, e.Store, table), current)
+	}
+	// Resumable: nothing is left to do.
+	again, err := e.Pruner.PlanPrune(e.Ctx, cfg)
+	if err != nil || len(again.Partitions) != 0 || again.Preview().Blocked == "" {
+		t.Fatalf("second run: %+v %v", again, err)
+	}
+	if _, err := plan.Apply(e.Ctx); !errors.Is(err, replay.ErrStale) {
+		t.Fatalf("the first plan applied again: %v, want ErrStale", err)
+	}
+	// By age: with the clock an hour on, everything is older than 30m.
+	age := retention.PruneConfig{Table: table, Partition: store.InPartition("a"), Keep: 30 * time.Minute,
+		Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	st4, err := e.Pruner.PlanPrune(e.Ctx, age)
+	if err != nil || st4.Rows != 2*2 {
+		t.Fatalf("keep 30m an hour later: %+v %v, want the 2 older versions of each row", st4, err)
+	}
+	vs, err := e.Rebuild.Verify(e.Ctx, rebuild.VerifyConfig{Table: table})
+	if err != nil || vs.Missing+vs.Extra+vs.Changed != 0 {
+		t.Fatalf("verify: %+v %v", vs, err)
 	}
 }
 

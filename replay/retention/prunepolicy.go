@@ -119,12 +119,18 @@ func (r *Pruner) planPrune(ctx context.Context, cfg PruneConfig, timeHorizon uin
 	if cfg.Keep > 0 && timeHorizon == 0 {
 		return p, nil // nothing is older than Keep
 	}
-	pks, err := prunePartitions(ctx, r.Store(), cfg.Table, cfg.Partition)
+	// A plain table's versions are in its history table (SPEC §4); the
+	// table itself holds none and a prune never touches it.
+	vt, err := r.VersionTable(ctx, cfg.Table)
+	if err != nil {
+		return nil, fmt.Errorf("prune %s: %w", cfg.Table, err)
+	}
+	pks, err := prunePartitions(ctx, r.Store(), vt, cfg.Partition)
 	if err != nil {
 		return nil, fmt.Errorf("prune %s: %w", cfg.Table, err)
 	}
 	for _, pk := range pks {
-		byRK, err := rows.ReadPartition(ctx, r.Store(), cfg.Table, pk)
+		byRK, err := rows.ReadPartition(ctx, r.Store(), vt, pk)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // The snapshot file format.
@@ -63,6 +64,11 @@ type Header struct {
 	Seq uint64 `json:"seq"`
 	// Journal names the journal stream.
 	Journal string `json:"journal,omitempty"`
+	// Layout is the table's layout when plain (SPEC §4): the rows are
+	// then its history's, and Load writes them into the history table of
+	// its destination and the tips into the destination itself. Empty for
+	// a versioned table (and in snapshots made before plain tables).
+	Layout wire.Layout `json:"layout,omitempty"`
 }
 
 // maxString bounds a string read from a snapshot, against corrupt input.
@@ -127,6 +133,9 @@ func (d *snapReader) header() (Header, error) {
 	}
 	if h.Format != FormatVersion && h.Format != 1 {
 		return Header{}, fmt.Errorf("%w: format %d, this program reads 1 and %d", ErrBadSnapshot, h.Format, FormatVersion)
+	}
+	if h.Layout != "" && h.Layout != wire.LayoutPlain {
+		return Header{}, fmt.Errorf("%w: layout %q", ErrBadSnapshot, h.Layout)
 	}
 	return h, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/tablejournal/tablejournal/replay/internal/run"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // Config configures Snapshot.
@@ -72,11 +74,22 @@ func (r *Snapshots) Take(ctx context.Context, w io.Writer, cfg Config) (Stats, e
 	if cfg.Table == "" {
 		return stats, errors.New("snapshot: no table")
 	}
-	seq, err := r.takeSeq(ctx, cfg)
+	layout, err := r.Layout(ctx, cfg.Table)
+	if err != nil {
+		return stats, fmt.Errorf("snapshot: %w", err)
+	}
+	vt, err := rows.VersionTable(cfg.Table, layout)
+	if err != nil {
+		return stats, fmt.Errorf("snapshot: %w", err)
+	}
+	seq, err := r.takeSeq(ctx, cfg, vt)
 	if err != nil {
 		return stats, err
 	}
 	h := Header{Format: FormatVersion, Table: cfg.Table, Seq: seq, Journal: r.Config().Journal}
+	if layout == wire.LayoutPlain {
+		h.Layout = layout
+	}
 	stats.Header = h
 	workers := cfg.Workers
 	if workers <= 0 {
@@ -84,19 +97,20 @@ func (r *Snapshots) Take(ctx context.Context, w io.Writer, cfg Config) (Stats, e
 	}
 	var pks []string
 	if workers > 1 {
-		if pks, err = r.partitions(ctx, cfg.Table); err != nil {
+		if pks, err = r.partitions(ctx, vt); err != nil {
 			return stats, fmt.Errorf("snapshot: %w", err)
 		}
 	}
 	stats.Partitions = int64(len(pks))
-	n, err := r.write(ctx, w, h, pks, workers)
+	n, err := r.write(ctx, w, h, vt, pks, workers)
 	stats.Entities, stats.Elapsed = n, time.Since(start)
 	return stats, err
 }
 
 // takeSeq is the sequence a snapshot is taken at, checked: the table
-// exists and its history is not pruned there.
-func (r *Snapshots) takeSeq(ctx context.Context, cfg Config) (uint64, error) {
+// exists and its history (in vt, the table's VersionTable) is not pruned
+// there.
+func (r *Snapshots) takeSeq(ctx context.Context, cfg Config, vt string) (uint64, error) {
 	seq := cfg.Seq
 	var err error
 	if seq == 0 {
@@ -109,19 +123,20 @@ func (r *Snapshots) takeSeq(ctx context.Context, cfg Config) (uint64, error) {
 		// a journal.
 		return 0, fmt.Errorf("snapshot: %w", err)
 	}
-	if _, err := r.Store().Query(ctx, cfg.Table, store.Query{AllPartitions: true, Limit: 1}); err != nil {
+	if _, err := r.Store().Query(ctx, vt, store.Query{AllPartitions: true, Limit: 1}); err != nil {
 		return 0, fmt.Errorf("snapshot %s: %w", cfg.Table, err)
 	}
-	if err := replay.CheckPrunedIn(ctx, r.Store(), cfg.Table, store.AllPartitions, seq); err != nil {
-		return 0, fmt.Errorf("snapshot: %w", err) // pruned (replay.PrunedError)
+	if err := replay.CheckPrunedIn(ctx, r.Store(), vt, store.AllPartitions, seq); err != nil {
+		return 0, fmt.Errorf("snapshot: %w", replay.Logical(err, cfg.Table)) // pruned (replay.PrunedError)
 	}
 	return seq, nil
 }
 
-// write writes the snapshot of h's table at h's sequence to w: in one scan
-// when pks is nil, else partition by partition, workers at once. It
-// returns the entities written.
-func (r *Snapshots) write(ctx context.Context, w io.Writer, h Header, pks []string, workers int) (int64, error) {
+// write writes the snapshot of h's table, whose rows of the versioned
+// layout are in vt (its history, for a plain table), at h's sequence to w:
+// in one scan when pks is nil, else partition by partition, workers at
+// once. It returns the entities written.
+func (r *Snapshots) write(ctx context.Context, w io.Writer, h Header, vt string, pks []string, workers int) (int64, error) {
 	if _, err := io.WriteString(w, snapshotMagic); err != nil {
 		return 0, err
 	}
@@ -138,14 +153,14 @@ func (r *Snapshots) write(ctx context.Context, w io.Writer, h Header, pks []stri
 	var total, read atomic.Int64
 	if pks == nil {
 		bw := &blockWriter{out: out, total: &total}
-		err = snapRange(ctx, r.Store(), h.Table, store.AllPartitions, h.Seq, &read, bw.add)
+		err = snapRange(ctx, r.Store(), vt, store.AllPartitions, h.Seq, &read, bw.add)
 		if err == nil {
 			err = bw.flush()
 		}
 	} else {
 		err = run.Parallel(ctx, workers, pks, func(ctx context.Context, pk string) error {
 			bw := &blockWriter{out: out, total: &total}
-			if err := snapRange(ctx, r.Store(), h.Table, store.InPartition(pk), h.Seq, &read, bw.add); err != nil {
+			if err := snapRange(ctx, r.Store(), vt, store.InPartition(pk), h.Seq, &read, bw.add); err != nil {
 				return err
 			}
 			return bw.flush()
@@ -399,7 +414,9 @@ type LoadConfig struct {
 
 // LoadStats says what a load wrote.
 type LoadStats struct {
-	Header       Header
+	Header Header
+	// Entities counts the rows written: for a plain snapshot, the
+	// history's and the table's rows derived from its tips.
 	Entities     int64
 	Transactions int64
 	// Erased counts the snapshot's rows not loaded because their row or
@@ -461,7 +478,8 @@ func openStream(in io.Reader) (*zstd.Decoder, *snapReader, error) {
 // run on a bounded group.
 type loader struct {
 	st         store.Store
-	into       string
+	into       string // the table of the versioned layout's rows
+	plain      string // for a plain snapshot, the table of the history's tips
 	kind       store.OpKind
 	erased     *history.ErasedKeys
 	old        *format1 // for a format-1 snapshot
@@ -482,15 +500,28 @@ func (r *Snapshots) newLoader(ctx context.Context, cfg LoadConfig, h Header) (*l
 	if err != nil {
 		return nil, err
 	}
-	if !cfg.Resume {
-		if err := replay.CheckEmpty(ctx, r.Store(), cfg.Into); err != nil {
+	l := &loader{st: r.Store(), into: cfg.Into, kind: store.Insert, erased: erased}
+	tables := []string{cfg.Into}
+	if h.Layout == wire.LayoutPlain {
+		// The snapshot holds the history; the table is its tips, written
+		// beside it (SPEC §4, the plain layout): the copy reads as plain
+		// (replay.Source.Layout: a history table and no tip row).
+		if l.into, err = wire.HistoryTable(cfg.Into); err != nil {
 			return nil, err
 		}
+		l.plain = cfg.Into
+		tables = append(tables, l.into)
 	}
-	if err := r.Store().CreateTable(ctx, cfg.Into); err != nil && !errors.Is(err, store.ErrTableExists) {
-		return nil, fmt.Errorf("create %s: %w", cfg.Into, err)
+	for _, t := range tables {
+		if !cfg.Resume {
+			if err := replay.CheckEmpty(ctx, r.Store(), t); err != nil {
+				return nil, err
+			}
+		}
+		if err := r.Store().CreateTable(ctx, t); err != nil && !errors.Is(err, store.ErrTableExists) {
+			return nil, fmt.Errorf("create %s: %w", t, err)
+		}
 	}
-	l := &loader{st: r.Store(), into: cfg.Into, kind: store.Insert, erased: erased}
 	if cfg.Resume {
 		l.kind = store.Upsert
 	}
@@ -507,12 +538,12 @@ func (r *Snapshots) newLoader(ctx context.Context, cfg LoadConfig, h Header) (*l
 }
 
 // send runs one transaction on the group, once fewer than workers run.
-func (l *loader) send(pk string, ops []store.Op) error {
+func (l *loader) send(table, pk string, ops []store.Op) error {
 	if l.gctx.Err() != nil {
 		return context.Cause(l.gctx)
 	}
 	l.g.Go(func() error {
-		if err := transact(l.gctx, l.st, l.into, pk, ops); err != nil {
+		if err := transact(l.gctx, l.st, table, pk, ops); err != nil {
 			return err
 		}
 		l.entities.Add(int64(len(ops)))
@@ -551,7 +582,7 @@ func (l *loader) readBlocks(d *snapReader) error {
 // block sends the rows of one block kept (not intermediate versions of
 // format 1, not erased), in transactions within a transaction's bytes.
 func (l *loader) block(pk string, es []store.Entity) error {
-	var ops []store.Op
+	var ops, plain []store.Op
 	bytes := 0
 	for _, e := range es {
 		if l.old != nil {
@@ -566,18 +597,48 @@ func (l *loader) block(pk string, es []store.Entity) error {
 		}
 		sz := edm.EntitySize(e.PK, e.RK, e.Props) * 4 / 3
 		if len(ops) > 0 && bytes+sz > replay.TxBudget {
-			if err := l.send(pk, ops); err != nil {
+			if err := l.send(l.into, pk, ops); err != nil {
 				return err
 			}
 			ops, bytes = nil, 0
 		}
 		ops = append(ops, store.Op{Kind: l.kind, RK: e.RK, Props: e.Props})
 		bytes += sz
+		if l.plain != "" && strings.HasPrefix(e.RK, rows.TipPrefix) {
+			tip, err := rows.DecodeRow(e)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+			}
+			plain = append(plain, store.Op{Kind: l.kind, RK: tip.RK, Props: rows.PlainProps(tip)})
+		}
 	}
-	if len(ops) == 0 {
-		return nil
+	if len(ops) > 0 {
+		if err := l.send(l.into, pk, ops); err != nil {
+			return err
+		}
 	}
-	return l.send(pk, ops)
+	return l.sendPlain(pk, plain)
+}
+
+// sendPlain writes a plain table's rows, the history's tips of one block,
+// in transactions within a transaction's bytes: after the history's, as
+// the projector writes (SPEC §4), though a load is not read until done.
+func (l *loader) sendPlain(pk string, ops []store.Op) error {
+	for len(ops) > 0 {
+		n, bytes := 0, 0
+		for n < len(ops) && n < 100 {
+			sz := edm.EntitySize(pk, ops[n].RK, ops[n].Props) * 4 / 3
+			if n > 0 && bytes+sz > replay.TxBudget {
+				break
+			}
+			n, bytes = n+1, bytes+sz
+		}
+		if err := l.send(l.plain, pk, ops[:n]); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	return nil
 }
 
 // transact runs one transaction, retrying while the store is busy.

@@ -99,7 +99,11 @@ func (c *historyCmd) run(ctx context.Context, stdio cli.IO) error {
 		return err
 	}
 	h := newHistory(c.table, c.pk, c.rk, rs, c.diff)
-	hz, err := rows.ReadHorizon(ctx, c.rp.Store(), c.table, c.pk)
+	vt, err := c.rp.VersionTable(ctx, c.table) // a plain table's history (SPEC §4)
+	if err != nil {
+		return err
+	}
+	hz, err := rows.ReadHorizon(ctx, c.rp.Store(), vt, c.pk)
 	if err != nil {
 		return err
 	}
