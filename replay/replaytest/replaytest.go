@@ -396,6 +396,22 @@ func (e *Env) SeedIn(layout wire.Layout, rng *rand.Rand, n int, pks, rks []strin
 		idx[i] = i
 	}
 	sort.Slice(idx, func(a, b int) bool { return s.Seqs[idx[a]] < s.Seqs[idx[b]] })
+	// The layout settings are journal messages too: a time point
+	// before the first command resolves to one of them (as-of there is
+	// the empty table, as at 0).
+	if j := e.Src.Journal(); j != nil {
+		settings, err := j.LayoutSettings(e.Ctx)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		for _, seq := range settings {
+			m, err := j.Get(e.Ctx, seq)
+			if err != nil {
+				e.T.Fatal(err)
+			}
+			s.Times[seq] = m.Time
+		}
+	}
 	statuses := map[wire.Status]int{}
 	for _, i := range idx {
 		c := cmds[i]
