@@ -3,7 +3,7 @@ package projection_test
 import (
 	"fmt"
 	"slices"
-	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +23,9 @@ var (
 	layoutCommands        = map[string]int{"sqlite": 10_000, "azurite": 2_000}
 	layoutLatencyCommands = map[string]int{"sqlite": 300, "azurite": 150}
 )
+
+// layoutTables numbers the tables of BenchmarkLayouts.
+var layoutTables atomic.Int64
 
 // BenchmarkLayouts measures the plain layout (SPEC §4) against the
 // versioned one in the same run, per backend: each round, for each layout
@@ -80,7 +83,10 @@ func layoutRound(b *testing.B, be projectiontest.Backend, l wire.Layout) (time.D
 	// Lower case: Azurite matches table names case-sensitively in
 	// transactions (Azure/Azurite#1355), and a plain table's current rows
 	// are written by its token.
-	table := strings.ToLower(projectiontest.BenchTable(b, st, "Layout"))
+	table := fmt.Sprintf("benchlayout%s%d", l, layoutTables.Add(1))
+	if err := st.CreateTable(ctx, table); err != nil {
+		b.Fatal(err)
+	}
 	h.SetLayout(ctx, table, l)
 	n := layoutCommands[be.Name]
 	cmds := make([]*events.Command, n)
