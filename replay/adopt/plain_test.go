@@ -93,17 +93,7 @@ func TestPlainInPlace(t *testing.T) {
 		delete(want, deleted)
 		want[changed] = edm.Entity{"i": edm.Int32(-1)}
 
-		rctx, stop := context.WithCancel(ctx)
-		reads := make(chan error, 1)
-		go func() { reads <- readAtOwnKeys(rctx, st, table, want) }()
-		err = p.Apply(ctx)
-		stop()
-		if rerr := <-reads; rerr != nil {
-			t.Error(rerr)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		applyReading(t, ctx, p, func(ctx context.Context) error { return readAtOwnKeys(ctx, st, table, want) })
 		if r := p.Result.InPlace; r.Moved != 38 || r.Changed != 1 || r.Deleted != 1 {
 			t.Fatalf("in place: %+v, want 38 adopted, 1 changed, 1 deleted", *r)
 		}
