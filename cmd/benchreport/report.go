@@ -27,6 +27,9 @@ var targets = map[string]map[string]float64{
 		// The projector with the batched look-up of fetched IDs' earlier
 		// outcomes against the same projector without it.
 		"ratio-vs-no-lookup": 0.8,
+		// The plain layout's projector throughput against versioned's in
+		// the same run (BenchmarkLayouts): a second write per batch.
+		"ratio-vs-versioned": 0.5,
 	},
 	"replay": {
 		"ratio-vs-projector": 0.8, // replay rebuild against the live projector
@@ -48,6 +51,9 @@ var ceilings = map[string]map[string]float64{
 		// embedded store: against the JetStream floor (journalFloor) plus the
 		// raw transactions' CPU per row (issue 39)
 		"cpu-x-floor-plus-batched": 1.25,
+		// The plain layout's Publish-to-outcome latency against versioned's.
+		"lat-x-versioned-p50": 2.5,
+		"lat-x-versioned-p99": 3,
 	},
 	// Latency against its parts in the same round (issue 31).
 	"tests/latency": {
@@ -122,6 +128,7 @@ var figures = []figure{
 	{"projection", regexp.MustCompile(`^BenchmarkSimAzure/`), []string{"cmds/s", "entities/s", "limit-used", "busy/req", "charged/row", "cmds/tx", "reads/cmd", "cpu-µs/row", "cpu-cores"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProjectMetrics/`), []string{"cmds/s", "metrics-cmds/s", "cpu-ns/cmd", "metrics-cpu-ns/cmd"}},
 	{"projection", regexp.MustCompile(`^BenchmarkOutcomeLookup/`), []string{"cmds/s", "no-lookup-cmds/s"}},
+	{"projection", regexp.MustCompile(`^BenchmarkLayouts/`), []string{"versioned-cmds/s", "plain-cmds/s", "versioned-p50-ms", "plain-p50-ms", "versioned-p99-ms", "plain-p99-ms"}},
 	{"projection", regexp.MustCompile(`^BenchmarkPublishToOutcome$`), []string{"p50-ms", "p99-ms", "max-ms", "ack-p50-ms", "ack-p99-ms"}},
 	{"projection", regexp.MustCompile(`^BenchmarkProjectorMemory$`), []string{"heap-MB-*", "rss-MB-*", "heap-growth", "cmds/s"}},
 	{"replay", regexp.MustCompile(`^BenchmarkReplay/[^/]+/rebuild$`), []string{"cmds/s", "projector-cmds/s"}},

@@ -52,6 +52,9 @@ func suites(commands int) []suite {
 		// Four pairs of rounds (without and with metrics, each a quarter of
 		// the throughput workload) per run, the order alternating.
 		{Name: "projector metrics", Pkg: "./cmd/internal/metrics", Bench: "^BenchmarkProjectMetrics$", Benchtime: "1x"},
+		// One round per layout (plain, versioned; the order alternating):
+		// throughput and Publish-to-outcome latency, plain over versioned.
+		{Name: "layouts", Pkg: "./projection", Bench: "^BenchmarkLayouts$", Benchtime: "1x"},
 		// One round each with and without the outcomes look-up of fetched
 		// command IDs (a command ID applies at most once).
 		{Name: "outcome lookup cost", Pkg: "./projection", Bench: "^BenchmarkOutcomeLookup$", Benchtime: "1x"},

@@ -4,10 +4,16 @@
 //
 //   node legacy.cjs write <azure-tables-connection-string> <table> <rows>
 //   node legacy.cjs compare <azure-tables-connection-string> <source> <adopted>
+//   node legacy.cjs read <azure-tables-connection-string> <table> [<pk>/<rk> ...]
+//
+// read is the service's own reader, unchanged by adoption into the plain
+// layout: it lists the whole table and each partition, and gets every row
+// it listed (and each <pk>/<rk> named, absent or not) by its keys, and
+// prints the service's properties of each (system columns counted apart).
 //
 // It prints one JSON line per step; examples/node's Go test runs it around
 // replay adopt.
-const { TableClient } = require("@azure/data-tables");
+const { TableClient, odata } = require("@azure/data-tables");
 
 const print = (step, v) => console.log(JSON.stringify({ step, ...v }));
 const client = (conn, table) => TableClient.fromConnectionString(conn, table, { allowInsecureConnection: true });
@@ -59,10 +65,47 @@ async function compare(conn, source, adopted) {
   print("compare", { source: src.size, adopted: got.size, differences });
 }
 
+// props is a row's own properties as this SDK reads them with their types,
+// one string; system columns (_…) are counted in sys.
+function props(e, sys) {
+  const own = Object.keys(e)
+    .filter((k) => !["etag", "timestamp", "partitionKey", "rowKey", "odata.metadata"].includes(k))
+    .sort();
+  sys.n += own.filter((k) => k.startsWith("_")).length;
+  return own.filter((k) => !k.startsWith("_")).map((k) => `${k}=${JSON.stringify(e[k])}`).join(" ");
+}
+
+async function read(conn, table, keys) {
+  const c = client(conn, table);
+  const sys = { n: 0 };
+  const all = {};
+  for await (const e of c.listEntities({ disableTypeConversion: true })) {
+    all[`${e.partitionKey}/${e.rowKey}`] = props(e, sys);
+  }
+  const partitions = {};
+  for (const k of Object.keys(all)) partitions[k.slice(0, k.indexOf("/"))] = {};
+  for (const pk of Object.keys(partitions)) {
+    const q = { queryOptions: { filter: odata`PartitionKey eq ${pk}` }, disableTypeConversion: true };
+    for await (const e of c.listEntities(q)) partitions[pk][`${e.partitionKey}/${e.rowKey}`] = props(e, sys);
+  }
+  const gets = {};
+  for (const k of [...Object.keys(all), ...keys]) {
+    const i = k.indexOf("/");
+    try {
+      gets[k] = props(await c.getEntity(k.slice(0, i), k.slice(i + 1), { disableTypeConversion: true }), sys);
+    } catch (err) {
+      if (err.statusCode !== 404) throw err;
+      gets[k] = null;
+    }
+  }
+  print("read", { all, partitions, gets, systemColumns: sys.n });
+}
+
 async function main() {
-  const [mode, conn, a, b] = process.argv.slice(2);
+  const [mode, conn, a, b, ...rest] = process.argv.slice(2);
   if (mode === "write") await write(conn, a, Number(b));
   else if (mode === "compare") await compare(conn, a, b);
+  else if (mode === "read") await read(conn, a, [b, ...rest].filter(Boolean));
   else throw new Error(`unknown mode ${mode}`);
 }
 

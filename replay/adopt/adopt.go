@@ -16,6 +16,7 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/events/rules"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -76,6 +77,15 @@ type Config struct {
 	// CatchUp is a later pass: Into must hold rows adopted from Table; the
 	// pass journals what changed in Table since (upserts and deletes).
 	CatchUp bool
+	// Layout is the adopted table's row layout (SPEC §4): empty keeps the
+	// one the journal gives it (versioned for a new table); LayoutPlain
+	// sets it plain before its first command (Apply writes the setting,
+	// journal.SetLayout), so that its readers read the rows at the
+	// service's own keys. In place with LayoutPlain the table's rows are
+	// already where the plain layout keeps them: the projector's history
+	// goes to its history table, and each row becomes the projector's
+	// current row, never absent (docs/adopting.md).
+	Layout wire.Layout
 	// SkipInvalid lets Apply journal the other rows when some cannot be;
 	// the skipped rows are listed in the plan.
 	SkipInvalid bool
@@ -137,6 +147,10 @@ type Plan struct {
 	Result *Result `json:"result,omitempty"`
 	// InPlace: Apply moves the rows (Config.InPlace).
 	InPlace bool `json:"inPlace,omitempty"`
+	// Layout is the adopted table's layout; SetLayout says Apply sets it
+	// (plain) before publishing.
+	Layout    wire.Layout `json:"layout"`
+	SetLayout bool        `json:"setLayout,omitempty"`
 	// Moves counts the rows as the service wrote them that Apply deletes
 	// once their layout rows are applied (in place only).
 	Moves int `json:"moves,omitempty"`
@@ -218,12 +232,16 @@ func (a *Adopter) Plan(ctx context.Context, cfg Config) (*Plan, error) {
 			return nil, err
 		}
 	}
-	pks, srcParts, err := a.partitions(ctx, cfg)
+	lay, set, err := a.adoptedLayout(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pks, srcParts, err := a.partitions(ctx, cfg, lay)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plan{Table: cfg.Table, Into: cfg.Into, Pass: "first", SkipInvalid: cfg.SkipInvalid, a: a, Partitions: srcParts,
-		InPlace: cfg.InPlace, workers: cfg.Workers, issuer: cfg.Issuer}
+		InPlace: cfg.InPlace, Layout: lay.layout, SetLayout: set, workers: cfg.Workers, issuer: cfg.Issuer}
 	switch {
 	case cfg.CatchUp:
 		p.Pass = "catch-up"
@@ -236,7 +254,7 @@ func (a *Adopter) Plan(ctx context.Context, cfg Config) (*Plan, error) {
 	g.SetLimit(cfg.Workers)
 	for i, pk := range pks {
 		g.Go(func() error {
-			pp, err := a.planPartition(gctx, cfg, pk)
+			pp, err := a.planPartition(gctx, cfg, lay, pk)
 			if err != nil {
 				return fmt.Errorf("adopt %s partition %q: %w", cfg.Table, pk, err)
 			}
@@ -317,9 +335,71 @@ func (a *Adopter) sameTable(ctx context.Context, table string) error {
 	return fmt.Errorf("adopt %s in place: %w", table, err)
 }
 
+// adopted is the adopted table's layout, and the table that holds its
+// versioned rows (its tips, read to compare): Into itself, or its history
+// table when plain.
+type adopted struct {
+	layout wire.Layout
+	vt     string
+}
+
+func (l adopted) plain() bool { return l.layout == wire.LayoutPlain }
+
+// adoptedLayout decides the adopted table's layout: the journal's, or
+// cfg.Layout, which may only set a table the journal has no setting for
+// (set reports that Apply must write it). A layout never changes: asking
+// for another is refused here, and SetLayout refuses, before anything is
+// published, a table that has commands already.
+func (a *Adopter) adoptedLayout(ctx context.Context, cfg Config) (adopted, bool, error) {
+	tl, err := a.Journal().Layout(ctx, cfg.Into)
+	if err != nil {
+		return adopted{}, false, err
+	}
+	l, set := tl.Layout, false
+	switch {
+	case cfg.Layout == "" || cfg.Layout == tl.Layout:
+	case tl.Seq != 0:
+		return adopted{}, false, fmt.Errorf("adopt into %s --layout %s: %w: %s since sequence %d; a layout never changes (rebuild --into a new table)", cfg.Into, cfg.Layout, journal.ErrLayoutSet, tl.Layout, tl.Seq)
+	case cfg.Layout == wire.LayoutPlain:
+		if tl.Ignored != "" {
+			return adopted{}, false, fmt.Errorf("adopt into %s --layout plain: %w, and does not hold (%s): the table is versioned; adopt --into a new table", cfg.Into, journal.ErrLayoutSet, tl.Ignored)
+		}
+		if _, err := wire.HistoryTable(cfg.Into); err != nil {
+			return adopted{}, false, fmt.Errorf("adopt into %s --layout plain: %w", cfg.Into, err)
+		}
+		if seq, err := a.firstCommand(ctx, cfg.Into); err != nil || seq != 0 {
+			if err == nil {
+				err = fmt.Errorf("adopt into %s --layout plain: %w: at sequence %d, projected versioned; a layout is set before the first command (adopt --into a new table, or rebuild this one --into one set plain)", cfg.Into, journal.ErrTableHasCommands, seq)
+			}
+			return adopted{}, false, err
+		}
+		l, set = wire.LayoutPlain, true
+	}
+	vt, err := rows.VersionTable(cfg.Into, l)
+	if err != nil {
+		return adopted{}, false, err
+	}
+	return adopted{layout: l, vt: vt}, set, nil
+}
+
+// firstCommand is the sequence of table's first command in the journal, 0
+// if it has none.
+func (a *Adopter) firstCommand(ctx context.Context, table string) (uint64, error) {
+	var first uint64
+	found := errors.New("found")
+	err := a.Journal().ReadAny(ctx, 1, 0, wire.TableFilters(table), func(m journal.Msg) error {
+		first = m.Seq
+		return found
+	})
+	if err != nil && !errors.Is(err, found) {
+		return 0, fmt.Errorf("adopt into %s: read the journal: %w", table, err)
+	}
+	return first, nil
+}
+
 // partitions returns the partition keys of the source and of the adopted
 // table, merged and sorted, and how many the source has.
-func (a *Adopter) partitions(ctx context.Context, cfg Config) ([]string, int, error) {
+func (a *Adopter) partitions(ctx context.Context, cfg Config, lay adopted) ([]string, int, error) {
 	seen := map[string]bool{}
 	var pks []string
 	n := 0
@@ -338,7 +418,7 @@ func (a *Adopter) partitions(ctx context.Context, cfg Config) ([]string, int, er
 	if err := a.Store().Partitions(ctx, cfg.Table, add(true)); err != nil {
 		return nil, 0, fmt.Errorf("adopt %s: %w", cfg.Table, err)
 	}
-	if err := a.Store().Partitions(ctx, cfg.Into, add(false)); err != nil && !errors.Is(err, store.ErrTableNotFound) {
+	if err := a.Store().Partitions(ctx, lay.vt, add(false)); err != nil && !errors.Is(err, store.ErrTableNotFound) {
 		return nil, 0, fmt.Errorf("adopt into %s: %w", cfg.Into, err)
 	}
 	sort.Strings(pks)
@@ -356,13 +436,14 @@ type partPlan struct {
 }
 
 // planPartition reads partition pk of both tables and compares them.
-func (a *Adopter) planPartition(ctx context.Context, cfg Config, pk string) (partPlan, error) {
+func (a *Adopter) planPartition(ctx context.Context, cfg Config, lay adopted, pk string) (partPlan, error) {
 	pp := partPlan{pk: pk}
-	// In place, a pass after the first meets the layout's own rows.
-	ours := cfg.InPlace && (cfg.Resume || cfg.CatchUp)
+	// In place, a pass after the first meets the layout's own rows (none
+	// in a plain table: its history is beside it).
+	ours := cfg.InPlace && (cfg.Resume || cfg.CatchUp) && !lay.plain()
 	tips := map[string]rows.Row{}
 	from, to := rows.TipRange()
-	err := store.All(ctx, a.Store(), cfg.Into, store.Query{PK: pk, From: from, To: to}, func(e store.Entity) error {
+	err := store.All(ctx, a.Store(), lay.vt, store.Query{PK: pk, From: from, To: to}, func(e store.Entity) error {
 		r, err := rows.DecodeRow(e)
 		switch {
 		case errors.Is(err, rows.ErrLayout):
@@ -395,7 +476,14 @@ func (a *Adopter) planPartition(ctx context.Context, cfg Config, pk string) (par
 		pp.bytes += int64(edm.EntitySize(e.PK, e.RK, e.Props))
 		tip, had := tips[e.RK]
 		delete(tips, e.RK)
-		if reservedKey(e.RK) {
+		if cfg.InPlace && lay.plain() {
+			if done := planStamped(&pp, cfg, e, tip, had); done {
+				return nil
+			}
+		}
+		// A plain table keeps its rows at their own keys and the layout's
+		// rows in its history table: no key of the source collides.
+		if reservedKey(e.RK) && !lay.plain() {
 			pp.problems = append(pp.problems, Problem{PK: pk, RK: e.RK, Rule: RuleLayoutKey, Detail: "the RowKey is one the journal's row layout reserves (SPEC §4)"})
 			return nil
 		}
@@ -403,7 +491,7 @@ func (a *Adopter) planPartition(ctx context.Context, cfg Config, pk string) (par
 		switch {
 		case had && tip.Cmd == id:
 			pp.unchanged++
-			if cfg.InPlace { // applied, not yet moved: a pass stopped
+			if cfg.InPlace && !lay.plain() { // applied, not yet moved: a pass stopped
 				pp.moves = append(pp.moves, move{rk: e.RK, etag: e.ETag, cmd: id})
 			}
 			return nil
@@ -430,7 +518,9 @@ func (a *Adopter) planPartition(ctx context.Context, cfg Config, pk string) (par
 		return pp, err
 	}
 	if cfg.InPlace {
-		blockPartition(&pp)
+		if !lay.plain() {
+			blockPartition(&pp)
+		}
 		// A tip without its row as the service wrote it is a row moved
 		// by an earlier pass, not one the service deleted.
 		return pp, nil

@@ -57,6 +57,11 @@ func (p *Plan) ApplyWith(ctx context.Context, opts ApplyOptions) (*Result, error
 	if p.Blocked() {
 		return nil, fmt.Errorf("adopt %s: %w: %d rows (first: %s); --skip-invalid journals the others", p.Table, ErrProblems, len(p.Problems), p.Problems[0])
 	}
+	if p.SetLayout {
+		if _, err := p.a.Journal().SetLayout(ctx, p.Into, p.Layout); err != nil {
+			return nil, fmt.Errorf("adopt %s: %w", p.Table, err)
+		}
+	}
 	if p.InPlace {
 		return p.applyInPlace(ctx, opts)
 	}

@@ -12,22 +12,30 @@ import (
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/store"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // move is a row as the service wrote it that an in-place pass deletes
 // once the command that adopted it (cmd) is applied.
-type move struct{ rk, etag, cmd string }
+type move struct {
+	rk, etag, cmd string
+	// stamped: in place on a plain table, an earlier pass stamped the
+	// row already (plain.go).
+	stamped bool
+}
 
 // InPlaceResult is what an in-place Apply did beside journaling.
 type InPlaceResult struct {
 	// Moved counts the rows deleted in their service form once their
-	// layout rows were applied.
+	// layout rows were applied; on a plain table, the rows stamped and
+	// journaled, now the projector's current rows.
 	Moved int `json:"moved"`
 	// Changed counts the rows the service changed meanwhile (ETag
 	// mismatch): kept as they are, for the next pass.
 	Changed int `json:"changed"`
 	// Deleted counts the rows the service deleted meanwhile: their adopted
-	// rows are deleted by a journaled command.
+	// rows are deleted by a journaled command (on a plain table nothing
+	// of them was journaled).
 	Deleted int `json:"deleted"`
 }
 
@@ -48,7 +56,11 @@ func (p *Plan) applyInPlace(ctx context.Context, opts ApplyOptions) (*Result, er
 			continue
 		}
 		g.Go(func() error {
-			r, err := p.movePartition(gctx, w, pp)
+			move := p.movePartition
+			if p.Layout == wire.LayoutPlain {
+				move = p.stampPartition
+			}
+			r, err := move(gctx, w, pp)
 			mu.Lock()
 			defer mu.Unlock()
 			res.Published += r.Published

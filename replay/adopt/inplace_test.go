@@ -42,17 +42,7 @@ func TestInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		rctx, stop := context.WithCancel(ctx)
-		reads := make(chan error, 1)
-		go func() { reads <- readEither(rctx, st, table, src, deleted) }()
-		err = p.Apply(ctx)
-		stop()
-		if rerr := <-reads; rerr != nil {
-			t.Error(rerr)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		applyReading(t, ctx, p, func(ctx context.Context) error { return readEither(ctx, st, table, src, deleted) })
 		if r := p.Result.InPlace; r.Moved != 38 || r.Changed != 1 || r.Deleted != 1 {
 			t.Fatalf("in place: %+v, want 38 moved, 1 changed, 1 deleted", *r)
 		}
@@ -181,4 +171,21 @@ func readEither(ctx context.Context, st store.Store, table string, src map[[2]st
 		}
 	}
 	return nil
+}
+
+// applyReading applies p while read reads the table until p is applied,
+// and fails the test if either fails.
+func applyReading(t *testing.T, ctx context.Context, p *adopt.Plan, read func(context.Context) error) {
+	t.Helper()
+	rctx, stop := context.WithCancel(ctx)
+	reads := make(chan error, 1)
+	go func() { reads <- read(rctx) }()
+	err := p.Apply(ctx)
+	stop()
+	if rerr := <-reads; rerr != nil {
+		t.Error(rerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -16,18 +16,31 @@ import (
 	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/projection/projectiontest"
+	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/rebuild"
+	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/sqlite"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // TestCrash hard-kills (SIGKILL) a projector process at random moments at
 // least 20 times while a workload is being published and projected,
-// restarting it each time. The final table must equal the model and an
-// uninterrupted projection of the same journal, row for row and version for
-// version, and every command must have exactly the outcome the model gives.
+// restarting it each time, on each row layout (SPEC §4; plain: kills land
+// between the history's commit and the table's write too). The final table
+// must equal the model and an uninterrupted projection of the same journal,
+// row for row and version for version, every command must have exactly the
+// outcome the model gives, and replay verify must find the table identical
+// to its rebuild (plain: the history, and the table equal to its tips).
 func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test runs a projector process 20+ times")
 	}
+	for _, l := range []wire.Layout{wire.LayoutVersioned, wire.LayoutPlain} {
+		t.Run(string(l), func(t *testing.T) { crash(t, l) })
+	}
+}
+
+func crash(t *testing.T, layout wire.Layout) {
 	ctx := journaltest.Context(t, 10*time.Minute)
 	dbPath := filepath.Join(t.TempDir(), "tables.db")
 	data := t.TempDir()
@@ -37,6 +50,8 @@ func TestCrash(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	h := projectiontest.Start(t, st, projectiontest.Options{})
+	h.SetLayout(ctx, "orders", layout)
+	vt := projectiontest.VersionTable(t, "orders", layout)
 	w := projectiontest.NewWorkload(2026, "orders", 20, 10)
 	rng := rand.New(rand.NewPCG(11, 13))
 
@@ -106,7 +121,10 @@ func TestCrash(t *testing.T) {
 	}
 
 	model := h.Model(ctx)
-	projectiontest.CompareTable(t, st, "orders", model)
+	projectiontest.CompareTableIn(t, st, vt, "orders", model)
+	if layout == wire.LayoutPlain {
+		projectiontest.CheckPlain(t, st, "orders")
+	}
 	projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
 	h.CheckChangeFeed(ctx, "orders", model)
 
@@ -119,14 +137,35 @@ func TestCrash(t *testing.T) {
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(rctx) }()
-	want := projectiontest.TableVersions(t, st, "orders")
+	want := projectiontest.TableVersions(t, st, vt)
 	projectiontest.WaitFor(t, ctx, "the uninterrupted projection catches up", func() (bool, error) {
-		got, err := projectiontest.ReadVersions(ctx, fresh, "orders")
+		got, err := projectiontest.ReadVersions(ctx, fresh, vt)
 		return err == nil && projectiontest.SameVersionCount(got, want), err
 	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	projectiontest.CompareStores(t, st, fresh, "orders")
+	projectiontest.CompareStores(t, st, fresh, vt)
+	if layout == wire.LayoutPlain {
+		projectiontest.CompareStores(t, st, fresh, "orders")
+	}
+	verifyTable(t, ctx, h, st, "orders")
+}
+
+// verifyTable runs replay verify on table: its rows equal a rebuild of its
+// journal (plain: its history, and the table its history's tips).
+func verifyTable(t *testing.T, ctx context.Context, h *projectiontest.Harness, st store.Store, table string) {
+	t.Helper()
+	src, err := replay.New(ctx, replay.Config{Store: st, JetStream: h.JS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := rebuild.New(src).Verify(ctx, rebuild.VerifyConfig{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Identical() {
+		t.Errorf("replay verify %s: %+v", table, d)
+	}
 }

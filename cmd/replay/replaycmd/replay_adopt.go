@@ -11,12 +11,14 @@ import (
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/adopt"
+	"github.com/tablejournal/tablejournal/wire"
 )
 
 // adoptCmd is replay adopt (docs/adopting.md).
 type adoptCmd struct {
 	replayBase
 	cfg    adopt.Config
+	layout string
 	apply  bool
 	noWait bool
 	wait   time.Duration
@@ -29,6 +31,7 @@ func (c *adoptCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.cfg.InPlace, "in-place", false, "adopt --table into itself, one partition at a time: each row's layout rows are projected beside it, then the row as the service wrote it is deleted if unchanged (instead of --into)")
 	fs.BoolVar(&c.cfg.Resume, "resume", false, "finish a first pass that stopped: allow an --into that holds rows adopted already")
 	fs.BoolVar(&c.cfg.CatchUp, "catch-up", false, "a later pass: journal what changed in --table since the last (upserts and deletes)")
+	fs.StringVar(&c.layout, "layout", "", "the adopted table's row layout, set before its first command: plain keeps the current rows at the service's own keys, for its readers unchanged, and the history in <table>History (default: the one the table has, versioned for a new one)")
 	fs.BoolVar(&c.cfg.SkipInvalid, "skip-invalid", false, "journal the other rows when some cannot be (each skipped row is listed)")
 	fs.BoolVar(&c.noWait, "no-wait", false, "with --apply, return once the journal stored the commands, without waiting for the projector")
 	fs.DurationVar(&c.wait, "timeout", time.Hour, "how long the pass may take, waiting for the projector included; running it again continues")
@@ -51,6 +54,13 @@ func (c *adoptCmd) check() error {
 	}
 	if c.wait <= 0 {
 		return errors.New("--timeout must be positive")
+	}
+	if c.layout != "" {
+		l, err := wire.ParseLayout(c.layout)
+		if err != nil {
+			return fmt.Errorf("--layout: %w", err)
+		}
+		c.cfg.Layout = l
 	}
 	return nil
 }
@@ -108,11 +118,20 @@ func (v adoptView) Text(w io.Writer) {
 	if p.InPlace {
 		into = "in place"
 	}
+	if p.Layout == wire.LayoutPlain {
+		into += " (plain layout)"
+	}
 	fmt.Fprintf(w, "adopt %s %s, %s pass, %s:\n", p.Table, into, p.Pass, what)
 	fmt.Fprintf(w, "  read: %s in %s, %d bytes, in %s\n", cli.Plural(p.Rows, "row"), cli.Plural(p.Partitions, "partition"), p.Bytes, p.Read.Round(time.Millisecond))
 	fmt.Fprintf(w, "  delta: %d upserts, %d deletes (%d rows unchanged)\n", p.Upserts, p.Deletes, p.Unchanged)
-	if p.InPlace {
+	switch {
+	case p.InPlace && p.Layout == wire.LayoutPlain:
+		fmt.Fprintf(w, "  in place: %d rows to stamp and journal at their own keys\n", p.Moves)
+	case p.InPlace:
 		fmt.Fprintf(w, "  in place: %d rows to move into the layout\n", p.Moves)
+	}
+	if p.SetLayout {
+		fmt.Fprintf(w, "  layout: %s, set before the first command\n", p.Layout)
 	}
 	if len(p.Problems) > 0 {
 		verb := "blocking (--skip-invalid journals the others)"
@@ -131,7 +150,9 @@ func (v adoptView) Text(w io.Writer) {
 			fmt.Fprintf(w, "; applied by the projector %s later", r.Wait.Round(time.Millisecond))
 		}
 		fmt.Fprintln(w)
-		if ip := r.InPlace; ip != nil {
+		if ip := r.InPlace; ip != nil && p.Layout == wire.LayoutPlain {
+			fmt.Fprintf(w, "  adopted in place: %d rows, now the projector's; %d changed by the service meanwhile and %d deleted by it, left for the next pass\n", ip.Moved, ip.Changed, ip.Deleted)
+		} else if ip != nil {
 			fmt.Fprintf(w, "  moved: %d rows; %d changed by the service meanwhile, left for the next pass; %d deleted by it meanwhile, deleted from the layout\n", ip.Moved, ip.Changed, ip.Deleted)
 		}
 		fmt.Fprintf(w, "  pass took %s\n", v.Elapsed.Round(time.Millisecond))
