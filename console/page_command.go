@@ -14,6 +14,7 @@ import (
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/projection"
 	"github.com/tablejournal/tablejournal/replay"
+	"github.com/tablejournal/tablejournal/replay/history"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/wire"
 )
@@ -44,6 +45,8 @@ type commandPage struct {
 	// Gone says why the message body is not shown: no longer stored, or
 	// not decodable.
 	Gone string
+	// Pruned says that the versions it wrote are pruned, and by what.
+	Pruned string
 }
 
 func (p commandPage) title() string { return "Command " + p.ID }
@@ -69,12 +72,22 @@ func (s *services) blame(ctx context.Context, id string) (commandPage, error) {
 		return commandPage{}, err
 	}
 	b, err := s.hist.Blame(ctx, id)
-	if errors.Is(err, replay.ErrNoOutcome) {
+	var pruned *replay.PrunedError
+	note := ""
+	switch {
+	case errors.Is(err, replay.ErrNoOutcome):
 		return commandPage{}, fmt.Errorf("command %q: %w", id, errNotFound)
-	} else if err != nil {
+	case errors.As(err, &pruned):
+		// The versions it wrote are pruned; the command and its outcome
+		// are not.
+		if b, err = s.prunedBlame(ctx, j, id); err != nil {
+			return commandPage{}, err
+		}
+		note = fmt.Sprintf("the versions it wrote are pruned: the partition's history before seq %d was removed by %s", pruned.Horizon.Seq, pruned.Horizon.Cmd)
+	case err != nil:
 		return commandPage{}, err
 	}
-	v := commandPage{entry: outcomeEntry(b.Outcome, "command"), Versions: b.Versions}
+	v := commandPage{entry: outcomeEntry(b.Outcome, "command"), Versions: b.Versions, Pruned: note}
 	v.ID = id
 	if m, err := j.Get(ctx, b.Outcome.Seq); err == nil {
 		v.entry = decodeEntry(m)
@@ -107,4 +120,18 @@ func traceID(parent string) string {
 		return ""
 	}
 	return parts[1]
+}
+
+// prunedBlame is what a blame shows of command id whose versions are
+// pruned: its outcome and command, no versions.
+func (s *services) prunedBlame(ctx context.Context, j *journal.Journal, id string) (*history.Blame, error) {
+	o, err := s.hist.Outcome(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	b := &history.Blame{Outcome: o}
+	if m, err := j.Get(ctx, o.Seq); err == nil {
+		b.Command, _ = journal.DecodeMsg(m)
+	}
+	return b, nil
 }

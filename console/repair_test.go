@@ -100,6 +100,12 @@ func TestRepairCounts(t *testing.T) {
 	if !strings.Contains(body, "(249 rows)") {
 		t.Errorf("the row page does not count the 249 rows pruned")
 	}
+	// A command whose versions were pruned still has its page: the
+	// command, and a note that what it wrote is pruned.
+	code, body := get(t, f, "/command?id=deep-10")
+	if code != 200 || !strings.Contains(body, `id="pruned"`) || !strings.Contains(body, "deep-10") {
+		t.Errorf("the page of a pruned command: %d, want 200 saying its versions are pruned\n%s", code, body)
+	}
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
