@@ -132,93 +132,104 @@ var overlapSize = map[string]int{"sqlite": 3000, "azurite": 600}
 // partitions. Whatever the interleaving: the table equals the model, the
 // change feed holds exactly one event per version, and every outcome either
 // instance published — not just the one JetStream kept — equals the model's.
+// On each row layout (SPEC §4; plain: the stale instance's writes to the
+// table itself must not move a row back either).
 func TestOverlap(t *testing.T) {
 	for _, b := range projectiontest.Backends(azuriteSrv.ConnectionString()) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := journaltest.Context(t, 5*time.Minute)
-			st := b.Open(t)
-			h := projectiontest.Start(t, st, projectiontest.Options{})
-			slow := &jitterStore{Store: st, rng: rand.New(rand.NewPCG(3, 4)), pct: 30, max: 15 * time.Millisecond}
-			jsA := &recordingJS{JetStream: h.JS, name: "a"}
-			jsB := &recordingJS{JetStream: h.JS, name: "b"}
-			pA, err := projection.New(ctx, jsA, slow, projection.Config{Durable: "a", FetchBatch: 24, Concurrency: 4,
-				Logger: jsA.logger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pB, err := projection.New(ctx, jsB, st, projection.Config{Durable: "b", FetchBatch: 16,
-				Logger: jsB.logger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 2)
-			go func() { done <- pA.Run(rctx) }()
-			go func() { done <- pB.Run(rctx) }()
-			stopped := false
-			stop := func() {
-				if stopped {
-					return
-				}
-				stopped = true
-				cancel()
-				for range 2 {
-					if err := <-done; err != nil {
-						t.Errorf("projector: %v", err)
-					}
-				}
-			}
-			t.Cleanup(stop)
-
-			w := projectiontest.NewWorkload(11, "orders", 3, 6)
-			cmds := make([]*events.Command, overlapSize[b.Name])
-			for i := range cmds {
-				cmds[i] = w.Next()
-			}
-			h.PublishAll(ctx, cmds)
-			h.WaitProjected(ctx)
-			// Both instances handle everything: wait for the slower one.
-			projectiontest.WaitFor(t, ctx, "both projectors finish the journal", func() (bool, error) {
-				return consumersDone(ctx, h, "a", "b")
-			})
-			stop()
-
-			model := h.Model(ctx)
-			projectiontest.CompareTable(t, h.Store, "orders", model)
-			projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
-			h.CheckChangeFeed(ctx, "orders", model)
-			explained := map[string]bool{}
-			for _, js := range []*recordingJS{jsA, jsB} {
-				bad := 0
-				for _, o := range js.got {
-					if want := model.Status[o.Seq]; string(o.Status) != want {
-						bad++
-						if bad <= 10 {
-							t.Errorf("instance %s published seq %d (%s) %s (%s); model says %s", js.name, o.Seq, o.ID, o.Status, o.Reason, want)
-						}
-						if !explained[o.PK] {
-							explained[o.PK] = true
-							jsA.explain(t, o.PK, o.Seq+20)
-							jsB.explain(t, o.PK, o.Seq+20)
-						}
-					}
-				}
-				if bad > 0 {
-					t.Errorf("instance %s published %d wrong outcomes", js.name, bad)
-				}
-			}
-			sa, sb := pA.Stats(), pB.Stats()
-			if n := sa.Disagreements.Load() + sb.Disagreements.Load(); n != 0 {
-				t.Errorf("%d disagreements reported on a store that keeps its writes", n)
-			}
-			conflicts := sa.FenceConflicts.Load() + sb.FenceConflicts.Load()
-			if conflicts == 0 {
-				t.Error("no fence conflict: the two instances never overlapped, the test proves nothing")
-			}
-			t.Logf("%d commands; fence conflicts: a %d, b %d; outcomes published: a %d, b %d",
-				len(cmds), sa.FenceConflicts.Load(), sb.FenceConflicts.Load(), len(jsA.got), len(jsB.got))
-		})
+		for _, layout := range []wire.Layout{wire.LayoutVersioned, wire.LayoutPlain} {
+			t.Run(b.Name+"/"+string(layout), func(t *testing.T) { overlap(t, b, layout) })
+		}
 	}
+}
+
+func overlap(t *testing.T, b projectiontest.Backend, layout wire.Layout) {
+	ctx := journaltest.Context(t, 5*time.Minute)
+	st := b.Open(t)
+	h := projectiontest.Start(t, st, projectiontest.Options{})
+	h.SetLayout(ctx, "orders", layout)
+	vt := projectiontest.VersionTable(t, "orders", layout)
+	slow := &jitterStore{Store: st, rng: rand.New(rand.NewPCG(3, 4)), pct: 30, max: 15 * time.Millisecond}
+	jsA := &recordingJS{JetStream: h.JS, name: "a"}
+	jsB := &recordingJS{JetStream: h.JS, name: "b"}
+	pA, err := projection.New(ctx, jsA, slow, projection.Config{Durable: "a", FetchBatch: 24, Concurrency: 4,
+		Logger: jsA.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pB, err := projection.New(ctx, jsB, st, projection.Config{Durable: "b", FetchBatch: 16,
+		Logger: jsB.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	go func() { done <- pA.Run(rctx) }()
+	go func() { done <- pB.Run(rctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Errorf("projector: %v", err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+
+	w := projectiontest.NewWorkload(11, "orders", 3, 6)
+	cmds := make([]*events.Command, overlapSize[b.Name])
+	for i := range cmds {
+		cmds[i] = w.Next()
+	}
+	h.PublishAll(ctx, cmds)
+	h.WaitProjected(ctx)
+	// Both instances handle everything: wait for the slower one.
+	projectiontest.WaitFor(t, ctx, "both projectors finish the journal", func() (bool, error) {
+		return consumersDone(ctx, h, "a", "b")
+	})
+	stop()
+
+	model := h.Model(ctx)
+	projectiontest.CompareTableIn(t, h.Store, vt, "orders", model)
+	if layout == wire.LayoutPlain {
+		projectiontest.CheckPlain(t, h.Store, "orders")
+	}
+	projectiontest.CheckOutcomes(t, h.Outcomes(ctx), model)
+	h.CheckChangeFeed(ctx, "orders", model)
+	explained := map[string]bool{}
+	for _, js := range []*recordingJS{jsA, jsB} {
+		bad := 0
+		for _, o := range js.got {
+			if want := model.Status[o.Seq]; string(o.Status) != want {
+				bad++
+				if bad <= 10 {
+					t.Errorf("instance %s published seq %d (%s) %s (%s); model says %s", js.name, o.Seq, o.ID, o.Status, o.Reason, want)
+				}
+				if !explained[o.PK] {
+					explained[o.PK] = true
+					jsA.explain(t, o.PK, o.Seq+20)
+					jsB.explain(t, o.PK, o.Seq+20)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Errorf("instance %s published %d wrong outcomes", js.name, bad)
+		}
+	}
+	sa, sb := pA.Stats(), pB.Stats()
+	if n := sa.Disagreements.Load() + sb.Disagreements.Load(); n != 0 {
+		t.Errorf("%d disagreements reported on a store that keeps its writes", n)
+	}
+	conflicts := sa.FenceConflicts.Load() + sb.FenceConflicts.Load()
+	if conflicts == 0 {
+		t.Error("no fence conflict: the two instances never overlapped, the test proves nothing")
+	}
+	t.Logf("%d commands; fence conflicts: a %d, b %d; outcomes published: a %d, b %d",
+		len(cmds), sa.FenceConflicts.Load(), sb.FenceConflicts.Load(), len(jsA.got), len(jsB.got))
 }
 
 // consumersDone reports whether every shard's consumer of each durable
