@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	tj "github.com/tablejournal/tablejournal"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/internal/azurite"
@@ -44,7 +46,7 @@ func testPlainTable(t *testing.T, url string, st store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.SetLayout(ctx, table, wire.LayoutPlain); err != nil {
+	if _, err := tablelayout.Set(ctx, j, table, wire.LayoutPlain); err != nil {
 		t.Fatal(err)
 	}
 	var cs []*tj.Client

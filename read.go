@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/journal"
@@ -104,7 +106,7 @@ func (c *Client) layoutOf(ctx context.Context, table string) (wire.Layout, error
 	if err != nil {
 		return "", err
 	}
-	tl, err := j.Layout(ctx, table)
+	tl, err := tablelayout.Of(ctx, j, table)
 	if err != nil {
 		return "", fmt.Errorf("tablejournal: the layout of %s: %w", table, err)
 	}

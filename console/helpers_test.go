@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -133,7 +135,7 @@ func seedOn(t testing.TB, natsURL string, st store.Store, layout wire.Layout, cf
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := j.SetLayout(ctx, f.table, layout); err != nil {
+		if _, err := tablelayout.Set(ctx, j, f.table, layout); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/tablejournal/tablejournal/journal"
@@ -17,21 +19,21 @@ import (
 // a table with commands cannot be set.
 func TestSetLayout(t *testing.T) {
 	e := newEnv(t, journal.Config{})
-	seq, err := e.j.SetLayout(e.ctx, "Orders", wire.LayoutPlain)
+	seq, err := tablelayout.Set(e.ctx, e.j, "Orders", wire.LayoutPlain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := e.j.SetLayout(e.ctx, "orders", wire.LayoutPlain); err != nil || again != seq {
+	if again, err := tablelayout.Set(e.ctx, e.j, "orders", wire.LayoutPlain); err != nil || again != seq {
 		t.Fatalf("setting the same layout again: %d, %v; want %d", again, err, seq)
 	}
-	if _, err := e.j.SetLayout(e.ctx, "orders", wire.LayoutVersioned); !errors.Is(err, journal.ErrLayoutSet) {
-		t.Fatalf("another layout: %v, want ErrLayoutSet", err)
+	if _, err := tablelayout.Set(e.ctx, e.j, "orders", wire.LayoutVersioned); !errors.Is(err, tablelayout.ErrSet) {
+		t.Fatalf("another layout: %v, want ErrSet", err)
 	}
 	w := journal.NewWriter(e.js, e.j.Name())
 	if _, err := w.Publish(e.ctx, command("c-1", "orders", "p")); err != nil {
 		t.Fatal(err)
 	}
-	tl, err := e.j.Layout(e.ctx, "ORDERS")
+	tl, err := tablelayout.Of(e.ctx, e.j, "ORDERS")
 	if err != nil || tl.Layout != wire.LayoutPlain || tl.Seq != seq || tl.Ignored != "" {
 		t.Fatalf("Layout = %+v, %v; want plain at %d", tl, err, seq)
 	}
@@ -39,30 +41,30 @@ func TestSetLayout(t *testing.T) {
 	if _, err := w.Publish(e.ctx, command("c-2", "customers", "p")); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.j.SetLayout(e.ctx, "customers", wire.LayoutPlain)
-	if !errors.Is(err, journal.ErrTableHasCommands) || !strings.Contains(err.Error(), "rebuild --into") {
+	_, err = tablelayout.Set(e.ctx, e.j, "customers", wire.LayoutPlain)
+	if !errors.Is(err, tablelayout.ErrTableHasCommands) || !strings.Contains(err.Error(), "rebuild --into") {
 		t.Fatalf("a table with commands: %v, want ErrTableHasCommands saying how to change it", err)
 	}
-	if tl, err := e.j.Layout(e.ctx, "customers"); err != nil || tl.Layout != wire.LayoutVersioned || tl.Seq != 0 {
+	if tl, err := tablelayout.Of(e.ctx, e.j, "customers"); err != nil || tl.Layout != wire.LayoutVersioned || tl.Seq != 0 {
 		t.Fatalf("Layout of a table never set = %+v, %v; want versioned", tl, err)
 	}
 	// A table whose history table already has commands is refused too.
 	if _, err := w.Publish(e.ctx, command("c-3", "invoicesHistory", "p")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.j.SetLayout(e.ctx, "invoices", wire.LayoutPlain); !errors.Is(err, journal.ErrTableHasCommands) {
+	if _, err := tablelayout.Set(e.ctx, e.j, "invoices", wire.LayoutPlain); !errors.Is(err, tablelayout.ErrTableHasCommands) {
 		t.Fatalf("history table with commands: %v, want ErrTableHasCommands", err)
 	}
 	// A name whose history name would be too long for a table.
 	long := "a" + strings.Repeat("b", 56)
-	if _, err := e.j.SetLayout(e.ctx, long, wire.LayoutPlain); !errors.Is(err, wire.ErrHistoryName) {
+	if _, err := tablelayout.Set(e.ctx, e.j, long, wire.LayoutPlain); !errors.Is(err, wire.ErrHistoryName) {
 		t.Fatalf("a 57-character table: %v, want ErrHistoryName", err)
 	}
-	if _, err := e.j.SetLayout(e.ctx, long[:56], wire.LayoutPlain); err != nil {
+	if _, err := tablelayout.Set(e.ctx, e.j, long[:56], wire.LayoutPlain); err != nil {
 		t.Fatalf("a 56-character table: %v", err)
 	}
-	if got, err := e.j.LayoutSettings(e.ctx); err != nil || len(got) != 2 {
-		t.Fatalf("LayoutSettings = %v, %v; want the two settings", got, err)
+	if got, err := tablelayout.Settings(e.ctx, e.j); err != nil || len(got) != 2 {
+		t.Fatalf("Settings = %v, %v; want the two settings", got, err)
 	}
 }
 
@@ -82,7 +84,7 @@ func TestLayoutAfterFirstCommandIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, err := e.j.Layout(e.ctx, "orders")
+	tl, err := tablelayout.Of(e.ctx, e.j, "orders")
 	if err != nil || tl.Layout != wire.LayoutVersioned || tl.Seq != 0 || !strings.Contains(tl.Ignored, "after the table's first command") {
 		t.Fatalf("Layout = %+v, %v; want versioned, the setting at %d after the command at %d ignored", tl, err, ack.Sequence, first.Seq)
 	}
@@ -99,10 +101,10 @@ func TestLayoutAfterFirstCommandIgnored(t *testing.T) {
 	if _, err := e2.js.PublishMsg(e2.ctx, &nats.Msg{Subject: wire.LayoutSubject("orders"), Data: []byte(`{"layout":"sideways"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if tl, err := e2.j.Layout(e2.ctx, "orders"); err != nil || tl.Layout != wire.LayoutVersioned || tl.Ignored == "" {
+	if tl, err := tablelayout.Of(e2.ctx, e2.j, "orders"); err != nil || tl.Layout != wire.LayoutVersioned || tl.Ignored == "" {
 		t.Fatalf("Layout with a bad setting = %+v, %v; want versioned, ignored", tl, err)
 	}
-	if _, err := e2.j.SetLayout(e2.ctx, "orders", wire.LayoutPlain); !errors.Is(err, journal.ErrLayoutSet) {
+	if _, err := tablelayout.Set(e2.ctx, e2.j, "orders", wire.LayoutPlain); !errors.Is(err, tablelayout.ErrSet) {
 		t.Fatal("SetLayout after a bad first setting succeeded: the first setting is the table's, so it must be refused")
 	}
 }
@@ -129,10 +131,10 @@ func TestEnsureAddsLayoutSubject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.SetLayout(e.ctx, "fresh", wire.LayoutPlain); !errors.Is(err, journal.ErrNoLayoutSubject) || !strings.Contains(err.Error(), "upgrade") {
-		t.Fatalf("SetLayout on an old journal: %v, want ErrNoLayoutSubject naming the upgrade", err)
+	if _, err := tablelayout.Set(e.ctx, j, "fresh", wire.LayoutPlain); !errors.Is(err, tablelayout.ErrNoSubject) || !strings.Contains(err.Error(), "upgrade") {
+		t.Fatalf("SetLayout on an old journal: %v, want ErrNoSubject naming the upgrade", err)
 	}
-	if tl, err := j.Layout(e.ctx, "orders"); err != nil || tl.Layout != wire.LayoutVersioned {
+	if tl, err := tablelayout.Of(e.ctx, j, "orders"); err != nil || tl.Layout != wire.LayoutVersioned {
 		t.Fatalf("Layout on an old journal = %+v, %v; want versioned", tl, err)
 	}
 	up, err := journal.Ensure(e.ctx, e.js, journal.Config{})
@@ -142,7 +144,7 @@ func TestEnsureAddsLayoutSubject(t *testing.T) {
 	if !slices.ContainsFunc(up.Changes(), func(c string) bool { return strings.Contains(c, wire.LayoutSubjects) }) {
 		t.Fatalf("Ensure changes %v: want the subject %s added", up.Changes(), wire.LayoutSubjects)
 	}
-	if _, err := up.SetLayout(e.ctx, "fresh", wire.LayoutPlain); err != nil {
+	if _, err := tablelayout.Set(e.ctx, up, "fresh", wire.LayoutPlain); err != nil {
 		t.Fatal(err)
 	}
 	info, err := s.Info(e.ctx)

@@ -103,7 +103,7 @@ func (j *Journal) ReadAny(ctx context.Context, from, to uint64, filters []string
 		return nil
 	}
 	if len(filters) == 0 || len(filters) == 1 && filters[0] == "" {
-		// Every command; not the table layout settings (LayoutSettings).
+		// Every command; not the table layout settings (tablelayout.Settings).
 		filters = []string{wire.JournalPrefix + ".>"}
 	}
 	// Start at the first match, and know there is one: an ordered consumer

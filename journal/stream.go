@@ -225,5 +225,8 @@ func Open(ctx context.Context, js jetstream.JetStream, name string) (*Journal, e
 // Name returns the stream's name.
 func (j *Journal) Name() string { return j.name }
 
+// JetStream returns the JetStream context the journal was opened with.
+func (j *Journal) JetStream() jetstream.JetStream { return j.js }
+
 // Shards returns the shard count recorded in the stream.
 func (j *Journal) Shards() int { return j.shards }

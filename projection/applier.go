@@ -65,7 +65,7 @@ type ApplierConfig struct {
 	// Stats receives the counters; if nil, the Applier keeps its own.
 	Stats *Stats
 	// Layouts says the layout of a table (SPEC §4), asked once per table:
-	// the projector reads the journal's setting (journal.Layout), a
+	// the projector reads the journal's setting (tablelayout.Of), a
 	// rebuild the source table's. An error is the journal's (ErrPublish:
 	// the batch is tried again). If nil, every table is versioned.
 	Layouts func(ctx context.Context, table string) (wire.Layout, error)

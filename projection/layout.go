@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/tablejournal/tablejournal/journal"
 
 	"github.com/tablejournal/tablejournal/rows"
@@ -78,13 +80,13 @@ func (a *Applier) tableLayout(ctx context.Context, table string) (tableLayout, e
 
 // JournalLayouts is the ApplierConfig.Layouts of a projection of journal
 // j: each table's layout as its setting in the journal decides
-// (journal.Layout, SPEC §3). A setting that does not hold is logged.
+// (tablelayout.Of, SPEC §3). A setting that does not hold is logged.
 func JournalLayouts(j *journal.Journal, log *slog.Logger) func(ctx context.Context, table string) (wire.Layout, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	return func(ctx context.Context, table string) (wire.Layout, error) {
-		tl, err := j.Layout(ctx, table)
+		tl, err := tablelayout.Of(ctx, j, table)
 		if err != nil {
 			return "", err
 		}

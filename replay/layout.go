@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -36,7 +38,7 @@ func (r *Source) Layout(ctx context.Context, table string) (wire.Layout, error) 
 
 func (r *Source) layout(ctx context.Context, table string) (wire.Layout, bool, error) {
 	if r.j != nil {
-		tl, err := r.j.Layout(ctx, table)
+		tl, err := tablelayout.Of(ctx, r.j, table)
 		switch {
 		case err != nil:
 			return "", false, err

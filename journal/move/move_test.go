@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -119,7 +121,7 @@ func TestMoveKeepsSequences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setting, err := old.SetLayout(e.ctx, "fresh", wire.LayoutPlain)
+	setting, err := tablelayout.Set(e.ctx, old, "fresh", wire.LayoutPlain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func TestMoveKeepsSequences(t *testing.T) {
 	if err != nil || j.Shards() != 4 {
 		t.Fatalf("open J2: %v", err)
 	}
-	if tl, err := j.Layout(e.ctx, "fresh"); err != nil || tl.Layout != wire.LayoutPlain || tl.Seq != setting {
+	if tl, err := tablelayout.Of(e.ctx, j, "fresh"); err != nil || tl.Layout != wire.LayoutPlain || tl.Seq != setting {
 		t.Errorf("J2's layout of the table set before the move: %+v, %v; want plain at %d", tl, err, setting)
 	}
 	c := dst.Config

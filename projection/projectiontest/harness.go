@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -287,7 +289,7 @@ func (h *Harness) WaitProjected(ctx context.Context) {
 		h.t.Fatal(err)
 	}
 	// Layout settings are no commands: they get no outcome.
-	settings, err := h.Journal.LayoutSettings(ctx)
+	settings, err := tablelayout.Settings(ctx, h.Journal)
 	if err != nil {
 		h.t.Fatal(err)
 	}

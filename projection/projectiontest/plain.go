@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/wire"
@@ -21,7 +23,7 @@ func (h *Harness) SetLayout(ctx context.Context, table string, l wire.Layout) {
 	if l == wire.LayoutVersioned {
 		return
 	}
-	if _, err := h.Journal.SetLayout(ctx, table, l); err != nil {
+	if _, err := tablelayout.Set(ctx, h.Journal, table, l); err != nil {
 		h.t.Fatal(err)
 	}
 }

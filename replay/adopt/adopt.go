@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tablejournal/tablejournal/events"
@@ -80,7 +82,7 @@ type Config struct {
 	// Layout is the adopted table's row layout (SPEC §4): empty keeps the
 	// one the journal gives it (versioned for a new table); LayoutPlain
 	// sets it plain before its first command (Apply writes the setting,
-	// journal.SetLayout), so that its readers read the rows at the
+	// tablelayout.Set), so that its readers read the rows at the
 	// service's own keys. In place with LayoutPlain the table's rows are
 	// already where the plain layout keeps them: the projector's history
 	// goes to its history table, and each row becomes the projector's
@@ -351,7 +353,7 @@ func (l adopted) plain() bool { return l.layout == wire.LayoutPlain }
 // for another is refused here, and SetLayout refuses, before anything is
 // published, a table that has commands already.
 func (a *Adopter) adoptedLayout(ctx context.Context, cfg Config) (adopted, bool, error) {
-	tl, err := a.Journal().Layout(ctx, cfg.Into)
+	tl, err := tablelayout.Of(ctx, a.Journal(), cfg.Into)
 	if err != nil {
 		return adopted{}, false, err
 	}
@@ -359,17 +361,17 @@ func (a *Adopter) adoptedLayout(ctx context.Context, cfg Config) (adopted, bool,
 	switch {
 	case cfg.Layout == "" || cfg.Layout == tl.Layout:
 	case tl.Seq != 0:
-		return adopted{}, false, fmt.Errorf("adopt into %s --layout %s: %w: %s since sequence %d; a layout never changes (rebuild --into a new table)", cfg.Into, cfg.Layout, journal.ErrLayoutSet, tl.Layout, tl.Seq)
+		return adopted{}, false, fmt.Errorf("adopt into %s --layout %s: %w: %s since sequence %d; a layout never changes (rebuild --into a new table)", cfg.Into, cfg.Layout, tablelayout.ErrSet, tl.Layout, tl.Seq)
 	case cfg.Layout == wire.LayoutPlain:
 		if tl.Ignored != "" {
-			return adopted{}, false, fmt.Errorf("adopt into %s --layout plain: %w, and does not hold (%s): the table is versioned; adopt --into a new table", cfg.Into, journal.ErrLayoutSet, tl.Ignored)
+			return adopted{}, false, fmt.Errorf("adopt into %s --layout plain: %w, and does not hold (%s): the table is versioned; adopt --into a new table", cfg.Into, tablelayout.ErrSet, tl.Ignored)
 		}
 		if _, err := wire.HistoryTable(cfg.Into); err != nil {
 			return adopted{}, false, fmt.Errorf("adopt into %s --layout plain: %w", cfg.Into, err)
 		}
 		if seq, err := a.firstCommand(ctx, cfg.Into); err != nil || seq != 0 {
 			if err == nil {
-				err = fmt.Errorf("adopt into %s --layout plain: %w: at sequence %d, projected versioned; a layout is set before the first command (adopt --into a new table, or rebuild this one --into one set plain)", cfg.Into, journal.ErrTableHasCommands, seq)
+				err = fmt.Errorf("adopt into %s --layout plain: %w: at sequence %d, projected versioned; a layout is set before the first command (adopt --into a new table, or rebuild this one --into one set plain)", cfg.Into, tablelayout.ErrTableHasCommands, seq)
 			}
 			return adopted{}, false, err
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/tablejournal/tablejournal/journal"
 )
 
@@ -58,7 +60,7 @@ func (p *Plan) ApplyWith(ctx context.Context, opts ApplyOptions) (*Result, error
 		return nil, fmt.Errorf("adopt %s: %w: %d rows (first: %s); --skip-invalid journals the others", p.Table, ErrProblems, len(p.Problems), p.Problems[0])
 	}
 	if p.SetLayout {
-		if _, err := p.a.Journal().SetLayout(ctx, p.Into, p.Layout); err != nil {
+		if _, err := tablelayout.Set(ctx, p.a.Journal(), p.Into, p.Layout); err != nil {
 			return nil, fmt.Errorf("adopt %s: %w", p.Table, err)
 		}
 	}

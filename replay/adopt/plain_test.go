@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/tablejournal/tablejournal/events/edm"
-	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/replay/adopt"
 	"github.com/tablejournal/tablejournal/replay/replaytest"
 	"github.com/tablejournal/tablejournal/rows"
@@ -97,7 +98,7 @@ func TestPlainInPlace(t *testing.T) {
 		if r := p.Result.InPlace; r.Moved != 38 || r.Changed != 1 || r.Deleted != 1 {
 			t.Fatalf("in place: %+v, want 38 adopted, 1 changed, 1 deleted", *r)
 		}
-		if l, err := e.Journal.Layout(ctx, table); err != nil || l.Layout != wire.LayoutPlain {
+		if l, err := tablelayout.Of(ctx, e.Journal, table); err != nil || l.Layout != wire.LayoutPlain {
 			t.Fatalf("layout of %s: %+v, %v", table, l, err)
 		}
 		// The next pass adopts the changed row, and only it.
@@ -115,8 +116,8 @@ func TestPlainInPlace(t *testing.T) {
 		plainHolds(t, ctx, st, table, want)
 		verify(t, e, table)
 		// A layout never changes.
-		if _, err := a.Plan(ctx, adopt.Config{Table: table, InPlace: true, Resume: true, Layout: wire.LayoutVersioned}); !errors.Is(err, journal.ErrLayoutSet) {
-			t.Errorf("--layout versioned on a plain table: %v, want ErrLayoutSet", err)
+		if _, err := a.Plan(ctx, adopt.Config{Table: table, InPlace: true, Resume: true, Layout: wire.LayoutVersioned}); !errors.Is(err, tablelayout.ErrSet) {
+			t.Errorf("--layout versioned on a plain table: %v, want ErrSet", err)
 		}
 	})
 }
@@ -136,7 +137,7 @@ func TestPlainInPlaceResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The crash: the layout set and every row stamped, nothing published.
-	if _, err := e.Journal.SetLayout(ctx, table, wire.LayoutPlain); err != nil {
+	if _, err := tablelayout.Set(ctx, e.Journal, table, wire.LayoutPlain); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range p.Commands {
@@ -205,7 +206,7 @@ func TestPlainInto(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = a.Plan(ctx, adopt.Config{Table: table, Into: other, CatchUp: true, Layout: wire.LayoutPlain})
-	if !errors.Is(err, journal.ErrTableHasCommands) {
+	if !errors.Is(err, tablelayout.ErrTableHasCommands) {
 		t.Fatalf("--layout plain on a table with commands: %v, want ErrTableHasCommands", err)
 	}
 }

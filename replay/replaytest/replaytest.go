@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
 	"github.com/tablejournal/tablejournal/internal/azurite"
@@ -400,7 +402,7 @@ func (e *Env) SeedIn(layout wire.Layout, rng *rand.Rand, n int, pks, rks []strin
 	// before the first command resolves to one of them (as-of there is
 	// the empty table, as at 0).
 	if j := e.Src.Journal(); j != nil {
-		settings, err := j.LayoutSettings(e.Ctx)
+		settings, err := tablelayout.Settings(e.Ctx, j)
 		if err != nil {
 			e.T.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
@@ -22,7 +24,7 @@ func setPlain(t *testing.T, e *replayEnv, table string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := j.SetLayout(e.Ctx, table, wire.LayoutPlain); err != nil {
+	if _, err := tablelayout.Set(e.Ctx, j, table, wire.LayoutPlain); err != nil {
 		t.Fatal(err)
 	}
 }

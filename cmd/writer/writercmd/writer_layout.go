@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/tablejournal/tablejournal/journal/tablelayout"
+
 	"github.com/tablejournal/tablejournal/cmd/internal/cli"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
@@ -94,7 +96,7 @@ func runLayout(ctx context.Context, args []string, stdio cli.IO) error {
 	if err != nil {
 		return err
 	}
-	seq, err := j.SetLayout(ctx, c.table, l)
+	seq, err := tablelayout.Set(ctx, j, c.table, l)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package journal
+package tablelayout
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/internal/jsapi"
+	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -18,20 +19,20 @@ import (
 // first message on wire.LayoutSubject(table) is the table's setting, and
 // holds only when it comes before the table's first command.
 var (
-	// ErrLayoutSet is a table whose layout is set already (to another
+	// ErrSet is a table whose layout is set already (to another
 	// layout: setting the same one again is not an error).
-	ErrLayoutSet = errors.New("the table's layout is set already")
+	ErrSet = errors.New("the table's layout is set already")
 	// ErrTableHasCommands is a table with commands in the journal: its
 	// layout can no longer be set (rebuild it --into a new table set
 	// first).
 	ErrTableHasCommands = errors.New("the table already has commands")
-	// ErrNoLayoutSubject is a journal stream that does not carry layout
+	// ErrNoSubject is a journal stream that does not carry layout
 	// settings: made before they existed, and not upgraded by Ensure.
-	ErrNoLayoutSubject = errors.New("the journal does not carry table layout settings")
+	ErrNoSubject = errors.New("the journal does not carry table layout settings")
 )
 
-// TableLayout is a table's layout as the journal decides it.
-type TableLayout struct {
+// Setting is a table's layout as the journal decides it.
+type Setting struct {
 	Layout wire.Layout
 	// Seq is the sequence of the setting that holds; 0 when none does
 	// (the table is versioned).
@@ -40,13 +41,13 @@ type TableLayout struct {
 	Ignored string
 }
 
-// Layout reads table's layout from the journal: its first layout setting,
+// Of reads table's layout from the journal j: its first layout setting,
 // if it comes before the table's first command, else LayoutVersioned. Once
 // the table has a command the answer never changes, so a caller may cache
 // it. The projector and a rebuild decide with it alike.
-func (j *Journal) Layout(ctx context.Context, table string) (TableLayout, error) {
-	tl := TableLayout{Layout: wire.LayoutVersioned}
-	m, err := j.firstOn(ctx, wire.LayoutSubject(table))
+func Of(ctx context.Context, j *journal.Journal, table string) (Setting, error) {
+	tl := Setting{Layout: wire.LayoutVersioned}
+	m, err := firstOn(ctx, j, wire.LayoutSubject(table))
 	if err != nil || m == nil {
 		return tl, err
 	}
@@ -55,7 +56,7 @@ func (j *Journal) Layout(ctx context.Context, table string) (TableLayout, error)
 		tl.Ignored = fmt.Sprintf("the setting at sequence %d does not decode: %v", m.Seq, err)
 		return tl, nil
 	}
-	first, err := j.firstCommand(ctx, table)
+	first, err := firstCommand(ctx, j, table)
 	if err != nil {
 		return tl, err
 	}
@@ -67,29 +68,33 @@ func (j *Journal) Layout(ctx context.Context, table string) (TableLayout, error)
 	return tl, nil
 }
 
-// SetLayout sets table's layout (SPEC §3): it publishes the setting, once,
+// Set sets table's layout in journal j (SPEC §3): it publishes the setting, once,
 // before the table's first command. It refuses a table that has commands
-// (ErrTableHasCommands), one set to another layout (ErrLayoutSet), a plain
+// (ErrTableHasCommands), one set to another layout (ErrSet), a plain
 // table whose history table's name is not valid (wire.ErrHistoryName) or
 // that has commands itself, and a journal that does not carry settings
-// (ErrNoLayoutSubject). Setting the layout a table has is not an error. It
+// (ErrNoSubject). Setting the layout a table has is not an error. It
 // returns the setting's journal sequence.
-func (j *Journal) SetLayout(ctx context.Context, table string, l wire.Layout) (uint64, error) {
+func Set(ctx context.Context, j *journal.Journal, table string, l wire.Layout) (uint64, error) {
 	if err := events.ValidateTable(table); err != nil {
 		return 0, err
 	}
 	if _, err := wire.ParseLayout(string(l)); err != nil || l == "" {
 		return 0, fmt.Errorf("set layout of %s: %w", table, err)
 	}
-	info, err := j.stream.Info(ctx)
+	stream, err := j.JetStream().Stream(ctx, j.Name())
+	if err != nil {
+		return 0, fmt.Errorf("set layout of %s: %w", table, err)
+	}
+	info, err := stream.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("set layout of %s: %w", table, err)
 	}
 	if !slices.Contains(info.Config.Subjects, wire.LayoutSubjects) {
 		return 0, fmt.Errorf("set layout of %s: %w: stream %s has no subject %s; upgrade it: every projector must run a version that knows layouts, and any of them, starting, adds the subject",
-			table, ErrNoLayoutSubject, j.name, wire.LayoutSubjects)
+			table, ErrNoSubject, j.Name(), wire.LayoutSubjects)
 	}
-	have, err := j.Layout(ctx, table)
+	have, err := Of(ctx, j, table)
 	if err != nil {
 		return 0, err
 	}
@@ -98,7 +103,7 @@ func (j *Journal) SetLayout(ctx context.Context, table string, l wire.Layout) (u
 			return have.Seq, nil
 		}
 		return 0, fmt.Errorf("set layout of %s to %s: %w: %s since sequence %d; changing it is a rebuild --into a new table",
-			table, l, ErrLayoutSet, have.Layout, have.Seq)
+			table, l, ErrSet, have.Layout, have.Seq)
 	}
 	check := []string{table}
 	if l == wire.LayoutPlain {
@@ -109,7 +114,7 @@ func (j *Journal) SetLayout(ctx context.Context, table string, l wire.Layout) (u
 		check = append(check, h)
 	}
 	for _, t := range check {
-		first, err := j.firstCommand(ctx, t)
+		first, err := firstCommand(ctx, j, t)
 		if err != nil {
 			return 0, err
 		}
@@ -122,23 +127,23 @@ func (j *Journal) SetLayout(ctx context.Context, table string, l wire.Layout) (u
 		Data: wire.LayoutSetting{Table: table, Layout: l}.Encode()}
 	msg.Header.Set(jetstream.MsgIDHeader, "tablejournal-layout-"+wire.TableToken(table)+"-"+string(l))
 	// Only the first setting of a table counts: the stream refuses a second.
-	ack, err := j.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0))
+	ack, err := j.JetStream().PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0))
 	if err != nil {
-		if again, lerr := j.Layout(ctx, table); lerr == nil && again.Seq != 0 {
+		if again, lerr := Of(ctx, j, table); lerr == nil && again.Seq != 0 {
 			if again.Layout == l {
 				return again.Seq, nil
 			}
-			return 0, fmt.Errorf("set layout of %s to %s: %w: %s since sequence %d", table, l, ErrLayoutSet, again.Layout, again.Seq)
+			return 0, fmt.Errorf("set layout of %s to %s: %w: %s since sequence %d", table, l, ErrSet, again.Layout, again.Seq)
 		} else if lerr == nil && again.Ignored != "" {
 			// Only a table's first setting counts, and its is void.
 			return 0, fmt.Errorf("set layout of %s to %s: %w, and does not hold (%s): the table is versioned; to change it, rebuild --into a new table",
-				table, l, ErrLayoutSet, again.Ignored)
+				table, l, ErrSet, again.Ignored)
 		}
 		return 0, fmt.Errorf("set layout of %s: publish: %w", table, err)
 	}
 	// A command published meanwhile may have come first: then the setting
 	// does not hold, for anyone.
-	got, err := j.Layout(ctx, table)
+	got, err := Of(ctx, j, table)
 	if err != nil {
 		return 0, err
 	}
@@ -151,23 +156,23 @@ func (j *Journal) SetLayout(ctx context.Context, table string, l wire.Layout) (u
 // firstOn returns the first message on subject (a filter), nil if none.
 // It asks the stream's leader (jsapi.LeaderGet): a replica or a mirror answering
 // a direct get may lag, and a setting it has not yet would read as none.
-func (j *Journal) firstOn(ctx context.Context, subject string) (*jsapi.Msg, error) {
-	m, err := jsapi.LeaderGet(ctx, j.js, j.name, jsapi.MsgGetReq{Seq: 1, NextFor: subject})
+func firstOn(ctx context.Context, j *journal.Journal, subject string) (*jsapi.Msg, error) {
+	m, err := jsapi.LeaderGet(ctx, j.JetStream(), j.Name(), jsapi.MsgGetReq{Seq: 1, NextFor: subject})
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, journal.ErrNotFound):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("read %s of stream %s: %w", subject, j.name, err)
+		return nil, fmt.Errorf("read %s of stream %s: %w", subject, j.Name(), err)
 	}
 	return &m, nil
 }
 
 // firstCommand is the sequence of table's first command (under its token
 // or, for a journal written before the token, its spelling); 0 if none.
-func (j *Journal) firstCommand(ctx context.Context, table string) (uint64, error) {
+func firstCommand(ctx context.Context, j *journal.Journal, table string) (uint64, error) {
 	var first uint64
 	for _, f := range wire.TableFilters(table) {
-		m, err := j.firstOn(ctx, f)
+		m, err := firstOn(ctx, j, f)
 		if err != nil {
 			return 0, err
 		}
@@ -178,17 +183,17 @@ func (j *Journal) firstCommand(ctx context.Context, table string) (uint64, error
 	return first, nil
 }
 
-// LayoutSettings returns the sequences of every layout setting message in
-// the journal, in order: messages that are no command and get no outcome.
-func (j *Journal) LayoutSettings(ctx context.Context) ([]uint64, error) {
+// Settings returns the sequences of every layout setting message in
+// journal j, in order: messages that are no command and get no outcome.
+func Settings(ctx context.Context, j *journal.Journal) ([]uint64, error) {
 	var seqs []uint64
 	for from := uint64(1); ; {
-		m, err := jsapi.LeaderGet(ctx, j.js, j.name, jsapi.MsgGetReq{Seq: from, NextFor: wire.LayoutSubjects})
+		m, err := jsapi.LeaderGet(ctx, j.JetStream(), j.Name(), jsapi.MsgGetReq{Seq: from, NextFor: wire.LayoutSubjects})
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, journal.ErrNotFound):
 			return seqs, nil
 		case err != nil:
-			return nil, fmt.Errorf("read %s of stream %s: %w", wire.LayoutSubjects, j.name, err)
+			return nil, fmt.Errorf("read %s of stream %s: %w", wire.LayoutSubjects, j.Name(), err)
 		}
 		seqs = append(seqs, m.Seq)
 		from = m.Seq + 1
