@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/tablejournal/tablejournal/projection/decide"
 	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
@@ -153,18 +155,32 @@ func (a *Applier) mirrorState(ctx context.Context, part partKey, rks []string) (
 			need = append(need, rk)
 		}
 	}
-	for _, rk := range need {
-		m, err := retryStore(ctx, a.policy, "read current row of "+part.table, func() (mirrored, error) {
-			return readMirrored(ctx, a.store, part, rk)
+	// Point reads, at once: a batch of rows the cache does not hold (new
+	// rows, a restart) would otherwise wait one round trip per row.
+	got := make([]mirrored, len(need))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(mirrorReads)
+	for i, rk := range need {
+		g.Go(func() (err error) {
+			got[i], err = retryStore(gctx, a.policy, "read current row of "+part.table, func() (mirrored, error) {
+				return readMirrored(gctx, a.store, part, rk)
+			})
+			return err
 		})
-		if err != nil {
-			return nil, err
-		}
-		a.mirrors.put(part, rk, m)
-		out[rk] = m
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i, rk := range need {
+		a.mirrors.put(part, rk, got[i])
+		out[rk] = got[i]
 	}
 	return out, nil
 }
+
+// mirrorReads bounds the point reads of a plain table's rows in flight for
+// one partition batch.
+const mirrorReads = 16
 
 // readMirrored reads a row of a plain table. A row without the system
 // columns the projector writes is foreign (rows.ErrForeignRow): the
