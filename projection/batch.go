@@ -211,18 +211,48 @@ func EntryFromMsg(m journal.Msg) (table, pk string, e Entry) {
 // command IDs, once for the whole batch (stage 2: a command ID applies at
 // most once, ever), in the background: each partition reads its rows from
 // the table meanwhile, and waits for the answer (ready) before it decides
-// anything.
+// anything. IDs the first-seen filter (ids.go) knows no earlier journal
+// message carried are not looked up: they have no earlier outcome.
 func (b *batch) lookup(ctx context.Context) {
 	b.looked = make(chan struct{})
 	if b.p.noOutcomeLookup {
 		close(b.looked)
 		return
 	}
-	ids := lookupIDs(b.entries)
 	go func() {
 		defer close(b.looked)
+		ids := b.p.unseenIDs(ctx, b.entries)
 		b.priors, b.lookupErr = b.p.latestOutcomes(ctx, ids)
 	}()
+}
+
+// unseenIDs are the IDs of groups' entries to look up: lookupIDs but for
+// those of messages the first-seen filter knows are the first to carry
+// their ID.
+func (p *Projector) unseenIDs(ctx context.Context, groups map[partition][]Entry) []string {
+	if p.ids == nil {
+		return lookupIDs(groups)
+	}
+	var last uint64
+	for _, es := range groups {
+		last = max(last, es[len(es)-1].Seq)
+	}
+	p.ids.reach(ctx, last)
+	var ids []string
+	var fresh int64
+	for _, es := range groups {
+		for _, e := range es {
+			switch {
+			case e.Cmd == nil && e.Erase == nil:
+			case p.ids.firstSeen(e.Seq):
+				fresh++
+			default:
+				ids = append(ids, e.ID)
+			}
+		}
+	}
+	p.stats.FirstSeen.Add(fresh)
+	return ids
 }
 
 // lookupIDs are the IDs whose outcomes decide entries: those of commands

@@ -26,3 +26,11 @@ func SetHeldRetry(lo, hi time.Duration) (restore func()) {
 	heldRetryMin, heldRetryMax = lo, hi
 	return func() { heldRetryMin, heldRetryMax = oldLo, oldHi }
 }
+
+// SetIDFilterWait sets how long a batch waits for the first-seen filter
+// to reach it, for a test, and returns a function that restores it.
+func SetIDFilterWait(d time.Duration) (restore func()) {
+	old := idFilterWait
+	idFilterWait = d
+	return func() { idFilterWait = old }
+}

@@ -82,6 +82,14 @@ type Config struct {
 	// minutes: 10,000 partitions at 16.7 reads a second); negative: no
 	// sweep (a shard is still checked when it starts).
 	SweepInterval time.Duration
+	// IDFilter is the number of command IDs the first-seen filter is
+	// sized for (ids.go, SPEC §5 "A command ID seen for the first time"):
+	// a batch whose command IDs no earlier journal message carried
+	// decides without looking up earlier outcomes. Beyond it the filter's
+	// false positives (1% up to it) grow, and more batches look their IDs
+	// up; nothing else changes. If zero, DefaultIDFilter (10 million,
+	// about 12 MB); negative: no filter, every batch looks its IDs up.
+	IDFilter int
 	// Applier configures the versioned apply.
 	Applier ApplierConfig
 	// Logger receives the projector's logs. If nil, slog.Default().
@@ -109,6 +117,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = DefaultSweepInterval
+	}
+	if c.IDFilter == 0 {
+		c.IDFilter = DefaultIDFilter
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -142,6 +153,8 @@ type Projector struct {
 	// outcomes reads OUTCOMES for every batch, one reader so that its
 	// look-ups share what they learn (outcomes.Reader.LatestAll).
 	outcomes *outcomes.Reader
+	// ids is the first-seen filter of command IDs (ids.go); nil when off.
+	ids *idFilter
 	// owned: the shards this instance applies now; storeBack signals that
 	// the store answers again after an outage (behind.go).
 	ownedMu   sync.Mutex
@@ -214,6 +227,9 @@ func New(ctx context.Context, js jetstream.JetStream, s store.Store, cfg Config)
 	}
 	p := &Projector{cfg: cfg, js: js, j: j, store: s, applier: NewApplier(s, cfg.Applier), log: cfg.Logger, stats: stats, obs: cfg.Observer,
 		outcomes: outcomes.NewReader(js), storeBack: make(chan struct{}, 1)}
+	if cfg.IDFilter > 0 {
+		p.ids = newIDFilter(j, cfg.IDFilter, cfg.Logger)
+	}
 	p.applier.policy.onBack = func() {
 		select {
 		case p.storeBack <- struct{}{}:
@@ -265,6 +281,10 @@ func (p *Projector) Run(ctx context.Context) error {
 			p.log.Error("table store check failed", "err", err)
 		}
 	}()
+	if p.ids != nil {
+		following.Add(1)
+		go func() { defer following.Done(); p.ids.run(checkCtx) }()
+	}
 	loaded := make(chan struct{})
 	following.Add(1)
 	go func() { defer following.Done(); p.followRecord(checkCtx, loaded) }()

@@ -26,6 +26,10 @@ type Stats struct {
 	// OutcomeLookups counts the batched look-ups of earlier outcomes of
 	// the command IDs of fetched batches (one per fetch).
 	OutcomeLookups atomic.Int64
+	// FirstSeen counts the commands decided without that look-up: the
+	// first-seen filter knew no earlier journal message carried their ID
+	// (ids.go).
+	FirstSeen atomic.Int64
 	// DuplicatesByID counts commands reported duplicate because their ID
 	// was applied before at another journal sequence.
 	DuplicatesByID atomic.Int64

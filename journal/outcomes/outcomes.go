@@ -285,36 +285,16 @@ func (o *Reader) read(ctx context.Context, filter string, from uint64, fn func(s
 	if from > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, from
 	}
-	cons, err := o.js.OrderedConsumer(ctx, o.stream, cfg)
-	if err != nil {
-		return err
-	}
-	defer jsapi.DeleteOrdered(ctx, o.js, o.stream, cons)
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return err
-		}
-		md, err := m.Metadata()
-		if err != nil {
-			return err
-		}
+	return jsapi.ReadOrdered(ctx, o.js, o.stream, cfg, func(m jetstream.Msg, md *jetstream.MsgMetadata) error {
 		x, err := decodeOutcome(md.Sequence.Stream, m.Data())
 		if err != nil {
 			return err
 		}
 		if fn(md.Sequence.Stream, x, md.NumPending) {
-			return nil
+			return jsapi.ErrStop
 		}
-	}
+		return nil
+	})
 }
 
 // decodeOutcome decodes the outcome stored at OUTCOMES sequence seq: the

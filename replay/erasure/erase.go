@@ -16,6 +16,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/replay"
@@ -658,38 +659,16 @@ func scanStream(ctx context.Context, js jetstream.JetStream, stream string, filt
 	if total == 0 {
 		return nil
 	}
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: time.Minute})
-	if err != nil {
-		return err
-	}
 	// Deleted when done, not left to lapse: a plan reads again right
 	// after, and JetStream bounds a stream's consumers.
-	defer func() {
-		if info := cons.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = js.DeleteConsumer(dctx, stream, info.Name)
-		}
-	}()
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return err
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return err
-		}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: time.Minute}
+	return jsapi.ReadOrdered(ctx, js, stream, cfg, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
 		if err := fn(meta.Sequence.Stream, m.Headers(), m.Data()); err != nil {
 			return err
 		}
 		if meta.NumPending == 0 {
-			return nil
+			return jsapi.ErrStop
 		}
-	}
+		return nil
+	})
 }

@@ -280,6 +280,8 @@ func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descHeld
 	ch <- descPruned
 	ch <- descSweepAge
+	ch <- descOutcomeLookups
+	ch <- descFirstSeen
 }
 
 func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
@@ -299,6 +301,7 @@ func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(fenceConflicts), RetryFenceConflict)
 	ch <- prometheus.MustNewConstMetric(descDisagree, prometheus.CounterValue, float64(disagreements))
 	collectPruned(ch, c.m.stats.Load())
+	collectLookups(ch, c.m.stats.Load())
 	collectBehind(ch, c.m.stats.Load())
 	collectHeld(ch, c.m.stats.Load())
 	collectSweeps(ch, c.m.stats.Load(), snap.At)

@@ -126,6 +126,7 @@ func (c *projectCmd) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.logJSON, "log-json", false, "log as JSON lines")
 	fs.IntVar(&cfg.Applier.CacheRows, "cache-rows", 0, "rows whose state the projector keeps in memory (default 100000; -1 off)")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", projection.DefaultSweepInterval, "time for one complete pass of the sweep that checks every partition of a shard against the journal for writes the store lost, spread over it (at most 20 store reads a second per shard); 0 turns it off")
+	fs.IntVar(&cfg.IDFilter, "id-filter", projection.DefaultIDFilter, "command IDs the first-seen filter is sized for (about 1.2 bytes each): a batch of IDs the journal never carried before decides without looking up earlier outcomes; past it more batches look theirs up; 0 turns it off")
 	fs.IntVar(&cfg.FetchBatch, "fetch-batch", 0, "most journal messages taken at once per shard (default 1024, at most 16 MiB after the first)")
 	fs.StringVar(&cfg.Journal.Stream, "stream", cli.EnvOr(cli.EnvStream, wire.JournalStream), "journal stream name (env "+cli.EnvStream+")")
 	fs.BoolVar(&cfg.Journal.AllowTrim, "journal-allow-trim", false, "create the journal without deny-purge and deny-delete, so an operator may trim it (default: the journal refuses both; JetStream cannot lift that later)")
@@ -177,6 +178,12 @@ func (c *projectCmd) parse(args []string, stdio cli.IO) (*slog.Logger, error) {
 		return nil, cli.UsageError(fmt.Errorf("--sweep-interval %v: negative; 0 turns the sweep off", cfg.SweepInterval))
 	case cfg.SweepInterval == 0:
 		cfg.SweepInterval = -1 // projection.Config: negative is off
+	}
+	switch {
+	case cfg.IDFilter < 0:
+		return nil, cli.UsageError(fmt.Errorf("--id-filter %d: negative; 0 turns the filter off", cfg.IDFilter))
+	case cfg.IDFilter == 0:
+		cfg.IDFilter = -1 // projection.Config: negative is off
 	}
 	if err := (shardsconf.Config{Shards: 1, InstanceID: cfg.InstanceID, LeaseTTL: cfg.LeaseTTL, Replicas: cfg.Replicas}).Validate(); err != nil {
 		return nil, cli.UsageError(err)
