@@ -36,44 +36,9 @@ type Client struct {
 
 	layouts sync.Map // table → wire.Layout, once known for good (layoutOf)
 
-	recent        recentIDs   // the command IDs of this Client's latest publishes
-	streamChecked atomic.Bool // the first Publish found the journal stream
-}
-
-// recentCap is how many publishes recentIDs remembers.
-const recentCap = 4096
-
-// recentIDs maps the journal sequences of a Client's latest publishes to
-// their command IDs, so that a read after its own write (AfterSeq) knows
-// the ID whose outcome it waits for without reading the journal.
-type recentIDs struct {
-	mu   sync.Mutex
-	ids  map[uint64]string
-	ring []uint64 // sequences in the order added; the oldest is forgotten first
-	next int
-}
-
-func (r *recentIDs) add(seq uint64, id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ids == nil {
-		r.ids = make(map[uint64]string, recentCap)
-		r.ring = make([]uint64, recentCap)
-	}
-	if _, ok := r.ids[seq]; ok {
-		return
-	}
-	delete(r.ids, r.ring[r.next])
-	r.ring[r.next] = seq
-	r.next = (r.next + 1) % recentCap
-	r.ids[seq] = id
-}
-
-func (r *recentIDs) get(seq uint64) (string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	id, ok := r.ids[seq]
-	return id, ok
+	recent        recentIDs     // the command IDs of this Client's latest publishes
+	watches       recentWatches // the outcome watches of its latest publishes (recent.go)
+	streamChecked atomic.Bool   // the first Publish found the journal stream
 }
 
 // Option configures a Client.
@@ -164,6 +129,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 // Close closes the NATS connection. The table store of WithStore is the
 // caller's to close.
 func (c *Client) Close() error {
+	c.watches.stopAll()
 	if c.ownConn {
 		c.nc.Close()
 	}

@@ -541,3 +541,53 @@ func TestFollowRestartAfterCrash(t *testing.T) {
 		t.Fatalf("FollowAckWait(-1s): %v, want ErrInvalid", err)
 	}
 }
+
+// TestReadAfterWriteTakesTheWatch: Publish listens for its command's
+// outcome before publishing and keeps the watch (the latest 256) for a read
+// after the write, which takes it, so that the projector's reply, sent
+// before the read began, is not missed (issue 39: read-your-writes within
+// 1.2× Apply); Apply and a duplicate keep none, Close stops them all.
+func TestReadAfterWriteTakesTheWatch(t *testing.T) {
+	c := connect(t)
+	ctx := testContext(t)
+	pk := fmt.Sprintf("watch-%d", time.Now().UnixNano())
+	var last tj.Position
+	for i := range 3 {
+		pos, err := c.Publish(ctx, tj.NewCommand("ryw", pk).WithID(fmt.Sprintf("%s-%d", pk, i)).Upsert("row", tj.Entity{"i": tj.Int64(int64(i))}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = pos
+	}
+	if n := tj.WatchesKept(c); n != 3 {
+		t.Fatalf("after 3 publishes: %d watches kept, want 3", n)
+	}
+	if _, err := c.Publish(ctx, tj.NewCommand("ryw", pk).WithID(last.ID).Upsert("row", tj.Entity{"i": tj.Int64(2)})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(ctx, tj.NewCommand("ryw", pk).Upsert("applied", tj.Entity{})); err != nil {
+		t.Fatal(err)
+	}
+	if n := tj.WatchesKept(c); n != 3 {
+		t.Fatalf("after a duplicate publish and an Apply: %d watches kept, want still 3", n)
+	}
+	r, err := c.Get(ctx, "ryw", pk, "row", tj.AfterSeq(last.Seq))
+	if err != nil || r.Seq != last.Seq {
+		t.Fatalf("read after seq %d: %+v, %v", last.Seq, r, err)
+	}
+	if n := tj.WatchesKept(c); n != 2 {
+		t.Fatalf("after the read: %d watches kept, want 2", n)
+	}
+	for i := range 300 {
+		if _, err := c.Publish(ctx, tj.NewCommand("ryw", pk).Upsert(fmt.Sprintf("r%d", i), tj.Entity{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := tj.WatchesKept(c); n != 256 {
+		t.Fatalf("after 300 more publishes: %d watches kept, want the latest 256", n)
+	}
+	c.Close()
+	if n := tj.WatchesKept(c); n != 0 {
+		t.Fatalf("after Close: %d watches kept", n)
+	}
+}

@@ -150,8 +150,29 @@ type Position struct {
 // errors.Is matches against ErrInvalid, and nothing is published. A
 // command ID the journal holds with another body is ErrBodyDiffers; no
 // journal stream, ErrNoJournal. The trace context of ctx travels with the
-// command.
+// command. It listens for the command's outcome before publishing, and
+// keeps listening for a read after the write (AfterSeq, Wait) among its
+// 256 latest publishes.
 func (c *Client) Publish(ctx context.Context, cmd *Command) (Position, error) {
+	if cmd.err != nil {
+		return Position{}, fmt.Errorf("tablejournal: publish %s: %w", cmd.cmd.ID, cmd.err)
+	}
+	// Listening before the publish, for a read after this write
+	// (recentWatches); without it the read waits as before.
+	w, werr := c.outcomes.Watch(cmd.cmd.ID)
+	pos, err := c.publish(ctx, cmd)
+	switch {
+	case werr != nil:
+	case err != nil || pos.Duplicate:
+		w.Stop()
+	default:
+		c.watches.keep(pos.Seq, pos.ID, w)
+	}
+	return pos, err
+}
+
+// publish is Publish without the watch kept for a read after the write.
+func (c *Client) publish(ctx context.Context, cmd *Command) (Position, error) {
 	if cmd.err != nil {
 		return Position{}, fmt.Errorf("tablejournal: publish %s: %w", cmd.cmd.ID, cmd.err)
 	}
@@ -179,7 +200,7 @@ func (c *Client) Apply(ctx context.Context, cmd *Command) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("tablejournal: %w", err)
 	}
 	defer w.Stop()
-	pos, err := c.Publish(ctx, cmd)
+	pos, err := c.publish(ctx, cmd)
 	if err != nil {
 		return Outcome{}, err
 	}

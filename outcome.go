@@ -140,11 +140,23 @@ func (c *Client) Wait(ctx context.Context, pos Position) (Outcome, error) {
 	}
 	// For a Duplicate publish, pos.Seq is the stored command's: its
 	// outcome is the one to wait for too.
-	o, err := c.outcomes.Await(ctx, pos.ID, pos.Seq)
+	o, err := c.await(ctx, pos.ID, pos.Seq)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("tablejournal: %w", err)
 	}
 	return result(o)
+}
+
+// await waits for the outcome of command id at journal sequence seq:
+// through the watch its Publish kept (recentWatches), listening since
+// before the publish, so that the projector's reply is not missed; else
+// subscribing now and looking up what is stored.
+func (c *Client) await(ctx context.Context, id string, seq uint64) (wire.Outcome, error) {
+	if w := c.watches.take(seq, id); w != nil {
+		defer w.Stop()
+		return w.Await(ctx, seq, false)
+	}
+	return c.outcomes.Await(ctx, id, seq)
 }
 
 // result is what Wait and Apply return for outcome o.

@@ -248,7 +248,7 @@ func (c *Client) WaitApplied(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
 	}
-	o, err := c.outcomes.Await(ctx, id, seq)
+	o, err := c.await(ctx, id, seq)
 	if err != nil {
 		return fmt.Errorf("tablejournal: wait for seq %d: %w", seq, err)
 	}
