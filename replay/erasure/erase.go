@@ -451,6 +451,10 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 	rec := &Receipt{Table: t.Table, Partition: t.RK == nil, KeySHA256: t.SHA256(), Started: now().UTC()}
 	var err error
 	rowsBefore, values := p.TableRows, p.values
+	appliedBefore, err := r.appliedBefore(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	if p.EraseSeq == 0 {
 		e := &events.Erase{ID: eraseID(now()), Table: t.Table, PK: t.PK, RK: t.RK, Issuer: r.Config().Issuer, IssuedAt: now()}
 		res, err := journal.NewWriter(r.JetStream(), r.Config().Journal).PublishErase(ctx, e)
@@ -476,7 +480,13 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 		return nil, err
 	}
 	log.Info("erase: planned", "journal", len(p.Journal), "outcomes", len(p.Outcomes), "changes", len(p.Changes), "took", time.Since(step).Round(time.Millisecond))
-	rec.Removed.TableRows = rowsBefore - p.TableRows
+	if !appliedBefore {
+		// What the projector removed, as it counted when it applied the
+		// erase: rows it wrote after the plan counted are in it. An
+		// outcome without the count (recovered after a crash, or of a
+		// projector before it) falls back on the plan's count.
+		rec.Removed.TableRows = max(int(o.Erased), rowsBefore-p.TableRows)
+	}
 	if err := r.deletePlanned(ctx, p, rec); err != nil {
 		return nil, err
 	}
@@ -497,6 +507,23 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 	}
 	rec.Verified = true
 	return rec, nil
+}
+
+// appliedBefore reports whether the erase a plan finishes (p.EraseSeq
+// set: journaled by an earlier run) was applied before this run: then
+// this run removed no table rows.
+func (r *Eraser) appliedBefore(ctx context.Context, p *Plan) (bool, error) {
+	if p.EraseSeq == 0 {
+		return false, nil
+	}
+	o, err := outcomes.NewReader(r.JetStream()).Latest(ctx, p.EraseID)
+	if errors.Is(err, journal.ErrNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return o.Seq == p.EraseSeq && o.Status == wire.StatusApplied, nil
 }
 
 // await waits for the outcome of the erase id at seq, at most r.wait when
