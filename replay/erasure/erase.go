@@ -16,6 +16,7 @@ import (
 
 	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/events/edm"
+	"github.com/tablejournal/tablejournal/internal/jsapi"
 	"github.com/tablejournal/tablejournal/journal"
 	"github.com/tablejournal/tablejournal/journal/outcomes"
 	"github.com/tablejournal/tablejournal/replay"
@@ -703,16 +704,20 @@ func scanStream(ctx context.Context, js jetstream.JetStream, stream string, filt
 		return err
 	}
 	defer it.Stop()
+	last := uint64(0)
 	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
+		// Not it.Next alone: what NumPending counted may be deleted
+		// meanwhile (by an erase of the same key) and never come.
+		m, err := jsapi.NextOrDone(ctx, js, stream, it, filters, last, 0)
+		if err != nil || m == nil {
 			return err
 		}
 		meta, err := m.Metadata()
 		if err != nil {
 			return err
 		}
-		if err := fn(meta.Sequence.Stream, m.Headers(), m.Data()); err != nil {
+		last = meta.Sequence.Stream
+		if err := fn(last, m.Headers(), m.Data()); err != nil {
 			return err
 		}
 		if meta.NumPending == 0 {
