@@ -13,9 +13,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/tablejournal/tablejournal/replay"
 	"github.com/tablejournal/tablejournal/replay/erasure"
@@ -161,7 +163,7 @@ func (h *Handler) repairApply(w http.ResponseWriter, r *http.Request) {
 			h.httpError(w, r, fmt.Errorf("%w: %s", errBadRequest, v.Blocked))
 			return
 		}
-		res, err = p.Apply(ctx)
+		res, err = h.applyDetached(ctx, rq, p)
 		if stale = errors.Is(err, replay.ErrStale); stale {
 			if p, seq, err = h.svc.plan(ctx, rq, issuer); err != nil {
 				h.httpError(w, r, err)
@@ -181,6 +183,38 @@ func (h *Handler) repairApply(w http.ResponseWriter, r *http.Request) {
 		page.Err = err.Error()
 	}
 	h.render(w, r, "repair", page)
+}
+
+// applyDetached applies p on after the request ends: an erase of a large
+// partition takes minutes, and a browser that gives up, or a proxy's
+// timeout, must not stop it halfway (the same erase run again would finish
+// it, but nobody would know to). It stops when the console does. What it
+// did is logged, for the case nobody reads the page: the commands it
+// published are on the journal page too.
+func (h *Handler) applyDetached(ctx context.Context, rq repairRequest, p replay.Plan) (replay.Result, error) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(h.base, cancel)()
+	start := time.Now()
+	res, err := p.Apply(actx)
+	log := h.cfg.Logger.With("kind", rq.Kind, "table", rq.Table, "pk", rq.PK, "took", time.Since(start).Round(time.Millisecond))
+	var ids []string
+	for _, c := range res.Published {
+		ids = append(ids, c.ID)
+	}
+	counts := make([]any, 0, 2*len(res.Counts))
+	for _, c := range res.Counts {
+		counts = append(counts, slog.Int64(c.What, c.N))
+	}
+	switch {
+	case err != nil:
+		log.Warn("console repair failed", "commands", ids, "err", err)
+	case ctx.Err() != nil:
+		log.Info("console repair applied after its request ended", append([]any{"commands", ids}, counts...)...)
+	default:
+		log.Info("console repair applied", append([]any{"commands", ids}, counts...)...)
+	}
+	return res, err
 }
 
 // user is who signed in: the Basic-auth user name, "token" for the bearer

@@ -26,6 +26,13 @@ import (
 // returning the applied page.
 func confirm(t *testing.T, f *fixture, params url.Values, header ...string) (int, string) {
 	t.Helper()
+	return postForm(t, f, "/repair", confirmForm(t, f, params, header...), header...)
+}
+
+// confirmForm previews a repair and returns the preview's confirmation
+// form.
+func confirmForm(t *testing.T, f *fixture, params url.Values, header ...string) url.Values {
+	t.Helper()
 	code, page := get(t, f, "/repair?"+params.Encode(), header...)
 	if code != 200 {
 		t.Fatalf("preview %v: %d\n%s", params, code, page)
@@ -37,7 +44,7 @@ func confirm(t *testing.T, f *fixture, params url.Values, header ...string) (int
 	if form.Get("plan") == "" {
 		t.Fatalf("no confirmation form in the preview of %v:\n%s", params, page)
 	}
-	return postForm(t, f, "/repair", form, header...)
+	return form
 }
 
 // postForm posts form to path, as the console's forms do.

@@ -143,16 +143,23 @@ func (j *Journal) ReadAny(ctx context.Context, from, to uint64, filters []string
 		return fmt.Errorf("read %s from %d: %w", j.name, first, err)
 	}
 	defer it.Stop()
+	last := first - 1
 	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
+		// Not it.Next alone: what NumPending counted may be deleted
+		// meanwhile (an erase's secure deletes) and never come.
+		m, err := jsapi.NextOrDone(ctx, j.js, j.name, it, filters, last, to)
 		if err != nil {
 			return fmt.Errorf("read %s up to %d: %w", j.name, to, err)
+		}
+		if m == nil {
+			return nil
 		}
 		meta, err := m.Metadata()
 		if err != nil {
 			return fmt.Errorf("read %s: %w", j.name, err)
 		}
 		seq := meta.Sequence.Stream
+		last = seq
 		if seq > to {
 			return nil
 		}

@@ -103,6 +103,7 @@ func (s *fenced) commitErase(ctx context.Context, b *txn) error {
 		if err := s.write(ctx, b, next, ops); err != nil {
 			return err
 		}
+		b.CountErased(countLayoutKeys(keys[:n]))
 		keys = keys[n:]
 		if final {
 			break
@@ -114,6 +115,19 @@ func (s *fenced) commitErase(ctx context.Context, b *txn) error {
 	s.v.rows, s.v.fresh, s.v.epoch = make(map[string]*rowState), false, s.a.epochs.Add(1)
 	s.a.cache.setFence(s.part, s.v.f, s.v.epoch)
 	return nil
+}
+
+// countLayoutKeys counts the tip, version and tombstone rows among keys,
+// which an erase's outcome counts (wire.Outcome.Erased): not the markers
+// of earlier erases it deletes too.
+func countLayoutKeys(keys []string) int {
+	n := 0
+	for _, k := range keys {
+		if rows.IsLayoutKey(k) {
+			n++
+		}
+	}
+	return n
 }
 
 // eraseKeys lists the stored RowKeys an erase of rk (nil: the partition)

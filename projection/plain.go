@@ -44,6 +44,9 @@ func (plain) mirror(ctx context.Context, r *partitionRun) error {
 		if err != nil {
 			return err
 		}
+		if err := r.countMirrorErased(ctx, rks, e.Erase.RK == nil); err != nil {
+			return err
+		}
 		states, err := r.a.load(ctx, r.tl, r.part.pk, rks)
 		if err != nil {
 			return err
@@ -62,6 +65,26 @@ func (plain) mirror(ctx context.Context, r *partitionRun) error {
 		}
 	}
 	return r.a.mirrorRows(ctx, r.part, r.v.f.Seq, want)
+}
+
+// countMirrorErased counts, in the erase's outcome, the rows of the plain
+// table that the erase of rks (listed from the table when listed) removes.
+func (r *partitionRun) countMirrorErased(ctx context.Context, rks []string, listed bool) error {
+	n := len(rks)
+	if !listed {
+		cur, err := r.a.mirrorState(ctx, r.part, rks)
+		if err != nil {
+			return err
+		}
+		n = 0
+		for _, m := range cur {
+			if m.Exists {
+				n++
+			}
+		}
+	}
+	r.tx.CountErased(n)
+	return nil
 }
 
 // mirrored is what the projector knows of a row of a plain table.

@@ -126,7 +126,7 @@ func (p *Projector) logResults(part partition, rs []Result) {
 func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
 	o := wire.Outcome{
 		ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
-		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, Pruned: r.Pruned, At: e.At,
+		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, Pruned: r.Pruned, Erased: r.ErasedRows, At: e.At,
 	}
 	if e.Cmd != nil && (r.Status == wire.StatusApplied || r.Status == wire.StatusDuplicate) {
 		// What the ID names, to refuse it with another body later (SPEC §5).

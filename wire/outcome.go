@@ -115,6 +115,11 @@ type Outcome struct {
 	Rows []RowVersion `json:"rows,omitempty"`
 	// Pruned is the number of rows an applied prune command removed.
 	Pruned int64 `json:"pruned,omitempty"`
+	// Erased is the number of stored rows an applied erase removed from
+	// the table (SPEC §10): the key's tip, version and tombstone rows, and
+	// a plain table's own rows of the key. Zero in an outcome recovered
+	// after a crash, and in outcomes stored before it existed.
+	Erased int64 `json:"erased,omitempty"`
 	// Digest is the applied command's events.Command.Digest (all but its
 	// issue time), so that a command published again under its ID with
 	// another body is refused (CodeBodyDiffers) at any distance in time.
@@ -247,6 +252,9 @@ func (o Outcome) marshal() ([]byte, error) {
 	}
 	if o.Pruned != 0 {
 		b = appendInt(appendKey(append(b, ','), "pruned"), o.Pruned)
+	}
+	if o.Erased != 0 {
+		b = appendInt(appendKey(append(b, ','), "erased"), o.Erased)
 	}
 	if o.Digest != "" {
 		b = appendString(appendKey(append(b, ','), "digest"), o.Digest)

@@ -23,6 +23,7 @@ func TestOutcomeMarshal(t *testing.T) {
 			Reason: `row "x" does not exist <here>`, Code: CodeNotFound, Rule: "some-rule"},
 		{ID: "bad\xff", Status: StatusDuplicate, Reason: "\u2028", Rows: []RowVersion{}, At: at.In(time.FixedZone("x", 3600))},
 		{ID: "prune-1", Seq: 9, Table: "T", PK: "p", Status: StatusApplied, Pruned: 99, At: at},
+		{ID: "erase-1", Seq: 10, Table: "T", PK: "p", Status: StatusApplied, Erased: 42, At: at},
 		{ID: "d", Seq: 10, Table: "T", PK: "p", Status: StatusApplied, Digest: "0123456789abcdef0123456789abcdef", At: at},
 	}
 	set := make(map[string]bool)

@@ -75,6 +75,9 @@ type Result struct {
 	Rows []wire.RowVersion
 	// Pruned is the number of rows an applied prune removed (projection/prune.go).
 	Pruned int64
+	// ErasedRows is the number of rows an applied erase removed (erase.go,
+	// projection/erase.go).
+	ErasedRows int64
 	// Changes are the change-feed events of an applied command, one per
 	// row version, in the order of Rows.
 	Changes []Change

@@ -44,6 +44,20 @@ func (b *Txn) addErased(e Entry, res Result) (done bool, err error) {
 	return true, nil
 }
 
+// CountErased adds n rows to those the erase this transaction applies
+// removed (Result.ErasedRows), as the driver deletes them.
+func (b *Txn) CountErased(n int) {
+	if b.Erase.Entry == nil {
+		return
+	}
+	for i := range b.Results {
+		if b.Results[i].Seq == b.Erase.Entry.Seq {
+			b.Results[i].ErasedRows += int64(n)
+			return
+		}
+	}
+}
+
 // duplicateErase says why the erase e is a duplicate, or "": an ID
 // applies at most once, ever, and an erase applied again long after would
 // remove what the partition got since.

@@ -452,6 +452,10 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 	rec := &Receipt{Table: t.Table, Partition: t.RK == nil, KeySHA256: t.SHA256(), Started: now().UTC()}
 	var err error
 	rowsBefore, values := p.TableRows, p.values
+	appliedBefore, err := r.appliedBefore(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	if p.EraseSeq == 0 {
 		e := &events.Erase{ID: eraseID(now()), Table: t.Table, PK: t.PK, RK: t.RK, Issuer: r.Config().Issuer, IssuedAt: now()}
 		res, err := journal.NewWriter(r.JetStream(), r.Config().Journal).PublishErase(ctx, e)
@@ -477,7 +481,13 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 		return nil, err
 	}
 	log.Info("erase: planned", "journal", len(p.Journal), "outcomes", len(p.Outcomes), "changes", len(p.Changes), "took", time.Since(step).Round(time.Millisecond))
-	rec.Removed.TableRows = rowsBefore - p.TableRows
+	if !appliedBefore {
+		// What the projector removed, as it counted when it applied the
+		// erase: rows it wrote after the plan counted are in it. An
+		// outcome without the count (recovered after a crash, or of a
+		// projector before it) falls back on the plan's count.
+		rec.Removed.TableRows = max(int(o.Erased), rowsBefore-p.TableRows)
+	}
 	if err := r.deletePlanned(ctx, p, rec); err != nil {
 		return nil, err
 	}
@@ -498,6 +508,23 @@ func (r *Eraser) erase(ctx context.Context, p *Plan, now func() time.Time) (*Rec
 	}
 	rec.Verified = true
 	return rec, nil
+}
+
+// appliedBefore reports whether the erase a plan finishes (p.EraseSeq
+// set: journaled by an earlier run) was applied before this run: then
+// this run removed no table rows.
+func (r *Eraser) appliedBefore(ctx context.Context, p *Plan) (bool, error) {
+	if p.EraseSeq == 0 {
+		return false, nil
+	}
+	o, err := outcomes.NewReader(r.JetStream()).Latest(ctx, p.EraseID)
+	if errors.Is(err, journal.ErrNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return o.Seq == p.EraseSeq && o.Status == wire.StatusApplied, nil
 }
 
 // await waits for the outcome of the erase id at seq, at most r.wait when
@@ -661,14 +688,34 @@ func scanStream(ctx context.Context, js jetstream.JetStream, stream string, filt
 	}
 	// Deleted when done, not left to lapse: a plan reads again right
 	// after, and JetStream bounds a stream's consumers.
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: time.Minute}
-	return jsapi.ReadOrdered(ctx, js, stream, cfg, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
-		if err := fn(meta.Sequence.Stream, m.Headers(), m.Data()); err != nil {
+	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: time.Minute})
+	if err != nil {
+		return err
+	}
+	defer jsapi.DeleteOrdered(ctx, js, stream, cons)
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	last := uint64(0)
+	for {
+		// Not it.Next alone: what NumPending counted may be deleted
+		// meanwhile (by an erase of the same key) and never come.
+		m, err := jsapi.NextOrDone(ctx, js, stream, it, filters, last, 0)
+		if err != nil || m == nil {
+			return err
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		last = meta.Sequence.Stream
+		if err := fn(last, m.Headers(), m.Data()); err != nil {
 			return err
 		}
 		if meta.NumPending == 0 {
-			return jsapi.ErrStop
+			return nil
 		}
-		return nil
-	})
+	}
 }

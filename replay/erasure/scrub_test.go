@@ -15,6 +15,13 @@ import (
 	"github.com/tablejournal/tablejournal/wire"
 )
 
+// layoutCases are the erases a test runs on both layouts: of a partition
+// and of a row.
+var layoutCases = []struct {
+	layout   wire.Layout
+	rowErase bool
+}{{wire.LayoutVersioned, false}, {wire.LayoutVersioned, true}, {wire.LayoutPlain, false}, {wire.LayoutPlain, true}}
+
 // TestEraseScrubsStoreFiles: after an erase on the embedded store, no file
 // of the store (the database, its write-ahead log and index) holds an
 // erased value, and the receipt says it looked (issue 28, item 2). Without
@@ -23,10 +30,7 @@ import (
 // both its tables: the erased key has no row left in the table itself nor
 // in its history, and no file holds a value of it.
 func TestEraseScrubsStoreFiles(t *testing.T) {
-	for _, c := range []struct {
-		layout   wire.Layout
-		rowErase bool
-	}{{wire.LayoutVersioned, false}, {wire.LayoutVersioned, true}, {wire.LayoutPlain, false}, {wire.LayoutPlain, true}} {
+	for _, c := range layoutCases {
 		rowErase := c.rowErase
 		name := fmt.Sprintf("row=%v", rowErase)
 		if c.layout == wire.LayoutPlain {
