@@ -220,14 +220,18 @@ func (f *idFilter) follow(ctx context.Context) error {
 
 // bodyID is the command ID the projector takes for the message at seq
 // when it carries no Nats-Msg-Id (EntryFromMsg); empty when it has none.
+// It asks the stream's leader, never a replica: a replica behind would
+// answer "no such message", and an ID taken for absent would let a later
+// message carrying it pass for the first. Not found on the leader, the
+// message was deleted since (an erase, which removes its outcomes too).
 func (f *idFilter) bodyID(ctx context.Context, seq uint64) (string, error) {
-	m, err := f.j.Get(ctx, seq)
-	if errors.Is(err, journal.ErrNotFound) {
-		return "", nil // deleted since (an erase): nothing applies it
+	m, err := jsapi.LeaderGet(ctx, f.j.JetStream(), f.j.Name(), jsapi.MsgGetReq{Seq: seq})
+	if errors.Is(err, jsapi.ErrNotFound) {
+		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("read journal seq %d: %w", seq, err)
 	}
-	_, _, e := EntryFromMsg(m)
+	_, _, e := EntryFromMsg(journal.Msg{Seq: m.Seq, Subject: m.Subject, Header: m.Header, Data: m.Data})
 	return e.ID, nil
 }

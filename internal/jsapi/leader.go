@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/internal/retry"
@@ -59,6 +60,7 @@ func LeaderGet(ctx context.Context, js jetstream.JetStream, stream string, req M
 			Subject string    `json:"subject"`
 			Seq     uint64    `json:"seq"`
 			Data    []byte    `json:"data"`
+			Hdrs    []byte    `json:"hdrs"`
 			Time    time.Time `json:"time"`
 		} `json:"message"`
 		Error *struct {
@@ -80,7 +82,13 @@ func LeaderGet(ctx context.Context, js jetstream.JetStream, stream string, req M
 	case r.Message == nil:
 		return Msg{}, fmt.Errorf("get from %s: empty answer", stream)
 	}
-	return Msg{Seq: r.Message.Seq, Subject: r.Message.Subject, Data: r.Message.Data}, nil
+	m := Msg{Seq: r.Message.Seq, Subject: r.Message.Subject, Data: r.Message.Data}
+	if len(r.Message.Hdrs) > 0 {
+		if m.Header, err = nats.DecodeHeadersMsg(r.Message.Hdrs); err != nil {
+			return Msg{}, fmt.Errorf("get from %s seq %d: headers: %w", stream, m.Seq, err)
+		}
+	}
+	return m, nil
 }
 
 // ScanSubject passes fn, in stream order, the messages of subject stored at
