@@ -198,8 +198,24 @@ func TestBrowser(t *testing.T) {
 			wants("rejection reason", text("dd.reason"), "row exists")
 
 			// Blame: a command that wrote two rows.
+			// The link is followed by its href rather than clicked: a click
+			// right after the journal page loaded was lost twice in CI (the
+			// page stayed on the journal until the step's deadline).
+			var c4 string
 			run("blame c4", chromedp.Navigate(f.srv.URL+"/journal"), chromedp.WaitVisible("#journal", chromedp.ByQuery),
-				chromedp.Click(`//a[text()="c4"]`, chromedp.BySearch), chromedp.WaitVisible("#versions", chromedp.ByQuery), shot("command-blame"))
+				chromedp.AttributeValue(`//a[text()="c4"]`, "href", &c4, nil, chromedp.BySearch),
+				chromedp.ActionFunc(func(ctx context.Context) error {
+					base, err := url.Parse(f.srv.URL + "/journal")
+					if err != nil {
+						return err
+					}
+					ref, err := url.Parse(c4)
+					if err != nil {
+						return err
+					}
+					return chromedp.Navigate(base.ResolveReference(ref).String()).Do(ctx)
+				}),
+				chromedp.WaitVisible("#versions", chromedp.ByQuery), shot("command-blame"))
 			wants("blame c4", text("#versions"), "order-8", "order-9", "tip (current)", "version row")
 
 			// A row's three versions and their diffs, reached from the
