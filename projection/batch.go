@@ -12,6 +12,7 @@ import (
 	"github.com/tablejournal/tablejournal/events/rules"
 	"github.com/tablejournal/tablejournal/internal/retry"
 	"github.com/tablejournal/tablejournal/journal"
+	"github.com/tablejournal/tablejournal/projection/decide"
 	"github.com/tablejournal/tablejournal/wire"
 )
 
@@ -35,7 +36,8 @@ import (
 //  6. publish the applied commands' change events (publishApplied, the
 //     AfterCommit hook), and their outcomes once the change events are
 //     stored (finish): publish.go holds every publishing step;
-//  7. acknowledge the batch (ack).
+//  7. acknowledge the batch (ack), once its record is stored: the shard
+//     processes its next batch meanwhile (pipeline.go).
 //
 // Partitions go through 3–6 concurrently, each in journal order, each
 // through the one driver that replay's rebuild uses too (Applier.Apply);
@@ -90,9 +92,15 @@ var errAbandoned = errors.New("batch abandoned")
 // the partitions it found held (HeldError), whose entries from the held
 // one on were not applied.
 func (p *Projector) process(ctx context.Context, msgs []jetstream.Msg) ([]*HeldError, error) {
-	b := p.decode(msgs)
+	b := p.decode(msgs, nil)
 	b.lookup(ctx)
-	if err := b.applyAll(ctx); err != nil {
+	errs := b.applyAll(ctx)
+	// Even when a partition failed, the outcomes of what committed before
+	// are published: less to rebuild when the batch comes again.
+	if err := b.finish(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrPublish, err))
+	}
+	if err := batchError(errs); err != nil {
 		return nil, err
 	}
 	return b.held, nil
@@ -136,14 +144,26 @@ type batch struct {
 	lookupErr error
 	// held are the partitions found held (applyAll).
 	held []*HeldError
+	// The pipeline (pipeline.go): prev is the shard's batch before this
+	// one when its durable record was still being stored as this one
+	// began; applied the outcomes this batch replied, for the next batch's
+	// look-up; changesStored closed once finish knows whether this batch's
+	// change events are stored (changesErr).
+	prev          *batch
+	appliedMu     sync.Mutex
+	applied       map[string]decide.Prior
+	changesStored chan struct{}
+	changesErr    error
 }
 
 // decode turns the fetched messages into entries grouped by partition
 // (stage 1). A message that does not decode, or is not a valid command,
 // becomes an entry carrying its error: it is rejected, never applied.
-func (p *Projector) decode(msgs []jetstream.Msg) *batch {
+// prev is the shard's batch whose durable record may still be being
+// stored (nil when none is).
+func (p *Projector) decode(msgs []jetstream.Msg, prev *batch) *batch {
 	b := &batch{p: p, msgs: msgs, entries: make(map[partition][]Entry), bySeq: make(map[uint64]*Entry, len(msgs)),
-		outcomes: newOutcomePublisher(p.js, p.obs)}
+		outcomes: newOutcomePublisher(p.js, p.obs), prev: prev, changesStored: make(chan struct{})}
 	b.outcomes.noReply = p.cfg.NoReply
 	if !p.cfg.NoChangeFeed {
 		b.changes = newChangeFeed(p.js)
@@ -298,17 +318,18 @@ func (p *Projector) lookupPriors(ctx context.Context, groups map[partition][]Ent
 		return err
 	}
 	for _, es := range groups {
-		if err := p.settlePriors(ctx, pr, es); err != nil {
+		if err := p.settlePriors(ctx, pr, es, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// applyAll takes the batch's partitions through stages 3–6, concurrently,
-// and waits for every outcome and change event. A store failure outranks
-// publish failures: it must stop the shard.
-func (b *batch) applyAll(ctx context.Context) error {
+// applyAll takes the batch's partitions through stages 3–6,
+// concurrently, up to their change events sent and their applied
+// outcomes queued (finish stores them); it returns every partition's
+// error.
+func (b *batch) applyAll(ctx context.Context) []error {
 	// A plain group, not WithContext: a failing partition does not cancel
 	// the others, whose outcomes are still published; every error is kept.
 	var (
@@ -333,11 +354,12 @@ func (b *batch) applyAll(ctx context.Context) error {
 		})
 	}
 	_ = g.Wait() // the goroutines return nil: their errors are in errs
-	// Even when a partition failed, the outcomes of what committed before
-	// are published: less to rebuild when the batch comes again.
-	if err := b.finish(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrPublish, err))
-	}
+	return errs
+}
+
+// batchError is the error of a batch whose partitions failed with errs: a
+// store failure outranks publish failures, since it must stop the shard.
+func batchError(errs []error) error {
 	var storeErrs []error
 	for _, err := range errs {
 		if !errors.Is(err, ErrPublish) {

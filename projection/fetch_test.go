@@ -73,7 +73,7 @@ func TestPullReportsRestError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pl.stop()
-	msgs, err := pl.next(ctx, 10*time.Second)
+	msgs, err := pl.next(ctx, 10*time.Second, nil)
 	if err != nil {
 		t.Fatalf("pull: %v", err)
 	}

@@ -88,7 +88,7 @@ func TestObserveIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pl.stop()
-	msgs, err := pl.next(ctx, 10*time.Second)
+	msgs, err := pl.next(ctx, 10*time.Second, nil)
 	if err != nil || len(msgs) != 3 {
 		t.Fatalf("pull: %d messages, %v", len(msgs), err)
 	}

@@ -343,11 +343,32 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 	if !s.reopen(ctx, 0) {
 		return nil
 	}
+	// The pending batch is acknowledged once its record is stored, on the
+	// way out too (pipeline.go).
+	defer func() { _ = s.flush(ctx) }()
 	for ctx.Err() == nil {
-		msgs, err := s.pl.next(ctx, time.Second)
+		if s.pending.ready() {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+		}
+		msgs, err := s.pl.next(ctx, time.Second, s.pending.finished())
 		if err != nil {
-			if ctx.Err() != nil || !s.pullFailed(ctx, err) {
+			if ctx.Err() != nil {
 				return nil
+			}
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+			if !s.pullFailed(ctx, err) {
+				return nil
+			}
+			continue
+		}
+		if len(msgs) == 0 && s.pending != nil {
+			// The pending batch's record is stored, or a second passed.
+			if err := s.flush(ctx); err != nil {
+				return err
 			}
 			continue
 		}
@@ -363,6 +384,9 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		asked, gen := p.resumeAsked(s.resumeGen)
 		s.resumeGen = gen
 		if len(s.holds.parts) > 0 && (asked || s.holds.heldDue()) && ctx.Err() == nil {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
 			if err := s.retryHeld(ctx, asked); err != nil {
 				return err
 			}
@@ -370,8 +394,13 @@ func (p *Projector) runShard(ctx context.Context, shard int) error {
 		if gap {
 			why = "a gap in the delivery sequence"
 		}
-		if why != "" && ctx.Err() == nil && !s.resume(ctx, why) {
-			return nil
+		if why != "" && ctx.Err() == nil {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+			if !s.resume(ctx, why) {
+				return nil
+			}
 		}
 	}
 	return nil
@@ -397,6 +426,9 @@ type shardRun struct {
 	// Projector.Resume generation it has seen.
 	holds     shardHolds
 	resumeGen uint64
+	// pending is the batch processed last, acknowledged once its record is
+	// stored (pipeline.go).
+	pending *pending
 }
 
 // reopen (re)opens the consumer at stream sequence from (0: its ack
@@ -462,7 +494,7 @@ func (s *shardRun) idle(ctx context.Context) ([]jetstream.Msg, string) {
 	}
 	// Delivered and not taken yet, or a pull request on its way: wait a
 	// moment for them.
-	msgs, err := s.pl.next(ctx, tailGrace)
+	msgs, err := s.pl.next(ctx, tailGrace, nil)
 	if err != nil || len(msgs) > 0 {
 		return msgs, ""
 	}
@@ -503,38 +535,6 @@ func (s *shardRun) inOrder(msgs []jetstream.Msg) (todo []jetstream.Msg, gap bool
 		todo = append(todo, m)
 	}
 	return todo, false
-}
-
-// apply processes the messages taken from one fetch as one batch, but
-// for those of partitions the shard holds (held.go), which it keeps, and
-// acknowledges what it may.
-func (s *shardRun) apply(ctx context.Context, todo []jetstream.Msg) error {
-	if len(todo) == 0 {
-		return nil
-	}
-	p := s.p
-	run := s.holds.take(todo)
-	if len(run) > 0 {
-		held, err := p.processRetrying(ctx, s.shard, run)
-		if errors.Is(err, errAbandoned) {
-			return nil
-		}
-		if err != nil {
-			var ae *ApplyError
-			if errors.As(err, &ae) {
-				p.log.Error("cannot apply a row; the shard stops (see README, \"When a shard stops\")",
-					LogShard, s.shard, LogTable, ae.Table, LogPK, ae.PK, "rk", ae.RK, "key", ae.StoreKey,
-					LogSeq, ae.Seq, LogCmd, ae.Cmd, "err", ae.Err)
-			}
-			return err
-		}
-		s.hold(held, run)
-	}
-	s.ack(todo)
-	md, _ := todo[len(todo)-1].Metadata()
-	s.last = md.Sequence.Stream
-	p.observeBatch(s.shard, todo)
-	return nil
 }
 
 // resume reopens the consumer just after the last message applied, so

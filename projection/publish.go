@@ -62,22 +62,38 @@ func (b *batch) publishUnwritten(ctx context.Context, part partition, rs []Resul
 	return b.outcomes.await(ctx, fs, hs)
 }
 
-// publishApplied publishes the change events of a committed transaction's
-// applied commands (stage 6) and queues their outcomes, which finish
-// publishes once every change event is stored.
+// publishApplied replies to the clients waiting for a committed
+// transaction's applied commands, keeps their outcomes for the next batch's
+// look-up (pipeline.go), publishes their change events (stage 6) once the
+// previous batch's events of the partition are stored, and queues their
+// outcomes, which finish publishes once every change event is stored.
 func (b *batch) publishApplied(ctx context.Context, part partition, rs []Result) error {
 	if len(rs) == 0 {
 		return nil
 	}
 	b.p.obs.Transaction(len(rs)) // one committed transaction's commands
 	b.p.logResults(part, rs)
+	msgs := make([]*nats.Msg, len(rs))
 	for i := range rs {
-		msg, h, err := b.publishChanges(ctx, part, &rs[i])
+		e := b.bySeq[rs[i].Seq]
+		msg, err := outcomeMsg(part.spelled(e), &rs[i], e)
 		if err != nil {
 			return err
 		}
 		b.outcomes.reply(rs[i].ID, msg)
-		b.outcomes.queue(msg, h)
+		b.keepApplied(&rs[i])
+		msgs[i] = msg
+	}
+	if err := b.afterPrev(ctx, part); err != nil {
+		return err
+	}
+	for i := range rs {
+		r := &rs[i]
+		e := b.bySeq[r.Seq]
+		if err := b.changes.publish(ctx, part, r, e); err != nil {
+			return err
+		}
+		b.outcomes.queue(msgs[i], handled{status: r.Status, at: e.At})
 	}
 	return nil
 }
@@ -96,7 +112,12 @@ func (b *batch) publishChanges(ctx context.Context, part partition, r *Result) (
 // finish waits until every change event of the batch is stored, then
 // publishes the applied commands' outcomes and waits for them.
 func (b *batch) finish(ctx context.Context) error {
-	if err := b.changes.wait(ctx); err != nil {
+	err := b.changes.wait(ctx)
+	b.changesErr = err
+	if b.changesStored != nil {
+		close(b.changesStored)
+	}
+	if err != nil {
 		return err
 	}
 	return b.outcomes.flush(ctx)
@@ -238,6 +259,18 @@ func (c *changeFeed) send(ctx context.Context, part partition, rk string, msg *n
 	fl.futures = append(fl.futures, f)
 	fl.rows[rk] = true
 	return nil
+}
+
+// sent reports whether any change event of part was sent; false on a nil
+// *changeFeed.
+func (c *changeFeed) sent(part partition) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.inflight[part]
+	return ok
 }
 
 // partition returns the change events in flight of part.

@@ -67,8 +67,8 @@ func (pl *puller) stop() {
 // FetchBytes after the first), so latency stays low when idle and batches
 // grow under load. The first message's metadata says how many wait. No
 // message within wait is not an error: it returns none.
-func (pl *puller) next(ctx context.Context, wait time.Duration) ([]jetstream.Msg, error) {
-	first, err := pl.take(ctx, wait)
+func (pl *puller) next(ctx context.Context, wait time.Duration, wake <-chan struct{}) ([]jetstream.Msg, error) {
+	first, err := pl.take(ctx, wait, wake)
 	if err != nil || first == nil {
 		return nil, err
 	}
@@ -108,10 +108,20 @@ func (pl *puller) next(ctx context.Context, wait time.Duration) ([]jetstream.Msg
 // arrived within it is applied, the rest comes in the next batch.
 const restWait = 5 * time.Second
 
-// take returns the next message, or nil when none came within wait.
-func (pl *puller) take(ctx context.Context, wait time.Duration) (jetstream.Msg, error) {
+// take returns the next message, or nil when none came within wait or
+// before wake was closed (nil: never).
+func (pl *puller) take(ctx context.Context, wait time.Duration, wake <-chan struct{}) (jetstream.Msg, error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	if wake != nil {
+		go func() {
+			select {
+			case <-wake:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
 	return pl.wait(ctx, jetstream.NextContext(wctx))
 }
 
@@ -123,8 +133,8 @@ func (pl *puller) wait(ctx context.Context, next jetstream.NextOpt) (jetstream.M
 		return m, nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case errors.Is(err, context.DeadlineExceeded):
-		return nil, nil
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return nil, nil // the wait ended, not ctx
 	}
 	return nil, err
 }

@@ -2,6 +2,7 @@ package projection
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,7 +27,7 @@ func (b *batch) ready(ctx context.Context, part partition) error {
 	if b.lookupErr != nil {
 		return b.lookupErr
 	}
-	return b.p.settlePriors(ctx, b.priors, b.entries[part])
+	return b.p.settlePriors(ctx, b.priors, b.entries[part], b.priorOf)
 }
 
 // priors are the latest outcomes of a batch's IDs, and the histories of
@@ -38,13 +39,21 @@ type priors struct {
 	histories map[string][]wire.Outcome
 }
 
-// settlePriors sets the Prior of each of es (and own outcome) from pr.
-func (p *Projector) settlePriors(ctx context.Context, pr *priors, es []Entry) error {
-	if pr == nil {
-		return nil
-	}
+// settlePriors sets the Prior of each of es (and own outcome) from pr and
+// from inflight, the outcomes of the shard's previous batch that may not
+// be stored yet (batch.priorOf; nil outside the shard loop).
+func (p *Projector) settlePriors(ctx context.Context, pr *priors, es []Entry, inflight func(id string) (decide.Prior, bool)) error {
 	for i := range es {
-		if err := p.settlePrior(ctx, &es[i], pr); err != nil {
+		e := &es[i]
+		if e.Cmd == nil && e.Erase == nil {
+			continue
+		}
+		var f decide.Prior
+		var ok bool
+		if inflight != nil {
+			f, ok = inflight(e.ID)
+		}
+		if err := p.settlePrior(ctx, e, pr, f, ok); err != nil {
 			return err
 		}
 	}
@@ -53,14 +62,26 @@ func (p *Projector) settlePriors(ctx context.Context, pr *priors, es []Entry) er
 
 // settlePrior sets e's Prior (and own outcome) from the latest outcomes of
 // the batch's IDs, reading the ID's history when its latest outcome is of
-// a later message; pr keeps the histories read.
-func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors) error {
-	o, ok := pr.latest[e.ID]
+// a later message; pr keeps the histories read. f, when inflight, is the
+// outcome the shard's previous batch applied e's ID with, which may not
+// be stored yet: it is older than e and newer than anything stored before
+// it.
+func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors, f decide.Prior, inflight bool) error {
+	var (
+		o  wire.Outcome
+		ok bool
+	)
+	if pr != nil {
+		o, ok = pr.latest[e.ID]
+	}
 	switch {
-	case !ok || e.Cmd == nil && e.Erase == nil:
+	case inflight && f.Seq < e.Seq && (!ok || o.Seq <= f.Seq):
+		e.Prior = f
+		return nil
+	case !ok:
 		return nil
 	case o.Seq < e.Seq:
-		e.Prior = Prior{Seq: o.Seq, Status: o.Status, Digest: o.Digest}
+		e.Prior = priorFromOutcome(o)
 		return nil
 	case o.Seq == e.Seq && o.Status != wire.StatusDuplicate:
 		// Its own outcome (a redelivery): it applied or was rejected, so
@@ -71,6 +92,9 @@ func (p *Projector) settlePrior(ctx context.Context, e *Entry, pr *priors) error
 	all, err := pr.history(ctx, p.outcomeReader(), e.ID)
 	if err != nil {
 		return err
+	}
+	if inflight && f.Seq < e.Seq && !slices.ContainsFunc(all, func(x wire.Outcome) bool { return x.Seq == f.Seq }) {
+		all = append(slices.Clone(all), wire.Outcome{ID: e.ID, Seq: f.Seq, Status: f.Status, Digest: f.Digest})
 	}
 	e.Prior = decide.PriorFrom(all, e.Seq)
 	for i := range all {

@@ -34,6 +34,7 @@ const (
 	kindPublish = "publish" // acknowledged JetStream publish of a command-sized message
 	kindStore   = "store"   // one-row upsert transaction straight on the store
 	kindApply   = "apply"   // Client.Apply of a one-row upsert
+	kindAgain   = "again"   // Client.Apply right after an Apply to the same partition
 	kindWait    = "wait"    // Client.Wait after Publish returned
 	kindRYW     = "ryw"     // Publish then Get(AfterSeq)
 	kindFollow  = "follow"  // from Apply's return to the change reaching a follower
@@ -41,15 +42,18 @@ const (
 
 // BenchmarkLatency measures, per table store, against the projector
 // command running in this process: the latency of an acknowledged
-// publish, of a direct one-row store transaction, of Client.Apply (and of
-// its Wait alone), of read-your-writes (Publish then Get with AfterSeq),
+// publish, of a direct one-row store transaction, of Client.Apply (after a
+// store write, and again right after it to the same partition: "again"),
+// of Wait alone, of read-your-writes (Publish then Get with AfterSeq),
 // and a follower's delay from Apply's return to the change's delivery
 // (0 when the change came first). "sequential" makes the requests one
 // after the other, interleaved by kind; "rate" offers them at a steady
 // rate (ratePerKind a second of each kind) and measures each from the moment it was due.
 // It reports p50, p99 and p99.9 in milliseconds per kind, and the ratios
 // lat-x-parts-p50 and lat-x-parts-p99 (Apply over publish + store, at the
-// same percentile) and lat-x-apply-p50 (read-your-writes over Apply); on
+// same percentile), again-x-parts-p50 (the Apply right after an Apply, over
+// the same parts: a service writing one partition back to back) and
+// lat-x-apply-p50 (read-your-writes over Apply); on
 // the simulated account also the store reads and transactions made while
 // an Apply waited, per Apply (apply-store-reads, apply-store-txs: each is a
 // 5 ms round trip). Each round makes TABLEJOURNAL_BENCH_LATENCY_N requests of each kind
@@ -112,7 +116,7 @@ func (s *samples) quantile(kind string, q float64) float64 {
 }
 
 func (s *samples) report(b *testing.B) {
-	for _, k := range []string{kindPublish, kindStore, kindApply, kindWait, kindRYW, kindFollow} {
+	for _, k := range []string{kindPublish, kindStore, kindApply, kindAgain, kindWait, kindRYW, kindFollow} {
 		if len(s.lat[k]) == 0 {
 			continue
 		}
@@ -126,6 +130,9 @@ func (s *samples) report(b *testing.B) {
 	b.ReportMetric(parts(0.5), "lat-x-parts-p50")
 	b.ReportMetric(parts(0.99), "lat-x-parts-p99")
 	b.ReportMetric(s.quantile(kindRYW, 0.5)/s.quantile(kindApply, 0.5), "lat-x-apply-p50")
+	if len(s.lat[kindAgain]) > 0 {
+		b.ReportMetric(s.quantile(kindAgain, 0.5)/(s.quantile(kindPublish, 0.5)+s.quantile(kindStore, 0.5)), "again-x-parts-p50")
+	}
 	for name, n := range s.counts {
 		b.ReportMetric(float64(n)/float64(len(s.lat[kindApply])), name)
 	}
@@ -161,7 +168,7 @@ func (r *round) do(kind string, i int, due time.Time) error {
 		if err != nil {
 			return err
 		}
-	case kindApply:
+	case kindApply, kindAgain:
 		c := cmd()
 		var before simazure.Stats
 		if r.e.sim != nil {
@@ -173,6 +180,9 @@ func (r *round) do(kind string, i int, due time.Time) error {
 		}
 		at := time.Now()
 		r.s.add(kind, at.Sub(due))
+		if kind == kindAgain {
+			return nil
+		}
 		if r.e.sim != nil {
 			after := r.e.sim.Stats()
 			r.s.count("apply-store-reads", after.Reads-before.Reads)
@@ -229,7 +239,7 @@ func (e *env) newRound(b *testing.B, withFollower bool) *round {
 func (e *env) sequential(b *testing.B, n int) *samples {
 	r := e.newRound(b, true)
 	for i := range n {
-		for _, k := range []string{kindPublish, kindStore, kindApply, kindWait, kindRYW} {
+		for _, k := range []string{kindPublish, kindStore, kindApply, kindAgain, kindWait, kindRYW} {
 			if err := r.do(k, i, time.Now()); err != nil {
 				b.Fatalf("%s %d: %v", k, i, err)
 			}
