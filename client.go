@@ -36,9 +36,8 @@ type Client struct {
 
 	layouts sync.Map // table → wire.Layout, once known for good (layoutOf)
 
-	recent        recentIDs     // the command IDs of this Client's latest publishes
-	watches       recentWatches // the outcome watches of its latest publishes (recent.go)
-	streamChecked atomic.Bool   // the first Publish found the journal stream
+	recent        recentPublishes // the command IDs and outcome watches of its latest publishes (recent.go)
+	streamChecked atomic.Bool     // the first Publish found the journal stream
 }
 
 // Option configures a Client.
@@ -129,7 +128,7 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Client, error) {
 // Close closes the NATS connection. The table store of WithStore is the
 // caller's to close.
 func (c *Client) Close() error {
-	c.watches.stopAll()
+	c.recent.stopAll()
 	if c.ownConn {
 		c.nc.Close()
 	}

@@ -158,7 +158,7 @@ func (c *Client) Publish(ctx context.Context, cmd *Command) (Position, error) {
 		return Position{}, fmt.Errorf("tablejournal: publish %s: %w", cmd.cmd.ID, cmd.err)
 	}
 	// Listening before the publish, for a read after this write
-	// (recentWatches); without it the read waits as before.
+	// (recentPublishes); without it the read waits as before.
 	w, werr := c.outcomes.Watch(cmd.cmd.ID)
 	pos, err := c.publish(ctx, cmd)
 	switch {
@@ -166,7 +166,7 @@ func (c *Client) Publish(ctx context.Context, cmd *Command) (Position, error) {
 	case err != nil || pos.Duplicate:
 		w.Stop()
 	default:
-		c.watches.keep(pos.Seq, pos.ID, w)
+		c.recent.keep(pos.Seq, pos.ID, w)
 	}
 	return pos, err
 }

@@ -1,9 +1,15 @@
 package tablejournal
 
 // WatchesKept is how many outcome watches c keeps for reads after its
-// writes (recentWatches).
+// writes (recentPublishes).
 func WatchesKept(c *Client) int {
-	c.watches.mu.Lock()
-	defer c.watches.mu.Unlock()
-	return len(c.watches.byID)
+	c.recent.mu.Lock()
+	defer c.recent.mu.Unlock()
+	n := 0
+	for _, p := range c.recent.ring {
+		if p.w != nil {
+			n++
+		}
+	}
+	return n
 }

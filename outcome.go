@@ -148,11 +148,11 @@ func (c *Client) Wait(ctx context.Context, pos Position) (Outcome, error) {
 }
 
 // await waits for the outcome of command id at journal sequence seq:
-// through the watch its Publish kept (recentWatches), listening since
+// through the watch its Publish kept (recentPublishes), listening since
 // before the publish, so that the projector's reply is not missed; else
 // subscribing now and looking up what is stored.
 func (c *Client) await(ctx context.Context, id string, seq uint64) (wire.Outcome, error) {
-	if w := c.watches.take(seq, id); w != nil {
+	if w := c.recent.take(seq, id); w != nil {
 		defer w.Stop()
 		return w.Await(ctx, seq, false)
 	}

@@ -6,104 +6,115 @@ import (
 	"github.com/tablejournal/tablejournal/journal/outcomes"
 )
 
-// recentCap is how many publishes recentIDs remembers.
+// recentCap is how many publishes recentPublishes remembers.
 const recentCap = 4096
-
-// recentIDs maps the journal sequences of a Client's latest publishes to
-// their command IDs, so that a read after its own write (AfterSeq) knows
-// the ID whose outcome it waits for without reading the journal.
-type recentIDs struct {
-	mu   sync.Mutex
-	ids  map[uint64]string
-	ring []uint64 // sequences in the order added; the oldest is forgotten first
-	next int
-}
-
-func (r *recentIDs) add(seq uint64, id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ids == nil {
-		r.ids = make(map[uint64]string, recentCap)
-		r.ring = make([]uint64, recentCap)
-	}
-	if _, ok := r.ids[seq]; ok {
-		return
-	}
-	delete(r.ids, r.ring[r.next])
-	r.ring[r.next] = seq
-	r.next = (r.next + 1) % recentCap
-	r.ids[seq] = id
-}
-
-func (r *recentIDs) get(seq uint64) (string, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	id, ok := r.ids[seq]
-	return id, ok
-}
 
 // watchCap is how many of a Client's latest publishes keep their outcome
 // watch for a read after the write.
 const watchCap = 256
 
-// recentWatches keeps the outcome watch of each of a Client's latest
-// publishes (at most watchCap), started before the command was published:
-// a read after that write (AfterSeq, WaitApplied) takes it and learns the
-// outcome the moment it comes, the projector's reply too, which a watch
-// started after Publish returned may have missed (it then waits for the
-// stored outcome). The oldest is stopped when a new one comes.
-type recentWatches struct {
-	mu   sync.Mutex
-	byID map[uint64]keptWatch
-	ring []uint64
-	next int
+// recentPublishes remembers a Client's latest publishes (recentCap) in one
+// ring, so that a read after its own write (AfterSeq, WaitApplied, Wait):
+//   - knows the command ID whose outcome it waits for, from the journal
+//     sequence, without reading the journal;
+//   - takes the command's outcome watch, started before the command was
+//     published and kept for the latest watchCap publishes only, and learns
+//     the outcome the moment it comes, the projector's reply too, which a
+//     watch started after Publish returned may have missed (it then waits
+//     for the stored outcome). A watch is stopped when its publish falls
+//     out of the latest watchCap or another replaces it.
+type recentPublishes struct {
+	mu    sync.Mutex
+	ring  []recentPublish // in the order added; the oldest is forgotten first
+	next  int             // where the next publish goes: the oldest
+	bySeq map[uint64]int  // a journal sequence's place in ring
 }
 
-// keptWatch is the watch of the command id.
-type keptWatch struct {
-	id string
-	w  *outcomes.Watch
+// recentPublish is the publish of command id, stored at journal sequence
+// seq (0: a place in the ring not used yet), and its outcome watch, if kept.
+type recentPublish struct {
+	seq uint64
+	id  string
+	w   *outcomes.Watch
 }
 
-// keep holds w, the watch of command id, published and stored at seq.
-func (r *recentWatches) keep(seq uint64, id string, w *outcomes.Watch) {
+// add remembers that command id was stored at seq, unless seq is
+// remembered already.
+func (r *recentPublishes) add(seq uint64, id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.byID == nil {
-		r.byID = make(map[uint64]keptWatch, watchCap)
-		r.ring = make([]uint64, watchCap)
+	if r.ring == nil {
+		r.ring = make([]recentPublish, recentCap)
+		r.bySeq = make(map[uint64]int, recentCap)
 	}
-	if old, ok := r.byID[seq]; ok {
-		old.w.Stop()
+	if _, ok := r.bySeq[seq]; ok {
+		return
 	}
-	if old, ok := r.byID[r.ring[r.next]]; ok {
-		old.w.Stop()
-		delete(r.byID, r.ring[r.next])
+	if old := &r.ring[r.next]; old.seq != 0 {
+		stopWatch(old)
+		delete(r.bySeq, old.seq)
 	}
-	r.ring[r.next] = seq
-	r.next = (r.next + 1) % watchCap
-	r.byID[seq] = keptWatch{id, w}
+	// The publish this one pushes out of the latest watchCap.
+	stopWatch(&r.ring[(r.next+recentCap-watchCap)%recentCap])
+	r.ring[r.next] = recentPublish{seq: seq, id: id}
+	r.bySeq[seq] = r.next
+	r.next = (r.next + 1) % recentCap
+}
+
+// get returns the command ID stored at seq, if remembered.
+func (r *recentPublishes) get(seq uint64) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, ok := r.bySeq[seq]
+	if !ok {
+		return "", false
+	}
+	return r.ring[i].id, true
+}
+
+// keep holds w, the watch of command id, published and stored at seq (add
+// came first), in place of any watch kept for it before. It stops w
+// instead when that publish is no longer among the latest watchCap, or is
+// not of id.
+func (r *recentPublishes) keep(seq uint64, id string, w *outcomes.Watch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, ok := r.bySeq[seq]
+	if !ok || r.ring[i].id != id || (r.next+recentCap-i-1)%recentCap >= watchCap {
+		w.Stop()
+		return
+	}
+	stopWatch(&r.ring[i])
+	r.ring[i].w = w
 }
 
 // take returns the watch kept for command id at seq, and forgets it: the
 // caller stops it. Nil when there is none.
-func (r *recentWatches) take(seq uint64, id string) *outcomes.Watch {
+func (r *recentPublishes) take(seq uint64, id string) *outcomes.Watch {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k, ok := r.byID[seq]
-	if !ok || k.id != id {
+	i, ok := r.bySeq[seq]
+	if !ok || r.ring[i].id != id {
 		return nil
 	}
-	delete(r.byID, seq)
-	return k.w
+	w := r.ring[i].w
+	r.ring[i].w = nil
+	return w
 }
 
-// stopAll stops every watch kept.
-func (r *recentWatches) stopAll() {
+// stopAll stops every watch kept; the command IDs stay.
+func (r *recentPublishes) stopAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for seq, k := range r.byID {
-		k.w.Stop()
-		delete(r.byID, seq)
+	for i := range r.ring {
+		stopWatch(&r.ring[i])
+	}
+}
+
+// stopWatch stops p's watch, if kept, and forgets it.
+func stopWatch(p *recentPublish) {
+	if p.w != nil {
+		p.w.Stop()
+		p.w = nil
 	}
 }

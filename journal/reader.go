@@ -128,50 +128,28 @@ func (j *Journal) ReadAny(ctx context.Context, from, to uint64, filters []string
 		return nil
 	}
 
-	cons, err := j.js.OrderedConsumer(ctx, j.name, jetstream.OrderedConsumerConfig{
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects:    filters,
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       first,
 		InactiveThreshold: time.Minute,
-	})
+	}
+	// fn's error is returned unchanged, even one that is jsapi.ErrStop.
+	var fnErr error
+	err = jsapi.ReadOrdered(ctx, j.js, j.name, cfg, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
+		fnErr = fn(Msg{Seq: meta.Sequence.Stream, Subject: m.Subject(), Time: meta.Timestamp, Header: m.Headers(), Data: m.Data()})
+		if fnErr != nil {
+			return jsapi.ErrStop
+		}
+		return nil
+	}, jsapi.UpTo(to))
+	if fnErr != nil {
+		return fnErr
+	}
 	if err != nil {
-		return fmt.Errorf("read %s from %d: %w", j.name, first, err)
+		return fmt.Errorf("read %s from %d up to %d: %w", j.name, first, to, err)
 	}
-	defer jsapi.DeleteOrdered(ctx, j.js, j.name, cons)
-	it, err := cons.Messages()
-	if err != nil {
-		return fmt.Errorf("read %s from %d: %w", j.name, first, err)
-	}
-	defer it.Stop()
-	last := first - 1
-	for {
-		// Not it.Next alone: what NumPending counted may be deleted
-		// meanwhile (an erase's secure deletes) and never come.
-		m, err := jsapi.NextOrDone(ctx, j.js, j.name, it, filters, last, to)
-		if err != nil {
-			return fmt.Errorf("read %s up to %d: %w", j.name, to, err)
-		}
-		if m == nil {
-			return nil
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return fmt.Errorf("read %s: %w", j.name, err)
-		}
-		seq := meta.Sequence.Stream
-		last = seq
-		if seq > to {
-			return nil
-		}
-		if err := fn(Msg{Seq: seq, Subject: m.Subject(), Time: meta.Timestamp, Header: m.Headers(), Data: m.Data()}); err != nil {
-			return err
-		}
-		// NumPending counts the matching messages stored after this one;
-		// every message up to to was stored before Read began.
-		if seq == to || meta.NumPending == 0 {
-			return nil
-		}
-	}
+	return nil
 }
 
 // DecodeMsg decodes a stored command by its Content-Type header (none means

@@ -215,7 +215,7 @@ func (f *idFilter) follow(ctx context.Context) error {
 		}
 		f.read(md.Sequence.Stream, id)
 		return nil
-	}, jetstream.PullMaxMessages(idFilterPull))
+	}, jsapi.Pull(jetstream.PullMaxMessages(idFilterPull)))
 }
 
 // bodyID is the command ID the projector takes for the message at seq

@@ -4,7 +4,7 @@
 // (a leader get, a multi_last direct get with a sentinel), batched direct
 // gets answered on one kept subscription, and the creation of a stream that
 // brings an existing one to the wanted configuration without changing it
-// silently.
+// silently, and ordered reads that end when nothing is left to read.
 //
 // It is internal: its callers re-export what their users need (the errors,
 // the ensure options).

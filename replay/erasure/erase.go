@@ -686,36 +686,12 @@ func scanStream(ctx context.Context, js jetstream.JetStream, stream string, filt
 	if total == 0 {
 		return nil
 	}
-	// Deleted when done, not left to lapse: a plan reads again right
-	// after, and JetStream bounds a stream's consumers.
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: time.Minute})
-	if err != nil {
-		return err
-	}
-	defer jsapi.DeleteOrdered(ctx, js, stream, cons)
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	last := uint64(0)
-	for {
-		// Not it.Next alone: what NumPending counted may be deleted
-		// meanwhile (by an erase of the same key) and never come.
-		m, err := jsapi.NextOrDone(ctx, js, stream, it, filters, last, 0)
-		if err != nil || m == nil {
-			return err
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		last = meta.Sequence.Stream
-		if err := fn(last, m.Headers(), m.Data()); err != nil {
-			return err
-		}
-		if meta.NumPending == 0 {
-			return nil
-		}
-	}
+	// Deleted when done (ReadOrdered does), not left to lapse: a plan
+	// reads again right after, and JetStream bounds a stream's consumers.
+	// UpTo, not a read until NumPending is 0 alone: what it counted may be
+	// deleted meanwhile (by an erase of the same key) and never come.
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, InactiveThreshold: time.Minute}
+	return jsapi.ReadOrdered(ctx, js, stream, cfg, func(m jetstream.Msg, meta *jetstream.MsgMetadata) error {
+		return fn(meta.Sequence.Stream, m.Headers(), m.Data())
+	}, jsapi.UpTo(0))
 }
