@@ -50,16 +50,24 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream string, cfg
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cons, err := js.OrderedConsumer(ctx, stream, cfg)
-	if err != nil {
+	var it jetstream.MessagesContext
+	open := func() error {
+		cons, err := js.OrderedConsumer(ctx, stream, cfg)
+		if err != nil {
+			return err
+		}
+		next, err := cons.Messages(o.pull...)
+		if err != nil {
+			DeleteOrdered(ctx, js, stream, cons)
+			return err
+		}
+		it = &deletingIter{MessagesContext: next, del: func() { DeleteOrdered(ctx, js, stream, cons) }}
+		return nil
+	}
+	if err := open(); err != nil {
 		return err
 	}
-	defer DeleteOrdered(ctx, js, stream, cons)
-	it, err := cons.Messages(o.pull...)
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
+	defer func() { it.Stop() }()
 	filters := cfg.FilterSubjects
 	if len(filters) == 0 {
 		filters = []string{">"}
@@ -69,11 +77,26 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream string, cfg
 		last = cfg.OptStartSeq - 1
 	}
 	for {
-		var m jetstream.Msg
+		var (
+			m   jetstream.Msg
+			err error
+		)
 		if o.bounded {
 			m, err = nextOrDone(ctx, js, stream, it, filters, last, o.to)
 		} else {
 			m, err = it.Next(jetstream.NextContext(ctx))
+		}
+		if errors.Is(err, errStalled) {
+			// Messages are left and none comes: the consumer is gone
+			// without a word (its server restarted), and the library's
+			// heartbeat check never fires across reads this short. Read
+			// on through a new one, from after the last message read.
+			it.Stop()
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
+			if err := open(); err != nil {
+				return err
+			}
+			continue
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -106,18 +129,41 @@ func ReadOrdered(ctx context.Context, js jetstream.JetStream, stream string, cfg
 	}
 }
 
+// deletingIter is an ordered consumer's iterator that deletes the consumer
+// when stopped, rather than leaving it to lapse: JetStream bounds a
+// stream's consumers.
+type deletingIter struct {
+	jetstream.MessagesContext
+	del func()
+}
+
+func (d *deletingIter) Stop() {
+	d.MessagesContext.Stop()
+	d.del()
+}
+
 // OrderedIdle is how long a read UpTo waits for a message before it asks
 // the stream whether one is still to come.
 const OrderedIdle = 2 * time.Second
+
+// stallIdle is how many OrderedIdle periods in a row a read UpTo waits
+// without a message while the stream holds one for it, before it takes
+// its consumer for gone (errStalled).
+const stallIdle = 3
+
+// errStalled: the stream holds a message for the read, and its consumer
+// delivered none for stallIdle idle periods.
+var errStalled = errors.New("ordered consumer stalled")
 
 // nextOrDone returns the next message of it, an ordered consumer's
 // iterator on filters of stream that last delivered sequence after, or nil
 // once no message is left to deliver up to sequence to (0: the stream's
 // end): after OrderedIdle without a message it asks the stream's leader
 // for the next message on each filter after after; none, or none up to to,
-// ends the read (see UpTo).
+// ends the read (see UpTo). One there while nothing came for stallIdle
+// periods is errStalled.
 func nextOrDone(ctx context.Context, js jetstream.JetStream, stream string, it jetstream.MessagesContext, filters []string, after, to uint64) (jetstream.Msg, error) {
-	for {
+	for idle := 1; ; idle++ {
 		nctx, cancel := context.WithTimeout(ctx, OrderedIdle)
 		m, err := it.Next(jetstream.NextContext(nctx))
 		cancel()
@@ -125,8 +171,11 @@ func nextOrDone(ctx context.Context, js jetstream.JetStream, stream string, it j
 			return m, err
 		}
 		left, err := anyAfter(ctx, js, stream, filters, after, to)
-		if err != nil || !left {
+		switch {
+		case err != nil || !left:
 			return nil, err
+		case idle >= stallIdle:
+			return nil, errStalled
 		}
 	}
 }
