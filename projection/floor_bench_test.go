@@ -89,6 +89,15 @@ func journalFloor(b *testing.B, h *projectiontest.Harness, n int) time.Duration 
 			if err := last.Ack(); err != nil {
 				b.Fatal(err)
 			}
+			continue
+		}
+		// Nothing delivered: FetchNoWait answers at once, so without this
+		// the loop spins past every deadline (a round once ran 21 minutes
+		// at full CPU and was killed without saying where).
+		select {
+		case <-ctx.Done():
+			b.Fatalf("journal floor: %d of %d messages delivered: %v", done, n, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	return proccpu.Used() - cpu
