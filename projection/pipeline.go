@@ -33,13 +33,11 @@ import (
 // again (shardRun.apply).
 var errPrevFailed = errors.New("the previous batch's change events were not stored")
 
-// keepApplied keeps the outcome of r, an applied command just replied to,
-// for the next batch's look-up.
-func (b *batch) keepApplied(r *Result) {
-	p := decide.Prior{Seq: r.Seq, Status: r.Status}
-	if e := b.bySeq[r.Seq]; e != nil && e.Cmd != nil {
-		p.Digest = e.Cmd.Digest()
-	}
+// keepApplied keeps the outcome of r, an applied command just replied to
+// with digest (its outcome's: computed once, it encodes the command), for
+// the next batch's look-up.
+func (b *batch) keepApplied(r *Result, digest string) {
+	p := decide.Prior{Seq: r.Seq, Status: r.Status, Digest: digest}
 	b.appliedMu.Lock()
 	defer b.appliedMu.Unlock()
 	if b.applied == nil {

@@ -76,12 +76,12 @@ func (b *batch) publishApplied(ctx context.Context, part partition, rs []Result)
 	msgs := make([]*nats.Msg, len(rs))
 	for i := range rs {
 		e := b.bySeq[rs[i].Seq]
-		msg, err := outcomeMsg(part.spelled(e), &rs[i], e)
+		msg, digest, err := outcomeMsg(part.spelled(e), &rs[i], e)
 		if err != nil {
 			return err
 		}
 		b.outcomes.reply(rs[i].ID, msg)
-		b.keepApplied(&rs[i])
+		b.keepApplied(&rs[i], digest)
 		msgs[i] = msg
 	}
 	if err := b.afterPrev(ctx, part); err != nil {
@@ -105,7 +105,7 @@ func (b *batch) publishChanges(ctx context.Context, part partition, r *Result) (
 	if err := b.changes.publish(ctx, part, r, e); err != nil {
 		return nil, handled{}, err
 	}
-	msg, err := outcomeMsg(part.spelled(e), r, e)
+	msg, _, err := outcomeMsg(part.spelled(e), r, e)
 	return msg, handled{status: r.Status, at: e.At}, err
 }
 
@@ -143,8 +143,9 @@ func (p *Projector) logResults(part partition, rs []Result) {
 	}
 }
 
-// outcomeMsg is the outcome message of r, with its command's trace context.
-func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
+// outcomeMsg is the outcome message of r, with its command's trace
+// context, and the command's digest it carries ("" when none).
+func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, string, error) {
 	o := wire.Outcome{
 		ID: r.ID, Seq: r.Seq, Table: part.table, PK: part.pk,
 		Status: r.Status, Reason: r.Reason, Code: r.Code, Rule: r.Rule, Rows: r.Rows, Pruned: r.Pruned, Erased: r.ErasedRows, At: e.At,
@@ -155,10 +156,10 @@ func outcomeMsg(part partition, r *Result, e *Entry) (*nats.Msg, error) {
 	}
 	msg, err := outcomes.Message(o)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	setTrace(e.Trace, msg.Header)
-	return msg, nil
+	return msg, o.Digest, nil
 }
 
 func changeMsg(part partition, r Result, ch Change, at time.Time) (*nats.Msg, error) {
