@@ -124,10 +124,7 @@ type rowsTx struct{}
 // 6).
 func (rowsTx) decide(ctx context.Context, r *partitionRun) error {
 	for {
-		if err := r.begin(ctx); err != nil {
-			return err
-		}
-		behind, err := r.loadRows(ctx, r.touchedFrom(r.next))
+		behind, err := r.open(ctx, r.touchedFrom(r.next))
 		if err != nil {
 			return err
 		}

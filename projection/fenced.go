@@ -61,11 +61,7 @@ func (e *conflictError) applyError(table, pk string) error {
 // cache, else read from the table. (After a commit the view holds the
 // fence it wrote, with the etag the store reported.)
 func (s *fenced) begin(ctx context.Context) error {
-	if s.v.valid {
-		return nil
-	}
-	if f, epoch, ok := s.a.cache.fence(s.part); ok {
-		s.v = view{valid: true, f: f, epoch: epoch, rows: make(map[string]*rowState)}
+	if s.v.valid || s.fromCache() {
 		return nil
 	}
 	f, err := s.a.readFence(ctx, s.tl.rows, s.part.pk)
@@ -74,6 +70,59 @@ func (s *fenced) begin(ctx context.Context) error {
 	}
 	s.adopt(ctx, f)
 	return nil
+}
+
+// fromCache starts a view at the partition's cached fence, if it is cached.
+func (s *fenced) fromCache() bool {
+	f, epoch, ok := s.a.cache.fence(s.part)
+	if ok {
+		s.v = view{valid: true, f: f, epoch: epoch, rows: make(map[string]*rowState)}
+	}
+	return ok
+}
+
+// open makes the view hold the partition's fence and the rows rks, and
+// reports whether a row read is newer than the fence (loadRows). A
+// partition neither cached nor in a view has its fence and its rows read
+// at once: a fence that does not exist proves that nothing was ever
+// committed to the partition before it was read (every transaction writes
+// the fence, and nothing deletes it), so rows read meanwhile, before or
+// after it, are the table's state at the fence; a row found then is newer
+// than the fence, as loadRows reports. When the fence exists, the rows
+// read with it may predate it and are read again under it: a partition
+// the projector never wrote costs one round trip of reads instead of two,
+// one it wrote and no longer caches the reads of its rows twice.
+func (s *fenced) open(ctx context.Context, rks []string) (behind bool, err error) {
+	if s.v.valid || len(rks) == 0 || s.fromCache() {
+		if err := s.begin(ctx); err != nil {
+			return false, err
+		}
+		return s.loadRows(ctx, rks)
+	}
+	var (
+		loaded  map[string]*rowState
+		loadErr error
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		loaded, loadErr = s.a.load(ctx, s.tl, s.part.pk, rks)
+	}()
+	f, err := s.a.readFence(ctx, s.tl.rows, s.part.pk)
+	<-done
+	if err != nil {
+		return false, err
+	}
+	s.adopt(ctx, f)
+	if f.Exists || loadErr != nil {
+		return s.loadRows(ctx, rks)
+	}
+	for rk, st := range loaded {
+		s.v.rows[rk] = st
+		behind = behind || st.Latest != nil
+	}
+	s.v.fresh = true
+	return behind, nil
 }
 
 // adopt starts a new view at fence f, read from the table; cached rows of

@@ -167,40 +167,69 @@ func maxKey(a, b string) string {
 	return b
 }
 
-// ReadState reads what the apply needs to know of one row with at most
-// three requests: the tip, and when there is none, the newest version row
-// (store.Least: one request when the row has no history).
+// ReadState reads what the apply needs to know of one row: the tip, and
+// when there is none, the newest version row. The tip and the first page
+// of the row's history are read at once, so a row that exists or never
+// existed costs one round trip (two requests), and a deleted row one
+// more: the request that proves no version sorts before the one found
+// (store.Least).
 func ReadState(ctx context.Context, s store.Store, table, pk, rk string) (*State, error) {
-	st, err := func() (*State, error) {
-		e, err := s.Get(ctx, table, pk, TipKey(rk))
-		switch {
-		case err == nil:
-			r, err := DecodeRow(e)
-			if err != nil {
-				return nil, err
-			}
-			return &State{Tip: &r, Latest: &r}, nil
-		case errors.Is(err, store.ErrTableNotFound):
-			return &State{}, nil
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, err
-		}
-		from, to := HistoryRange(rk)
-		newest, ok, err := store.Least(ctx, s, table, store.Query{PK: pk, From: from, To: to})
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return &State{}, nil
-		}
-		r, err := DecodeRow(newest)
-		if err != nil {
-			return nil, err
-		}
-		return &State{Latest: &r}, nil
-	}()
+	st, err := readState(ctx, s, table, pk, rk)
 	if err != nil {
 		return nil, fmt.Errorf("read row %s/%q/%q: %w", table, pk, rk, err)
 	}
 	return st, nil
+}
+
+func readState(ctx context.Context, s store.Store, table, pk, rk string) (*State, error) {
+	from, to := HistoryRange(rk)
+	var (
+		hist    store.Page
+		histErr error
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		hist, histErr = s.Query(ctx, table, store.Query{PK: pk, From: from, To: to, Limit: 1})
+	}()
+	e, err := s.Get(ctx, table, pk, TipKey(rk))
+	<-done
+	switch {
+	case err == nil:
+		r, err := DecodeRow(e)
+		if err != nil {
+			return nil, err
+		}
+		return &State{Tip: &r, Latest: &r}, nil
+	case errors.Is(err, store.ErrTableNotFound):
+		return &State{}, nil
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	case histErr != nil:
+		return nil, histErr
+	}
+	q := store.Query{PK: pk, From: from, To: to}
+	if len(hist.Entities) > 0 {
+		// The least of the page is a version; the newest is the least of
+		// all, so only the range before it is left to read.
+		store.SortEntities(hist.Entities)
+		q.To = hist.Entities[0].RK
+	} else if hist.Continuation == "" {
+		return &State{}, nil
+	}
+	newest, ok, err := store.Least(ctx, s, table, q)
+	switch {
+	case err != nil:
+		return nil, err
+	case ok:
+	case len(hist.Entities) > 0:
+		newest = hist.Entities[0]
+	default:
+		return &State{}, nil
+	}
+	r, err := DecodeRow(newest)
+	if err != nil {
+		return nil, err
+	}
+	return &State{Latest: &r}, nil
 }

@@ -25,17 +25,8 @@ import (
 // partition large enough that a bounded page leaves rows for point reads.
 func TestLoadRanges(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tables.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-
-	var entries []projection.Entry
-	add := func(ops ...events.RowOp) {
-		seq := uint64(len(entries) + 1)
-		entries = append(entries, entry(seq, fmt.Sprintf("c%d", seq), ops...))
-	}
+	var j journal
+	add := j.add
 	for i := range 100 {
 		add(upsert(fmt.Sprintf("m%03d", i), "n", i))
 	}
@@ -48,9 +39,7 @@ func TestLoadRanges(t *testing.T) {
 	for i := range 30 {
 		add(upsert("h", "n", i)) // a deep history between two new rows
 	}
-	if err := projection.NewApplier(st, projection.ApplierConfig{CacheRows: -1}).Apply(ctx, "orders", "p", entries, projection.Hooks{}); err != nil {
-		t.Fatal(err)
-	}
+	st := j.applied(t)
 
 	tests := []struct {
 		name     string
@@ -148,6 +137,32 @@ func TestLoadThroughEmptyPages(t *testing.T) {
 	if paged.EmptyPages() == 0 {
 		t.Fatal("no empty page answered")
 	}
+}
+
+// journal is the commands of partition orders/p, numbered from 1.
+type journal struct{ entries []projection.Entry }
+
+// add appends a command of ops and returns its sequence.
+func (j *journal) add(ops ...events.RowOp) uint64 {
+	seq := uint64(len(j.entries) + 1)
+	j.entries = append(j.entries, entry(seq, fmt.Sprintf("c%d", seq), ops...))
+	return seq
+}
+
+// applied returns an embedded store with j's commands applied by the
+// projector's applier.
+func (j *journal) applied(t *testing.T) *sqlite.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tables.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := projection.NewApplier(st, projection.ApplierConfig{CacheRows: -1}).Apply(ctx, "orders", "p", j.entries, projection.Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // entry is a command of partition orders/p at journal sequence seq.

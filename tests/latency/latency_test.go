@@ -13,7 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	tj "github.com/tablejournal/tablejournal"
+	"github.com/tablejournal/tablejournal/events"
 	"github.com/tablejournal/tablejournal/journal/journaltest"
+	"github.com/tablejournal/tablejournal/rows"
 	"github.com/tablejournal/tablejournal/store"
 	"github.com/tablejournal/tablejournal/store/simazure"
 )
@@ -33,6 +35,7 @@ const (
 const (
 	kindPublish = "publish" // acknowledged JetStream publish of a command-sized message
 	kindStore   = "store"   // one-row upsert transaction straight on the store
+	kindLayout  = "layout"  // the entities the projector writes for it (tip, version, fence), straight on the store
 	kindApply   = "apply"   // Client.Apply of a one-row upsert
 	kindAgain   = "again"   // Client.Apply right after an Apply to the same partition
 	kindWait    = "wait"    // Client.Wait after Publish returned
@@ -42,7 +45,9 @@ const (
 
 // BenchmarkLatency measures, per table store, against the projector
 // command running in this process: the latency of an acknowledged
-// publish, of a direct one-row store transaction, of Client.Apply (after a
+// publish, of a direct one-row store transaction, of a direct transaction
+// of the entities the projector writes for that row (tip, version and
+// fence: "layout"), of Client.Apply (after a
 // store write, and again right after it to the same partition: "again"),
 // of Wait alone, of read-your-writes (Publish then Get with AfterSeq),
 // and a follower's delay from Apply's return to the change's delivery
@@ -52,7 +57,9 @@ const (
 // It reports p50, p99 and p99.9 in milliseconds per kind, and the ratios
 // lat-x-parts-p50 and lat-x-parts-p99 (Apply over publish + store, at the
 // same percentile), again-x-parts-p50 (the Apply right after an Apply, over
-// the same parts: a service writing one partition back to back) and
+// the same parts: a service writing one partition back to back),
+// lat-x-layout-p50 (Apply over publish + layout: what the projector adds
+// beyond the entities its layout writes) and
 // lat-x-apply-p50 (read-your-writes over Apply); on
 // the simulated account also the store reads and transactions made while
 // an Apply waited, per Apply (apply-store-reads, apply-store-txs: each is a
@@ -116,7 +123,7 @@ func (s *samples) quantile(kind string, q float64) float64 {
 }
 
 func (s *samples) report(b *testing.B) {
-	for _, k := range []string{kindPublish, kindStore, kindApply, kindAgain, kindWait, kindRYW, kindFollow} {
+	for _, k := range []string{kindPublish, kindStore, kindLayout, kindApply, kindAgain, kindWait, kindRYW, kindFollow} {
 		if len(s.lat[k]) == 0 {
 			continue
 		}
@@ -132,6 +139,9 @@ func (s *samples) report(b *testing.B) {
 	b.ReportMetric(s.quantile(kindRYW, 0.5)/s.quantile(kindApply, 0.5), "lat-x-apply-p50")
 	if len(s.lat[kindAgain]) > 0 {
 		b.ReportMetric(s.quantile(kindAgain, 0.5)/(s.quantile(kindPublish, 0.5)+s.quantile(kindStore, 0.5)), "again-x-parts-p50")
+	}
+	if len(s.lat[kindLayout]) > 0 {
+		b.ReportMetric(s.quantile(kindApply, 0.5)/(s.quantile(kindPublish, 0.5)+s.quantile(kindLayout, 0.5)), "lat-x-layout-p50")
 	}
 	for name, n := range s.counts {
 		b.ReportMetric(float64(n)/float64(len(s.lat[kindApply])), name)
@@ -166,6 +176,10 @@ func (r *round) do(kind string, i int, due time.Time) error {
 		_, err := r.e.st.Transact(r.ctx, rawTable, pk, []store.Op{{Kind: store.Upsert, RK: fmt.Sprintf("r%d", i%10),
 			Props: tj.Entity{"i": tj.Int64(int64(i)), "note": tj.String("a row of a latency benchmark")}}})
 		if err != nil {
+			return err
+		}
+	case kindLayout:
+		if _, err := r.e.st.Transact(r.ctx, rawTable, pk, layoutOps(fmt.Sprintf("r%d", i%10), uint64(i+1))); err != nil {
 			return err
 		}
 	case kindApply, kindAgain:
@@ -220,6 +234,23 @@ func (r *round) do(kind string, i int, due time.Time) error {
 	return nil
 }
 
+// layoutOps are the entities the projector writes for an upsert of row rk
+// at journal sequence seq (SPEC §4): its tip, its version row and the
+// partition's fence, as one transaction, unconditional: what a command
+// costs the store in this layout, beside the one row the "store" kind
+// writes.
+func layoutOps(rk string, seq uint64) []store.Op {
+	row := rows.Row{RK: rk, Version: int64(seq), Cmd: fmt.Sprintf("c%d", seq), Seq: seq, At: time.Now().UTC(),
+		Op: events.OpUpsert, Props: tj.Entity{"i": tj.Int64(int64(seq)), "note": tj.String("a row of a latency benchmark")}}
+	tip := row
+	tip.Tip = true
+	return []store.Op{
+		{Kind: store.Upsert, RK: rows.FenceKey, Props: tj.Entity{rows.ColSeq: tj.Int64(int64(seq)), rows.ColCmd: tj.String(row.Cmd), rows.ColAt: tj.DateTime(row.At)}},
+		{Kind: store.Upsert, RK: tip.StoreKey(), Props: tip.Encode()},
+		{Kind: store.Upsert, RK: row.StoreKey(), Props: row.Encode()},
+	}
+}
+
 // rawPayload is about the size of the commands' messages.
 var rawPayload = make([]byte, 160)
 
@@ -239,7 +270,7 @@ func (e *env) newRound(b *testing.B, withFollower bool) *round {
 func (e *env) sequential(b *testing.B, n int) *samples {
 	r := e.newRound(b, true)
 	for i := range n {
-		for _, k := range []string{kindPublish, kindStore, kindApply, kindAgain, kindWait, kindRYW} {
+		for _, k := range []string{kindPublish, kindStore, kindLayout, kindApply, kindAgain, kindWait, kindRYW} {
 			if err := r.do(k, i, time.Now()); err != nil {
 				b.Fatalf("%s %d: %v", k, i, err)
 			}
