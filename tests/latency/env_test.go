@@ -79,6 +79,7 @@ type env struct {
 	c      *tj.Client
 	stop   func() error    // stops the projector
 	sim    *simazure.Store // the simulated account, on backend "simazure"
+	echo   *echo           // the pipeline's floor without a projector
 }
 
 // startEnv starts a pipeline on backend ("sqlite" or "azurite"); it stops
@@ -113,6 +114,7 @@ func startEnv(tb testing.TB, backend string) *env {
 		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute}); err != nil {
 		tb.Fatal(err)
 	}
+	e.echo = startEcho(tb, e)
 	e.c = e.client(tb)
 	// The projector is up once a command applies: it creates the streams
 	// the client needs, so the first tries may fail.
@@ -137,7 +139,7 @@ func (e *env) startSimulated(tb testing.TB, ctx context.Context) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { inner.Close() })
-	sim, err := simazure.New(inner, simazure.Config{PartitionRate: -1, AccountRate: -1})
+	sim, err := simazure.New(inner, simazure.Config{PartitionRate: -1, AccountRate: -1, Latency: simLatency(tb)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -242,4 +244,22 @@ func requests() int {
 		return n
 	}
 	return 300
+}
+
+// simLatency is the simulated account's round trip: its default (5 ms), or
+// $TABLEJOURNAL_BENCH_SIM_LATENCY (a duration; "0" for none, which
+// measures the projector in this process on the embedded store).
+func simLatency(tb testing.TB) time.Duration {
+	v := os.Getenv("TABLEJOURNAL_BENCH_SIM_LATENCY")
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		tb.Fatalf("TABLEJOURNAL_BENCH_SIM_LATENCY: %v", err)
+	}
+	if d == 0 {
+		return -1
+	}
+	return d
 }

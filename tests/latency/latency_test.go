@@ -36,6 +36,7 @@ const (
 	kindPublish = "publish" // acknowledged JetStream publish of a command-sized message
 	kindStore   = "store"   // one-row upsert transaction straight on the store
 	kindLayout  = "layout"  // the entities the projector writes for it (tip, version, fence), straight on the store
+	kindEcho    = "echo"    // publish, then a consumer's answer over core NATS: the pipeline without a projector
 	kindApply   = "apply"   // Client.Apply of a one-row upsert
 	kindAgain   = "again"   // Client.Apply right after an Apply to the same partition
 	kindWait    = "wait"    // Client.Wait after Publish returned
@@ -59,7 +60,10 @@ const (
 // same percentile), again-x-parts-p50 (the Apply right after an Apply, over
 // the same parts: a service writing one partition back to back),
 // lat-x-layout-p50 (Apply over publish + layout: what the projector adds
-// beyond the entities its layout writes) and
+// beyond the entities its layout writes), lat-x-floor-p50 (Apply over
+// echo + layout, where "echo" is a publish answered by a consumer over
+// core NATS the moment it is delivered: Apply's floor, the pipeline
+// without the projector's work and with its store write) and
 // lat-x-apply-p50 (read-your-writes over Apply); on
 // the simulated account also the store reads and transactions made while
 // an Apply waited, per Apply (apply-store-reads, apply-store-txs: each is a
@@ -123,7 +127,7 @@ func (s *samples) quantile(kind string, q float64) float64 {
 }
 
 func (s *samples) report(b *testing.B) {
-	for _, k := range []string{kindPublish, kindStore, kindLayout, kindApply, kindAgain, kindWait, kindRYW, kindFollow} {
+	for _, k := range []string{kindPublish, kindStore, kindLayout, kindEcho, kindApply, kindAgain, kindWait, kindRYW, kindFollow} {
 		if len(s.lat[k]) == 0 {
 			continue
 		}
@@ -142,6 +146,9 @@ func (s *samples) report(b *testing.B) {
 	}
 	if len(s.lat[kindLayout]) > 0 {
 		b.ReportMetric(s.quantile(kindApply, 0.5)/(s.quantile(kindPublish, 0.5)+s.quantile(kindLayout, 0.5)), "lat-x-layout-p50")
+	}
+	if len(s.lat[kindEcho]) > 0 {
+		b.ReportMetric(s.quantile(kindApply, 0.5)/(s.quantile(kindEcho, 0.5)+s.quantile(kindLayout, 0.5)), "lat-x-floor-p50")
 	}
 	for name, n := range s.counts {
 		b.ReportMetric(float64(n)/float64(len(s.lat[kindApply])), name)
@@ -180,6 +187,10 @@ func (r *round) do(kind string, i int, due time.Time) error {
 		}
 	case kindLayout:
 		if _, err := r.e.st.Transact(r.ctx, rawTable, pk, layoutOps(fmt.Sprintf("r%d", i%10), uint64(i+1))); err != nil {
+			return err
+		}
+	case kindEcho:
+		if err := r.e.echo.request(r.ctx, r.e.js, fmt.Sprintf("%s-%d", r.run, i)); err != nil {
 			return err
 		}
 	case kindApply, kindAgain:
@@ -270,7 +281,7 @@ func (e *env) newRound(b *testing.B, withFollower bool) *round {
 func (e *env) sequential(b *testing.B, n int) *samples {
 	r := e.newRound(b, true)
 	for i := range n {
-		for _, k := range []string{kindPublish, kindStore, kindLayout, kindApply, kindAgain, kindWait, kindRYW} {
+		for _, k := range []string{kindPublish, kindStore, kindLayout, kindEcho, kindApply, kindAgain, kindWait, kindRYW} {
 			if err := r.do(k, i, time.Now()); err != nil {
 				b.Fatalf("%s %d: %v", k, i, err)
 			}
