@@ -106,7 +106,7 @@ func (s *fenced) open(ctx context.Context, rks []string) (behind bool, err error
 	)
 	go func() {
 		defer close(done)
-		loaded, loadErr = s.a.load(ctx, s.tl, s.part.pk, rks)
+		loaded, loadErr = s.load(ctx, rks)
 	}()
 	f, err := s.a.readFence(ctx, s.tl.rows, s.part.pk)
 	<-done
@@ -185,7 +185,7 @@ func (s *fenced) loadRows(ctx context.Context, rks []string) (behind bool, err e
 	if len(need) == 0 {
 		return false, nil
 	}
-	loaded, err := s.a.load(ctx, s.tl, s.part.pk, need)
+	loaded, err := s.load(ctx, need)
 	if err != nil {
 		return false, err
 	}
@@ -197,6 +197,19 @@ func (s *fenced) loadRows(ctx context.Context, rks []string) (behind bool, err e
 	}
 	s.v.fresh = true
 	return behind, nil
+}
+
+// load reads the state of rows rks from the store, and beside it what the
+// layout prefetches of them.
+func (s *fenced) load(ctx context.Context, rks []string) (map[string]*rowState, error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.tl.layout.prefetch(ctx, s.a, s.part, rks)
+	}()
+	loaded, err := s.a.load(ctx, s.tl, s.part.pk, rks)
+	<-done
+	return loaded, err
 }
 
 // confirm records that the view's fence held up to now: the rows read

@@ -24,6 +24,10 @@ import (
 // it (tableLayout).
 type rowLayout interface {
 	load(ctx context.Context, s store.Store, table, pk string, rks []string) (map[string]*rowState, error)
+	// prefetch runs beside each load of rows rks from the store: what the
+	// layout will read of them after the commit, read now, in the same
+	// round trip.
+	prefetch(ctx context.Context, a *Applier, part partKey, rks []string)
 	ops(b *txn) []store.Op
 	// mirror runs after each transaction of a partition committed (or
 	// wrote nothing), before its results are handed on (Hooks.AfterCommit)
@@ -39,6 +43,8 @@ type versioned struct{}
 func (versioned) load(ctx context.Context, s store.Store, table, pk string, rks []string) (map[string]*rowState, error) {
 	return rows.Load(ctx, s, table, pk, rks)
 }
+
+func (versioned) prefetch(context.Context, *Applier, partKey, []string) {}
 
 func (versioned) ops(b *txn) []store.Op { return b.TxOps() }
 

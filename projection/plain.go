@@ -201,6 +201,30 @@ func (a *Applier) mirrorState(ctx context.Context, part partKey, rks []string) (
 	return out, nil
 }
 
+// prefetch reads the table's rows rks that the mirror cache does not hold,
+// beside the load of their history, and caches those it could read: the
+// mirror after the commit then finds them cached instead of reading them
+// one round trip later. A row read before the history's commit is no
+// hazard: the mirror's writes are conditional on it and a conflict reads
+// it again. A read that fails is left to the mirror, which reads again
+// and reports it (a foreign row holds the partition there, as before).
+func (plain) prefetch(ctx context.Context, a *Applier, part partKey, rks []string) {
+	var g errgroup.Group
+	g.SetLimit(mirrorReads)
+	for _, rk := range rks {
+		if _, ok := a.mirrors.get(part, rk); ok {
+			continue
+		}
+		g.Go(func() error {
+			if m, err := readMirrored(ctx, a.store, part, rk); err == nil {
+				a.mirrors.put(part, rk, m)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
 // mirrorReads bounds the point reads of a plain table's rows in flight for
 // one partition batch.
 const mirrorReads = 16
