@@ -37,6 +37,7 @@ const (
 	kindStore   = "store"   // one-row upsert transaction straight on the store
 	kindLayout  = "layout"  // the entities the projector writes for it (tip, version, fence), straight on the store
 	kindEcho    = "echo"    // publish, then a consumer's answer over core NATS: the pipeline without a projector
+	kindGet     = "get"     // a point read of the row straight from the store: what read-your-writes reads
 	kindApply   = "apply"   // Client.Apply of a one-row upsert
 	kindAgain   = "again"   // Client.Apply right after an Apply to the same partition
 	kindWait    = "wait"    // Client.Wait after Publish returned
@@ -63,7 +64,9 @@ const (
 // beyond the entities its layout writes), lat-x-floor-p50 (Apply over
 // echo + layout, where "echo" is a publish answered by a consumer over
 // core NATS the moment it is delivered: Apply's floor, the pipeline
-// without the projector's work and with its store write) and
+// without the projector's work and with its store write),
+// lat-x-apply-get-p50 (read-your-writes over Apply + "get", a point read of
+// the row straight from the store: read-your-writes' floor) and
 // lat-x-apply-p50 (read-your-writes over Apply); on
 // the simulated account also the store reads and transactions made while
 // an Apply waited, per Apply (apply-store-reads, apply-store-txs: each is a
@@ -127,7 +130,7 @@ func (s *samples) quantile(kind string, q float64) float64 {
 }
 
 func (s *samples) report(b *testing.B) {
-	for _, k := range []string{kindPublish, kindStore, kindLayout, kindEcho, kindApply, kindAgain, kindWait, kindRYW, kindFollow} {
+	for _, k := range []string{kindPublish, kindStore, kindLayout, kindEcho, kindGet, kindApply, kindAgain, kindWait, kindRYW, kindFollow} {
 		if len(s.lat[k]) == 0 {
 			continue
 		}
@@ -146,6 +149,9 @@ func (s *samples) report(b *testing.B) {
 	}
 	if len(s.lat[kindLayout]) > 0 {
 		b.ReportMetric(s.quantile(kindApply, 0.5)/(s.quantile(kindPublish, 0.5)+s.quantile(kindLayout, 0.5)), "lat-x-layout-p50")
+	}
+	if len(s.lat[kindGet]) > 0 {
+		b.ReportMetric(s.quantile(kindRYW, 0.5)/(s.quantile(kindApply, 0.5)+s.quantile(kindGet, 0.5)), "lat-x-apply-get-p50")
 	}
 	if len(s.lat[kindEcho]) > 0 {
 		b.ReportMetric(s.quantile(kindApply, 0.5)/(s.quantile(kindEcho, 0.5)+s.quantile(kindLayout, 0.5)), "lat-x-floor-p50")
@@ -187,6 +193,10 @@ func (r *round) do(kind string, i int, due time.Time) error {
 		}
 	case kindLayout:
 		if _, err := r.e.st.Transact(r.ctx, rawTable, pk, layoutOps(fmt.Sprintf("r%d", i%10), uint64(i+1))); err != nil {
+			return err
+		}
+	case kindGet:
+		if _, err := r.e.st.Get(r.ctx, benchTable, pk, rows.TipKey(fmt.Sprintf("r%d", i%10))); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 	case kindEcho:
@@ -281,7 +291,7 @@ func (e *env) newRound(b *testing.B, withFollower bool) *round {
 func (e *env) sequential(b *testing.B, n int) *samples {
 	r := e.newRound(b, true)
 	for i := range n {
-		for _, k := range []string{kindPublish, kindStore, kindLayout, kindEcho, kindApply, kindAgain, kindWait, kindRYW} {
+		for _, k := range []string{kindPublish, kindStore, kindLayout, kindEcho, kindGet, kindApply, kindAgain, kindWait, kindRYW} {
 			if err := r.do(k, i, time.Now()); err != nil {
 				b.Fatalf("%s %d: %v", k, i, err)
 			}
