@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tablejournal/tablejournal/projection/decide"
-	"github.com/tablejournal/tablejournal/wire"
 )
 
 // The shard's pipeline (SPEC §5, "The next batch before the durable
@@ -153,11 +152,6 @@ func (p *pending) ready() bool {
 	default:
 		return p != nil && p.u == nil
 	}
-}
-
-// priorFromOutcome is o as the Prior it is to a later message.
-func priorFromOutcome(o wire.Outcome) decide.Prior {
-	return decide.Prior{Seq: o.Seq, Status: o.Status, Digest: o.Digest}
 }
 
 // apply processes todo but for the messages of partitions the shard holds

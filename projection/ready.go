@@ -124,3 +124,8 @@ func (pr *priors) history(ctx context.Context, r *outcomes.Reader, id string) ([
 
 // lookupTimeout bounds the outcomes look-up of one fetched batch.
 const lookupTimeout = 30 * time.Second
+
+// priorFromOutcome is o as the Prior it is to a later message.
+func priorFromOutcome(o wire.Outcome) decide.Prior {
+	return decide.Prior{Seq: o.Seq, Status: o.Status, Digest: o.Digest}
+}
