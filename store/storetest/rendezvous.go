@@ -9,7 +9,7 @@ import (
 )
 
 // Rendezvous wraps a real store and holds each read (Get and Query) until N
-// reads are held, or a second has passed since the first of them came:
+// reads are held, or rendezvousWait has passed since the first of them came:
 // reads made at once pass together, as one round trip, and a read made
 // after another returned starts a round trip of its own. RoundTrips counts
 // them, which makes "these reads go out at once" testable without timing a
@@ -33,6 +33,11 @@ func (r *Rendezvous) RoundTrips() int {
 	return r.groups
 }
 
+// rendezvousWait is how long a read waits for the others of its round
+// trip: long enough that reads made at once meet on a loaded machine (it
+// is what a read made alone costs a test).
+const rendezvousWait = 3 * time.Second
+
 func (r *Rendezvous) meet() {
 	r.mu.Lock()
 	if r.group == nil {
@@ -46,7 +51,7 @@ func (r *Rendezvous) meet() {
 		r.group = nil
 	}
 	r.mu.Unlock()
-	t := time.NewTimer(time.Second)
+	t := time.NewTimer(rendezvousWait)
 	defer t.Stop()
 	select {
 	case <-g:
