@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -70,10 +71,18 @@ func (r *Eraser) keyBehind(ctx context.Context, t Target) ([]behindMsgs, error) 
 // many. The buckets' streams deny message deletes, so each key's subject
 // is purged; a key that holds only the hash is first purged through the
 // bucket, so that a projector following the record sees the entry go.
-// Its purge marker goes with the subject's purge.
+// Its purge marker goes with the subject's purge, once every follower of
+// the record was sent it (awaitFollowers): a marker purged before a
+// follower's consumer sent it is never delivered, and that projector
+// would go on counting the partition behind.
 func (r *Eraser) deleteBehind(ctx context.Context, found []behindMsgs) (int, error) {
 	n := 0
 	for _, b := range found {
+		s, err := r.JetStream().Stream(ctx, b.stream)
+		if err != nil {
+			return n, fmt.Errorf("erase from %s: %w", b.bucket, err)
+		}
+		subject := "$KV." + b.bucket + "." + b.key
 		if !b.legacy {
 			kv, err := r.JetStream().KeyValue(ctx, b.bucket)
 			if err != nil {
@@ -82,15 +91,50 @@ func (r *Eraser) deleteBehind(ctx context.Context, found []behindMsgs) (int, err
 			if err := kv.Purge(ctx, b.key); err != nil {
 				return n, fmt.Errorf("erase from %s: %w", b.bucket, err)
 			}
+			if err := awaitFollowers(ctx, s, subject, followersWait); err != nil {
+				return n, fmt.Errorf("erase from %s: %w", b.bucket, err)
+			}
 		}
-		s, err := r.JetStream().Stream(ctx, b.stream)
-		if err != nil {
-			return n, fmt.Errorf("erase from %s: %w", b.bucket, err)
-		}
-		if err := s.Purge(ctx, jetstream.WithPurgeSubject("$KV."+b.bucket+"."+b.key)); err != nil {
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
 			return n, fmt.Errorf("erase from %s: %w", b.bucket, err)
 		}
 		n += b.n
 	}
 	return n, nil
+}
+
+// followersWait bounds awaitFollowers: a follower that has not been sent
+// the marker by then (a projector stopped with its consumer not yet
+// cleaned up) loses it, and learns the entry is gone when it next loads
+// the record.
+const followersWait = 5 * time.Second
+
+// awaitFollowers waits until every consumer of stream s was sent the last
+// message of subject or has none of it pending, or wait has passed.
+func awaitFollowers(ctx context.Context, s jetstream.Stream, subject string, wait time.Duration) error {
+	last, err := s.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		return fmt.Errorf("the marker of %s: %w", subject, err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		sent := true
+		consumers := s.ListConsumers(ctx)
+		for ci := range consumers.Info() {
+			if ci.NumPending > 0 && ci.Delivered.Stream < last.Sequence {
+				sent = false
+			}
+		}
+		if err := consumers.Err(); err != nil {
+			return fmt.Errorf("the followers of %s: %w", subject, err)
+		}
+		if sent || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond): // a condition polled with a deadline
+		}
+	}
 }
