@@ -2,6 +2,7 @@ package projection_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -254,6 +255,10 @@ type fenceAfterRows struct {
 	once     sync.Once
 }
 
+// errFenceFirst fails the applier when the fence was read alone, the rows
+// after it, which the test's Apply then reports.
+var errFenceFirst = errors.New("the fence was read first, not with the rows")
+
 func newFenceAfterRows(st store.Store, rows int, fn func()) *fenceAfterRows {
 	return &fenceAfterRows{Store: st, rows: rows, fn: fn, enough: make(chan struct{})}
 }
@@ -271,14 +276,18 @@ func (f *fenceAfterRows) Get(ctx context.Context, table, pk, rk string) (store.E
 		defer f.rowRead()
 		return f.Store.Get(ctx, table, pk, rk)
 	}
+	var err error
 	f.once.Do(func() {
 		select {
 		case <-f.enough:
+			f.fn()
 		case <-time.After(10 * time.Second):
-			panic("the fence was read first, not with the rows")
+			err = errFenceFirst
 		}
-		f.fn()
 	})
+	if err != nil {
+		return store.Entity{}, err
+	}
 	return f.Store.Get(ctx, table, pk, rk)
 }
 
