@@ -109,8 +109,10 @@ func (r *Eraser) deleteBehind(ctx context.Context, found []behindMsgs) (int, err
 // the record.
 const followersWait = 5 * time.Second
 
-// awaitFollowers waits until every consumer of stream s was sent the last
-// message of subject or has none of it pending, or wait has passed.
+// awaitFollowers waits until every consumer of stream s whose filter
+// takes subject was sent its last message, or wait has passed. (A
+// consumer's NumPending is no guide: it lags the purge that wrote the
+// marker.)
 func awaitFollowers(ctx context.Context, s jetstream.Stream, subject string, wait time.Duration) error {
 	last, err := s.GetLastMsgForSubject(ctx, subject)
 	if err != nil {
@@ -121,7 +123,7 @@ func awaitFollowers(ctx context.Context, s jetstream.Stream, subject string, wai
 		sent := true
 		consumers := s.ListConsumers(ctx)
 		for ci := range consumers.Info() {
-			if ci.NumPending > 0 && ci.Delivered.Stream < last.Sequence {
+			if ci.Delivered.Stream < last.Sequence && takes(ci.Config, subject) {
 				sent = false
 			}
 		}
@@ -137,4 +139,39 @@ func awaitFollowers(ctx context.Context, s jetstream.Stream, subject string, wai
 		case <-time.After(20 * time.Millisecond): // a condition polled with a deadline
 		}
 	}
+}
+
+// takes says whether a consumer with configuration c is sent messages of
+// subject: it has no filter, or a filter subject matches it.
+func takes(c jetstream.ConsumerConfig, subject string) bool {
+	filters := c.FilterSubjects
+	if c.FilterSubject != "" {
+		filters = append(filters, c.FilterSubject)
+	}
+	if len(filters) == 0 {
+		return true
+	}
+	for _, f := range filters {
+		if subjectMatches(f, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// subjectMatches says whether the NATS subject filter f (tokens, "*" for
+// any one, ">" for the rest) matches subject.
+func subjectMatches(f, subject string) bool {
+	ft, st := strings.Split(f, "."), strings.Split(subject, ".")
+	for i, t := range ft {
+		switch {
+		case t == ">":
+			return len(st) > i
+		case i >= len(st):
+			return false
+		case t != "*" && t != st[i]:
+			return false
+		}
+	}
+	return len(ft) == len(st)
 }

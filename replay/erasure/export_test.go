@@ -6,3 +6,6 @@ var SecureDelete = secureDelete
 
 // AwaitFollowers lets the tests check the wait for a record's followers.
 var AwaitFollowers = awaitFollowers
+
+// SubjectMatches lets the tests check the subject filter match.
+var SubjectMatches = subjectMatches

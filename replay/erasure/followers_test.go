@@ -11,8 +11,8 @@ import (
 )
 
 // TestAwaitFollowers: before the subject of a purged entry is purged, the
-// erase waits until every consumer of the record's stream was sent the
-// purge marker. A follower that has not been (here: a consumer holding an
+// erase waits until every consumer of the record's stream that takes the
+// entry's subject was sent the purge marker. A follower that has not been (here: a consumer holding an
 // unacknowledged message at its limit of one) holds the wait to its
 // bound; once it was sent the marker, the wait ends at once.
 func TestAwaitFollowers(t *testing.T) {
@@ -30,6 +30,11 @@ func TestAwaitFollowers(t *testing.T) {
 	follower, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "follower", MaxAckPending: 1,
 		AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A consumer of another key is never sent b's marker, and waits for none.
+	if _, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "other",
+		FilterSubject: "$KV.followers.a", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kv.Put(ctx, "a", []byte("1")); err != nil {
@@ -79,5 +84,28 @@ func TestAwaitFollowers(t *testing.T) {
 	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("the wait took %s with every follower sent the marker", d)
+	}
+}
+
+func TestSubjectMatches(t *testing.T) {
+	tests := []struct {
+		filter, subject string
+		want            bool
+	}{
+		{"$KV.b.>", "$KV.b.x", true},
+		{"$KV.b.>", "$KV.b.x.y", true},
+		{"$KV.b.>", "$KV.b", false},
+		{"$KV.b.x", "$KV.b.x", true},
+		{"$KV.b.x", "$KV.b.y", false},
+		{"$KV.b.x", "$KV.b.x.y", false},
+		{"$KV.*.x", "$KV.b.x", true},
+		{"$KV.*.x", "$KV.b.y", false},
+		{"$KV.*", "$KV.b.x", false},
+		{">", "a", true},
+	}
+	for _, tt := range tests {
+		if got := erasure.SubjectMatches(tt.filter, tt.subject); got != tt.want {
+			t.Errorf("filter %q, subject %q: %v, want %v", tt.filter, tt.subject, got, tt.want)
+		}
 	}
 }
